@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian and npm packages glint's build, tests and oracles need on a fresh Debian 12.
+# Idempotent and quiet when everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev clang-14 libclang-rt-14-dev
+clang-format python3 python3-numpy python3-torch python3-jsonschema nodejs npm"
+missing=""
+for p in $DEB_PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "install-deps: apt-get install$missing"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# npm oracles (test-only): node-llama-cpp (llama.cpp), js-tiktoken. Pinned in tests/oracle/package.json.
+if [ ! -d tests/oracle/node_modules/node-llama-cpp ] || [ ! -d tests/oracle/node_modules/js-tiktoken ]; then
+    echo "install-deps: npm install (tests/oracle)"
+    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+fi

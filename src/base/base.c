@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+#include "base.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+gl_status gl_err_set(struct gl_err *err, gl_status code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+const char *gl_status_name(gl_status s)
+{
+    switch (s) {
+    case GL_OK: return "ok";
+    case GL_E_INVAL: return "invalid argument";
+    case GL_E_FORMAT: return "format error";
+    case GL_E_IO: return "i/o error";
+    case GL_E_NOMEM: return "out of memory";
+    case GL_E_LIMIT: return "limit exceeded";
+    case GL_E_UNSUPPORTED: return "unsupported";
+    case GL_E_AGAIN: return "try again";
+    case GL_E_CANCELLED: return "cancelled";
+    case GL_E_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+void gl_panic(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "glint: fatal: %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+
+static int log_threshold(void)
+{
+    static int lvl = -1;
+    if (lvl < 0) {
+        const char *e = getenv("GLINT_LOG");
+        lvl = GL_LOG_INFO;
+        if (e) {
+            if (!strcmp(e, "error")) lvl = GL_LOG_ERROR;
+            else if (!strcmp(e, "warn")) lvl = GL_LOG_WARN;
+            else if (!strcmp(e, "debug")) lvl = GL_LOG_DEBUG;
+        }
+    }
+    return lvl;
+}
+
+void gl_log(enum gl_log_level lvl, const char *fmt, ...)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    if ((int)lvl > log_threshold())
+        return;
+    va_list ap;
+    fprintf(stderr, "glint %s: ", names[lvl]);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void *gl_malloc(size_t n) { return malloc(n ? n : 1); }
+void *gl_calloc(size_t n, size_t size) { return calloc(n ? n : 1, size ? size : 1); }
+void *gl_realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
+void gl_free(void *p) { free(p); }
+
+void *gl_malloc_aligned(size_t n)
+{
+    void *p = NULL;
+    size_t rounded = (n + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0)
+        return NULL;
+    return p;
+}
+void gl_free_aligned(void *p) { free(p); }
+
+char *gl_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = gl_malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+int64_t gl_time_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+float gl_fp16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else { // subnormal: normalise
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400)) {
+                mant <<= 1;
+                exp--;
+            }
+            mant &= 0x3ff;
+            bits = sign | (exp << 23) | (mant << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t gl_f32_to_fp16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    int32_t exp = (int32_t)((x >> 23) & 0xff);
+    uint32_t mant = x & 0x7fffff;
+    if (exp == 255)
+        return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+    int32_t e = exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00);
+    if (e <= 0) { // subnormal or zero in fp16
+        if (e < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = 1u << (shift - 1);
+        uint32_t r = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1);
+        if (rem > half || (rem == half && (r & 1)))
+            r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = (uint32_t)(e << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (r & 1)))
+        r++; // may carry into the exponent, which is the correct rounding
+    return (uint16_t)(sign | r);
+}
+
+float gl_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t gl_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((x >> 16) | 64); // quiet NaN
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}

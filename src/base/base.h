@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// base: status codes, error records, assertions, logging and allocation hooks shared by every
+// module. Invariant violations abort with file:line (GL_ASSERT); input errors return a
+// gl_status and fill a caller-provided struct gl_err with a message that says what, where, why.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gl_status {
+    GL_OK = 0,
+    GL_E_INVAL,       // bad argument or request
+    GL_E_FORMAT,      // malformed file or data
+    GL_E_IO,          // open/read/mmap failed
+    GL_E_NOMEM,       // allocation failed
+    GL_E_LIMIT,       // a size or count over a named limit
+    GL_E_UNSUPPORTED, // well-formed but not supported (architecture, tensor type)
+    GL_E_AGAIN,
+    GL_E_CANCELLED,
+    GL_E_INTERNAL,
+} gl_status;
+
+#define GL_ERR_MSG_CAP 512
+
+// Error detail, filled at the failure site. Owned by the caller; may be NULL where a function
+// takes it, in which case only the status is returned.
+struct gl_err {
+    gl_status code;
+    char msg[GL_ERR_MSG_CAP];
+};
+
+#if defined(__GNUC__)
+#define GL_MUST_USE     __attribute__((warn_unused_result))
+#define GL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define GL_NORETURN     __attribute__((noreturn))
+#define GL_LIKELY(x)    __builtin_expect(!!(x), 1)
+#define GL_UNLIKELY(x)  __builtin_expect(!!(x), 0)
+#else
+#define GL_MUST_USE
+#define GL_PRINTF(a, b)
+#define GL_NORETURN
+#define GL_LIKELY(x)   (x)
+#define GL_UNLIKELY(x) (x)
+#endif
+
+// Sets err (if non-NULL) to code and a formatted message; returns code so callers can write
+// `return gl_err_set(err, GL_E_FORMAT, "gguf: ...")`.
+gl_status gl_err_set(struct gl_err *err, gl_status code, const char *fmt, ...) GL_PRINTF(3, 4);
+const char *gl_status_name(gl_status s);
+
+GL_NORETURN void gl_panic(const char *file, int line, const char *fmt, ...) GL_PRINTF(3, 4);
+
+// Always compiled in: a broken invariant is a bug, never an input error.
+#define GL_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (GL_UNLIKELY(!(cond)))                                                                  \
+            gl_panic(__FILE__, __LINE__, "assertion failed: %s", #cond);                           \
+    } while (0)
+#define GL_ASSERT_MSG(cond, ...)                                                                   \
+    do {                                                                                           \
+        if (GL_UNLIKELY(!(cond)))                                                                  \
+            gl_panic(__FILE__, __LINE__, __VA_ARGS__);                                             \
+    } while (0)
+
+// Logging to stderr. Level from GLINT_LOG=error|warn|info|debug (default info).
+enum gl_log_level { GL_LOG_ERROR, GL_LOG_WARN, GL_LOG_INFO, GL_LOG_DEBUG };
+void gl_log(enum gl_log_level lvl, const char *fmt, ...) GL_PRINTF(2, 3);
+#define GL_LOGE(...) gl_log(GL_LOG_ERROR, __VA_ARGS__)
+#define GL_LOGW(...) gl_log(GL_LOG_WARN, __VA_ARGS__)
+#define GL_LOGI(...) gl_log(GL_LOG_INFO, __VA_ARGS__)
+#define GL_LOGD(...) gl_log(GL_LOG_DEBUG, __VA_ARGS__)
+
+// Allocation: these return NULL on failure (callers turn that into GL_E_NOMEM); the
+// *_or_die forms are for start-up-sized internal buffers only, never on request paths.
+void *gl_malloc(size_t n);
+void *gl_calloc(size_t n, size_t size);
+void *gl_realloc(void *p, size_t n);
+void gl_free(void *p);
+// 64-byte aligned (SIMD rows, KV). Free with gl_free_aligned.
+void *gl_malloc_aligned(size_t n);
+void gl_free_aligned(void *p);
+char *gl_strdup(const char *s);
+
+// Monotonic clock in microseconds.
+int64_t gl_time_us(void);
+
+// Checked size arithmetic: returns 0 and leaves *out untouched on overflow.
+static inline int gl_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a != 0 && b > UINT64_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+static inline int gl_add_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (b > UINT64_MAX - a)
+        return 0;
+    *out = a + b;
+    return 1;
+}
+
+// fp16 / bf16 conversions (IEEE binary16 with round-to-nearest-even; bf16 by RNE truncation).
+float gl_fp16_to_f32(uint16_t h);
+uint16_t gl_f32_to_fp16(float f);
+float gl_bf16_to_f32(uint16_t h);
+uint16_t gl_f32_to_bf16(float f);

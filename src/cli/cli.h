@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+// cli: the `glint` subcommands. Each returns a process exit code (0 ok, 1 runtime error,
+// 2 usage error) and prints errors to stderr; main() is the only place that exits.
+#pragma once
+
+int gl_cmd_run(int argc, char **argv);        // cmd_run.c: generation (greedy/sampled)
+int gl_cmd_eval(int argc, char **argv);       // cmd_run.c: teacher-forced logits / layer dumps
+int gl_cmd_tokenize(int argc, char **argv);   // cmd_tokenize.c
+int gl_cmd_inspect(int argc, char **argv);    // cmd_inspect.c
+int gl_cmd_make_model(int argc, char **argv); // cmd_make_model.c
+int gl_cmd_bench(int argc, char **argv);      // cmd_bench.c

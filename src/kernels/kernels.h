@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// kernels: the CPU compute dispatch table (one entry per weight type and per ISA), and the
+// threaded matrix-times-activations routine built on it. The table starts with the reference
+// functions from src/quant and is overwritten by AVX2 then AVX-512 variants when the CPU has
+// them (or up to the ISA pinned by GLINT_ISA=ref|avx2|avx512). Read-only after init.
+#pragma once
+
+#include "quant/quant.h"
+
+#include <stdint.h>
+
+// *s = dot(weight row x (weight type), activation row y (its vec_dot type)), n elements.
+typedef void (*gl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+// Quantize n floats into a row of the given (activation) type.
+typedef void (*gl_from_float_fn)(const float *x, void *y, int64_t n);
+// Dequantize n elements of a row into floats.
+typedef void (*gl_to_float_fn)(const void *x, float *y, int64_t n);
+
+struct gl_kernels {
+    const char *isa; // "ref", "avx2", "avx512"
+    gl_vec_dot_fn vec_dot[GL_TYPE_COUNT];     // indexed by weight type
+    gl_from_float_fn from_float[GL_TYPE_COUNT]; // indexed by activation type
+    gl_to_float_fn to_float[GL_TYPE_COUNT];    // indexed by weight type
+};
+
+// The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.
+const struct gl_kernels *gl_kernels_get(void);
+// Fills k for a specific ISA name ("ref", "avx2", "avx512"); returns 0 if the CPU lacks it or the
+// name is unknown. Used by tests to hold every variant to the reference.
+int gl_kernels_init_isa(struct gl_kernels *k, const char *isa);
+
+// ---- thread pool ----
+// A fixed pool of worker threads with a spin-then-sleep barrier; run() executes fn on every
+// thread (ith = 0..nth-1, the caller being thread 0) and returns when all are done.
+struct gl_pool;
+struct gl_pool *gl_pool_new(int n_threads); // NULL on failure
+void gl_pool_delete(struct gl_pool *p);
+int gl_pool_size(const struct gl_pool *p);
+typedef void (*gl_pool_fn)(void *ctx, int ith, int nth);
+void gl_pool_run(struct gl_pool *p, gl_pool_fn fn, void *ctx);
+
+// ---- matmul ----
+// out[t][r] = dot(W row r, act row t) for r < n_rows, t < n_tok.
+// W: n_rows rows of n_in elements of type wtype, row stride gl_type_row_size(wtype, n_in).
+// act: n_tok rows already converted to gl_type_vec_dot_type(wtype), stride act_stride bytes.
+// out: n_tok x out_stride floats. Rows are split across the pool's threads; tokens are tiled so
+// each weight block is read once per tile of tokens (prefill is compute-bound, decode is
+// bandwidth-bound).
+void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
+               const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
+               int64_t n_tok, float *out, int64_t out_stride);

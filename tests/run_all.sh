@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole suite: build (warnings as errors), unit tests, fuzz-corpus replay, then the oracle
+# checks against third-party references (tests/oracle/check_*.sh). Prints one line per suite and
+# a final "N passed, N failed". Models are generated under $GLINT_TEST_DIR (default build/testdata).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export GLINT_TEST_DIR="${GLINT_TEST_DIR:-$PWD/build/testdata}"
+mkdir -p "$GLINT_TEST_DIR"
+LOG_DIR="$PWD/build/test-logs"
+mkdir -p "$LOG_DIR"
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGLINT_WERROR=ON >/dev/null || exit 1
+cmake --build build -j2 2>&1 | grep -E "error|warning" ; [ "${PIPESTATUS[0]}" = 0 ] || { echo "build failed"; exit 1; }
+
+passed=0; failed=0; failed_names=""
+run_suite() { # name, command...
+    local name="$1"; shift
+    local t0=$(date +%s)
+    if "$@" >"$LOG_DIR/$name.log" 2>&1; then
+        passed=$((passed + 1)); echo "PASS $name ($(( $(date +%s) - t0 ))s)"
+    else
+        failed=$((failed + 1)); failed_names="$failed_names $name"
+        echo "FAIL $name ($(( $(date +%s) - t0 ))s) — last lines of $LOG_DIR/$name.log:"
+        tail -n 25 "$LOG_DIR/$name.log" | sed 's/^/    /'
+    fi
+}
+
+for t in build/test_*; do
+    [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
+done
+for f in build/fuzz_*; do
+    [ -x "$f" ] || continue
+    n=$(basename "$f"); corpus="tests/fuzz/corpus/${n#fuzz_}"
+    run_suite "$n-replay" "$f" "$corpus"
+done
+for s in tests/oracle/check_*.sh; do
+    [ -f "$s" ] && run_suite "$(basename "$s" .sh)" bash "$s"
+done
+
+echo "failed suites:${failed_names:- none}"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// A minimal test harness: TEST(name) { ... CHECK(cond); } and RUN_TESTS(test_a, test_b, ...) in
+// main. Each test prints "ok"/"not ok" (TAP-like); the program ends with "N passed, N failed"
+// and exits non-zero if any failed. CHECK records a failure and continues; REQUIRE returns.
+#pragma once
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int t_failures_in_test;
+#define TEST(name) static void name(void)
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);           \
+            t_failures_in_test++;                                                                  \
+        }                                                                                          \
+    } while (0)
+#define CHECKF(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);           \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            t_failures_in_test++;                                                                  \
+        }                                                                                          \
+    } while (0)
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  %s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond);         \
+            t_failures_in_test++;                                                                  \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+typedef void (*t_test_fn)(void);
+static int t_run(const char *names, t_test_fn *fns, int n)
+{
+    int passed = 0, failed = 0;
+    const char *p = names;
+    for (int i = 0; i < n; i++) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        t_failures_in_test = 0;
+        fns[i]();
+        printf("%s %d - %.*s\n", t_failures_in_test ? "not ok" : "ok", i + 1, (int)(e - p), p);
+        fflush(stdout);
+        if (t_failures_in_test)
+            failed++;
+        else
+            passed++;
+        p = e;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+#define RUN_TESTS(...)                                                                             \
+    do {                                                                                           \
+        t_test_fn fns_[] = {__VA_ARGS__};                                                          \
+        return t_run(#__VA_ARGS__, fns_, (int)(sizeof fns_ / sizeof fns_[0]));                     \
+    } while (0)
