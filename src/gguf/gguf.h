@@ -147,6 +147,7 @@ typedef gl_status (*gl_gguf_fill_fn)(void *ctx, int64_t ti, int64_t row0, int64_
                                      void *dst, struct gl_err *err);
 // Writes the file. header_only: write metadata and tensor table only (offsets as if data
 // followed), so tools can plan memory without the data. alignment from general.alignment or 32.
+// fill may be NULL: tensor data is then written as zeros. On failure the partial file is removed.
 GL_MUST_USE gl_status gl_gguf_writer_write(struct gl_gguf_writer *w, const char *path,
                                            int header_only, gl_gguf_fill_fn fill, void *ctx,
                                            struct gl_err *err);

@@ -15,12 +15,18 @@ typedef void (*gl_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y)
 typedef void (*gl_from_float_fn)(const float *x, void *y, int64_t n);
 // Dequantize n elements of a row into floats.
 typedef void (*gl_to_float_fn)(const void *x, float *y, int64_t n);
+// Optional, for prefill: s[i * s_stride] = dot(weight row x, activation row y + i * y_stride)
+// for i < 4, each bit-identical to the same table's vec_dot on that pair (the weight row is
+// unpacked once for four activation rows). NULL where an ISA has none; gl_matmul then uses vec_dot.
+typedef void (*gl_vec_dot4_fn)(int64_t n, float *s, int64_t s_stride, const void *x, const void *y,
+                               size_t y_stride);
 
 struct gl_kernels {
     const char *isa; // "ref", "avx2", "avx512"
     gl_vec_dot_fn vec_dot[GL_TYPE_COUNT];     // indexed by weight type
     gl_from_float_fn from_float[GL_TYPE_COUNT]; // indexed by activation type
     gl_to_float_fn to_float[GL_TYPE_COUNT];    // indexed by weight type
+    gl_vec_dot4_fn vec_dot4[GL_TYPE_COUNT];     // indexed by weight type; entries may be NULL
 };
 
 // The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+// kernels: the dispatch table. Filled with the scalar reference functions of src/quant, then
+// overwritten by the AVX2 and AVX-512 registrations when the CPU has every feature those files
+// are compiled for (CMakeLists gives *_avx512.c F/BW/VL/DQ/VNNI/BF16, *_avx2.c AVX2/FMA/F16C).
+// GLINT_ISA=ref|avx2|avx512 caps the choice. The process-wide table is built once, then
+// read-only. Invariant: a vec_dot4 entry is bit-identical to the vec_dot beside it.
+#include "kernels/kernels.h"
+
+#include "base/base.h"
+#include "kernels/kernels_int.h"
+
+#include <cpuid.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The per-ISA files are owned by another module author and may not exist yet in a checkout;
+// register them only when their source is present (it is then always compiled, by the glob).
+#if defined(__has_include)
+#if __has_include("kernels_avx2.c")
+#define GL_HAVE_AVX2_FILE 1
+#endif
+#if __has_include("kernels_avx512.c")
+#define GL_HAVE_AVX512_FILE 1
+#endif
+#endif
+
+// ---- reference entries: one thin wrapper per type over the switch-based reference API ----
+
+#define REF_FNS(T)                                                                                 \
+    static void ref_dot_##T(int64_t n, float *s, const void *x, const void *y)                     \
+    {                                                                                              \
+        gl_vec_dot_ref(GL_TYPE_##T, n, s, x, y);                                                   \
+    }                                                                                              \
+    static void ref_from_##T(const float *x, void *y, int64_t n)                                   \
+    {                                                                                              \
+        gl_quantize_row_ref(GL_TYPE_##T, x, y, n);                                                 \
+    }                                                                                              \
+    static void ref_to_##T(const void *x, float *y, int64_t n)                                     \
+    {                                                                                              \
+        gl_dequantize_row_ref(GL_TYPE_##T, x, y, n);                                               \
+    }                                                                                              \
+    static void ref_dot4_##T(int64_t n, float *s, int64_t s_stride, const void *x, const void *y,  \
+                             size_t y_stride)                                                      \
+    {                                                                                              \
+        for (int i = 0; i < 4; i++)                                                                \
+            gl_vec_dot_ref(GL_TYPE_##T, n, s + i * s_stride, x,                                    \
+                           (const uint8_t *)y + (size_t)i * y_stride);                             \
+    }
+
+REF_FNS(F32)
+REF_FNS(F16)
+REF_FNS(BF16)
+REF_FNS(Q4_0)
+REF_FNS(Q8_0)
+REF_FNS(Q4_K)
+REF_FNS(Q5_K)
+REF_FNS(Q6_K)
+REF_FNS(Q8_K)
+
+#define REF_SET(k, T)                                                                              \
+    do {                                                                                           \
+        (k)->vec_dot[GL_TYPE_##T] = ref_dot_##T;                                                   \
+        (k)->from_float[GL_TYPE_##T] = ref_from_##T;                                               \
+        (k)->to_float[GL_TYPE_##T] = ref_to_##T;                                                   \
+        (k)->vec_dot4[GL_TYPE_##T] = ref_dot4_##T;                                                 \
+    } while (0)
+
+static void fill_ref(struct gl_kernels *k)
+{
+    memset(k, 0, sizeof *k);
+    k->isa = "ref";
+    REF_SET(k, F32);
+    REF_SET(k, F16);
+    REF_SET(k, BF16);
+    REF_SET(k, Q4_0);
+    REF_SET(k, Q8_0);
+    REF_SET(k, Q4_K);
+    REF_SET(k, Q5_K);
+    REF_SET(k, Q6_K);
+    REF_SET(k, Q8_K);
+}
+
+// ---- CPU features ----
+
+#ifdef GL_HAVE_AVX2_FILE
+// F16C via cpuid leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports has no "f16c".
+static int cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+}
+
+static int cpu_has_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+}
+#endif
+
+#if defined(GL_HAVE_AVX2_FILE) && defined(GL_HAVE_AVX512_FILE)
+static int cpu_has_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512bf16");
+}
+#endif
+
+// 0 = ref, 1 = avx2, 2 = avx512; -1 for an unknown name.
+static int isa_level(const char *isa)
+{
+    static const char *const names[] = {"ref", "avx2", "avx512"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(isa, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+// Highest level both the CPU and this build provide.
+static int best_level(void)
+{
+    int lvl = 0;
+#ifdef GL_HAVE_AVX2_FILE
+    if (cpu_has_avx2())
+        lvl = 1;
+#endif
+#if defined(GL_HAVE_AVX2_FILE) && defined(GL_HAVE_AVX512_FILE)
+    if (lvl == 1 && cpu_has_avx512())
+        lvl = 2;
+#endif
+    return lvl;
+}
+
+#ifdef GL_HAVE_AVX2_FILE
+// Applies one ISA's registration. A vec_dot4 must match its own table's vec_dot bit for bit, so
+// an entry left over from a lower level whose vec_dot was just replaced is dropped.
+static void register_level(struct gl_kernels *k, void (*reg)(struct gl_kernels *),
+                           const char *isa)
+{
+    struct gl_kernels before = *k;
+    reg(k);
+    for (int t = 0; t < GL_TYPE_COUNT; t++)
+        if (k->vec_dot[t] != before.vec_dot[t] && k->vec_dot4[t] == before.vec_dot4[t])
+            k->vec_dot4[t] = NULL;
+    k->isa = isa;
+}
+#endif
+
+int gl_kernels_init_isa(struct gl_kernels *k, const char *isa)
+{
+    int lvl = isa != NULL ? isa_level(isa) : -1;
+    if (lvl < 0 || lvl > best_level())
+        return 0;
+    fill_ref(k);
+#ifdef GL_HAVE_AVX2_FILE
+    if (lvl >= 1)
+        register_level(k, gl_kernels__register_avx2, "avx2");
+#endif
+#if defined(GL_HAVE_AVX2_FILE) && defined(GL_HAVE_AVX512_FILE)
+    if (lvl >= 2)
+        register_level(k, gl_kernels__register_avx512, "avx512");
+#endif
+    return 1;
+}
+
+// ---- process-wide table ----
+
+static struct gl_kernels g_kernels;
+static pthread_once_t g_kernels_once = PTHREAD_ONCE_INIT;
+
+static void kernels_init_once(void)
+{
+    static const char *const names[] = {"ref", "avx2", "avx512"};
+    int best = best_level(), lvl = best;
+    const char *pin = getenv("GLINT_ISA");
+    if (pin != NULL && *pin != 0) {
+        int want = isa_level(pin);
+        if (want < 0)
+            GL_LOGW("kernels: GLINT_ISA=%s is not ref|avx2|avx512; using %s", pin, names[best]);
+        else if (want > best)
+            GL_LOGW("kernels: GLINT_ISA=%s not available on this CPU/build; using %s", pin,
+                    names[best]);
+        else
+            lvl = want;
+    }
+    int ok = gl_kernels_init_isa(&g_kernels, names[lvl]);
+    GL_ASSERT(ok);
+    GL_LOGI("kernels: using %s kernels", g_kernels.isa);
+}
+
+const struct gl_kernels *gl_kernels_get(void)
+{
+    pthread_once(&g_kernels_once, kernels_init_once);
+    return &g_kernels;
+}

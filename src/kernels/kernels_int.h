@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: MIT
+// kernels_int: private to src/kernels/. Per-ISA registration functions that overwrite entries
+// of a dispatch table already filled with the reference functions. Each is defined in the file
+// compiled with that ISA's flags and must only be called after the CPU has been checked.
+#pragma once
+
+#include "kernels/kernels.h"
+
+void gl_kernels__register_avx2(struct gl_kernels *k);
+void gl_kernels__register_avx512(struct gl_kernels *k);

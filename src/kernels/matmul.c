@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// matmul: out[t][r] = dot(W row r, act row t) with the table's vec_dot for the weight type.
+// The work is a list of items (a chunk of weight rows x a tile of tokens), in tile-major order,
+// that the pool's threads claim one at a time from an atomic counter: a thread the OS delays
+// (2-vCPU VMs steal time) no longer holds up the others. Every output element is exactly one
+// vec_dot call whoever computes it, so results do not depend on the thread count, the claim
+// order or the tiling. For n_tok > 1 a token tile (a few hundred KiB of activations) stays in
+// L2 while each weight row of a chunk is dotted against it from L1, four tokens per call where
+// the table has a vec_dot4 (bit-identical to vec_dot by contract).
+#include "kernels/kernels.h"
+
+#include "base/base.h"
+
+#include <stdatomic.h>
+
+// Rows per item: 64 rows of a 6656-wide Q4_K matrix are 240 KiB of contiguous weights, long
+// enough for the prefetchers, and a 19968-row matrix still splits into ~300 items.
+#define MM_CHUNK_ROWS 64
+// Activation bytes per token tile: half of a 1 MiB L2, leaving room for the weight rows.
+#define MM_TILE_BYTES (512 * 1024)
+#define MM_TILE_MAX_TOK 64
+
+struct mm_job {
+    gl_vec_dot_fn dot;
+    gl_vec_dot4_fn dot4; // NULL: one vec_dot per (row, token)
+    const uint8_t *W;
+    size_t row_bytes;
+    int64_t n_rows, n_in;
+    const uint8_t *act;
+    size_t act_stride;
+    int64_t n_tok;
+    float *out;
+    int64_t out_stride;
+    int64_t n_chunks, tile_tok, n_items;
+    _Atomic int64_t next_item;
+};
+
+static void mm_item(const struct mm_job *j, int64_t item)
+{
+    int64_t tile = item / j->n_chunks, chunk = item % j->n_chunks;
+    int64_t r0 = chunk * MM_CHUNK_ROWS, r1 = r0 + MM_CHUNK_ROWS;
+    int64_t t0 = tile * j->tile_tok, t1 = t0 + j->tile_tok;
+    r1 = r1 < j->n_rows ? r1 : j->n_rows;
+    t1 = t1 < j->n_tok ? t1 : j->n_tok;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = j->W + (size_t)r * j->row_bytes;
+        int64_t t = t0;
+        if (j->dot4 != NULL)
+            for (; t + 4 <= t1; t += 4)
+                j->dot4(j->n_in, &j->out[t * j->out_stride + r], j->out_stride, w,
+                        j->act + (size_t)t * j->act_stride, j->act_stride);
+        for (; t < t1; t++)
+            j->dot(j->n_in, &j->out[t * j->out_stride + r], w, j->act + (size_t)t * j->act_stride);
+    }
+}
+
+static void mm_worker(void *ctx, int ith, int nth)
+{
+    struct mm_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    for (;;) {
+        int64_t item = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
+        if (item >= j->n_items)
+            return;
+        mm_item(j, item);
+    }
+}
+
+void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
+               const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
+               int64_t n_tok, float *out, int64_t out_stride)
+{
+    GL_ASSERT(k != NULL && (unsigned)wtype < GL_TYPE_COUNT);
+    GL_ASSERT_MSG(k->vec_dot[wtype] != NULL, "matmul: no %s vec_dot for weight type %d", k->isa,
+                  (int)wtype);
+    GL_ASSERT(n_rows >= 0 && n_tok >= 0 && n_in > 0);
+    GL_ASSERT(n_tok <= 1 || out_stride >= n_rows);
+    size_t row_bytes = gl_type_row_size((uint32_t)wtype, n_in);
+    GL_ASSERT_MSG(row_bytes != 0, "matmul: n_in %lld is not a whole number of type-%d blocks",
+                  (long long)n_in, (int)wtype);
+    if (n_rows == 0 || n_tok == 0)
+        return;
+    int64_t tile_tok = act_stride > 0 ? (int64_t)(MM_TILE_BYTES / act_stride) : MM_TILE_MAX_TOK;
+    tile_tok = tile_tok < 1 ? 1 : tile_tok > MM_TILE_MAX_TOK ? MM_TILE_MAX_TOK : tile_tok;
+    struct mm_job j = {
+        .dot = k->vec_dot[wtype],
+        .dot4 = k->vec_dot4[wtype],
+        .W = W,
+        .row_bytes = row_bytes,
+        .n_rows = n_rows,
+        .n_in = n_in,
+        .act = act,
+        .act_stride = act_stride,
+        .n_tok = n_tok,
+        .out = out,
+        .out_stride = out_stride,
+        .n_chunks = (n_rows + MM_CHUNK_ROWS - 1) / MM_CHUNK_ROWS,
+        .tile_tok = tile_tok,
+    };
+    j.n_items = j.n_chunks * ((n_tok + tile_tok - 1) / tile_tok);
+    atomic_init(&j.next_item, 0);
+    // A single item is not worth waking a worker for.
+    if (j.n_items == 1)
+        mm_worker(&j, 0, 1);
+    else
+        gl_pool_run(pool, mm_worker, &j);
+}

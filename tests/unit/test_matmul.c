@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+// Tests for src/kernels dispatch, thread pool and gl_matmul: every output element must equal,
+// bit for bit, one call of the same table's vec_dot on that (weight row, activation row) pair,
+// for 1-3 threads, several token counts and row counts that are not multiples of the chunk.
+#include "kernels/kernels.h"
+
+#include "base/base.h"
+#include "test.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static float rng_sym(void) // [-1, 1)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((double)(rng_state >> 11) / 4503599627370496.0 - 1.0);
+}
+
+struct pool_probe {
+    _Atomic int calls;
+    _Atomic int ith_mask;
+    _Atomic int bad_nth;
+    int want_nth;
+};
+
+static void probe_fn(void *ctx, int ith, int nth)
+{
+    struct pool_probe *p = ctx;
+    atomic_fetch_add(&p->calls, 1);
+    atomic_fetch_or(&p->ith_mask, 1 << ith);
+    if (nth != p->want_nth)
+        atomic_fetch_add(&p->bad_nth, 1);
+}
+
+TEST(test_pool_runs_each_thread_once)
+{
+    for (int n = 1; n <= 4; n++) {
+        struct gl_pool *pool = gl_pool_new(n);
+        REQUIRE(pool != NULL);
+        CHECK(gl_pool_size(pool) == n);
+        for (int rep = 0; rep < 300; rep++) {
+            struct pool_probe p = {.want_nth = n};
+            gl_pool_run(pool, probe_fn, &p);
+            // run() returns only after every thread finished: the counts are final here.
+            CHECKF(atomic_load(&p.calls) == n && atomic_load(&p.ith_mask) == (1 << n) - 1 &&
+                       atomic_load(&p.bad_nth) == 0,
+                   "n=%d rep %d: calls %d mask %x", n, rep, atomic_load(&p.calls),
+                   atomic_load(&p.ith_mask));
+            if (rep == 150)
+                usleep(20000); // let the workers fall asleep on the futex, then wake them
+        }
+        gl_pool_delete(pool);
+    }
+    CHECK(gl_pool_new(0) == NULL);
+    CHECK(gl_pool_size(NULL) == 1);
+    gl_pool_delete(NULL);
+}
+
+TEST(test_kernels_table)
+{
+    const struct gl_kernels *k = gl_kernels_get();
+    REQUIRE(k != NULL && k->isa != NULL);
+    CHECK(gl_kernels_get() == k);
+    CHECKF(strcmp(k->isa, "ref") == 0, "GLINT_ISA=ref not honoured: %s", k->isa);
+    struct gl_kernels ref;
+    CHECK(gl_kernels_init_isa(&ref, "ref") == 1 && strcmp(ref.isa, "ref") == 0);
+    CHECK(gl_kernels_init_isa(&ref, "sse9") == 0);
+    CHECK(gl_kernels_init_isa(&ref, "ref") == 1);
+    const enum gl_type wts[] = {GL_TYPE_F32,  GL_TYPE_F16,  GL_TYPE_BF16, GL_TYPE_Q4_0,
+                                GL_TYPE_Q8_0, GL_TYPE_Q4_K, GL_TYPE_Q5_K, GL_TYPE_Q6_K};
+    for (int i = 0; i < 8; i++) {
+        enum gl_type vt = gl_type_vec_dot_type(wts[i]);
+        CHECK(ref.vec_dot[wts[i]] != NULL && ref.to_float[wts[i]] != NULL);
+        CHECK(ref.from_float[vt] != NULL);
+        CHECK(k->vec_dot[wts[i]] != NULL && k->to_float[wts[i]] != NULL &&
+              k->from_float[vt] != NULL);
+    }
+    CHECK(ref.vec_dot[GL_TYPE_Q3_K] == NULL && ref.vec_dot[GL_TYPE_Q4_1] == NULL);
+}
+
+#define N_IN 512
+#define MAX_ROWS 300
+#define MAX_TOK 64
+#define OUT_PAD 5   // out_stride = n_rows + OUT_PAD
+#define ACT_PAD 64  // act_stride = activation row bytes + ACT_PAD
+
+static float wf[MAX_ROWS * N_IN], af[MAX_TOK * N_IN];
+static float out[MAX_TOK * (MAX_ROWS + OUT_PAD)], want[MAX_TOK * (MAX_ROWS + OUT_PAD)];
+
+// Checks gl_matmul with table k against per-element calls of k's own vec_dot.
+static int check_matmul_exact(const struct gl_kernels *k, enum gl_type wt, struct gl_pool **pools,
+                              int n_pools)
+{
+    enum gl_type vt = gl_type_vec_dot_type(wt);
+    size_t wrow = gl_type_row_size(wt, N_IN), arow = gl_type_row_size(vt, N_IN) + ACT_PAD;
+    uint8_t *W = gl_malloc(wrow * MAX_ROWS), *A = gl_malloc(arow * MAX_TOK);
+    GL_ASSERT(W != NULL && A != NULL);
+    for (int r = 0; r < MAX_ROWS; r++)
+        gl_quantize_row_ref(wt, wf + r * N_IN, W + r * wrow, N_IN);
+    for (int t = 0; t < MAX_TOK; t++)
+        k->from_float[vt](af + t * N_IN, A + t * arow, N_IN);
+
+    static const int64_t rows[] = {1, 37, 300};
+    static const int64_t toks[] = {1, 3, 17, 64};
+    int failures = 0;
+    for (int ri = 0; ri < 3; ri++) {
+        for (int ti = 0; ti < 4; ti++) {
+            int64_t nr = rows[ri], nt = toks[ti], os = nr + OUT_PAD;
+            for (int64_t t = 0; t < nt; t++)
+                for (int64_t r = 0; r < nr; r++)
+                    k->vec_dot[wt](N_IN, &want[t * os + r], W + r * wrow, A + t * arow);
+            for (int p = 0; p < n_pools; p++) {
+                for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+                    out[i] = -12345.0f; // sentinel: padding must stay untouched
+                gl_matmul(pools[p], k, wt, W, nr, N_IN, A, arow, nt, out, os);
+                int bad = 0, pad = 0;
+                for (int64_t t = 0; t < nt; t++) {
+                    bad += memcmp(&out[t * os], &want[t * os], (size_t)nr * sizeof(float)) != 0;
+                    for (int64_t r = nr; r < os; r++)
+                        pad += out[t * os + r] != -12345.0f;
+                }
+                if (bad || pad) {
+                    fprintf(stderr, "  %s %s rows %lld tok %lld threads %d: %d rows differ, %d "
+                                    "pad writes\n",
+                            k->isa, gl_type_traits_of(wt)->name, (long long)nr, (long long)nt,
+                            gl_pool_size(pools[p]), bad, pad);
+                    failures++;
+                }
+            }
+        }
+    }
+    gl_free(W);
+    gl_free(A);
+    return failures;
+}
+
+static const enum gl_type mm_types[] = {GL_TYPE_F32,  GL_TYPE_F16,  GL_TYPE_BF16, GL_TYPE_Q4_0,
+                                        GL_TYPE_Q8_0, GL_TYPE_Q4_K, GL_TYPE_Q5_K, GL_TYPE_Q6_K};
+
+static void fill_inputs(void)
+{
+    for (int i = 0; i < MAX_ROWS * N_IN; i++)
+        wf[i] = rng_sym() * 0.1f;
+    for (int i = 0; i < MAX_TOK * N_IN; i++)
+        af[i] = rng_sym() * 3.0f;
+}
+
+// vec_dot4 must equal four calls of the same table's vec_dot, bit for bit.
+static int check_dot4_exact(const struct gl_kernels *k, const struct gl_kernels *ref)
+{
+    int failures = 0;
+    for (int i = 0; i < 8; i++) {
+        enum gl_type wt = mm_types[i], vt = gl_type_vec_dot_type(wt);
+        if (k->vec_dot[wt] != ref->vec_dot[wt] && k->vec_dot4[wt] == ref->vec_dot4[wt]) {
+            fprintf(stderr, "  %s %s: stale reference vec_dot4 kept over a new vec_dot\n", k->isa,
+                    gl_type_traits_of(wt)->name);
+            failures++;
+        }
+        if (k->vec_dot4[wt] == NULL)
+            continue;
+        size_t wrow = gl_type_row_size(wt, N_IN), arow = gl_type_row_size(vt, N_IN) + 32;
+        uint8_t *W = gl_malloc(wrow), *A = gl_malloc(arow * 4);
+        GL_ASSERT(W != NULL && A != NULL);
+        gl_quantize_row_ref(wt, wf, W, N_IN);
+        for (int t = 0; t < 4; t++)
+            k->from_float[vt](af + t * N_IN, A + t * arow, N_IN);
+        float s4[4 * 3], s1[4];
+        k->vec_dot4[wt](N_IN, s4, 3, W, A, arow);
+        for (int t = 0; t < 4; t++) {
+            k->vec_dot[wt](N_IN, &s1[t], W, A + t * arow);
+            if (memcmp(&s1[t], &s4[3 * t], sizeof(float)) != 0) {
+                fprintf(stderr, "  %s %s vec_dot4 token %d: %.9g vs vec_dot %.9g\n", k->isa,
+                        gl_type_traits_of(wt)->name, t, (double)s4[3 * t], (double)s1[t]);
+                failures++;
+            }
+        }
+        gl_free(W);
+        gl_free(A);
+    }
+    return failures;
+}
+
+TEST(test_matmul_ref_exact)
+{
+    fill_inputs();
+    struct gl_kernels ref;
+    REQUIRE(gl_kernels_init_isa(&ref, "ref"));
+    struct gl_pool *pools[4] = {NULL, gl_pool_new(1), gl_pool_new(2), gl_pool_new(3)};
+    REQUIRE(pools[1] && pools[2] && pools[3]);
+    CHECK(check_dot4_exact(&ref, &ref) == 0);
+    for (int i = 0; i < 8; i++)
+        CHECK(check_matmul_exact(&ref, mm_types[i], pools, 4) == 0);
+    // And the ref table's vec_dot is gl_vec_dot_ref itself.
+    float s1, s2;
+    struct gl_block_q4_K w;
+    struct gl_block_q8_K a;
+    gl_quantize_row_ref(GL_TYPE_Q4_K, wf, &w, 256);
+    gl_quantize_row_ref(GL_TYPE_Q8_K, af, &a, 256);
+    ref.vec_dot[GL_TYPE_Q4_K](256, &s1, &w, &a);
+    gl_vec_dot_ref(GL_TYPE_Q4_K, 256, &s2, &w, &a);
+    CHECK(s1 == s2);
+    for (int p = 1; p < 4; p++)
+        gl_pool_delete(pools[p]);
+}
+
+TEST(test_matmul_simd_exact)
+{
+    fill_inputs();
+    struct gl_pool *pools[3] = {gl_pool_new(1), gl_pool_new(2), gl_pool_new(3)};
+    REQUIRE(pools[0] && pools[1] && pools[2]);
+    const char *isas[] = {"avx2", "avx512"};
+    for (int i = 0; i < 2; i++) {
+        struct gl_kernels k;
+        if (!gl_kernels_init_isa(&k, isas[i])) {
+            printf("# %s kernels not available: skipped\n", isas[i]);
+            continue;
+        }
+        struct gl_kernels ref;
+        REQUIRE(gl_kernels_init_isa(&ref, "ref"));
+        CHECK(check_dot4_exact(&k, &ref) == 0);
+        for (int j = 0; j < 8; j++)
+            CHECK(check_matmul_exact(&k, mm_types[j], pools, 3) == 0);
+    }
+    for (int p = 0; p < 3; p++)
+        gl_pool_delete(pools[p]);
+}
+
+int main(void)
+{
+    setenv("GLINT_ISA", "ref", 1); // read once, by the first gl_kernels_get()
+    RUN_TESTS(test_pool_runs_each_thread_once, test_kernels_table, test_matmul_ref_exact,
+              test_matmul_simd_exact);
+}
