@@ -28,7 +28,8 @@ enum gl_tok_type { GL_TOKTYPE_NORMAL = 1, GL_TOKTYPE_UNKNOWN = 2, GL_TOKTYPE_CON
 
 struct gl_tokenizer;
 
-// From GGUF metadata (the gguf may be closed afterwards: everything is copied).
+// From GGUF metadata (the gguf may be closed afterwards: everything is copied). Needs
+// tokenizer.ggml.model "gpt2" and pre "llama4" or "gpt-4o" (others: GL_E_UNSUPPORTED).
 GL_MUST_USE gl_status gl_tokenizer_load_gguf(struct gl_tokenizer **out, const struct gl_gguf *g,
                                              struct gl_err *err);
 // From a tiktoken ranks file; adds the 2,048 Muse Glimmer specials at 200000+ (arch doc §4) and
@@ -55,6 +56,10 @@ void gl_tokenizer_merge_at(const struct gl_tokenizer *t, int64_t i, gl_token *le
 
 // Encodes len bytes of text (any bytes; invalid UTF-8 is tokenized byte-wise as tiktoken does).
 // parse_special: recognise special-token names in the text. add_bos: prepend BOS.
+// Invalid UTF-8: every maximal run of bytes that do not start a valid sequence (stray
+// continuation, truncated, overlong, surrogate, > U+10FFFF) is one BPE piece of raw bytes, and the
+// valid text around it is split as if the run were a string boundary; decode(encode(x)) == x.
+// Specials (token_type 3 and 4) match only with parse_special, longest name first.
 // *ids is malloc'ed (caller gl_free), *n_ids its length.
 GL_MUST_USE gl_status gl_tokenizer_encode(const struct gl_tokenizer *t, const char *text,
                                           size_t len, int parse_special, int add_bos,
