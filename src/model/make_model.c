@@ -1,0 +1,1016 @@
+// SPDX-License-Identifier: MIT
+// make_model: random-weight Muse Glimmer GGUF writer (contract in make_model.h). Keys and tensor
+// names follow muse-glimmer-arch.md §3 (what llama.cpp's converter writes and its loader reads);
+// the vocabulary is the Llama-4 tiktoken file turned into GGUF "gpt2" form (§4): GPT-2
+// byte-to-unicode token strings, "A B" merges in priority order, 2,048 control specials.
+// Weights: N(0, std) from a 65,536-entry table of normal quantiles indexed by splitmix64 output,
+// one stream per (seed, tensor name, row); norms are 1 + small noise, q_norm 3.87, k_norm 1.
+// 30b-shape weights are assembled from a bank of pre-quantized 256-element units (see mm_bank).
+#include "model/make_model.h"
+
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+#include "tokenizer/tokenizer.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define ARCH            "muse-glimmer"
+#define MM_MAX_LAYERS   1024
+#define MM_MAX_THREADS  8
+#define MM_NORMAL_BITS  16
+#define MM_NORMAL_N     (1 << MM_NORMAL_BITS)
+#define MM_TEMPLATE_MAX (1u << 20) // chat template size limit (the real one is 9,992 bytes)
+
+// Constants of the released model (arch doc §1, §3.1).
+#define MM_QK_SCALE    3.87f
+#define MM_LOGIT_SCALE 0.19611613513818404f // 1/sqrt(6656/256)
+#define MM_ROPE_BASE   500000.0f
+#define MM_RMS_EPS     1e-5f
+#define MM_SOFTCAP     20.0f
+#define MM_SWA_PERIOD  4
+// Tiny preset: std of the output weights chosen so that logits (before the soft-cap) have a
+// standard deviation of about MM_TINY_LOGIT_STD: logit = logit_scale * <w_row, x>, |x|^2 ~ E.
+#define MM_TINY_LOGIT_STD 3.0
+
+// ---- type recipes ----
+
+enum mm_mix { MM_UNIFORM, MM_KQUANT_M };
+
+static const struct mm_type_spec {
+    const char *name;
+    enum mm_mix mix;
+    enum gl_type type;  // uniform type, or the base type of a _M mix
+    uint32_t file_type; // llama_ftype
+} mm_type_specs[] = {
+    {"F32", MM_UNIFORM, GL_TYPE_F32, 0},       {"F16", MM_UNIFORM, GL_TYPE_F16, 1},
+    {"BF16", MM_UNIFORM, GL_TYPE_BF16, 32},    {"Q8_0", MM_UNIFORM, GL_TYPE_Q8_0, 7},
+    {"Q4_0", MM_UNIFORM, GL_TYPE_Q4_0, 2},     {"Q4_K", MM_UNIFORM, GL_TYPE_Q4_K, 14},
+    {"Q5_K", MM_UNIFORM, GL_TYPE_Q5_K, 16},    {"Q6_K", MM_UNIFORM, GL_TYPE_Q6_K, 18},
+    {"Q4_K_M", MM_KQUANT_M, GL_TYPE_Q4_K, 15}, {"Q5_K_M", MM_KQUANT_M, GL_TYPE_Q5_K, 17},
+};
+
+static const struct mm_type_spec *type_spec_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof mm_type_specs / sizeof mm_type_specs[0]; i++)
+        if (!strcasecmp(name, mm_type_specs[i].name))
+            return &mm_type_specs[i];
+    return NULL;
+}
+
+// llama.cpp's layer rule for the _M mixes: extra bits on the first and last eighth of the layers
+// and on every third layer in between.
+static int use_more_bits(int64_t i, int64_t n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+// ---- the plan: hyper-parameters and the tensor list ----
+
+enum mm_kind {
+    MM_WEIGHT, // scale * N(0, 1)
+    MM_NORM,   // 1 + scale * N(0, 1)
+    MM_CONST,  // every element = scale
+};
+
+// Decision: 30b-shape 2-D weights are built from a bank of MM_BANK_N random 256-element units,
+// quantized once; row r of a tensor is a random sequence of units (one splitmix64 draw each).
+// Why: reference k-quantization costs ~100 ns/element and a 4-layer 30b-shape file holds 4.6 G
+// elements (minutes on 2 cores); copying pre-quantized units makes the write I/O-bound. Values
+// stay N(0, std) per element and rows stay distinct (26 units of 4,096 choices each), so logits
+// do not tie. The tiny preset does not use it: its 256-element rows would be single units.
+#define MM_BANK_UNIT 256 // elements per unit: a multiple of every block size
+#define MM_BANK_N    4096
+#define MM_MAX_BANKS 4
+
+struct mm_bank {
+    enum gl_type type;
+    float scale;
+    float *values;     // MM_BANK_N x MM_BANK_UNIT floats, owned (NULL until built)
+    uint8_t *bytes;    // MM_BANK_N quantized units, owned (NULL unless built with bytes)
+    size_t unit_bytes; // bytes of one quantized unit
+};
+
+struct mm_tensor {
+    char name[48];
+    uint32_t n_dims;
+    int64_t ne[2]; // [in, out]; ne[1] = 1 for vectors
+    enum gl_type type;
+    enum mm_kind kind;
+    float scale;
+    uint64_t stream; // FNV-1a of the name: the tensor's random stream id
+    int bank;        // index into mm_plan.banks, or -1: every element drawn directly
+};
+
+struct mm_plan {
+    struct gl_make_model_params p;
+    struct gl_make_model_hparams hp;
+    const struct mm_type_spec *spec;
+    struct mm_tensor *t; // n_t entries, owned
+    int64_t n_t;
+    int64_t max_ne0;
+    float *normal; // MM_NORMAL_N normal quantiles, owned
+    struct mm_bank banks[MM_MAX_BANKS];
+    int n_banks;
+};
+
+struct gl_make_model_params gl_make_model_default_params(void)
+{
+    struct gl_make_model_params p;
+    memset(&p, 0, sizeof p);
+    p.preset = GL_MAKE_MODEL_TINY;
+    p.seed = 1;
+    p.softcap_mode = GL_MAKE_MODEL_SOFTCAP_VALUE;
+    p.softcap = MM_SOFTCAP;
+    return p;
+}
+
+static gl_status resolve(const struct gl_make_model_params *p, struct gl_make_model_hparams *hp,
+                         const struct mm_type_spec **spec, struct gl_err *err)
+{
+    memset(hp, 0, sizeof *hp);
+    hp->n_vocab = GL_TOK_N_BASE + GL_TOK_N_SPECIAL;
+    const char *type = p->type;
+    if (p->preset == GL_MAKE_MODEL_TINY) {
+        hp->n_embd = 256, hp->n_head = 32, hp->n_head_kv = 2, hp->head_dim = 16, hp->n_ff = 512;
+        hp->n_layers = 4, hp->window = 8, hp->n_ctx = 4096;
+        type = type ? type : "F32";
+    } else if (p->preset == GL_MAKE_MODEL_30B_SHAPE) {
+        hp->n_embd = 6656, hp->n_head = 32, hp->n_head_kv = 2, hp->head_dim = 128;
+        hp->n_ff = 19968, hp->n_layers = 52, hp->window = 2048, hp->n_ctx = 131072;
+        type = type ? type : "Q4_K_M";
+    } else {
+        return gl_err_set(err, GL_E_INVAL, "make-model: unknown preset %d", (int)p->preset);
+    }
+    if (p->n_layers < 0 || p->n_layers > MM_MAX_LAYERS)
+        return gl_err_set(err, GL_E_INVAL, "make-model: --layers %d outside 1..%d", p->n_layers,
+                          MM_MAX_LAYERS);
+    if (p->n_layers)
+        hp->n_layers = p->n_layers;
+    if (p->window < 0)
+        return gl_err_set(err, GL_E_INVAL, "make-model: --window %d must be >= 1", p->window);
+    if (p->window)
+        hp->window = p->window;
+    if (p->softcap_mode == GL_MAKE_MODEL_SOFTCAP_VALUE &&
+        !(p->softcap >= 0.0f && isfinite(p->softcap)))
+        return gl_err_set(err, GL_E_INVAL, "make-model: soft-cap %g must be finite and >= 0",
+                          (double)p->softcap);
+    *spec = type_spec_find(type);
+    if (!*spec)
+        return gl_err_set(err, GL_E_INVAL,
+                          "make-model: unknown type '%s' (F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|"
+                          "Q4_K_M|Q5_K_M)",
+                          type);
+    hp->file_type = (*spec)->file_type;
+    return GL_OK;
+}
+
+gl_status gl_make_model_hparams(const struct gl_make_model_params *p,
+                                struct gl_make_model_hparams *out, struct gl_err *err)
+{
+    const struct mm_type_spec *spec;
+    return resolve(p, out, &spec, err);
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h;
+}
+
+// Type of a 2-D weight under the recipe. `role` is the tensor name without "blk.N." / ".weight".
+static enum gl_type weight_type(const struct mm_plan *pl, const char *role, int64_t layer)
+{
+    if (pl->spec->mix == MM_UNIFORM)
+        return pl->spec->type;
+    if (!strcmp(role, "output"))
+        return GL_TYPE_Q6_K;
+    if ((!strcmp(role, "attn_v") || !strcmp(role, "ffn_down")) &&
+        use_more_bits(layer, pl->hp.n_layers))
+        return GL_TYPE_Q6_K;
+    return pl->spec->type;
+}
+
+static void plan_add(struct mm_plan *pl, int64_t layer, const char *role, int64_t ne0, int64_t ne1,
+                     enum mm_kind kind, float scale)
+{
+    struct mm_tensor *t = &pl->t[pl->n_t++];
+    if (layer >= 0)
+        snprintf(t->name, sizeof t->name, "blk.%d.%s.weight", (int)layer, role);
+    else
+        snprintf(t->name, sizeof t->name, "%s.weight", role);
+    t->n_dims = ne1 ? 2 : 1;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1 ? ne1 : 1;
+    t->type = ne1 ? weight_type(pl, role, layer) : GL_TYPE_F32; // vectors always F32
+    t->kind = kind;
+    t->scale = scale;
+    t->stream = fnv1a(t->name);
+    t->bank = -1;
+    if (pl->p.preset == GL_MAKE_MODEL_30B_SHAPE && kind == MM_WEIGHT && ne0 % MM_BANK_UNIT == 0) {
+        while (t->bank < 0) {
+            for (int b = 0; b < pl->n_banks; b++)
+                if (pl->banks[b].type == t->type && pl->banks[b].scale == scale)
+                    t->bank = b;
+            if (t->bank < 0) {
+                GL_ASSERT(pl->n_banks < MM_MAX_BANKS);
+                pl->banks[pl->n_banks].type = t->type;
+                pl->banks[pl->n_banks++].scale = scale;
+            }
+        }
+    }
+    if (ne0 > pl->max_ne0)
+        pl->max_ne0 = ne0;
+}
+
+// Inverse standard normal CDF for 0 < p <= 0.5 (Acklam's rational approximation, relative error
+// below 1.2e-9: far finer than the float table it fills).
+static double normal_quantile_lower(double p)
+{
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00};
+    if (p < 0.02425) {
+        double q = sqrt(-2.0 * log(p));
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+    }
+    double q = p - 0.5, r = q * q;
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+           (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+}
+
+static void plan_free(struct mm_plan *pl)
+{
+    for (int b = 0; b < pl->n_banks; b++) {
+        gl_free(pl->banks[b].values);
+        gl_free(pl->banks[b].bytes);
+        pl->banks[b].values = NULL;
+        pl->banks[b].bytes = NULL;
+    }
+    gl_free(pl->t);
+    gl_free(pl->normal);
+    pl->t = NULL;
+    pl->normal = NULL;
+}
+
+static gl_status plan_init(struct mm_plan *pl, const struct gl_make_model_params *p,
+                           struct gl_err *err)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->p = *p;
+    gl_status st = resolve(p, &pl->hp, &pl->spec, err);
+    if (st != GL_OK)
+        return st;
+    const struct gl_make_model_hparams *hp = &pl->hp;
+    pl->t = gl_calloc((size_t)(3 + 14 * hp->n_layers), sizeof *pl->t);
+    pl->normal = gl_malloc(MM_NORMAL_N * sizeof *pl->normal);
+    if (!pl->t || !pl->normal) {
+        plan_free(pl);
+        return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for the tensor plan");
+    }
+    // Symmetric table: entry i is the quantile at (i + 0.5) / N, so the mean is exactly 0.
+    for (int i = 0; i < MM_NORMAL_N / 2; i++) {
+        float v = (float)normal_quantile_lower((i + 0.5) / MM_NORMAL_N);
+        pl->normal[i] = v;
+        pl->normal[MM_NORMAL_N - 1 - i] = -v;
+    }
+
+    const int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+    const int64_t QD = hp->n_head * hp->head_dim, KD = hp->n_head_kv * hp->head_dim;
+    const int tiny = p->preset == GL_MAKE_MODEL_TINY;
+    // Tiny: projections N(0, 1/fan_in) so every pre-activation has unit variance; embeddings are
+    // RMS-normalised at run time so their scale is free. 30b-shape: N(0, 0.02) like the perf
+    // anchor (its logits are near-uniform, which does not matter for speed).
+    const float std_embd = tiny ? 1.0f : 0.02f;
+    const float std_out =
+        tiny ? (float)(MM_TINY_LOGIT_STD / (sqrt((double)E) * (double)MM_LOGIT_SCALE)) : 0.02f;
+    const float noise = tiny ? 0.05f : 0.02f;
+#define FAN(n) (tiny ? (float)(1.0 / sqrt((double)(n))) : 0.02f)
+    plan_add(pl, -1, "token_embd", E, V, MM_WEIGHT, std_embd);
+    plan_add(pl, -1, "output_norm", E, 0, MM_NORM, noise);
+    plan_add(pl, -1, "output", E, V, MM_WEIGHT, std_out);
+    for (int64_t l = 0; l < hp->n_layers; l++) {
+        plan_add(pl, l, "attn_norm", E, 0, MM_NORM, noise);
+        plan_add(pl, l, "attn_q", E, QD, MM_WEIGHT, FAN(E));
+        plan_add(pl, l, "attn_k", E, KD, MM_WEIGHT, FAN(E));
+        plan_add(pl, l, "attn_v", E, KD, MM_WEIGHT, FAN(E));
+        plan_add(pl, l, "attn_gate", E, QD, MM_WEIGHT, FAN(E));
+        plan_add(pl, l, "attn_output", QD, E, MM_WEIGHT, FAN(QD));
+        plan_add(pl, l, "attn_q_norm", hp->head_dim, 0, MM_CONST, MM_QK_SCALE);
+        plan_add(pl, l, "attn_k_norm", hp->head_dim, 0, MM_CONST, 1.0f);
+        plan_add(pl, l, "post_attention_norm", E, 0, MM_NORM, noise);
+        plan_add(pl, l, "ffn_norm", E, 0, MM_NORM, noise);
+        plan_add(pl, l, "post_ffw_norm", E, 0, MM_NORM, noise);
+        plan_add(pl, l, "ffn_gate", E, F, MM_WEIGHT, FAN(E));
+        plan_add(pl, l, "ffn_up", E, F, MM_WEIGHT, FAN(E));
+        plan_add(pl, l, "ffn_down", F, E, MM_WEIGHT, FAN(F));
+    }
+#undef FAN
+    for (int64_t i = 0; i < pl->n_t; i++) {
+        const struct mm_tensor *t = &pl->t[i];
+        if (gl_type_row_size(t->type, t->ne[0]) == 0) {
+            const struct gl_type_traits *tr = gl_type_traits_of(t->type);
+            st = gl_err_set(err, GL_E_UNSUPPORTED,
+                            "make-model: tensor '%s' has ne[0] = %lld, not a multiple of the %s "
+                            "block size %lld; choose another --type",
+                            t->name, (long long)t->ne[0], tr && tr->name ? tr->name : "?",
+                            tr ? (long long)tr->blck_size : 0LL);
+            plan_free(pl);
+            return st;
+        }
+    }
+    return GL_OK;
+}
+
+static const struct mm_tensor *plan_find(const struct mm_plan *pl, const char *name)
+{
+    for (int64_t i = 0; i < pl->n_t; i++)
+        if (!strcmp(pl->t[i].name, name))
+            return &pl->t[i];
+    return NULL;
+}
+
+// ---- random rows ----
+
+#define MM_GOLDEN 0x9e3779b97f4a7c15ull
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t row_stream(const struct mm_plan *pl, uint64_t stream, int64_t row)
+{
+    return mix64(mix64(pl->p.seed ^ stream) + (uint64_t)row * MM_GOLDEN);
+}
+
+// n values mean + scale * N(0, 1) from a splitmix64 stream; each 64-bit draw indexes the
+// quantile table four times (16 bits each).
+static void fill_normal(const struct mm_plan *pl, uint64_t s, float mean, float scale, float *dst,
+                        int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 4) {
+        s += MM_GOLDEN;
+        uint64_t r = mix64(s);
+        for (int64_t k = 0; k < 4 && i + k < n; k++, r >>= MM_NORMAL_BITS)
+            dst[i + k] = mean + scale * pl->normal[r & (MM_NORMAL_N - 1)];
+    }
+}
+
+// Bank unit chosen for unit j of a row whose stream state is s (advanced in place).
+static uint32_t bank_pick(uint64_t *s)
+{
+    *s += MM_GOLDEN;
+    return (uint32_t)(mix64(*s) % MM_BANK_N);
+}
+
+// Fills the banks' float values and, if with_bytes, their quantized units.
+static gl_status plan_build_banks(struct mm_plan *pl, int with_bytes, struct gl_err *err)
+{
+    for (int b = 0; b < pl->n_banks; b++) {
+        struct mm_bank *bk = &pl->banks[b];
+        bk->unit_bytes = gl_type_row_size(bk->type, MM_BANK_UNIT);
+        bk->values = gl_malloc((size_t)MM_BANK_N * MM_BANK_UNIT * sizeof(float));
+        bk->bytes = with_bytes ? gl_malloc((size_t)MM_BANK_N * bk->unit_bytes) : NULL;
+        if (!bk->values || (with_bytes && !bk->bytes))
+            return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for a weight bank");
+        char name[32];
+        snprintf(name, sizeof name, "bank.%d", (int)bk->type);
+        const uint64_t stream = fnv1a(name);
+        for (int64_t e = 0; e < MM_BANK_N; e++) {
+            float *v = bk->values + e * MM_BANK_UNIT;
+            fill_normal(pl, row_stream(pl, stream, e), 0.0f, bk->scale, v, MM_BANK_UNIT);
+            if (with_bytes)
+                gl_quantize_row_ref(bk->type, v, bk->bytes + (size_t)e * bk->unit_bytes,
+                                    MM_BANK_UNIT);
+        }
+    }
+    return GL_OK;
+}
+
+// Row `row` of tensor t as floats (ne[0] of them): what the file approximates.
+static void gen_row(const struct mm_plan *pl, const struct mm_tensor *t, int64_t row, float *dst)
+{
+    const int64_t n = t->ne[0];
+    uint64_t s = row_stream(pl, t->stream, row);
+    if (t->kind == MM_CONST) {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = t->scale;
+    } else if (t->bank >= 0) {
+        const struct mm_bank *bk = &pl->banks[t->bank];
+        for (int64_t j = 0; j < n; j += MM_BANK_UNIT)
+            memcpy(dst + j, bk->values + (size_t)bank_pick(&s) * MM_BANK_UNIT,
+                   MM_BANK_UNIT * sizeof(float));
+    } else {
+        fill_normal(pl, s, t->kind == MM_NORM ? 1.0f : 0.0f, t->scale, dst, n);
+    }
+}
+
+// Row `row` of tensor t in its stored type (row_size bytes); scratch holds ne[0] floats.
+static void gen_row_stored(const struct mm_plan *pl, const struct mm_tensor *t, int64_t row,
+                           uint8_t *dst, float *scratch)
+{
+    if (t->bank >= 0) {
+        const struct mm_bank *bk = &pl->banks[t->bank];
+        uint64_t s = row_stream(pl, t->stream, row);
+        for (int64_t j = 0; j < t->ne[0] / MM_BANK_UNIT; j++, dst += bk->unit_bytes)
+            memcpy(dst, bk->bytes + (size_t)bank_pick(&s) * bk->unit_bytes, bk->unit_bytes);
+        return;
+    }
+    gen_row(pl, t, row, scratch);
+    gl_quantize_row_ref(t->type, scratch, dst, t->ne[0]);
+}
+
+gl_status gl_make_model_gen_rows(const struct gl_make_model_params *p, const char *name,
+                                 int64_t row0, int64_t n_rows, float *dst, struct gl_err *err)
+{
+    struct mm_plan pl;
+    gl_status st = plan_init(&pl, p, err);
+    if (st != GL_OK)
+        return st;
+    const struct mm_tensor *t = plan_find(&pl, name);
+    if (!t)
+        st = gl_err_set(err, GL_E_INVAL, "make-model: no tensor '%s' in this model", name);
+    else if (row0 < 0 || n_rows < 0 || row0 + n_rows > t->ne[1])
+        st = gl_err_set(err, GL_E_INVAL, "make-model: rows [%lld, %lld) outside '%s' (%lld rows)",
+                        (long long)row0, (long long)(row0 + n_rows), name, (long long)t->ne[1]);
+    else if (t->bank >= 0)
+        st = plan_build_banks(&pl, 0, err);
+    for (int64_t r = 0; st == GL_OK && r < n_rows; r++)
+        gen_row(&pl, t, row0 + r, dst + r * t->ne[0]);
+    plan_free(&pl);
+    return st;
+}
+
+int gl_make_model_tensor_type(const struct gl_make_model_params *p, const char *name)
+{
+    struct mm_plan pl;
+    if (plan_init(&pl, p, NULL) != GL_OK)
+        return -1;
+    const struct mm_tensor *t = plan_find(&pl, name);
+    int type = t ? (int)t->type : -1;
+    plan_free(&pl);
+    return type;
+}
+
+// ---- worker pool: generate + quantize a chunk of rows on all threads ----
+// Rows are split statically into n_parts contiguous ranges; the calling thread does part 0.
+// Results do not depend on the split because every row has its own stream.
+
+struct mm_job {
+    const struct mm_plan *pl;
+    const struct mm_tensor *t;
+    int64_t row0, n_rows;
+    uint8_t *dst;
+    size_t row_size;
+};
+
+struct mm_pool;
+struct mm_worker {
+    struct mm_pool *pool;
+    int part;
+    pthread_t thread;
+};
+
+struct mm_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv_start, cv_done;
+    struct mm_job job;         // guarded by mu; read by workers after an epoch change
+    uint64_t epoch;            // guarded by mu: bumped per dispatched job
+    int n_running;             // guarded by mu: workers still busy on the current job
+    int quit;                  // guarded by mu
+    int n_parts;               // workers + the caller
+    int n_started;             // workers actually created
+    struct mm_worker *workers; // n_parts - 1 entries
+    float **scratch;           // n_parts rows of max_ne0 floats
+};
+
+static void job_run_part(const struct mm_job *j, int part, int n_parts, float *scratch)
+{
+    const int64_t lo = j->n_rows * part / n_parts, hi = j->n_rows * (part + 1) / n_parts;
+    for (int64_t r = lo; r < hi; r++)
+        gen_row_stored(j->pl, j->t, j->row0 + r, j->dst + (size_t)r * j->row_size, scratch);
+}
+
+static void *worker_main(void *arg)
+{
+    struct mm_worker *w = arg;
+    struct mm_pool *pool = w->pool;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&pool->mu);
+        while (!pool->quit && pool->epoch == seen)
+            pthread_cond_wait(&pool->cv_start, &pool->mu);
+        if (pool->quit) {
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        seen = pool->epoch;
+        struct mm_job job = pool->job;
+        pthread_mutex_unlock(&pool->mu);
+        job_run_part(&job, w->part, pool->n_parts, pool->scratch[w->part]);
+        pthread_mutex_lock(&pool->mu);
+        if (--pool->n_running == 0)
+            pthread_cond_signal(&pool->cv_done);
+        pthread_mutex_unlock(&pool->mu);
+    }
+}
+
+static void pool_stop(struct mm_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    pool->quit = 1;
+    pthread_cond_broadcast(&pool->cv_start);
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 0; i < pool->n_started; i++)
+        pthread_join(pool->workers[i].thread, NULL);
+    for (int i = 0; pool->scratch && i < pool->n_parts; i++)
+        gl_free(pool->scratch[i]);
+    gl_free(pool->scratch);
+    gl_free(pool->workers);
+    pthread_cond_destroy(&pool->cv_start);
+    pthread_cond_destroy(&pool->cv_done);
+    pthread_mutex_destroy(&pool->mu);
+}
+
+static gl_status pool_start(struct mm_pool *pool, int n_threads, int64_t max_ne0,
+                            struct gl_err *err)
+{
+    memset(pool, 0, sizeof *pool);
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->cv_start, NULL);
+    pthread_cond_init(&pool->cv_done, NULL);
+    pool->n_parts = n_threads;
+    pool->scratch = gl_calloc((size_t)n_threads, sizeof *pool->scratch);
+    pool->workers = gl_calloc((size_t)n_threads, sizeof *pool->workers);
+    int ok = pool->scratch && pool->workers;
+    for (int i = 0; ok && i < n_threads; i++)
+        ok = (pool->scratch[i] = gl_malloc((size_t)max_ne0 * sizeof(float))) != NULL;
+    if (!ok) {
+        pool_stop(pool);
+        return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for %d worker buffers",
+                          n_threads);
+    }
+    for (int i = 0; i < n_threads - 1; i++) {
+        struct mm_worker *w = &pool->workers[i];
+        w->pool = pool;
+        w->part = i + 1;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            break; // fewer threads: parts of absent workers are done by the caller
+        pool->n_started++;
+    }
+    return GL_OK;
+}
+
+static void pool_run(struct mm_pool *pool, const struct mm_job *job)
+{
+    // Below ~64k elements a wake-up costs more than it saves.
+    if (pool->n_started == 0 || job->n_rows < 2 || job->n_rows * job->t->ne[0] < (1 << 16)) {
+        job_run_part(job, 0, 1, pool->scratch[0]);
+        return;
+    }
+    pthread_mutex_lock(&pool->mu);
+    pool->job = *job;
+    pool->epoch++;
+    pool->n_running = pool->n_started;
+    pthread_cond_broadcast(&pool->cv_start);
+    pthread_mutex_unlock(&pool->mu);
+    job_run_part(job, 0, pool->n_parts, pool->scratch[0]);
+    for (int part = pool->n_started + 1; part < pool->n_parts; part++)
+        job_run_part(job, part, pool->n_parts, pool->scratch[0]);
+    pthread_mutex_lock(&pool->mu);
+    while (pool->n_running > 0)
+        pthread_cond_wait(&pool->cv_done, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+struct mm_fill_ctx {
+    const struct mm_plan *pl;
+    struct mm_pool *pool;
+};
+
+static gl_status fill_rows(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                           struct gl_err *err)
+{
+    (void)err;
+    const struct mm_fill_ctx *c = ctx;
+    GL_ASSERT(ti >= 0 && ti < c->pl->n_t);
+    const struct mm_tensor *t = &c->pl->t[ti];
+    GL_ASSERT(row0 >= 0 && n_rows >= 0 && row0 + n_rows <= t->ne[1]);
+    struct mm_job job = {c->pl, t, row0, n_rows, dst, gl_type_row_size(t->type, t->ne[0])};
+    pool_run(c->pool, &job);
+    return GL_OK;
+}
+
+// ---- metadata ----
+
+// Accumulates the first failure so the long key list reads as a list.
+struct kv_list {
+    struct gl_gguf_writer *w;
+    gl_status st;
+};
+
+static const char *arch_key(char *buf, size_t cap, const char *suffix)
+{
+    snprintf(buf, cap, ARCH ".%s", suffix);
+    return buf;
+}
+
+static void kv_u32(struct kv_list *kv, const char *key, uint32_t v)
+{
+    if (kv->st == GL_OK)
+        kv->st = gl_gguf_writer_add_u32(kv->w, key, v);
+}
+static void kv_f32(struct kv_list *kv, const char *key, float v)
+{
+    if (kv->st == GL_OK)
+        kv->st = gl_gguf_writer_add_f32(kv->w, key, v);
+}
+static void kv_str(struct kv_list *kv, const char *key, const char *v)
+{
+    if (kv->st == GL_OK)
+        kv->st = gl_gguf_writer_add_str(kv->w, key, v);
+}
+static void kv_bool(struct kv_list *kv, const char *key, int v)
+{
+    if (kv->st == GL_OK)
+        kv->st = gl_gguf_writer_add_bool(kv->w, key, v);
+}
+static void kv_arch_u32(struct kv_list *kv, const char *suffix, uint32_t v)
+{
+    char key[96];
+    kv_u32(kv, arch_key(key, sizeof key, suffix), v);
+}
+static void kv_arch_f32(struct kv_list *kv, const char *suffix, float v)
+{
+    char key[96];
+    kv_f32(kv, arch_key(key, sizeof key, suffix), v);
+}
+
+static gl_status add_model_keys(struct gl_gguf_writer *w, const struct mm_plan *pl,
+                                struct gl_err *err)
+{
+    const struct gl_make_model_hparams *hp = &pl->hp;
+    struct kv_list kv = {w, GL_OK};
+    char name[160], key[96];
+    snprintf(name, sizeof name, "Muse-Glimmer %s (random weights, glint make-model seed %llu)",
+             pl->p.preset == GL_MAKE_MODEL_TINY ? "tiny" : "30b-shape",
+             (unsigned long long)pl->p.seed);
+    kv_str(&kv, "general.architecture", ARCH);
+    kv_str(&kv, "general.name", name);
+    kv_u32(&kv, "general.file_type", hp->file_type);
+    kv_u32(&kv, "general.quantization_version", 2);
+    kv_u32(&kv, "general.alignment", 32);
+    kv_arch_u32(&kv, "context_length", (uint32_t)hp->n_ctx);
+    kv_arch_u32(&kv, "embedding_length", (uint32_t)hp->n_embd);
+    kv_arch_u32(&kv, "block_count", (uint32_t)hp->n_layers);
+    kv_arch_u32(&kv, "feed_forward_length", (uint32_t)hp->n_ff);
+    kv_arch_u32(&kv, "attention.head_count", (uint32_t)hp->n_head);
+    kv_arch_u32(&kv, "attention.head_count_kv", (uint32_t)hp->n_head_kv);
+    kv_arch_u32(&kv, "attention.key_length", (uint32_t)hp->head_dim);
+    kv_arch_u32(&kv, "attention.value_length", (uint32_t)hp->head_dim);
+    kv_arch_f32(&kv, "attention.layer_norm_rms_epsilon", MM_RMS_EPS);
+    kv_arch_f32(&kv, "rope.freq_base", MM_ROPE_BASE);
+    if (pl->p.softcap_mode == GL_MAKE_MODEL_SOFTCAP_VALUE)
+        kv_arch_f32(&kv, "final_logit_softcapping", pl->p.softcap);
+    kv_arch_f32(&kv, "logit_scale", MM_LOGIT_SCALE);
+    kv_arch_u32(&kv, "attention.sliding_window", (uint32_t)hp->window);
+    arch_key(key, sizeof key, "attention.sliding_window_pattern");
+    if (pl->p.pattern_period) {
+        kv_u32(&kv, key, MM_SWA_PERIOD);
+    } else if (kv.st == GL_OK) {
+        // HF rule (arch doc §1): layer i is full attention iff (n - 1 - i) % 4 == 0, counted from
+        // the last layer; true = sliding.
+        uint8_t pat[MM_MAX_LAYERS];
+        for (int64_t i = 0; i < hp->n_layers; i++)
+            pat[i] = (hp->n_layers - 1 - i) % MM_SWA_PERIOD != 0;
+        kv.st = gl_gguf_writer_add_arr(w, key, GL_GGUF_BOOL, pat, (uint64_t)hp->n_layers);
+    }
+    if (kv.st != GL_OK)
+        return gl_err_set(err, kv.st, "make-model: adding model metadata failed (%s)",
+                          gl_status_name(kv.st));
+    return GL_OK;
+}
+
+// GPT-2 byte-to-unicode: printable bytes (33..126, 161..172, 174..255) map to the same code
+// point, the other 68 bytes to U+0100.. in byte order; enc[b] is that code point as UTF-8.
+struct byte_map {
+    char enc[256][2];
+    uint8_t len[256];
+};
+
+static void byte_map_init(struct byte_map *m)
+{
+    int next = 256;
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        int cp = printable ? b : next++;
+        if (cp < 0x80) {
+            m->enc[b][0] = (char)cp;
+            m->len[b] = 1;
+        } else {
+            m->enc[b][0] = (char)(0xc0 | (cp >> 6));
+            m->enc[b][1] = (char)(0x80 | (cp & 0x3f));
+            m->len[b] = 2;
+        }
+    }
+}
+
+// Token strings as GGUF wants them, in one owned blob.
+struct vocab_strs {
+    char *blob;
+    const char **strs;
+    uint64_t *lens;
+    int32_t *types;
+};
+
+static void vocab_strs_free(struct vocab_strs *v)
+{
+    gl_free(v->blob);
+    gl_free(v->strs);
+    gl_free(v->lens);
+    gl_free(v->types);
+}
+
+static gl_status vocab_strs_build(struct vocab_strs *v, const struct gl_tokenizer *tok, int32_t n,
+                                  const struct byte_map *bm, struct gl_err *err)
+{
+    memset(v, 0, sizeof *v);
+    size_t total = 0;
+    for (int32_t id = 0; id < n; id++) {
+        size_t len;
+        const uint8_t *b = (const uint8_t *)gl_tokenizer_token_bytes(tok, id, &len);
+        if (!b)
+            return gl_err_set(err, GL_E_FORMAT, "make-model: vocab has no bytes for token %d", id);
+        if (id >= GL_TOK_N_BASE)
+            total += len; // specials keep their literal names
+        else
+            for (size_t i = 0; i < len; i++)
+                total += bm->len[b[i]];
+    }
+    v->blob = gl_malloc(total ? total : 1);
+    v->strs = gl_malloc((size_t)n * sizeof *v->strs);
+    v->lens = gl_malloc((size_t)n * sizeof *v->lens);
+    v->types = gl_malloc((size_t)n * sizeof *v->types);
+    if (!v->blob || !v->strs || !v->lens || !v->types) {
+        vocab_strs_free(v);
+        return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for %zu vocab bytes", total);
+    }
+    char *o = v->blob;
+    for (int32_t id = 0; id < n; id++) {
+        size_t len;
+        const uint8_t *b = (const uint8_t *)gl_tokenizer_token_bytes(tok, id, &len);
+        v->strs[id] = o;
+        if (id >= GL_TOK_N_BASE) {
+            memcpy(o, b, len);
+            o += len;
+        } else {
+            for (size_t i = 0; i < len; i++) {
+                memcpy(o, bm->enc[b[i]], bm->len[b[i]]);
+                o += bm->len[b[i]];
+            }
+        }
+        v->lens[id] = (uint64_t)(o - v->strs[id]);
+        v->types[id] = id >= GL_TOK_N_BASE ? GL_TOKTYPE_CONTROL : GL_TOKTYPE_NORMAL;
+    }
+    return GL_OK;
+}
+
+static gl_status add_merges(struct gl_gguf_writer *w, const struct gl_tokenizer *tok,
+                            const struct vocab_strs *v, int32_t n_vocab, struct gl_err *err)
+{
+    const int64_t n = gl_tokenizer_n_merges(tok);
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        gl_token l, r;
+        gl_tokenizer_merge_at(tok, i, &l, &r);
+        if (l < 0 || r < 0 || l >= n_vocab || r >= n_vocab)
+            return gl_err_set(err, GL_E_FORMAT, "make-model: merge %lld joins bad ids %d, %d",
+                              (long long)i, l, r);
+        total += v->lens[l] + 1 + v->lens[r];
+    }
+    char *blob = gl_malloc(total ? total : 1);
+    const char **strs = gl_malloc((size_t)(n ? n : 1) * sizeof *strs);
+    uint64_t *lens = gl_malloc((size_t)(n ? n : 1) * sizeof *lens);
+    gl_status st = GL_OK;
+    if (!blob || !strs || !lens) {
+        st = gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for %lld merges", (long long)n);
+        goto done;
+    }
+    char *o = blob;
+    for (int64_t i = 0; i < n; i++) {
+        gl_token l, r;
+        gl_tokenizer_merge_at(tok, i, &l, &r);
+        strs[i] = o;
+        memcpy(o, v->strs[l], v->lens[l]);
+        o += v->lens[l];
+        *o++ = ' ';
+        memcpy(o, v->strs[r], v->lens[r]);
+        o += v->lens[r];
+        lens[i] = (uint64_t)(o - strs[i]);
+    }
+    st = gl_gguf_writer_add_arr_str(w, "tokenizer.ggml.merges", strs, lens, (uint64_t)n);
+    if (st != GL_OK)
+        gl_err_set(err, st, "make-model: adding tokenizer.ggml.merges failed (%s)",
+                   gl_status_name(st));
+done:
+    gl_free(blob);
+    gl_free(strs);
+    gl_free(lens);
+    return st;
+}
+
+static gl_status add_vocab_keys(struct gl_gguf_writer *w, const struct gl_tokenizer *tok,
+                                struct gl_err *err)
+{
+    const int32_t n = gl_tokenizer_n_vocab(tok);
+    if (n != GL_TOK_N_BASE + GL_TOK_N_SPECIAL)
+        return gl_err_set(err, GL_E_FORMAT, "make-model: vocab has %d tokens, expected %d", n,
+                          GL_TOK_N_BASE + GL_TOK_N_SPECIAL);
+    struct byte_map bm;
+    byte_map_init(&bm);
+    struct vocab_strs v;
+    gl_status st = vocab_strs_build(&v, tok, n, &bm, err);
+    if (st != GL_OK)
+        return st;
+    struct kv_list kv = {w, GL_OK};
+    kv_str(&kv, "tokenizer.ggml.model", "gpt2");
+    kv_str(&kv, "tokenizer.ggml.pre", "llama4");
+    if (kv.st == GL_OK)
+        kv.st = gl_gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", v.strs, v.lens, (uint64_t)n);
+    if (kv.st == GL_OK)
+        kv.st = gl_gguf_writer_add_arr(w, "tokenizer.ggml.token_type", GL_GGUF_I32, v.types,
+                                       (uint64_t)n);
+    if (kv.st != GL_OK) {
+        st = gl_err_set(err, kv.st, "make-model: adding tokenizer tokens failed (%s)",
+                        gl_status_name(kv.st));
+        goto done;
+    }
+    st = add_merges(w, tok, &v, n, err);
+    if (st != GL_OK)
+        goto done;
+    kv_u32(&kv, "tokenizer.ggml.bos_token_id", GL_TOK_BOS);
+    kv_u32(&kv, "tokenizer.ggml.eos_token_id", GL_TOK_EOS);
+    kv_u32(&kv, "tokenizer.ggml.eot_token_id", GL_TOK_EOT);
+    kv_u32(&kv, "tokenizer.ggml.padding_token_id", GL_TOK_PAD);
+    kv_bool(&kv, "tokenizer.ggml.add_bos_token", 1);
+    if (kv.st != GL_OK)
+        st = gl_err_set(err, kv.st, "make-model: adding tokenizer ids failed (%s)",
+                        gl_status_name(kv.st));
+done:
+    vocab_strs_free(&v);
+    return st;
+}
+
+// The chat template lives next to the vocab in the shared data folder:
+// <data>/tokenizer/<vocab> and <data>/chat-template/muse-glimmer.jinja (or beside the vocab).
+// Absent: a warning and no key. Returns an owned NUL-terminated text or NULL.
+static char *read_chat_template(const char *vocab_path)
+{
+    const char *slash = strrchr(vocab_path, '/');
+    int dir_len = slash ? (int)(slash - vocab_path) : 1;
+    const char *dir = slash ? vocab_path : ".";
+    char cand[2][4096];
+    snprintf(cand[0], sizeof cand[0], "%.*s/../chat-template/muse-glimmer.jinja", dir_len, dir);
+    snprintf(cand[1], sizeof cand[1], "%.*s/muse-glimmer.jinja", dir_len, dir);
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(cand[i], "rb");
+        if (!f)
+            continue;
+        char *text = gl_malloc(MM_TEMPLATE_MAX + 1);
+        size_t n = text ? fread(text, 1, MM_TEMPLATE_MAX + 1, f) : 0;
+        int bad = ferror(f) || n > MM_TEMPLATE_MAX || memchr(text ? text : "", 0, n) != NULL;
+        fclose(f);
+        if (!text || bad) {
+            GL_LOGW("make-model: chat template %s unreadable or over %u bytes; skipped", cand[i],
+                    MM_TEMPLATE_MAX);
+            gl_free(text);
+            return NULL;
+        }
+        text[n] = '\0';
+        return text;
+    }
+    GL_LOGW("make-model: no chat template beside the vocab (%s); tokenizer.chat_template omitted",
+            cand[0]);
+    return NULL;
+}
+
+static const char *vocab_path_of(const struct gl_make_model_params *p)
+{
+    if (p->vocab_path && *p->vocab_path)
+        return p->vocab_path;
+    const char *env = getenv("GLINT_VOCAB");
+    if (env && *env)
+        return env;
+#ifdef GLINT_SOURCE_DIR
+    return GLINT_SOURCE_DIR "/../shared/data/tokenizer/llama4-tokenizer.model";
+#else
+    return NULL;
+#endif
+}
+
+static gl_status add_tokenizer(struct gl_gguf_writer *w, const struct gl_make_model_params *p,
+                               struct gl_err *err)
+{
+    const char *path = vocab_path_of(p);
+    if (!path || access(path, R_OK) != 0)
+        return gl_err_set(err, GL_E_IO,
+                          "make-model: vocabulary file '%s' not found or unreadable (pass --vocab "
+                          "PATH or set GLINT_VOCAB to the llama4 tiktoken .model file)",
+                          path ? path : "(none)");
+    int64_t t0 = gl_time_us();
+    struct gl_tokenizer *tok = NULL;
+    gl_status st = gl_tokenizer_load_tiktoken(&tok, path, err);
+    if (st != GL_OK)
+        return st;
+    int64_t t1 = gl_time_us();
+    st = add_vocab_keys(w, tok, err);
+    gl_tokenizer_free(tok);
+    if (st != GL_OK)
+        return st;
+    char *tmpl = read_chat_template(path);
+    if (tmpl) {
+        st = gl_gguf_writer_add_str(w, "tokenizer.chat_template", tmpl);
+        gl_free(tmpl);
+        if (st != GL_OK)
+            return gl_err_set(err, st, "make-model: adding tokenizer.chat_template failed");
+    }
+    GL_LOGD("make-model: vocab load %.2f s, GGUF vocab keys %.2f s", (double)(t1 - t0) * 1e-6,
+            (double)(gl_time_us() - t1) * 1e-6);
+    return GL_OK;
+}
+
+static int default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MM_MAX_THREADS ? MM_MAX_THREADS : (int)n;
+}
+
+gl_status gl_make_model_write(const struct gl_make_model_params *p, const char *path,
+                              struct gl_err *err)
+{
+    int64_t t0 = gl_time_us();
+    struct mm_plan pl;
+    gl_status st = plan_init(&pl, p, err);
+    if (st != GL_OK)
+        return st;
+    struct gl_gguf_writer *w = gl_gguf_writer_new();
+    if (!w) {
+        plan_free(&pl);
+        return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for the gguf writer");
+    }
+    st = add_model_keys(w, &pl, err);
+    if (st == GL_OK)
+        st = add_tokenizer(w, p, err);
+    for (int64_t i = 0; st == GL_OK && !p->vocab_only && i < pl.n_t; i++) {
+        const struct mm_tensor *t = &pl.t[i];
+        int64_t ti = gl_gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, t->type);
+        if (ti < 0)
+            st = gl_err_set(err, GL_E_NOMEM, "make-model: adding tensor '%s' failed", t->name);
+        else
+            GL_ASSERT(ti == i);
+    }
+    if (st == GL_OK && !p->header_only && !p->vocab_only)
+        st = plan_build_banks(&pl, 1, err);
+    if (st == GL_OK) {
+        int n_threads = p->n_threads > 0 ? p->n_threads : default_threads();
+        if (n_threads > MM_MAX_THREADS)
+            n_threads = MM_MAX_THREADS;
+        struct mm_pool pool;
+        st = pool_start(&pool, n_threads, pl.max_ne0, err);
+        if (st == GL_OK) {
+            struct mm_fill_ctx ctx = {&pl, &pool};
+            st = gl_gguf_writer_write(w, path, p->header_only, fill_rows, &ctx, err);
+            pool_stop(&pool);
+        }
+    }
+    if (st == GL_OK)
+        GL_LOGI("make-model: wrote %s (%s, %s%lld layers, %lld tensors) in %.1f s", path,
+                pl.spec->name,
+                p->vocab_only    ? "vocab only, "
+                : p->header_only ? "header only, "
+                                 : "",
+                (long long)pl.hp.n_layers, p->vocab_only ? 0LL : (long long)pl.n_t,
+                (double)(gl_time_us() - t0) * 1e-6);
+    gl_gguf_writer_delete(w);
+    plan_free(&pl);
+    return st;
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// make_model: writes a random-weight Muse Glimmer GGUF (arch "muse-glimmer") that llama.cpp and
+// glint load: metadata keys and tensor names/shapes of muse-glimmer-arch.md §3, the real Llama-4
+// vocabulary (§4) and deterministic pseudo-random weights. Every row of every tensor comes from
+// its own random stream keyed by (seed, tensor name, row), so output is identical for any chunking
+// or thread count, and gl_make_model_gen_rows() reproduces the pre-quantization values exactly.
+// Tensor data is generated and quantized row chunk by row chunk inside the gguf writer's fill
+// callback, so multi-GB files never sit in memory.
+#pragma once
+
+#include "base/base.h"
+
+#include <stdint.h>
+
+enum gl_make_model_preset {
+    GL_MAKE_MODEL_TINY,      // E=256, H=32, Hkv=2, D=16, F=512, 4 layers, window 8, ctx 4096
+    GL_MAKE_MODEL_30B_SHAPE, // the release dims: E=6656, H=32, Hkv=2, D=128, F=19968, 52 layers
+};
+
+// How the final-logit soft-cap key is written.
+enum gl_make_model_softcap {
+    GL_MAKE_MODEL_SOFTCAP_VALUE, // write params.softcap (0 = the documented "disabled" form)
+    GL_MAKE_MODEL_SOFTCAP_OMIT,  // leave the key out (llama.cpp then assumes 30, not 20)
+};
+
+struct gl_make_model_params {
+    enum gl_make_model_preset preset;
+    uint64_t seed;
+    int32_t n_layers;   // 0: preset default (tiny 4, 30b-shape 52)
+    int32_t window;     // 0: preset default (tiny 8, 30b-shape 2048); else >= 1
+    const char *type;   // F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M (case-insensitive);
+                        // NULL: F32 for tiny, Q4_K_M for 30b-shape. Borrowed.
+    int pattern_period; // 0: sliding_window_pattern as a per-layer bool array (true = sliding);
+                        // 1: as the scalar u32 period 4
+    enum gl_make_model_softcap softcap_mode;
+    float softcap;   // final_logit_softcapping (default 20)
+    int header_only; // metadata + tensor table only; offsets as if the data followed
+    int vocab_only;  // metadata only, no tensors (llama.cpp loads it with vocabOnly)
+    // tiktoken ranks file; NULL: $GLINT_VOCAB, else the shared copy. Borrowed.
+    const char *vocab_path;
+    int n_threads; // quantization threads; 0: online CPUs (at most 8)
+};
+
+// Defaults: tiny, seed 1, preset dims, type from preset, bool pattern, softcap 20.
+struct gl_make_model_params gl_make_model_default_params(void);
+
+// Resolved hyper-parameters of a params set (plain record; counts in elements).
+struct gl_make_model_hparams {
+    int64_t n_vocab;   // 202048 = 200000 BPE ranks + 2048 specials
+    int64_t n_embd;    // E
+    int64_t n_head;    // H
+    int64_t n_head_kv; // Hkv
+    int64_t head_dim;  // D
+    int64_t n_ff;      // F
+    int64_t n_layers;
+    int64_t n_ctx;      // context_length
+    int64_t window;     // attention.sliding_window (keys visible to a query, itself included)
+    uint32_t file_type; // general.file_type (llama_ftype) of the type recipe
+};
+
+// Resolves and validates params (type name, layer count, window). GL_E_INVAL with a message on
+// a bad value.
+GL_MUST_USE gl_status gl_make_model_hparams(const struct gl_make_model_params *p,
+                                            struct gl_make_model_hparams *out, struct gl_err *err);
+
+// ggml type (enum gl_type) that the recipe of p gives tensor `name`; -1 if p is invalid or the
+// model has no such tensor.
+int gl_make_model_tensor_type(const struct gl_make_model_params *p, const char *name);
+
+// Writes the model to path (replaced if it exists). Loads the vocabulary (GL_E_IO naming the path
+// if missing). On failure the partial file may remain; err says what and where.
+GL_MUST_USE gl_status gl_make_model_write(const struct gl_make_model_params *p, const char *path,
+                                          struct gl_err *err);
+
+// The generator's float values for rows [row0, row0 + n_rows) of tensor `name` (a row = ne[0]
+// elements) before quantization: what the file stores exactly for F32 and approximately
+// otherwise. dst holds n_rows * ne[0] floats. GL_E_INVAL for an unknown name or a row range
+// outside the tensor.
+GL_MUST_USE gl_status gl_make_model_gen_rows(const struct gl_make_model_params *p, const char *name,
+                                             int64_t row0, int64_t n_rows, float *dst,
+                                             struct gl_err *err);

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: MIT
+# Shared helpers for tests/oracle/check_*.sh. Source it:  . "$(dirname "$0")/lib.sh"
+#   gl_tiny_model TYPE   echoes the path of $GLINT_TEST_DIR/tiny-TYPE.gguf (tiny preset, seed 1),
+#                        writing it first if it is missing or was made by other parameters.
+# Models are shared between suites, so a sidecar TYPE.gguf.params records what made each file,
+# an flock serialises concurrent writers, and files appear atomically (write to .tmp, rename).
+# GL_TINY_GEN is bumped whenever make-model's output for the same flags changes.
+
+GL_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+GLINT_BIN="${GLINT_BIN:-$GL_REPO_ROOT/build/glint}"
+GLINT_TEST_DIR="${GLINT_TEST_DIR:-$GL_REPO_ROOT/build/testdata}"
+GL_TINY_GEN=1
+
+gl_tiny_model() { # TYPE
+    local type="$1"
+    local path="$GLINT_TEST_DIR/tiny-$type.gguf"
+    local params="gen=$GL_TINY_GEN make-model --preset tiny --type $type --seed 1"
+    mkdir -p "$GLINT_TEST_DIR" || return 1
+    (
+        flock 9
+        if [ ! -s "$path" ] || [ "$(cat "$path.params" 2>/dev/null)" != "$params" ]; then
+            rm -f "$path.params"
+            "$GLINT_BIN" make-model --preset tiny --type "$type" --seed 1 --out "$path.tmp" >&2 &&
+                mv -f "$path.tmp" "$path" && printf '%s\n' "$params" >"$path.params"
+        fi
+    ) 9>"$path.lock" || { echo "gl_tiny_model: writing $path failed" >&2; return 1; }
+    echo "$path"
+}
