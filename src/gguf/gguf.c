@@ -642,15 +642,23 @@ static gl_status load_file(struct gl_gguf *g, int fd, const char *path, int use_
         if (m == MAP_FAILED)
             return gl_err_set(err, GL_E_IO, "gguf: %s: mmap of %llu bytes failed: %s", path,
                               (unsigned long long)g->size, strerror(errno));
+        (void)madvise(m, (size_t)g->size, MADV_WILLNEED); // start read-ahead; a hint only
         g->map = m;
         g->base = m;
         return GL_OK;
     }
-    g->heap = gl_malloc_aligned((size_t)g->size);
-    if (!g->heap)
+    // Anonymous memory, advised for transparent huge pages before it is touched: decode streams
+    // every weight once per token, and 2 MiB pages cut the TLB misses of that stream ~500-fold.
+    void *m = mmap(NULL, (size_t)g->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED)
         return gl_err_set(err, GL_E_NOMEM, "gguf: %s: no memory to read %llu bytes", path,
                           (unsigned long long)g->size);
-    g->base = g->heap;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(m, (size_t)g->size, MADV_HUGEPAGE);
+#endif
+    g->heap = m;
+    g->base = m;
     return read_whole(fd, g->heap, g->size, path, err);
 }
 
@@ -692,7 +700,8 @@ void gl_gguf_close(struct gl_gguf *g)
     gl_free(g->tensor_slots);
     if (g->map)
         munmap(g->map, (size_t)g->size);
-    gl_free_aligned(g->heap);
+    if (g->heap)
+        munmap(g->heap, (size_t)g->size);
     gl_free(g);
 }
 
