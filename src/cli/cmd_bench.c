@@ -1,11 +1,216 @@
 // SPDX-License-Identifier: MIT
-// SCAFFOLD: replaced by the owning module's implementation.
+// `glint bench`: llama-bench-like speed test. pp<P> = one batched forward of P random token ids
+// from an empty cache (last-token logits only); tg<N> = N single-token decode steps (each with
+// full logits and a greedy pick) after a 1-token prompt. Each test runs r times after one
+// untimed warm-up pass; reports mean ± sample sd of tokens/s as a markdown table, or JSON with
+// --json (fields avg_ts / stddev_ts / samples_ts as llama-bench's JSON).
 #include "cli.h"
+#include "model/model.h"
+#include "sampling/sampling.h"
+
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: glint bench --model F [-p 512] [-n 128] [-t 2] [-r 3] [--json]\n"
+               "  -p P    prompt tokens processed in one batch (0 = skip pp)\n"
+               "  -n N    tokens generated one at a time (0 = skip tg)\n"
+               "  -t T    threads (default 2)\n"
+               "  -r R    repetitions (default 3)\n"
+               "  --json  print JSON instead of a table\n");
+    return f == stdout ? 0 : 2;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (end == s || *end || errno || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+struct result {
+    char name[32];
+    int64_t n_prompt, n_gen;
+    double *samples; // tokens/s per repetition
+    double mean, sd;
+};
+
+static void stats(struct result *r, int reps)
+{
+    double s = 0.0, ss = 0.0;
+    for (int i = 0; i < reps; i++)
+        s += r->samples[i];
+    r->mean = s / reps;
+    for (int i = 0; i < reps; i++)
+        ss += (r->samples[i] - r->mean) * (r->samples[i] - r->mean);
+    r->sd = reps > 1 ? sqrt(ss / (reps - 1)) : 0.0;
+}
+
 int gl_cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "glint: bench: not built yet\n");
-    return 2;
+    const char *path = NULL;
+    long long p = 512, n = 128, t = 2, reps = 3;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return usage(stdout);
+        if (!strcmp(a, "--json")) {
+            json = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "glint bench: unknown or incomplete option '%s'\n", a);
+            return usage(stderr);
+        }
+        i++;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m"))
+            path = v;
+        else if ((!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) && !parse_int(v, 0, 65536, &p))
+            ;
+        else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && !parse_int(v, 0, 65536, &n))
+            ;
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && !parse_int(v, 1, 256, &t))
+            ;
+        else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && !parse_int(v, 1, 1000, &reps))
+            ;
+        else {
+            fprintf(stderr, "glint bench: bad option or value: %s %s\n", a, v);
+            return usage(stderr);
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "glint bench: need --model\n");
+        return usage(stderr);
+    }
+
+    struct gl_err err = {0};
+    struct gl_model *m = NULL;
+    struct gl_model_ctx *ctx = NULL;
+    struct gl_kv_cache *kv = NULL;
+    float *logits = NULL;
+    int32_t *ids = NULL;
+    struct result res[2];
+    memset(res, 0, sizeof res);
+    int n_res = 0, rc = 1;
+    struct gl_model_params mp = gl_model_default_params();
+    int64_t tl0 = gl_time_us();
+    if (gl_model_open(&m, path, &mp, &err) != GL_OK) {
+        fprintf(stderr, "glint bench: %s\n", err.msg);
+        return 1;
+    }
+    int64_t tl1 = gl_time_us();
+    const struct gl_model_config *cf = &m->cfg;
+    int64_t n_ctx = p > n + 1 ? p : n + 1;
+    if (gl_model_ctx_new(&ctx, m, p > 0 ? (int)p : 1, (int)t, n_ctx, &err) != GL_OK ||
+        gl_kv_cache_new(&kv, cf, n_ctx, &err) != GL_OK) {
+        fprintf(stderr, "glint bench: %s\n", err.msg);
+        goto done;
+    }
+    logits = gl_malloc((size_t)cf->n_vocab * sizeof(float));
+    ids = gl_malloc((size_t)(p > 1 ? p : 1) * sizeof *ids);
+    if (!logits || !ids) {
+        fprintf(stderr, "glint bench: out of memory\n");
+        goto done;
+    }
+    struct gl_rng rng;
+    gl_rng_seed(&rng, 1234);
+    const int32_t id_range = cf->n_vocab < 200000 ? cf->n_vocab : 200000; // ordinary tokens
+    for (int64_t i = 0; i < (p > 1 ? p : 1); i++)
+        ids[i] = (int32_t)(gl_rng_next(&rng) % (uint64_t)id_range);
+
+    // Warm-up (as llama-bench): one untimed pass pages in the mapping and first-touches the
+    // step scratch, so rep 1 is not an outlier.
+    if (gl_model_forward(ctx, kv, ids, p > 0 ? p : 1, 0, logits, 0, NULL, &err) != GL_OK) {
+        fprintf(stderr, "glint bench: %s\n", err.msg);
+        goto done;
+    }
+    if (p > 0) {
+        struct result *r = &res[n_res++];
+        snprintf(r->name, sizeof r->name, "pp%lld", p);
+        r->n_prompt = p;
+        r->samples = gl_calloc((size_t)reps, sizeof(double));
+        if (!r->samples)
+            goto done;
+        for (int k = 0; k < reps; k++) {
+            gl_kv_cache_clear(kv);
+            int64_t a = gl_time_us();
+            if (gl_model_forward(ctx, kv, ids, p, 0, logits, 0, NULL, &err) != GL_OK) {
+                fprintf(stderr, "glint bench: %s\n", err.msg);
+                goto done;
+            }
+            r->samples[k] = (double)p / ((double)(gl_time_us() - a) / 1e6);
+        }
+        stats(r, (int)reps);
+    }
+    if (n > 0) {
+        struct result *r = &res[n_res++];
+        snprintf(r->name, sizeof r->name, "tg%lld", n);
+        r->n_gen = n;
+        r->samples = gl_calloc((size_t)reps, sizeof(double));
+        if (!r->samples)
+            goto done;
+        for (int k = 0; k < reps; k++) {
+            gl_kv_cache_clear(kv);
+            if (gl_model_forward(ctx, kv, ids, 1, 0, logits, 0, NULL, &err) != GL_OK) {
+                fprintf(stderr, "glint bench: %s\n", err.msg);
+                goto done;
+            }
+            int64_t a = gl_time_us();
+            for (int64_t i = 0; i < n; i++) {
+                int32_t id = gl_sampler_argmax(logits, cf->n_vocab);
+                if (gl_model_forward(ctx, kv, &id, 1, 1 + i, logits, 0, NULL, &err) != GL_OK) {
+                    fprintf(stderr, "glint bench: %s\n", err.msg);
+                    goto done;
+                }
+            }
+            r->samples[k] = (double)n / ((double)(gl_time_us() - a) / 1e6);
+        }
+        stats(r, (int)reps);
+    }
+
+    const struct gl_kernels *kn = gl_model_ctx_kernels(ctx);
+    double size_gib = (double)gl_gguf_file_size(m->gguf) / (1024.0 * 1024.0 * 1024.0);
+    if (json) {
+        printf("[\n");
+        for (int i = 0; i < n_res; i++) {
+            struct result *r = &res[i];
+            printf("  {\"model\": \"%s\", \"test\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
+                   "\"n_threads\": %lld, \"isa\": \"%s\", \"model_size\": %llu, \"n_layer\": %d, "
+                   "\"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
+                   path, r->name, (long long)r->n_prompt, (long long)r->n_gen, t, kn->isa,
+                   (unsigned long long)gl_gguf_file_size(m->gguf), cf->n_layer, r->mean, r->sd);
+            for (int k = 0; k < reps; k++)
+                printf("%s%.6f", k ? ", " : "", r->samples[k]);
+            printf("]}%s\n", i + 1 < n_res ? "," : "");
+        }
+        printf("]\n");
+    } else {
+        printf("| model | size | threads | isa | test | t/s |\n");
+        printf("| --- | ---: | ---: | --- | ---: | ---: |\n");
+        for (int i = 0; i < n_res; i++)
+            printf("| %s | %.2f GiB | %lld | %s | %s | %.2f ± %.2f |\n", path, size_gib, t,
+                   kn->isa, res[i].name, res[i].mean, res[i].sd);
+        fprintf(stderr, "load: %.2f s; %d layers, vocab %d\n", (double)(tl1 - tl0) / 1e6,
+                cf->n_layer, cf->n_vocab);
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < 2; i++)
+        gl_free(res[i].samples);
+    gl_free(logits);
+    gl_free(ids);
+    gl_kv_cache_delete(kv);
+    gl_model_ctx_delete(ctx);
+    gl_model_delete(m);
+    return rc;
 }

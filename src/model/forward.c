@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: MIT
+// forward: one batched pass of the Muse Glimmer text tower over a chunk of tokens (arch doc §2):
+// embedding row -> scale-less RMS -> L sandwich blocks (QK-norm, RoPE on sliding layers only,
+// windowed/causal GQA attention, sigmoid output gate, SwiGLU) -> final norm -> lm_head ->
+// x logit_scale -> soft-cap. Activations are f32; matmuls quantize the activation rows to the
+// weight's vec_dot type and call gl_matmul. All scratch is sized at ctx creation (n_batch rows),
+// so a steady-state decode step allocates nothing. K/V are read and written only through
+// struct gl_kv_view page tables.
+#include "model/model.h"
+#include "model/model_int.h"
+
+#include <math.h>
+#include <string.h>
+
+struct gl_model_ctx {
+    const struct gl_model *m;
+    const struct gl_kernels *k;
+    struct gl_pool *pool;
+    int n_threads;
+    int n_batch;
+    int64_t n_ctx;
+    // B x width f32 scratch (row-major, dense): h residual, x normed input, q/g (B x H*D),
+    // kc/vc (B x Hkv*D), att (B x H*D), fa/fb (B x F), y (B x E)
+    float *h, *x, *q, *g, *kc, *vc, *att, *fa, *fb, *y;
+    float *rope_cos, *rope_sin; // B x D/2 for the current chunk (sliding-layer base)
+    double *inv_freq;           // D/2: base_swa^(-2j/D)
+    float *scores;              // n_threads x n_ctx attention weights
+    void *act;                  // quantized activation rows
+    size_t act_cap;
+    // the activation buffer currently holds src quantized to act_type (n_tok x n_in)
+    const float *act_src;
+    enum gl_type act_type;
+    int64_t act_n_tok, act_n_in;
+};
+
+const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c)
+{
+    return c->k;
+}
+
+void gl_model_ctx_delete(struct gl_model_ctx *c)
+{
+    if (!c)
+        return;
+    float *bufs[] = {c->h,  c->x,  c->q, c->g,        c->kc,       c->vc,    c->att,
+                     c->fa, c->fb, c->y, c->rope_cos, c->rope_sin, c->scores};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        gl_free_aligned(bufs[i]);
+    gl_free(c->inv_freq);
+    gl_free_aligned(c->act);
+    gl_pool_delete(c->pool);
+    gl_free(c);
+}
+
+// Largest quantized activation row over every weight (f32 weights read x in place).
+static size_t max_act_row(const struct gl_model *m)
+{
+    size_t best = gl_type_row_size(gl_type_vec_dot_type(m->output.type), m->output.n_in);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const struct gl_layer *ly = &m->layers[l];
+        const struct gl_weight *lw[] = {&ly->q, &ly->k,        &ly->v,      &ly->gate,
+                                        &ly->o, &ly->ffn_gate, &ly->ffn_up, &ly->ffn_down};
+        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++) {
+            size_t r = gl_type_row_size(gl_type_vec_dot_type(lw[i]->type), lw[i]->n_in);
+            best = r > best ? r : best;
+        }
+    }
+    return best;
+}
+
+gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, int n_batch,
+                           int n_threads, int64_t n_ctx, struct gl_err *err)
+{
+    *out = NULL;
+    if (n_batch <= 0 || n_batch > 65536)
+        return gl_err_set(err, GL_E_INVAL, "model: batch size %d not in 1..65536", n_batch);
+    if (n_threads <= 0 || n_threads > 256)
+        return gl_err_set(err, GL_E_INVAL, "model: thread count %d not in 1..256", n_threads);
+    if (n_ctx <= 0 || n_ctx > (int64_t)1 << 30)
+        return gl_err_set(err, GL_E_INVAL, "model: context %lld not supported", (long long)n_ctx);
+    const struct gl_model_config *cf = &m->cfg;
+    struct gl_model_ctx *c = gl_calloc(1, sizeof *c);
+    if (!c)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for the context");
+    c->m = m;
+    c->k = gl_kernels_get();
+    GL_ASSERT(c->k->vec_dot[GL_TYPE_F32] != NULL); // attention scores use it
+    c->n_batch = n_batch;
+    c->n_ctx = n_ctx;
+    c->pool = gl_pool_new(n_threads);
+    if (!c->pool) {
+        gl_free(c);
+        return gl_err_set(err, GL_E_NOMEM, "model: cannot start %d threads", n_threads);
+    }
+    c->n_threads = gl_pool_size(c->pool);
+    const size_t B = (size_t)n_batch, E = (size_t)cf->n_embd, F = (size_t)cf->n_ff;
+    const size_t HD = (size_t)cf->n_head * (size_t)cf->head_dim;
+    const size_t KD = (size_t)cf->n_head_kv * (size_t)cf->head_dim;
+    const size_t D2 = (size_t)cf->head_dim / 2;
+    c->act_cap = max_act_row(m) * B;
+    c->h = gl_malloc_aligned(B * E * sizeof(float));
+    c->x = gl_malloc_aligned(B * E * sizeof(float));
+    c->y = gl_malloc_aligned(B * E * sizeof(float));
+    c->q = gl_malloc_aligned(B * HD * sizeof(float));
+    c->g = gl_malloc_aligned(B * HD * sizeof(float));
+    c->att = gl_malloc_aligned(B * HD * sizeof(float));
+    c->kc = gl_malloc_aligned(B * KD * sizeof(float));
+    c->vc = gl_malloc_aligned(B * KD * sizeof(float));
+    c->fa = gl_malloc_aligned(B * F * sizeof(float));
+    c->fb = gl_malloc_aligned(B * F * sizeof(float));
+    c->rope_cos = gl_malloc_aligned(B * D2 * sizeof(float));
+    c->rope_sin = gl_malloc_aligned(B * D2 * sizeof(float));
+    c->scores = gl_malloc_aligned((size_t)c->n_threads * (size_t)n_ctx * sizeof(float));
+    c->inv_freq = gl_malloc(D2 * sizeof(double));
+    c->act = gl_malloc_aligned(c->act_cap ? c->act_cap : 64);
+    if (!c->h || !c->x || !c->y || !c->q || !c->g || !c->att || !c->kc || !c->vc || !c->fa ||
+        !c->fb || !c->rope_cos || !c->rope_sin || !c->scores || !c->inv_freq || !c->act) {
+        gl_model_ctx_delete(c);
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for step scratch (batch %d, ctx %lld)",
+                          n_batch, (long long)n_ctx);
+    }
+    for (size_t j = 0; j < D2; j++)
+        c->inv_freq[j] = pow((double)cf->rope_base_swa, -2.0 * (double)j / (double)cf->head_dim);
+    *out = c;
+    return GL_OK;
+}
+
+// ---- elementwise pieces (plain C: cheap next to the matmuls) ----
+
+// y[i] = x[i] / sqrt(mean(x^2) + eps) * (w ? w[i] : 1), n elements. Accumulates in double so
+// 6656-wide rows lose nothing to summation order.
+static void rms_norm(float *y, const float *x, const float *w, int64_t n, float eps)
+{
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        ss += (double)x[i] * (double)x[i];
+    float s = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    if (w)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] * s * w[i];
+    else
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] * s;
+}
+
+// Interleaved-pair RoPE on one head of D dims: pair (2j, 2j+1) rotated by angle pos * inv_freq[j].
+static void rope_head(float *v, const float *cs, const float *sn, int d2)
+{
+    for (int j = 0; j < d2; j++) {
+        float x0 = v[2 * j], x1 = v[2 * j + 1];
+        v[2 * j] = x0 * cs[j] - x1 * sn[j];
+        v[2 * j + 1] = x0 * sn[j] + x1 * cs[j];
+    }
+}
+
+// ---- matmul with activation quantization ----
+
+struct quant_job {
+    gl_from_float_fn fn;
+    const float *x;
+    uint8_t *dst;
+    int64_t n_tok, n_in;
+    size_t stride;
+};
+
+static void quant_rows(void *ctx, int ith, int nth)
+{
+    struct quant_job *j = ctx;
+    for (int64_t t = ith; t < j->n_tok; t += nth)
+        j->fn(j->x + t * j->n_in, j->dst + (size_t)t * j->stride, j->n_in);
+}
+
+// out (n_tok x w->n_out) = x (n_tok x w->n_in) times W^T. The quantized copy of x is reused when
+// the next weight reads the same input in the same format (q/k/v/gate; ffn gate/up).
+static void matmul(struct gl_model_ctx *c, const struct gl_weight *w, const float *x, int64_t n_tok,
+                   float *out)
+{
+    enum gl_type vdt = gl_type_vec_dot_type(w->type);
+    const void *act = x;
+    size_t stride = (size_t)w->n_in * sizeof(float);
+    if (vdt != GL_TYPE_F32) {
+        stride = gl_type_row_size(vdt, w->n_in);
+        GL_ASSERT(stride > 0 && stride * (size_t)n_tok <= c->act_cap);
+        if (!(c->act_src == x && c->act_type == vdt && c->act_n_tok == n_tok &&
+              c->act_n_in == w->n_in)) {
+            struct quant_job j = {c->k->from_float[vdt], x, c->act, n_tok, w->n_in, stride};
+            GL_ASSERT(j.fn);
+            if (n_tok > 1)
+                gl_pool_run(c->pool, quant_rows, &j);
+            else
+                quant_rows(&j, 0, 1);
+            c->act_src = x;
+            c->act_type = vdt;
+            c->act_n_tok = n_tok;
+            c->act_n_in = w->n_in;
+        }
+        act = c->act;
+    }
+    gl_matmul(c->pool, c->k, w->type, w->data, w->n_out, w->n_in, act, stride, n_tok, out,
+              w->n_out);
+}
+
+// Call whenever a buffer that may be cached as quantized activations is overwritten.
+static void act_invalidate(struct gl_model_ctx *c)
+{
+    c->act_src = NULL;
+}
+
+// ---- attention ----
+
+struct attn_job {
+    struct gl_model_ctx *c;
+    struct gl_kv_view view;
+    int64_t pos0, n_tok;
+    int window; // 0 = causal only
+};
+
+// One (token, head) pair per work item: scores over the visible keys, softmax, weighted sum.
+static void attn_rows(void *ctx, int ith, int nth)
+{
+    struct attn_job *j = ctx;
+    struct gl_model_ctx *c = j->c;
+    const struct gl_model_config *cf = &c->m->cfg;
+    const int H = cf->n_head, Hkv = cf->n_head_kv, D = cf->head_dim, grp = H / Hkv;
+    const int bs = j->view.block_size;
+    const float scale = 1.0f / sqrtf((float)D);
+    float *sc = c->scores + (size_t)ith * (size_t)c->n_ctx;
+    const gl_vec_dot_fn dot = c->k->vec_dot[GL_TYPE_F32]; // SIMD f32 dot from the table
+    for (int64_t item = ith; item < j->n_tok * H; item += nth) {
+        const int64_t t = item / H;
+        const int h = (int)(item % H), kh = h / grp;
+        const int64_t p = j->pos0 + t;
+        const int64_t lo = j->window > 0 && p - j->window + 1 > 0 ? p - j->window + 1 : 0;
+        const float *qh = c->q + t * (int64_t)H * D + (int64_t)h * D;
+        float mx = -INFINITY;
+        for (int64_t s = lo; s <= p; s++) {
+            const float *kr = j->view.k_blocks[s / bs] + ((s % bs) * Hkv + kh) * (int64_t)D;
+            float d;
+            dot(D, &d, kr, qh);
+            d *= scale;
+            sc[s - lo] = d;
+            mx = d > mx ? d : mx;
+        }
+        float sum = 0.0f;
+        for (int64_t s = lo; s <= p; s++) {
+            float e = expf(sc[s - lo] - mx);
+            sc[s - lo] = e;
+            sum += e;
+        }
+        const float inv = 1.0f / sum;
+        float *o = c->att + t * (int64_t)H * D + (int64_t)h * D;
+        for (int i = 0; i < D; i++)
+            o[i] = 0.0f;
+        for (int64_t s = lo; s <= p; s++) {
+            const float *vr = j->view.v_blocks[s / bs] + ((s % bs) * Hkv + kh) * (int64_t)D;
+            const float wgt = sc[s - lo] * inv;
+            for (int i = 0; i < D; i++)
+                o[i] += wgt * vr[i];
+        }
+    }
+}
+
+// ---- per-token elementwise steps, split over the pool by token for prefill ----
+
+enum rows_op {
+    ROWS_NORM,       // dst[t] = RMS(src[t]) * w
+    ROWS_POST_RESID, // src[t] = RMS(src[t]) * w ; dst[t] += src[t]  (post-norm + residual)
+    ROWS_GATE,       // dst[t] *= sigmoid(src[t])                      (attention output gate)
+    ROWS_SWIGLU,     // dst[t] = silu(dst[t]) * src[t]                 (dst = gate, src = up)
+};
+
+struct rows_job {
+    enum rows_op op;
+    float *dst, *src;
+    const float *w;
+    int64_t n_tok, width;
+    float eps;
+};
+
+static void rows_run(void *ctx, int ith, int nth)
+{
+    const struct rows_job *j = ctx;
+    const int64_t W = j->width;
+    for (int64_t t = ith; t < j->n_tok; t += nth) {
+        float *d = j->dst + t * W, *s = j->src + t * W;
+        switch (j->op) {
+        case ROWS_NORM:
+            rms_norm(d, s, j->w, W, j->eps);
+            break;
+        case ROWS_POST_RESID:
+            rms_norm(s, s, j->w, W, j->eps);
+            for (int64_t i = 0; i < W; i++)
+                d[i] += s[i];
+            break;
+        case ROWS_GATE:
+            for (int64_t i = 0; i < W; i++)
+                d[i] *= 1.0f / (1.0f + expf(-s[i]));
+            break;
+        case ROWS_SWIGLU:
+            for (int64_t i = 0; i < W; i++)
+                d[i] = d[i] / (1.0f + expf(-d[i])) * s[i];
+            break;
+        }
+    }
+}
+
+static void rows(struct gl_model_ctx *c, enum rows_op op, float *dst, float *src, const float *w,
+                 int64_t n_tok, int64_t width, float eps)
+{
+    struct rows_job j = {op, dst, src, w, n_tok, width, eps};
+    if (c->act_src == dst || c->act_src == src) // both may be written: drop a stale quantized copy
+        act_invalidate(c);
+    if (n_tok > 1)
+        gl_pool_run(c->pool, rows_run, &j);
+    else
+        rows_run(&j, 0, 1);
+}
+
+// z <- scale * z, then cap * tanh(z / cap) unless cap == 0; contiguous element ranges per thread.
+struct cap_job {
+    float *z;
+    int64_t n;
+    float scale, cap;
+};
+
+static void cap_run(void *ctx, int ith, int nth)
+{
+    const struct cap_job *j = ctx;
+    int64_t i0 = j->n * ith / nth, i1 = j->n * (ith + 1) / nth;
+    for (int64_t i = i0; i < i1; i++) {
+        float z = j->z[i] * j->scale;
+        j->z[i] = j->cap != 0.0f ? j->cap * tanhf(z / j->cap) : z;
+    }
+}
+
+// ---- one chunk ----
+
+static void emit(const struct gl_model_dump *dump, int layer, int64_t pos0, const float *x,
+                 int64_t n, int64_t width)
+{
+    if (dump && dump->fn)
+        dump->fn(dump->user, layer, pos0, x, n, width);
+}
+
+static void forward_chunk(struct gl_model_ctx *c, struct gl_kv_cache *kv, const int32_t *tokens,
+                          int64_t n, int64_t pos0, float *logits, int64_t n_logit_rows,
+                          const struct gl_model_dump *dump)
+{
+    const struct gl_model *m = c->m;
+    const struct gl_model_config *cf = &m->cfg;
+    const int64_t E = cf->n_embd, F = cf->n_ff, H = cf->n_head, Hkv = cf->n_head_kv,
+                  D = cf->head_dim, D2 = D / 2, HD = H * D, KD = Hkv * D;
+
+    // Embedding: dequantize one row of the table per token, then the scale-less RMS.
+    for (int64_t t = 0; t < n; t++) {
+        const uint8_t *row =
+            (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
+        if (m->tok_embd.type == GL_TYPE_F32)
+            memcpy(c->y + t * E, row, (size_t)E * sizeof(float));
+        else
+            c->k->to_float[m->tok_embd.type](row, c->y + t * E, E);
+        rms_norm(c->h + t * E, c->y + t * E, NULL, E, cf->rms_eps);
+    }
+    emit(dump, -1, pos0, c->h, n, E);
+
+    // RoPE angles for this chunk (only sliding layers rotate; they share one base).
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t j = 0; j < D2; j++) {
+            double a = (double)(pos0 + t) * c->inv_freq[j];
+            c->rope_cos[t * D2 + j] = (float)cos(a);
+            c->rope_sin[t * D2 + j] = (float)sin(a);
+        }
+
+    for (int l = 0; l < cf->n_layer; l++) {
+        const struct gl_layer *ly = &m->layers[l];
+        const int swa = cf->swa[l];
+
+        act_invalidate(c);
+        rows(c, ROWS_NORM, c->x, c->h, ly->attn_norm, n, E, cf->rms_eps);
+        matmul(c, &ly->q, c->x, n, c->q);
+        matmul(c, &ly->k, c->x, n, c->kc);
+        matmul(c, &ly->v, c->x, n, c->vc);
+        matmul(c, &ly->gate, c->x, n, c->g);
+
+        // QK-norm per head (stored weights carry the 3.87 query scale), RoPE, store K/V.
+        struct gl_kv_view view = gl_kv_cache_view(kv, l);
+        for (int64_t t = 0; t < n; t++) {
+            const float *cs = c->rope_cos + t * D2, *sn = c->rope_sin + t * D2;
+            for (int64_t hh = 0; hh < H; hh++) {
+                float *qh = c->q + t * HD + hh * D;
+                rms_norm(qh, qh, ly->q_norm, D, cf->rms_eps);
+                if (swa)
+                    rope_head(qh, cs, sn, (int)D2);
+            }
+            const int64_t p = pos0 + t;
+            float *kdst = view.k_blocks[p / view.block_size] + (p % view.block_size) * KD;
+            float *vdst = view.v_blocks[p / view.block_size] + (p % view.block_size) * KD;
+            for (int64_t hh = 0; hh < Hkv; hh++) {
+                float *kh = c->kc + t * KD + hh * D;
+                rms_norm(kh, kh, ly->k_norm, D, cf->rms_eps);
+                if (swa)
+                    rope_head(kh, cs, sn, (int)D2);
+            }
+            memcpy(kdst, c->kc + t * KD, (size_t)KD * sizeof(float));
+            memcpy(vdst, c->vc + t * KD, (size_t)KD * sizeof(float));
+        }
+
+        struct attn_job aj = {c, view, pos0, n, swa ? cf->window : 0};
+        if (n * H > 1)
+            gl_pool_run(c->pool, attn_rows, &aj);
+        else
+            attn_rows(&aj, 0, 1);
+
+        // Output gate: elementwise over all H*D channels.
+        rows(c, ROWS_GATE, c->att, c->g, NULL, n, HD, 0.0f);
+        matmul(c, &ly->o, c->att, n, c->y);
+        rows(c, ROWS_POST_RESID, c->h, c->y, ly->post_attn_norm, n, E, cf->post_eps);
+
+        act_invalidate(c);
+        rows(c, ROWS_NORM, c->x, c->h, ly->ffn_norm, n, E, cf->rms_eps);
+        matmul(c, &ly->ffn_gate, c->x, n, c->fa);
+        matmul(c, &ly->ffn_up, c->x, n, c->fb);
+        rows(c, ROWS_SWIGLU, c->fa, c->fb, NULL, n, F, 0.0f);
+        matmul(c, &ly->ffn_down, c->fa, n, c->y);
+        rows(c, ROWS_POST_RESID, c->h, c->y, ly->post_ffw_norm, n, E, cf->post_eps);
+        emit(dump, l, pos0, c->h, n, E);
+    }
+    gl_kv_cache__set_len(kv, pos0 + n);
+
+    if (!logits || n_logit_rows == 0)
+        return;
+    // Output head on the last n_logit_rows rows only (decode/prefill need just the last one).
+    act_invalidate(c);
+    const int64_t r0 = n - n_logit_rows;
+    for (int64_t t = 0; t < n_logit_rows; t++)
+        rms_norm(c->x + t * E, c->h + (r0 + t) * E, m->output_norm, E, cf->rms_eps);
+    matmul(c, &m->output, c->x, n_logit_rows, logits);
+    const int64_t V = cf->n_vocab;
+    struct cap_job cj = {logits, n_logit_rows * V, cf->logit_scale, cf->softcap};
+    gl_pool_run(c->pool, cap_run, &cj); // 200k tanhf per row: worth both threads in decode
+    emit(dump, cf->n_layer, pos0 + r0, logits, n_logit_rows, V);
+}
+
+gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cache *kv, const int32_t *tokens,
+                           int64_t n, int64_t pos0, float *logits, int all_logits,
+                           const struct gl_model_dump *dump, struct gl_err *err)
+{
+    const struct gl_model_config *cf = &c->m->cfg;
+    if (n <= 0)
+        return gl_err_set(err, GL_E_INVAL, "forward: empty token batch");
+    if (pos0 != gl_kv_cache_len(kv))
+        return gl_err_set(err, GL_E_INVAL, "forward: pos0 %lld but the cache holds %lld positions",
+                          (long long)pos0, (long long)gl_kv_cache_len(kv));
+    if (pos0 + n > gl_kv_cache_capacity(kv) || pos0 + n > c->n_ctx)
+        return gl_err_set(err, GL_E_LIMIT,
+                          "forward: positions up to %lld exceed the context (cache %lld, ctx %lld)",
+                          (long long)(pos0 + n), (long long)gl_kv_cache_capacity(kv),
+                          (long long)c->n_ctx);
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= cf->n_vocab)
+            return gl_err_set(err, GL_E_INVAL, "forward: token %lld has id %d, vocab is %d",
+                              (long long)i, tokens[i], cf->n_vocab);
+    for (int64_t done = 0; done < n;) {
+        int64_t cn = n - done < c->n_batch ? n - done : c->n_batch;
+        int last = done + cn == n;
+        float *lg = NULL;
+        int64_t rows = 0;
+        if (logits && all_logits) {
+            lg = logits + done * (int64_t)cf->n_vocab;
+            rows = cn;
+        } else if (logits && last) {
+            lg = logits;
+            rows = 1;
+        }
+        forward_chunk(c, kv, tokens + done, cn, pos0 + done, lg, rows, dump);
+        done += cn;
+    }
+    return GL_OK;
+}

@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: MIT
+// model: Muse Glimmer config from GGUF metadata and weight binding (arch doc §1, §3).
+// Every key missing from the file falls back to the release constant (never a neutral value and
+// never llama.cpp's softcap 30). Every tensor is checked for presence, shape ([in, out] in ggml ne
+// order) and a computable type before the model is returned; weights stay borrowed from the
+// mapping unless GLINT_GGUF_KEEP_QUANT=0 asks for the f32 reference expansion.
+#include "model/model.h"
+#include "model/model_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_PREFIX GL_MODEL_ARCH "."
+
+// Keys under muse-glimmer. that we read (or knowingly ignore); anything else is logged.
+static const char *const known_keys[] = {
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.layer_norm_rms_epsilon",
+    "rope.freq_base",
+    "rope.freq_base_swa",
+    "rope.dimension_count",
+    "final_logit_softcapping",
+    "logit_scale",
+    "attention.sliding_window",
+    "attention.sliding_window_pattern",
+    "vocab_size",
+};
+
+static int key_is_known(const struct gl_gguf_str *k)
+{
+    size_t plen = strlen(KEY_PREFIX);
+    if (k->len <= plen || memcmp(k->ptr, KEY_PREFIX, plen) != 0)
+        return 1; // not ours to judge
+    for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++) {
+        size_t n = strlen(known_keys[i]);
+        if (k->len - plen == n && memcmp(k->ptr + plen, known_keys[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+// Reads muse-glimmer.<suffix> as u32, or def when absent.
+static gl_status get_u32_def(const struct gl_gguf *g, const char *suffix, uint32_t def,
+                             uint32_t *out, struct gl_err *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s%s", KEY_PREFIX, suffix);
+    if (!gl_gguf_find_kv(g, key)) {
+        *out = def;
+        return GL_OK;
+    }
+    return gl_gguf_get_u32(g, key, out, err);
+}
+
+static gl_status get_f32_def(const struct gl_gguf *g, const char *suffix, float def, float *out,
+                             int *present, struct gl_err *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s%s", KEY_PREFIX, suffix);
+    if (present)
+        *present = gl_gguf_find_kv(g, key) != NULL;
+    if (!gl_gguf_find_kv(g, key)) {
+        *out = def;
+        return GL_OK;
+    }
+    gl_status st = gl_gguf_get_f32(g, key, out, err);
+    if (st == GL_OK && !isfinite(*out))
+        return gl_err_set(err, GL_E_FORMAT, "model: key %s is not finite", key);
+    return st;
+}
+
+// sliding_window_pattern: bool (or integer) array of n_layer entries, true = sliding; or a scalar
+// period p (full iff i % p == p-1; p == 0 means every layer slides, as llama.cpp); absent -> HF's
+// rule counted from the last layer: full iff (L-1-i) % 4 == 0.
+static gl_status parse_pattern(struct gl_model_config *cfg, const struct gl_gguf *g,
+                               struct gl_err *err)
+{
+    const char *key = KEY_PREFIX "attention.sliding_window_pattern";
+    const struct gl_gguf_kv *kv = gl_gguf_find_kv(g, key);
+    int L = cfg->n_layer;
+    if (!kv) {
+        for (int i = 0; i < L; i++)
+            cfg->swa[i] = (L - 1 - i) % 4 != 0;
+        return GL_OK;
+    }
+    if (kv->type == GL_GGUF_ARR) {
+        enum gl_gguf_vtype et = kv->v.arr.type;
+        if (et == GL_GGUF_STR || et == GL_GGUF_F32 || et == GL_GGUF_F64)
+            return gl_err_set(err, GL_E_FORMAT,
+                              "model: key %s (at byte %llu) is an array of %s, expected bool", key,
+                              (unsigned long long)kv->file_offset, gl_gguf_vtype_name(et));
+        if (kv->v.arr.n != (uint64_t)L)
+            return gl_err_set(err, GL_E_FORMAT,
+                              "model: key %s has %llu entries, expected block_count = %d", key,
+                              (unsigned long long)kv->v.arr.n, L);
+        for (int i = 0; i < L; i++)
+            cfg->swa[i] = gl_gguf_arr_get_int(kv, (uint64_t)i) != 0;
+        return GL_OK;
+    }
+    uint32_t p = 0;
+    gl_status st = gl_gguf_get_u32(g, key, &p, err);
+    if (st != GL_OK)
+        return st;
+    for (int i = 0; i < L; i++)
+        cfg->swa[i] = p == 0 || (uint32_t)i % p != p - 1;
+    return GL_OK;
+}
+
+gl_status gl_model_config_parse(struct gl_model_config *cfg, const struct gl_gguf *g,
+                                struct gl_err *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    const struct gl_gguf_kv *akv = gl_gguf_find_kv(g, "general.architecture");
+    if (!akv)
+        return gl_err_set(err, GL_E_FORMAT, "model: key general.architecture is missing");
+    if (akv->type != GL_GGUF_STR)
+        return gl_err_set(err, GL_E_FORMAT, "model: key general.architecture is %s, not a string",
+                          gl_gguf_vtype_name(akv->type));
+    if (!gl_gguf_str_eq(akv->v.str, GL_MODEL_ARCH)) {
+        int n = akv->v.str.len > 64 ? 64 : (int)akv->v.str.len;
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "model: architecture \"%.*s\" is not supported (only \"%s\")", n,
+                          akv->v.str.ptr, GL_MODEL_ARCH);
+    }
+
+    uint32_t v[8];
+    gl_status st;
+    // Structure keys fall back to the 30B release shape; the tensor shape checks then catch a
+    // file whose tensors disagree.
+    if ((st = get_u32_def(g, "embedding_length", 6656, &v[0], err)) ||
+        (st = get_u32_def(g, "feed_forward_length", 19968, &v[1], err)) ||
+        (st = get_u32_def(g, "block_count", 52, &v[2], err)) ||
+        (st = get_u32_def(g, "attention.head_count", 32, &v[3], err)) ||
+        (st = get_u32_def(g, "context_length", 131072, &v[7], err)))
+        return st;
+    if ((st = get_u32_def(g, "attention.head_count_kv", v[3] < 2 ? v[3] : 2, &v[4], err)) ||
+        (st = get_u32_def(g, "attention.key_length", 128, &v[5], err)))
+        return st;
+    if ((st = get_u32_def(g, "attention.value_length", v[5], &v[6], err)))
+        return st;
+    const uint32_t lim = 1u << 20;
+    if (v[0] == 0 || v[0] > lim || v[1] == 0 || v[1] > lim || v[3] == 0 || v[3] > 4096 ||
+        v[4] == 0 || v[5] == 0 || v[5] > 4096 || v[5] % 2 != 0 || v[7] == 0 || v[7] > (1u << 30))
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: implausible dims: embedding_length %u, feed_forward_length %u, "
+                          "head_count %u, head_count_kv %u, key_length %u (must be even), "
+                          "context_length %u",
+                          v[0], v[1], v[3], v[4], v[5], v[7]);
+    if (v[2] == 0 || v[2] > GL_MODEL_MAX_LAYERS)
+        return gl_err_set(err, GL_E_LIMIT, "model: block_count %u not in 1..%d", v[2],
+                          GL_MODEL_MAX_LAYERS);
+    if (v[3] % v[4] != 0)
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: head_count %u is not a multiple of head_count_kv %u", v[3], v[4]);
+    if (v[6] != v[5])
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "model: value_length %u != key_length %u is not supported", v[6], v[5]);
+    cfg->n_embd = (int32_t)v[0];
+    cfg->n_ff = (int32_t)v[1];
+    cfg->n_layer = (int32_t)v[2];
+    cfg->n_head = (int32_t)v[3];
+    cfg->n_head_kv = (int32_t)v[4];
+    cfg->head_dim = (int32_t)v[5];
+    cfg->n_ctx_train = (int32_t)v[7];
+
+    int has_base = 0;
+    if ((st = get_f32_def(g, "attention.layer_norm_rms_epsilon", GL_MODEL_DEF_RMS_EPS,
+                          &cfg->rms_eps, NULL, err)) ||
+        (st = get_f32_def(g, "rope.freq_base", GL_MODEL_DEF_ROPE_BASE, &cfg->rope_base, &has_base,
+                          err)) ||
+        (st = get_f32_def(g, "rope.freq_base_swa", cfg->rope_base, &cfg->rope_base_swa, NULL,
+                          err)) ||
+        (st = get_f32_def(g, "logit_scale", GL_MODEL_DEF_LOGIT_SCALE, &cfg->logit_scale, NULL,
+                          err)) ||
+        (st = get_f32_def(g, "final_logit_softcapping", GL_MODEL_DEF_SOFTCAP, &cfg->softcap, NULL,
+                          err)))
+        return st;
+    (void)has_base;
+    cfg->post_eps = GL_MODEL_DEF_POST_EPS;
+    if (!(cfg->rms_eps > 0.0f))
+        return gl_err_set(err, GL_E_FORMAT, "model: layer_norm_rms_epsilon %g must be > 0",
+                          (double)cfg->rms_eps);
+    if (!(cfg->rope_base > 1.0f) || !(cfg->rope_base_swa > 1.0f))
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: rope freq_base %g / freq_base_swa %g must be > 1",
+                          (double)cfg->rope_base, (double)cfg->rope_base_swa);
+
+    uint32_t w = 0;
+    if ((st = get_u32_def(g, "attention.sliding_window", GL_MODEL_DEF_WINDOW, &w, err)))
+        return st;
+    if (w > (uint32_t)INT32_MAX)
+        return gl_err_set(err, GL_E_FORMAT, "model: sliding_window %u too large", w);
+    cfg->window = (int32_t)w;
+    if ((st = parse_pattern(cfg, g, err)))
+        return st;
+
+    uint32_t rdim = 0;
+    if ((st = get_u32_def(g, "rope.dimension_count", v[5], &rdim, err)))
+        return st;
+    if (rdim != v[5])
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "model: rope.dimension_count %u != key_length %u (partial RoPE) is not "
+                          "supported",
+                          rdim, v[5]);
+
+    for (int64_t i = 0; i < gl_gguf_n_kv(g); i++) {
+        const struct gl_gguf_kv *kv = gl_gguf_kv_at(g, i);
+        if (!key_is_known(&kv->key))
+            GL_LOGW("model: ignoring unrecognised key %.*s",
+                    (int)(kv->key.len > 200 ? 200 : kv->key.len), kv->key.ptr);
+    }
+    return GL_OK;
+}
+
+// ---- weight binding ----
+
+static void *own(struct gl_model *m, size_t n)
+{
+    if (m->n_owned == m->cap_owned) {
+        int cap = m->cap_owned ? m->cap_owned * 2 : 64;
+        void **p = gl_realloc(m->owned, (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        m->owned = p;
+        m->cap_owned = cap;
+    }
+    void *b = gl_malloc_aligned(n ? n : 1);
+    if (b)
+        m->owned[m->n_owned++] = b;
+    return b;
+}
+
+static const struct gl_gguf_tensor *find_tensor(const struct gl_gguf *g, const char *name,
+                                                struct gl_err *err)
+{
+    const struct gl_gguf_tensor *t = gl_gguf_find_tensor(g, name);
+    if (!t) {
+        gl_err_set(err, GL_E_FORMAT, "model: tensor %s is missing", name);
+        return NULL;
+    }
+    if (!t->data) {
+        gl_err_set(err, GL_E_FORMAT, "model: tensor %s has no data (header-only file)", name);
+        return NULL;
+    }
+    return t;
+}
+
+static const char *type_name(uint32_t type)
+{
+    const struct gl_type_traits *tr = gl_type_traits_of(type);
+    return tr && tr->name ? tr->name : "unknown";
+}
+
+// A weight type is usable when the dispatch table can dot it, dequantize it and produce its
+// activation format.
+static int type_computable(const struct gl_kernels *k, uint32_t type)
+{
+    const struct gl_type_traits *tr = gl_type_traits_of(type);
+    if (!tr || !tr->supported || type >= GL_TYPE_COUNT)
+        return 0;
+    enum gl_type vdt = gl_type_vec_dot_type((enum gl_type)type);
+    return k->vec_dot[type] && k->to_float[type] && (unsigned)vdt < GL_TYPE_COUNT &&
+           k->from_float[vdt];
+}
+
+static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, const char *name,
+                             int64_t n_in, int64_t n_out, struct gl_weight *w, struct gl_err *err)
+{
+    const struct gl_gguf_tensor *t = find_tensor(m->gguf, name, err);
+    if (!t)
+        return err ? err->code : GL_E_FORMAT;
+    if (t->n_dims != 2 || t->ne[0] != n_in || (n_out >= 0 && t->ne[1] != n_out))
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: tensor %s has shape [%lld, %lld, %lld, %lld] (%u dims), "
+                          "expected [%lld, %lld]",
+                          name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                          (long long)t->ne[3], t->n_dims, (long long)n_in, (long long)n_out);
+    if (!type_computable(k, t->type))
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "model: tensor %s has type %s (%u), which we "
+                          "cannot compute with",
+                          name, type_name(t->type), t->type);
+    size_t rb = gl_type_row_size(t->type, n_in);
+    if (rb == 0)
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: tensor %s: row of %lld elements is not a whole number of %s "
+                          "blocks",
+                          name, (long long)n_in, type_name(t->type));
+    w->data = t->data;
+    w->type = (enum gl_type)t->type;
+    w->n_in = n_in;
+    w->n_out = t->ne[1];
+    w->row_bytes = rb;
+    if (!m->keep_quant && w->type != GL_TYPE_F32) {
+        uint64_t bytes;
+        if (!gl_mul_ok((uint64_t)w->n_in * sizeof(float), (uint64_t)w->n_out, &bytes) ||
+            bytes > SIZE_MAX)
+            return gl_err_set(err, GL_E_NOMEM, "model: f32 copy of %s is too large", name);
+        float *f = own(m, (size_t)bytes);
+        if (!f)
+            return gl_err_set(err, GL_E_NOMEM, "model: no memory for the f32 copy of %s (%llu B)",
+                              name, (unsigned long long)bytes);
+        for (int64_t r = 0; r < w->n_out; r++)
+            k->to_float[w->type]((const uint8_t *)w->data + (size_t)r * rb, f + r * w->n_in,
+                                 w->n_in);
+        w->data = f;
+        w->type = GL_TYPE_F32;
+        w->row_bytes = (size_t)n_in * sizeof(float);
+    }
+    return GL_OK;
+}
+
+// 1-D norm weight of n floats: borrowed when stored as aligned F32, else converted to an f32 copy.
+static gl_status bind_norm(struct gl_model *m, const struct gl_kernels *k, const char *name,
+                           int64_t n, const float **out, struct gl_err *err)
+{
+    const struct gl_gguf_tensor *t = find_tensor(m->gguf, name, err);
+    if (!t)
+        return err ? err->code : GL_E_FORMAT;
+    if (t->n_dims != 1 || t->ne[0] != n)
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: tensor %s has shape [%lld, %lld] (%u dims), expected [%lld]",
+                          name, (long long)t->ne[0], (long long)t->ne[1], t->n_dims, (long long)n);
+    if (t->type == GL_TYPE_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
+        *out = t->data;
+        return GL_OK;
+    }
+    if (t->type != GL_TYPE_F32 && t->type != GL_TYPE_F16 && t->type != GL_TYPE_BF16)
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "model: norm tensor %s has type %s (%u), expected F32/F16/BF16", name,
+                          type_name(t->type), t->type);
+    float *f = own(m, (size_t)n * sizeof(float));
+    if (!f)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for norm %s", name);
+    if (t->type == GL_TYPE_F32)
+        memcpy(f, t->data, (size_t)n * sizeof(float));
+    else
+        k->to_float[t->type](t->data, f, n);
+    *out = f;
+    return GL_OK;
+}
+
+struct gl_model_params gl_model_default_params(void)
+{
+    struct gl_model_params p = {.keep_quant = 1};
+    const char *e = getenv("GLINT_GGUF_KEEP_QUANT");
+    if (e && strcmp(e, "0") == 0)
+        p.keep_quant = 0;
+    return p;
+}
+
+static gl_status bind_all(struct gl_model *m, struct gl_err *err)
+{
+    const struct gl_kernels *k = gl_kernels_get();
+    struct gl_model_config *c = &m->cfg;
+    const int64_t E = c->n_embd, F = c->n_ff, HD = (int64_t)c->n_head * c->head_dim,
+                  KD = (int64_t)c->n_head_kv * c->head_dim;
+    gl_status st;
+    if ((st = bind_weight(m, k, "token_embd.weight", E, -1, &m->tok_embd, err)))
+        return st;
+    if (m->tok_embd.n_out <= 0 || m->tok_embd.n_out > INT32_MAX)
+        return gl_err_set(err, GL_E_FORMAT, "model: token_embd.weight has %lld rows",
+                          (long long)m->tok_embd.n_out);
+    c->n_vocab = (int32_t)m->tok_embd.n_out;
+    uint32_t vs = 0;
+    if ((st = get_u32_def(m->gguf, "vocab_size", (uint32_t)c->n_vocab, &vs, err)))
+        return st;
+    if (vs != (uint32_t)c->n_vocab)
+        return gl_err_set(err, GL_E_FORMAT, "model: vocab_size %u != token_embd.weight rows %d", vs,
+                          c->n_vocab);
+    if ((st = bind_weight(m, k, "output.weight", E, c->n_vocab, &m->output, err)) ||
+        (st = bind_norm(m, k, "output_norm.weight", E, &m->output_norm, err)))
+        return st;
+    m->layers = gl_calloc((size_t)c->n_layer, sizeof *m->layers);
+    if (!m->layers)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for %d layers", c->n_layer);
+    for (int l = 0; l < c->n_layer; l++) {
+        struct gl_layer *ly = &m->layers[l];
+        char nm[96];
+#define W(field, suffix, nin, nout)                                                                \
+    do {                                                                                           \
+        snprintf(nm, sizeof nm, "blk.%d." suffix ".weight", l);                                    \
+        if ((st = bind_weight(m, k, nm, nin, nout, &ly->field, err)))                              \
+            return st;                                                                             \
+    } while (0)
+#define N(field, suffix, n)                                                                        \
+    do {                                                                                           \
+        snprintf(nm, sizeof nm, "blk.%d." suffix ".weight", l);                                    \
+        if ((st = bind_norm(m, k, nm, n, &ly->field, err)))                                        \
+            return st;                                                                             \
+    } while (0)
+        N(attn_norm, "attn_norm", E);
+        char fused[96];
+        snprintf(fused, sizeof fused, "blk.%d.attn_qkv.weight", l);
+        snprintf(nm, sizeof nm, "blk.%d.attn_q.weight", l);
+        if (!gl_gguf_find_tensor(m->gguf, nm) && gl_gguf_find_tensor(m->gguf, fused)) {
+            // Fused [q | k | v] rows (llama.cpp's attn_qkv): three row-slice views of it.
+            struct gl_weight f;
+            if ((st = bind_weight(m, k, fused, E, HD + 2 * KD, &f, err)))
+                return st;
+            ly->q = ly->k = ly->v = f;
+            ly->q.n_out = HD;
+            ly->k.n_out = ly->v.n_out = KD;
+            ly->k.data = (const uint8_t *)f.data + (size_t)HD * f.row_bytes;
+            ly->v.data = (const uint8_t *)f.data + (size_t)(HD + KD) * f.row_bytes;
+        } else {
+            W(q, "attn_q", E, HD);
+            W(k, "attn_k", E, KD);
+            W(v, "attn_v", E, KD);
+        }
+        W(gate, "attn_gate", E, HD);
+        W(o, "attn_output", HD, E);
+        N(q_norm, "attn_q_norm", c->head_dim);
+        N(k_norm, "attn_k_norm", c->head_dim);
+        N(post_attn_norm, "post_attention_norm", E);
+        N(ffn_norm, "ffn_norm", E);
+        W(ffn_gate, "ffn_gate", E, F);
+        W(ffn_up, "ffn_up", E, F);
+        W(ffn_down, "ffn_down", F, E);
+        N(post_ffw_norm, "post_ffw_norm", E);
+#undef W
+#undef N
+    }
+    return GL_OK;
+}
+
+gl_status gl_model_load(struct gl_model **out, const struct gl_gguf *g,
+                        const struct gl_model_params *params, struct gl_err *err)
+{
+    *out = NULL;
+    struct gl_model *m = gl_calloc(1, sizeof *m);
+    if (!m)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory");
+    m->gguf = g;
+    m->keep_quant = params ? params->keep_quant : gl_model_default_params().keep_quant;
+    gl_status st = gl_model_config_parse(&m->cfg, g, err);
+    if (st == GL_OK)
+        st = bind_all(m, err);
+    if (st != GL_OK) {
+        gl_model_delete(m);
+        return st;
+    }
+    *out = m;
+    return GL_OK;
+}
+
+gl_status gl_model_open(struct gl_model **out, const char *path,
+                        const struct gl_model_params *params, struct gl_err *err)
+{
+    *out = NULL;
+    struct gl_gguf *g = NULL;
+    struct gl_gguf_open_params op = gl_gguf_default_open_params();
+    gl_status st = gl_gguf_open(&g, path, &op, err);
+    if (st != GL_OK)
+        return st;
+    st = gl_model_load(out, g, params, err);
+    if (st != GL_OK) {
+        gl_gguf_close(g);
+        return st;
+    }
+    (*out)->owns_gguf = 1;
+    return GL_OK;
+}
+
+void gl_model_delete(struct gl_model *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n_owned; i++)
+        gl_free_aligned(m->owned[i]);
+    gl_free(m->owned);
+    gl_free(m->layers);
+    if (m->owns_gguf)
+        gl_gguf_close((struct gl_gguf *)m->gguf);
+    gl_free(m);
+}
+
+// ---- KV cache: per layer, one contiguous f32 slab cut into blocks listed in a page table ----
+
+#define KV_BLOCK 256
+
+struct gl_kv_cache {
+    int n_layer;
+    int32_t n_blocks;
+    int64_t cap, len;
+    float **k_tab, **v_tab; // [n_layer * n_blocks]
+    float **slabs;          // [2 * n_layer]
+};
+
+gl_status gl_kv_cache_new(struct gl_kv_cache **out, const struct gl_model_config *cfg,
+                          int64_t n_ctx, struct gl_err *err)
+{
+    *out = NULL;
+    if (n_ctx <= 0 || n_ctx > (int64_t)1 << 30)
+        return gl_err_set(err, GL_E_LIMIT, "kv: context of %lld positions not supported",
+                          (long long)n_ctx);
+    struct gl_kv_cache *kv = gl_calloc(1, sizeof *kv);
+    if (!kv)
+        return gl_err_set(err, GL_E_NOMEM, "kv: no memory");
+    kv->n_layer = cfg->n_layer;
+    kv->n_blocks = (int32_t)((n_ctx + KV_BLOCK - 1) / KV_BLOCK);
+    kv->cap = n_ctx;
+    size_t row = (size_t)cfg->n_head_kv * (size_t)cfg->head_dim;
+    size_t nb = (size_t)kv->n_blocks;
+    kv->k_tab = gl_calloc(nb * (size_t)kv->n_layer, sizeof(float *));
+    kv->v_tab = gl_calloc(nb * (size_t)kv->n_layer, sizeof(float *));
+    kv->slabs = gl_calloc(2 * (size_t)kv->n_layer, sizeof(float *));
+    if (!kv->k_tab || !kv->v_tab || !kv->slabs)
+        goto oom;
+    for (int l = 0; l < kv->n_layer; l++) {
+        for (int s = 0; s < 2; s++) {
+            float *slab = gl_malloc_aligned(nb * KV_BLOCK * row * sizeof(float));
+            if (!slab)
+                goto oom;
+            kv->slabs[2 * l + s] = slab;
+            float **tab = s ? kv->v_tab : kv->k_tab;
+            for (size_t b = 0; b < nb; b++)
+                tab[(size_t)l * nb + b] = slab + b * KV_BLOCK * row;
+        }
+    }
+    *out = kv;
+    return GL_OK;
+oom:
+    gl_kv_cache_delete(kv);
+    return gl_err_set(err, GL_E_NOMEM, "kv: no memory for %lld positions x %d layers",
+                      (long long)n_ctx, cfg->n_layer);
+}
+
+void gl_kv_cache_delete(struct gl_kv_cache *kv)
+{
+    if (!kv)
+        return;
+    if (kv->slabs)
+        for (int i = 0; i < 2 * kv->n_layer; i++)
+            gl_free_aligned(kv->slabs[i]);
+    gl_free(kv->slabs);
+    gl_free(kv->k_tab);
+    gl_free(kv->v_tab);
+    gl_free(kv);
+}
+
+int64_t gl_kv_cache_capacity(const struct gl_kv_cache *kv)
+{
+    return kv->cap;
+}
+int64_t gl_kv_cache_len(const struct gl_kv_cache *kv)
+{
+    return kv->len;
+}
+void gl_kv_cache_clear(struct gl_kv_cache *kv)
+{
+    kv->len = 0;
+}
+
+void gl_kv_cache__set_len(struct gl_kv_cache *kv, int64_t len)
+{
+    GL_ASSERT(len >= 0 && len <= kv->cap);
+    kv->len = len;
+}
+
+struct gl_kv_view gl_kv_cache_view(const struct gl_kv_cache *kv, int layer)
+{
+    GL_ASSERT(layer >= 0 && layer < kv->n_layer);
+    size_t off = (size_t)layer * (size_t)kv->n_blocks;
+    struct gl_kv_view v = {
+        .block_size = KV_BLOCK,
+        .n_blocks = kv->n_blocks,
+        .k_blocks = kv->k_tab + off,
+        .v_blocks = kv->v_tab + off,
+    };
+    return v;
+}

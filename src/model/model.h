@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// model: the Muse Glimmer text tower. Config from `muse-glimmer.*` GGUF metadata (missing keys
+// fall back to the release constants, arch doc §1/§3.1), weights bound by name and validated by
+// shape and type (borrowed, still quantized, from the gguf mapping), a per-sequence f32 KV cache
+// read through a page-table view, and the batched forward pass (arch doc §2).
+// Invariant: after gl_model_load succeeds every tensor pointer, shape and type has been checked,
+// so the forward pass only asserts. Lifetimes: model (weights) > ctx (scratch); kv (sequence).
+// (sequence).
+#pragma once
+
+#include "base/base.h"
+#include "gguf/gguf.h"
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GL_MODEL_ARCH       "muse-glimmer"
+#define GL_MODEL_MAX_LAYERS 512
+
+// Release constants (arch doc §1) used when a key is absent. Never llama.cpp's softcap 30.
+#define GL_MODEL_DEF_SOFTCAP     20.0f
+#define GL_MODEL_DEF_LOGIT_SCALE 0.19611613513818404f
+#define GL_MODEL_DEF_RMS_EPS     1e-5f
+#define GL_MODEL_DEF_POST_EPS    1e-8f
+#define GL_MODEL_DEF_WINDOW      2048
+#define GL_MODEL_DEF_ROPE_BASE   500000.0f
+
+// Plain record: hyper-parameters of one model, all validated (> 0, consistent) after parsing.
+struct gl_model_config {
+    int32_t n_vocab;     // rows of token_embd / output (from the tensors; 0 until bound)
+    int32_t n_embd;      // E, hidden size
+    int32_t n_ff;        // F, SwiGLU width
+    int32_t n_layer;     // L <= GL_MODEL_MAX_LAYERS
+    int32_t n_head;      // H query heads
+    int32_t n_head_kv;   // Hkv, H % Hkv == 0
+    int32_t head_dim;    // D (key_length == value_length), even
+    int32_t n_ctx_train; // context_length
+    float rms_eps;       // embedding/input/pre-FFN/QK/final norms
+    float post_eps;      // post-attention and post-FFN norms (no key: always 1e-8)
+    float rope_base;     // freq_base (only sliding layers use RoPE)
+    float rope_base_swa; // freq_base_swa, defaults to rope_base
+    float logit_scale;   // output multiplier
+    float softcap;       // final logit soft-cap; 0 = disabled
+    int32_t window;      // sliding window in tokens incl. the current one; 0 = no window
+    uint8_t swa[GL_MODEL_MAX_LAYERS]; // 1 = sliding layer (RoPE + window), 0 = full (NoPE)
+};
+
+// Parses and validates the config. GL_E_UNSUPPORTED if general.architecture is not
+// "muse-glimmer" (message names it); GL_E_FORMAT for a wrongly typed or inconsistent key.
+// Unknown `muse-glimmer.*` keys are logged as warnings. n_vocab is left 0.
+GL_MUST_USE gl_status gl_model_config_parse(struct gl_model_config *cfg, const struct gl_gguf *g,
+                                            struct gl_err *err);
+
+// One 2-D weight used as y = W x: n_out rows of n_in elements of `type`.
+struct gl_weight {
+    const void *data; // borrowed from the mapping, or owned by the model (f32 expansion)
+    enum gl_type type;
+    int64_t n_in;     // ne[0]
+    int64_t n_out;    // ne[1]
+    size_t row_bytes; // gl_type_row_size(type, n_in)
+};
+
+struct gl_layer {
+    const float *attn_norm, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffw_norm;
+    struct gl_weight q, k, v, gate, o; // q,gate: E -> H*D ; k,v: E -> Hkv*D ; o: H*D -> E
+    struct gl_weight ffn_gate, ffn_up, ffn_down;
+};
+
+struct gl_model {
+    struct gl_model_config cfg;
+    const struct gl_gguf *gguf; // borrowed unless owns_gguf
+    int owns_gguf;
+    struct gl_weight tok_embd; // n_in = E, n_out = n_vocab (row per token)
+    struct gl_weight output;   // untied lm_head
+    const float *output_norm;
+    struct gl_layer *layers; // [n_layer]
+    void **owned;            // buffers this model allocated (f32 copies), freed at delete
+    int n_owned, cap_owned;
+    int keep_quant; // 0: every weight was expanded to F32 at load
+};
+
+struct gl_model_params {
+    int keep_quant; // default from GLINT_GGUF_KEEP_QUANT (unset or non-"0" -> 1)
+};
+struct gl_model_params gl_model_default_params(void);
+
+// Binds weights of an open gguf (borrowed: must outlive the model). GL_E_UNSUPPORTED names a
+// tensor whose type we cannot compute with; GL_E_FORMAT names a missing tensor or a wrong shape
+// (expected vs actual). *out is freed with gl_model_delete.
+GL_MUST_USE gl_status gl_model_load(struct gl_model **out, const struct gl_gguf *g,
+                                    const struct gl_model_params *params, struct gl_err *err);
+// Opens path (GLINT_MMAP honoured by the reader) and loads; the model owns the gguf.
+GL_MUST_USE gl_status gl_model_open(struct gl_model **out, const char *path,
+                                    const struct gl_model_params *params, struct gl_err *err);
+void gl_model_delete(struct gl_model *m); // NULL-safe
+
+// ---- KV cache (one sequence) ----
+// One layer's K/V as seen by attention: a page table of blocks, each block_size positions of
+// n_head_kv * head_dim f32 (position-major, then head, then dim). Position p lives in block
+// p / block_size at row p % block_size. Attention reads only positions it may see, so a paged
+// pool may leave blocks outside a sliding window unmapped (NULL).
+struct gl_kv_view {
+    int32_t block_size;
+    int32_t n_blocks;       // logical blocks covered by the table
+    float *const *k_blocks; // [n_blocks]
+    float *const *v_blocks; // [n_blocks]
+};
+
+struct gl_kv_cache;
+// Capacity n_ctx positions for every layer (f32 storage, contiguous blocks of 256 positions).
+GL_MUST_USE gl_status gl_kv_cache_new(struct gl_kv_cache **out, const struct gl_model_config *cfg,
+                                      int64_t n_ctx, struct gl_err *err);
+void gl_kv_cache_delete(struct gl_kv_cache *kv); // NULL-safe
+int64_t gl_kv_cache_capacity(const struct gl_kv_cache *kv);
+int64_t gl_kv_cache_len(const struct gl_kv_cache *kv); // positions written so far
+void gl_kv_cache_clear(struct gl_kv_cache *kv);        // forget all positions
+struct gl_kv_view gl_kv_cache_view(const struct gl_kv_cache *kv, int layer);
+
+// ---- forward ----
+// Optional per-layer hook: called with the chunk's hidden states (n_tok x E f32, row-major)
+// after the embedding norm (layer -1), after every layer (0..L-1), and for the logits
+// (layer L, n_tok x n_vocab). pos0 is the position of the first row.
+struct gl_model_dump {
+    void (*fn)(void *user, int layer, int64_t pos0, const float *x, int64_t n_tok, int64_t width);
+    void *user;
+};
+
+// Step scratch for one model and at most n_batch tokens per pass, plus the thread pool.
+struct gl_model_ctx;
+GL_MUST_USE gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m,
+                                       int n_batch, int n_threads, int64_t n_ctx,
+                                       struct gl_err *err);
+void gl_model_ctx_delete(struct gl_model_ctx *c); // NULL-safe
+const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c);
+
+// Runs tokens[0..n) at positions pos0.. (pos0 must equal gl_kv_cache_len(kv)), in chunks of
+// at most n_batch tokens, appending K/V. logits: all_logits ? n x n_vocab : n_vocab floats (the
+// last token's); may be NULL to skip the output head. GL_E_INVAL for a token id out of range,
+// GL_E_LIMIT when the cache would overflow.
+GL_MUST_USE gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cache *kv,
+                                       const int32_t *tokens, int64_t n, int64_t pos0,
+                                       float *logits, int all_logits,
+                                       const struct gl_model_dump *dump, struct gl_err *err);
