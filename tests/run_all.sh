@@ -33,6 +33,26 @@ for f in build/fuzz_*; do
     n=$(basename "$f"); corpus="tests/fuzz/corpus/${n#fuzz_}"
     run_suite "$n-replay" "$f" "$corpus"
 done
+# The same unit tests and corpus replays under AddressSanitizer + UndefinedBehaviorSanitizer
+# (LeakSanitizer included): any report fails the suite.
+if [ "${GLINT_SKIP_ASAN:-0}" != 1 ]; then
+    if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGLINT_SANITIZE=ON -DGLINT_WERROR=ON >/dev/null \
+        && cmake --build build-asan -j2 >"$LOG_DIR/asan-build.log" 2>&1; then
+        export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+        for t in build-asan/test_*; do
+            [ -x "$t" ] && run_suite "asan-$(basename "$t")" "$t"
+        done
+        for f in build-asan/fuzz_*; do
+            [ -x "$f" ] || continue
+            n=$(basename "$f"); run_suite "asan-$n-replay" "$f" "tests/fuzz/corpus/${n#fuzz_}"
+        done
+        unset ASAN_OPTIONS UBSAN_OPTIONS
+    else
+        failed=$((failed + 1)); failed_names="$failed_names asan-build"
+        echo "FAIL asan-build"; tail -n 25 "$LOG_DIR/asan-build.log" | sed 's/^/    /'
+    fi
+fi
+
 for s in tests/oracle/check_*.sh; do
     [ -f "$s" ] && run_suite "$(basename "$s" .sh)" bash "$s"
 done
