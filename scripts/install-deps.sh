@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev clang-14 libclang-rt-14-dev
-clang-format python3 python3-numpy python3-torch python3-jsonschema nodejs npm"
+clang-format python3 python3-numpy python3-torch python3-jsonschema"
+# Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
+# package): install Debian's only when the commands are missing.
+command -v node >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS nodejs"
+command -v npm >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS npm"
 missing=""
 for p in $DEB_PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
