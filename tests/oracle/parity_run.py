@@ -32,9 +32,15 @@ GAP_TOL = 0.5  # nats: a split is accepted only as a near tie of the reference
 # seed 1, 2026-12-02; measured value in brackets):
 #   F32 1e-4 [2.4e-6]: both sides fp32 with different summation orders (torch float64 vs
 #       llama.cpp: ~1e-6); a wrong mask/rope/norm moves logits by O(1e-1).
-#   Q4_K_M / Q5_K_M 1e-3 [5.2e-7]: glint quantizes activations to Q8_K exactly like llama.cpp's
-#       batch path, so the two agree to fp32 rounding; 1e-3 leaves room for summation-order
-#       changes in kernels but not for a wrong block decode (O(1)).
+#   Q4_K_M / Q5_K_M 5e-2 [2.5e-2 / 1.3e-2]: glint quantizes activations to Q8_K exactly like
+#       llama.cpp (byte-identical activation blocks, dequantization bit-identical to ggml), and
+#       positions without a rounding flip agree to ~5e-7. But a 1-ulp summation-order difference
+#       that flips one activation quantum (see Q8_0 below) is amplified through the sandwich
+#       norms: on a file from an earlier quantizer no position flipped (5.2e-7), on the current
+#       one position 16 of a 20-token prompt does. glint's own ISAs disagree by the same order
+#       (GLINT_ISA=avx2 vs ref: up to 0.4 absolute on the tiny Q4_K_M model), so a tolerance
+#       below that would test float summation order, not the model. A wrong block decode or op
+#       is O(1) relative (negative control below).
 #   Q8_0 5e-2 [2.1e-2]: both sides quantize activations to block_q8_0 the ggml way, but the
 #       per-block float products are summed in different orders, and the next layer's
 #       quantization turns a 1-ulp difference into a whole quantum wherever x*127/amax sits
@@ -43,8 +49,8 @@ GAP_TOL = 0.5  # nats: a split is accepted only as a near tie of the reference
 #       by 1.5e-2 and llama.cpp's by 1.9e-2 (K-quant dots do most sums in int32: 5e-7 there).
 #       5e-2 still rejects other weights (~1.5) by 30x.
 # The negative control (F32 model with another seed) lands at 1.58 relative.
-TOL = {"F32": 1e-4, "F16": 1e-3, "BF16": 5e-3, "Q8_0": 5e-2, "Q4_0": 5e-2, "Q4_K_M": 1e-3,
-       "Q5_K_M": 1e-3}
+TOL = {"F32": 1e-4, "F16": 1e-3, "BF16": 5e-3, "Q8_0": 5e-2, "Q4_0": 5e-2, "Q4_K_M": 5e-2,
+       "Q5_K_M": 5e-2}
 # Types whose greedy battery is skipped (logits only) to keep the suite near 4 minutes: Q5_K_M
 # shares the Q6_K/Q8_K paths with Q4_K_M and adds only the Q5_K block decode, which (a) covers.
 LOGITS_ONLY = {"Q5_K_M"}
