@@ -91,8 +91,8 @@ int main(int argc, char **argv)
     for (int r = 0; r < passes; r++) {
         double t0 = now_s();
         sink += pass(buf, n, threads);
-        double gbps = (double)(n / (size_t)threads / 64 * 64 * (size_t)threads) * 4.0 /
-                      (now_s() - t0) / 1e9;
+        double gbps =
+            (double)(n / (size_t)threads / 64 * 64 * (size_t)threads) * 4.0 / (now_s() - t0) / 1e9;
         best = gbps > best ? gbps : best;
         mean += gbps / passes;
     }

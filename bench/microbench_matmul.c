@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_IN 6656
-#define N_ROWS 19968
+#define N_IN        6656
+#define N_ROWS      19968
 #define PROBE_BYTES ((size_t)1 << 30)
 
 static uint64_t rng_state = 88172645463325252ull;

@@ -25,6 +25,7 @@ run_suite() { # name, command...
     fi
 }
 
+run_suite clang-format clang-format --dry-run --Werror $(git ls-files '*.c' '*.h')
 for t in build/test_*; do
     [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
 done

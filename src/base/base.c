@@ -22,16 +22,26 @@ gl_status gl_err_set(struct gl_err *err, gl_status code, const char *fmt, ...)
 const char *gl_status_name(gl_status s)
 {
     switch (s) {
-    case GL_OK: return "ok";
-    case GL_E_INVAL: return "invalid argument";
-    case GL_E_FORMAT: return "format error";
-    case GL_E_IO: return "i/o error";
-    case GL_E_NOMEM: return "out of memory";
-    case GL_E_LIMIT: return "limit exceeded";
-    case GL_E_UNSUPPORTED: return "unsupported";
-    case GL_E_AGAIN: return "try again";
-    case GL_E_CANCELLED: return "cancelled";
-    case GL_E_INTERNAL: return "internal error";
+    case GL_OK:
+        return "ok";
+    case GL_E_INVAL:
+        return "invalid argument";
+    case GL_E_FORMAT:
+        return "format error";
+    case GL_E_IO:
+        return "i/o error";
+    case GL_E_NOMEM:
+        return "out of memory";
+    case GL_E_LIMIT:
+        return "limit exceeded";
+    case GL_E_UNSUPPORTED:
+        return "unsupported";
+    case GL_E_AGAIN:
+        return "try again";
+    case GL_E_CANCELLED:
+        return "cancelled";
+    case GL_E_INTERNAL:
+        return "internal error";
     }
     return "unknown status";
 }
@@ -55,9 +65,12 @@ static int log_threshold(void)
         const char *e = getenv("GLINT_LOG");
         lvl = GL_LOG_INFO;
         if (e) {
-            if (!strcmp(e, "error")) lvl = GL_LOG_ERROR;
-            else if (!strcmp(e, "warn")) lvl = GL_LOG_WARN;
-            else if (!strcmp(e, "debug")) lvl = GL_LOG_DEBUG;
+            if (!strcmp(e, "error"))
+                lvl = GL_LOG_ERROR;
+            else if (!strcmp(e, "warn"))
+                lvl = GL_LOG_WARN;
+            else if (!strcmp(e, "debug"))
+                lvl = GL_LOG_DEBUG;
         }
     }
     return lvl;
@@ -76,10 +89,22 @@ void gl_log(enum gl_log_level lvl, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-void *gl_malloc(size_t n) { return malloc(n ? n : 1); }
-void *gl_calloc(size_t n, size_t size) { return calloc(n ? n : 1, size ? size : 1); }
-void *gl_realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
-void gl_free(void *p) { free(p); }
+void *gl_malloc(size_t n)
+{
+    return malloc(n ? n : 1);
+}
+void *gl_calloc(size_t n, size_t size)
+{
+    return calloc(n ? n : 1, size ? size : 1);
+}
+void *gl_realloc(void *p, size_t n)
+{
+    return realloc(p, n ? n : 1);
+}
+void gl_free(void *p)
+{
+    free(p);
+}
 
 void *gl_malloc_aligned(size_t n)
 {
@@ -89,7 +114,10 @@ void *gl_malloc_aligned(size_t n)
         return NULL;
     return p;
 }
-void gl_free_aligned(void *p) { free(p); }
+void gl_free_aligned(void *p)
+{
+    free(p);
+}
 
 char *gl_strdup(const char *s)
 {

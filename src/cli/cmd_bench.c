@@ -198,8 +198,8 @@ int gl_cmd_bench(int argc, char **argv)
         printf("| model | size | threads | isa | test | t/s |\n");
         printf("| --- | ---: | ---: | --- | ---: | ---: |\n");
         for (int i = 0; i < n_res; i++)
-            printf("| %s | %.2f GiB | %lld | %s | %s | %.2f ± %.2f |\n", path, size_gib, t,
-                   kn->isa, res[i].name, res[i].mean, res[i].sd);
+            printf("| %s | %.2f GiB | %lld | %s | %s | %.2f ± %.2f |\n", path, size_gib, t, kn->isa,
+                   res[i].name, res[i].mean, res[i].sd);
         fprintf(stderr, "load: %.2f s; %d layers, vocab %d\n", (double)(tl1 - tl0) / 1e6,
                 cf->n_layer, cf->n_vocab);
     }

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SHOW_STR_BYTES   96 // string values longer than this are cut in the dump
-#define SHOW_ARR_ELEMS   8  // array elements shown
-#define SHOW_JSON_BYTES  1024
+#define SHOW_STR_BYTES  96 // string values longer than this are cut in the dump
+#define SHOW_ARR_ELEMS  8  // array elements shown
+#define SHOW_JSON_BYTES 1024
 
 // Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one.
 static size_t utf8_len(const unsigned char *s, size_t n)
@@ -76,16 +76,31 @@ static int is_float(enum gl_gguf_vtype t)
 static void put_scalar(FILE *f, const struct gl_gguf_kv *kv, int json)
 {
     switch (kv->type) {
-    case GL_GGUF_U8: case GL_GGUF_U16: case GL_GGUF_U32: case GL_GGUF_U64:
+    case GL_GGUF_U8:
+    case GL_GGUF_U16:
+    case GL_GGUF_U32:
+    case GL_GGUF_U64:
         fprintf(f, "%llu", (unsigned long long)kv->v.u64);
         break;
-    case GL_GGUF_I8: case GL_GGUF_I16: case GL_GGUF_I32: case GL_GGUF_I64:
+    case GL_GGUF_I8:
+    case GL_GGUF_I16:
+    case GL_GGUF_I32:
+    case GL_GGUF_I64:
         fprintf(f, "%lld", (long long)kv->v.i64);
         break;
-    case GL_GGUF_F32: case GL_GGUF_F64: put_double(f, kv->v.f64, json); break;
-    case GL_GGUF_BOOL: fputs(kv->v.u64 ? "true" : "false", f); break;
-    case GL_GGUF_STR: put_str(f, kv->v.str, json ? SHOW_JSON_BYTES : SHOW_STR_BYTES, json); break;
-    default: fputs("null", f); break;
+    case GL_GGUF_F32:
+    case GL_GGUF_F64:
+        put_double(f, kv->v.f64, json);
+        break;
+    case GL_GGUF_BOOL:
+        fputs(kv->v.u64 ? "true" : "false", f);
+        break;
+    case GL_GGUF_STR:
+        put_str(f, kv->v.str, json ? SHOW_JSON_BYTES : SHOW_STR_BYTES, json);
+        break;
+    default:
+        fputs("null", f);
+        break;
     }
 }
 
@@ -138,8 +153,9 @@ static void dump_text(FILE *f, const char *path, const struct gl_gguf *g)
     fprintf(f, "alignment:   %u\n", gl_gguf_alignment(g));
     fprintf(f, "data offset: %llu\n", (unsigned long long)gl_gguf_data_offset(g));
     fprintf(f, "file size:   %llu\n", (unsigned long long)gl_gguf_file_size(g));
-    fprintf(f, "storage:     %s\n", gl_gguf_is_mmapped(g) ? "mmap (read-only, shared page cache)"
-                                                           : "heap copy (read into memory)");
+    fprintf(f, "storage:     %s\n",
+            gl_gguf_is_mmapped(g) ? "mmap (read-only, shared page cache)"
+                                  : "heap copy (read into memory)");
     fprintf(f, "\nmetadata: %lld keys\n", (long long)gl_gguf_n_kv(g));
     for (int64_t i = 0; i < gl_gguf_n_kv(g); i++) {
         const struct gl_gguf_kv *kv = gl_gguf_kv_at(g, i);
@@ -180,8 +196,9 @@ static void dump_json(FILE *f, const char *path, const struct gl_gguf *g)
     struct gl_gguf_str p = {path, strlen(path)};
     fputs("{\"file\": ", f);
     put_str(f, p, SIZE_MAX, 1);
-    fprintf(f, ", \"version\": %u, \"alignment\": %u, \"data_offset\": %llu, \"file_size\": %llu, "
-               "\"mmapped\": %s,\n \"kv\": [",
+    fprintf(f,
+            ", \"version\": %u, \"alignment\": %u, \"data_offset\": %llu, \"file_size\": %llu, "
+            "\"mmapped\": %s,\n \"kv\": [",
             gl_gguf_version(g), gl_gguf_alignment(g), (unsigned long long)gl_gguf_data_offset(g),
             (unsigned long long)gl_gguf_file_size(g), gl_gguf_is_mmapped(g) ? "true" : "false");
     for (int64_t i = 0; i < gl_gguf_n_kv(g); i++) {
@@ -210,8 +227,9 @@ static void dump_json(FILE *f, const char *path, const struct gl_gguf *g)
                 t->type, (long long)t->ne[0]);
         for (uint32_t d = 1; d < t->n_dims; d++)
             fprintf(f, ", %lld", (long long)t->ne[d]);
-        fprintf(f, "], \"n_bytes\": %llu, \"offset\": %llu, \"file_offset\": %llu, "
-                   "\"where\": \"%s\"}",
+        fprintf(f,
+                "], \"n_bytes\": %llu, \"offset\": %llu, \"file_offset\": %llu, "
+                "\"where\": \"%s\"}",
                 (unsigned long long)t->n_bytes, (unsigned long long)t->offset,
                 (unsigned long long)(gl_gguf_data_offset(g) + t->offset), residence(g, t));
     }

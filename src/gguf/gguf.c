@@ -32,8 +32,8 @@
 struct gl_gguf {
     const uint8_t *base; // whole file: the mapping, the heap copy, or the caller's buffer
     uint64_t size;
-    void *map;   // owned mapping (NULL unless mmapped)
-    void *heap;  // owned heap copy (NULL unless read with use_mmap = 0)
+    void *map;  // owned mapping (NULL unless mmapped)
+    void *heap; // owned heap copy (NULL unless read with use_mmap = 0)
     uint32_t version;
     uint32_t alignment;
     uint64_t data_offset; // file offset of the data section (may equal or pass size if no data)
@@ -64,11 +64,23 @@ struct parser {
 size_t gl_gguf__scalar_size(uint32_t t)
 {
     switch (t) {
-    case GL_GGUF_U8: case GL_GGUF_I8: case GL_GGUF_BOOL: return 1;
-    case GL_GGUF_U16: case GL_GGUF_I16: return 2;
-    case GL_GGUF_U32: case GL_GGUF_I32: case GL_GGUF_F32: return 4;
-    case GL_GGUF_U64: case GL_GGUF_I64: case GL_GGUF_F64: return 8;
-    default: return 0;
+    case GL_GGUF_U8:
+    case GL_GGUF_I8:
+    case GL_GGUF_BOOL:
+        return 1;
+    case GL_GGUF_U16:
+    case GL_GGUF_I16:
+        return 2;
+    case GL_GGUF_U32:
+    case GL_GGUF_I32:
+    case GL_GGUF_F32:
+        return 4;
+    case GL_GGUF_U64:
+    case GL_GGUF_I64:
+    case GL_GGUF_F64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
@@ -126,9 +138,8 @@ static gl_status need(struct parser *ps, uint64_t n, const char *what)
 {
     if (n <= left(ps))
         return GL_OK;
-    return perr(ps, GL_E_FORMAT, "truncated: %s needs %llu bytes at byte %llu, file has %llu",
-                what, (unsigned long long)n, (unsigned long long)ps->pos,
-                (unsigned long long)ps->size);
+    return perr(ps, GL_E_FORMAT, "truncated: %s needs %llu bytes at byte %llu, file has %llu", what,
+                (unsigned long long)n, (unsigned long long)ps->pos, (unsigned long long)ps->size);
 }
 
 static gl_status rd_u32(struct parser *ps, uint32_t *out, const char *what)
@@ -158,9 +169,8 @@ static gl_status rd_str(struct parser *ps, struct gl_gguf_str *out, const char *
     if (st != GL_OK)
         return st;
     if (len > left(ps))
-        return perr(ps, GL_E_FORMAT,
-                    "%s at byte %llu has length %llu but only %llu bytes are left", what,
-                    (unsigned long long)at, (unsigned long long)len,
+        return perr(ps, GL_E_FORMAT, "%s at byte %llu has length %llu but only %llu bytes are left",
+                    what, (unsigned long long)at, (unsigned long long)len,
                     (unsigned long long)left(ps));
     out->ptr = (const char *)ps->p + ps->pos;
     out->len = len;
@@ -193,14 +203,30 @@ static gl_status parse_scalar(struct parser *ps, uint32_t type, struct gl_gguf_k
         return st;
     const uint8_t *q = ps->p + ps->pos;
     switch (type) {
-    case GL_GGUF_U8: kv->v.u64 = q[0]; break;
-    case GL_GGUF_I8: kv->v.i64 = (int8_t)q[0]; break;
-    case GL_GGUF_U16: kv->v.u64 = le16(q); break;
-    case GL_GGUF_I16: kv->v.i64 = (int16_t)le16(q); break;
-    case GL_GGUF_U32: kv->v.u64 = le32(q); break;
-    case GL_GGUF_I32: kv->v.i64 = (int32_t)le32(q); break;
-    case GL_GGUF_U64: kv->v.u64 = le64(q); break;
-    case GL_GGUF_I64: kv->v.i64 = (int64_t)le64(q); break;
+    case GL_GGUF_U8:
+        kv->v.u64 = q[0];
+        break;
+    case GL_GGUF_I8:
+        kv->v.i64 = (int8_t)q[0];
+        break;
+    case GL_GGUF_U16:
+        kv->v.u64 = le16(q);
+        break;
+    case GL_GGUF_I16:
+        kv->v.i64 = (int16_t)le16(q);
+        break;
+    case GL_GGUF_U32:
+        kv->v.u64 = le32(q);
+        break;
+    case GL_GGUF_I32:
+        kv->v.i64 = (int32_t)le32(q);
+        break;
+    case GL_GGUF_U64:
+        kv->v.u64 = le64(q);
+        break;
+    case GL_GGUF_I64:
+        kv->v.i64 = (int64_t)le64(q);
+        break;
     case GL_GGUF_F32: {
         uint32_t bits = le32(q);
         float f;
@@ -219,7 +245,8 @@ static gl_status parse_scalar(struct parser *ps, uint32_t type, struct gl_gguf_k
                         (unsigned long long)ps->pos, q[0]);
         kv->v.u64 = q[0];
         break;
-    default: GL_ASSERT(!"parse_scalar called with a non-scalar type");
+    default:
+        GL_ASSERT(!"parse_scalar called with a non-scalar type");
     }
     ps->pos += sz;
     return GL_OK;
@@ -231,14 +258,12 @@ static gl_status parse_str_array(struct parser *ps, struct gl_gguf_kv *kv, uint6
     // table (16 bytes per entry) by twice the file size.
     uint64_t min_bytes;
     if (!gl_mul_ok(n, MIN_STR_BYTES, &min_bytes) || min_bytes > left(ps))
-        return perr(ps, GL_E_FORMAT,
-                    "array of %llu strings at byte %llu cannot fit in the %llu bytes left",
-                    (unsigned long long)n, (unsigned long long)ps->pos,
-                    (unsigned long long)left(ps));
+        return perr(
+            ps, GL_E_FORMAT, "array of %llu strings at byte %llu cannot fit in the %llu bytes left",
+            (unsigned long long)n, (unsigned long long)ps->pos, (unsigned long long)left(ps));
     struct gl_gguf_str *t = gl_malloc((size_t)n * sizeof *t);
     if (!t)
-        return perr(ps, GL_E_NOMEM, "no memory for a table of %llu strings",
-                    (unsigned long long)n);
+        return perr(ps, GL_E_NOMEM, "no memory for a table of %llu strings", (unsigned long long)n);
     kv->v.arr.strs = t;
     for (uint64_t i = 0; i < n; i++) {
         gl_status st = rd_str(ps, &t[i], "string array element");
@@ -438,8 +463,8 @@ static gl_status build_tensor_index(struct gl_gguf *g, struct parser *ps)
         return perr(ps, GL_E_NOMEM, "no memory for the tensor index");
     for (int64_t i = 0; i < g->n_tensors; i++) {
         const struct gl_gguf_tensor *t = &g->tensors[i];
-        uint64_t h = index_probe(g->tensor_slots, g->tensor_mask, t->name.ptr, t->name.len,
-                                 tensor_name, g);
+        uint64_t h =
+            index_probe(g->tensor_slots, g->tensor_mask, t->name.ptr, t->name.len, tensor_name, g);
         if (g->tensor_slots[h] != 0)
             return perr(ps, GL_E_FORMAT, "duplicate tensor name \"%s\" (tensors %u and %lld)",
                         show_name(name, sizeof name, t->name.ptr, t->name.len),
@@ -475,8 +500,8 @@ static gl_status parse_header(struct gl_gguf *g, struct parser *ps)
         return st;
     if (n_tensors > GL_GGUF_MAX_TENSORS || n_kv > GL_GGUF_MAX_KV)
         return perr(ps, GL_E_LIMIT, "n_tensors = %llu, n_kv = %llu (limits %d and %d)",
-                    (unsigned long long)n_tensors, (unsigned long long)n_kv,
-                    GL_GGUF_MAX_TENSORS, GL_GGUF_MAX_KV);
+                    (unsigned long long)n_tensors, (unsigned long long)n_kv, GL_GGUF_MAX_TENSORS,
+                    GL_GGUF_MAX_KV);
     // Within the limits this cannot overflow; it keeps the allocations below O(file size).
     if (n_kv * MIN_KV_BYTES + n_tensors * MIN_TENSOR_BYTES > left(ps))
         return perr(ps, GL_E_FORMAT,
@@ -546,8 +571,8 @@ static gl_status parse_file(struct gl_gguf *g, const char *src, int allow_no_dat
     g->tensors = gl_calloc((size_t)g->n_tensors, sizeof *g->tensors);
     info_at = gl_malloc((size_t)g->n_tensors * sizeof *info_at);
     if (!g->kvs || !g->tensors || !info_at) {
-        st = perr(&ps, GL_E_NOMEM, "no memory for %lld keys and %lld tensors",
-                  (long long)g->n_kv, (long long)g->n_tensors);
+        st = perr(&ps, GL_E_NOMEM, "no memory for %lld keys and %lld tensors", (long long)g->n_kv,
+                  (long long)g->n_tensors);
         goto done;
     }
     for (int64_t i = 0; i < g->n_kv && st == GL_OK; i++)
@@ -649,8 +674,8 @@ static gl_status load_file(struct gl_gguf *g, int fd, const char *path, int use_
     }
     // Anonymous memory, advised for transparent huge pages before it is touched: decode streams
     // every weight once per token, and 2 MiB pages cut the TLB misses of that stream ~500-fold.
-    void *m = mmap(NULL, (size_t)g->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    void *m =
+        mmap(NULL, (size_t)g->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return gl_err_set(err, GL_E_NOMEM, "gguf: %s: no memory to read %llu bytes", path,
                           (unsigned long long)g->size);
@@ -707,13 +732,34 @@ void gl_gguf_close(struct gl_gguf *g)
 
 // ---- accessors ----
 
-uint32_t gl_gguf_version(const struct gl_gguf *g) { return g->version; }
-uint64_t gl_gguf_file_size(const struct gl_gguf *g) { return g->size; }
-uint64_t gl_gguf_data_offset(const struct gl_gguf *g) { return g->data_offset; }
-uint32_t gl_gguf_alignment(const struct gl_gguf *g) { return g->alignment; }
-int gl_gguf_is_mmapped(const struct gl_gguf *g) { return g->map != NULL; }
-int64_t gl_gguf_n_kv(const struct gl_gguf *g) { return g->n_kv; }
-int64_t gl_gguf_n_tensors(const struct gl_gguf *g) { return g->n_tensors; }
+uint32_t gl_gguf_version(const struct gl_gguf *g)
+{
+    return g->version;
+}
+uint64_t gl_gguf_file_size(const struct gl_gguf *g)
+{
+    return g->size;
+}
+uint64_t gl_gguf_data_offset(const struct gl_gguf *g)
+{
+    return g->data_offset;
+}
+uint32_t gl_gguf_alignment(const struct gl_gguf *g)
+{
+    return g->alignment;
+}
+int gl_gguf_is_mmapped(const struct gl_gguf *g)
+{
+    return g->map != NULL;
+}
+int64_t gl_gguf_n_kv(const struct gl_gguf *g)
+{
+    return g->n_kv;
+}
+int64_t gl_gguf_n_tensors(const struct gl_gguf *g)
+{
+    return g->n_tensors;
+}
 
 const struct gl_gguf_kv *gl_gguf_kv_at(const struct gl_gguf *g, int64_t i)
 {
@@ -777,8 +823,7 @@ static gl_status bad_type(const struct gl_gguf_kv *kv, const char *key, const ch
                           struct gl_err *err)
 {
     return gl_err_set(err, GL_E_FORMAT, "gguf: key \"%s\" (at byte %llu): type %s, expected %s",
-                      key, (unsigned long long)kv->file_offset, gl_gguf_vtype_name(kv->type),
-                      want);
+                      key, (unsigned long long)kv->file_offset, gl_gguf_vtype_name(kv->type), want);
 }
 
 gl_status gl_gguf_get_u32(const struct gl_gguf *g, const char *key, uint32_t *out,
@@ -791,19 +836,20 @@ gl_status gl_gguf_get_u32(const struct gl_gguf *g, const char *key, uint32_t *ou
     if (!is_unsigned_int(kv->type) && !is_signed_int(kv->type))
         return bad_type(kv, key, "an integer", err);
     if (is_signed_int(kv->type) && (kv->v.i64 < 0 || kv->v.i64 > (int64_t)UINT32_MAX))
-        return gl_err_set(err, GL_E_FORMAT, "gguf: key \"%s\" (at byte %llu): value %lld does not "
-                          "fit in u32", key, (unsigned long long)kv->file_offset,
-                          (long long)kv->v.i64);
+        return gl_err_set(err, GL_E_FORMAT,
+                          "gguf: key \"%s\" (at byte %llu): value %lld does not "
+                          "fit in u32",
+                          key, (unsigned long long)kv->file_offset, (long long)kv->v.i64);
     if (is_unsigned_int(kv->type) && kv->v.u64 > UINT32_MAX)
-        return gl_err_set(err, GL_E_FORMAT, "gguf: key \"%s\" (at byte %llu): value %llu does not "
-                          "fit in u32", key, (unsigned long long)kv->file_offset,
-                          (unsigned long long)kv->v.u64);
+        return gl_err_set(err, GL_E_FORMAT,
+                          "gguf: key \"%s\" (at byte %llu): value %llu does not "
+                          "fit in u32",
+                          key, (unsigned long long)kv->file_offset, (unsigned long long)kv->v.u64);
     *out = (uint32_t)kv->v.u64;
     return GL_OK;
 }
 
-gl_status gl_gguf_get_f32(const struct gl_gguf *g, const char *key, float *out,
-                          struct gl_err *err)
+gl_status gl_gguf_get_f32(const struct gl_gguf *g, const char *key, float *out, struct gl_err *err)
 {
     const struct gl_gguf_kv *kv;
     gl_status st = find_for_get(g, key, &kv, err);
@@ -820,8 +866,7 @@ gl_status gl_gguf_get_f32(const struct gl_gguf *g, const char *key, float *out,
     return GL_OK;
 }
 
-gl_status gl_gguf_get_bool(const struct gl_gguf *g, const char *key, int *out,
-                           struct gl_err *err)
+gl_status gl_gguf_get_bool(const struct gl_gguf *g, const char *key, int *out, struct gl_err *err)
 {
     const struct gl_gguf_kv *kv;
     gl_status st = find_for_get(g, key, &kv, err);
@@ -836,8 +881,7 @@ gl_status gl_gguf_get_bool(const struct gl_gguf *g, const char *key, int *out,
     return bad_type(kv, key, "bool (or integer 0/1)", err);
 }
 
-gl_status gl_gguf_get_str(const struct gl_gguf *g, const char *key, char **out,
-                          struct gl_err *err)
+gl_status gl_gguf_get_str(const struct gl_gguf *g, const char *key, char **out, struct gl_err *err)
 {
     const struct gl_gguf_kv *kv;
     gl_status st = find_for_get(g, key, &kv, err);
@@ -863,13 +907,22 @@ int64_t gl_gguf_arr_get_int(const struct gl_gguf_kv *kv, uint64_t i)
     GL_ASSERT(t != GL_GGUF_STR);
     const uint8_t *q = kv->v.arr.data + i * gl_gguf__scalar_size(t);
     switch (t) {
-    case GL_GGUF_U8: case GL_GGUF_BOOL: return q[0];
-    case GL_GGUF_I8: return (int8_t)q[0];
-    case GL_GGUF_U16: return le16(q);
-    case GL_GGUF_I16: return (int16_t)le16(q);
-    case GL_GGUF_U32: return le32(q);
-    case GL_GGUF_I32: return (int32_t)le32(q);
-    case GL_GGUF_U64: case GL_GGUF_I64: return (int64_t)le64(q); // u64 > INT64_MAX wraps
+    case GL_GGUF_U8:
+    case GL_GGUF_BOOL:
+        return q[0];
+    case GL_GGUF_I8:
+        return (int8_t)q[0];
+    case GL_GGUF_U16:
+        return le16(q);
+    case GL_GGUF_I16:
+        return (int16_t)le16(q);
+    case GL_GGUF_U32:
+        return le32(q);
+    case GL_GGUF_I32:
+        return (int32_t)le32(q);
+    case GL_GGUF_U64:
+    case GL_GGUF_I64:
+        return (int64_t)le64(q); // u64 > INT64_MAX wraps
     default: {
         double d = gl_gguf_arr_get_float(kv, i);
         if (!(d > -9.2e18 && d < 9.2e18)) // NaN, inf or out of int64 range: saturate

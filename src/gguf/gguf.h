@@ -53,7 +53,7 @@ struct gl_gguf_kv {
         struct {
             enum gl_gguf_vtype type; // element type (never ARR: nested arrays are refused)
             uint64_t n;
-            const uint8_t *data;           // first element (scalars packed, unaligned)
+            const uint8_t *data;            // first element (scalars packed, unaligned)
             const struct gl_gguf_str *strs; // for STR arrays: n views, owned by the gguf
         } arr;
     } v;
@@ -72,10 +72,11 @@ struct gl_gguf_tensor {
 struct gl_gguf;
 
 struct gl_gguf_open_params {
-    int use_mmap;        // 1: mmap (default); 0: read the file into memory
-    int allow_no_data;   // 1: accept files whose tensor data lies past EOF (header-only files)
+    int use_mmap;      // 1: mmap (default); 0: read the file into memory
+    int allow_no_data; // 1: accept files whose tensor data lies past EOF (header-only files)
 };
-struct gl_gguf_open_params gl_gguf_default_open_params(void); // use_mmap from GLINT_MMAP (default 1)
+struct gl_gguf_open_params
+gl_gguf_default_open_params(void); // use_mmap from GLINT_MMAP (default 1)
 
 // Opens and fully validates a file. On failure returns a status and err names the key or tensor
 // and the byte offset. *out is owned by the caller: close with gl_gguf_close().
@@ -95,15 +96,16 @@ int gl_gguf_is_mmapped(const struct gl_gguf *g);
 
 int64_t gl_gguf_n_kv(const struct gl_gguf *g);
 const struct gl_gguf_kv *gl_gguf_kv_at(const struct gl_gguf *g, int64_t i); // i in range (asserted)
-const struct gl_gguf_kv *gl_gguf_find_kv(const struct gl_gguf *g, const char *key); // NULL if absent
+const struct gl_gguf_kv *gl_gguf_find_kv(const struct gl_gguf *g,
+                                         const char *key); // NULL if absent
 
 int64_t gl_gguf_n_tensors(const struct gl_gguf *g);
 const struct gl_gguf_tensor *gl_gguf_tensor_at(const struct gl_gguf *g, int64_t i);
 const struct gl_gguf_tensor *gl_gguf_find_tensor(const struct gl_gguf *g, const char *name);
 
 // Typed scalar getters. Return GL_OK; GL_E_INVAL if the key is absent (err says "missing");
-// GL_E_FORMAT if the stored type cannot represent the request (e.g. negative into u32, or a string).
-// Integer getters accept any integer type in range; f32 accepts F32/F64 and integers.
+// GL_E_FORMAT if the stored type cannot represent the request (e.g. negative into u32, or a
+// string). Integer getters accept any integer type in range; f32 accepts F32/F64 and integers.
 GL_MUST_USE gl_status gl_gguf_get_u32(const struct gl_gguf *g, const char *key, uint32_t *out,
                                       struct gl_err *err);
 GL_MUST_USE gl_status gl_gguf_get_f32(const struct gl_gguf *g, const char *key, float *out,
@@ -143,8 +145,8 @@ int64_t gl_gguf_writer_add_tensor(struct gl_gguf_writer *w, const char *name, ui
                                   const int64_t *ne, uint32_t type);
 // Produces rows [row0, row0 + n_rows) of tensor ti into dst (n_rows * row_size bytes), where a
 // row is ne[0] elements. Return GL_OK or an error that aborts the write.
-typedef gl_status (*gl_gguf_fill_fn)(void *ctx, int64_t ti, int64_t row0, int64_t n_rows,
-                                     void *dst, struct gl_err *err);
+typedef gl_status (*gl_gguf_fill_fn)(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                                     struct gl_err *err);
 // Writes the file. header_only: write metadata and tensor table only (offsets as if data
 // followed), so tools can plan memory without the data. alignment from general.alignment or 32.
 // fill may be NULL: tensor data is then written as zeros. On failure the partial file is removed.

@@ -328,8 +328,7 @@ static gl_status pick_alignment(const struct gl_gguf_writer *w, uint32_t *out, s
     if (get_le(kv->enc, 4) == GL_GGUF_U32)
         a = (uint32_t)get_le(kv->enc + 4, 4);
     if (a == 0 || (a & (a - 1)) != 0)
-        return gl_err_set(err, GL_E_INVAL,
-                          "gguf: writer: %s must be a u32 non-zero power of two",
+        return gl_err_set(err, GL_E_INVAL, "gguf: writer: %s must be a u32 non-zero power of two",
                           GL_GGUF__ALIGNMENT_KEY);
     *out = a;
     return GL_OK;
@@ -342,8 +341,7 @@ static gl_status assign_offsets(struct gl_gguf_writer *w, uint32_t alignment, st
     for (int64_t i = 0; i < w->n_tensors; i++) {
         struct wtensor *t = &w->tensors[i];
         t->offset = off;
-        if (!gl_add_ok(off, t->row_bytes * t->n_rows, &off) ||
-            !gl_add_ok(off, alignment - 1, &off))
+        if (!gl_add_ok(off, t->row_bytes * t->n_rows, &off) || !gl_add_ok(off, alignment - 1, &off))
             return gl_err_set(err, GL_E_LIMIT, "gguf: writer: tensor \"%s\" ends past 2^64 bytes",
                               t->name);
         off = off / alignment * alignment;
@@ -393,9 +391,10 @@ static gl_status write_tensor(struct gl_gguf_writer *w, struct wout *o, int64_t 
             gl_status st = fill(ctx, ti, (int64_t)row0, (int64_t)nr, buf, err);
             if (st != GL_OK) {
                 if (err && !err->msg[0])
-                    gl_err_set(err, st, "gguf: writer: fill failed for tensor \"%s\" rows "
-                               "[%llu, %llu)", t->name, (unsigned long long)row0,
-                               (unsigned long long)(row0 + nr));
+                    gl_err_set(err, st,
+                               "gguf: writer: fill failed for tensor \"%s\" rows "
+                               "[%llu, %llu)",
+                               t->name, (unsigned long long)row0, (unsigned long long)(row0 + nr));
                 return st;
             }
         }

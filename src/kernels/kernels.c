@@ -102,10 +102,9 @@ static int cpu_has_avx2(void)
 static int cpu_has_avx512(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("avx512bf16");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
 }
 #endif
 
@@ -137,8 +136,7 @@ static int best_level(void)
 #ifdef GL_HAVE_AVX2_FILE
 // Applies one ISA's registration. A vec_dot4 must match its own table's vec_dot bit for bit, so
 // an entry left over from a lower level whose vec_dot was just replaced is dropped.
-static void register_level(struct gl_kernels *k, void (*reg)(struct gl_kernels *),
-                           const char *isa)
+static void register_level(struct gl_kernels *k, void (*reg)(struct gl_kernels *), const char *isa)
 {
     struct gl_kernels before = *k;
     reg(k);

@@ -22,10 +22,10 @@ typedef void (*gl_vec_dot4_fn)(int64_t n, float *s, int64_t s_stride, const void
                                size_t y_stride);
 
 struct gl_kernels {
-    const char *isa; // "ref", "avx2", "avx512"
-    gl_vec_dot_fn vec_dot[GL_TYPE_COUNT];     // indexed by weight type
+    const char *isa;                            // "ref", "avx2", "avx512"
+    gl_vec_dot_fn vec_dot[GL_TYPE_COUNT];       // indexed by weight type
     gl_from_float_fn from_float[GL_TYPE_COUNT]; // indexed by activation type
-    gl_to_float_fn to_float[GL_TYPE_COUNT];    // indexed by weight type
+    gl_to_float_fn to_float[GL_TYPE_COUNT];     // indexed by weight type
     gl_vec_dot4_fn vec_dot4[GL_TYPE_COUNT];     // indexed by weight type; entries may be NULL
 };
 
@@ -52,6 +52,6 @@ void gl_pool_run(struct gl_pool *p, gl_pool_fn fn, void *ctx);
 // out: n_tok x out_stride floats. Rows are split across the pool's threads; tokens are tiled so
 // each weight block is read once per tile of tokens (prefill is compute-bound, decode is
 // bandwidth-bound).
-void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
-               const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
-               int64_t n_tok, float *out, int64_t out_stride);
+void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype, const void *W,
+               int64_t n_rows, int64_t n_in, const void *act, size_t act_stride, int64_t n_tok,
+               float *out, int64_t out_stride);

@@ -17,7 +17,7 @@
 // enough for the prefetchers, and a 19968-row matrix still splits into ~300 items.
 #define MM_CHUNK_ROWS 64
 // Activation bytes per token tile: half of a 1 MiB L2, leaving room for the weight rows.
-#define MM_TILE_BYTES (512 * 1024)
+#define MM_TILE_BYTES   (512 * 1024)
 #define MM_TILE_MAX_TOK 64
 
 struct mm_job {
@@ -67,9 +67,9 @@ static void mm_worker(void *ctx, int ith, int nth)
     }
 }
 
-void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
-               const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
-               int64_t n_tok, float *out, int64_t out_stride)
+void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype, const void *W,
+               int64_t n_rows, int64_t n_in, const void *act, size_t act_stride, int64_t n_tok,
+               float *out, int64_t out_stride)
 {
     GL_ASSERT(k != NULL && (unsigned)wtype < GL_TYPE_COUNT);
     GL_ASSERT_MSG(k->vec_dot[wtype] != NULL, "matmul: no %s vec_dot for weight type %d", k->isa,

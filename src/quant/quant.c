@@ -20,38 +20,17 @@
 // Sizes of every ggml type a GGUF file may carry (so files can be walked and reported), even
 // the ones we cannot compute with (supported = 0). Ids without a name are holes in ggml's enum.
 static const struct gl_type_traits type_traits[GL_TYPE_COUNT] = {
-    T(0, "F32", 1, 4, 1),
-    T(1, "F16", 1, 2, 1),
-    T(2, "Q4_0", 32, 18, 1),
-    T(3, "Q4_1", 32, 20, 0),
-    T(6, "Q5_0", 32, 22, 0),
-    T(7, "Q5_1", 32, 24, 0),
-    T(8, "Q8_0", 32, 34, 1),
-    T(9, "Q8_1", 32, 36, 0),
-    T(10, "Q2_K", 256, 84, 0),
-    T(11, "Q3_K", 256, 110, 0),
-    T(12, "Q4_K", 256, 144, 1),
-    T(13, "Q5_K", 256, 176, 1),
-    T(14, "Q6_K", 256, 210, 1),
-    T(15, "Q8_K", 256, 292, 1),
-    T(16, "IQ2_XXS", 256, 66, 0),
-    T(17, "IQ2_XS", 256, 74, 0),
-    T(18, "IQ3_XXS", 256, 98, 0),
-    T(19, "IQ1_S", 256, 50, 0),
-    T(20, "IQ4_NL", 32, 18, 0),
-    T(21, "IQ3_S", 256, 110, 0),
-    T(22, "IQ2_S", 256, 82, 0),
-    T(23, "IQ4_XS", 256, 136, 0),
-    T(24, "I8", 1, 1, 0),
-    T(25, "I16", 1, 2, 0),
-    T(26, "I32", 1, 4, 0),
-    T(27, "I64", 1, 8, 0),
-    T(28, "F64", 1, 8, 0),
-    T(29, "IQ1_M", 256, 56, 0),
-    T(30, "BF16", 1, 2, 1),
-    T(34, "TQ1_0", 256, 54, 0),
-    T(35, "TQ2_0", 256, 66, 0),
-    T(39, "MXFP4", 32, 17, 0),
+    T(0, "F32", 1, 4, 1),         T(1, "F16", 1, 2, 1),         T(2, "Q4_0", 32, 18, 1),
+    T(3, "Q4_1", 32, 20, 0),      T(6, "Q5_0", 32, 22, 0),      T(7, "Q5_1", 32, 24, 0),
+    T(8, "Q8_0", 32, 34, 1),      T(9, "Q8_1", 32, 36, 0),      T(10, "Q2_K", 256, 84, 0),
+    T(11, "Q3_K", 256, 110, 0),   T(12, "Q4_K", 256, 144, 1),   T(13, "Q5_K", 256, 176, 1),
+    T(14, "Q6_K", 256, 210, 1),   T(15, "Q8_K", 256, 292, 1),   T(16, "IQ2_XXS", 256, 66, 0),
+    T(17, "IQ2_XS", 256, 74, 0),  T(18, "IQ3_XXS", 256, 98, 0), T(19, "IQ1_S", 256, 50, 0),
+    T(20, "IQ4_NL", 32, 18, 0),   T(21, "IQ3_S", 256, 110, 0),  T(22, "IQ2_S", 256, 82, 0),
+    T(23, "IQ4_XS", 256, 136, 0), T(24, "I8", 1, 1, 0),         T(25, "I16", 1, 2, 0),
+    T(26, "I32", 1, 4, 0),        T(27, "I64", 1, 8, 0),        T(28, "F64", 1, 8, 0),
+    T(29, "IQ1_M", 256, 56, 0),   T(30, "BF16", 1, 2, 1),       T(34, "TQ1_0", 256, 54, 0),
+    T(35, "TQ2_0", 256, 66, 0),   T(39, "MXFP4", 32, 17, 0),
 };
 
 #undef T
@@ -664,8 +643,8 @@ static float dot_q4_0(int64_t nb, const struct gl_block_q4_0 *x, const struct gl
     for (int64_t i = 0; i < nb; i++) {
         int sumi = 0;
         for (int j = 0; j < 16; j++)
-            sumi += ((x[i].qs[j] & 0xF) - 8) * y[i].qs[j] +
-                    ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
+            sumi +=
+                ((x[i].qs[j] & 0xF) - 8) * y[i].qs[j] + ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
         s += (float)sumi * (h2f(x[i].d) * h2f(y[i].d));
     }
     return s;
@@ -685,8 +664,8 @@ static float dot_q8_0(int64_t nb, const struct gl_block_q8_0 *x, const struct gl
 
 // Q4_K/Q5_K: sum over sub-blocks of sc_j * dot(q, q8) times d*y.d, minus dmin*y.d times
 // sum_j m_j * (sum of the sub-block's q8, from bsums). Q5_K passes its 5th bits in qh.
-static float dot_k_asym(uint16_t d16, uint16_t dmin16, const uint8_t *scales,
-                        const uint8_t *qs, const uint8_t *qh, const struct gl_block_q8_K *y)
+static float dot_k_asym(uint16_t d16, uint16_t dmin16, const uint8_t *scales, const uint8_t *qs,
+                        const uint8_t *qh, const struct gl_block_q8_K *y)
 {
     int sumi = 0, summ = 0;
     for (int j = 0; j < 8; j++) {

@@ -44,7 +44,8 @@ struct gl_type_traits {
     int supported;     // 1 if this project can compute with it (quantize/dequantize/dot)
 };
 
-// Traits for a type id; returns NULL for an unknown or unsized id (never asserts: ids come from files).
+// Traits for a type id; returns NULL for an unknown or unsized id (never asserts: ids come from
+// files).
 const struct gl_type_traits *gl_type_traits_of(uint32_t type);
 // Bytes of a row of n elements; 0 if n is not a multiple of the block size or the type is unknown.
 size_t gl_type_row_size(uint32_t type, int64_t n);
@@ -53,13 +54,13 @@ int gl_type_from_name(const char *name);
 enum gl_type gl_type_vec_dot_type(enum gl_type weight_type);
 
 // ---- block layouts (ggml-common.h layout; sizes static_assert'ed) ----
-#define GL_QK4_0 32
-#define GL_QK8_0 32
-#define GL_QK_K 256
+#define GL_QK4_0        32
+#define GL_QK8_0        32
+#define GL_QK_K         256
 #define GL_K_SCALE_SIZE 12
 
 struct gl_block_q4_0 {
-    uint16_t d;                // fp16 scale
+    uint16_t d;               // fp16 scale
     uint8_t qs[GL_QK4_0 / 2]; // nibbles: low = elements 0..15, high = 16..31
 };
 static_assert(sizeof(struct gl_block_q4_0) == 18, "q4_0 block");
@@ -88,25 +89,25 @@ struct gl_block_q5_K {
 static_assert(sizeof(struct gl_block_q5_K) == 176, "q5_K block");
 
 struct gl_block_q6_K {
-    uint8_t ql[GL_QK_K / 2];      // low 4 bits
-    uint8_t qh[GL_QK_K / 4];      // high 2 bits
-    int8_t scales[GL_QK_K / 16];  // 8-bit scales per 16 elements
-    uint16_t d;                   // fp16 super-block scale
+    uint8_t ql[GL_QK_K / 2];     // low 4 bits
+    uint8_t qh[GL_QK_K / 4];     // high 2 bits
+    int8_t scales[GL_QK_K / 16]; // 8-bit scales per 16 elements
+    uint16_t d;                  // fp16 super-block scale
 };
 static_assert(sizeof(struct gl_block_q6_K) == 210, "q6_K block");
 
 // Activation format for k-quant dots (never stored in files).
 struct gl_block_q8_K {
-    float d;                    // scale
+    float d; // scale
     int8_t qs[GL_QK_K];
     int16_t bsums[GL_QK_K / 16]; // sums of each group of 16 quants
 };
 static_assert(sizeof(struct gl_block_q8_K) == 292, "q8_K block");
 
 // ---- reference (scalar) implementations ----
-// n must be a multiple of the type's block size (asserted: callers size rows from validated shapes).
-// Quantize n floats of x into y (row of gl_type_row_size(t, n) bytes). F32/F16/BF16/Q8_0/Q4_0/
-// Q4_K/Q5_K/Q6_K/Q8_K are supported; other types assert.
+// n must be a multiple of the type's block size (asserted: callers size rows from validated
+// shapes). Quantize n floats of x into y (row of gl_type_row_size(t, n) bytes).
+// F32/F16/BF16/Q8_0/Q4_0/ Q4_K/Q5_K/Q6_K/Q8_K are supported; other types assert.
 void gl_quantize_row_ref(enum gl_type t, const float *x, void *y, int64_t n);
 // Dequantize a row back to floats.
 void gl_dequantize_row_ref(enum gl_type t, const void *x, float *y, int64_t n);

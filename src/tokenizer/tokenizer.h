@@ -23,8 +23,14 @@ typedef int32_t gl_token;
 #define GL_TOK_PAD       200018 // <|finetune_right_pad|>
 
 // GGUF token_type values.
-enum gl_tok_type { GL_TOKTYPE_NORMAL = 1, GL_TOKTYPE_UNKNOWN = 2, GL_TOKTYPE_CONTROL = 3,
-                   GL_TOKTYPE_USER_DEFINED = 4, GL_TOKTYPE_UNUSED = 5, GL_TOKTYPE_BYTE = 6 };
+enum gl_tok_type {
+    GL_TOKTYPE_NORMAL = 1,
+    GL_TOKTYPE_UNKNOWN = 2,
+    GL_TOKTYPE_CONTROL = 3,
+    GL_TOKTYPE_USER_DEFINED = 4,
+    GL_TOKTYPE_UNUSED = 5,
+    GL_TOKTYPE_BYTE = 6
+};
 
 struct gl_tokenizer;
 
@@ -42,7 +48,7 @@ int32_t gl_tokenizer_n_vocab(const struct gl_tokenizer *t);
 gl_token gl_tokenizer_bos(const struct gl_tokenizer *t);
 gl_token gl_tokenizer_eos(const struct gl_tokenizer *t);
 gl_token gl_tokenizer_eot(const struct gl_tokenizer *t); // -1 if none
-int gl_tokenizer_add_bos(const struct gl_tokenizer *t);   // tokenizer.ggml.add_bos_token
+int gl_tokenizer_add_bos(const struct gl_tokenizer *t);  // tokenizer.ggml.add_bos_token
 // Raw bytes of a token (specials: their name, e.g. "<|eot|>"). *len set; NULL if id out of range.
 const char *gl_tokenizer_token_bytes(const struct gl_tokenizer *t, gl_token id, size_t *len);
 enum gl_tok_type gl_tokenizer_token_type(const struct gl_tokenizer *t, gl_token id);
@@ -52,7 +58,8 @@ gl_token gl_tokenizer_find_special(const struct gl_tokenizer *t, const char *nam
 
 // Merge list in priority order (for the GGUF writer): merge i joins tokens left and right.
 int64_t gl_tokenizer_n_merges(const struct gl_tokenizer *t);
-void gl_tokenizer_merge_at(const struct gl_tokenizer *t, int64_t i, gl_token *left, gl_token *right);
+void gl_tokenizer_merge_at(const struct gl_tokenizer *t, int64_t i, gl_token *left,
+                           gl_token *right);
 
 // Encodes len bytes of text (any bytes; invalid UTF-8 is tokenized byte-wise as tiktoken does).
 // parse_special: recognise special-token names in the text. add_bos: prepend BOS.

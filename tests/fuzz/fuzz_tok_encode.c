@@ -22,7 +22,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define DETOK_CAP (1024 + 64) // longest token (GL_TOK_MAX_TOKEN_LEN) + held bytes + slack
-#define MAX_PIECE 256          // bytes; the reference BPE is O(n^2) hash lookups
+#define MAX_PIECE 256         // bytes; the reference BPE is O(n^2) hash lookups
 
 // Reference rank table: open addressing over the base tokens' bytes (the tokenizer's own lookup
 // is internal, and an independent table keeps the check independent).
@@ -138,8 +138,11 @@ static int utf8_valid(const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
         uint32_t c = s[i];
-        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
-                                  : (c & 0xF8) == 0xF0 ? 4 : 0;
+        size_t k = c < 0x80             ? 1
+                   : (c & 0xE0) == 0xC0 ? 2
+                   : (c & 0xF0) == 0xE0 ? 3
+                   : (c & 0xF8) == 0xF0 ? 4
+                                        : 0;
         if (k == 0 || k > n - i)
             return 0;
         if (k > 1)

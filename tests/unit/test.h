@@ -13,14 +13,14 @@ static int t_failures_in_test;
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);           \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);             \
             t_failures_in_test++;                                                                  \
         }                                                                                          \
     } while (0)
 #define CHECKF(cond, ...)                                                                          \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "  %s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);           \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);             \
             fprintf(stderr, __VA_ARGS__);                                                          \
             fputc('\n', stderr);                                                                   \
             t_failures_in_test++;                                                                  \
@@ -29,7 +29,7 @@ static int t_failures_in_test;
 #define REQUIRE(cond)                                                                              \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "  %s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond);         \
+            fprintf(stderr, "  %s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond);           \
             t_failures_in_test++;                                                                  \
             return;                                                                                \
         }                                                                                          \

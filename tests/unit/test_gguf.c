@@ -176,8 +176,8 @@ static int expect_accepted(const struct bb *b)
 
 #define N_REF_TENSORS 4
 static const char *const ref_names[N_REF_TENSORS] = {"tok.w", "blk.0.q8", "blk.0.q4k", "f16.3d"};
-static const int64_t ref_ne[N_REF_TENSORS][4] = {{7, 3, 1, 1}, {64, 2, 1, 1}, {256, 1, 1, 1},
-                                                 {5, 2, 3, 1}};
+static const int64_t ref_ne[N_REF_TENSORS][4] = {
+    {7, 3, 1, 1}, {64, 2, 1, 1}, {256, 1, 1, 1}, {5, 2, 3, 1}};
 static const uint32_t ref_dims[N_REF_TENSORS] = {2, 2, 1, 3};
 static const uint32_t ref_types[N_REF_TENSORS] = {GL_TYPE_F32, GL_TYPE_Q8_0, GL_TYPE_Q4_K,
                                                   GL_TYPE_F16};
@@ -513,8 +513,7 @@ TEST(test_truncated_everywhere)
         for (int m = 0; m <= 1; m++) {
             struct gl_gguf_open_params prm = {.use_mmap = m, .allow_no_data = 0};
             g = NULL;
-            CHECK(gl_gguf_open(&g, p2, &prm, &err) != GL_OK && g == NULL &&
-                  contains(err.msg, p2));
+            CHECK(gl_gguf_open(&g, p2, &prm, &err) != GL_OK && g == NULL && contains(err.msg, p2));
         }
         unlink(p2);
     }
@@ -774,13 +773,15 @@ TEST(test_bad_tensor_placement)
     bb_header(&b, 3, 1, 0);
     bb_tensor(&b, "t.mis", 2, ne_64x2, GL_TYPE_F32, 4);
     bb_pad_data(&b, 32, 1024);
-    CHECK(expect_refused(&b, "tensor \"t.mis\" (info at byte 24)", "not a multiple of the "
+    CHECK(expect_refused(&b, "tensor \"t.mis\" (info at byte 24)",
+                         "not a multiple of the "
                          "alignment 32"));
 
     bb_header(&b, 3, 1, 0);
     bb_tensor(&b, "t.range", 2, ne_64x2, GL_TYPE_F32, 512);
     bb_pad_data(&b, 32, 1000);
-    CHECK(expect_refused(&b, "tensor \"t.range\"", "data [512, 1024) exceeds data section of "
+    CHECK(expect_refused(&b, "tensor \"t.range\"",
+                         "data [512, 1024) exceeds data section of "
                          "1000 bytes"));
 
     bb_header(&b, 3, 1, 0);

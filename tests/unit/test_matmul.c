@@ -84,11 +84,11 @@ TEST(test_kernels_table)
     CHECK(ref.vec_dot[GL_TYPE_Q3_K] == NULL && ref.vec_dot[GL_TYPE_Q4_1] == NULL);
 }
 
-#define N_IN 512
+#define N_IN     512
 #define MAX_ROWS 300
-#define MAX_TOK 64
-#define OUT_PAD 5   // out_stride = n_rows + OUT_PAD
-#define ACT_PAD 64  // act_stride = activation row bytes + ACT_PAD
+#define MAX_TOK  64
+#define OUT_PAD  5  // out_stride = n_rows + OUT_PAD
+#define ACT_PAD  64 // act_stride = activation row bytes + ACT_PAD
 
 static float wf[MAX_ROWS * N_IN], af[MAX_TOK * N_IN];
 static float out[MAX_TOK * (MAX_ROWS + OUT_PAD)], want[MAX_TOK * (MAX_ROWS + OUT_PAD)];
@@ -126,8 +126,9 @@ static int check_matmul_exact(const struct gl_kernels *k, enum gl_type wt, struc
                         pad += out[t * os + r] != -12345.0f;
                 }
                 if (bad || pad) {
-                    fprintf(stderr, "  %s %s rows %lld tok %lld threads %d: %d rows differ, %d "
-                                    "pad writes\n",
+                    fprintf(stderr,
+                            "  %s %s rows %lld tok %lld threads %d: %d rows differ, %d "
+                            "pad writes\n",
                             k->isa, gl_type_traits_of(wt)->name, (long long)nr, (long long)nt,
                             gl_pool_size(pools[p]), bad, pad);
                     failures++;

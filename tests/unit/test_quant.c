@@ -60,9 +60,9 @@ struct type_case {
 // Measured (20 rows each): F16 2.1e-4, BF16 1.7e-3, Q8_0 6.5e-3, Q4_0 8.9e-2, Q4_K 7.3e-2,
 // Q5_K 4.3e-2, Q6_K 1.8e-2, Q8_K 8.5e-3. Ceilings leave ~25% headroom.
 static const struct type_case cases[] = {
-    {GL_TYPE_F32, 0.0},      {GL_TYPE_F16, 3e-4},   {GL_TYPE_BF16, 2.5e-3},
-    {GL_TYPE_Q8_0, 8.5e-3},  {GL_TYPE_Q4_0, 0.11},  {GL_TYPE_Q4_K, 0.09},
-    {GL_TYPE_Q5_K, 0.054},   {GL_TYPE_Q6_K, 0.023}, {GL_TYPE_Q8_K, 0.011},
+    {GL_TYPE_F32, 0.0},     {GL_TYPE_F16, 3e-4},   {GL_TYPE_BF16, 2.5e-3},
+    {GL_TYPE_Q8_0, 8.5e-3}, {GL_TYPE_Q4_0, 0.11},  {GL_TYPE_Q4_K, 0.09},
+    {GL_TYPE_Q5_K, 0.054},  {GL_TYPE_Q6_K, 0.023}, {GL_TYPE_Q8_K, 0.011},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -80,10 +80,10 @@ TEST(test_traits)
     CHECK(gl_type_row_size(GL_TYPE_F16, 7) == 14);
     CHECK(gl_type_row_size(GL_TYPE_BF16, 3) == 6);
     CHECK(gl_type_row_size(GL_TYPE_F32, 5) == 20);
-    CHECK(gl_type_row_size(GL_TYPE_Q4_K, 255) == 0);    // not whole blocks
-    CHECK(gl_type_row_size(GL_TYPE_Q8_0, -32) == 0);    // negative
-    CHECK(gl_type_row_size(4, 32) == 0);                // hole in ggml's enum
-    CHECK(gl_type_row_size(GL_TYPE_COUNT, 32) == 0);    // out of table
+    CHECK(gl_type_row_size(GL_TYPE_Q4_K, 255) == 0);      // not whole blocks
+    CHECK(gl_type_row_size(GL_TYPE_Q8_0, -32) == 0);      // negative
+    CHECK(gl_type_row_size(4, 32) == 0);                  // hole in ggml's enum
+    CHECK(gl_type_row_size(GL_TYPE_COUNT, 32) == 0);      // out of table
     CHECK(gl_type_row_size(GL_TYPE_F32, INT64_MAX) == 0); // overflows
     CHECK(gl_type_traits_of(4) == NULL && gl_type_traits_of(5) == NULL);
     CHECK(gl_type_traits_of(31) == NULL && gl_type_traits_of(0xffffffffu) == NULL);
@@ -113,13 +113,13 @@ TEST(test_fp16)
     CHECK(gl_f32_to_fp16(1.0f) == 0x3c00);
     CHECK(gl_f32_to_fp16(-2.0f) == 0xc000);
     CHECK(gl_f32_to_fp16(65504.0f) == 0x7bff);
-    CHECK(gl_f32_to_fp16(65519.0f) == 0x7bff);            // below the halfway point to 2^16
-    CHECK(gl_f32_to_fp16(65520.0f) == 0x7c00);            // tie: rounds to even = infinity
-    CHECK(gl_f32_to_fp16(1.0f + 0x1p-11f) == 0x3c00);      // tie to even (down)
-    CHECK(gl_f32_to_fp16(1.0f + 3 * 0x1p-11f) == 0x3c02);  // tie to even (up)
+    CHECK(gl_f32_to_fp16(65519.0f) == 0x7bff);                   // below the halfway point to 2^16
+    CHECK(gl_f32_to_fp16(65520.0f) == 0x7c00);                   // tie: rounds to even = infinity
+    CHECK(gl_f32_to_fp16(1.0f + 0x1p-11f) == 0x3c00);            // tie to even (down)
+    CHECK(gl_f32_to_fp16(1.0f + 3 * 0x1p-11f) == 0x3c02);        // tie to even (up)
     CHECK(gl_f32_to_fp16(1.0f + 0x1p-11f + 0x1p-20f) == 0x3c01); // just above the tie
-    CHECK(gl_f32_to_fp16(0x1p-24f) == 0x0001);            // smallest subnormal
-    CHECK(gl_f32_to_fp16(0x1p-25f) == 0x0000);            // tie with zero: even
+    CHECK(gl_f32_to_fp16(0x1p-24f) == 0x0001);                   // smallest subnormal
+    CHECK(gl_f32_to_fp16(0x1p-25f) == 0x0000);                   // tie with zero: even
     CHECK(gl_f32_to_fp16(3 * 0x1p-26f) == 0x0001);
     CHECK(gl_f32_to_fp16(3 * 0x1p-25f) == 0x0002);        // 1.5 ulp subnormal: tie to even
     CHECK(gl_f32_to_fp16(0x1p-14f) == 0x0400);            // smallest normal
@@ -289,9 +289,9 @@ TEST(test_known_q4_K)
     float y[256];
     gl_dequantize_row_ref(GL_TYPE_Q4_K, &b, y, 256);
     CHECK(y[0] == 1.0f * 1 * 3 - 0.5f * 2);
-    CHECK(y[1] == -1.0f);            // q = 0 in sub-block 0: -dmin*m
-    CHECK(y[32] == 0.0f);            // sub-block 1: sc = m = 0 despite the packed high bits
-    CHECK(y[131] == 0.0f);           // sub-block 4: sc = m = 0
+    CHECK(y[1] == -1.0f);  // q = 0 in sub-block 0: -dmin*m
+    CHECK(y[32] == 0.0f);  // sub-block 1: sc = m = 0 despite the packed high bits
+    CHECK(y[131] == 0.0f); // sub-block 4: sc = m = 0
     CHECK(y[163] == 37.0f * 7 - 0.5f * 58);
     CHECK(y[160] == -29.0f);
 }
@@ -305,9 +305,9 @@ TEST(test_known_q5_K)
     put_test_scales(b.scales);
     b.qs[0] = 0x03;
     b.qs[64 + 3] = 0x70;
-    b.qh[0] = 0x01;      // bit 0 of qh[0]: 5th bit of element 0
-    b.qh[3] = 1 << 5;    // bit 2g+1 (g=2) of qh[3]: 5th bit of element 64*2+32+3 = 163
-    b.qh[31] = 1 << 1;   // bit 1 of qh[31]: element 32+31 = 63 (sub-block 1: scale 0)
+    b.qh[0] = 0x01;    // bit 0 of qh[0]: 5th bit of element 0
+    b.qh[3] = 1 << 5;  // bit 2g+1 (g=2) of qh[3]: 5th bit of element 64*2+32+3 = 163
+    b.qh[31] = 1 << 1; // bit 1 of qh[31]: element 32+31 = 63 (sub-block 1: scale 0)
     float y[256];
     gl_dequantize_row_ref(GL_TYPE_Q5_K, &b, y, 256);
     CHECK(y[0] == 1.0f * (3 + 16) - 1.0f);
