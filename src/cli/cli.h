@@ -9,3 +9,7 @@ int gl_cmd_tokenize(int argc, char **argv);   // cmd_tokenize.c
 int gl_cmd_inspect(int argc, char **argv);    // cmd_inspect.c
 int gl_cmd_make_model(int argc, char **argv); // cmd_make_model.c
 int gl_cmd_bench(int argc, char **argv);      // cmd_bench.c
+
+// Parses a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched) if s is
+// empty, has trailing characters, overflows or is out of range.
+int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out);

@@ -25,17 +25,6 @@ static int usage(FILE *f)
     return f == stdout ? 0 : 2;
 }
 
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (end == s || *end || errno || x < lo || x > hi)
-        return -1;
-    *out = x;
-    return 0;
-}
-
 struct result {
     char name[32];
     int64_t n_prompt, n_gen;
@@ -75,13 +64,15 @@ int gl_cmd_bench(int argc, char **argv)
         i++;
         if (!strcmp(a, "--model") || !strcmp(a, "-m"))
             path = v;
-        else if ((!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) && !parse_int(v, 0, 65536, &p))
+        else if ((!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) &&
+                 !gl_cli_parse_int(v, 0, 65536, &p))
             ;
-        else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && !parse_int(v, 0, 65536, &n))
+        else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && !gl_cli_parse_int(v, 0, 65536, &n))
             ;
-        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && !parse_int(v, 1, 256, &t))
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && !gl_cli_parse_int(v, 1, 256, &t))
             ;
-        else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && !parse_int(v, 1, 1000, &reps))
+        else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) &&
+                 !gl_cli_parse_int(v, 1, 1000, &reps))
             ;
         else {
             fprintf(stderr, "glint bench: bad option or value: %s %s\n", a, v);

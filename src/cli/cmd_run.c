@@ -117,17 +117,6 @@ static int parse_ids(const char *s, int32_t **ids, int64_t *n)
     return 0;
 }
 
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (end == s || *end || errno || x < lo || x > hi)
-        return -1;
-    *out = x;
-    return 0;
-}
-
 static int parse_float(const char *s, float *out)
 {
     char *end;
@@ -212,9 +201,9 @@ int gl_cmd_run(int argc, char **argv)
             o.prompt = v;
         else if (!strcmp(a, "--prompt-ids"))
             o.prompt_ids = v;
-        else if (!strcmp(a, "-n") && !parse_int(v, 0, 1 << 24, &x))
+        else if (!strcmp(a, "-n") && !gl_cli_parse_int(v, 0, 1 << 24, &x))
             o.n_gen = x;
-        else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && !parse_int(v, 1, 256, &x))
+        else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && !gl_cli_parse_int(v, 1, 256, &x))
             o.threads = x;
         else if (!strcmp(a, "--temp") && !parse_float(v, &o.sp.temperature))
             ;
@@ -222,9 +211,9 @@ int gl_cmd_run(int argc, char **argv)
             ;
         else if (!strcmp(a, "--min-p") && !parse_float(v, &o.sp.min_p))
             ;
-        else if (!strcmp(a, "--top-k") && !parse_int(v, 0, INT32_MAX, &x))
+        else if (!strcmp(a, "--top-k") && !gl_cli_parse_int(v, 0, INT32_MAX, &x))
             o.sp.top_k = (int32_t)x;
-        else if (!strcmp(a, "--seed") && !parse_int(v, 0, INT64_MAX, &x))
+        else if (!strcmp(a, "--seed") && !gl_cli_parse_int(v, 0, INT64_MAX, &x))
             o.sp.seed = (uint64_t)x;
         else {
             fprintf(stderr, "glint run: bad option or value: %s %s\n", a, v);
@@ -396,9 +385,10 @@ int gl_cmd_eval(int argc, char **argv)
             out = v;
         else if (!strcmp(a, "--dump-layers"))
             dump_dir = v;
-        else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && !parse_int(v, 1, 256, &threads))
+        else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) &&
+                 !gl_cli_parse_int(v, 1, 256, &threads))
             ;
-        else if (!strcmp(a, "--batch") && !parse_int(v, 1, 65536, &batch))
+        else if (!strcmp(a, "--batch") && !gl_cli_parse_int(v, 1, 65536, &batch))
             ;
         else {
             fprintf(stderr, "glint eval: bad option or value: %s %s\n", a, v);
