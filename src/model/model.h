@@ -5,7 +5,6 @@
 // read through a page-table view, and the batched forward pass (arch doc §2).
 // Invariant: after gl_model_load succeeds every tensor pointer, shape and type has been checked,
 // so the forward pass only asserts. Lifetimes: model (weights) > ctx (scratch); kv (sequence).
-// (sequence).
 #pragma once
 
 #include "base/base.h"
