@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev clang-14 libclang-rt-14-dev
-clang-format python3 python3-numpy python3-torch python3-jsonschema"
+clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
 # package): install Debian's only when the commands are missing.
 command -v node >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS nodejs"

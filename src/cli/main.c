@@ -16,6 +16,7 @@ static const struct {
     {"inspect", gl_cmd_inspect, "print a GGUF's metadata and tensors"},
     {"make-model", gl_cmd_make_model, "write a random-weight Muse Glimmer GGUF"},
     {"bench", gl_cmd_bench, "prompt-processing and generation speed (pp/tg tokens/s)"},
+    {"chat", gl_cmd_chat, "chat render: print the prompt for an OpenAI chat request"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,870 @@
+// SPDX-License-Identifier: MIT
+// chat/render: native transcription of the Muse Glimmer release chat template (see render.h).
+// Each static function below mirrors one template macro or branch; comments quote the Jinja
+// construct whose Python semantics they reproduce (truthiness, str(), json.dumps). Output goes
+// to one growable byte buffer; the first error stops rendering and names messages[i]/tools[i].
+#include "chat/render.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+struct rctx {
+    struct sbuf out;
+    struct gl_err *err;
+    gl_status st;
+    const json_t *messages, *tools;
+    const char *strength, *cutoff, *date; // template variables, NULL when falsy
+    const json_t *ns_desc;                // object or NULL
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = gl_realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
+
+static void sb_putj(struct sbuf *b, const json_t *s) // a JSON string, NUL bytes included
+{
+    sb_put(b, json_string_value(s), json_string_length(s));
+}
+
+// Records the first error; returns 0 so callers can `return fail(...)`.
+static int fail(struct rctx *c, gl_status code, const char *fmt, ...) GL_PRINTF(3, 4);
+static int fail(struct rctx *c, gl_status code, const char *fmt, ...)
+{
+    if (c->st != GL_OK)
+        return 0;
+    c->st = code;
+    if (c->err) {
+        char msg[GL_ERR_MSG_CAP];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        gl_err_set(c->err, code, "chat render: %s", msg);
+    }
+    return 0;
+}
+
+// Python truthiness of a JSON value (None, False, 0, 0.0, "", [], {} are false; absent = None).
+static int truthy(const json_t *v)
+{
+    if (!v)
+        return 0;
+    switch (json_typeof(v)) {
+    case JSON_NULL:
+    case JSON_FALSE:
+        return 0;
+    case JSON_TRUE:
+        return 1;
+    case JSON_INTEGER:
+        return json_integer_value(v) != 0;
+    case JSON_REAL:
+        return json_real_value(v) != 0.0;
+    case JSON_STRING:
+        return json_string_length(v) != 0;
+    case JSON_ARRAY:
+        return json_array_size(v) != 0;
+    case JSON_OBJECT:
+        return json_object_size(v) != 0;
+    }
+    return 0;
+}
+
+// Python repr(float): shortest round-trip digits; exponent form when the decimal exponent is
+// < -4 or >= 16 (e.g. 1e-05, 1e+16), else fixed with at least one fractional digit (100.0).
+static int put_pyfloat(struct sbuf *b, double x)
+{
+    if (!isfinite(x))
+        return -1;
+    char tmp[40];
+    int prec = 1;
+    for (; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
+        if (strtod(tmp, NULL) == x)
+            break;
+    }
+    // tmp = [-]d[.ddd]e±XX -> digits + decimal exponent
+    char digits[24];
+    size_t nd = 0;
+    const char *s = tmp;
+    if (*s == '-') {
+        sb_put(b, "-", 1);
+        s++;
+    }
+    for (; *s && *s != 'e'; s++)
+        if (*s != '.')
+            digits[nd++] = *s;
+    int e10 = atoi(s + 1); // value = d.ddd * 10^e10
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    int decpt = e10 + 1; // value = 0.ddd * 10^decpt
+    if (decpt > 16 || decpt < -3) {
+        sb_put(b, digits, 1);
+        if (nd > 1) {
+            sb_put(b, ".", 1);
+            sb_put(b, digits + 1, nd - 1);
+        }
+        snprintf(tmp, sizeof tmp, "e%c%02d", e10 < 0 ? '-' : '+', abs(e10));
+        sb_puts(b, tmp);
+    } else if (decpt <= 0) {
+        sb_put(b, "0.", 2);
+        for (int i = 0; i < -decpt; i++)
+            sb_put(b, "0", 1);
+        sb_put(b, digits, nd);
+    } else if ((size_t)decpt < nd) {
+        sb_put(b, digits, (size_t)decpt);
+        sb_put(b, ".", 1);
+        sb_put(b, digits + decpt, nd - (size_t)decpt);
+    } else {
+        sb_put(b, digits, nd);
+        for (size_t i = nd; i < (size_t)decpt; i++)
+            sb_put(b, "0", 1);
+        sb_put(b, ".0", 2);
+    }
+    return 0;
+}
+
+static void put_int(struct sbuf *b, json_int_t v)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%" JSON_INTEGER_FORMAT, v);
+    sb_puts(b, tmp);
+}
+
+// json.dumps string escaping with ensure_ascii=False: only " \ and C0 controls are escaped.
+static void put_json_string(struct sbuf *b, const char *s, size_t n)
+{
+    sb_put(b, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[8];
+        if (ch == '"')
+            esc = "\\\"";
+        else if (ch == '\\')
+            esc = "\\\\";
+        else if (ch == '\n')
+            esc = "\\n";
+        else if (ch == '\r')
+            esc = "\\r";
+        else if (ch == '\t')
+            esc = "\\t";
+        else if (ch == '\b')
+            esc = "\\b";
+        else if (ch == '\f')
+            esc = "\\f";
+        else if (ch < 0x20) {
+            snprintf(u, sizeof u, "\\u%04x", ch);
+            esc = u;
+        }
+        if (esc) {
+            sb_put(b, s + run, i - run);
+            sb_puts(b, esc);
+            run = i + 1;
+        }
+    }
+    sb_put(b, s + run, n - run);
+    sb_put(b, "\"", 1);
+}
+
+static int put_tojson(struct sbuf *b, const json_t *v, int depth)
+{
+    if (depth > 512)
+        return -1;
+    switch (json_typeof(v)) {
+    case JSON_NULL:
+        sb_puts(b, "null");
+        return 0;
+    case JSON_TRUE:
+        sb_puts(b, "true");
+        return 0;
+    case JSON_FALSE:
+        sb_puts(b, "false");
+        return 0;
+    case JSON_INTEGER:
+        put_int(b, json_integer_value(v));
+        return 0;
+    case JSON_REAL:
+        return put_pyfloat(b, json_real_value(v));
+    case JSON_STRING:
+        put_json_string(b, json_string_value(v), json_string_length(v));
+        return 0;
+    case JSON_ARRAY: {
+        sb_put(b, "[", 1);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i)
+                sb_put(b, ", ", 2);
+            if (put_tojson(b, json_array_get(v, i), depth + 1))
+                return -1;
+        }
+        sb_put(b, "]", 1);
+        return 0;
+    }
+    case JSON_OBJECT: {
+        sb_put(b, "{", 1);
+        int first = 1;
+        const char *k;
+        size_t klen;
+        json_t *item;
+        json_object_keylen_foreach((json_t *)v, k, klen, item)
+        {
+            if (!first)
+                sb_put(b, ", ", 2);
+            first = 0;
+            put_json_string(b, k, klen);
+            sb_put(b, ": ", 2);
+            if (put_tojson(b, item, depth + 1))
+                return -1;
+        }
+        sb_put(b, "}", 1);
+        return 0;
+    }
+    }
+    return -1;
+}
+
+char *gl_chat_tojson(const json_t *v, size_t *len)
+{
+    struct sbuf b = {0};
+    sb_put(&b, "", 0);
+    if (!v || put_tojson(&b, v, 0) || b.oom) {
+        gl_free(b.p);
+        return NULL;
+    }
+    if (len)
+        *len = b.len;
+    return b.p;
+}
+
+// Jinja `{{ x }}` (str(x)) for a text part value; -1 for values whose Python repr we don't copy.
+static int put_pystr(struct sbuf *b, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        sb_putj(b, v);
+        return 0;
+    case JSON_NULL:
+        sb_puts(b, "None");
+        return 0;
+    case JSON_TRUE:
+        sb_puts(b, "True");
+        return 0;
+    case JSON_FALSE:
+        sb_puts(b, "False");
+        return 0;
+    case JSON_INTEGER:
+        put_int(b, json_integer_value(v));
+        return 0;
+    case JSON_REAL:
+        return put_pyfloat(b, json_real_value(v));
+    default:
+        return -1;
+    }
+}
+
+// Request-level part-type normalisation (OpenAI shapes -> the template's names).
+static const char *part_type(const json_t *part)
+{
+    const char *t = json_string_value(json_object_get(part, "type"));
+    if (!t || strlen(t) != json_string_length(json_object_get(part, "type")))
+        return NULL;
+    if (!strcmp(t, "image_url") || !strcmp(t, "input_image"))
+        return "image";
+    if (!strcmp(t, "video_url"))
+        return "video";
+    if (!strcmp(t, "input_text"))
+        return "text";
+    return t;
+}
+
+// macro render_content(content)
+static int render_content(struct rctx *c, struct sbuf *b, const json_t *content, size_t mi)
+{
+    if (!content || json_is_null(content) || json_is_object(content))
+        return 1; // undefined/None render nothing; iterating a dict yields keys -> no parts match
+    if (json_is_string(content)) {
+        sb_putj(b, content);
+        return 1;
+    }
+    if (!json_is_array(content))
+        return fail(c, GL_E_INVAL,
+                    "messages[%zu].content: a %s is not iterable (need a string, "
+                    "null or an array of parts)",
+                    mi, json_is_boolean(content) ? "bool" : "number");
+    for (size_t i = 0; i < json_array_size(content); i++) {
+        const json_t *part = json_array_get(content, i);
+        if (!json_is_object(part))
+            continue; // part['type'] of a non-mapping is undefined
+        const char *t = part_type(part);
+        if (!t)
+            continue;
+        if (!strcmp(t, "image")) {
+            sb_puts(b, "<|patch|>");
+        } else if (!strcmp(t, "video")) {
+            sb_puts(b, "<|video|>");
+        } else if (!strcmp(t, "text")) {
+            const json_t *text = json_object_get(part, "text");
+            if (text && put_pystr(b, text))
+                return fail(c, GL_E_INVAL, "messages[%zu].content[%zu].text: must be a string", mi,
+                            i);
+        }
+    }
+    return 1;
+}
+
+// '<|start|>...' + x: Jinja raises TypeError unless x is a string.
+static const char *need_str(struct rctx *c, const json_t *v, const char *what, size_t i)
+{
+    if (!json_is_string(v)) {
+        fail(c, GL_E_INVAL, "%s[%zu]: must be a string (the template concatenates it)", what, i);
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+static const json_t *tool_fn(const json_t *tool) // tool.function if defined else tool
+{
+    const json_t *fn = json_object_get(tool, "function");
+    return fn ? fn : tool;
+}
+
+// fn.name.split('.')[0] appended to list *ns (an array of JSON strings) if not yet present.
+static void add_namespace(json_t *ns, const json_t *name)
+{
+    const char *s = json_string_value(name);
+    size_t n = json_string_length(name);
+    const char *dot = memchr(s, '.', n);
+    size_t len = dot ? (size_t)(dot - s) : n;
+    for (size_t i = 0; i < json_array_size(ns); i++) {
+        const json_t *e = json_array_get(ns, i);
+        if (json_string_length(e) == len && !memcmp(json_string_value(e), s, len))
+            return;
+    }
+    json_array_append_new(ns, json_stringn(s, len));
+}
+
+// Validates tools once (name a string, description and parameters defined) and returns the
+// distinct namespaces in first-seen order (new reference), or NULL after fail().
+static json_t *tool_namespaces(struct rctx *c)
+{
+    json_t *ns = json_array();
+    if (!ns) {
+        fail(c, GL_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < json_array_size(c->tools); i++) {
+        const json_t *tool = json_array_get(c->tools, i);
+        const json_t *fn = json_is_object(tool) ? tool_fn(tool) : NULL;
+        if (!json_is_object(fn) || !json_is_string(json_object_get(fn, "name"))) {
+            fail(c, GL_E_INVAL, "tools[%zu]: need an object with a string function name", i);
+        } else if (!json_object_get(fn, "description") || !json_object_get(fn, "parameters")) {
+            fail(c, GL_E_INVAL,
+                 "tools[%zu] (%s): missing \"%s\"; the template's tojson cannot "
+                 "serialise an undefined value",
+                 i, json_string_value(json_object_get(fn, "name")),
+                 json_object_get(fn, "description") ? "parameters" : "description");
+        } else {
+            add_namespace(ns, json_object_get(fn, "name"));
+            continue;
+        }
+        json_decref(ns);
+        return NULL;
+    }
+    return ns;
+}
+
+static int put_tojson_or_fail(struct rctx *c, const json_t *v, const char *where, size_t i)
+{
+    if (put_tojson(&c->out, v, 0))
+        return fail(c, GL_E_INVAL,
+                    "%s[%zu]: value cannot be written as JSON (non-finite or "
+                    "nested too deeply)",
+                    where, i);
+    return 1;
+}
+
+// macro render_tool_defs(tools)
+static int render_tool_defs(struct rctx *c, const json_t *ns)
+{
+    struct sbuf *b = &c->out;
+    sb_puts(b, "In this environment you have access to a set of tools you can use to answer the "
+               "user's question.\n\n"
+               "You can invoke a function by writing a \"<atem:function_calls>\" block like the "
+               "following:\n"
+               "<atem:function_calls>\n<atem:invoke name=\"$FUNCTION_NAME\">\n<atem:parameter "
+               "name=\"$PARAMETER_NAME\">$PARAMETER_VALUE</atem:parameter>\n...\n</atem:invoke>\n"
+               "</atem:function_calls>\n\n"
+               "String and scalar parameters should be specified as is, while lists and objects "
+               "should use JSON format. Note that spaces for string values are not stripped. The "
+               "output is not expected to be valid XML and is parsed with regular expressions.\n"
+               "Here are the functions available in JSONSchema format:\n"
+               "// Tool metadata\n");
+    for (size_t i = 0; i < json_array_size(ns); i++) {
+        const json_t *tns = json_array_get(ns, i);
+        const json_t *desc = c->ns_desc ? json_object_getn(c->ns_desc, json_string_value(tns),
+                                                           json_string_length(tns))
+                                        : NULL;
+        sb_puts(b, "{\"name\": ");
+        put_json_string(b, json_string_value(tns), json_string_length(tns));
+        sb_puts(b, ", \"description\": ");
+        if (desc) {
+            if (!put_tojson_or_fail(c, desc, "tool_namespace_descriptions", i))
+                return 0;
+        } else {
+            sb_puts(b, "\"\"");
+        }
+        sb_puts(b, "}\n");
+    }
+    sb_puts(b, "// Function schemas");
+    for (size_t i = 0; i < json_array_size(c->tools); i++) {
+        const json_t *fn = tool_fn(json_array_get(c->tools, i));
+        sb_puts(b, "\n{\"name\": ");
+        put_json_string(b, json_string_value(json_object_get(fn, "name")),
+                        json_string_length(json_object_get(fn, "name")));
+        sb_puts(b, ", \"description\": ");
+        if (!put_tojson_or_fail(c, json_object_get(fn, "description"), "tools", i))
+            return 0;
+        sb_puts(b, ", \"parameters\": ");
+        if (!put_tojson_or_fail(c, json_object_get(fn, "parameters"), "tools", i))
+            return 0;
+        sb_puts(b, "}");
+    }
+    sb_puts(b, "\n\nHere's an example of how to call a function in the tool set:\n"
+               "(If the tool namespace is not specified, invoke the function directly as "
+               "`example_function_name` rather than `example_tool_name.example_function_name`)\n\n"
+               "to=example_tool_name.example_function_name\n\n"
+               "<atem:function_calls>\n<atem:invoke name=\"example_tool_name.example_function_name"
+               "\">\n<atem:parameter name=\"example_parameter_1\">value_1</atem:parameter>\n"
+               "<atem:parameter name=\"example_parameter_2\">This is the value for the second "
+               "parameter\nthat can span\n\"multiple\" lines\n</atem:parameter>\n"
+               "</atem:invoke>\n</atem:function_calls>");
+    return 1;
+}
+
+// The tail shared by the synthesized and explicit system blocks: tools block (if tools),
+// "\n\n", recipients line (render_system_meta), "<|eot|>".
+static int render_system_tail(struct rctx *c)
+{
+    struct sbuf *b = &c->out;
+    json_t *ns = NULL;
+    if (truthy(c->tools)) {
+        ns = tool_namespaces(c);
+        if (!ns)
+            return 0;
+        sb_puts(b, "\n\n");
+        if (!render_tool_defs(c, ns)) {
+            json_decref(ns);
+            return 0;
+        }
+    }
+    sb_puts(b, "\n\n# Valid recipients: \"self\", ");
+    for (size_t i = 0; i < json_array_size(ns); i++) {
+        sb_puts(b, "\"");
+        sb_putj(b, json_array_get(ns, i));
+        sb_puts(b, ".*\", ");
+    }
+    sb_puts(b, "\"user\".<|eot|>");
+    json_decref(ns);
+    return 1;
+}
+
+static void render_reasoning(struct rctx *c)
+{
+    sb_puts(&c->out, "Reasoning strength: ");
+    sb_puts(&c->out, c->strength ? c->strength : "high");
+    sb_puts(&c->out, ".");
+}
+
+static int contains_ci(const struct sbuf *b, const char *needle) // needle lower-case ASCII
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= b->len; i++) {
+        size_t k = 0;
+        for (; k < n; k++) {
+            char ch = b->p[i + k];
+            if (ch >= 'A' && ch <= 'Z')
+                ch = (char)(ch - 'A' + 'a');
+            if (ch != needle[k])
+                break;
+        }
+        if (k == n)
+            return 1;
+    }
+    return 0;
+}
+
+static int render_system(struct rctx *c, const json_t *m, size_t mi)
+{
+    struct sbuf sys = {0};
+    sb_put(&sys, "", 0);
+    if (!render_content(c, &sys, json_object_get(m, "content"), mi)) {
+        gl_free(sys.p);
+        return 0;
+    }
+    // "Reasoning strength" is as long as "Reasoning effort" + 2, so not in place: rebuild.
+    static const char *const casings[4][2] = {
+        {"Reasoning effort", "Reasoning strength"},
+        {"Reasoning Effort", "Reasoning Strength"},
+        {"reasoning effort", "reasoning strength"},
+        {"REASONING EFFORT", "REASONING STRENGTH"},
+    };
+    for (int k = 0; k < 4 && !sys.oom; k++) {
+        struct sbuf nb = {0};
+        size_t n = strlen(casings[k][0]);
+        size_t run = 0;
+        sb_put(&nb, "", 0);
+        for (size_t i = 0; i + n <= sys.len;) {
+            if (!memcmp(sys.p + i, casings[k][0], n)) {
+                sb_put(&nb, sys.p + run, i - run);
+                sb_puts(&nb, casings[k][1]);
+                i += n;
+                run = i;
+            } else {
+                i++;
+            }
+        }
+        sb_put(&nb, sys.p + run, sys.len - run);
+        gl_free(sys.p);
+        sys = nb;
+    }
+    sb_puts(&c->out, "<|start|>system<|message|>");
+    if (sys.oom) {
+        c->out.oom = 1;
+    } else {
+        sb_put(&c->out, sys.p, sys.len);
+    }
+    int has = contains_ci(&sys, "reasoning strength");
+    gl_free(sys.p);
+    if (!has) {
+        sb_puts(&c->out, "\n\n");
+        render_reasoning(c);
+    }
+    return render_system_tail(c);
+}
+
+// Python `==` for the tool_call_id match (strings and numbers; other kinds by JSON equality).
+static int py_eq(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b) && !json_is_boolean(a))
+        return json_number_value(a) == json_number_value(b);
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+static int render_tool(struct rctx *c, const json_t *m, size_t mi)
+{
+    const json_t *tname = json_object_get(m, "name");
+    if (!truthy(tname)) {
+        const json_t *tcid = json_object_get(m, "tool_call_id");
+        tname = truthy(tcid) ? tcid : NULL;
+        for (size_t j = 0; j < json_array_size(c->messages); j++) {
+            const json_t *tcs = json_object_get(json_array_get(c->messages, j), "tool_calls");
+            if (!truthy(tcs))
+                continue;
+            for (size_t k = 0; k < json_array_size(tcs); k++) {
+                const json_t *tc = json_array_get(tcs, k);
+                const json_t *id = json_object_get(tc, "id");
+                if (tcid && !json_is_null(tcid) && id && py_eq(id, tcid)) {
+                    tname = json_object_get(json_object_get(tc, "function"), "name");
+                    if (!tname)
+                        return fail(c, GL_E_INVAL,
+                                    "messages[%zu]: tool_call_id matches "
+                                    "messages[%zu].tool_calls[%zu], which has no function name",
+                                    mi, j, k);
+                }
+            }
+        }
+    }
+    if (tname && !need_str(c, tname, "messages", mi))
+        return 0;
+    struct sbuf *b = &c->out;
+    sb_puts(b, "<|start|>tool ");
+    if (tname)
+        sb_putj(b, tname);
+    sb_puts(b, "<|message|><tool_output name=\"");
+    if (tname)
+        sb_putj(b, tname);
+    sb_puts(b, "\">\n");
+    if (!render_content(c, b, json_object_get(m, "content"), mi))
+        return 0;
+    sb_puts(b, "\n</tool_output><|eot|>");
+    return 1;
+}
+
+// macro render_atem(tc); arguments given as a JSON string are decoded first.
+static int render_atem(struct rctx *c, const json_t *fn, size_t mi, size_t k)
+{
+    struct sbuf *b = &c->out;
+    const json_t *args = json_object_get(fn, "arguments");
+    json_t *decoded = NULL;
+    if (json_is_string(args)) {
+        json_error_t je;
+        decoded = json_loadb(json_string_value(args), json_string_length(args),
+                             JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!decoded)
+            return fail(c, GL_E_INVAL,
+                        "messages[%zu].tool_calls[%zu].function.arguments: "
+                        "invalid JSON at line %d column %d: %s",
+                        mi, k, je.line, je.column, je.text);
+        args = decoded;
+    }
+    if (!json_is_object(args)) {
+        json_decref(decoded);
+        return fail(c, GL_E_INVAL,
+                    "messages[%zu].tool_calls[%zu].function.arguments: must be "
+                    "a JSON object (the template raises for anything else)",
+                    mi, k);
+    }
+    sb_puts(b, "<atem:function_calls>\n<atem:invoke name=\"");
+    sb_putj(b, json_object_get(fn, "name"));
+    sb_puts(b, "\">\n");
+    const char *key;
+    size_t klen;
+    json_t *v;
+    int ok = 1;
+    json_object_keylen_foreach((json_t *)args, key, klen, v)
+    {
+        sb_puts(b, "<atem:parameter name=\"");
+        sb_put(b, key, klen);
+        sb_puts(b, "\">");
+        if (json_is_true(v))
+            sb_puts(b, "true");
+        else if (json_is_false(v))
+            sb_puts(b, "false");
+        else if (json_is_null(v))
+            sb_puts(b, "null");
+        else if (json_is_object(v) || json_is_array(v))
+            ok = put_tojson_or_fail(c, v, "messages", mi);
+        else if (put_pystr(b, v))
+            ok =
+                fail(c, GL_E_INVAL, "messages[%zu].tool_calls[%zu]: argument is not finite", mi, k);
+        if (!ok)
+            break;
+        sb_puts(b, "</atem:parameter>\n");
+    }
+    json_decref(decoded);
+    if (!ok)
+        return 0;
+    sb_puts(b, "</atem:invoke>\n</atem:function_calls>");
+    return 1;
+}
+
+static int render_assistant(struct rctx *c, const json_t *m, size_t mi, const char *end_token)
+{
+    struct sbuf *b = &c->out;
+    const json_t *rc = json_object_get(m, "reasoning_content");
+    if (!rc)
+        rc = json_object_get(m, "reasoning");
+    if (truthy(rc)) {
+        if (!need_str(c, rc, "messages", mi))
+            return 0;
+        sb_puts(b, "<|start|>assistant to=self<|message|>");
+        sb_putj(b, rc);
+        sb_puts(b, "<|eom|>");
+    }
+    const json_t *tcs = json_object_get(m, "tool_calls");
+    if (truthy(tcs)) {
+        size_t n = json_array_size(tcs);
+        for (size_t k = 0; k < n; k++) {
+            const json_t *fn = json_object_get(json_array_get(tcs, k), "function");
+            if (!json_is_object(fn) || !json_is_string(json_object_get(fn, "name")))
+                return fail(c, GL_E_INVAL,
+                            "messages[%zu].tool_calls[%zu]: need a function "
+                            "object with a string name",
+                            mi, k);
+            sb_puts(b, "<|start|>assistant to=");
+            sb_putj(b, json_object_get(fn, "name"));
+            sb_puts(b, "<|message|>");
+            if (!render_atem(c, fn, mi, k))
+                return 0;
+            sb_puts(b, k + 1 == n ? end_token : "<|eom|>");
+        }
+        return 1;
+    }
+    // recipient = message.get('recipient') or 'user'; end_turn defaults to recipient == 'user'
+    const json_t *rcp = json_object_get(m, "recipient");
+    if (!truthy(rcp))
+        rcp = NULL;
+    else if (!need_str(c, rcp, "messages", mi))
+        return 0;
+    int to_user = !rcp || (json_string_length(rcp) == 4 && !strcmp(json_string_value(rcp), "user"));
+    const json_t *et = json_object_get(m, "end_turn");
+    int end_turn = !et || json_is_null(et) ? to_user : truthy(et);
+    sb_puts(b, "<|start|>assistant to=");
+    if (rcp)
+        sb_putj(b, rcp);
+    else
+        sb_puts(b, "user");
+    sb_puts(b, "<|message|>");
+    if (!render_content(c, b, json_object_get(m, "content"), mi))
+        return 0;
+    sb_puts(b, end_turn ? "<|eot|>" : "<|eom|>");
+    return 1;
+}
+
+// A template variable that is concatenated when truthy: NULL when falsy, error if not a string.
+static int kwarg_str(struct rctx *c, const json_t *v, const char *name, const char **out)
+{
+    *out = NULL;
+    if (!truthy(v))
+        return 1;
+    if (!json_is_string(v) || json_string_length(v) != strlen(json_string_value(v)))
+        return fail(c, GL_E_INVAL, "%s: must be a string without NUL bytes", name);
+    *out = json_string_value(v);
+    return 1;
+}
+
+static int validate(struct rctx *c)
+{
+    if (!json_is_array(c->messages))
+        return fail(c, GL_E_INVAL, "\"messages\" must be an array");
+    for (size_t i = 0; i < json_array_size(c->messages); i++) {
+        const json_t *m = json_array_get(c->messages, i);
+        if (!json_is_object(m))
+            return fail(c, GL_E_INVAL, "messages[%zu]: must be an object", i);
+        if (!json_is_string(json_object_get(m, "role")))
+            return fail(c, GL_E_INVAL, "messages[%zu]: missing string \"role\"", i);
+        const json_t *tcs = json_object_get(m, "tool_calls");
+        if (truthy(tcs)) {
+            if (!json_is_array(tcs))
+                return fail(c, GL_E_INVAL, "messages[%zu].tool_calls: must be an array", i);
+            for (size_t k = 0; k < json_array_size(tcs); k++)
+                if (!json_is_object(json_array_get(tcs, k)))
+                    return fail(c, GL_E_INVAL,
+                                "messages[%zu].tool_calls[%zu]: must be an "
+                                "object",
+                                i, k);
+        }
+    }
+    if (truthy(c->tools) && !json_is_array(c->tools)) // falsy tools mean "no tools" to Jinja
+        return fail(c, GL_E_INVAL, "\"tools\" must be an array");
+    return 1;
+}
+
+static int role_is(const json_t *m, const char *role)
+{
+    const json_t *r = json_object_get(m, "role");
+    return json_string_length(r) == strlen(role) && !strcmp(json_string_value(r), role);
+}
+
+static int render_all(struct rctx *c, const json_t *req)
+{
+    const json_t *kw = json_object_get(req, "chat_template_kwargs");
+    if (kw && !json_is_null(kw) && !json_is_object(kw))
+        return fail(c, GL_E_INVAL, "\"chat_template_kwargs\" must be an object");
+    const json_t *rs = json_object_get(kw, "reasoning_strength");
+    if (!rs) {
+        rs = json_object_get(req, "reasoning_effort");
+    }
+    if (!kwarg_str(c, rs, "reasoning_strength", &c->strength) ||
+        !kwarg_str(c, json_object_get(kw, "knowledge_cutoff"), "knowledge_cutoff", &c->cutoff) ||
+        !kwarg_str(c, json_object_get(kw, "current_date"), "current_date", &c->date))
+        return 0;
+    c->ns_desc = json_object_get(kw, "tool_namespace_descriptions");
+    if (c->ns_desc && !json_is_object(c->ns_desc) && truthy(c->tools)) // read only with tools
+        return fail(c, GL_E_INVAL, "tool_namespace_descriptions: must be an object");
+    if (!validate(c))
+        return 0;
+
+    struct sbuf *b = &c->out;
+    sb_puts(b, "<|begin_of_text|>");
+    size_t n = json_array_size(c->messages);
+    int has_system = 0;
+    for (size_t i = 0; i < n; i++)
+        has_system |= role_is(json_array_get(c->messages, i), "system");
+    if (!has_system) {
+        sb_puts(b, "<|start|>system<|message|>You are a helpful AI assistant.\nKnowledge cutoff: ");
+        sb_puts(b, c->cutoff ? c->cutoff : "2026-01-04");
+        sb_puts(b, ".");
+        if (c->date) {
+            sb_puts(b, "\nCurrent date: ");
+            sb_puts(b, c->date);
+            sb_puts(b, ".");
+        }
+        sb_puts(b, "\n\n");
+        render_reasoning(c);
+        if (!render_system_tail(c))
+            return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(c->messages, i);
+        const json_t *role = json_object_get(m, "role");
+        // end_token: '<|eom|>' when the next message (dropped roles included) has the same role
+        const char *end_token = "<|eot|>";
+        if (i + 1 < n &&
+            json_equal((json_t *)role, json_object_get(json_array_get(c->messages, i + 1), "role")))
+            end_token = "<|eom|>";
+        int ok = 1;
+        if (role_is(m, "system"))
+            ok = render_system(c, m, i);
+        else if (role_is(m, "user")) {
+            sb_puts(b, "<|start|>user<|message|>");
+            ok = render_content(c, b, json_object_get(m, "content"), i);
+            sb_puts(b, "<|eot|>");
+        } else if (role_is(m, "tool"))
+            ok = render_tool(c, m, i);
+        else if (role_is(m, "assistant"))
+            ok = render_assistant(c, m, i, end_token);
+        if (!ok)
+            return 0;
+    }
+    const json_t *agp = json_object_get(req, "add_generation_prompt");
+    if (!agp || truthy(agp))
+        sb_puts(b, "<|start|>assistant");
+    return 1;
+}
+
+gl_status gl_chat_render(const json_t *req, char **out, size_t *out_len, struct gl_err *err)
+{
+    *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    struct rctx c = {.err = err, .st = GL_OK};
+    if (!json_is_object(req))
+        return (fail(&c, GL_E_INVAL, "the request must be a JSON object"), c.st);
+    c.messages = json_object_get(req, "messages");
+    c.tools = json_object_get(req, "tools");
+    sb_put(&c.out, "", 0);
+    render_all(&c, req);
+    if (c.st == GL_OK && c.out.oom)
+        fail(&c, GL_E_NOMEM, "out of memory");
+    if (c.st != GL_OK) {
+        gl_free(c.out.p);
+        return c.st;
+    }
+    *out = c.out.p;
+    if (out_len)
+        *out_len = c.out.len;
+    return GL_OK;
+}
