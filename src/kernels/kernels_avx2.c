@@ -8,6 +8,7 @@
 // the ISA beyond float reassociation in the dots. Reduction order: lane-wise accumulation in
 // block order, then one horizontal sum at the end of the row.
 #include "kernels/kernels_int.h"
+#include "kernels/kernels_x86.h"
 
 #include "base/base.h"
 
@@ -16,19 +17,6 @@
 #include <string.h>
 
 // ---- helpers ----
-
-static inline float hsum_ps(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-static inline float fp16(uint16_t h)
-{
-    return _cvtsh_ss(h);
-}
 
 // 8 bf16 values -> 8 floats (bf16 is the top half of an f32).
 static inline __m256 load_bf16x8(const uint16_t *p)
@@ -58,20 +46,6 @@ static inline void unpack_k4_scales(const uint8_t *q, uint32_t a[4])
     a[3] = ((w[2] >> 4) & 0x0f0f0f0fu) | (((w[1] >> 6) & 0x03030303u) << 4); // m 4..7
 }
 
-// The same as one register, bytes 0..7 = scales, 8..15 = mins, computed in SIMD on the dwords
-// w0..w2 (cheaper than the scalar form plus GPR->XMM moves). Reads 16 bytes at q: the 4 bytes
-// past the 12-byte field are the block's own quants.
-static inline __m128i k4_scales_mins(const uint8_t *q)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)q);
-    __m128i lo =
-        _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
-    lo = _mm_and_si128(lo, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    __m128i hi = _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
-    hi = _mm_and_si128(hi, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-    return _mm_or_si128(lo, hi);
-}
-
 // ---- float dots (n arbitrary; scalar tail) ----
 
 static void vec_dot_f32(int64_t n, float *s, const void *vx, const void *vy)
@@ -87,7 +61,7 @@ static void vec_dot_f32(int64_t n, float *s, const void *vx, const void *vy)
     }
     for (; i + 8 <= n; i += 8)
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
-    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    float sum = x86_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     for (; i < n; i++)
         sum += x[i] * y[i];
     *s = sum;
@@ -111,9 +85,9 @@ static void vec_dot_f16(int64_t n, float *s, const void *vx, const void *vy)
         __m256 y0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i)));
         a0 = _mm256_fmadd_ps(x0, y0, a0);
     }
-    float sum = hsum_ps(_mm256_add_ps(a0, a1));
+    float sum = x86_hsum256(_mm256_add_ps(a0, a1));
     for (; i < n; i++)
-        sum += fp16(x[i]) * fp16(y[i]);
+        sum += x86_fp16(x[i]) * x86_fp16(y[i]);
     *s = sum;
 }
 
@@ -128,7 +102,7 @@ static void vec_dot_bf16(int64_t n, float *s, const void *vx, const void *vy)
     }
     for (; i + 8 <= n; i += 8)
         a0 = _mm256_fmadd_ps(load_bf16x8(x + i), load_bf16x8(y + i), a0);
-    float sum = hsum_ps(_mm256_add_ps(a0, a1));
+    float sum = x86_hsum256(_mm256_add_ps(a0, a1));
     for (; i < n; i++)
         sum += gl_bf16_to_f32(x[i]) * gl_bf16_to_f32(y[i]);
     *s = sum;
@@ -145,10 +119,10 @@ static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *v
     for (int64_t i = 0; i < n / GL_QK8_0; i++) {
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
         __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        __m256 d = _mm256_set1_ps(fp16(x[i].d) * fp16(y[i].d));
+        __m256 d = _mm256_set1_ps(x86_fp16(x[i].d) * x86_fp16(y[i].d));
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8x32(qx, qy)), acc);
     }
-    *s = hsum_ps(acc);
+    *s = x86_hsum256(acc);
 }
 
 static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
@@ -164,22 +138,13 @@ static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *v
         __m256i q = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
         q = _mm256_sub_epi8(_mm256_and_si256(q, m4), off);
         __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        __m256 d = _mm256_set1_ps(fp16(x[i].d) * fp16(y[i].d));
+        __m256 d = _mm256_set1_ps(x86_fp16(x[i].d) * x86_fp16(y[i].d));
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8x32(q, qy)), acc);
     }
-    *s = hsum_ps(acc);
+    *s = x86_hsum256(acc);
 }
 
 // ---- k-quant dots (activation q8_K) ----
-
-// Sum over the 8 sub-blocks of m[j] * (bsums[2j] + bsums[2j+1]), as 8 int32 lanes.
-static inline __m256i k4_min_sums(__m128i scm, const int16_t *bsums)
-{
-    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m128i mb = _mm_shuffle_epi8(scm, dup);
-    __m256i bs = _mm256_loadu_si256((const __m256i *)bsums);
-    return _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(mb));
-}
 
 // 16-bit broadcast controls: lane-wise pshufb picking int16 element e into every position.
 static inline __m256i bcast16_ctl(int e)
@@ -211,10 +176,10 @@ static void vec_dot_q4_K_q8_K(int64_t n, float *s, const void *vx, const void *v
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / GL_QK_K; i++) {
-        const __m128i scm = k4_scales_mins(x[i].scales);
-        const float d = fp16(x[i].d) * y[i].d;
-        const float dmin = fp16(x[i].dmin) * y[i].d;
-        __m256i mins = k4_min_sums(scm, y[i].bsums);
+        const __m128i scm = x86_k4_scales_mins(x[i].scales);
+        const float d = x86_fp16(x[i].d) * y[i].d;
+        const float dmin = x86_fp16(x[i].dmin) * y[i].d;
+        __m256i mins = x86_k4_min_sums(scm, y[i].bsums);
         acc_m = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mins), acc_m);
 
         __m256i scales = k4_scales16(scm);
@@ -230,7 +195,7 @@ static void vec_dot_q4_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
     }
-    *s = hsum_ps(acc) - hsum_ps(acc_m);
+    *s = x86_hsum256(acc) - x86_hsum256(acc_m);
 }
 
 static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
@@ -241,10 +206,10 @@ static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *v
     const __m256i m4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / GL_QK_K; i++) {
-        const __m128i scm = k4_scales_mins(x[i].scales);
-        const float d = fp16(x[i].d) * y[i].d;
-        const float dmin = fp16(x[i].dmin) * y[i].d;
-        __m256i mins = k4_min_sums(scm, y[i].bsums);
+        const __m128i scm = x86_k4_scales_mins(x[i].scales);
+        const float d = x86_fp16(x[i].d) * y[i].d;
+        const float dmin = x86_fp16(x[i].dmin) * y[i].d;
+        __m256i mins = x86_k4_min_sums(scm, y[i].bsums);
         acc_m = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mins), acc_m);
 
         __m256i scales = k4_scales16(scm);
@@ -265,7 +230,7 @@ static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
     }
-    *s = hsum_ps(acc) - hsum_ps(acc_m);
+    *s = x86_hsum256(acc) - x86_hsum256(acc_m);
 }
 
 // q6_K: in each 128-element half h (ql += 64h, qh += 32h), element 128h + 32k + l (l < 32) has
@@ -280,7 +245,7 @@ static void vec_dot_q6_K_q8_K(int64_t n, float *s, const void *vx, const void *v
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / GL_QK_K; i++) {
-        const float d = fp16(x[i].d) * y[i].d;
+        const float d = x86_fp16(x[i].d) * y[i].d;
         __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
         // The -32 offset: sum_g sc[g] * 32 * bsums[g], subtracted once per block.
         __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
@@ -316,7 +281,7 @@ static void vec_dot_q6_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
     }
-    *s = hsum_ps(acc);
+    *s = x86_hsum256(acc);
 }
 
 // ---- activation quantizers (byte-identical to the reference) ----
@@ -457,7 +422,7 @@ static void to_float_q8_0(const void *vx, float *y, int64_t n)
     GL_ASSERT(n % GL_QK8_0 == 0);
     const struct gl_block_q8_0 *x = vx;
     for (int64_t i = 0; i < n / GL_QK8_0; i++, y += GL_QK8_0) {
-        __m256 d = _mm256_set1_ps(fp16(x[i].d));
+        __m256 d = _mm256_set1_ps(x86_fp16(x[i].d));
         for (int k = 0; k < 4; k++)
             store_scaled_i8x8(y + 8 * k, _mm_loadl_epi64((const __m128i *)(x[i].qs + 8 * k)), d);
     }
@@ -469,7 +434,7 @@ static void to_float_q4_0(const void *vx, float *y, int64_t n)
     const struct gl_block_q4_0 *x = vx;
     const __m128i m4 = _mm_set1_epi8(0x0f), off = _mm_set1_epi8(8);
     for (int64_t i = 0; i < n / GL_QK4_0; i++, y += GL_QK4_0) {
-        __m256 d = _mm256_set1_ps(fp16(x[i].d));
+        __m256 d = _mm256_set1_ps(x86_fp16(x[i].d));
         __m128i b = _mm_loadu_si128((const __m128i *)x[i].qs);
         __m128i lo = _mm_sub_epi8(_mm_and_si128(b, m4), off);
         __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), m4), off);

@@ -6,6 +6,7 @@
 // then vpdpwssd with the group scale), one float FMA per block, a horizontal sum per row.
 // BF16 uses vdpbf16ps, which treats denormal inputs as zero (documented tolerance in the tests).
 #include "kernels/kernels_int.h"
+#include "kernels/kernels_x86.h"
 
 #include "base/base.h"
 
@@ -14,54 +15,23 @@
 
 // ---- helpers ----
 
-// Hot-loop helpers must be inlined: a call boundary spills the vector accumulators.
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-ALWAYS_INLINE float fp16(uint16_t h)
-{
-    return _cvtsh_ss(h);
-}
-
-ALWAYS_INLINE float hsum256(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-ALWAYS_INLINE __mmask16 tail16(int64_t r)
+GL_X86_INLINE __mmask16 tail16(int64_t r)
 {
     return (__mmask16)((1u << r) - 1);
 }
 
 // 128-bit-lane pshufb control that broadcasts int16 element e (0..7) of each lane.
-ALWAYS_INLINE __m128i bcast16_ctl(int e)
+GL_X86_INLINE __m128i bcast16_ctl(int e)
 {
     return _mm_set1_epi16((short)(((2 * e + 1) << 8) | (2 * e)));
 }
 
 // A zmm control whose four 128-bit lanes broadcast int16 elements e[0..3] respectively.
-ALWAYS_INLINE __m512i bcast16_ctl4(int e0, int e1, int e2, int e3)
+GL_X86_INLINE __m512i bcast16_ctl4(int e0, int e1, int e2, int e3)
 {
     __m256i lo = _mm256_setr_m128i(bcast16_ctl(e0), bcast16_ctl(e1));
     __m256i hi = _mm256_setr_m128i(bcast16_ctl(e2), bcast16_ctl(e3));
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-// The 12-byte q4_K/q5_K scale field (8 scales, 8 mins, 6 bits each; layout in kernels_avx2.c)
-// as one register: bytes 0..7 = scales, 8..15 = mins. Computed in SIMD on the field's dwords
-// w0..w2, since scalar unpacking plus GPR->XMM moves showed up as a large share of the block.
-// Reads 16 bytes at q: the 4 bytes past the field are the block's own quants.
-ALWAYS_INLINE __m128i k4_scales_mins(const uint8_t *q)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)q);
-    __m128i lo =
-        _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
-    lo = _mm_and_si128(lo, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    __m128i hi = _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
-    hi = _mm_and_si128(hi, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-    return _mm_or_si128(lo, hi);
 }
 
 // ---- float dots (n arbitrary; masked tails) ----
@@ -86,7 +56,7 @@ static void vec_dot_f32(int64_t n, float *s, const void *vx, const void *vy)
     *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-ALWAYS_INLINE __m512 load_f16x16(const uint16_t *p)
+GL_X86_INLINE __m512 load_f16x16(const uint16_t *p)
 {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
@@ -139,18 +109,19 @@ static void vec_dot_bf16(int64_t n, float *s, const void *vx, const void *vy)
 
 // One block: |x| (u8, exact for -128) times y carrying x's sign (y is never -128: activation
 // quants are clamped to [-127, 127]), then acc += d * sum.
-ALWAYS_INLINE __m256 q8_0_block(const struct gl_block_q8_0 *x, const struct gl_block_q8_0 *y,
+GL_X86_INLINE __m256 q8_0_block(const struct gl_block_q8_0 *x, const struct gl_block_q8_0 *y,
                                 __m256 acc)
 {
     __m256i qx = _mm256_loadu_si256((const __m256i *)x->qs);
     __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
     __m256i p =
         _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qx), _mm256_sign_epi8(qy, qx));
-    return _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * fp16(y->d)), _mm256_cvtepi32_ps(p), acc);
+    return _mm256_fmadd_ps(_mm256_set1_ps(x86_fp16(x->d) * x86_fp16(y->d)), _mm256_cvtepi32_ps(p),
+                           acc);
 }
 
 // sum (q - 8) * y = sum q*y - sum 8*y, both unsigned x signed VNNI.
-ALWAYS_INLINE __m256 q4_0_block(const struct gl_block_q4_0 *x, const struct gl_block_q8_0 *y,
+GL_X86_INLINE __m256 q4_0_block(const struct gl_block_q4_0 *x, const struct gl_block_q8_0 *y,
                                 __m256 acc)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
@@ -159,7 +130,8 @@ ALWAYS_INLINE __m256 q4_0_block(const struct gl_block_q4_0 *x, const struct gl_b
     __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
     __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, qy);
     p = _mm256_sub_epi32(p, _mm256_dpbusd_epi32(_mm256_setzero_si256(), eight, qy));
-    return _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * fp16(y->d)), _mm256_cvtepi32_ps(p), acc);
+    return _mm256_fmadd_ps(_mm256_set1_ps(x86_fp16(x->d) * x86_fp16(y->d)), _mm256_cvtepi32_ps(p),
+                           acc);
 }
 
 // Four accumulators: a block is only a few cycles of work, less than one FMA latency chain.
@@ -179,7 +151,7 @@ static void vec_dot_q8_0_q8_0(int64_t n, float *s, const void *vx, const void *v
     }
     for (; i < nb; i++)
         a0 = q8_0_block(&x[i], &y[i], a0);
-    *s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    *s = x86_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
 static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *vy)
@@ -198,24 +170,15 @@ static void vec_dot_q4_0_q8_0(int64_t n, float *s, const void *vx, const void *v
     }
     for (; i < nb; i++)
         a0 = q4_0_block(&x[i], &y[i], a0);
-    *s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    *s = x86_hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
 // ---- k-quant dots (activation q8_K) ----
 
-// sum_j m[j] * (bsums[2j] + bsums[2j+1]) as 8 int32 lanes.
-ALWAYS_INLINE __m256i k4_min_sums(__m128i scm, const int16_t *bsums)
-{
-    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m128i mb = _mm_shuffle_epi8(scm, dup);
-    __m256i bs = _mm256_loadu_si256((const __m256i *)bsums);
-    return _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(mb));
-}
-
 // Shared q4_K/q5_K body. A 64-element chunk j is 32 qs bytes broadcast to both halves of a zmm;
 // shifting the upper half by 4 (srlv) puts sub-block 2j (low nibbles) then 2j+1 (high nibbles)
 // in element order, so the activations load contiguously. q5_K adds 16 where its qh bit is set.
-ALWAYS_INLINE __m512i k4_chunk(__m512i sum, int j, __m512i scales16, const uint8_t *qs,
+GL_X86_INLINE __m512i k4_chunk(__m512i sum, int j, __m512i scales16, const uint8_t *qs,
                                const uint8_t *qh, __m512i h, const int8_t *q8)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -234,7 +197,7 @@ ALWAYS_INLINE __m512i k4_chunk(__m512i sum, int j, __m512i scales16, const uint8
 
 // Returns the scale-weighted int32 sums (16 lanes) of the block. Written out (not a loop) so
 // every chunk's constants fold; two accumulators halve the vpdpwssd dependency chain.
-ALWAYS_INLINE __m512i dot_k4_block(__m128i scm, const uint8_t *qs, const uint8_t *qh,
+GL_X86_INLINE __m512i dot_k4_block(__m128i scm, const uint8_t *qs, const uint8_t *qh,
                                    const int8_t *q8)
 {
     const __m512i scales16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scm));
@@ -249,7 +212,7 @@ ALWAYS_INLINE __m512i dot_k4_block(__m128i scm, const uint8_t *qs, const uint8_t
 
 // (d, dmin) of a q4_K/q5_K block (adjacent fp16 at dd) times the activation scale, in lanes 0, 1:
 // one conversion for both instead of two scalar ones.
-ALWAYS_INLINE __m128 k4_super_scales(const uint16_t *dd, float yd)
+GL_X86_INLINE __m128 k4_super_scales(const uint16_t *dd, float yd)
 {
     uint32_t bits;
     memcpy(&bits, dd, 4);
@@ -257,14 +220,14 @@ ALWAYS_INLINE __m128 k4_super_scales(const uint16_t *dd, float yd)
 }
 
 // acc += d * (scale-weighted sums), acc_m += dmin * (min-weighted bsums) for one q4_K/q5_K block.
-ALWAYS_INLINE void k4_block(const uint16_t *dd, const uint8_t *scales, const uint8_t *qs,
+GL_X86_INLINE void k4_block(const uint16_t *dd, const uint8_t *scales, const uint8_t *qs,
                             const uint8_t *qh, const struct gl_block_q8_K *y, __m512 *acc,
                             __m256 *acc_m)
 {
-    const __m128i scm = k4_scales_mins(scales);
+    const __m128i scm = x86_k4_scales_mins(scales);
     const __m128 d = k4_super_scales(dd, y->d);
     *acc_m = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(d)),
-                             _mm256_cvtepi32_ps(k4_min_sums(scm, y->bsums)), *acc_m);
+                             _mm256_cvtepi32_ps(x86_k4_min_sums(scm, y->bsums)), *acc_m);
     __m512i sum = dot_k4_block(scm, qs, qh, y->qs);
     *acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(d), _mm512_cvtepi32_ps(sum), *acc);
 }
@@ -278,7 +241,7 @@ static void vec_dot_q4_K_q8_K(int64_t n, float *s, const void *vx, const void *v
     __m256 acc_m = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / GL_QK_K; i++)
         k4_block(&x[i].d, x[i].scales, x[i].qs, NULL, &y[i], &acc, &acc_m);
-    *s = _mm512_reduce_add_ps(acc) - hsum256(acc_m);
+    *s = _mm512_reduce_add_ps(acc) - x86_hsum256(acc_m);
 }
 
 static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *vy)
@@ -290,7 +253,7 @@ static void vec_dot_q5_K_q8_K(int64_t n, float *s, const void *vx, const void *v
     __m256 acc_m = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / GL_QK_K; i++)
         k4_block(&x[i].d, x[i].scales, x[i].qs, x[i].qh, &y[i], &acc, &acc_m);
-    *s = _mm512_reduce_add_ps(acc) - hsum256(acc_m);
+    *s = _mm512_reduce_add_ps(acc) - x86_hsum256(acc_m);
 }
 
 // q6_K (layout in kernels_avx2.c). Per 128-element half: 64 ql bytes in one zmm give elements
@@ -331,7 +294,8 @@ static void vec_dot_q6_K_q8_K(int64_t n, float *s, const void *vx, const void *v
             sum = _mm512_dpwssd_epi32(sum, p0, _mm512_shuffle_epi8(s16, ctl_lo));
             sum = _mm512_dpwssd_epi32(sum, p1, _mm512_shuffle_epi8(s16, ctl_hi));
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(fp16(x[i].d) * y[i].d), _mm512_cvtepi32_ps(sum), acc);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(x86_fp16(x[i].d) * y[i].d), _mm512_cvtepi32_ps(sum),
+                              acc);
     }
     *s = _mm512_reduce_add_ps(acc);
 }

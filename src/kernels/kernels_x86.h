@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// kernels: small x86 helpers shared by the ISA files (kernels_avx2.c, kernels_avx512.c). Needs at
+// least AVX2 + F16C, so only files compiled with those flags may include it; kernels.c must not.
+#pragma once
+
+#include <immintrin.h>
+#include <stdint.h>
+
+// Hot-loop helpers must be inlined: a call boundary spills the vector accumulators.
+#define GL_X86_INLINE static inline __attribute__((always_inline))
+
+GL_X86_INLINE float x86_fp16(uint16_t h)
+{
+    return _cvtsh_ss(h);
+}
+
+// Horizontal sum of 8 floats.
+GL_X86_INLINE float x86_hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// The 12-byte q4_K/q5_K scale field (8 scales, 8 mins, 6 bits each: bytes 0..3 hold the low 6
+// bits of scales 0..3 and their top 2 bits of scales 4..7; bytes 4..7 the same for mins; bytes
+// 8..11 the low 4 bits of scales 4..7 (low nibble) and mins 4..7 (high nibble)) as one register:
+// bytes 0..7 = scales, 8..15 = mins. Computed in SIMD on the field's dwords w0..w2, since scalar
+// unpacking plus GPR->XMM moves showed up as a large share of the block. Reads 16 bytes at q: the 4
+// bytes past the field are the block's own quants.
+GL_X86_INLINE __m128i x86_k4_scales_mins(const uint8_t *q)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)q);
+    __m128i lo =
+        _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
+    lo = _mm_and_si128(lo, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    __m128i hi = _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
+    hi = _mm_and_si128(hi, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    return _mm_or_si128(lo, hi);
+}
+
+// Sum over the 8 sub-blocks of m[j] * (bsums[2j] + bsums[2j+1]), as 8 int32 lanes; scm is
+// x86_k4_scales_mins() (mins in bytes 8..15), bsums the q8_K block's 16 group sums.
+GL_X86_INLINE __m256i x86_k4_min_sums(__m128i scm, const int16_t *bsums)
+{
+    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m128i mb = _mm_shuffle_epi8(scm, dup);
+    __m256i bs = _mm256_loadu_si256((const __m256i *)bsums);
+    return _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(mb));
+}
