@@ -17,6 +17,7 @@ static const struct {
     {"make-model", gl_cmd_make_model, "write a random-weight Muse Glimmer GGUF"},
     {"bench", gl_cmd_bench, "prompt-processing and generation speed (pp/tg tokens/s)"},
     {"chat", gl_cmd_chat, "chat render: print the prompt for an OpenAI chat request"},
+    {"plan", gl_cmd_plan, "KV-cache sizing (capacity, concurrency) from a model's metadata"},
 };
 
 static void usage(FILE *f)

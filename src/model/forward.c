@@ -4,8 +4,12 @@
 // windowed/causal GQA attention, sigmoid output gate, SwiGLU) -> final norm -> lm_head ->
 // x logit_scale -> soft-cap. Activations are f32; matmuls quantize the activation rows to the
 // weight's vec_dot type and call gl_matmul. All scratch is sized at ctx creation (n_batch rows),
-// so a steady-state decode step allocates nothing. K/V are read and written only through
-// struct gl_kv_view page tables.
+// so a steady-state decode step allocates nothing. A step may carry several sequences (each a
+// chunk of tokens at its own positions): every matmul takes all rows of the step together, and
+// attention runs per sequence. K/V are read and written only through struct gl_kv_view page
+// tables, stored as f32/f16/bf16/fp8 rows (fp8: one f32 scale per row, see src/kv/kv.c) and
+// converted back to f32 one head row at a time while attending.
+#include "kv/fp8.h"
 #include "model/model.h"
 #include "model/model_int.h"
 
@@ -24,8 +28,14 @@ struct gl_model_ctx {
     float *h, *x, *q, *g, *kc, *vc, *att, *fa, *fb, *y;
     float *rope_cos, *rope_sin; // B x D/2 for the current chunk (sliding-layer base)
     double *inv_freq;           // D/2: base_swa^(-2j/D)
-    float *scores;              // n_threads x n_ctx attention weights
-    void *act;                  // quantized activation rows
+    // attention scratch per thread (att_stride floats): n_ctx x grp weights (key-major), grp
+    // maxima, grp inverse sums, and two D-float rows for converted K/V
+    float *scores;
+    size_t att_stride;
+    int32_t *row_seq;         // B: sequence of each row of the step
+    int64_t *row_pos;         // B: position of each row
+    struct gl_kv_view *views; // n_layer, for gl_model_forward's single sequence
+    void *act;                // quantized activation rows
     size_t act_cap;
     // the activation buffer currently holds src quantized to act_type (n_tok x n_in)
     const float *act_src;
@@ -47,6 +57,9 @@ void gl_model_ctx_delete(struct gl_model_ctx *c)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         gl_free_aligned(bufs[i]);
     gl_free(c->inv_freq);
+    gl_free(c->row_seq);
+    gl_free(c->row_pos);
+    gl_free(c->views);
     gl_free_aligned(c->act);
     gl_pool_delete(c->pool);
     gl_free(c);
@@ -85,6 +98,7 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
     c->m = m;
     c->k = gl_kernels_get();
     GL_ASSERT(c->k->vec_dot[GL_TYPE_F32] != NULL); // attention scores use it
+    GL_ASSERT(c->k->to_float[GL_TYPE_F16] && c->k->to_float[GL_TYPE_BF16]); // f16/bf16 KV rows
     c->n_batch = n_batch;
     c->n_ctx = n_ctx;
     c->pool = gl_pool_new(n_threads);
@@ -110,11 +124,17 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
     c->fb = gl_malloc_aligned(B * F * sizeof(float));
     c->rope_cos = gl_malloc_aligned(B * D2 * sizeof(float));
     c->rope_sin = gl_malloc_aligned(B * D2 * sizeof(float));
-    c->scores = gl_malloc_aligned((size_t)c->n_threads * (size_t)n_ctx * sizeof(float));
+    const size_t grp = (size_t)(cf->n_head / cf->n_head_kv), D = (size_t)cf->head_dim;
+    c->att_stride = (grp * (size_t)n_ctx + 2 * grp + 2 * D + 15) / 16 * 16;
+    c->scores = gl_malloc_aligned((size_t)c->n_threads * c->att_stride * sizeof(float));
     c->inv_freq = gl_malloc(D2 * sizeof(double));
     c->act = gl_malloc_aligned(c->act_cap ? c->act_cap : 64);
+    c->row_seq = gl_malloc(B * sizeof *c->row_seq);
+    c->row_pos = gl_malloc(B * sizeof *c->row_pos);
+    c->views = gl_malloc((size_t)cf->n_layer * sizeof *c->views);
     if (!c->h || !c->x || !c->y || !c->q || !c->g || !c->att || !c->kc || !c->vc || !c->fa ||
-        !c->fb || !c->rope_cos || !c->rope_sin || !c->scores || !c->inv_freq || !c->act) {
+        !c->fb || !c->rope_cos || !c->rope_sin || !c->scores || !c->inv_freq || !c->act ||
+        !c->row_seq || !c->row_pos || !c->views) {
         gl_model_ctx_delete(c);
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for step scratch (batch %d, ctx %lld)",
                           n_batch, (long long)n_ctx);
@@ -206,56 +226,150 @@ static void act_invalidate(struct gl_model_ctx *c)
     c->act_src = NULL;
 }
 
+// ---- KV rows ----
+
+static uint8_t *kv_page(const struct gl_kv_view *v, int64_t p)
+{
+    GL_ASSERT(p >= 0 && p / v->block_size < v->n_blocks);
+    int32_t pg = v->pages[p / v->block_size];
+    GL_ASSERT_MSG(pg >= 0, "kv: position %lld read or written through an unmapped block",
+                  (long long)p);
+    return v->base + (size_t)pg * v->page_bytes;
+}
+
+// Stores one position's K or V row (KD f32 values) in the view's dtype. fp8 rows get their own
+// scale amax / 448, so the largest element lands on the format's largest finite value.
+static void kv_store(const struct gl_kv_view *v, int64_t p, int is_v, const float *src, int64_t KD)
+{
+    uint8_t *pg = kv_page(v, p);
+    const int64_t r = p % v->block_size;
+    uint8_t *dst = pg + (is_v ? v->v_off : v->k_off) + (size_t)r * v->row_bytes;
+    switch (v->dtype) {
+    case GL_KV_F32:
+        memcpy(dst, src, (size_t)KD * sizeof(float));
+        break;
+    case GL_KV_F16:
+        for (int64_t i = 0; i < KD; i++) {
+            uint16_t h = gl_f32_to_fp16(src[i]);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+        break;
+    case GL_KV_BF16:
+        for (int64_t i = 0; i < KD; i++) {
+            uint16_t h = gl_f32_to_bf16(src[i]);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+        break;
+    case GL_KV_FP8_E4M3: {
+        float amax = 0.0f;
+        for (int64_t i = 0; i < KD; i++)
+            amax = fabsf(src[i]) > amax ? fabsf(src[i]) : amax;
+        float scale = amax / 448.0f, inv = amax > 0.0f ? 448.0f / amax : 0.0f;
+        for (int64_t i = 0; i < KD; i++)
+            dst[i] = gl_fp8_e4m3_encode(src[i] * inv);
+        memcpy(pg + (is_v ? v->v_scale_off : v->k_scale_off) + (size_t)r * sizeof(float), &scale,
+               sizeof scale);
+        break;
+    }
+    }
+}
+
+// Head kh of the K or V row at position p as D f32 values: in place for f32, else converted
+// into buf.
+static const float *kv_head(const struct gl_kernels *k, const struct gl_kv_view *v, int64_t p,
+                            int is_v, int kh, int D, float *buf)
+{
+    const uint8_t *pg = kv_page(v, p);
+    const int64_t r = p % v->block_size;
+    const uint8_t *row = pg + (is_v ? v->v_off : v->k_off) + (size_t)r * v->row_bytes;
+    const size_t esz = gl_kv_dtype_size(v->dtype);
+    const uint8_t *src = row + (size_t)kh * (size_t)D * esz;
+    switch (v->dtype) {
+    case GL_KV_F32:
+        return (const float *)(const void *)src;
+    case GL_KV_F16:
+        k->to_float[GL_TYPE_F16](src, buf, D);
+        return buf;
+    case GL_KV_BF16:
+        k->to_float[GL_TYPE_BF16](src, buf, D);
+        return buf;
+    case GL_KV_FP8_E4M3: {
+        float scale;
+        memcpy(&scale, pg + (is_v ? v->v_scale_off : v->k_scale_off) + (size_t)r * sizeof(float),
+               sizeof scale);
+        for (int i = 0; i < D; i++)
+            buf[i] = gl_fp8_e4m3_table[src[i]] * scale;
+        return buf;
+    }
+    }
+    GL_ASSERT(!"unknown kv dtype");
+    return NULL;
+}
+
 // ---- attention ----
 
 struct attn_job {
     struct gl_model_ctx *c;
-    struct gl_kv_view view;
-    int64_t pos0, n_tok;
+    const struct gl_batch_seq *seqs;
+    int layer;
+    int64_t n_tok;
     int window; // 0 = causal only
 };
 
-// One (token, head) pair per work item: scores over the visible keys, softmax, weighted sum.
+// One (token, kv head) pair per work item, covering the grp query heads that share the kv head
+// so every K/V row is converted once: scores over the visible keys, softmax, weighted sum. Per
+// query head the arithmetic (dot, max, exp, sum, accumulation order) is that of a plain
+// one-head loop, so f32 results do not depend on the grouping.
 static void attn_rows(void *ctx, int ith, int nth)
 {
     struct attn_job *j = ctx;
     struct gl_model_ctx *c = j->c;
     const struct gl_model_config *cf = &c->m->cfg;
     const int H = cf->n_head, Hkv = cf->n_head_kv, D = cf->head_dim, grp = H / Hkv;
-    const int bs = j->view.block_size;
     const float scale = 1.0f / sqrtf((float)D);
-    float *sc = c->scores + (size_t)ith * (size_t)c->n_ctx;
+    const int64_t nc = c->n_ctx;
+    float *sc = c->scores + (size_t)ith * c->att_stride;
+    float *mx = sc + (size_t)grp * (size_t)nc, *inv = mx + grp, *kbuf = inv + grp, *vbuf = kbuf + D;
     const gl_vec_dot_fn dot = c->k->vec_dot[GL_TYPE_F32]; // SIMD f32 dot from the table
-    for (int64_t item = ith; item < j->n_tok * H; item += nth) {
-        const int64_t t = item / H;
-        const int h = (int)(item % H), kh = h / grp;
-        const int64_t p = j->pos0 + t;
+    for (int64_t item = ith; item < j->n_tok * Hkv; item += nth) {
+        const int64_t t = item / Hkv;
+        const int kh = (int)(item % Hkv);
+        const struct gl_kv_view *view = &j->seqs[c->row_seq[t]].views[j->layer];
+        const int64_t p = c->row_pos[t];
         const int64_t lo = j->window > 0 && p - j->window + 1 > 0 ? p - j->window + 1 : 0;
-        const float *qh = c->q + t * (int64_t)H * D + (int64_t)h * D;
-        float mx = -INFINITY;
+        const float *q0 = c->q + t * (int64_t)H * D + (int64_t)kh * grp * D;
+        for (int g = 0; g < grp; g++)
+            mx[g] = -INFINITY;
         for (int64_t s = lo; s <= p; s++) {
-            const float *kr = j->view.k_blocks[s / bs] + ((s % bs) * Hkv + kh) * (int64_t)D;
-            float d;
-            dot(D, &d, kr, qh);
-            d *= scale;
-            sc[s - lo] = d;
-            mx = d > mx ? d : mx;
+            const float *kr = kv_head(c->k, view, s, 0, kh, D, kbuf);
+            for (int g = 0; g < grp; g++) {
+                float d;
+                dot(D, &d, kr, q0 + (int64_t)g * D);
+                d *= scale;
+                sc[(s - lo) * grp + g] = d;
+                mx[g] = d > mx[g] ? d : mx[g];
+            }
         }
-        float sum = 0.0f;
-        for (int64_t s = lo; s <= p; s++) {
-            float e = expf(sc[s - lo] - mx);
-            sc[s - lo] = e;
-            sum += e;
+        for (int g = 0; g < grp; g++) {
+            float sum = 0.0f;
+            for (int64_t s = lo; s <= p; s++) {
+                float e = expf(sc[(s - lo) * grp + g] - mx[g]);
+                sc[(s - lo) * grp + g] = e;
+                sum += e;
+            }
+            inv[g] = 1.0f / sum;
         }
-        const float inv = 1.0f / sum;
-        float *o = c->att + t * (int64_t)H * D + (int64_t)h * D;
-        for (int i = 0; i < D; i++)
-            o[i] = 0.0f;
+        float *o0 = c->att + t * (int64_t)H * D + (int64_t)kh * grp * D;
+        for (int i = 0; i < grp * D; i++)
+            o0[i] = 0.0f;
         for (int64_t s = lo; s <= p; s++) {
-            const float *vr = j->view.v_blocks[s / bs] + ((s % bs) * Hkv + kh) * (int64_t)D;
-            const float wgt = sc[s - lo] * inv;
-            for (int i = 0; i < D; i++)
-                o[i] += wgt * vr[i];
+            const float *vr = kv_head(c->k, view, s, 1, kh, D, vbuf);
+            for (int g = 0; g < grp; g++) {
+                const float wgt = sc[(s - lo) * grp + g] * inv[g];
+                float *o = o0 + (int64_t)g * D;
+                for (int i = 0; i < D; i++)
+                    o[i] += wgt * vr[i];
+            }
         }
     }
 }
@@ -333,7 +447,7 @@ static void cap_run(void *ctx, int ith, int nth)
     }
 }
 
-// ---- one chunk ----
+// ---- one step ----
 
 static void emit(const struct gl_model_dump *dump, int layer, int64_t pos0, const float *x,
                  int64_t n, int64_t width)
@@ -342,19 +456,41 @@ static void emit(const struct gl_model_dump *dump, int layer, int64_t pos0, cons
         dump->fn(dump->user, layer, pos0, x, n, width);
 }
 
-static void forward_chunk(struct gl_model_ctx *c, struct gl_kv_cache *kv, const int32_t *tokens,
-                          int64_t n, int64_t pos0, float *logits, int64_t n_logit_rows,
-                          const struct gl_model_dump *dump)
+// Output head for rows x[0..n) (already final-normed) into out (n x n_vocab): lm_head, logit
+// scale, soft-cap.
+static void head_rows(struct gl_model_ctx *c, const float *x, int64_t n, float *out)
+{
+    const struct gl_model_config *cf = &c->m->cfg;
+    matmul(c, &c->m->output, x, n, out);
+    struct cap_job cj = {out, n * (int64_t)cf->n_vocab, cf->logit_scale, cf->softcap};
+    gl_pool_run(c->pool, cap_run, &cj); // 200k tanhf per row: worth both threads in decode
+}
+
+// The whole step; inputs validated by the callers. dump (single sequence only) sees pos0 of
+// seqs[0].
+static void forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs, int n_seqs,
+                         float *logits, const struct gl_model_dump *dump)
 {
     const struct gl_model *m = c->m;
     const struct gl_model_config *cf = &m->cfg;
     const int64_t E = cf->n_embd, F = cf->n_ff, H = cf->n_head, Hkv = cf->n_head_kv,
                   D = cf->head_dim, D2 = D / 2, HD = H * D, KD = Hkv * D;
 
+    int64_t n = 0;
+    for (int i = 0; i < n_seqs; i++)
+        for (int32_t t = 0; t < seqs[i].n; t++, n++) {
+            c->row_seq[n] = i;
+            c->row_pos[n] = seqs[i].pos0 + t;
+        }
+    GL_ASSERT(n > 0 && n <= c->n_batch);
+    const int64_t pos0 = seqs[0].pos0;
+
     // Embedding: dequantize one row of the table per token, then the scale-less RMS.
     for (int64_t t = 0; t < n; t++) {
+        const struct gl_batch_seq *sq = &seqs[c->row_seq[t]];
+        const int32_t tok = sq->tokens[c->row_pos[t] - sq->pos0];
         const uint8_t *row =
-            (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
+            (const uint8_t *)m->tok_embd.data + (size_t)tok * m->tok_embd.row_bytes;
         if (m->tok_embd.type == GL_TYPE_F32)
             memcpy(c->y + t * E, row, (size_t)E * sizeof(float));
         else
@@ -363,10 +499,10 @@ static void forward_chunk(struct gl_model_ctx *c, struct gl_kv_cache *kv, const 
     }
     emit(dump, -1, pos0, c->h, n, E);
 
-    // RoPE angles for this chunk (only sliding layers rotate; they share one base).
+    // RoPE angles per row (only sliding layers rotate; they share one base).
     for (int64_t t = 0; t < n; t++)
         for (int64_t j = 0; j < D2; j++) {
-            double a = (double)(pos0 + t) * c->inv_freq[j];
+            double a = (double)c->row_pos[t] * c->inv_freq[j];
             c->rope_cos[t * D2 + j] = (float)cos(a);
             c->rope_sin[t * D2 + j] = (float)sin(a);
         }
@@ -383,7 +519,6 @@ static void forward_chunk(struct gl_model_ctx *c, struct gl_kv_cache *kv, const 
         matmul(c, &ly->gate, c->x, n, c->g);
 
         // QK-norm per head (stored weights carry the 3.87 query scale), RoPE, store K/V.
-        struct gl_kv_view view = gl_kv_cache_view(kv, l);
         for (int64_t t = 0; t < n; t++) {
             const float *cs = c->rope_cos + t * D2, *sn = c->rope_sin + t * D2;
             for (int64_t hh = 0; hh < H; hh++) {
@@ -392,21 +527,19 @@ static void forward_chunk(struct gl_model_ctx *c, struct gl_kv_cache *kv, const 
                 if (swa)
                     rope_head(qh, cs, sn, (int)D2);
             }
-            const int64_t p = pos0 + t;
-            float *kdst = view.k_blocks[p / view.block_size] + (p % view.block_size) * KD;
-            float *vdst = view.v_blocks[p / view.block_size] + (p % view.block_size) * KD;
             for (int64_t hh = 0; hh < Hkv; hh++) {
                 float *kh = c->kc + t * KD + hh * D;
                 rms_norm(kh, kh, ly->k_norm, D, cf->rms_eps);
                 if (swa)
                     rope_head(kh, cs, sn, (int)D2);
             }
-            memcpy(kdst, c->kc + t * KD, (size_t)KD * sizeof(float));
-            memcpy(vdst, c->vc + t * KD, (size_t)KD * sizeof(float));
+            const struct gl_kv_view *view = &seqs[c->row_seq[t]].views[l];
+            kv_store(view, c->row_pos[t], 0, c->kc + t * KD, KD);
+            kv_store(view, c->row_pos[t], 1, c->vc + t * KD, KD);
         }
 
-        struct attn_job aj = {c, view, pos0, n, swa ? cf->window : 0};
-        if (n * H > 1)
+        struct attn_job aj = {c, seqs, l, n, swa ? cf->window : 0};
+        if (n * Hkv > 1)
             gl_pool_run(c->pool, attn_rows, &aj);
         else
             attn_rows(&aj, 0, 1);
@@ -425,20 +558,93 @@ static void forward_chunk(struct gl_model_ctx *c, struct gl_kv_cache *kv, const 
         rows(c, ROWS_POST_RESID, c->h, c->y, ly->post_ffw_norm, n, E, cf->post_eps);
         emit(dump, l, pos0, c->h, n, E);
     }
-    gl_kv_cache__set_len(kv, pos0 + n);
 
-    if (!logits || n_logit_rows == 0)
+    if (!logits)
         return;
-    // Output head on the last n_logit_rows rows only (decode/prefill need just the last one).
+    // Output head on the requested rows only (decode/prefill need just the last one per
+    // sequence): gather their final-normed rows into x, then one matmul per run of consecutive
+    // destination rows (one run when rows follow the sequence order).
     act_invalidate(c);
-    const int64_t r0 = n - n_logit_rows;
-    for (int64_t t = 0; t < n_logit_rows; t++)
-        rms_norm(c->x + t * E, c->h + (r0 + t) * E, m->output_norm, E, cf->rms_eps);
-    matmul(c, &m->output, c->x, n_logit_rows, logits);
     const int64_t V = cf->n_vocab;
-    struct cap_job cj = {logits, n_logit_rows * V, cf->logit_scale, cf->softcap};
-    gl_pool_run(c->pool, cap_run, &cj); // 200k tanhf per row: worth both threads in decode
-    emit(dump, cf->n_layer, pos0 + r0, logits, n_logit_rows, V);
+    int64_t n_out = 0, row0 = 0, first_src = -1;
+    int32_t dest[2] = {-1, 0}; // current run: first destination row, rows in it
+    for (int i = 0; i < n_seqs; row0 += seqs[i].n, i++) {
+        const struct gl_batch_seq *sq = &seqs[i];
+        if (sq->logits_row < 0)
+            continue;
+        const int32_t nl = sq->n_logits > 0 ? sq->n_logits : 1;
+        for (int32_t j = 0; j < nl; j++) {
+            const int64_t src = row0 + sq->n - nl + j;
+            const int32_t d = sq->logits_row + j;
+            if (dest[1] > 0 && d != dest[0] + dest[1]) { // run breaks: flush it
+                head_rows(c, c->x + (n_out - dest[1]) * E, dest[1], logits + dest[0] * V);
+                dest[1] = 0;
+            }
+            if (dest[1] == 0)
+                dest[0] = d;
+            dest[1]++;
+            if (first_src < 0)
+                first_src = src;
+            rms_norm(c->x + n_out * E, c->h + src * E, m->output_norm, E, cf->rms_eps);
+            n_out++;
+        }
+    }
+    if (dest[1] > 0)
+        head_rows(c, c->x + (n_out - dest[1]) * E, dest[1], logits + dest[0] * V);
+    if (n_out > 0 && n_seqs == 1)
+        emit(dump, cf->n_layer, pos0 + first_src, logits + (int64_t)seqs[0].logits_row * V, n_out,
+             V);
+}
+
+gl_status gl_model_forward_batch(struct gl_model_ctx *c, const struct gl_batch_seq *seqs,
+                                 int n_seqs, float *logits, struct gl_err *err)
+{
+    const struct gl_model_config *cf = &c->m->cfg;
+    if (n_seqs <= 0 || !seqs)
+        return gl_err_set(err, GL_E_INVAL, "forward: empty batch (%d sequences)", n_seqs);
+    int64_t total = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        const struct gl_batch_seq *sq = &seqs[i];
+        if (sq->n <= 0 || !sq->tokens || !sq->views || sq->pos0 < 0)
+            return gl_err_set(err, GL_E_INVAL,
+                              "forward: sequence %d of the batch: %d tokens at position %lld "
+                              "(tokens and views must be given, n >= 1, pos0 >= 0)",
+                              i, sq->n, (long long)sq->pos0);
+        total += sq->n;
+        if (sq->pos0 + sq->n > c->n_ctx)
+            return gl_err_set(err, GL_E_LIMIT,
+                              "forward: sequence %d reaches position %lld, the context is %lld", i,
+                              (long long)(sq->pos0 + sq->n), (long long)c->n_ctx);
+        if (sq->logits_row < -1 || (sq->logits_row >= 0 && !logits) || sq->n_logits < 0 ||
+            sq->n_logits > sq->n)
+            return gl_err_set(err, GL_E_INVAL,
+                              "forward: sequence %d: logits row %d / %d rows (of %d tokens) "
+                              "invalid%s",
+                              i, sq->logits_row, sq->n_logits, sq->n,
+                              logits ? "" : " with no logits buffer");
+        for (int l = 0; l < cf->n_layer; l++) {
+            const struct gl_kv_view *v = &sq->views[l];
+            if (v->block_size <= 0 || !v->pages || !v->base ||
+                (int64_t)v->n_blocks * v->block_size < sq->pos0 + sq->n ||
+                (unsigned)v->dtype > GL_KV_FP8_E4M3 ||
+                v->row_bytes <
+                    (size_t)cf->n_head_kv * (size_t)cf->head_dim * gl_kv_dtype_size(v->dtype))
+                return gl_err_set(err, GL_E_INVAL,
+                                  "forward: sequence %d, layer %d: view of %d blocks x %d does "
+                                  "not cover positions up to %lld (or is malformed)",
+                                  i, l, v->n_blocks, v->block_size, (long long)(sq->pos0 + sq->n));
+        }
+        for (int32_t t = 0; t < sq->n; t++)
+            if (sq->tokens[t] < 0 || sq->tokens[t] >= cf->n_vocab)
+                return gl_err_set(err, GL_E_INVAL,
+                                  "forward: sequence %d, token %d has id %d, vocab is %d", i, t,
+                                  sq->tokens[t], cf->n_vocab);
+    }
+    if (total > c->n_batch)
+        return gl_err_set(err, GL_E_INVAL, "forward: %lld tokens in the step, batch limit is %d",
+                          (long long)total, c->n_batch);
+    forward_step(c, seqs, n_seqs, logits, NULL);
+    return GL_OK;
 }
 
 gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cache *kv, const int32_t *tokens,
@@ -460,19 +666,20 @@ gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cache *kv, const
         if (tokens[i] < 0 || tokens[i] >= cf->n_vocab)
             return gl_err_set(err, GL_E_INVAL, "forward: token %lld has id %d, vocab is %d",
                               (long long)i, tokens[i], cf->n_vocab);
+    for (int l = 0; l < cf->n_layer; l++)
+        c->views[l] = gl_kv_cache_view(kv, l);
     for (int64_t done = 0; done < n;) {
         int64_t cn = n - done < c->n_batch ? n - done : c->n_batch;
-        int last = done + cn == n;
-        float *lg = NULL;
-        int64_t rows = 0;
+        struct gl_batch_seq sq = {tokens + done, (int32_t)cn, pos0 + done, c->views, -1, 0};
         if (logits && all_logits) {
-            lg = logits + done * (int64_t)cf->n_vocab;
-            rows = cn;
-        } else if (logits && last) {
-            lg = logits;
-            rows = 1;
+            sq.logits_row = 0;
+            sq.n_logits = (int32_t)cn;
+        } else if (logits && done + cn == n) {
+            sq.logits_row = 0;
         }
-        forward_chunk(c, kv, tokens + done, cn, pos0 + done, lg, rows, dump);
+        float *lg = logits && all_logits ? logits + done * (int64_t)cf->n_vocab : logits;
+        forward_step(c, &sq, 1, sq.logits_row >= 0 ? lg : NULL, dump);
+        gl_kv_cache__set_len(kv, pos0 + done + cn);
         done += cn;
     }
     return GL_OK;

@@ -484,16 +484,32 @@ void gl_model_delete(struct gl_model *m)
     gl_free(m);
 }
 
-// ---- KV cache: per layer, one contiguous f32 slab cut into blocks listed in a page table ----
+// ---- KV cache: one f32 slab of n_layer x n_blocks pages, page (l, b) = l * n_blocks + b ----
 
 #define KV_BLOCK 256
+
+size_t gl_kv_dtype_size(enum gl_kv_dtype t)
+{
+    switch (t) {
+    case GL_KV_F32:
+        return 4;
+    case GL_KV_F16:
+    case GL_KV_BF16:
+        return 2;
+    case GL_KV_FP8_E4M3:
+        return 1;
+    }
+    GL_ASSERT(!"unknown kv dtype");
+    return 0;
+}
 
 struct gl_kv_cache {
     int n_layer;
     int32_t n_blocks;
     int64_t cap, len;
-    float **k_tab, **v_tab; // [n_layer * n_blocks]
-    float **slabs;          // [2 * n_layer]
+    size_t row_bytes, page_bytes;
+    int32_t *pages; // [n_layer * n_blocks], the identity map
+    uint8_t *slab;  // n_layer * n_blocks pages: [K rows | V rows] of KV_BLOCK rows each
 };
 
 gl_status gl_kv_cache_new(struct gl_kv_cache **out, const struct gl_model_config *cfg,
@@ -509,42 +525,29 @@ gl_status gl_kv_cache_new(struct gl_kv_cache **out, const struct gl_model_config
     kv->n_layer = cfg->n_layer;
     kv->n_blocks = (int32_t)((n_ctx + KV_BLOCK - 1) / KV_BLOCK);
     kv->cap = n_ctx;
-    size_t row = (size_t)cfg->n_head_kv * (size_t)cfg->head_dim;
-    size_t nb = (size_t)kv->n_blocks;
-    kv->k_tab = gl_calloc(nb * (size_t)kv->n_layer, sizeof(float *));
-    kv->v_tab = gl_calloc(nb * (size_t)kv->n_layer, sizeof(float *));
-    kv->slabs = gl_calloc(2 * (size_t)kv->n_layer, sizeof(float *));
-    if (!kv->k_tab || !kv->v_tab || !kv->slabs)
-        goto oom;
-    for (int l = 0; l < kv->n_layer; l++) {
-        for (int s = 0; s < 2; s++) {
-            float *slab = gl_malloc_aligned(nb * KV_BLOCK * row * sizeof(float));
-            if (!slab)
-                goto oom;
-            kv->slabs[2 * l + s] = slab;
-            float **tab = s ? kv->v_tab : kv->k_tab;
-            for (size_t b = 0; b < nb; b++)
-                tab[(size_t)l * nb + b] = slab + b * KV_BLOCK * row;
-        }
+    kv->row_bytes = (size_t)cfg->n_head_kv * (size_t)cfg->head_dim * sizeof(float);
+    kv->page_bytes = 2 * KV_BLOCK * kv->row_bytes;
+    size_t n_pages = (size_t)kv->n_blocks * (size_t)kv->n_layer;
+    uint64_t bytes;
+    kv->pages = gl_malloc(n_pages * sizeof *kv->pages);
+    if (!kv->pages || !gl_mul_ok(n_pages, kv->page_bytes, &bytes) || bytes > SIZE_MAX ||
+        !(kv->slab = gl_malloc_aligned((size_t)bytes))) {
+        gl_kv_cache_delete(kv);
+        return gl_err_set(err, GL_E_NOMEM, "kv: no memory for %lld positions x %d layers",
+                          (long long)n_ctx, cfg->n_layer);
     }
+    for (size_t i = 0; i < n_pages; i++)
+        kv->pages[i] = (int32_t)i;
     *out = kv;
     return GL_OK;
-oom:
-    gl_kv_cache_delete(kv);
-    return gl_err_set(err, GL_E_NOMEM, "kv: no memory for %lld positions x %d layers",
-                      (long long)n_ctx, cfg->n_layer);
 }
 
 void gl_kv_cache_delete(struct gl_kv_cache *kv)
 {
     if (!kv)
         return;
-    if (kv->slabs)
-        for (int i = 0; i < 2 * kv->n_layer; i++)
-            gl_free_aligned(kv->slabs[i]);
-    gl_free(kv->slabs);
-    gl_free(kv->k_tab);
-    gl_free(kv->v_tab);
+    gl_free_aligned(kv->slab);
+    gl_free(kv->pages);
     gl_free(kv);
 }
 
@@ -570,12 +573,16 @@ void gl_kv_cache__set_len(struct gl_kv_cache *kv, int64_t len)
 struct gl_kv_view gl_kv_cache_view(const struct gl_kv_cache *kv, int layer)
 {
     GL_ASSERT(layer >= 0 && layer < kv->n_layer);
-    size_t off = (size_t)layer * (size_t)kv->n_blocks;
     struct gl_kv_view v = {
         .block_size = KV_BLOCK,
         .n_blocks = kv->n_blocks,
-        .k_blocks = kv->k_tab + off,
-        .v_blocks = kv->v_tab + off,
+        .pages = kv->pages + (size_t)layer * (size_t)kv->n_blocks,
+        .base = kv->slab,
+        .page_bytes = kv->page_bytes,
+        .row_bytes = kv->row_bytes,
+        .k_off = 0,
+        .v_off = KV_BLOCK * kv->row_bytes,
+        .dtype = GL_KV_F32,
     };
     return v;
 }

@@ -2,7 +2,7 @@
 // model: the Muse Glimmer text tower. Config from `muse-glimmer.*` GGUF metadata (missing keys
 // fall back to the release constants, arch doc §1/§3.1), weights bound by name and validated by
 // shape and type (borrowed, still quantized, from the gguf mapping), a per-sequence f32 KV cache
-// read through a page-table view, and the batched forward pass (arch doc §2).
+// read through a page-table view, and the batched multi-sequence forward pass (arch doc §2).
 // Invariant: after gl_model_load succeeds every tensor pointer, shape and type has been checked,
 // so the forward pass only asserts. Lifetimes: model (weights) > ctx (scratch); kv (sequence).
 #pragma once
@@ -95,20 +95,36 @@ GL_MUST_USE gl_status gl_model_open(struct gl_model **out, const char *path,
                                     const struct gl_model_params *params, struct gl_err *err);
 void gl_model_delete(struct gl_model *m); // NULL-safe
 
-// ---- KV cache (one sequence) ----
-// One layer's K/V as seen by attention: a page table of blocks, each block_size positions of
-// n_head_kv * head_dim f32 (position-major, then head, then dim). Position p lives in block
-// p / block_size at row p % block_size. Attention reads only positions it may see, so a paged
-// pool may leave blocks outside a sliding window unmapped (NULL).
+// ---- KV views ----
+// Element type of stored K/V rows. Attention converts rows to f32 on the fly.
+enum gl_kv_dtype { GL_KV_F32, GL_KV_F16, GL_KV_BF16, GL_KV_FP8_E4M3 };
+size_t gl_kv_dtype_size(enum gl_kv_dtype t); // bytes per element: 4, 2, 2, 1
+
+// One layer's K/V as seen by attention: a table of page ids into pool memory. Position p lives in
+// logical block p / block_size, i.e. page pages[p / block_size] (-1 = unmapped: outside a sliding
+// window, or not yet reserved), at row p % block_size. A row is Hkv * D elements of `dtype`
+// (head-major, then dim), row_bytes long. Inside a page this layer's K rows start at k_off and
+// its V rows at v_off (block_size consecutive rows each); for fp8 the f32 scale of each row
+// (dequantized value = code value * scale) sits at k_scale_off / v_scale_off (block_size f32
+// each). Attention reads only positions it may see and asserts that their pages are mapped.
+// A view borrows the table; it is valid until its owner changes the table (reserve, free).
 struct gl_kv_view {
     int32_t block_size;
-    int32_t n_blocks;       // logical blocks covered by the table
-    float *const *k_blocks; // [n_blocks]
-    float *const *v_blocks; // [n_blocks]
+    int32_t n_blocks;     // entries in pages
+    const int32_t *pages; // [n_blocks]
+    uint8_t *base;        // page id i starts at base + i * page_bytes
+    size_t page_bytes;
+    size_t row_bytes;
+    size_t k_off, v_off;
+    size_t k_scale_off, v_scale_off; // fp8 only
+    enum gl_kv_dtype dtype;
 };
 
+// ---- KV cache (one sequence, f32) ----
+// A private pool of n_layer x ceil(n_ctx / 256) pages, each one layer's K and V rows for 256
+// positions; every page is mapped, so it is the plain per-sequence cache of the CLI and tests.
 struct gl_kv_cache;
-// Capacity n_ctx positions for every layer (f32 storage, contiguous blocks of 256 positions).
+// Capacity n_ctx positions for every layer.
 GL_MUST_USE gl_status gl_kv_cache_new(struct gl_kv_cache **out, const struct gl_model_config *cfg,
                                       int64_t n_ctx, struct gl_err *err);
 void gl_kv_cache_delete(struct gl_kv_cache *kv); // NULL-safe
@@ -133,6 +149,28 @@ GL_MUST_USE gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct g
                                        struct gl_err *err);
 void gl_model_ctx_delete(struct gl_model_ctx *c); // NULL-safe
 const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c);
+
+// One sequence's part of a batched step: n tokens at positions pos0.. whose K/V are written
+// through views[layer]. Each view must map the blocks of those positions and of every key they
+// read (sliding layers: from pos0 - window + 1; global layers: from 0). Logits: when
+// logits_row >= 0, the last max(1, n_logits) tokens' logits go to rows logits_row.. of the output.
+struct gl_batch_seq {
+    const int32_t *tokens;
+    int32_t n;
+    int64_t pos0;
+    const struct gl_kv_view *views; // [n_layer]
+    int32_t logits_row;             // -1: no logits for this sequence
+    int32_t n_logits;               // trailing tokens with logits; 0 means 1
+};
+
+// ONE forward pass over every token of seqs (at most n_batch in total): each weight matmul
+// takes all rows of the step at once; attention runs per sequence through its views. logits is
+// (rows requested) x n_vocab; when the requested rows follow the sequence order contiguously the
+// output head is one matmul. GL_E_INVAL for a bad token id, an empty or oversized batch or a
+// view too short for its positions; GL_E_LIMIT for positions beyond the context n_ctx.
+GL_MUST_USE gl_status gl_model_forward_batch(struct gl_model_ctx *c,
+                                             const struct gl_batch_seq *seqs, int n_seqs,
+                                             float *logits, struct gl_err *err);
 
 // Runs tokens[0..n) at positions pos0.. (pos0 must equal gl_kv_cache_len(kv)), in chunks of
 // at most n_batch tokens, appending K/V. logits: all_logits ? n x n_vocab : n_vocab floats (the

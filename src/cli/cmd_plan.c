@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+// glint plan: KV-cache sizing from a model's metadata alone (works on a --header-only GGUF), like
+// vLLM's "--kv-cache-memory" start-up log. Prints one JSON object: the hybrid page layout, pages
+// in the budget, capacity in tokens and concurrency at max_model_len, bytes per token, and two
+// comparisons on the same budget: every layer kept in full (no hybrid layout) and vLLM's hybrid
+// allocator figure, whose sliding groups keep window - 1 + max_num_batched_tokens positions per
+// request (with 16384 that reproduces the production report's 623,837 tokens / 4.7).
+#include "cli.h"
+
+#include "gguf/gguf.h"
+#include "kv/kv.h"
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: glint plan --model F --kv-cache-memory BYTES [--kv-cache-dtype T]\n"
+            "                  [--max-model-len N] [--block-size N] [--max-num-batched-tokens N]\n"
+            "                  [--vllm-batched-tokens N]\n"
+            "  --kv-cache-memory  pool bytes: an integer, optionally with K/M/G/T (or KiB, MiB,\n"
+            "                     GiB, TiB: powers of 1024) or KB/MB/GB/TB (powers of 1000);\n"
+            "                     decimals allowed (5.5GiB = 5905580032)\n"
+            "  --kv-cache-dtype   f32|f16|bf16|fp8|fp8_e4m3 (default f16)\n"
+            "  --max-model-len    positions per sequence (default: the model's context_length)\n"
+            "  --block-size       positions per page (default 16)\n"
+            "  --max-num-batched-tokens  prefill chunk of the engine: extra sliding pages one\n"
+            "                     prefilling sequence holds transiently (default 512)\n"
+            "  --vllm-batched-tokens  max_num_batched_tokens assumed for the vLLM comparison\n"
+            "                     (default 16384)\n");
+}
+
+// Parses "5905580032", "5.5GiB", "6G", "512MB". Returns 0 on success.
+static int parse_bytes(const char *s, int64_t *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0.0) || !isfinite(v))
+        return -1;
+    static const struct {
+        const char *suf;
+        double mul;
+    } sufs[] = {{"", 1.0},       {"B", 1.0},    {"K", 0x1p10},   {"KiB", 0x1p10},
+                {"k", 0x1p10},   {"M", 0x1p20}, {"MiB", 0x1p20}, {"G", 0x1p30},
+                {"GiB", 0x1p30}, {"T", 0x1p40}, {"TiB", 0x1p40}, {"KB", 1e3},
+                {"kB", 1e3},     {"MB", 1e6},   {"GB", 1e9},     {"TB", 1e12}};
+    for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
+        if (!strcmp(end, sufs[i].suf)) {
+            double b = floor(v * sufs[i].mul);
+            if (b < 1.0 || b > 0x1p62)
+                return -1;
+            *out = (int64_t)b;
+            return 0;
+        }
+    return -1;
+}
+
+// Most blocks `span` consecutive positions can touch.
+static int64_t touched(int64_t span, int64_t bs)
+{
+    return span <= 0 ? 0 : (span - 1 + bs - 1) / bs + 1;
+}
+
+int gl_cmd_plan(int argc, char **argv)
+{
+    const char *model = NULL, *dtype_s = "f16";
+    int64_t budget = -1;
+    long long max_len = 0, bs = 16, mbt = 512, vllm_mbt = 16384;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "glint plan: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int bad = 0;
+        if (!strcmp(a, "--model"))
+            model = v;
+        else if (!strcmp(a, "--kv-cache-dtype"))
+            dtype_s = v;
+        else if (!strcmp(a, "--kv-cache-memory"))
+            bad = parse_bytes(v, &budget);
+        else if (!strcmp(a, "--max-model-len"))
+            bad = gl_cli_parse_int(v, 1, 1 << 30, &max_len);
+        else if (!strcmp(a, "--block-size"))
+            bad = gl_cli_parse_int(v, 1, 4096, &bs);
+        else if (!strcmp(a, "--max-num-batched-tokens"))
+            bad = gl_cli_parse_int(v, 1, 1 << 24, &mbt);
+        else if (!strcmp(a, "--vllm-batched-tokens"))
+            bad = gl_cli_parse_int(v, 1, 1 << 24, &vllm_mbt);
+        else {
+            fprintf(stderr, "glint plan: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "glint plan: bad value '%s' for %s\n", v, a);
+            return 2;
+        }
+    }
+    if (!model || budget < 0) {
+        fprintf(stderr, "glint plan: --model and --kv-cache-memory are required\n");
+        usage(stderr);
+        return 2;
+    }
+    struct gl_err err = {0};
+    struct gl_kv_params p = {budget, (int32_t)bs, GL_KV_F16, 1};
+    if (gl_kv_dtype_parse(dtype_s, &p.dtype, &err) != GL_OK) {
+        fprintf(stderr, "glint plan: %s\n", err.msg);
+        return 2;
+    }
+    struct gl_gguf *g = NULL;
+    struct gl_gguf_open_params op = gl_gguf_default_open_params();
+    op.allow_no_data = 1; // metadata only: header-only files are fine
+    struct gl_model_config cfg;
+    if (gl_gguf_open(&g, model, &op, &err) != GL_OK ||
+        gl_model_config_parse(&cfg, g, &err) != GL_OK) {
+        fprintf(stderr, "glint plan: %s: %s\n", model, err.msg);
+        gl_gguf_close(g);
+        return 1;
+    }
+    gl_gguf_close(g);
+    if (max_len == 0)
+        max_len = cfg.n_ctx_train;
+    struct gl_kv_plan pl;
+    if (gl_kv_plan_compute(&cfg, &p, max_len, &pl, &err) != GL_OK) {
+        fprintf(stderr, "glint plan: %s\n", err.msg);
+        return 1;
+    }
+    int n_sliding = 0;
+    for (int l = 0; l < cfg.n_layer; l++)
+        n_sliding += cfg.swa[l] && cfg.window > 0;
+    const int64_t seq_blocks = (max_len + bs - 1) / bs;
+    const int64_t slide =
+        touched(cfg.window, bs) < seq_blocks ? touched(cfg.window, bs) : seq_blocks;
+    const int64_t chunk_extra =
+        pl.n_sliding_groups *
+        ((touched(cfg.window + mbt - 1, bs) < seq_blocks ? touched(cfg.window + mbt - 1, bs)
+                                                         : seq_blocks) -
+         slide);
+    // No hybrid layout: every group keeps every block.
+    const double full_conc = (double)pl.n_pages / (double)(pl.n_groups * seq_blocks);
+    const int64_t full_tokens = pl.n_pages / pl.n_groups * bs;
+    // vLLM: same groups, page without fp8 scales (per-tensor scale), sliding groups sized for
+    // window - 1 + max_num_batched_tokens positions.
+    const size_t esz = gl_kv_dtype_size(p.dtype);
+    const int64_t v_page =
+        (int64_t)pl.group_size * 2 * bs * cfg.n_head_kv * cfg.head_dim * (int64_t)esz;
+    const int64_t v_pages = budget / v_page;
+    int64_t v_slide = touched(cfg.window + vllm_mbt, bs);
+    v_slide = v_slide < seq_blocks ? v_slide : seq_blocks;
+    const double v_conc =
+        (double)v_pages / (double)(pl.n_global_groups * seq_blocks + pl.n_sliding_groups * v_slide);
+    // Upper bound: the budget spent on global layers only (no sliding pages, no scales).
+    const double glob_bound =
+        (double)budget / ((double)(cfg.n_layer - n_sliding) * 2.0 * cfg.n_head_kv * cfg.head_dim *
+                          (double)esz * (double)max_len);
+
+    printf("{\"kv_cache_memory\": %lld, \"kv_cache_dtype\": \"%s\", \"block_size\": %lld, "
+           "\"max_model_len\": %lld,\n",
+           (long long)budget, gl_kv_dtype_name(p.dtype), bs, max_len);
+    printf(" \"n_layer\": %d, \"n_sliding_layers\": %d, \"n_global_layers\": %d, \"window\": %d,\n",
+           cfg.n_layer, n_sliding, cfg.n_layer - n_sliding, cfg.window);
+    printf(
+        " \"groups\": {\"n_groups\": %d, \"group_size\": %d, \"sliding\": %d, \"global\": %d},\n",
+        pl.n_groups, pl.group_size, pl.n_sliding_groups, pl.n_global_groups);
+    printf(" \"page_bytes\": %zu, \"n_pages\": %lld, \"pages_per_seq\": %lld, "
+           "\"sliding_pages_per_seq\": %lld,\n",
+           pl.page_bytes, (long long)pl.n_pages, (long long)pl.pages_per_seq,
+           (long long)(pl.n_sliding_groups * slide));
+    printf(" \"kv_capacity_tokens\": %lld, \"max_concurrency\": %.4f,\n",
+           (long long)pl.kv_capacity_tokens, pl.max_concurrency);
+    printf(" \"bytes_per_token_global\": %zu, \"bytes_per_token_all\": %zu,\n",
+           pl.bytes_per_token_global, pl.bytes_per_token_all);
+    printf(" \"prefill_chunk\": {\"max_num_batched_tokens\": %lld, \"extra_pages_per_prefilling_"
+           "seq\": %lld},\n",
+           mbt, (long long)chunk_extra);
+    printf(" \"all_layers_full\": {\"kv_capacity_tokens\": %lld, \"max_concurrency\": %.4f},\n",
+           (long long)full_tokens, full_conc);
+    printf(" \"vllm_hybrid\": {\"max_num_batched_tokens\": %lld, \"page_bytes\": %lld, "
+           "\"n_pages\": %lld, \"kv_capacity_tokens\": %lld, \"max_concurrency\": %.4f},\n",
+           vllm_mbt, (long long)v_page, (long long)v_pages, (long long)(v_conc * (double)max_len),
+           v_conc);
+    printf(" \"global_layers_only_bound\": {\"max_concurrency\": %.4f}}\n", glob_bound);
+    return 0;
+}

@@ -1,0 +1,742 @@
+// SPDX-License-Identifier: MIT
+// kv: the paged hybrid KV pool (contract and page layout in kv.h). Pages are counted by refs
+// from sequence block tables; a page with no refs is either clean (free stack) or keyed by a
+// prefix hash (LRU list, evictable, still hit-able). Keys live in an open-addressing table
+// (linear probing, backward-shift deletion) from (chain hash, group) to the page.
+// Invariants (gl_kv_pool_audit checks them all): ref == number of table entries naming the page;
+// ref-0 pages are in exactly one of clean/LRU; hashed pages are in the key table under their key.
+// fp8 scale choice: one f32 scale per row (one position of one layer's K or V: Hkv*D elements),
+// scale = amax(row) / 448. A row is written once and never rescaled, so a per-row scale costs no
+// read-modify-write and adapts to every token's magnitude; vLLM's per-tensor scale needs a
+// calibration pass (or defaults to 1.0 and clips/underflows rows far from it). The cost is
+// 4 bytes per 256 fp8 bytes (1.6% of capacity on the release shape).
+#include "kv/kv.h"
+
+#include <string.h>
+
+#define KV_SEED 0x6A09E667F3BCC909ull
+
+struct kv_page {
+    int32_t ref;
+    int32_t group; // group of the key; -1: not keyed
+    uint64_t hash;
+    int32_t prev, next; // LRU links (ref-0 keyed pages only)
+    int32_t in_lru;
+};
+
+struct gl_kv_pool {
+    int n_layer, n_groups, group_size;
+    int32_t block_size, window;
+    enum gl_kv_dtype dtype;
+    int prefix_cache;
+    int32_t *layer_group, *layer_idx; // [n_layer]
+    uint8_t *group_sliding;           // [n_groups]
+    size_t row_bytes, page_bytes, scale_off;
+    int64_t n_pages;
+    uint8_t *mem;
+    struct kv_page *pages;
+    int32_t *clean; // stack of clean free pages
+    int64_t n_clean;
+    int32_t lru_head, lru_tail;
+    int64_t n_lru;
+    int32_t *ht; // key table: page ids, -1 empty
+    uint64_t ht_mask;
+    struct gl_kv_seq *seqs; // live sequences (for the audit)
+};
+
+struct gl_kv_seq {
+    struct gl_kv_pool *pool;
+    struct gl_kv_seq *prev, *next;
+    int64_t len;          // positions committed
+    int64_t reserved_end; // positions with pages reserved (>= len)
+    int64_t cap;          // blocks per group table
+    int32_t *tab;         // [n_groups * cap], -1 unmapped
+    int64_t rel_from;     // sliding blocks below this are released
+    uint64_t chain;       // hash of blocks 0..n_hashed-1
+    int64_t n_hashed;
+    int hash_off;  // commit without tokens: stop keying
+    int32_t *part; // [block_size] tokens of the current partial block
+};
+
+// ---- dtype ----
+
+const char *gl_kv_dtype_name(enum gl_kv_dtype t)
+{
+    switch (t) {
+    case GL_KV_F32:
+        return "f32";
+    case GL_KV_F16:
+        return "f16";
+    case GL_KV_BF16:
+        return "bf16";
+    case GL_KV_FP8_E4M3:
+        return "fp8_e4m3";
+    }
+    return "?";
+}
+
+gl_status gl_kv_dtype_parse(const char *s, enum gl_kv_dtype *out, struct gl_err *err)
+{
+    static const struct {
+        const char *name;
+        enum gl_kv_dtype t;
+    } names[] = {{"f32", GL_KV_F32},      {"float32", GL_KV_F32},      {"f16", GL_KV_F16},
+                 {"float16", GL_KV_F16},  {"bf16", GL_KV_BF16},        {"bfloat16", GL_KV_BF16},
+                 {"fp8", GL_KV_FP8_E4M3}, {"fp8_e4m3", GL_KV_FP8_E4M3}};
+    for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(s, names[i].name)) {
+            *out = names[i].t;
+            return GL_OK;
+        }
+    return gl_err_set(err, GL_E_INVAL,
+                      "kv: cache dtype \"%.40s\" is not one of f32, f16, bf16, fp8, fp8_e4m3",
+                      s ? s : "(null)");
+}
+
+// ---- layout ----
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int layer_sliding(const struct gl_model_config *cfg, int l)
+{
+    return cfg->swa[l] && cfg->window > 0;
+}
+
+struct layout {
+    int n_sliding, n_global, group_size, n_groups, n_sliding_groups, n_global_groups;
+    size_t row_bytes, scale_bytes, page_bytes, scale_off;
+};
+
+static gl_status layout_compute(const struct gl_model_config *cfg, const struct gl_kv_params *p,
+                                struct layout *lo, struct gl_err *err)
+{
+    memset(lo, 0, sizeof *lo);
+    if (p->block_size < 1 || p->block_size > 4096)
+        return gl_err_set(err, GL_E_INVAL, "kv: block size %d not in 1..4096", p->block_size);
+    if ((unsigned)p->dtype > GL_KV_FP8_E4M3)
+        return gl_err_set(err, GL_E_INVAL, "kv: unknown cache dtype %d", (int)p->dtype);
+    if (cfg->n_layer < 1 || cfg->n_layer > GL_MODEL_MAX_LAYERS || cfg->n_head_kv < 1 ||
+        cfg->head_dim < 1)
+        return gl_err_set(err, GL_E_INVAL, "kv: config has %d layers, %d kv heads of %d",
+                          cfg->n_layer, cfg->n_head_kv, cfg->head_dim);
+    for (int l = 0; l < cfg->n_layer; l++)
+        lo->n_sliding += layer_sliding(cfg, l);
+    lo->n_global = cfg->n_layer - lo->n_sliding;
+    lo->group_size = (int)gcd64(lo->n_sliding, lo->n_global); // gcd(x, 0) = x
+    lo->n_sliding_groups = lo->n_sliding / lo->group_size;
+    lo->n_global_groups = lo->n_global / lo->group_size;
+    lo->n_groups = lo->n_sliding_groups + lo->n_global_groups;
+    const size_t bs = (size_t)p->block_size, g = (size_t)lo->group_size;
+    lo->row_bytes = (size_t)cfg->n_head_kv * (size_t)cfg->head_dim * gl_kv_dtype_size(p->dtype);
+    lo->scale_bytes = p->dtype == GL_KV_FP8_E4M3 ? sizeof(float) : 0;
+    lo->scale_off = g * 2 * bs * lo->row_bytes;
+    lo->page_bytes = (lo->scale_off + g * 2 * bs * lo->scale_bytes + 63) / 64 * 64;
+    return GL_OK;
+}
+
+// Most blocks `span` consecutive positions can touch.
+static int64_t blocks_touched(int64_t span, int64_t bs)
+{
+    return span <= 0 ? 0 : (span - 1 + bs - 1) / bs + 1;
+}
+
+gl_status gl_kv_plan_compute(const struct gl_model_config *cfg, const struct gl_kv_params *p,
+                             int64_t max_model_len, struct gl_kv_plan *out, struct gl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct layout lo;
+    gl_status st = layout_compute(cfg, p, &lo, err);
+    if (st != GL_OK)
+        return st;
+    if (p->budget_bytes <= 0 || max_model_len <= 0)
+        return gl_err_set(err, GL_E_INVAL, "kv: budget %lld bytes / max_model_len %lld must be > 0",
+                          (long long)p->budget_bytes, (long long)max_model_len);
+    const int64_t bs = p->block_size;
+    out->n_groups = lo.n_groups;
+    out->group_size = lo.group_size;
+    out->n_sliding_groups = lo.n_sliding_groups;
+    out->n_global_groups = lo.n_global_groups;
+    out->page_bytes = lo.page_bytes;
+    out->n_pages = p->budget_bytes / (int64_t)lo.page_bytes;
+    // A sliding group holds the blocks of the last `window` positions (the next query's keys
+    // p-window+1..p) -- at most blocks_touched(window) -- or the whole sequence if shorter.
+    const int64_t seq_blocks = (max_model_len + bs - 1) / bs;
+    int64_t slide = blocks_touched(cfg->window, bs);
+    slide = slide < seq_blocks ? slide : seq_blocks;
+    out->pages_per_seq = lo.n_global_groups * seq_blocks + lo.n_sliding_groups * slide;
+    out->max_concurrency = (double)out->n_pages / (double)out->pages_per_seq;
+    if (lo.n_global_groups > 0) {
+        int64_t left = out->n_pages - lo.n_sliding_groups * blocks_touched(cfg->window, bs);
+        out->kv_capacity_tokens = left > 0 ? left / lo.n_global_groups * bs : 0;
+    } else {
+        out->kv_capacity_tokens = out->n_pages / lo.n_groups * bs;
+    }
+    const size_t per_layer = 2 * (lo.row_bytes + lo.scale_bytes);
+    out->bytes_per_token_global = (size_t)lo.n_global * per_layer;
+    out->bytes_per_token_all = (size_t)cfg->n_layer * per_layer;
+    return GL_OK;
+}
+
+// ---- key table ----
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return x;
+}
+
+// h_i = H(h_{i-1}, tokens of block i): every token is folded through the mixer, so the key
+// depends on the whole prefix and on token order.
+static uint64_t chain_hash(uint64_t prev, const int32_t *tok, int32_t bs)
+{
+    uint64_t h = mix64(prev ^ KV_SEED);
+    for (int32_t i = 0; i < bs; i++)
+        h = mix64(h ^ ((uint64_t)(uint32_t)tok[i] + 0x9E3779B97F4A7C15ull));
+    return h;
+}
+
+static uint64_t ht_home(const struct gl_kv_pool *pool, uint64_t hash, int32_t group)
+{
+    return mix64(hash + (uint64_t)group * 0xD6E8FEB86659FD93ull) & pool->ht_mask;
+}
+
+static int32_t ht_find(const struct gl_kv_pool *pool, uint64_t hash, int32_t group)
+{
+    for (uint64_t i = ht_home(pool, hash, group);; i = (i + 1) & pool->ht_mask) {
+        int32_t pg = pool->ht[i];
+        if (pg < 0)
+            return -1;
+        if (pool->pages[pg].hash == hash && pool->pages[pg].group == group)
+            return pg;
+    }
+}
+
+static void ht_insert(struct gl_kv_pool *pool, int32_t pg)
+{
+    const struct kv_page *p = &pool->pages[pg];
+    uint64_t i = ht_home(pool, p->hash, p->group);
+    while (pool->ht[i] >= 0)
+        i = (i + 1) & pool->ht_mask;
+    pool->ht[i] = pg;
+}
+
+static void ht_remove(struct gl_kv_pool *pool, int32_t pg)
+{
+    const struct kv_page *p = &pool->pages[pg];
+    uint64_t i = ht_home(pool, p->hash, p->group);
+    while (pool->ht[i] != pg) {
+        GL_ASSERT(pool->ht[i] >= 0);
+        i = (i + 1) & pool->ht_mask;
+    }
+    // Backward shift: move later entries of the probe run into the hole when their home slot
+    // does not lie cyclically in (hole, slot].
+    for (uint64_t j = (i + 1) & pool->ht_mask; pool->ht[j] >= 0; j = (j + 1) & pool->ht_mask) {
+        const struct kv_page *q = &pool->pages[pool->ht[j]];
+        uint64_t k = ht_home(pool, q->hash, q->group);
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            pool->ht[i] = pool->ht[j];
+            i = j;
+        }
+    }
+    pool->ht[i] = -1;
+}
+
+// ---- page lists ----
+
+static void lru_unlink(struct gl_kv_pool *pool, int32_t pg)
+{
+    struct kv_page *p = &pool->pages[pg];
+    GL_ASSERT(p->in_lru);
+    if (p->prev >= 0)
+        pool->pages[p->prev].next = p->next;
+    else
+        pool->lru_head = p->next;
+    if (p->next >= 0)
+        pool->pages[p->next].prev = p->prev;
+    else
+        pool->lru_tail = p->prev;
+    p->prev = p->next = -1;
+    p->in_lru = 0;
+    pool->n_lru--;
+}
+
+static void lru_append(struct gl_kv_pool *pool, int32_t pg)
+{
+    struct kv_page *p = &pool->pages[pg];
+    p->prev = pool->lru_tail;
+    p->next = -1;
+    if (pool->lru_tail >= 0)
+        pool->pages[pool->lru_tail].next = pg;
+    else
+        pool->lru_head = pg;
+    pool->lru_tail = pg;
+    p->in_lru = 1;
+    pool->n_lru++;
+}
+
+// A page with ref 1: a clean one if any, else the least recently freed keyed one (its key is
+// dropped). The caller has checked that one exists.
+static int32_t page_alloc(struct gl_kv_pool *pool)
+{
+    int32_t pg;
+    if (pool->n_clean > 0) {
+        pg = pool->clean[--pool->n_clean];
+    } else {
+        pg = pool->lru_head;
+        GL_ASSERT(pg >= 0);
+        lru_unlink(pool, pg);
+        ht_remove(pool, pg);
+        pool->pages[pg].group = -1;
+    }
+    GL_ASSERT(pool->pages[pg].ref == 0);
+    pool->pages[pg].ref = 1;
+    return pg;
+}
+
+static void page_acquire(struct gl_kv_pool *pool, int32_t pg)
+{
+    struct kv_page *p = &pool->pages[pg];
+    if (p->ref == 0)
+        lru_unlink(pool, pg);
+    p->ref++;
+}
+
+static void page_release(struct gl_kv_pool *pool, int32_t pg)
+{
+    struct kv_page *p = &pool->pages[pg];
+    GL_ASSERT(p->ref > 0);
+    if (--p->ref > 0)
+        return;
+    if (p->group >= 0)
+        lru_append(pool, pg);
+    else
+        pool->clean[pool->n_clean++] = pg;
+}
+
+// ---- pool ----
+
+gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *cfg,
+                         const struct gl_kv_params *p, struct gl_err *err)
+{
+    *out = NULL;
+    struct layout lo;
+    gl_status st = layout_compute(cfg, p, &lo, err);
+    if (st != GL_OK)
+        return st;
+    if (p->budget_bytes < (int64_t)lo.page_bytes)
+        return gl_err_set(err, GL_E_LIMIT,
+                          "kv: budget of %lld bytes is below one page (%zu bytes: %d layers x "
+                          "%d positions)",
+                          (long long)p->budget_bytes, lo.page_bytes, lo.group_size, p->block_size);
+    int64_t n_pages = p->budget_bytes / (int64_t)lo.page_bytes;
+    if (n_pages > INT32_MAX / 4)
+        return gl_err_set(err, GL_E_LIMIT, "kv: %lld pages is more than the pool supports",
+                          (long long)n_pages);
+    struct gl_kv_pool *pool = gl_calloc(1, sizeof *pool);
+    if (!pool)
+        return gl_err_set(err, GL_E_NOMEM, "kv: no memory for the pool");
+    pool->n_layer = cfg->n_layer;
+    pool->n_groups = lo.n_groups;
+    pool->group_size = lo.group_size;
+    pool->block_size = p->block_size;
+    pool->window = cfg->window;
+    pool->dtype = p->dtype;
+    pool->prefix_cache = p->prefix_cache != 0;
+    pool->row_bytes = lo.row_bytes;
+    pool->page_bytes = lo.page_bytes;
+    pool->scale_off = lo.scale_off;
+    pool->n_pages = n_pages;
+    pool->lru_head = pool->lru_tail = -1;
+    uint64_t ht_cap = 16;
+    while (ht_cap < 2 * (uint64_t)n_pages)
+        ht_cap *= 2;
+    pool->ht_mask = ht_cap - 1;
+    pool->layer_group = gl_malloc((size_t)cfg->n_layer * sizeof(int32_t));
+    pool->layer_idx = gl_malloc((size_t)cfg->n_layer * sizeof(int32_t));
+    pool->group_sliding = gl_calloc((size_t)lo.n_groups, 1);
+    pool->pages = gl_calloc((size_t)n_pages, sizeof *pool->pages);
+    pool->clean = gl_malloc((size_t)n_pages * sizeof(int32_t));
+    pool->ht = gl_malloc(ht_cap * sizeof(int32_t));
+    pool->mem = gl_malloc_aligned((size_t)n_pages * lo.page_bytes);
+    if (!pool->layer_group || !pool->layer_idx || !pool->group_sliding || !pool->pages ||
+        !pool->clean || !pool->ht || !pool->mem) {
+        gl_kv_pool_free(pool);
+        return gl_err_set(err, GL_E_NOMEM, "kv: no memory for %lld pages of %zu bytes",
+                          (long long)n_pages, lo.page_bytes);
+    }
+    // Sliding layers fill groups 0..n_sliding_groups-1 in layer order, global layers the rest.
+    int n_s = 0, n_g = 0;
+    for (int l = 0; l < cfg->n_layer; l++) {
+        int k = layer_sliding(cfg, l) ? n_s++ : lo.n_sliding + n_g++;
+        pool->layer_group[l] = k / lo.group_size;
+        pool->layer_idx[l] = k % lo.group_size;
+    }
+    for (int gi = 0; gi < lo.n_sliding_groups; gi++)
+        pool->group_sliding[gi] = 1;
+    memset(pool->ht, 0xFF, ht_cap * sizeof(int32_t));
+    for (int64_t i = 0; i < n_pages; i++) {
+        pool->pages[i].group = -1;
+        pool->pages[i].prev = pool->pages[i].next = -1;
+        pool->clean[i] = (int32_t)(n_pages - 1 - i); // page 0 is handed out first
+    }
+    pool->n_clean = n_pages;
+    *out = pool;
+    return GL_OK;
+}
+
+void gl_kv_pool_free(struct gl_kv_pool *pool)
+{
+    if (!pool)
+        return;
+    GL_ASSERT_MSG(!pool->seqs, "kv: pool freed with live sequences");
+    gl_free(pool->layer_group);
+    gl_free(pool->layer_idx);
+    gl_free(pool->group_sliding);
+    gl_free(pool->pages);
+    gl_free(pool->clean);
+    gl_free(pool->ht);
+    gl_free_aligned(pool->mem);
+    gl_free(pool);
+}
+
+int64_t gl_kv_pool_free_pages(const struct gl_kv_pool *pool)
+{
+    return pool->n_clean + pool->n_lru;
+}
+
+int64_t gl_kv_pool_total_pages(const struct gl_kv_pool *pool)
+{
+    return pool->n_pages;
+}
+
+int64_t gl_kv_pool_audit(const struct gl_kv_pool *pool)
+{
+    const int64_t N = pool->n_pages;
+    int32_t *cnt = gl_calloc((size_t)N, sizeof *cnt);
+    uint8_t *seen = gl_calloc((size_t)N, 1);
+    GL_ASSERT_MSG(cnt && seen, "kv: audit out of memory");
+    for (const struct gl_kv_seq *s = pool->seqs; s; s = s->next) {
+        GL_ASSERT(s->pool == pool && s->len <= s->reserved_end);
+        GL_ASSERT(s->reserved_end <= s->cap * pool->block_size);
+        for (int64_t i = 0; i < (int64_t)pool->n_groups * s->cap; i++) {
+            int32_t pg = s->tab[i];
+            GL_ASSERT(pg >= -1 && pg < N);
+            if (pg >= 0)
+                cnt[pg]++;
+        }
+    }
+    int64_t used = 0, keyed = 0;
+    for (int64_t i = 0; i < N; i++) {
+        const struct kv_page *p = &pool->pages[i];
+        GL_ASSERT_MSG(p->ref == cnt[i], "kv: page %lld has ref %d but %d table entries",
+                      (long long)i, p->ref, cnt[i]);
+        used += p->ref > 0;
+        GL_ASSERT(p->in_lru == (p->ref == 0 && p->group >= 0));
+        if (p->group >= 0) {
+            keyed++;
+            GL_ASSERT(p->group < pool->n_groups);
+            GL_ASSERT_MSG(ht_find(pool, p->hash, p->group) == (int32_t)i,
+                          "kv: keyed page %lld is not found under its key", (long long)i);
+        }
+    }
+    for (int64_t i = 0; i < pool->n_clean; i++) {
+        int32_t pg = pool->clean[i];
+        GL_ASSERT(pg >= 0 && pg < N && !seen[pg]);
+        seen[pg] = 1;
+        GL_ASSERT(pool->pages[pg].ref == 0 && pool->pages[pg].group < 0);
+    }
+    int64_t n_lru = 0;
+    for (int32_t pg = pool->lru_head, prev = -1; pg >= 0; prev = pg, pg = pool->pages[pg].next) {
+        GL_ASSERT(!seen[pg] && pool->pages[pg].prev == prev && pool->pages[pg].in_lru);
+        seen[pg] = 1;
+        n_lru++;
+        if (pool->pages[pg].next < 0)
+            GL_ASSERT(pool->lru_tail == pg);
+    }
+    GL_ASSERT(n_lru == pool->n_lru);
+    GL_ASSERT_MSG(used + pool->n_clean + n_lru == N,
+                  "kv: %lld used + %lld clean + %lld cached != %lld pages", (long long)used,
+                  (long long)pool->n_clean, (long long)n_lru, (long long)N);
+    int64_t in_ht = 0;
+    for (uint64_t i = 0; i <= pool->ht_mask; i++)
+        in_ht += pool->ht[i] >= 0;
+    GL_ASSERT(in_ht == keyed);
+    gl_free(cnt);
+    gl_free(seen);
+    return used;
+}
+
+// ---- sequences ----
+
+gl_status gl_kv_seq_new(struct gl_kv_pool *pool, struct gl_kv_seq **out, struct gl_err *err)
+{
+    *out = NULL;
+    struct gl_kv_seq *s = gl_calloc(1, sizeof *s);
+    if (s)
+        s->part = gl_malloc((size_t)pool->block_size * sizeof(int32_t));
+    if (!s || !s->part) {
+        gl_free(s);
+        return gl_err_set(err, GL_E_NOMEM, "kv: no memory for a sequence");
+    }
+    s->pool = pool;
+    s->next = pool->seqs;
+    if (pool->seqs)
+        pool->seqs->prev = s;
+    pool->seqs = s;
+    *out = s;
+    return GL_OK;
+}
+
+void gl_kv_seq_free(struct gl_kv_seq *s)
+{
+    if (!s)
+        return;
+    struct gl_kv_pool *pool = s->pool;
+    // Last blocks first: they reach the LRU tail earliest, so they are evicted before the
+    // prompt's first blocks, which other requests are likelier to share.
+    for (int64_t b = s->cap - 1; b >= 0; b--)
+        for (int gi = 0; gi < pool->n_groups; gi++) {
+            int32_t pg = s->tab[(size_t)gi * (size_t)s->cap + (size_t)b];
+            if (pg >= 0)
+                page_release(pool, pg);
+        }
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        pool->seqs = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    gl_free(s->tab);
+    gl_free(s->part);
+    gl_free(s);
+}
+
+int64_t gl_kv_seq_len(const struct gl_kv_seq *s)
+{
+    return s->len;
+}
+
+// Tables hold at least n_blocks blocks per group (new entries unmapped). 0 on no memory.
+static int seq_grow(struct gl_kv_seq *s, int64_t n_blocks)
+{
+    if (n_blocks <= s->cap)
+        return 1;
+    const int G = s->pool->n_groups;
+    int64_t cap = s->cap ? s->cap : 8;
+    while (cap < n_blocks)
+        cap *= 2;
+    int32_t *t = gl_malloc((size_t)G * (size_t)cap * sizeof(int32_t));
+    if (!t)
+        return 0;
+    memset(t, 0xFF, (size_t)G * (size_t)cap * sizeof(int32_t));
+    for (int gi = 0; gi < G; gi++)
+        if (s->cap)
+            memcpy(t + (size_t)gi * (size_t)cap, s->tab + (size_t)gi * (size_t)s->cap,
+                   (size_t)s->cap * sizeof(int32_t));
+    gl_free(s->tab);
+    s->tab = t;
+    s->cap = cap;
+    return 1;
+}
+
+static int32_t *seq_slot(const struct gl_kv_seq *s, int gi, int64_t b)
+{
+    return &s->tab[(size_t)gi * (size_t)s->cap + (size_t)b];
+}
+
+// Releases sliding-group blocks no future query can see: the next query is at len and sees
+// keys from len - window + 1, so block b goes once (b + 1) * bs <= len - window + 1.
+static void seq_release_window(struct gl_kv_seq *s)
+{
+    struct gl_kv_pool *pool = s->pool;
+    if (pool->window <= 0)
+        return;
+    const int64_t lo = s->len - pool->window + 1;
+    const int64_t upto = lo > 0 ? lo / pool->block_size : 0;
+    for (int64_t b = s->rel_from; b < upto && b < s->cap; b++)
+        for (int gi = 0; gi < pool->n_groups; gi++) {
+            int32_t *slot = seq_slot(s, gi, b);
+            if (pool->group_sliding[gi] && *slot >= 0) {
+                page_release(pool, *slot);
+                *slot = -1;
+            }
+        }
+    if (upto > s->rel_from)
+        s->rel_from = upto;
+}
+
+int64_t gl_kv_seq_pages_needed(const struct gl_kv_seq *s, int64_t n)
+{
+    if (n <= 0)
+        return 0;
+    const struct gl_kv_pool *pool = s->pool;
+    const int64_t b0 = s->len / pool->block_size, b1 = (s->len + n - 1) / pool->block_size;
+    int64_t need = 0;
+    for (int gi = 0; gi < pool->n_groups; gi++)
+        for (int64_t b = b0; b <= b1; b++)
+            need += b >= s->cap || *seq_slot(s, gi, b) < 0;
+    return need;
+}
+
+gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err)
+{
+    struct gl_kv_pool *pool = s->pool;
+    if (n < 0 || n > ((int64_t)1 << 40))
+        return gl_err_set(err, GL_E_INVAL, "kv: cannot reserve %lld positions", (long long)n);
+    if (n == 0)
+        return GL_OK;
+    const int64_t need = gl_kv_seq_pages_needed(s, n);
+    if (need > gl_kv_pool_free_pages(pool))
+        return gl_err_set(err, GL_E_LIMIT,
+                          "kv: positions %lld..%lld need %lld pages, %lld are free",
+                          (long long)s->len, (long long)(s->len + n - 1), (long long)need,
+                          (long long)gl_kv_pool_free_pages(pool));
+    const int64_t b0 = s->len / pool->block_size, b1 = (s->len + n - 1) / pool->block_size;
+    if (!seq_grow(s, b1 + 1))
+        return gl_err_set(err, GL_E_NOMEM, "kv: no memory for a block table of %lld blocks",
+                          (long long)(b1 + 1));
+    for (int gi = 0; gi < pool->n_groups; gi++)
+        for (int64_t b = b0; b <= b1; b++) {
+            int32_t *slot = seq_slot(s, gi, b);
+            if (*slot < 0)
+                *slot = page_alloc(pool);
+        }
+    if (s->len + n > s->reserved_end)
+        s->reserved_end = s->len + n;
+    return GL_OK;
+}
+
+void gl_kv_seq_commit(struct gl_kv_seq *s, const int32_t *tokens, int64_t n)
+{
+    struct gl_kv_pool *pool = s->pool;
+    const int32_t bs = pool->block_size;
+    GL_ASSERT_MSG(n >= 0 && s->len + n <= s->reserved_end,
+                  "kv: commit of %lld positions at %lld beyond the %lld reserved", (long long)n,
+                  (long long)s->len, (long long)s->reserved_end);
+    if (!tokens)
+        s->hash_off = 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (tokens)
+            s->part[s->len % bs] = tokens[i];
+        s->len++;
+        if (s->len % bs != 0 || !pool->prefix_cache || s->hash_off)
+            continue;
+        // Block b just filled: key its page in every group (a key another page already holds
+        // stays with that page; this one then frees as clean).
+        const int64_t b = s->len / bs - 1;
+        GL_ASSERT(b == s->n_hashed);
+        s->chain = chain_hash(s->chain, s->part, bs);
+        s->n_hashed++;
+        for (int gi = 0; gi < pool->n_groups; gi++) {
+            int32_t pg = *seq_slot(s, gi, b);
+            GL_ASSERT(pg >= 0);
+            struct kv_page *p = &pool->pages[pg];
+            if (p->group >= 0 || ht_find(pool, s->chain, gi) >= 0)
+                continue;
+            p->hash = s->chain;
+            p->group = gi;
+            ht_insert(pool, pg);
+        }
+    }
+    seq_release_window(s);
+}
+
+int64_t gl_kv_seq_reuse_prefix(struct gl_kv_seq *s, const int32_t *tokens, int64_t n)
+{
+    struct gl_kv_pool *pool = s->pool;
+    const int64_t bs = pool->block_size;
+    GL_ASSERT_MSG(s->len == 0 && s->reserved_end == 0, "kv: prefix reuse on a used sequence");
+    if (!pool->prefix_cache || n <= bs || !tokens)
+        return 0;
+    const int64_t kmax = (n - 1) / bs; // whole blocks, and never the last token
+    uint64_t *h = gl_malloc((size_t)kmax * sizeof *h);
+    if (!h)
+        return 0;
+    uint64_t prev = 0;
+    for (int64_t b = 0; b < kmax; b++)
+        prev = h[b] = chain_hash(prev, tokens + b * bs, (int32_t)bs);
+    // Global groups: the longest run of cached blocks from block 0 in every one of them.
+    int64_t k = kmax;
+    for (int gi = 0; gi < pool->n_groups; gi++)
+        for (int64_t b = 0; b < k && !pool->group_sliding[gi]; b++)
+            if (ht_find(pool, h[b], gi) < 0)
+                k = b;
+    // Sliding groups: the next query (position k * bs) reads keys from k * bs - window + 1, so
+    // those blocks must be cached; shorten k until they are.
+    for (; k > 0; k--) {
+        int64_t lo = k * bs - pool->window + 1;
+        int64_t bl = pool->window > 0 && lo > 0 ? lo / bs : 0;
+        int ok = 1;
+        for (int gi = 0; gi < pool->n_groups && ok; gi++)
+            for (int64_t b = bl; b < k && ok && pool->group_sliding[gi]; b++)
+                ok = ht_find(pool, h[b], gi) >= 0;
+        if (ok)
+            break;
+    }
+    if (k == 0 || !seq_grow(s, k)) {
+        gl_free(h);
+        return 0;
+    }
+    const int64_t lo = k * bs - pool->window + 1;
+    const int64_t bl = pool->window > 0 && lo > 0 ? lo / bs : 0;
+    for (int gi = 0; gi < pool->n_groups; gi++)
+        for (int64_t b = pool->group_sliding[gi] ? bl : 0; b < k; b++) {
+            int32_t pg = ht_find(pool, h[b], gi);
+            GL_ASSERT(pg >= 0);
+            page_acquire(pool, pg);
+            *seq_slot(s, gi, b) = pg;
+        }
+    s->len = s->reserved_end = k * bs;
+    s->chain = h[k - 1];
+    s->n_hashed = k;
+    s->rel_from = bl;
+    gl_free(h);
+    return k * bs;
+}
+
+int64_t gl_kv_seq_pages_held(const struct gl_kv_seq *s, int sliding)
+{
+    int64_t held = 0;
+    for (int gi = 0; gi < s->pool->n_groups; gi++)
+        if (s->pool->group_sliding[gi] == (sliding != 0))
+            for (int64_t b = 0; b < s->cap; b++)
+                held += *seq_slot(s, gi, b) >= 0;
+    return held;
+}
+
+struct gl_kv_view gl_kv_seq_view(const struct gl_kv_seq *s, int layer)
+{
+    const struct gl_kv_pool *pool = s->pool;
+    GL_ASSERT(layer >= 0 && layer < pool->n_layer);
+    const int gi = pool->layer_group[layer], li = pool->layer_idx[layer];
+    const size_t bs = (size_t)pool->block_size;
+    const size_t k_off = (size_t)li * 2 * bs * pool->row_bytes;
+    const size_t ks_off = pool->scale_off + (size_t)li * 2 * bs * sizeof(float);
+    struct gl_kv_view v = {
+        .block_size = pool->block_size,
+        .n_blocks = (int32_t)((s->reserved_end + pool->block_size - 1) / pool->block_size),
+        .pages = s->tab ? s->tab + (size_t)gi * (size_t)s->cap : NULL,
+        .base = pool->mem,
+        .page_bytes = pool->page_bytes,
+        .row_bytes = pool->row_bytes,
+        .k_off = k_off,
+        .v_off = k_off + bs * pool->row_bytes,
+        .k_scale_off = ks_off,
+        .v_scale_off = ks_off + bs * sizeof(float),
+        .dtype = pool->dtype,
+    };
+    return v;
+}

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// kv: the paged KV cache shared by all sequences of an engine, shaped for Muse Glimmer's hybrid
+// attention (vLLM's hybrid allocator idea). Layers are split into GROUPS of equal size g, each
+// group all-sliding or all-global (g = gcd(n_sliding, n_global); the release: 39 sliding + 13
+// global -> 4 groups of 13). A PAGE holds block_size positions of K and V for the g layers of
+// one group, so every page has the same byte size and one free list serves all groups:
+//   page = [layer in group g][K|V][position in block][Hkv][D] elements of `dtype`
+//          (+ fp8: one f32 scale per (layer, K|V, position) row -- see kv.c for why).
+// Each sequence has one block table per group. Global groups keep every block; sliding groups
+// release a block (at commit) as soon as all its positions are older than the window: the next
+// query at position len sees keys len-window+1..len (arch doc §2.3: 2048 keys incl. itself), so
+// block b goes once (b+1)*bs <= len-window+1, and a decoding sequence's sliding group holds at
+// most ceil((window-1)/bs)+1 blocks (129 for 2048/16). A prefill chunk of n tokens holds the
+// blocks of its window-1+n positions until it is committed.
+//
+// Prefix caching: a FULL block of the prompt is keyed by h_i = H(h_{i-1}, tokens of block i)
+// (64-bit, chained from a seed, so equal keys mean equal whole prefixes). Released or finished
+// blocks stay keyed in an LRU of evictable pages until reused. A hit of k blocks is usable only
+// if every global group has blocks 0..k-1 cached and every sliding group has the blocks covering
+// positions k*bs-window+1..k*bs-1 (what the query at k*bs reads); the match is shortened until
+// that holds.
+//
+// Ownership: the pool owns one aligned allocation (budget bytes, rounded down to pages) and all
+// metadata; sequences are handles into it. Errors: GL_E_LIMIT when the pool cannot supply the
+// pages a call needs (nothing is changed then: the caller preempts), GL_E_INVAL for bad params.
+// Not thread-safe: the engine's step thread owns it.
+#pragma once
+
+#include "base/base.h"
+#include "model/model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+// enum gl_kv_dtype lives in model/model.h (the view attention reads carries it).
+const char *gl_kv_dtype_name(enum gl_kv_dtype t);
+// "f32" | "f16" | "bf16" | "fp8" | "fp8_e4m3" (vLLM spelling); GL_E_INVAL naming the text.
+GL_MUST_USE gl_status gl_kv_dtype_parse(const char *s, enum gl_kv_dtype *out, struct gl_err *err);
+
+struct gl_kv_params {
+    int64_t budget_bytes; // pool memory (vLLM --kv-cache-memory)
+    int32_t block_size;   // positions per page; default 16
+    enum gl_kv_dtype dtype;
+    int32_t prefix_cache; // 1: key full prompt blocks and reuse them
+};
+
+// Sizing from the config alone (works on a header-only GGUF): page size, pages in the budget,
+// pages one sequence of n_tok positions needs, capacity in tokens and concurrency at max_len.
+struct gl_kv_plan {
+    int32_t n_groups, group_size, n_sliding_groups, n_global_groups;
+    size_t page_bytes;
+    int64_t n_pages;
+    int64_t kv_capacity_tokens; // tokens of global-layer KV the pool holds (positions a single
+                                // long sequence could reach, sliding pages accounted)
+    double max_concurrency;     // sequences of max_model_len that fit at once
+    int64_t pages_per_seq;      // at max_model_len
+    size_t bytes_per_token_global, bytes_per_token_all; // per position, global / all layers
+};
+GL_MUST_USE gl_status gl_kv_plan_compute(const struct gl_model_config *cfg,
+                                         const struct gl_kv_params *p, int64_t max_model_len,
+                                         struct gl_kv_plan *out, struct gl_err *err);
+
+struct gl_kv_pool;
+struct gl_kv_seq;
+
+GL_MUST_USE gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *cfg,
+                                     const struct gl_kv_params *p, struct gl_err *err);
+void gl_kv_pool_free(struct gl_kv_pool *pool); // NULL-safe; all seqs must be freed first
+int64_t gl_kv_pool_free_pages(const struct gl_kv_pool *pool); // free + evictable cached
+int64_t gl_kv_pool_total_pages(const struct gl_kv_pool *pool);
+// Audit: recounts every page's owner/refcount from the sequences' tables and the cache; aborts
+// (GL_ASSERT) on any inconsistency. Returns pages in use by live sequences.
+int64_t gl_kv_pool_audit(const struct gl_kv_pool *pool);
+
+// A new empty sequence (no pages yet).
+GL_MUST_USE gl_status gl_kv_seq_new(struct gl_kv_pool *pool, struct gl_kv_seq **out,
+                                    struct gl_err *err);
+void gl_kv_seq_free(struct gl_kv_seq *s); // releases every page (cached ones become evictable)
+int64_t gl_kv_seq_len(const struct gl_kv_seq *s); // positions stored
+// Prefix cache lookup for a new (empty) sequence: maps the longest usable cached prefix of
+// tokens[0..n) (whole blocks, and never all n: at least one token is left to compute so the
+// step has logits) and sets the length to it. Returns the number of positions reused.
+int64_t gl_kv_seq_reuse_prefix(struct gl_kv_seq *s, const int32_t *tokens, int64_t n);
+// Makes room for positions [len, len+n): allocates pages (and releases out-of-window sliding
+// pages first). GL_E_LIMIT if the pool cannot supply them (state unchanged).
+GL_MUST_USE gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err);
+// Pages gl_kv_seq_reserve(s, n) would newly take (for admission decisions).
+int64_t gl_kv_seq_pages_needed(const struct gl_kv_seq *s, int64_t n);
+// After the forward pass wrote positions [len, len+n): advances len, keys newly full blocks of
+// the prompt (tokens = the tokens at those positions) into the prefix cache.
+void gl_kv_seq_commit(struct gl_kv_seq *s, const int32_t *tokens, int64_t n);
+// Pages held by the sequence in group kind (sliding = 1 / global = 0), for the window test.
+int64_t gl_kv_seq_pages_held(const struct gl_kv_seq *s, int sliding);
+
+// The view attention reads and writes for one layer of one sequence (model.h struct gl_kv_view),
+// covering positions [0, len + reserved). Valid until the next reserve / reuse / free of s.
+struct gl_kv_view gl_kv_seq_view(const struct gl_kv_seq *s, int layer);

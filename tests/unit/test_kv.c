@@ -1,0 +1,701 @@
+// SPDX-License-Identifier: MIT
+// kv tests: the fp8 E4M3 codec against the format's defining formula (all 256 codes, rounding
+// ties, saturation), the plan for the release shape, pool accounting under a pseudo-random mix
+// of operations (audit after every one), reserve failures that change nothing, sliding-layer
+// pages bounded by the window, prefix-cache hits (logits identical to a cold run, the sliding
+// rule shortening or refusing a hit), and gl_model_forward_batch over three sequences equal to
+// running each alone, for every KV dtype (tolerances measured, see kv_dtype_tol).
+// Model: written here with the gguf writer, 8 layers (6 sliding + 2 global: groups of 2),
+// vocab 64, E 64, H 4, Hkv 2, D 16, F 96, window 8.
+#include "gguf/gguf.h"
+#include "kv/fp8.h"
+#include "kv/kv.h"
+#include "model/model.h"
+#include "quant/quant.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { T_V = 64, T_E = 64, T_H = 4, T_HKV = 2, T_D = 16, T_F = 96, T_L = 8, T_WIN = 8 };
+
+// ---- fp8 ----
+
+static double e4m3_value(int c)
+{
+    int s = c >> 7, e = (c >> 3) & 15, m = c & 7;
+    double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
+    return s ? -v : v;
+}
+
+TEST(test_fp8_codes)
+{
+    int bad_dec = 0, bad_rt = 0;
+    for (int c = 0; c < 256; c++) {
+        float d = gl_fp8_e4m3_decode((uint8_t)c);
+        if ((c & 0x7F) == 0x7F) {
+            bad_dec += !isnan(d);
+            bad_rt += (gl_fp8_e4m3_encode(d) & 0x7F) != 0x7F;
+            continue;
+        }
+        bad_dec += (double)d != e4m3_value(c) || (signbit(d) != 0) != (c >> 7);
+        bad_rt += gl_fp8_e4m3_encode(d) != c;
+    }
+    CHECKF(bad_dec == 0, "%d codes decode wrongly", bad_dec);
+    CHECKF(bad_rt == 0, "%d codes do not round-trip", bad_rt);
+    CHECK(gl_fp8_e4m3_decode(0x7E) == 448.0f && gl_fp8_e4m3_decode(0x38) == 1.0f);
+    CHECK(gl_fp8_e4m3_decode(0x01) == 0x1p-9f && gl_fp8_e4m3_decode(0x08) == 0x1p-6f);
+    // Between neighbouring codes: below the midpoint -> lower, above -> upper, exactly on it ->
+    // the even code (mantissa bit 0 clear).
+    int bad_round = 0;
+    for (int c = 0; c < 0x7E; c++) {
+        double lo = e4m3_value(c), hi = e4m3_value(c + 1), mid = (lo + hi) / 2;
+        float below = nextafterf((float)mid, 0.0f), above = nextafterf((float)mid, 1e9f);
+        int even = (c & 1) ? c + 1 : c;
+        bad_round += gl_fp8_e4m3_encode(below) != c;
+        bad_round += gl_fp8_e4m3_encode(above) != c + 1;
+        bad_round += gl_fp8_e4m3_encode((float)mid) != even;
+        bad_round += gl_fp8_e4m3_encode(-(float)mid) != (even | 0x80);
+    }
+    CHECKF(bad_round == 0, "%d rounding cases wrong", bad_round);
+    // Saturation, never NaN from a finite or infinite input; tiny values flush to +-0.
+    CHECK(gl_fp8_e4m3_encode(449.0f) == 0x7E && gl_fp8_e4m3_encode(464.0f) == 0x7E);
+    CHECK(gl_fp8_e4m3_encode(1e30f) == 0x7E && gl_fp8_e4m3_encode(-INFINITY) == 0xFE);
+    CHECK(gl_fp8_e4m3_encode(0x1p-11f) == 0x00 && gl_fp8_e4m3_encode(-0x1p-11f) == 0x80);
+    CHECK(gl_fp8_e4m3_encode(0x1.8p-10f) == 0x01); // 0.75 * 2^-9 rounds up to the subnormal
+    CHECK((gl_fp8_e4m3_encode(NAN) & 0x7F) == 0x7F);
+}
+
+// ---- plan ----
+
+static struct gl_model_config release_config(void)
+{
+    struct gl_model_config c;
+    memset(&c, 0, sizeof c);
+    c.n_layer = 52;
+    c.n_head = 32;
+    c.n_head_kv = 2;
+    c.head_dim = 128;
+    c.window = 2048;
+    for (int l = 0; l < 52; l++)
+        c.swa[l] = (l % 4) != 3;
+    return c;
+}
+
+TEST(test_plan_release_shape)
+{
+    struct gl_model_config cfg = release_config();
+    struct gl_kv_params p = {5905580032, 16, GL_KV_FP8_E4M3, 1};
+    struct gl_kv_plan pl;
+    struct gl_err err;
+    REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
+    CHECK(pl.n_groups == 4 && pl.group_size == 13 && pl.n_sliding_groups == 3);
+    // 13 layers x (K,V) x 16 positions x 256 B + 13 x 2 x 16 f32 row scales
+    CHECK(pl.page_bytes == 106496 + 1664);
+    CHECK(pl.n_pages == 5905580032 / 108160);
+    CHECK(pl.pages_per_seq == 8192 + 3 * 129); // window 2048 touches at most 129 blocks
+    CHECKF(pl.max_concurrency > 6.3 && pl.max_concurrency < 6.4, "%g", pl.max_concurrency);
+    CHECK(pl.kv_capacity_tokens == (pl.n_pages - 3 * 129) * 16);
+    CHECK(pl.bytes_per_token_global == 13 * 2 * 260 && pl.bytes_per_token_all == 52 * 2 * 260);
+    p.dtype = GL_KV_BF16;
+    REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
+    CHECK(pl.page_bytes == 13 * 2 * 16 * 512);
+    p.block_size = 0;
+    CHECK(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_E_INVAL);
+    enum gl_kv_dtype t;
+    CHECK(gl_kv_dtype_parse("fp8", &t, &err) == GL_OK && t == GL_KV_FP8_E4M3);
+    CHECK(gl_kv_dtype_parse("fp8_e4m3", &t, &err) == GL_OK && t == GL_KV_FP8_E4M3);
+    CHECK(gl_kv_dtype_parse("bf16", &t, &err) == GL_OK && t == GL_KV_BF16);
+    CHECK(gl_kv_dtype_parse("int4", &t, &err) == GL_E_INVAL && strstr(err.msg, "int4"));
+}
+
+// ---- the test model ----
+
+static char tmp_dir[256];
+static char model_path[512];
+
+static float hval(int64_t ti, int64_t r, int64_t i)
+{
+    uint64_t x = (uint64_t)ti * 0x9E3779B97F4A7C15ull ^ (uint64_t)r * 0xBF58476D1CE4E5B9ull ^
+                 (uint64_t)i * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 29;
+    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+struct tdesc {
+    char name[64];
+    int64_t ne[2];
+    float base, scale;
+};
+static struct tdesc tds[3 + 14 * T_L];
+static int n_tds;
+
+static gl_status fill(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                      struct gl_err *err)
+{
+    (void)ctx;
+    (void)err;
+    const struct tdesc *d = &tds[ti];
+    float *o = dst;
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t i = 0; i < d->ne[0]; i++)
+            o[r * d->ne[0] + i] = d->base + d->scale * hval(ti, row0 + r, i);
+    return GL_OK;
+}
+
+static void add_t(const char *name, int64_t n_in, int64_t n_out, float base, float scale)
+{
+    struct tdesc *d = &tds[n_tds++];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->ne[0] = n_in;
+    d->ne[1] = n_out;
+    d->base = base;
+    d->scale = scale;
+}
+
+static void write_model(void)
+{
+    snprintf(model_path, sizeof model_path, "%s/kv.gguf", tmp_dir);
+    struct gl_gguf_writer *w = gl_gguf_writer_new();
+    GL_ASSERT(w);
+#define U(k, v) GL_ASSERT(gl_gguf_writer_add_u32(w, "muse-glimmer." k, v) == GL_OK)
+#define F(k, v) GL_ASSERT(gl_gguf_writer_add_f32(w, "muse-glimmer." k, v) == GL_OK)
+    GL_ASSERT(gl_gguf_writer_add_str(w, "general.architecture", "muse-glimmer") == GL_OK);
+    U("block_count", T_L);
+    U("embedding_length", T_E);
+    U("feed_forward_length", T_F);
+    U("attention.head_count", T_H);
+    U("attention.head_count_kv", T_HKV);
+    U("attention.key_length", T_D);
+    U("attention.value_length", T_D);
+    U("context_length", 256);
+    U("attention.sliding_window", T_WIN);
+    F("attention.layer_norm_rms_epsilon", 1e-5f);
+    F("rope.freq_base", 10000.0f);
+    F("logit_scale", 0.5f);
+    F("final_logit_softcapping", 20.0f);
+    uint8_t b[T_L];
+    for (int i = 0; i < T_L; i++)
+        b[i] = (i % 4) != 3;
+    GL_ASSERT(gl_gguf_writer_add_arr(w, "muse-glimmer.attention.sliding_window_pattern",
+                                     GL_GGUF_BOOL, b, T_L) == GL_OK);
+#undef U
+#undef F
+    const int HD = T_H * T_D, KD = T_HKV * T_D;
+    n_tds = 0;
+    add_t("token_embd.weight", T_E, T_V, 0.0f, 1.0f);
+    add_t("output_norm.weight", T_E, 0, 1.0f, 0.2f);
+    add_t("output.weight", T_E, T_V, 0.0f, 0.25f);
+    for (int l = 0; l < T_L; l++) {
+        char nm[64];
+#define A(suf, nin, nout, bs, sc)                                                                  \
+    snprintf(nm, sizeof nm, "blk.%d." suf ".weight", l);                                           \
+    add_t(nm, nin, nout, bs, sc)
+        A("attn_norm", T_E, 0, 1.0f, 0.2f);
+        A("attn_q", T_E, HD, 0.0f, 0.2f);
+        A("attn_k", T_E, KD, 0.0f, 0.2f);
+        A("attn_v", T_E, KD, 0.0f, 0.2f);
+        A("attn_gate", T_E, HD, 0.0f, 0.2f);
+        A("attn_output", HD, T_E, 0.0f, 0.2f);
+        A("attn_q_norm", T_D, 0, 2.0f, 0.5f);
+        A("attn_k_norm", T_D, 0, 1.0f, 0.2f);
+        A("post_attention_norm", T_E, 0, 1.0f, 0.2f);
+        A("ffn_norm", T_E, 0, 1.0f, 0.2f);
+        A("ffn_gate", T_E, T_F, 0.0f, 0.2f);
+        A("ffn_up", T_E, T_F, 0.0f, 0.2f);
+        A("ffn_down", T_F, T_E, 0.0f, 0.15f);
+        A("post_ffw_norm", T_E, 0, 1.0f, 0.2f);
+#undef A
+    }
+    for (int i = 0; i < n_tds; i++)
+        GL_ASSERT(gl_gguf_writer_add_tensor(w, tds[i].name, tds[i].ne[1] ? 2 : 1, tds[i].ne,
+                                            GL_TYPE_F32) == i);
+    struct gl_err err = {0};
+    GL_ASSERT_MSG(gl_gguf_writer_write(w, model_path, 0, fill, NULL, &err) == GL_OK, "%s", err.msg);
+    gl_gguf_writer_delete(w);
+}
+
+static struct gl_model *model;
+
+static void tokens_for(int32_t *out, int n, uint64_t seed)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        out[i] = (int32_t)((seed >> 33) % T_V);
+    }
+}
+
+static struct gl_kv_pool *pool_make(int64_t n_pages, int32_t bs, enum gl_kv_dtype dt, int prefix)
+{
+    struct gl_kv_params p = {1, bs, dt, prefix};
+    struct gl_kv_plan pl;
+    struct gl_err err;
+    GL_ASSERT(gl_kv_plan_compute(&model->cfg, &p, 64, &pl, &err) == GL_OK);
+    p.budget_bytes = n_pages * (int64_t)pl.page_bytes;
+    struct gl_kv_pool *pool = NULL;
+    GL_ASSERT_MSG(gl_kv_pool_new(&pool, &model->cfg, &p, &err) == GL_OK, "%s", err.msg);
+    GL_ASSERT(gl_kv_pool_total_pages(pool) == n_pages);
+    return pool;
+}
+
+// ---- pool accounting (no forward pass: pages are metadata until written) ----
+
+TEST(test_pool_accounting_random)
+{
+    struct gl_kv_pool *pool = pool_make(60, 4, GL_KV_F32, 1);
+    struct gl_err err;
+    enum { S = 6, P = 48 };
+    struct gl_kv_seq *seq[S] = {0};
+    int32_t prompts[3][P];
+    for (int i = 0; i < 3; i++)
+        tokens_for(prompts[i], P, 100 + (uint64_t)i);
+    memcpy(prompts[1], prompts[0], 20 * sizeof(int32_t)); // 1 shares 5 blocks with 0
+    int which[S] = {0};
+    uint64_t r = 7;
+    int n_limit = 0, n_reuse = 0, n_ops = 0;
+    for (int op = 0; op < 400; op++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        int i = (int)((r >> 33) % S), kind = (int)((r >> 40) % 8);
+        if (!seq[i]) {
+            REQUIRE(gl_kv_seq_new(pool, &seq[i], &err) == GL_OK);
+            which[i] = (int)((r >> 50) % 3);
+            n_reuse += gl_kv_seq_reuse_prefix(seq[i], prompts[which[i]], P) > 0;
+        } else if (kind == 0 || gl_kv_seq_len(seq[i]) >= P) {
+            gl_kv_seq_free(seq[i]);
+            seq[i] = NULL;
+        } else {
+            int64_t len = gl_kv_seq_len(seq[i]);
+            int64_t n = 1 + (int64_t)((r >> 20) % 9);
+            n = len + n > P ? P - len : n;
+            int64_t fr = gl_kv_pool_free_pages(pool), need = gl_kv_seq_pages_needed(seq[i], n);
+            gl_status st = gl_kv_seq_reserve(seq[i], n, &err);
+            if (st == GL_E_LIMIT) {
+                n_limit++;
+                CHECK(need > fr && gl_kv_pool_free_pages(pool) == fr);
+            } else {
+                REQUIRE(st == GL_OK);
+                CHECK(gl_kv_pool_free_pages(pool) == fr - need);
+                gl_kv_seq_commit(seq[i], prompts[which[i]] + len, n);
+            }
+        }
+        int64_t used = gl_kv_pool_audit(pool);
+        CHECK(used + gl_kv_pool_free_pages(pool) == 60);
+        n_ops++;
+    }
+    // The mix must have exercised exhaustion and hits, or the test proves little.
+    CHECKF(n_limit > 0 && n_reuse > 0, "limit %d reuse %d", n_limit, n_reuse);
+    for (int i = 0; i < S; i++)
+        gl_kv_seq_free(seq[i]);
+    CHECK(gl_kv_pool_audit(pool) == 0 && gl_kv_pool_free_pages(pool) == 60);
+    gl_kv_pool_free(pool);
+}
+
+TEST(test_reserve_failure_changes_nothing)
+{
+    // 4 groups: every block of a fresh sequence takes 4 pages.
+    struct gl_kv_pool *pool = pool_make(10, 4, GL_KV_F32, 1);
+    struct gl_kv_seq *s = NULL;
+    struct gl_err err;
+    REQUIRE(gl_kv_seq_new(pool, &s, &err) == GL_OK);
+    CHECK(gl_kv_seq_pages_needed(s, 16) == 16);
+    CHECK(gl_kv_seq_reserve(s, 16, &err) == GL_E_LIMIT);
+    CHECK(strstr(err.msg, "16 pages") != NULL);
+    CHECK(gl_kv_pool_audit(pool) == 0 && gl_kv_pool_free_pages(pool) == 10);
+    CHECK(gl_kv_seq_pages_held(s, 0) == 0 && gl_kv_seq_pages_held(s, 1) == 0);
+    REQUIRE(gl_kv_seq_reserve(s, 8, &err) == GL_OK);
+    int32_t toks[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    gl_kv_seq_commit(s, toks, 8);
+    struct gl_kv_view v0 = gl_kv_seq_view(s, 0);
+    CHECK(gl_kv_seq_reserve(s, 4, &err) == GL_E_LIMIT); // 4 more pages, 2 free
+    CHECK(gl_kv_pool_audit(pool) == 8 && gl_kv_pool_free_pages(pool) == 2);
+    struct gl_kv_view v1 = gl_kv_seq_view(s, 0);
+    CHECK(v1.n_blocks == v0.n_blocks && gl_kv_seq_len(s) == 8);
+    CHECK(gl_kv_seq_pages_held(s, 0) == 2 && gl_kv_seq_pages_held(s, 1) == 6);
+    gl_kv_seq_free(s);
+    CHECK(gl_kv_pool_audit(pool) == 0 && gl_kv_pool_free_pages(pool) == 10);
+    gl_kv_pool_free(pool);
+}
+
+// Decode-style growth of one sequence to n positions; returns the most sliding pages held.
+static int64_t grow(struct gl_kv_pool *pool, struct gl_kv_seq *s, int n)
+{
+    struct gl_err err;
+    int64_t most = 0;
+    for (int i = 0; i < n; i++) {
+        int32_t t = i % T_V;
+        GL_ASSERT(gl_kv_seq_reserve(s, 1, &err) == GL_OK);
+        int64_t h = gl_kv_seq_pages_held(s, 1);
+        most = h > most ? h : most;
+        gl_kv_seq_commit(s, &t, 1);
+        GL_ASSERT(gl_kv_pool_audit(pool) >= 0);
+    }
+    return most;
+}
+
+TEST(test_sliding_pages_follow_window)
+{
+    struct gl_kv_pool *pool = pool_make(200, 4, GL_KV_F32, 0);
+    struct gl_kv_seq *a = NULL, *b = NULL;
+    struct gl_err err;
+    REQUIRE(gl_kv_seq_new(pool, &a, &err) == GL_OK && gl_kv_seq_new(pool, &b, &err) == GL_OK);
+    int64_t most1 = grow(pool, a, T_WIN), most10 = grow(pool, b, 10 * T_WIN);
+    // 3 sliding groups; a window of 8 positions touches at most 3 blocks of 4.
+    CHECKF(gl_kv_seq_pages_held(b, 1) <= gl_kv_seq_pages_held(a, 1), "10x %lld vs 1x %lld",
+           (long long)gl_kv_seq_pages_held(b, 1), (long long)gl_kv_seq_pages_held(a, 1));
+    CHECKF(most10 <= 3 * 3 && most1 <= 3 * 3, "peaks %lld %lld", (long long)most10,
+           (long long)most1);
+    CHECK(gl_kv_seq_pages_held(b, 0) == 20 && gl_kv_seq_pages_held(a, 0) == 2); // global: all
+    gl_kv_seq_free(a);
+    gl_kv_seq_free(b);
+    CHECK(gl_kv_pool_audit(pool) == 0);
+    gl_kv_pool_free(pool);
+}
+
+// ---- forward through the pool ----
+
+struct runseq {
+    struct gl_kv_seq *s;
+    struct gl_kv_view views[T_L];
+};
+
+// One batched step: seq i feeds toks[i][0..n[i]) at its current length; logits row i gets its
+// last token's logits.
+static void pool_step(struct gl_model_ctx *c, struct runseq *rs, const int32_t *const *toks,
+                      const int32_t *n, int k, float *logits)
+{
+    struct gl_batch_seq bs[8];
+    struct gl_err err;
+    GL_ASSERT(k <= 8);
+    for (int i = 0; i < k; i++) {
+        GL_ASSERT_MSG(gl_kv_seq_reserve(rs[i].s, n[i], &err) == GL_OK, "%s", err.msg);
+        for (int l = 0; l < T_L; l++)
+            rs[i].views[l] = gl_kv_seq_view(rs[i].s, l);
+        struct gl_batch_seq q = {toks[i], n[i], gl_kv_seq_len(rs[i].s), rs[i].views, i, 0};
+        bs[i] = q;
+    }
+    GL_ASSERT_MSG(gl_model_forward_batch(c, bs, k, logits, &err) == GL_OK, "%s", err.msg);
+    for (int i = 0; i < k; i++)
+        gl_kv_seq_commit(rs[i].s, toks[i], n[i]);
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double d = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double x = fabs((double)a[i] - (double)b[i]);
+        d = x > d ? x : d;
+    }
+    return d;
+}
+
+static double max_abs(const float *a, size_t n)
+{
+    double d = 0.0;
+    for (size_t i = 0; i < n; i++)
+        d = fabs((double)a[i]) > d ? fabs((double)a[i]) : d;
+    return d;
+}
+
+// Logits of the last token of each chunk of one sequence run alone through gl_kv_cache.
+static void alone(struct gl_model_ctx *c, const int32_t *toks, const int *chunks, int n_chunks,
+                  float *out)
+{
+    struct gl_kv_cache *kv = NULL;
+    struct gl_err err;
+    GL_ASSERT(gl_kv_cache_new(&kv, &model->cfg, 256, &err) == GL_OK);
+    int64_t pos = 0;
+    for (int i = 0; i < n_chunks; i++) {
+        GL_ASSERT(gl_model_forward(c, kv, toks + pos, chunks[i], pos, out + i * T_V, 0, NULL,
+                                   &err) == GL_OK);
+        pos += chunks[i];
+    }
+    gl_kv_cache_delete(kv);
+}
+
+// Prefix reuse: a warm sequence maps the cached blocks and its logits equal those of a cold
+// sequence fed in the same chunks (36 + 4), bit for bit.
+TEST(test_prefix_cache_hit_logits)
+{
+    struct gl_model_ctx *c = NULL;
+    struct gl_err err;
+    REQUIRE(gl_model_ctx_new(&c, model, 64, 2, 256, &err) == GL_OK);
+    int32_t p[40];
+    tokens_for(p, 40, 5);
+    float cold[2 * T_V], warm[T_V], lg[T_V];
+    struct gl_kv_pool *pool = pool_make(100, 4, GL_KV_F32, 1);
+    struct runseq a = {0};
+    REQUIRE(gl_kv_seq_new(pool, &a.s, &err) == GL_OK);
+    const int32_t *t0[1] = {p};
+    int32_t n0[1] = {36};
+    pool_step(c, &a, t0, n0, 1, cold);
+    const int32_t *t1[1] = {p + 36};
+    int32_t n1[1] = {4};
+    pool_step(c, &a, t1, n1, 1, cold + T_V);
+    gl_kv_seq_free(a.s);
+    CHECK(gl_kv_pool_audit(pool) == 0);
+
+    struct runseq b = {0};
+    REQUIRE(gl_kv_seq_new(pool, &b.s, &err) == GL_OK);
+    CHECK(gl_kv_seq_reuse_prefix(b.s, p, 40) == 36); // 9 whole blocks, never the last token
+    CHECK(gl_kv_pool_audit(pool) == gl_kv_seq_pages_held(b.s, 0) + gl_kv_seq_pages_held(b.s, 1));
+    // Sliding groups map only the blocks the next query (position 36) can see: 29..35.
+    CHECK(gl_kv_seq_pages_held(b.s, 1) == 3 * 2 && gl_kv_seq_pages_held(b.s, 0) == 9);
+    pool_step(c, &b, t1, n1, 1, warm);
+    CHECK(memcmp(warm, cold + T_V, sizeof warm) == 0);
+    gl_kv_seq_free(b.s);
+
+    // A prompt sharing only 24 tokens hits 6 blocks; its logits match a cold 24 + rest run.
+    int32_t q[30];
+    memcpy(q, p, 24 * sizeof(int32_t));
+    tokens_for(q + 24, 6, 99);
+    struct runseq d = {0};
+    REQUIRE(gl_kv_seq_new(pool, &d.s, &err) == GL_OK);
+    CHECK(gl_kv_seq_reuse_prefix(d.s, q, 30) == 24);
+    const int32_t *t2[1] = {q + 24};
+    int32_t n2[1] = {6};
+    pool_step(c, &d, t2, n2, 1, warm);
+    gl_kv_seq_free(d.s);
+    const int ch[2] = {24, 6};
+    float ref[2 * T_V];
+    alone(c, q, ch, 2, ref);
+    double dd = max_abs_diff(warm, ref + T_V, T_V);
+    CHECKF(dd <= 1e-5, "partial hit vs alone: %g", dd);
+    CHECK(gl_kv_pool_audit(pool) == 0);
+    gl_kv_pool_free(pool);
+
+    // Cold through the pool == alone through gl_kv_cache with the same chunks.
+    const int ch2[2] = {36, 4};
+    alone(c, p, ch2, 2, ref);
+    dd = max_abs_diff(cold, ref, 2 * T_V);
+    CHECKF(dd <= 1e-5, "pool vs kv_cache: %g", dd);
+    (void)lg;
+    gl_model_ctx_delete(c);
+}
+
+// The sliding rule: after A (40 tokens, 10 keyed blocks x 4 groups) is freed, its released
+// out-of-window sliding pages are first in the LRU (blocks 0..7 of the 3 sliding groups, in
+// release order), then blocks 9, 8 of all groups, then 7..0 of the global group. Evicting the 21
+// pages of blocks 0..6 keeps a 36-position hit (the query at 36 needs blocks 7, 8); evicting one
+// more (block 7 of group 0) leaves every global block cached but no usable hit at all.
+TEST(test_prefix_sliding_rule)
+{
+    struct gl_err err;
+    int32_t p[40];
+    tokens_for(p, 40, 11);
+    for (int extra = 21; extra <= 22; extra++) {
+        const int64_t total = 40 + (extra == 21 ? 3 : 2); // clean + extra = a multiple of 4
+        struct gl_kv_pool *pool = pool_make(total, 4, GL_KV_F32, 1);
+        struct gl_kv_seq *a = NULL, *f = NULL, *b = NULL;
+        REQUIRE(gl_kv_seq_new(pool, &a, &err) == GL_OK);
+        REQUIRE(gl_kv_seq_reserve(a, 40, &err) == GL_OK);
+        gl_kv_seq_commit(a, p, 40);
+        gl_kv_seq_free(a);
+        CHECK(gl_kv_pool_free_pages(pool) == total);
+        REQUIRE(gl_kv_seq_new(pool, &f, &err) == GL_OK);
+        int64_t take = (total - 40 + extra) / 4 * 4;
+        REQUIRE(gl_kv_seq_reserve(f, take, &err) == GL_OK); // take/4 blocks x 4 groups
+        CHECK(gl_kv_pool_free_pages(pool) == 40 - extra);
+        REQUIRE(gl_kv_seq_new(pool, &b, &err) == GL_OK);
+        int64_t hit = gl_kv_seq_reuse_prefix(b, p, 40);
+        CHECKF(hit == (extra == 21 ? 36 : 0), "evicted %d: hit %lld", extra, (long long)hit);
+        gl_kv_pool_audit(pool);
+        gl_kv_seq_free(b);
+        gl_kv_seq_free(f);
+        CHECK(gl_kv_pool_audit(pool) == 0);
+        gl_kv_pool_free(pool);
+    }
+}
+
+// Three sequences of 5, 13 and 21 prompt tokens (two cross the window of 8), prefilled in mixed
+// chunks and then decoded together, against each run alone with the same chunks. For f32 the
+// results agree to float rounding; the other dtypes are compared with f32 alone.
+static void batch_vs_alone(enum gl_kv_dtype dt, double tol_rel, double *worst_out)
+{
+    struct gl_model_ctx *c = NULL;
+    struct gl_err err;
+    GL_ASSERT(gl_model_ctx_new(&c, model, 32, 2, 256, &err) == GL_OK);
+    enum { ND = 4 };
+    const int plen[3] = {5, 13, 21};
+    int32_t toks[3][21 + ND];
+    for (int i = 0; i < 3; i++)
+        tokens_for(toks[i], plen[i] + ND, 40 + (uint64_t)i);
+    // Steps: 1) A[0,5) B[0,8) C[0,10)  2) B[8,13) C[10,21)  3..6) one token each.
+    const int chunks[3][2] = {{5, 0}, {8, 5}, {10, 11}};
+    struct gl_kv_pool *pool = pool_make(64, 4, dt, 1);
+    struct runseq rs[3] = {{0}};
+    for (int i = 0; i < 3; i++)
+        GL_ASSERT(gl_kv_seq_new(pool, &rs[i].s, &err) == GL_OK);
+    float got[3][1 + 1 + ND][T_V], want[3][1 + 1 + ND][T_V];
+    float lg[3 * T_V];
+    {
+        const int32_t *t[3] = {toks[0], toks[1], toks[2]};
+        int32_t n[3] = {5, 8, 10};
+        pool_step(c, rs, t, n, 3, lg);
+        for (int i = 0; i < 3; i++)
+            memcpy(got[i][0], lg + i * T_V, sizeof got[i][0]);
+        const int32_t *t2[2] = {toks[1] + 8, toks[2] + 10};
+        int32_t n2[2] = {5, 11};
+        pool_step(c, rs + 1, t2, n2, 2, lg);
+        for (int i = 1; i < 3; i++)
+            memcpy(got[i][1], lg + (i - 1) * T_V, sizeof got[i][1]);
+        gl_kv_pool_audit(pool);
+    }
+    for (int d = 0; d < ND; d++) {
+        const int32_t *t[3];
+        int32_t n[3] = {1, 1, 1};
+        for (int i = 0; i < 3; i++)
+            t[i] = toks[i] + plen[i] + d;
+        pool_step(c, rs, t, n, 3, lg);
+        for (int i = 0; i < 3; i++)
+            memcpy(got[i][2 + d], lg + i * T_V, sizeof got[i][2 + d]);
+        gl_kv_pool_audit(pool);
+    }
+    double worst = 0.0;
+    for (int i = 0; i < 3; i++) {
+        int ch[2 + ND], nch = 0;
+        for (int k = 0; k < 2; k++)
+            if (chunks[i][k])
+                ch[nch++] = chunks[i][k];
+        for (int d = 0; d < ND; d++)
+            ch[nch++] = 1;
+        float out[2 + ND][T_V];
+        alone(c, toks[i], ch, nch, &out[0][0]);
+        int gi = 0;
+        for (int k = 0; k < nch; k++, gi++) {
+            if (i == 0 && k == 1)
+                gi++; // A had no second prefill chunk
+            memcpy(want[i][gi], out[k], sizeof out[k]);
+            double rel = max_abs_diff(got[i][gi], want[i][gi], T_V) / max_abs(want[i][gi], T_V);
+            worst = rel > worst ? rel : worst;
+        }
+    }
+    *worst_out = worst;
+    CHECKF(worst <= tol_rel, "dtype %s: batch vs alone worst relative diff %g > %g",
+           gl_kv_dtype_name(dt), worst, tol_rel);
+    for (int i = 0; i < 3; i++)
+        gl_kv_seq_free(rs[i].s);
+    CHECK(gl_kv_pool_audit(pool) == 0);
+    gl_kv_pool_free(pool);
+    gl_model_ctx_delete(c);
+}
+
+TEST(test_forward_batch_equals_alone)
+{
+    double w[4];
+    batch_vs_alone(GL_KV_F32, 1e-5, &w[0]);
+    // Rounding of K/V rows has unit roundoff u = 2^-11 (f16), 2^-8 (bf16), 2^-4 (fp8 e4m3 with
+    // a per-row scale). Measured worst logit error relative to max |logit| on this model (8
+    // layers, sharp attention from q_norm ~2): 3.2u, 4.1u, 2.8u (1.6e-3, 1.6e-2, 0.17). The
+    // bounds are about twice that, so a real regression (a wrong scale, a wrong row) fails.
+    batch_vs_alone(GL_KV_F16, 4e-3, &w[1]);
+    batch_vs_alone(GL_KV_BF16, 4e-2, &w[2]);
+    batch_vs_alone(GL_KV_FP8_E4M3, 0.35, &w[3]);
+    printf("# batch vs alone, worst |diff| / max|logit|: f32 %.3g f16 %.3g bf16 %.3g fp8 %.3g\n",
+           w[0], w[1], w[2], w[3]);
+    // The lossy dtypes really are stored lossy (a test that cannot fail proves nothing).
+    CHECK(w[1] > 0.0 && w[2] > w[1] && w[3] > w[2]);
+}
+
+TEST(test_forward_batch_refusals)
+{
+    struct gl_model_ctx *c = NULL;
+    struct gl_err err;
+    REQUIRE(gl_model_ctx_new(&c, model, 8, 1, 64, &err) == GL_OK);
+    struct gl_kv_pool *pool = pool_make(40, 4, GL_KV_F32, 0);
+    struct runseq r = {0};
+    REQUIRE(gl_kv_seq_new(pool, &r.s, &err) == GL_OK);
+    REQUIRE(gl_kv_seq_reserve(r.s, 4, &err) == GL_OK);
+    for (int l = 0; l < T_L; l++)
+        r.views[l] = gl_kv_seq_view(r.s, l);
+    int32_t t[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    float lg[T_V];
+    struct gl_batch_seq q = {t, 5, 0, r.views, 0, 0}; // 5 positions, views cover 4
+    CHECK(gl_model_forward_batch(c, &q, 1, lg, &err) == GL_E_INVAL);
+    CHECK(strstr(err.msg, "layer 0") != NULL);
+    q.n = 12; // more than n_batch 8
+    CHECK(gl_model_forward_batch(c, &q, 1, lg, &err) != GL_OK);
+    q.n = 4;
+    t[2] = T_V;
+    CHECK(gl_model_forward_batch(c, &q, 1, lg, &err) == GL_E_INVAL && strstr(err.msg, "id 64"));
+    t[2] = 3;
+    q.pos0 = 62; // past the context of 64
+    CHECK(gl_model_forward_batch(c, &q, 1, lg, &err) == GL_E_LIMIT);
+    q.pos0 = 0;
+    CHECK(gl_model_forward_batch(c, &q, 1, NULL, &err) == GL_E_INVAL); // logits row, no buffer
+    CHECK(gl_model_forward_batch(c, &q, 1, lg, &err) == GL_OK);
+    gl_kv_seq_free(r.s);
+    gl_kv_pool_free(pool);
+    gl_model_ctx_delete(c);
+}
+
+// Logit rows: several per sequence (n_logits) and destination rows out of sequence order (the
+// head then runs once per run of consecutive rows) give the same numbers as the plain order.
+TEST(test_forward_batch_logit_rows)
+{
+    struct gl_model_ctx *c = NULL;
+    struct gl_err err;
+    REQUIRE(gl_model_ctx_new(&c, model, 16, 2, 64, &err) == GL_OK);
+    int32_t ta[6], tb[3];
+    tokens_for(ta, 6, 71);
+    tokens_for(tb, 3, 72);
+    float out[2][3 * T_V];
+    for (int order = 0; order < 2; order++) {
+        struct gl_kv_pool *pool = pool_make(40, 4, GL_KV_F32, 0);
+        struct runseq r[2] = {{0}};
+        struct gl_batch_seq q[2];
+        const int32_t *tt[2] = {ta, tb};
+        const int32_t nn[2] = {6, 3};
+        for (int i = 0; i < 2; i++) {
+            REQUIRE(gl_kv_seq_new(pool, &r[i].s, &err) == GL_OK);
+            REQUIRE(gl_kv_seq_reserve(r[i].s, nn[i], &err) == GL_OK);
+            for (int l = 0; l < T_L; l++)
+                r[i].views[l] = gl_kv_seq_view(r[i].s, l);
+            struct gl_batch_seq x = {tt[i], nn[i], 0, r[i].views, 0, 0};
+            q[i] = x;
+        }
+        q[0].n_logits = 2; // A: its last two tokens
+        q[0].logits_row = order ? 1 : 0;
+        q[1].logits_row = order ? 0 : 2;
+        REQUIRE(gl_model_forward_batch(c, q, 2, out[order], &err) == GL_OK);
+        for (int i = 0; i < 2; i++)
+            gl_kv_seq_free(r[i].s);
+        gl_kv_pool_free(pool);
+    }
+    // order 0: rows A4 A5 B2; order 1: rows B2 A4 A5.
+    double d = max_abs_diff(out[0], out[1] + T_V, 2 * T_V);
+    d += max_abs_diff(out[0] + 2 * T_V, out[1], T_V);
+    CHECKF(d <= 1e-6, "reordered logit rows differ by %g", d);
+    CHECK(max_abs_diff(out[0], out[0] + T_V, T_V) > 1e-3); // distinct rows really were compared
+    gl_model_ctx_delete(c);
+}
+
+static int run_all(void)
+{
+    RUN_TESTS(test_fp8_codes, test_plan_release_shape, test_pool_accounting_random,
+              test_reserve_failure_changes_nothing, test_sliding_pages_follow_window,
+              test_prefix_cache_hit_logits, test_prefix_sliding_rule,
+              test_forward_batch_equals_alone, test_forward_batch_refusals,
+              test_forward_batch_logit_rows);
+}
+
+int main(void)
+{
+    snprintf(tmp_dir, sizeof tmp_dir, "%s/glint_test_kv_XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmp_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    write_model();
+    struct gl_err err = {0};
+    struct gl_model_params mp = {.keep_quant = 1};
+    GL_ASSERT_MSG(gl_model_open(&model, model_path, &mp, &err) == GL_OK, "%s", err.msg);
+    int rc = run_all();
+    gl_model_delete(model);
+    unlink(model_path);
+    rmdir(tmp_dir);
+    return rc;
+}
