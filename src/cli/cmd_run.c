@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // `glint run`: prompt -> prefill (batched) -> decode loop with the sampler, streaming UTF-8-safe
-// text to stdout; stops at EOS/EOT or -n tokens. `glint eval`: teacher-forced logits for given
-// ids (all positions, optionally chunked with --batch) and per-layer hidden-state dumps for the
-// reference checks. Flags are a contract used by the oracle scripts: keep them stable.
+// text to stdout; stops at EOS/EOT or -n tokens. `glint run --batch IN.jsonl`: every line a
+// request (vLLM field names) run concurrently through the engine, one JSON result per line. `glint
+// eval`: teacher-forced logits for given ids (all positions, optionally chunked with --batch) and
+// per-layer hidden-state dumps for the reference checks. Flags are a contract used by the oracle
+// scripts: keep them stable.
 #include "cli.h"
+#include "engine/engine.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +69,17 @@ static int usage_run(FILE *f)
                "  --ids         print the generated ids, space-separated, as the last line\n"
                "  --special     parse specials in --prompt and print special tokens' text\n"
                "  --threads N   worker threads (default 2)\n"
-               "  --show-tensors  print where every tensor lives (mmap / heap) to stderr\n");
+               "  --show-tensors  print where every tensor lives (mmap / heap) to stderr\n"
+               "batch: glint run --model F --batch IN.jsonl [--out OUT.jsonl] [--threads N]\n"
+               "                 [--max-num-seqs 16] [--max-num-batched-tokens 512]\n"
+               "                 [--kv-cache-memory BYTES] [--kv-cache-dtype f16|bf16|fp8|f32]\n"
+               "  each line {\"prompt\": TEXT | \"prompt_token_ids\": [..], vLLM sampling\n"
+               "  fields (n, max_tokens, min_tokens, temperature (default 1), top_p, top_k,\n"
+               "  min_p, seed, presence/frequency/repetition_penalty, logit_bias, stop,\n"
+               "  stop_token_ids, allowed_token_ids, ignore_eos, include_stop_str_in_output,\n"
+               "  skip_special_tokens, logprobs)}; TEXT is tokenized with specials and BOS.\n"
+               "  Output, in input order: {index, text, token_ids, finish_reason,\n"
+               "  stop_reason, usage} or {index, error}.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -129,9 +143,12 @@ static int parse_float(const char *s, float *out)
 }
 
 struct run_opts {
-    const char *model, *prompt, *prompt_ids;
+    const char *model, *prompt, *prompt_ids, *batch, *out;
+    long long max_seqs, max_tokens;
+    int64_t kv_bytes;
+    enum gl_kv_dtype kv_dtype;
     long long n_gen, threads;
-    struct gl_sampling_params sp;
+    struct gl_sample_params sp;
     int print_ids, special, show_tensors;
 };
 
@@ -169,9 +186,533 @@ static void show_tensors(const struct gl_model *m)
             m->keep_quant ? "kept in their file types" : "expanded to f32");
 }
 
+// ---- batch (JSONL) ----
+// One request per input line, vLLM SamplingParams names; all lines run concurrently through the
+// engine and one result line per input line is written in input order. A bad line gets an error
+// object; the others still run.
+
+struct choice_out {
+    int32_t *ids;
+    int64_t n_ids;
+    size_t cap_ids, cap_lp;
+    char *text;
+    size_t n_text, cap_text;
+    float *lp;        // [n_ids] when logprobs were requested
+    int32_t *top_ids; // [n_ids * top_n]
+    float *top_lp;    // [n_ids * top_n]
+    size_t cap_top_ids, cap_top_lp;
+    enum gl_finish finish;
+    char *stop_str; // owned copy
+    int32_t stop_token;
+    int oom;
+};
+
+struct line_out {
+    char err[300]; // non-empty: this line failed
+    int err_code;  // HTTP-like: 400 bad request, 503 overloaded
+    int32_t n_prompt, n_choices, want_lp, top_n;
+    struct choice_out *ch;
+    // request storage (the engine copies what it keeps; these live until submit)
+    int32_t *prompt;
+    struct gl_sample_params sp;
+    int32_t *allowed, *stop_ids;
+    struct gl_logit_bias *bias;
+    char *stops[GL_SAMPLE_MAX_STOP];
+};
+
+static int grow_buf(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 64;
+    while (nc < need)
+        nc *= 2;
+    void *n = gl_realloc(*p, nc * elem);
+    if (!n)
+        return -1;
+    *p = n;
+    *cap = nc;
+    return 0;
+}
+
+static void batch_event(void *user, const struct gl_event *ev)
+{
+    struct line_out *lo = user;
+    struct choice_out *c = &lo->ch[ev->index];
+    size_t need = (size_t)(c->n_ids + ev->n_tokens);
+    if (grow_buf((void **)&c->ids, &c->cap_ids, need, sizeof *c->ids) ||
+        (lo->want_lp && grow_buf((void **)&c->lp, &c->cap_lp, need, sizeof *c->lp)) ||
+        (lo->top_n > 0 && (grow_buf((void **)&c->top_ids, &c->cap_top_ids, need * (size_t)lo->top_n,
+                                    sizeof *c->top_ids) ||
+                           grow_buf((void **)&c->top_lp, &c->cap_top_lp, need * (size_t)lo->top_n,
+                                    sizeof *c->top_lp))) ||
+        grow_buf((void **)&c->text, &c->cap_text, c->n_text + ev->text_len + 1, 1)) {
+        c->oom = 1;
+    } else {
+        for (int32_t i = 0; i < ev->n_tokens; i++) {
+            if (lo->want_lp)
+                c->lp[c->n_ids] = ev->logprobs ? ev->logprobs[i] : 0.0f;
+            for (int32_t k = 0; k < lo->top_n; k++) {
+                int ok = ev->top_ids && k < ev->top_n;
+                c->top_ids[c->n_ids * lo->top_n + k] = ok ? ev->top_ids[i * ev->top_n + k] : -1;
+                c->top_lp[c->n_ids * lo->top_n + k] = ok ? ev->top_logprobs[i * ev->top_n + k] : 0;
+            }
+            c->ids[c->n_ids++] = ev->tokens[i];
+        }
+        memcpy(c->text + c->n_text, ev->text, ev->text_len);
+        c->n_text += ev->text_len;
+    }
+    if (ev->finish != GL_FINISH_NONE) {
+        c->finish = ev->finish;
+        c->stop_token = ev->stop_token;
+        if (ev->stop_matched) {
+            size_t n = strlen(ev->stop_matched) + 1;
+            c->stop_str = gl_malloc(n);
+            if (c->stop_str)
+                memcpy(c->stop_str, ev->stop_matched, n);
+        }
+    }
+}
+
+// Writes s as a JSON string; invalid UTF-8 becomes U+FFFD (as a lossy decode would).
+static void json_str(FILE *f, const char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+            i++;
+        } else if (c < 0x20) {
+            fprintf(f, "\\u%04x", c);
+            i++;
+        } else if (c < 0x80) {
+            fputc(c, f);
+            i++;
+        } else {
+            int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+            int ok = len > 0 && i + (size_t)len <= n;
+            for (int k = 1; ok && k < len; k++)
+                ok = ((unsigned char)s[i + (size_t)k] & 0xC0) == 0x80;
+            if (ok && len == 3) { // no overlongs or surrogates
+                unsigned char d = (unsigned char)s[i + 1];
+                ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d >= 0xA0);
+            } else if (ok && len == 4) {
+                unsigned char d = (unsigned char)s[i + 1];
+                ok = !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d >= 0x90);
+            }
+            if (ok) {
+                fwrite(s + i, 1, (size_t)len, f);
+                i += (size_t)len;
+            } else {
+                fputs("\xEF\xBF\xBD", f);
+                i++;
+            }
+        }
+    }
+    fputc('"', f);
+}
+
+static int json_ids(json_t *a, int32_t n_vocab, int32_t **out, int32_t *n, char *err, size_t cap,
+                    const char *what)
+{
+    if (!json_is_array(a) || json_array_size(a) > (size_t)1 << 24) {
+        snprintf(err, cap, "%s: expected an array of token ids", what);
+        return -1;
+    }
+    *n = (int32_t)json_array_size(a);
+    *out = gl_malloc((size_t)(*n ? *n : 1) * sizeof **out);
+    if (!*out) {
+        snprintf(err, cap, "%s: out of memory", what);
+        return -1;
+    }
+    for (int32_t i = 0; i < *n; i++) {
+        json_t *v = json_array_get(a, (size_t)i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= n_vocab) {
+            snprintf(err, cap, "%s[%d]: not a token id in [0, %d)", what, i, n_vocab);
+            return -1;
+        }
+        (*out)[i] = (int32_t)json_integer_value(v);
+    }
+    return 0;
+}
+
+static int json_num(json_t *o, const char *key, double lo, double hi, double *out, char *err,
+                    size_t cap)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_number(v) || json_number_value(v) < lo || json_number_value(v) > hi) {
+        snprintf(err, cap, "%s: expected a number in [%g, %g]", key, lo, hi);
+        return -1;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
+// Parses one line into lo (prompt tokens and sampling parameters); returns 0 or -1 with lo->err.
+static int parse_line(struct line_out *lo, const char *line, const struct gl_tokenizer *tok,
+                      int32_t n_vocab)
+{
+    char *e = lo->err;
+    const size_t ec = sizeof lo->err;
+    json_error_t je;
+    json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je);
+    int rc = -1;
+    struct gl_sample_params *sp = &lo->sp;
+    *sp = gl_sample_default_params();
+    double x;
+    if (!json_is_object(o)) {
+        snprintf(e, ec, "not a JSON object: %s", o ? "wrong type" : je.text);
+        goto done;
+    }
+    json_t *pt = json_object_get(o, "prompt"), *pi = json_object_get(o, "prompt_token_ids");
+    if (!pt == !pi) {
+        snprintf(e, ec, "need exactly one of \"prompt\" and \"prompt_token_ids\"");
+        goto done;
+    }
+    if (pi && json_ids(pi, n_vocab, &lo->prompt, &lo->n_prompt, e, ec, "prompt_token_ids"))
+        goto done;
+    if (pt) {
+        gl_token *ids = NULL;
+        size_t n_ids = 0;
+        struct gl_err te = {0};
+        if (!json_is_string(pt) ||
+            gl_tokenizer_encode(tok, json_string_value(pt), json_string_length(pt), 1,
+                                gl_tokenizer_add_bos(tok), &ids, &n_ids, &te) != GL_OK) {
+            snprintf(e, ec, "prompt: %.250s", json_is_string(pt) ? te.msg : "expected a string");
+            goto done;
+        }
+        lo->prompt = ids;
+        lo->n_prompt = (int32_t)n_ids;
+    }
+    struct {
+        const char *key;
+        double lo, hi;
+        float *f;
+        int32_t *i;
+    } nums[] = {
+        {"temperature", 0, 1e6, &sp->temperature, NULL},
+        {"top_p", 0, 1, &sp->top_p, NULL},
+        {"min_p", 0, 1, &sp->min_p, NULL},
+        {"presence_penalty", -2, 2, &sp->presence_penalty, NULL},
+        {"frequency_penalty", -2, 2, &sp->frequency_penalty, NULL},
+        {"repetition_penalty", 0, 2, &sp->repetition_penalty, NULL},
+        {"top_k", -1, 1 << 30, NULL, &sp->top_k},
+        {"n", 1, GL_SAMPLE_MAX_N, NULL, &sp->n},
+        {"max_tokens", 1, 1 << 30, NULL, &sp->max_tokens},
+        {"min_tokens", 0, 1 << 30, NULL, &sp->min_tokens},
+        {"logprobs", 0, GL_SAMPLE_MAX_LOGPROBS, NULL, &sp->logprobs},
+    };
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+        x = -1e300;
+        if (json_num(o, nums[k].key, nums[k].lo, nums[k].hi, &x, e, ec))
+            goto done;
+        if (x == -1e300)
+            continue;
+        if (nums[k].f)
+            *nums[k].f = (float)x;
+        else
+            *nums[k].i = (int32_t)x;
+    }
+    json_t *v;
+    if ((v = json_object_get(o, "seed")) && !json_is_null(v)) {
+        if (!json_is_integer(v)) {
+            snprintf(e, ec, "seed: expected an integer");
+            goto done;
+        }
+        sp->seed = (uint64_t)json_integer_value(v);
+        sp->has_seed = 1;
+    }
+    const char *flags[3] = {"ignore_eos", "include_stop_str_in_output", "skip_special_tokens"};
+    int32_t *fl[3] = {&sp->ignore_eos, &sp->include_stop_str_in_output, &sp->skip_special_tokens};
+    for (int k = 0; k < 3; k++)
+        if ((v = json_object_get(o, flags[k])) && !json_is_null(v))
+            *fl[k] = json_is_true(v);
+    if ((v = json_object_get(o, "stop")) && !json_is_null(v)) {
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        if (n > GL_SAMPLE_MAX_STOP) {
+            snprintf(e, ec, "stop: %zu strings, at most %d", n, GL_SAMPLE_MAX_STOP);
+            goto done;
+        }
+        for (size_t k = 0; k < n; k++) {
+            json_t *s = json_is_array(v) ? json_array_get(v, k) : v;
+            if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
+                snprintf(e, ec, "stop: expected a string or a list of strings");
+                goto done;
+            }
+            lo->stops[k] = gl_malloc(json_string_length(s) + 1);
+            if (!lo->stops[k]) {
+                snprintf(e, ec, "stop: out of memory");
+                goto done;
+            }
+            memcpy(lo->stops[k], json_string_value(s), json_string_length(s) + 1);
+            sp->stop[k] = lo->stops[k];
+            sp->n_stop = (int32_t)k + 1;
+        }
+    }
+    if ((v = json_object_get(o, "stop_token_ids")) && !json_is_null(v)) {
+        if (json_ids(v, n_vocab, &lo->stop_ids, &sp->n_stop_ids, e, ec, "stop_token_ids"))
+            goto done;
+        sp->stop_token_ids = lo->stop_ids;
+    }
+    if ((v = json_object_get(o, "allowed_token_ids")) && !json_is_null(v)) {
+        if (json_ids(v, n_vocab, &lo->allowed, &sp->n_allowed, e, ec, "allowed_token_ids"))
+            goto done;
+        sp->allowed_ids = lo->allowed;
+    }
+    if ((v = json_object_get(o, "logit_bias")) && !json_is_null(v)) {
+        if (!json_is_object(v) || json_object_size(v) > (size_t)n_vocab) {
+            snprintf(e, ec, "logit_bias: expected an object of token id -> bias");
+            goto done;
+        }
+        lo->bias = gl_malloc((json_object_size(v) + 1) * sizeof *lo->bias);
+        if (!lo->bias) {
+            snprintf(e, ec, "logit_bias: out of memory");
+            goto done;
+        }
+        const char *key;
+        json_t *b;
+        json_object_foreach(v, key, b)
+        {
+            char *end;
+            long id = strtol(key, &end, 10);
+            if (*end || end == key || id < 0 || id >= n_vocab || !json_is_number(b)) {
+                snprintf(e, ec, "logit_bias: bad entry \"%.40s\"", key);
+                goto done;
+            }
+            double bv = json_number_value(b);
+            bv = bv < -100 ? -100 : bv > 100 ? 100 : bv; // vLLM clamps
+            lo->bias[sp->n_logit_bias++] = (struct gl_logit_bias){(int32_t)id, (float)bv};
+        }
+        sp->logit_bias = lo->bias;
+    }
+    lo->want_lp = sp->logprobs >= 0;
+    lo->top_n = sp->logprobs > 0 ? sp->logprobs : 0;
+    rc = 0;
+done:
+    json_decref(o);
+    return rc;
+}
+
+static void line_free(struct line_out *lo)
+{
+    for (int32_t i = 0; lo->ch && i < lo->n_choices; i++) {
+        gl_free(lo->ch[i].ids);
+        gl_free(lo->ch[i].text);
+        gl_free(lo->ch[i].lp);
+        gl_free(lo->ch[i].top_ids);
+        gl_free(lo->ch[i].top_lp);
+        gl_free(lo->ch[i].stop_str);
+    }
+    gl_free(lo->ch);
+    gl_free(lo->prompt);
+    gl_free(lo->allowed);
+    gl_free(lo->stop_ids);
+    gl_free(lo->bias);
+    for (int i = 0; i < GL_SAMPLE_MAX_STOP; i++)
+        gl_free(lo->stops[i]);
+}
+
+static void write_choice(FILE *f, const struct choice_out *c, int32_t top_n)
+{
+    fputs("\"text\": ", f);
+    json_str(f, c->text ? c->text : "", c->n_text);
+    fputs(", \"token_ids\": [", f);
+    for (int64_t i = 0; i < c->n_ids; i++)
+        fprintf(f, "%s%d", i ? ", " : "", c->ids[i]);
+    fprintf(f, "], \"finish_reason\": \"%s\", \"stop_reason\": ", gl_finish_name(c->finish));
+    if (c->stop_str)
+        json_str(f, c->stop_str, strlen(c->stop_str));
+    else if (c->stop_token >= 0 && c->finish == GL_FINISH_STOP)
+        fprintf(f, "%d", c->stop_token);
+    else
+        fputs("null", f);
+    if (c->lp) {
+        fputs(", \"logprobs\": [", f);
+        for (int64_t i = 0; i < c->n_ids; i++)
+            fprintf(f, "%s%.6g", i ? ", " : "", (double)c->lp[i]);
+        fputc(']', f);
+    }
+    if (c->top_ids) { // vLLM's shape: per token, {token id: logprob} of the top_n
+        fputs(", \"top_logprobs\": [", f);
+        for (int64_t i = 0; i < c->n_ids; i++) {
+            fputs(i ? ", {" : "{", f);
+            for (int32_t k = 0, first = 1; k < top_n; k++) {
+                if (c->top_ids[i * top_n + k] < 0)
+                    continue;
+                fprintf(f, "%s\"%d\": %.6g", first ? "" : ", ", c->top_ids[i * top_n + k],
+                        (double)c->top_lp[i * top_n + k]);
+                first = 0;
+            }
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
+}
+
+static void write_line(FILE *f, int64_t index, const struct line_out *lo)
+{
+    fprintf(f, "{\"index\": %lld, ", (long long)index);
+    if (lo->err[0]) {
+        fputs("\"error\": {\"message\": ", f);
+        json_str(f, lo->err, strlen(lo->err));
+        fprintf(f, ", \"type\": \"%s\", \"code\": %d}}\n",
+                lo->err_code == 503 ? "ServiceUnavailable" : "BadRequestError", lo->err_code);
+        return;
+    }
+    write_choice(f, &lo->ch[0], lo->top_n);
+    int64_t n_gen = 0;
+    for (int32_t i = 0; i < lo->n_choices; i++)
+        n_gen += lo->ch[i].n_ids;
+    if (lo->n_choices > 1) {
+        fputs(", \"outputs\": [", f);
+        for (int32_t i = 0; i < lo->n_choices; i++) {
+            fprintf(f, "%s{\"index\": %d, ", i ? ", " : "", i);
+            write_choice(f, &lo->ch[i], lo->top_n);
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
+    fprintf(f, ", \"usage\": {\"prompt_tokens\": %d, \"completion_tokens\": %lld}}\n", lo->n_prompt,
+            (long long)n_gen);
+}
+
+struct batch_opts {
+    const char *in, *out;
+    long long max_seqs, max_tokens, threads;
+    int64_t kv_bytes;
+    enum gl_kv_dtype kv_dtype;
+};
+
+// Reads every line of path (a trailing line without '\n' counts; blank lines are skipped).
+static char **read_lines(const char *path, int64_t *n_lines)
+{
+    FILE *f = !strcmp(path, "-") ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char **lines = NULL, *buf = NULL;
+    size_t cap = 0, bcap = 0;
+    int64_t n = 0;
+    ssize_t len;
+    while ((len = getline(&buf, &bcap, f)) >= 0) {
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+            buf[--len] = 0;
+        if (len == 0)
+            continue;
+        if (grow_buf((void **)&lines, &cap, (size_t)n + 1, sizeof *lines))
+            break;
+        lines[n] = gl_malloc((size_t)len + 1);
+        if (!lines[n])
+            break;
+        memcpy(lines[n++], buf, (size_t)len + 1);
+    }
+    free(buf);
+    if (f != stdin)
+        fclose(f);
+    *n_lines = n;
+    return lines ? lines : gl_calloc(1, sizeof *lines);
+}
+
+static int run_batch(struct cli_model *cm, const struct batch_opts *bo)
+{
+    struct gl_err err = {0};
+    int64_t n = 0;
+    char **lines = read_lines(bo->in, &n);
+    if (!lines) {
+        fprintf(stderr, "glint run: cannot read %s: %s\n", bo->in, strerror(errno));
+        return 1;
+    }
+    struct line_out *lo = gl_calloc((size_t)(n ? n : 1), sizeof *lo);
+    struct gl_engine *e = NULL;
+    struct gl_engine_params ep = gl_engine_default_params(cm->model);
+    ep.max_num_seqs = (int32_t)bo->max_seqs;
+    ep.max_num_batched_tokens = (int32_t)bo->max_tokens;
+    ep.n_threads = (int)bo->threads;
+    ep.kv.budget_bytes = bo->kv_bytes;
+    ep.kv.dtype = bo->kv_dtype;
+    int rc = 1;
+    if (!lo || gl_engine_new(&e, cm->model, cm->tok, &ep, &err) != GL_OK) {
+        fprintf(stderr, "glint run: %s\n", lo ? err.msg : "out of memory");
+        goto done;
+    }
+    const int32_t V = cm->model->cfg.n_vocab;
+    int64_t t0 = gl_time_us();
+    for (int64_t i = 0; i < n; i++) {
+        if (parse_line(&lo[i], lines[i], cm->tok, V)) {
+            lo[i].err_code = 400;
+            continue;
+        }
+        lo[i].n_choices = lo[i].sp.n;
+        lo[i].ch = gl_calloc((size_t)lo[i].sp.n, sizeof *lo[i].ch);
+        struct gl_request rq = {.prompt = lo[i].prompt,
+                                .n_prompt = lo[i].n_prompt,
+                                .sp = lo[i].sp,
+                                .on_event = batch_event,
+                                .user = &lo[i]};
+        gl_status st = lo[i].ch ? GL_E_AGAIN : GL_E_NOMEM;
+        while (st == GL_E_AGAIN) { // queue full: run the engine until there is room
+            st = lo[i].ch ? gl_engine_submit(e, &rq, NULL, &err) : GL_E_NOMEM;
+            int n_active;
+            if (st == GL_E_AGAIN && gl_engine_step(e, &n_active, &err) != GL_OK) {
+                fprintf(stderr, "glint run: %s\n", err.msg);
+                goto done;
+            }
+        }
+        if (st != GL_OK) {
+            snprintf(lo[i].err, sizeof lo[i].err, "%.290s", lo[i].ch ? err.msg : "out of memory");
+            lo[i].err_code = 400;
+        }
+    }
+    if (gl_engine_run(e, &err) != GL_OK) {
+        fprintf(stderr, "glint run: %s\n", err.msg);
+        goto done;
+    }
+    double secs = (double)(gl_time_us() - t0) / 1e6;
+    FILE *out = bo->out ? fopen(bo->out, "wb") : stdout;
+    if (!out) {
+        fprintf(stderr, "glint run: cannot create %s: %s\n", bo->out, strerror(errno));
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++)
+        write_line(out, i, &lo[i]);
+    if ((out != stdout && fclose(out) != 0) || (out == stdout && fflush(out) != 0)) {
+        fprintf(stderr, "glint run: short write to %s\n", bo->out ? bo->out : "stdout");
+        goto done;
+    }
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    fprintf(stderr,
+            "batch: %lld requests in %.2f s; prompt %lld tokens, generated %lld (%.2f tok/s); "
+            "%lld steps, %d preemptions, %lld prefix-hit tokens\n",
+            (long long)n, secs, (long long)st.prompt_tokens, (long long)st.generated_tokens,
+            secs > 0 ? (double)st.generated_tokens / secs : 0.0, (long long)st.steps,
+            st.n_preempted_total, (long long)st.prefix_hit_tokens);
+    rc = 0;
+done:
+    gl_engine_free(e);
+    for (int64_t i = 0; i < n; i++) {
+        if (lo)
+            line_free(&lo[i]);
+        gl_free(lines[i]);
+    }
+    gl_free(lo);
+    gl_free(lines);
+    return rc;
+}
+
 int gl_cmd_run(int argc, char **argv)
 {
-    struct run_opts o = {.n_gen = 32, .threads = 2, .sp = gl_sampling_default_params()};
+    struct run_opts o = {.n_gen = 32,
+                         .threads = 2,
+                         .sp = gl_sample_default_params(),
+                         .max_seqs = 16,
+                         .max_tokens = 512,
+                         .kv_bytes = (int64_t)1 << 30,
+                         .kv_dtype = GL_KV_F16};
+    long long kvb;
+    o.sp.temperature = 0.0f; // this mode has always been greedy unless --temp says otherwise
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -201,6 +742,18 @@ int gl_cmd_run(int argc, char **argv)
             o.prompt = v;
         else if (!strcmp(a, "--prompt-ids"))
             o.prompt_ids = v;
+        else if (!strcmp(a, "--batch"))
+            o.batch = v;
+        else if (!strcmp(a, "--out"))
+            o.out = v;
+        else if (!strcmp(a, "--max-num-seqs") && !gl_cli_parse_int(v, 1, 4096, &x))
+            o.max_seqs = x;
+        else if (!strcmp(a, "--max-num-batched-tokens") && !gl_cli_parse_int(v, 1, 65536, &x))
+            o.max_tokens = x;
+        else if (!strcmp(a, "--kv-cache-memory") && !gl_cli_parse_int(v, 1, INT64_MAX, &kvb))
+            o.kv_bytes = kvb;
+        else if (!strcmp(a, "--kv-cache-dtype") && gl_kv_dtype_parse(v, &o.kv_dtype, NULL) == GL_OK)
+            ;
         else if (!strcmp(a, "-n") && !gl_cli_parse_int(v, 0, 1 << 24, &x))
             o.n_gen = x;
         else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && !gl_cli_parse_int(v, 1, 256, &x))
@@ -214,14 +767,15 @@ int gl_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--top-k") && !gl_cli_parse_int(v, 0, INT32_MAX, &x))
             o.sp.top_k = (int32_t)x;
         else if (!strcmp(a, "--seed") && !gl_cli_parse_int(v, 0, INT64_MAX, &x))
-            o.sp.seed = (uint64_t)x;
+            o.sp.seed = (uint64_t)x, o.sp.has_seed = 1;
         else {
             fprintf(stderr, "glint run: bad option or value: %s %s\n", a, v);
             return usage_run(stderr);
         }
     }
-    if (!o.model || (!o.prompt == !o.prompt_ids)) {
-        fprintf(stderr, "glint run: need --model and exactly one of --prompt / --prompt-ids\n");
+    if (!o.model || (!o.prompt + !o.prompt_ids + !o.batch != 2)) {
+        fprintf(stderr,
+                "glint run: need --model and exactly one of --prompt / --prompt-ids / --batch\n");
         return usage_run(stderr);
     }
 
@@ -231,7 +785,9 @@ int gl_cmd_run(int argc, char **argv)
     int32_t *prompt = NULL, *gen = NULL;
     int64_t n_prompt = 0;
     float *logits = NULL;
-    struct gl_sampler smp = {0};
+    struct gl_sample_work smp = {0};
+    struct gl_rng rng;
+    gl_rng_seed(&rng, o.sp.seed);
     if (cli_model_open(&cm, o.model, 1, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
         cli_model_close(&cm);
@@ -240,6 +796,15 @@ int gl_cmd_run(int argc, char **argv)
     const struct gl_model_config *cf = &cm.model->cfg;
     if (o.show_tensors)
         show_tensors(cm.model);
+    if (o.batch) {
+        struct batch_opts bo = {o.batch,   o.out,      o.max_seqs, o.max_tokens,
+                                o.threads, o.kv_bytes, o.kv_dtype};
+        if (bo.max_tokens < bo.max_seqs)
+            bo.max_tokens = bo.max_seqs;
+        rc = run_batch(&cm, &bo);
+        cli_model_close(&cm);
+        return rc;
+    }
     if (o.prompt_ids) {
         if (parse_ids(o.prompt_ids, &prompt, &n_prompt)) {
             fprintf(stderr, "glint run: --prompt-ids: not a list of token ids\n");
@@ -271,7 +836,8 @@ int gl_cmd_run(int argc, char **argv)
     }
     int n_batch = n_prompt < PREFILL_BATCH ? (int)n_prompt : PREFILL_BATCH;
     if (cli_model_start(&cm, n_batch, (int)o.threads, n_ctx, &err) != GL_OK ||
-        gl_sampler_init(&smp, &o.sp, cf->n_vocab, &err) != GL_OK) {
+        gl_sample_params_check(&o.sp, cf->n_vocab, &err) != GL_OK ||
+        gl_sample_work_init(&smp, cf->n_vocab, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
         goto done;
     }
@@ -294,7 +860,8 @@ int gl_cmd_run(int argc, char **argv)
     int64_t n_out = 0;
     int64_t pos = n_prompt;
     while (n_out < o.n_gen) {
-        int32_t id = gl_sampler_sample(&smp, logits);
+        gl_sample_process(&o.sp, logits, &smp, prompt, n_prompt, gen, n_out);
+        int32_t id = gl_sample_pick(&o.sp, logits, &smp, &rng);
         gen[n_out++] = id;
         if (id == GL_TOK_EOS || id == GL_TOK_EOT || id == eos || (eot >= 0 && id == eot))
             break;
@@ -326,7 +893,7 @@ int gl_cmd_run(int argc, char **argv)
             tg_s > 0 ? (double)n_out / tg_s : 0.0);
     rc = 0;
 done:
-    gl_sampler_free(&smp);
+    gl_sample_work_free(&smp);
     gl_free(logits);
     gl_free(gen);
     gl_free(prompt);
@@ -468,7 +1035,7 @@ int gl_cmd_eval(int argc, char **argv)
     if (!out) { // no file requested: print each position's argmax
         for (int64_t t = 0; t < n; t++)
             printf("%s%d", t ? " " : "",
-                   gl_sampler_argmax(logits + t * (int64_t)cf->n_vocab, cf->n_vocab));
+                   gl_sample_argmax(logits + t * (int64_t)cf->n_vocab, cf->n_vocab));
         printf("\n");
     }
     fprintf(stderr, "eval: %lld tokens, batch %lld, %.2f tok/s\n", (long long)n, batch,

@@ -1,0 +1,958 @@
+// SPDX-License-Identifier: MIT
+// engine: requests -> sequences (one per choice) -> FCFS scheduler -> one batched forward pass
+// per step -> sampling -> stop handling -> events. Invariants: a WAITING sequence holds no KV
+// pages; a RUNNING one has computed exactly n_computed of its n_tok tokens (prompt + generated)
+// into its gl_kv_seq, and n_computed == n_tok - 1 means "decode" (one token pending). Everything
+// except the inbox (new requests, cancel ids, live ids, published stats) belongs to the step
+// thread; the inbox is guarded by `mu`.
+// Scheduling decisions: decodes go first (one token each, oldest first) so a long prompt costs
+// running streams at most one step's budget; then partial prefills; then FCFS admission, which
+// stops at the first request that does not fit (no overtaking) and is skipped in a step that
+// preempted (vLLM does the same, else the victim's freed pages would be grabbed right back).
+// Stop strings: decoded text is held back while its tail could still begin a stop string, so
+// a match across token boundaries is cut before any of it was emitted.
+#include "engine/engine.h"
+#include "engine/engine_int.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+// ---- types ----
+
+struct req {
+    uint64_t id;
+    struct gl_sample_params sp; // owned deep copy
+    gl_event_fn on_event;
+    void *user;
+    int32_t *prompt; // [n_prompt] owned
+    int32_t n_prompt;
+    int32_t n_live;    // choices not finished yet
+    int32_t *stop_ids; // effective stop set (EOS unless ignore_eos, + request ids), < n_vocab
+    int32_t n_stop_ids;
+    int32_t max_tokens;                // resolved: <= max_model_len - n_prompt
+    struct gl_logits_processor *procs; // [sp.n] or NULL, owned
+    uint64_t seed;
+    int prefilled;    // some choice has computed the whole prompt (n > 1 waits for it)
+    struct req *next; // inbox link
+};
+
+struct seq {
+    struct req *req;
+    int32_t index;        // choice
+    int32_t *tok;         // [n_tok]: prompt then generated
+    int64_t n_tok, cap;   // tokens, allocated
+    int64_t n_computed;   // positions in kv
+    struct gl_kv_seq *kv; // NULL while waiting
+    struct gl_rng rng;
+    struct gl_detok dt;
+    char *held; // text decoded but not emitted (may start a stop string)
+    size_t n_held, cap_held;
+    int32_t n_gen;
+    int64_t chunk; // tokens scheduled this step (0: not scheduled)
+    int32_t logits_row;
+};
+
+struct gl_engine {
+    const struct gl_model *m;
+    const struct gl_tokenizer *tok;
+    struct gl_engine_params p;
+    int32_t n_vocab, n_layer;
+    struct gl_kv_pool *pool;
+    struct gl_model_ctx *ctx;
+    int64_t pool_pages;
+    // step thread
+    struct seq **waiting; // FIFO, [0] first; capacity cap_seqs
+    int32_t n_waiting;
+    struct seq **running; // admission order, newest last
+    int32_t n_running;
+    int32_t cap_seqs;
+    struct seq **sched; // this step's batch, [max_num_seqs]
+    int32_t n_sched;
+    struct gl_batch_seq *bs;
+    struct gl_kv_view *views; // [max_num_seqs * n_layer]
+    float *logits;            // [max_num_seqs * n_vocab]
+    float *raw;               // [n_vocab] unmodified row for raw logprobs
+    struct gl_sample_work work;
+    char *text; // event text scratch
+    size_t cap_text;
+    struct gl_engine_stats st;
+    // inbox, guarded by mu
+    pthread_mutex_t mu;
+    pthread_cond_t cv; // signalled on submit, cancel and wake (CLOCK_MONOTONIC)
+    int woken;
+    struct req *in_head, *in_tail;
+    int32_t n_in;
+    uint64_t *cancels;
+    int32_t n_cancels, cap_cancels;
+    uint64_t *live; // ids submitted and not finished
+    int32_t n_live, cap_live;
+    uint64_t next_id, next_seed;
+    int32_t n_waiting_pub; // sequences waiting, as of the last step
+    int preempted_now;     // a preemption happened this step: admit nothing new
+    struct gl_engine_stats st_pub;
+};
+
+const char *gl_finish_name(enum gl_finish f)
+{
+    switch (f) {
+    case GL_FINISH_STOP:
+        return "stop";
+    case GL_FINISH_LENGTH:
+        return "length";
+    case GL_FINISH_ABORT:
+        return "abort";
+    default:
+        return "none";
+    }
+}
+
+// ---- parameters ----
+
+struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
+{
+    struct gl_engine_params p;
+    memset(&p, 0, sizeof p);
+    p.kv.budget_bytes = (int64_t)1 << 30;
+    p.kv.block_size = 16;
+    p.kv.dtype = GL_KV_F16;
+    p.kv.prefix_cache = 1;
+    p.max_num_seqs = 16;
+    p.max_num_batched_tokens = 512;
+    p.max_model_len = m ? m->cfg.n_ctx_train : 4096;
+    p.max_waiting = 256;
+    p.n_threads = 2;
+    const char *keys[2] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"};
+    for (int i = 0; m && m->gguf && i < 2; i++) {
+        uint32_t id;
+        if (gl_gguf_get_u32(m->gguf, keys[i], &id, NULL) == GL_OK && id <= INT32_MAX &&
+            (p.n_eos == 0 || p.eos_ids[0] != (int32_t)id))
+            p.eos_ids[p.n_eos++] = (int32_t)id;
+    }
+    return p;
+}
+
+// ---- inbox helpers (caller holds mu) ----
+
+static int grow(void **arr, int32_t *cap, int32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int32_t nc = *cap ? *cap * 2 : 16;
+    while (nc < need)
+        nc *= 2;
+    void *n = gl_realloc(*arr, (size_t)nc * elem);
+    if (!n)
+        return -1;
+    *arr = n;
+    *cap = nc;
+    return 0;
+}
+
+static int live_find(const struct gl_engine *e, uint64_t id)
+{
+    for (int32_t i = 0; i < e->n_live; i++)
+        if (e->live[i] == id)
+            return i;
+    return -1;
+}
+
+// ---- requests and sequences ----
+
+static void req_free(struct req *r)
+{
+    if (!r)
+        return;
+    if (r->procs) {
+        for (int32_t i = 0; i < r->sp.n; i++)
+            if (r->procs[i].free)
+                r->procs[i].free(r->procs[i].user);
+        gl_free(r->procs);
+    }
+    gl_sample_params_free(&r->sp);
+    gl_free(r->prompt);
+    gl_free(r->stop_ids);
+    gl_free(r);
+}
+
+static void seq_free(struct seq *s)
+{
+    if (!s)
+        return;
+    gl_kv_seq_free(s->kv);
+    gl_free(s->tok);
+    gl_free(s->held);
+    gl_free(s);
+}
+
+static int seq_push_tok(struct seq *s, int32_t t)
+{
+    if (s->n_tok == s->cap) {
+        int64_t nc = s->cap * 2;
+        int32_t *n = gl_realloc(s->tok, (size_t)nc * sizeof *n);
+        if (!n)
+            return -1;
+        s->tok = n;
+        s->cap = nc;
+    }
+    s->tok[s->n_tok++] = t;
+    return 0;
+}
+
+static int held_reserve(struct seq *s, size_t extra)
+{
+    if (s->n_held + extra <= s->cap_held)
+        return 0;
+    size_t nc = s->cap_held ? s->cap_held * 2 : 256;
+    while (nc < s->n_held + extra)
+        nc *= 2;
+    char *n = gl_realloc(s->held, nc);
+    if (!n)
+        return -1;
+    s->held = n;
+    s->cap_held = nc;
+    return 0;
+}
+
+// ---- construction ----
+
+gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
+                        const struct gl_tokenizer *tok, const struct gl_engine_params *p,
+                        struct gl_err *err)
+{
+    *out = NULL;
+    if (p->max_num_seqs < 1 || p->max_num_seqs > 4096)
+        return gl_err_set(err, GL_E_INVAL, "engine: max_num_seqs %d not in 1..4096",
+                          p->max_num_seqs);
+    if (p->max_num_batched_tokens < p->max_num_seqs || p->max_num_batched_tokens > 65536)
+        return gl_err_set(err, GL_E_INVAL,
+                          "engine: max_num_batched_tokens %d not in max_num_seqs (%d)..65536",
+                          p->max_num_batched_tokens, p->max_num_seqs);
+    if (p->max_model_len < 2 || p->max_model_len > m->cfg.n_ctx_train)
+        return gl_err_set(err, GL_E_INVAL, "engine: max_model_len %d not in 2..%d (context_length)",
+                          p->max_model_len, m->cfg.n_ctx_train);
+    if (p->max_waiting < 1 || p->n_eos < 0 || p->n_eos > GL_ENGINE_MAX_EOS)
+        return gl_err_set(err, GL_E_INVAL, "engine: max_waiting %d / n_eos %d out of range",
+                          p->max_waiting, p->n_eos);
+    struct gl_engine *e = gl_calloc(1, sizeof *e);
+    if (!e)
+        return gl_err_set(err, GL_E_NOMEM, "engine: no memory");
+    e->m = m;
+    e->tok = tok;
+    e->p = *p;
+    e->n_vocab = m->cfg.n_vocab;
+    e->n_layer = m->cfg.n_layer;
+    e->next_id = 1;
+    e->next_seed = p->seed;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    const int32_t S = p->max_num_seqs;
+    gl_status st = gl_kv_pool_new(&e->pool, &m->cfg, &p->kv, err);
+    if (st == GL_OK)
+        st = gl_model_ctx_new(&e->ctx, m, p->max_num_batched_tokens, p->n_threads, p->max_model_len,
+                              err);
+    if (st == GL_OK)
+        st = gl_sample_work_init(&e->work, e->n_vocab, err);
+    if (st != GL_OK) {
+        gl_engine_free(e);
+        return st;
+    }
+    e->cap_seqs = 64;
+    e->waiting = gl_malloc((size_t)e->cap_seqs * sizeof *e->waiting);
+    e->running = gl_malloc((size_t)S * sizeof *e->running);
+    e->sched = gl_malloc((size_t)S * sizeof *e->sched);
+    e->bs = gl_malloc((size_t)S * sizeof *e->bs);
+    e->views = gl_malloc((size_t)S * (size_t)e->n_layer * sizeof *e->views);
+    e->logits = gl_malloc((size_t)S * (size_t)e->n_vocab * sizeof(float));
+    e->raw = gl_malloc((size_t)e->n_vocab * sizeof(float));
+    e->cap_text = 4096;
+    e->text = gl_malloc(e->cap_text);
+    if (!e->waiting || !e->running || !e->sched || !e->bs || !e->views || !e->logits || !e->raw ||
+        !e->text) {
+        gl_engine_free(e);
+        return gl_err_set(err, GL_E_NOMEM, "engine: no memory for %d sequences' step buffers", S);
+    }
+    e->pool_pages = gl_kv_pool_total_pages(e->pool);
+    struct gl_kv_plan plan;
+    if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK &&
+        plan.pages_per_seq > e->pool_pages)
+        GL_LOGW("engine: the KV pool (%lld pages) holds less than one %d-token sequence (%lld "
+                "pages); such sequences end with finish_reason length",
+                (long long)e->pool_pages, p->max_model_len, (long long)plan.pages_per_seq);
+    e->st.kv_pages_total = e->pool_pages;
+    e->st_pub = e->st;
+    *out = e;
+    return GL_OK;
+}
+
+struct gl_kv_pool *gl_engine_kv_pool(struct gl_engine *e)
+{
+    return e->pool;
+}
+
+void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out)
+{
+    pthread_mutex_lock(&e->mu);
+    *out = e->st_pub;
+    out->n_waiting += e->n_in;
+    pthread_mutex_unlock(&e->mu);
+}
+
+// ---- submit / cancel (any thread) ----
+
+// Stop set of a request: tokenizer EOS + engine EOS ids (unless ignore_eos) + its stop ids,
+// deduplicated, only ids the model can produce.
+static gl_status build_stop_ids(struct gl_engine *e, struct req *r, struct gl_err *err)
+{
+    int32_t cand[GL_ENGINE_MAX_EOS + 2], n = 0;
+    if (!r->sp.ignore_eos) {
+        if (e->tok) {
+            cand[n++] = gl_tokenizer_eos(e->tok);
+            cand[n++] = gl_tokenizer_eot(e->tok);
+        }
+        for (int32_t i = 0; i < e->p.n_eos; i++)
+            cand[n++] = e->p.eos_ids[i];
+    }
+    r->stop_ids = gl_malloc((size_t)(n + r->sp.n_stop_ids + 1) * sizeof(int32_t));
+    if (!r->stop_ids)
+        return gl_err_set(err, GL_E_NOMEM, "engine: no memory for the stop set");
+    for (int32_t i = 0; i < n + r->sp.n_stop_ids; i++) {
+        int32_t id = i < n ? cand[i] : r->sp.stop_token_ids[i - n];
+        int dup = id < 0 || id >= e->n_vocab;
+        for (int32_t j = 0; j < r->n_stop_ids && !dup; j++)
+            dup = r->stop_ids[j] == id;
+        if (!dup)
+            r->stop_ids[r->n_stop_ids++] = id;
+    }
+    return GL_OK;
+}
+
+static gl_status check_request(struct gl_engine *e, const struct gl_request *r, struct gl_err *err)
+{
+    gl_status st = gl_sample_params_check(&r->sp, e->n_vocab, err);
+    if (st != GL_OK)
+        return st;
+    if (r->n_prompt < 1 || !r->prompt)
+        return gl_err_set(err, GL_E_INVAL, "engine: empty prompt");
+    for (int32_t i = 0; i < r->n_prompt; i++)
+        if (r->prompt[i] < 0 || r->prompt[i] >= e->n_vocab)
+            return gl_err_set(err, GL_E_INVAL, "engine: prompt[%d] = %d not in [0, %d)", i,
+                              r->prompt[i], e->n_vocab);
+    if (r->n_prompt >= e->p.max_model_len)
+        return gl_err_set(err, GL_E_INVAL,
+                          "engine: prompt of %d tokens leaves no room in max_model_len %d",
+                          r->n_prompt, e->p.max_model_len);
+    if (r->sp.n_stop > 0 && !e->tok)
+        return gl_err_set(err, GL_E_INVAL, "engine: stop strings need a tokenizer");
+    struct gl_kv_plan plan;
+    st = gl_kv_plan_compute(&e->m->cfg, &e->p.kv, r->n_prompt + 1, &plan, err);
+    if (st != GL_OK)
+        return st;
+    if (plan.pages_per_seq > e->pool_pages)
+        return gl_err_set(err, GL_E_LIMIT,
+                          "engine: a prompt of %d tokens needs %lld KV pages, the pool has %lld",
+                          r->n_prompt, (long long)plan.pages_per_seq, (long long)e->pool_pages);
+    return GL_OK;
+}
+
+static void free_procs(const struct gl_request *r)
+{
+    for (int32_t i = 0; r->procs && i < r->sp.n; i++)
+        if (r->procs[i].free)
+            r->procs[i].free(r->procs[i].user);
+}
+
+gl_status gl_engine_submit(struct gl_engine *e, const struct gl_request *r, uint64_t *id,
+                           struct gl_err *err)
+{
+    gl_status st = check_request(e, r, err);
+    if (st != GL_OK) {
+        free_procs(r);
+        return st;
+    }
+    struct req *q = gl_calloc(1, sizeof *q);
+    if (!q || (st = gl_sample_params_copy(&q->sp, &r->sp, err)) != GL_OK) {
+        gl_free(q);
+        free_procs(r);
+        return st != GL_OK ? st : gl_err_set(err, GL_E_NOMEM, "engine: no memory");
+    }
+    q->prompt = gl_malloc((size_t)r->n_prompt * sizeof *q->prompt);
+    q->procs = r->procs ? gl_malloc((size_t)r->sp.n * sizeof *q->procs) : NULL;
+    if (!q->prompt || (r->procs && !q->procs)) {
+        free_procs(r);
+        req_free(q);
+        return gl_err_set(err, GL_E_NOMEM, "engine: no memory for a %d-token prompt", r->n_prompt);
+    }
+    if (r->procs)
+        memcpy(q->procs, r->procs, (size_t)r->sp.n * sizeof *q->procs);
+    memcpy(q->prompt, r->prompt, (size_t)r->n_prompt * sizeof *q->prompt);
+    q->n_prompt = r->n_prompt;
+    q->on_event = r->on_event;
+    q->user = r->user;
+    int32_t room = e->p.max_model_len - r->n_prompt;
+    q->max_tokens = r->sp.max_tokens < 0 || r->sp.max_tokens > room ? room : r->sp.max_tokens;
+    if ((st = build_stop_ids(e, q, err)) != GL_OK) {
+        req_free(q);
+        return st;
+    }
+    pthread_mutex_lock(&e->mu);
+    if (e->n_in + e->n_waiting_pub >= e->p.max_waiting) {
+        pthread_mutex_unlock(&e->mu);
+        req_free(q);
+        return gl_err_set(err, GL_E_AGAIN, "engine: overloaded (%d requests waiting)",
+                          e->p.max_waiting);
+    }
+    if (grow((void **)&e->live, &e->cap_live, e->n_live + 1, sizeof *e->live)) {
+        pthread_mutex_unlock(&e->mu);
+        req_free(q);
+        return gl_err_set(err, GL_E_NOMEM, "engine: no memory");
+    }
+    q->id = e->next_id++;
+    q->seed = r->sp.has_seed ? r->sp.seed : e->next_seed++;
+    e->live[e->n_live++] = q->id;
+    if (e->in_tail)
+        e->in_tail->next = q;
+    else
+        e->in_head = q;
+    e->in_tail = q;
+    e->n_in++;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (id)
+        *id = q->id;
+    return GL_OK;
+}
+
+int gl_engine_cancel(struct gl_engine *e, uint64_t id)
+{
+    int found = 0;
+    pthread_mutex_lock(&e->mu);
+    if (live_find(e, id) >= 0 &&
+        !grow((void **)&e->cancels, &e->cap_cancels, e->n_cancels + 1, sizeof *e->cancels)) {
+        e->cancels[e->n_cancels++] = id;
+        found = 1;
+        pthread_cond_signal(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return found;
+}
+
+// ---- events and finishing (step thread) ----
+
+static gl_status text_reserve(struct gl_engine *e, size_t n)
+{
+    if (n <= e->cap_text)
+        return GL_OK;
+    size_t nc = e->cap_text * 2;
+    while (nc < n)
+        nc *= 2;
+    char *t = gl_realloc(e->text, nc);
+    if (!t)
+        return GL_E_NOMEM;
+    e->text = t;
+    e->cap_text = nc;
+    return GL_OK;
+}
+
+static void emit(struct seq *s, struct gl_event *ev)
+{
+    ev->request_id = s->req->id;
+    ev->index = s->index;
+    ev->n_prompt = s->req->n_prompt;
+    ev->n_generated = s->n_gen;
+    if (s->req->on_event)
+        s->req->on_event(s->req->user, ev);
+}
+
+static void remove_from(struct seq **arr, int32_t *n, struct seq *s)
+{
+    for (int32_t i = 0; i < *n; i++) {
+        if (arr[i] == s) {
+            memmove(arr + i, arr + i + 1, (size_t)(*n - i - 1) * sizeof *arr);
+            (*n)--;
+            return;
+        }
+    }
+}
+
+// Ends a sequence that is in no list any more: frees its pages and, with its last sibling, the
+// request (and its id for cancel).
+static void retire(struct gl_engine *e, struct seq *s)
+{
+    struct req *r = s->req;
+    seq_free(s);
+    if (--r->n_live > 0)
+        return;
+    pthread_mutex_lock(&e->mu);
+    int i = live_find(e, r->id);
+    if (i >= 0)
+        e->live[i] = e->live[--e->n_live];
+    pthread_mutex_unlock(&e->mu);
+    req_free(r);
+}
+
+// Final event without a new token (abort, or a sequence that cannot continue).
+static void finish_now(struct gl_engine *e, struct seq *s, enum gl_finish f)
+{
+    struct gl_event ev = {0};
+    if (e->tok && held_reserve(s, 16) == 0)
+        s->n_held += (size_t)gl_detok_flush(&s->dt, s->held + s->n_held, 16);
+    ev.text = s->n_held ? s->held : "";
+    ev.text_len = s->n_held;
+    ev.finish = f;
+    ev.stop_token = -1;
+    emit(s, &ev);
+    retire(e, s);
+}
+
+// ---- sampling one sequence (step thread) ----
+
+static int is_stop_id(const struct req *r, int32_t t)
+{
+    for (int32_t i = 0; i < r->n_stop_ids; i++)
+        if (r->stop_ids[i] == t)
+            return 1;
+    return 0;
+}
+
+// Adds the token's text to held; returns 0, or -1 when out of memory.
+static int feed_text(struct gl_engine *e, struct seq *s, int32_t t)
+{
+    size_t tl = 0;
+    if (!e->tok || !gl_tokenizer_token_bytes(e->tok, t, &tl))
+        return 0;
+    if (held_reserve(s, tl + 16))
+        return -1;
+    int w = gl_detok_feed(&s->dt, e->tok, t, s->req->sp.skip_special_tokens, s->held + s->n_held,
+                          s->cap_held - s->n_held);
+    GL_ASSERT(w >= 0);
+    s->n_held += (size_t)w;
+    return 0;
+}
+
+static void sample_one(struct gl_engine *e, struct seq *s, float *row)
+{
+    struct req *r = s->req;
+    const struct gl_sample_params *sp = &r->sp;
+    const int32_t V = e->n_vocab;
+    struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
+    if (sp->logprobs >= 0)
+        memcpy(e->raw, row, (size_t)V * sizeof *row);
+    if (proc && proc->mask)
+        proc->mask(proc->user, row, V);
+    if (s->n_gen < sp->min_tokens) // vLLM: no EOS / stop id before min_tokens outputs
+        for (int32_t i = 0; i < r->n_stop_ids; i++)
+            row[r->stop_ids[i]] = -INFINITY;
+    const int32_t *out = s->tok + r->n_prompt;
+    gl_sample_process(sp, row, &e->work, s->tok, r->n_prompt, out, s->n_gen);
+    int32_t t = gl_sample_pick(sp, row, &e->work, &s->rng);
+
+    struct gl_event ev = {0};
+    float lp = 0.0f, top_lp[GL_SAMPLE_MAX_LOGPROBS];
+    int32_t top_id[GL_SAMPLE_MAX_LOGPROBS];
+    if (sp->logprobs >= 0) {
+        gl_sample_logprobs(e->raw, V, t, sp->logprobs, &lp, top_id, top_lp);
+        ev.logprobs = &lp;
+        ev.top_n = sp->logprobs < V ? sp->logprobs : V;
+        ev.top_ids = top_id;
+        ev.top_logprobs = top_lp;
+    }
+    ev.stop_token = -1;
+    int oom = seq_push_tok(s, t);
+    s->n_gen += !oom;
+    e->st.generated_tokens += !oom;
+    ev.tokens = &s->tok[s->n_tok - 1];
+    ev.n_tokens = !oom;
+    size_t emit_len = 0;
+    if (oom) {
+        ev.finish = GL_FINISH_ABORT;
+        GL_LOGE("engine: request %llu: out of memory", (unsigned long long)r->id);
+    } else if (proc && proc->accept && proc->accept(proc->user, t) != 0) {
+        ev.finish = GL_FINISH_ABORT;
+    } else if (is_stop_id(r, t) && s->n_gen > sp->min_tokens) {
+        ev.finish = GL_FINISH_STOP;
+        ev.stop_token = t;
+    } else if (feed_text(e, s, t)) {
+        ev.finish = GL_FINISH_ABORT;
+    } else if (sp->n_stop > 0 && s->n_gen >= sp->min_tokens) {
+        size_t at = 0;
+        int32_t k = gl_stop_match(sp, s->held, s->n_held, &at);
+        if (k >= 0) {
+            ev.finish = GL_FINISH_STOP;
+            ev.stop_matched = sp->stop[k];
+            s->n_held = at + (sp->include_stop_str_in_output ? strlen(sp->stop[k]) : 0);
+            emit_len = s->n_held;
+        }
+    }
+    if (ev.finish == GL_FINISH_NONE &&
+        (s->n_gen >= r->max_tokens || s->n_tok >= e->p.max_model_len))
+        ev.finish = GL_FINISH_LENGTH;
+    if (ev.finish != GL_FINISH_NONE && !ev.stop_matched) {
+        if (e->tok && held_reserve(s, 16) == 0)
+            s->n_held += (size_t)gl_detok_flush(&s->dt, s->held + s->n_held, 16);
+        emit_len = s->n_held;
+    } else if (ev.finish == GL_FINISH_NONE) {
+        emit_len = s->n_held - gl_stop_holdback(sp, s->held, s->n_held);
+    }
+    if (text_reserve(e, emit_len + 1) == GL_OK) {
+        memcpy(e->text, s->held, emit_len);
+        e->text[emit_len] = 0;
+        ev.text = e->text;
+        ev.text_len = emit_len;
+    } else {
+        ev.text = "";
+    }
+    memmove(s->held, s->held + emit_len, s->n_held - emit_len);
+    s->n_held -= emit_len;
+    if (ev.finish != GL_FINISH_NONE)
+        remove_from(e->running, &e->n_running, s);
+    emit(s, &ev);
+    if (ev.finish != GL_FINISH_NONE)
+        retire(e, s);
+}
+
+// ---- scheduling (step thread) ----
+
+static int push_waiting(struct gl_engine *e, struct seq *s, int front)
+{
+    if (e->n_waiting == e->cap_seqs) {
+        struct seq **n = gl_realloc(e->waiting, (size_t)e->cap_seqs * 2 * sizeof *n);
+        if (!n)
+            return -1;
+        e->waiting = n;
+        e->cap_seqs *= 2;
+    }
+    if (front) {
+        memmove(e->waiting + 1, e->waiting, (size_t)e->n_waiting * sizeof *e->waiting);
+        e->waiting[0] = s;
+    } else {
+        e->waiting[e->n_waiting] = s;
+    }
+    e->n_waiting++;
+    return 0;
+}
+
+static void unschedule(struct gl_engine *e, struct seq *s, int32_t *budget)
+{
+    if (s->chunk == 0)
+        return;
+    *budget += (int32_t)s->chunk;
+    s->chunk = 0;
+    remove_from(e->sched, &e->n_sched, s);
+}
+
+// Recompute preemption: the victim keeps its tokens, RNG and text state and waits at the front.
+static void preempt(struct gl_engine *e, struct seq *v, int32_t *budget)
+{
+    unschedule(e, v, budget);
+    remove_from(e->running, &e->n_running, v);
+    gl_kv_seq_free(v->kv);
+    v->kv = NULL;
+    v->n_computed = 0;
+    e->st.n_preempted_total++;
+    e->preempted_now = 1;
+    GL_ASSERT(push_waiting(e, v, 1) == 0); // capacity: waiting + running never shrinks below
+}
+
+static void add_sched(struct gl_engine *e, struct seq *s, int64_t n, int32_t *budget)
+{
+    s->chunk = n;
+    *budget -= (int32_t)n;
+    e->sched[e->n_sched++] = s;
+}
+
+// Reserves n positions for running sequence s, preempting the newest running sequences while
+// the pool is dry. Returns 1 if s was scheduled, 0 if s itself left the running set.
+static int sched_running(struct gl_engine *e, struct seq *s, int64_t n, int32_t *budget)
+{
+    for (;;) {
+        if (gl_kv_seq_reserve(s->kv, n, NULL) == GL_OK) {
+            add_sched(e, s, n, budget);
+            return 1;
+        }
+        struct seq *v = e->running[e->n_running - 1];
+        if (v != s) {
+            preempt(e, v, budget);
+            continue;
+        }
+        if (e->n_running == 1) { // alone and still no room: the pool is its length limit
+            remove_from(e->running, &e->n_running, s);
+            finish_now(e, s, GL_FINISH_LENGTH);
+        } else {
+            preempt(e, s, budget);
+        }
+        return 0;
+    }
+}
+
+// Admits the head of the waiting queue with a prefix-cache lookup and a first prefill chunk.
+// Returns 1 if admitted, 0 if the pool has no room for it, -1 if it waits for a sibling.
+static int admit_one(struct gl_engine *e, int32_t *budget)
+{
+    struct seq *s = e->waiting[0];
+    // n > 1: later choices wait until one choice has the prompt in the cache, then share its
+    // full blocks through the prefix cache instead of computing the prompt n times.
+    if (s->index > 0 && !s->req->prefilled && e->p.kv.prefix_cache &&
+        s->req->n_prompt >= 2 * e->p.kv.block_size)
+        return -1;
+    if (gl_kv_seq_new(e->pool, &s->kv, NULL) != GL_OK)
+        return 0;
+    int64_t reused = e->p.kv.prefix_cache ? gl_kv_seq_reuse_prefix(s->kv, s->tok, s->n_tok) : 0;
+    int64_t n = s->n_tok - reused;
+    n = n < *budget ? n : *budget;
+    if (gl_kv_seq_reserve(s->kv, n, NULL) != GL_OK) {
+        gl_kv_seq_free(s->kv);
+        s->kv = NULL;
+        return 0;
+    }
+    memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
+    e->n_waiting--;
+    s->n_computed = reused;
+    e->st.prefix_hit_tokens += reused;
+    e->st.prefix_query_tokens += e->p.kv.prefix_cache ? s->n_tok : 0;
+    e->running[e->n_running++] = s;
+    add_sched(e, s, n, budget);
+    return 1;
+}
+
+// Decodes first (one token each, oldest first), then partial prefills, then FCFS admission,
+// within max_num_batched_tokens and max_num_seqs.
+static void schedule(struct gl_engine *e)
+{
+    int32_t budget = e->p.max_num_batched_tokens;
+    e->n_sched = 0;
+    e->preempted_now = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < e->n_running && budget > 0; i++) {
+            struct seq *s = e->running[i];
+            int64_t pending = s->n_tok - s->n_computed;
+            if (s->chunk > 0 || (pass == 0) != (pending == 1))
+                continue;
+            if (!sched_running(e, s, pending < budget ? pending : budget, &budget))
+                i--; // s left the running set; the next one moved into slot i
+        }
+    }
+    while (!e->preempted_now && e->n_waiting > 0 && budget > 0 &&
+           e->n_running < e->p.max_num_seqs) {
+        int a = admit_one(e, &budget);
+        if (a > 0)
+            continue;
+        if (a == 0 && e->n_running == 0) { // an empty pool cannot take even its first chunk
+            struct seq *s = e->waiting[0];
+            GL_LOGE("engine: request %llu cannot get KV pages in an empty pool",
+                    (unsigned long long)s->req->id);
+            memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
+            e->n_waiting--;
+            finish_now(e, s, GL_FINISH_ABORT);
+            continue;
+        }
+        break;
+    }
+}
+
+// ---- the step ----
+
+// Moves new requests into the waiting queue (one sequence per choice) and applies cancels.
+static gl_status drain_inbox(struct gl_engine *e, struct gl_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    struct req *head = e->in_head;
+    e->in_head = e->in_tail = NULL;
+    e->n_in = 0;
+    int32_t n_cancel = e->n_cancels;
+    uint64_t cancel_buf[64];
+    uint64_t *cancels =
+        n_cancel <= 64 ? cancel_buf : gl_malloc((size_t)n_cancel * sizeof(uint64_t));
+    if (cancels && n_cancel > 0)
+        memcpy(cancels, e->cancels, (size_t)n_cancel * sizeof *cancels);
+    e->n_cancels = cancels ? 0 : n_cancel; // on OOM keep them for the next step
+    pthread_mutex_unlock(&e->mu);
+    gl_status st = GL_OK;
+    while (head) {
+        struct req *r = head;
+        head = r->next;
+        r->next = NULL;
+        e->st.prompt_tokens += (int64_t)r->n_prompt * r->sp.n;
+        for (int32_t i = 0; i < r->sp.n; i++) {
+            struct seq *s = gl_calloc(1, sizeof *s);
+            if (s) {
+                s->cap = r->n_prompt + 16;
+                s->tok = gl_malloc((size_t)s->cap * sizeof *s->tok);
+            }
+            if (!s || !s->tok || push_waiting(e, s, 0)) {
+                gl_free(s ? s->tok : NULL);
+                gl_free(s);
+                st = gl_err_set(err, GL_E_NOMEM, "engine: no memory for request %llu",
+                                (unsigned long long)r->id);
+                r->sp.n = i; // choices created so far
+                break;
+            }
+            s->req = r;
+            s->index = i;
+            memcpy(s->tok, r->prompt, (size_t)r->n_prompt * sizeof *s->tok);
+            s->n_tok = r->n_prompt;
+            gl_rng_seed(&s->rng, gl_sample_choice_seed(r->seed, i));
+            r->n_live++;
+        }
+        if (r->n_live == 0)
+            req_free(r);
+    }
+    for (int32_t c = 0; cancels && c < n_cancel; c++) {
+        for (int list = 0; list < 2; list++) {
+            struct seq **arr = list ? e->running : e->waiting;
+            int32_t *n = list ? &e->n_running : &e->n_waiting;
+            for (int32_t i = 0; i < *n; i++) {
+                struct seq *s = arr[i];
+                if (s->req->id != cancels[c])
+                    continue;
+                remove_from(arr, n, s);
+                i--;
+                finish_now(e, s, GL_FINISH_ABORT);
+            }
+        }
+    }
+    if (cancels != cancel_buf)
+        gl_free(cancels);
+    return st;
+}
+
+static void publish(struct gl_engine *e)
+{
+    e->st.n_waiting = e->n_waiting;
+    e->st.n_running = e->n_running;
+    e->st.kv_pages_total = e->pool_pages;
+    e->st.kv_pages_used = e->pool_pages - gl_kv_pool_free_pages(e->pool);
+    pthread_mutex_lock(&e->mu);
+    e->st_pub = e->st;
+    e->n_waiting_pub = e->n_waiting;
+    pthread_mutex_unlock(&e->mu);
+}
+
+gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
+{
+    gl_status st = drain_inbox(e, err);
+    if (st == GL_OK)
+        schedule(e);
+    if (st == GL_OK && e->n_sched > 0) {
+        const int32_t L = e->n_layer;
+        int32_t row = 0;
+        for (int32_t i = 0; i < e->n_sched; i++) {
+            struct seq *s = e->sched[i];
+            for (int32_t l = 0; l < L; l++)
+                e->views[(size_t)i * (size_t)L + (size_t)l] = gl_kv_seq_view(s->kv, l);
+            s->logits_row = s->n_computed + s->chunk == s->n_tok ? row++ : -1;
+            e->bs[i] = (struct gl_batch_seq){.tokens = s->tok + s->n_computed,
+                                             .n = (int32_t)s->chunk,
+                                             .pos0 = s->n_computed,
+                                             .views = &e->views[(size_t)i * (size_t)L],
+                                             .logits_row = s->logits_row,
+                                             .n_logits = 1};
+        }
+        st = gl_model_forward_batch(e->ctx, e->bs, e->n_sched, e->logits, err);
+        for (int32_t i = 0; st == GL_OK && i < e->n_sched; i++) {
+            struct seq *s = e->sched[i];
+            gl_kv_seq_commit(s->kv, s->tok + s->n_computed, s->chunk);
+            s->n_computed += s->chunk;
+            s->req->prefilled |= s->n_computed >= s->req->n_prompt;
+        }
+        e->st.steps++;
+        // Sampling may finish (free) sequences: take the batch list first.
+        int32_t n = e->n_sched;
+        e->n_sched = 0;
+        for (int32_t i = 0; i < n; i++) {
+            struct seq *s = e->sched[i];
+            s->chunk = 0;
+            if (st == GL_OK && s->logits_row >= 0)
+                sample_one(e, s, e->logits + (size_t)s->logits_row * (size_t)e->n_vocab);
+        }
+    }
+    publish(e);
+    if (n_active) {
+        pthread_mutex_lock(&e->mu);
+        *n_active = e->n_waiting + e->n_running + e->n_in;
+        pthread_mutex_unlock(&e->mu);
+    }
+    return st;
+}
+
+gl_status gl_engine_run(struct gl_engine *e, struct gl_err *err)
+{
+    int n = 1;
+    while (n > 0) {
+        gl_status st = gl_engine_step(e, &n, err);
+        if (st != GL_OK)
+            return st;
+    }
+    return GL_OK;
+}
+
+int gl_engine_wait(struct gl_engine *e, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    if (timeout_ms >= 0) {
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&e->mu);
+    while (!e->in_head && e->n_cancels == 0 && !e->woken) {
+        int rc = timeout_ms < 0 ? pthread_cond_wait(&e->cv, &e->mu)
+                                : pthread_cond_timedwait(&e->cv, &e->mu, &until);
+        if (rc != 0)
+            break;
+    }
+    e->woken = 0;
+    int work = e->in_head != NULL || e->n_cancels > 0;
+    pthread_mutex_unlock(&e->mu);
+    return work;
+}
+
+void gl_engine_wake(struct gl_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->woken = 1;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void gl_engine_free(struct gl_engine *e)
+{
+    if (!e)
+        return;
+    if (e->waiting && e->running) {
+        (void)drain_inbox(e, NULL);
+        while (e->n_running > 0) {
+            struct seq *s = e->running[--e->n_running];
+            finish_now(e, s, GL_FINISH_ABORT);
+        }
+        while (e->n_waiting > 0) {
+            struct seq *s = e->waiting[--e->n_waiting];
+            finish_now(e, s, GL_FINISH_ABORT);
+        }
+    }
+    gl_free(e->waiting);
+    gl_free(e->running);
+    gl_free(e->sched);
+    gl_free(e->bs);
+    gl_free(e->views);
+    gl_free(e->logits);
+    gl_free(e->raw);
+    gl_free(e->text);
+    gl_free(e->cancels);
+    gl_free(e->live);
+    gl_sample_work_free(&e->work);
+    gl_model_ctx_delete(e->ctx);
+    gl_kv_pool_free(e->pool);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    gl_free(e);
+}

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// engine: continuous batching over one model, like vLLM's LLMEngine. Requests (token ids plus
+// sampling parameters) are queued FCFS; each step the scheduler picks running decodes first and
+// then prefill chunks up to max_num_batched_tokens tokens and max_num_seqs sequences, runs ONE
+// batched forward pass (weights read once per step for the whole batch), samples, and emits
+// events. KV lives in the paged pool (kv.h); when it runs dry the newest running sequence is
+// preempted (pages freed, recomputed later from its prompt + generated tokens), never dropped.
+//
+// Threads: gl_engine_submit, gl_engine_cancel, gl_engine_stats and gl_engine_wake may be called
+// from any thread; gl_engine_step / gl_engine_run / gl_engine_wait from exactly one thread, which
+// also runs every callback. Ownership: the engine borrows the model and tokenizer (they outlive
+// it; the tokenizer may be NULL: no text then, and stop strings are refused) and copies every
+// request parameter it keeps.
+//
+// Decisions (why / cost / what if it hurts):
+// - Preemption is recompute-only (vLLM V1): the victim's pages go back to the pool and its prompt
+//   + generated tokens are prefilled again later (prefix cache hits make that cheap). Its RNG,
+//   detokenizer and stop-string state are kept, so its output is identical to an uninterrupted
+//   run. Swapping to host memory would cost a copy per page and is pointless on a CPU.
+// - Seeds: a request without a seed gets one from an engine counter (deterministic per run);
+//   choice i of a request uses gl_sample_choice_seed(seed, i). The RNG lives in the sequence,
+//   so tokens never depend on which other sequences share a step.
+// - A sequence that cannot grow even when it is the only one running (pool smaller than one
+//   max_model_len sequence) finishes with "length", like reaching max_model_len; a prompt that
+//   cannot fit an empty pool is refused at submit (GL_E_LIMIT).
+#pragma once
+
+#include "base/base.h"
+#include "kv/kv.h"
+#include "model/model.h"
+#include "sampling/sampling.h"
+#include "tokenizer/tokenizer.h"
+
+#include <stdint.h>
+
+#define GL_ENGINE_MAX_EOS 8
+
+struct gl_engine_params {
+    struct gl_kv_params kv;
+    int32_t max_num_seqs;           // running sequences per step; default 16
+    int32_t max_num_batched_tokens; // tokens per step (decodes + prefill chunks); default 512
+    int32_t max_model_len;          // prompt + output positions per sequence; default n_ctx_train
+    int32_t max_waiting;            // queued choices bound; submit past it is GL_E_AGAIN; def 256
+    int32_t n_threads;              // kernel threads; default 2
+    // The model's stop set besides the tokenizer EOS: generation_config / GGUF EOS ids
+    // (the release: <|end_of_text|> 200001, <|eot|> 200008). <|eom|> never belongs here.
+    int32_t eos_ids[GL_ENGINE_MAX_EOS];
+    int32_t n_eos;
+    uint64_t seed; // base of the unseeded-request seed counter (default 0)
+};
+// Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
+// GGUF; kv: 1 GiB of f16, block 16, prefix cache on.
+struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
+
+// Per-sequence logits processor (the grammar plugs in here): mask is called before sampling
+// with the sequence's logits (n_vocab floats, modifiable: set -INFINITY to ban), before bias,
+// penalties and the min_tokens stop mask; accept after a token is chosen; free once, when the
+// request ends (all its choices). Returning non-zero from accept aborts the sequence with
+// finish_reason "abort". A preempted sequence keeps its processor state: recompute replays
+// no tokens through it.
+struct gl_logits_processor {
+    void *user;
+    void (*mask)(void *user, float *logits, int32_t n_vocab);
+    int (*accept)(void *user, int32_t token);
+    void (*free)(void *user);
+};
+
+enum gl_finish { GL_FINISH_NONE, GL_FINISH_STOP, GL_FINISH_LENGTH, GL_FINISH_ABORT };
+const char *gl_finish_name(enum gl_finish f); // "stop" "length" "abort"
+
+struct gl_event {
+    uint64_t request_id;
+    int32_t index;         // choice index for n > 1
+    const int32_t *tokens; // new tokens this step (usually 1)
+    int32_t n_tokens;
+    const char *text; // new text (stop strings held back and cut); may be ""
+    size_t text_len;
+    const float *logprobs;  // [n_tokens] logprob of each chosen token, or NULL
+    const int32_t *top_ids; // [n_tokens * top_n] when logprobs requested, else NULL
+    const float *top_logprobs;
+    int32_t top_n;
+    enum gl_finish finish;         // != NONE on the last event of this choice
+    const char *stop_matched;      // the stop string, or NULL
+    int32_t stop_token;            // the stop token id that ended it, or -1
+    int32_t n_prompt, n_generated; // usage so far
+};
+typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
+
+struct gl_request {
+    const int32_t *prompt; // copied
+    int32_t n_prompt;
+    struct gl_sample_params sp; // sampling.h: temperature... penalties, stops, n, logprobs, seed
+    gl_event_fn on_event;
+    void *user;
+    // Optional: one processor per choice (n of them), created by the caller; ownership passes to
+    // the engine (free called at the end, also on rejection).
+    struct gl_logits_processor *procs;
+};
+
+struct gl_engine;
+GL_MUST_USE gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
+                                    const struct gl_tokenizer *tok,
+                                    const struct gl_engine_params *p, struct gl_err *err);
+void gl_engine_free(struct gl_engine *e); // aborts everything still queued (events "abort")
+
+// Queues a request. GL_E_AGAIN ("overloaded": waiting queue full -> HTTP 503), GL_E_INVAL for
+// bad parameters or a prompt longer than max_model_len, GL_E_LIMIT when the prompt alone can
+// never fit the pool. *id identifies it for cancel.
+GL_MUST_USE gl_status gl_engine_submit(struct gl_engine *e, const struct gl_request *r,
+                                       uint64_t *id, struct gl_err *err);
+// Cancels in any phase; its pages are freed at once (queued) or at the start of the next step
+// (running); a final event with finish "abort" follows. Returns 0 if the id is unknown.
+int gl_engine_cancel(struct gl_engine *e, uint64_t id);
+// Runs one step; returns the number of sequences still queued or running.
+GL_MUST_USE gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err);
+// Steps until nothing is queued or running.
+GL_MUST_USE gl_status gl_engine_run(struct gl_engine *e, struct gl_err *err);
+// For a step loop that idles: blocks until a submit or cancel is pending, gl_engine_wake is
+// called, or timeout_ms passes (< 0: no timeout). Returns 1 if a submit or cancel is pending.
+int gl_engine_wait(struct gl_engine *e, int timeout_ms);
+void gl_engine_wake(struct gl_engine *e); // any thread: ends one gl_engine_wait early
+
+struct gl_engine_stats {
+    int32_t n_waiting, n_running, n_preempted_total;
+    int64_t steps, prompt_tokens, generated_tokens;
+    int64_t prefix_query_tokens, prefix_hit_tokens; // looked up / reused at admission
+    int64_t kv_pages_used, kv_pages_total;
+};
+void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
+// The pool, for audits in tests.
+struct gl_kv_pool *gl_engine_kv_pool(struct gl_engine *e);

@@ -1,0 +1,895 @@
+// SPDX-License-Identifier: MIT
+// engine tests on a micro model written here (vocab 512, E 64, H 4, Hkv 2, D 16, F 96, 4 layers,
+// window 8, 3 sliding : 1 global) and the real tokenizer for text: batching is exact (greedy
+// outputs of many concurrent sequences with chunked prefill, window-crossing prompts and
+// prefix-cache hits equal a plain single-sequence forward loop), seeded sampling does not
+// depend on batch composition, pool exhaustion preempts and still completes everything
+// exactly, cancel in every phase leaves the pool audit clean, overload / limit statuses, and
+// stop strings across token boundaries, stop ids, min_tokens, max_tokens and ignore_eos.
+#include "engine/engine.h"
+#include "engine/engine_int.h"
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+#include "test.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { T_V = 512, T_E = 64, T_H = 4, T_HKV = 2, T_D = 16, T_F = 96, T_L = 4, T_CTX = 512 };
+enum { MAX_OUT = 64 };
+
+static struct gl_model *g_model;
+static struct gl_tokenizer *g_tok;
+static char g_path[256];
+
+// ---- the micro model ----
+
+struct tdesc {
+    char name[64];
+    int64_t ne[2];
+    float base, scale;
+};
+static struct tdesc g_t[64];
+static int g_nt;
+
+static void add_t(const char *name, int64_t n_in, int64_t n_out, float base, float scale)
+{
+    struct tdesc *d = &g_t[g_nt++];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->ne[0] = n_in;
+    d->ne[1] = n_out;
+    d->base = base;
+    d->scale = scale;
+}
+
+static float hval(int ti, int64_t r, int64_t i)
+{
+    uint64_t x = (uint64_t)(ti + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)r * 0xBF58476D1CE4E5B9ull ^
+                 (uint64_t)i * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 29;
+    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static gl_status fill(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                      struct gl_err *err)
+{
+    (void)ctx;
+    (void)err;
+    const struct tdesc *d = &g_t[ti];
+    float *o = dst;
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t i = 0; i < d->ne[0]; i++)
+            o[r * d->ne[0] + i] = d->base + d->scale * hval((int)ti, row0 + r, i);
+    return GL_OK;
+}
+
+static void write_model(const char *path)
+{
+    struct gl_gguf_writer *w = gl_gguf_writer_new();
+    GL_ASSERT(w);
+    const char *a = "muse-glimmer";
+    char key[128];
+#define K(suffix) (snprintf(key, sizeof key, "%s.%s", a, suffix), key)
+    GL_ASSERT(gl_gguf_writer_add_str(w, "general.architecture", a) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("block_count"), T_L) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("embedding_length"), T_E) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("feed_forward_length"), T_F) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count"), T_H) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count_kv"), T_HKV) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.key_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.value_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("context_length"), T_CTX) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-5f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("rope.freq_base"), 10000.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("logit_scale"), 2.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.sliding_window"), 8) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("final_logit_softcapping"), 20.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.sliding_window_pattern"), 4) == GL_OK);
+#undef K
+    const int HD = T_H * T_D, KD = T_HKV * T_D;
+    g_nt = 0;
+    add_t("token_embd.weight", T_E, T_V, 0.0f, 1.0f);
+    add_t("output_norm.weight", T_E, 0, 1.0f, 0.2f);
+    add_t("output.weight", T_E, T_V, 0.0f, 0.5f);
+    for (int l = 0; l < T_L; l++) {
+        char nm[64];
+#define A(suf, nin, nout, b, sc)                                                                   \
+    snprintf(nm, sizeof nm, "blk.%d." suf ".weight", l);                                           \
+    add_t(nm, nin, nout, b, sc)
+        A("attn_norm", T_E, 0, 1.0f, 0.2f);
+        A("attn_q", T_E, HD, 0.0f, 0.3f);
+        A("attn_k", T_E, KD, 0.0f, 0.3f);
+        A("attn_v", T_E, KD, 0.0f, 0.3f);
+        A("attn_gate", T_E, HD, 0.0f, 0.2f);
+        A("attn_output", HD, T_E, 0.0f, 0.2f);
+        A("attn_q_norm", T_D, 0, 2.0f, 0.5f);
+        A("attn_k_norm", T_D, 0, 1.0f, 0.2f);
+        A("post_attention_norm", T_E, 0, 1.0f, 0.2f);
+        A("ffn_norm", T_E, 0, 1.0f, 0.2f);
+        A("ffn_gate", T_E, T_F, 0.0f, 0.2f);
+        A("ffn_up", T_E, T_F, 0.0f, 0.2f);
+        A("ffn_down", T_F, T_E, 0.0f, 0.15f);
+        A("post_ffw_norm", T_E, 0, 1.0f, 0.2f);
+#undef A
+    }
+    for (int i = 0; i < g_nt; i++) {
+        int64_t ne[2] = {g_t[i].ne[0], g_t[i].ne[1]};
+        GL_ASSERT(gl_gguf_writer_add_tensor(w, g_t[i].name, ne[1] ? 2 : 1, ne, GL_TYPE_F32) == i);
+    }
+    struct gl_err err = {0};
+    GL_ASSERT_MSG(gl_gguf_writer_write(w, path, 0, fill, NULL, &err) == GL_OK, "%s", err.msg);
+    gl_gguf_writer_delete(w);
+}
+
+// ---- results collected from events ----
+
+struct result {
+    int32_t tok[MAX_OUT + 8];
+    int32_t n_tok;
+    char text[4096];
+    size_t n_text;
+    enum gl_finish finish;
+    const char *stop_matched; // compared by content only while the request lives
+    char stop_str[64];
+    int32_t stop_token;
+    int32_t n_events, n_final;
+    float lp[MAX_OUT]; // logprob of each token when requested
+    int32_t top0[4];   // first event's top ids
+    float top_lp0[4];  // and their logprobs
+    int32_t top_n;
+};
+
+static void on_event(void *user, const struct gl_event *ev)
+{
+    struct result *r = (struct result *)user + ev->index; // n > 1: one result per choice
+    if (ev->logprobs && ev->n_tokens == 1 && r->n_tok < MAX_OUT) {
+        r->lp[r->n_tok] = ev->logprobs[0];
+        if (r->n_events == 0) {
+            r->top_n = ev->top_n;
+            for (int32_t i = 0; i < ev->top_n && i < 4; i++) {
+                r->top0[i] = ev->top_ids[i];
+                r->top_lp0[i] = ev->top_logprobs[i];
+            }
+        }
+    }
+    r->n_events++;
+    for (int32_t i = 0; i < ev->n_tokens && r->n_tok < MAX_OUT + 8; i++)
+        r->tok[r->n_tok++] = ev->tokens[i];
+    GL_ASSERT(r->n_text + ev->text_len < sizeof r->text);
+    memcpy(r->text + r->n_text, ev->text, ev->text_len);
+    r->n_text += ev->text_len;
+    r->text[r->n_text] = 0;
+    if (ev->finish != GL_FINISH_NONE) {
+        r->n_final++;
+        r->finish = ev->finish;
+        r->stop_token = ev->stop_token;
+        if (ev->stop_matched)
+            snprintf(r->stop_str, sizeof r->stop_str, "%s", ev->stop_matched);
+    }
+}
+
+// Greedy reference: one sequence through the plain f32 cache, a token at a time.
+static int32_t reference(const int32_t *prompt, int32_t n_prompt, int32_t n_gen, int32_t *out)
+{
+    struct gl_model_ctx *c = NULL;
+    struct gl_kv_cache *kv = NULL;
+    struct gl_err err;
+    GL_ASSERT(gl_model_ctx_new(&c, g_model, n_prompt, 1, T_CTX, &err) == GL_OK);
+    GL_ASSERT(gl_kv_cache_new(&kv, &g_model->cfg, T_CTX, &err) == GL_OK);
+    float lg[T_V];
+    GL_ASSERT(gl_model_forward(c, kv, prompt, n_prompt, 0, lg, 0, NULL, &err) == GL_OK);
+    for (int32_t i = 0; i < n_gen; i++) {
+        out[i] = gl_sample_argmax(lg, T_V);
+        if (i + 1 < n_gen)
+            GL_ASSERT(gl_model_forward(c, kv, &out[i], 1, n_prompt + i, lg, 0, NULL, &err) ==
+                      GL_OK);
+    }
+    gl_kv_cache_delete(kv);
+    gl_model_ctx_delete(c);
+    return n_gen;
+}
+
+static struct gl_engine_params eparams(enum gl_kv_dtype dt, int64_t budget, int seqs, int tokens)
+{
+    struct gl_engine_params p = gl_engine_default_params(g_model);
+    p.kv.dtype = dt;
+    p.kv.budget_bytes = budget;
+    p.kv.block_size = 16;
+    p.max_num_seqs = seqs;
+    p.max_num_batched_tokens = tokens;
+    p.max_model_len = T_CTX;
+    p.n_threads = 1;
+    p.n_eos = 0; // the micro model's ids are not the release's
+    return p;
+}
+
+static struct gl_sample_params greedy(int32_t max_tokens)
+{
+    struct gl_sample_params sp = gl_sample_default_params();
+    sp.temperature = 0.0f;
+    sp.max_tokens = max_tokens;
+    return sp;
+}
+
+static void submit(struct gl_engine *e, const int32_t *prompt, int32_t n,
+                   const struct gl_sample_params *sp, struct result *r, uint64_t *id)
+{
+    struct gl_request rq = {
+        .prompt = prompt, .n_prompt = n, .sp = *sp, .on_event = on_event, .user = r};
+    struct gl_err err = {0};
+    gl_status st = gl_engine_submit(e, &rq, id, &err);
+    GL_ASSERT_MSG(st == GL_OK, "submit: %s", err.msg);
+}
+
+static void run_to_end(struct gl_engine *e)
+{
+    struct gl_err err = {0};
+    gl_status st = gl_engine_run(e, &err);
+    GL_ASSERT_MSG(st == GL_OK, "run: %s", err.msg);
+}
+
+// Prompt i of the batch tests: lengths 1..~70, half of them sharing a 40-token prefix (prefix
+// cache hits of two 16-token blocks), ids spread over the vocabulary.
+static int32_t make_prompt(int i, int32_t *p)
+{
+    int32_t n = 1 + (i * 37) % 70;
+    for (int32_t k = 0; k < n; k++) {
+        int shared = (i % 2 == 0) && k < 40;
+        p[k] = (int32_t)((shared ? 7 + k * 13 : i * 101 + k * 29 + 3) % T_V);
+    }
+    return n;
+}
+
+// ---- tests ----
+
+// Many concurrent greedy sequences vs each alone. Returns how many matched.
+static int batch_vs_alone(enum gl_kv_dtype dt, int n_req, int64_t budget, int seqs, int tokens,
+                          struct gl_engine_stats *stats, int strict)
+{
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(dt, budget, seqs, tokens);
+    struct gl_engine *e = NULL;
+    GL_ASSERT_MSG(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK, "%s", err.msg);
+    struct result *res = calloc((size_t)n_req, sizeof *res);
+    int32_t prompts[64][80], n_prompt[64], max_tok[64];
+    GL_ASSERT(res && n_req <= 64);
+    for (int i = 0; i < n_req; i++) {
+        n_prompt[i] = make_prompt(i, prompts[i]);
+        max_tok[i] = 4 + (i * 7) % 17;
+    }
+    // Two waves: the second arrives while the first decodes, so steps mix decodes with prefill
+    // chunks and the second wave hits blocks the first wave cached.
+    for (int wave = 0; wave < 2; wave++) {
+        for (int i = wave; i < n_req; i += 2) {
+            struct gl_sample_params sp = greedy(max_tok[i]);
+            submit(e, prompts[i], n_prompt[i], &sp, &res[i], NULL);
+        }
+        for (int k = 0; k < 3 && wave == 0; k++) {
+            int n_active;
+            GL_ASSERT(gl_engine_step(e, &n_active, &err) == GL_OK);
+        }
+    }
+    run_to_end(e);
+    int same = 0;
+    for (int i = 0; i < n_req; i++) {
+        int32_t ref[MAX_OUT];
+        reference(prompts[i], n_prompt[i], max_tok[i], ref);
+        int ok = res[i].n_tok == max_tok[i] && res[i].finish == GL_FINISH_LENGTH &&
+                 res[i].n_final == 1 && memcmp(ref, res[i].tok, (size_t)max_tok[i] * 4) == 0;
+        if (strict)
+            CHECKF(ok, "request %d (prompt %d, %d tokens): differs from running alone", i,
+                   n_prompt[i], max_tok[i]);
+        same += ok;
+    }
+    gl_engine_stats(e, stats);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    CHECK(stats->n_running == 0 && stats->n_waiting == 0);
+    gl_engine_free(e);
+    free(res);
+    return same;
+}
+
+TEST(test_batching_exact)
+{
+    struct gl_engine_stats st;
+    int same = batch_vs_alone(GL_KV_F32, 32, 64 << 20, 16, 24, &st, 1);
+    CHECK(same == 32);
+    CHECKF(st.prefix_hit_tokens > 0, "prefix hits %lld", (long long)st.prefix_hit_tokens);
+    CHECK(st.n_preempted_total == 0);
+    printf("  f32 KV: %d/32 identical, %lld steps, %lld prefix-hit tokens\n", same,
+           (long long)st.steps, (long long)st.prefix_hit_tokens);
+    // The default KV type rounds K/V to f16: report agreement, not required to be exact.
+    const enum gl_kv_dtype lossy[3] = {GL_KV_F16, GL_KV_BF16, GL_KV_FP8_E4M3};
+    for (int i = 0; i < 3; i++) {
+        same = batch_vs_alone(lossy[i], 32, 64 << 20, 16, 24, &st, 0);
+        printf("  %s KV: %d/32 identical to the f32 single-sequence reference\n",
+               gl_kv_dtype_name(lossy[i]), same);
+    }
+}
+
+TEST(test_pool_exhaustion_preempts)
+{
+    // Pages for a handful of sequences only, 64 requests, 32 running at most.
+    struct gl_engine_stats st;
+    struct gl_kv_plan plan;
+    struct gl_engine_params p = eparams(GL_KV_F32, 1 << 20, 32, 64);
+    struct gl_err err;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 96, &plan, &err) == GL_OK);
+    int64_t budget = (int64_t)plan.page_bytes * plan.pages_per_seq * 6;
+    int same = batch_vs_alone(GL_KV_F32, 64, budget, 32, 64, &st, 1);
+    CHECK(same == 64);
+    CHECKF(st.n_preempted_total > 0, "preemptions %d", st.n_preempted_total);
+    printf("  64 sequences in %lld pages: %d preemptions, all identical\n",
+           (long long)st.kv_pages_total, st.n_preempted_total);
+}
+
+// Seeded sampling: the same tokens alone, in a batch of 8, and as choice 0 of an n = 2 request.
+TEST(test_seeded_independent_of_batch)
+{
+    struct gl_err err = {0};
+    enum { N = 8 };
+    struct result alone[N], together[N], pair[N][2], squeezed[N];
+    memset(alone, 0, sizeof alone);
+    memset(together, 0, sizeof together);
+    memset(pair, 0, sizeof pair);
+    memset(squeezed, 0, sizeof squeezed);
+    int32_t prompts[N][80], n_prompt[N];
+    struct gl_sample_params sp[N];
+    for (int i = 0; i < N; i++) {
+        n_prompt[i] = make_prompt(i + 3, prompts[i]);
+        sp[i] = gl_sample_default_params();
+        sp[i].temperature = 1.5f;
+        sp[i].top_p = 0.95f;
+        sp[i].top_k = 50;
+        sp[i].max_tokens = 12;
+        sp[i].seed = 1000 + (uint64_t)i;
+        sp[i].has_seed = 1;
+    }
+    struct gl_engine_params p = eparams(GL_KV_F32, 32 << 20, 8, 32);
+    // Mode 3 squeezes the pool so that sequences are preempted mid-sampling: their RNG state
+    // must survive the recompute.
+    struct gl_kv_plan plan;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 80, &plan, &err) == GL_OK);
+    for (int mode = 0; mode < 4; mode++) {
+        struct gl_engine *e = NULL;
+        struct gl_engine_params pm = p;
+        if (mode == 3)
+            pm.kv.budget_bytes = (int64_t)plan.page_bytes * plan.pages_per_seq * 2;
+        REQUIRE(gl_engine_new(&e, g_model, g_tok, &pm, &err) == GL_OK);
+        struct result *dst[4] = {alone, together, NULL, squeezed};
+        for (int i = 0; i < N; i++) {
+            struct gl_sample_params s = sp[i];
+            s.n = mode == 2 ? 2 : 1;
+            submit(e, prompts[i], n_prompt[i], &s, mode == 2 ? pair[i] : &dst[mode][i], NULL);
+            if (mode == 0)
+                run_to_end(e);
+        }
+        run_to_end(e);
+        struct gl_engine_stats st;
+        gl_engine_stats(e, &st);
+        if (mode == 3)
+            CHECKF(st.n_preempted_total > 0, "preemptions %d", st.n_preempted_total);
+        CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+        gl_engine_free(e);
+    }
+    int differ_from_greedy = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK(alone[i].n_tok == 12 && together[i].n_tok == 12 && pair[i][0].n_tok == 12);
+        CHECKF(memcmp(alone[i].tok, together[i].tok, 12 * 4) == 0, "request %d", i);
+        CHECKF(memcmp(alone[i].tok, pair[i][0].tok, 12 * 4) == 0, "request %d choice 0", i);
+        CHECKF(squeezed[i].n_tok == 12 && memcmp(alone[i].tok, squeezed[i].tok, 12 * 4) == 0,
+               "request %d after preemption", i);
+        CHECK(memcmp(pair[i][0].tok, pair[i][1].tok, 12 * 4) != 0); // its own stream
+        int32_t ref[12];
+        reference(prompts[i], n_prompt[i], 12, ref);
+        differ_from_greedy += memcmp(ref, alone[i].tok, sizeof ref) != 0;
+    }
+    CHECK(differ_from_greedy > N / 2); // the test really samples
+}
+
+// n = 3 greedy choices: identical outputs, and choices 1 and 2 reuse choice 0's prompt blocks.
+TEST(test_n_choices_share_prefix)
+{
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 8, 64);
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    int32_t prompt[50];
+    for (int i = 0; i < 50; i++)
+        prompt[i] = (i * 17 + 11) % T_V;
+    struct result r[3];
+    memset(r, 0, sizeof r);
+    struct gl_sample_params sp = greedy(6);
+    sp.n = 3;
+    submit(e, prompt, 50, &sp, r, NULL);
+    run_to_end(e);
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    int32_t ref[6];
+    reference(prompt, 50, 6, ref);
+    for (int i = 0; i < 3; i++)
+        CHECKF(r[i].n_tok == 6 && memcmp(r[i].tok, ref, sizeof ref) == 0, "choice %d", i);
+    CHECKF(st.prefix_hit_tokens == 2 * 48, "prefix hits %lld", (long long)st.prefix_hit_tokens);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+}
+
+struct submitter {
+    struct gl_engine *e;
+    struct result *res;
+    int n;
+    volatile int done;
+};
+
+static void *submit_thread(void *arg)
+{
+    struct submitter *sb = arg;
+    for (int i = 0; i < sb->n; i++) {
+        int32_t prompt[3] = {i + 1, 2 * i + 3, 40};
+        struct gl_sample_params sp = gl_sample_default_params(); // unseeded, temperature 1
+        sp.max_tokens = 5;
+        struct gl_request rq = {
+            .prompt = prompt, .n_prompt = 3, .sp = sp, .on_event = on_event, .user = &sb->res[i]};
+        struct gl_err err;
+        while (gl_engine_submit(sb->e, &rq, NULL, &err) == GL_E_AGAIN)
+            usleep(100);
+    }
+    __atomic_store_n(&sb->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+// Submits from another thread while this one steps (the mutex path, checked under ASan); two
+// engines with the same base seed give unseeded requests the same seeds, so equal outputs.
+TEST(test_submit_from_thread_unseeded)
+{
+    enum { N = 12 };
+    struct result res[2][N];
+    memset(res, 0, sizeof res);
+    for (int run = 0; run < 2; run++) {
+        struct gl_err err = {0};
+        struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 4, 32);
+        p.max_waiting = 4;
+        struct gl_engine *e = NULL;
+        REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+        struct submitter sb = {e, res[run], N, 0};
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, submit_thread, &sb) == 0);
+        int n_active = 1;
+        while (!__atomic_load_n(&sb.done, __ATOMIC_ACQUIRE) || n_active > 0) {
+            if (n_active == 0) // idle: sleep until the submitter queues more
+                gl_engine_wait(e, 50);
+            REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+        }
+        pthread_join(th, NULL);
+        CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+        gl_engine_free(e);
+    }
+    int differ = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK(res[0][i].n_tok == 5 && res[0][i].n_final == 1);
+        CHECK(memcmp(res[0][i].tok, res[1][i].tok, 5 * 4) == 0);
+        differ += i > 0 && memcmp(res[0][i].tok, res[0][i - 1].tok, 5 * 4) != 0;
+    }
+    CHECK(differ > 0);
+    // wait: times out with nothing queued, wakes at once for gl_engine_wake.
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 1 << 20, 1, 16);
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    int64_t t0 = gl_time_us();
+    CHECK(gl_engine_wait(e, 30) == 0 && gl_time_us() - t0 >= 25000);
+    gl_engine_wake(e);
+    t0 = gl_time_us();
+    CHECK(gl_engine_wait(e, 5000) == 0 && gl_time_us() - t0 < 2000000);
+    gl_engine_free(e);
+}
+
+// Cancel while queued, while prefilling (chunked), while decoding: an abort event each, pages
+// back in the pool at once, the audit clean.
+TEST(test_cancel_every_phase)
+{
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 2, 16);
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    int32_t longp[200];
+    for (int i = 0; i < 200; i++)
+        longp[i] = (i * 31 + 5) % T_V;
+    struct result r[4];
+    memset(r, 0, sizeof r);
+    uint64_t id[4];
+    struct gl_sample_params sp = greedy(30);
+    submit(e, longp, 10, &sp, &r[0], &id[0]);  // will be decoding
+    submit(e, longp, 200, &sp, &r[1], &id[1]); // will be prefilling (16-token budget)
+    submit(e, longp, 5, &sp, &r[2], &id[2]);   // queued (max_num_seqs 2)
+    int n_active;
+    for (int k = 0; k < 4; k++)
+        REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    CHECK(st.n_running == 2 && st.n_waiting == 1);
+    CHECK(r[0].n_tok > 0 && r[1].n_tok == 0 && r[2].n_tok == 0);
+    int64_t used_before = gl_kv_pool_audit(gl_engine_kv_pool(e));
+    CHECK(used_before > 0);
+    CHECK(gl_engine_cancel(e, id[2]) == 1); // queued
+    REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+    CHECK(r[2].finish == GL_FINISH_ABORT && r[2].n_final == 1);
+    CHECK(gl_engine_cancel(e, id[1]) == 1); // prefilling
+    REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+    CHECK(r[1].finish == GL_FINISH_ABORT && r[1].n_tok == 0);
+    int64_t used_mid = gl_kv_pool_audit(gl_engine_kv_pool(e));
+    CHECK(used_mid < used_before);
+    CHECK(gl_engine_cancel(e, id[0]) == 1); // decoding
+    REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+    CHECK(r[0].finish == GL_FINISH_ABORT && r[0].n_final == 1 && r[0].n_tok < 30);
+    CHECK(n_active == 0);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    CHECK(gl_engine_cancel(e, id[0]) == 0); // finished ids are unknown
+    CHECK(gl_engine_cancel(e, 12345) == 0);
+    // Freeing the engine aborts what is still queued.
+    submit(e, longp, 3, &sp, &r[3], &id[3]);
+    gl_engine_free(e);
+    CHECK(r[3].finish == GL_FINISH_ABORT && r[3].n_final == 1);
+}
+
+TEST(test_overloaded_and_limits)
+{
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 2, 16);
+    p.max_waiting = 3;
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    int32_t pr[4] = {1, 2, 3, 4};
+    struct result r[8];
+    memset(r, 0, sizeof r);
+    struct gl_sample_params sp = greedy(2);
+    struct gl_request rq = {.prompt = pr, .n_prompt = 4, .sp = sp, .on_event = on_event};
+    for (int i = 0; i < 3; i++) {
+        rq.user = &r[i];
+        CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+    }
+    rq.user = &r[3];
+    CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_E_AGAIN && strstr(err.msg, "overloaded"));
+    // Bad requests: INVAL naming the problem.
+    rq.sp.temperature = -1.0f;
+    CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_E_INVAL && strstr(err.msg, "temperature"));
+    rq.sp = sp;
+    int32_t bad[2] = {1, T_V};
+    rq.prompt = bad;
+    rq.n_prompt = 2;
+    CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_E_INVAL && strstr(err.msg, "prompt[1]"));
+    static int32_t big[T_CTX];
+    rq.prompt = big;
+    rq.n_prompt = T_CTX;
+    CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_E_INVAL && strstr(err.msg, "max_model_len"));
+    run_to_end(e);
+    for (int i = 0; i < 3; i++)
+        CHECK(r[i].finish == GL_FINISH_LENGTH && r[i].n_tok == 2);
+    CHECK(r[3].n_events == 0);
+    gl_engine_free(e);
+    // A pool smaller than the prompt: GL_E_LIMIT at submit.
+    struct gl_kv_plan plan;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 16, &plan, &err) == GL_OK);
+    p.kv.budget_bytes = (int64_t)plan.page_bytes * (plan.n_groups + 1);
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    rq.n_prompt = 300;
+    CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_E_LIMIT && strstr(err.msg, "pool"));
+    gl_engine_free(e);
+}
+
+// Random submits (mixed n, lengths, stops, sampling), cancels and steps on a small pool with a
+// tiny step budget: the pool audit holds after every step and every choice ends with exactly one
+// final event.
+TEST(test_random_ops)
+{
+    enum { N = 48 };
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 1 << 20, 6, 12);
+    struct gl_kv_plan plan;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 64, &plan, &err) == GL_OK);
+    p.kv.budget_bytes = (int64_t)plan.page_bytes * plan.pages_per_seq * 3;
+    p.max_waiting = 16;
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    static struct result res[N][2];
+    memset(res, 0, sizeof res);
+    uint64_t ids[N] = {0};
+    int n_choices[N] = {0}, submitted = 0, rejected = 0;
+    struct gl_rng rng;
+    gl_rng_seed(&rng, 2024);
+    int n_active = 0;
+    while (submitted < N || n_active > 0) {
+        uint64_t r = gl_rng_next(&rng) % 10;
+        if (r < 4 && submitted < N) {
+            int i = submitted;
+            int32_t prompt[60];
+            int32_t n = 1 + (int32_t)(gl_rng_next(&rng) % 60);
+            for (int k = 0; k < n; k++)
+                prompt[k] = (int32_t)(gl_rng_next(&rng) % 64); // few ids: prefix-cache hits
+            struct gl_sample_params sp = gl_sample_default_params();
+            sp.n = 1 + (int32_t)(gl_rng_next(&rng) % 2);
+            sp.max_tokens = 1 + (int32_t)(gl_rng_next(&rng) % 20);
+            sp.temperature = (gl_rng_next(&rng) % 2) ? 0.0f : 1.0f;
+            sp.stop[0] = "e";
+            sp.n_stop = (int32_t)(gl_rng_next(&rng) % 2);
+            struct gl_request rq = {
+                .prompt = prompt, .n_prompt = n, .sp = sp, .on_event = on_event, .user = res[i]};
+            gl_status st = gl_engine_submit(e, &rq, &ids[i], &err);
+            CHECK(st == GL_OK || st == GL_E_AGAIN);
+            if (st == GL_OK)
+                n_choices[i] = sp.n;
+            rejected += st != GL_OK;
+            submitted++;
+        } else if (r < 5 && submitted > 0) {
+            (void)gl_engine_cancel(e, ids[gl_rng_next(&rng) % (uint64_t)submitted]);
+        } else {
+            REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+            (void)gl_kv_pool_audit(gl_engine_kv_pool(e)); // asserts on any inconsistency
+        }
+    }
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    int aborted = 0;
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < 2; c++) {
+            CHECKF(res[i][c].n_final == (c < n_choices[i]), "request %d choice %d: %d finals", i, c,
+                   res[i][c].n_final);
+            aborted += res[i][c].finish == GL_FINISH_ABORT;
+        }
+    printf("  %d submitted (%d overloaded), %d aborted, %d preemptions, %lld steps\n", N, rejected,
+           aborted, st.n_preempted_total, (long long)st.steps);
+    CHECK(aborted > 0);
+    gl_engine_free(e);
+}
+
+// One request with parameters sp; returns its result.
+static struct result run_one(const int32_t *prompt, int32_t n, const struct gl_sample_params *sp,
+                             const int32_t *eos, int n_eos)
+{
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 8 << 20, 4, 64);
+    for (int i = 0; i < n_eos; i++)
+        p.eos_ids[i] = eos[i];
+    p.n_eos = n_eos;
+    struct gl_engine *e = NULL;
+    GL_ASSERT(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    struct result r;
+    memset(&r, 0, sizeof r);
+    submit(e, prompt, n, sp, &r, NULL);
+    run_to_end(e);
+    GL_ASSERT(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+    return r;
+}
+
+// Text after each generated token, as the engine's streaming detokenizer would release it.
+static void ref_text(const int32_t *tok, int n, char *text, size_t *after)
+{
+    struct gl_detok dt = {0};
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        len += (size_t)gl_detok_feed(&dt, g_tok, tok[i], 1, text + len, 256);
+        after[i] = len;
+    }
+    len += (size_t)gl_detok_flush(&dt, text + len, 16);
+    text[len] = 0;
+}
+
+TEST(test_stop_helpers)
+{
+    struct gl_sample_params sp = gl_sample_default_params();
+    sp.stop[0] = "bcd";
+    sp.stop[1] = "cx";
+    sp.stop[2] = "abcdef";
+    sp.n_stop = 2;
+    CHECK(gl_stop_holdback(&sp, "zabc", 4) == 2); // "bc" may become "bcd"
+    CHECK(gl_stop_holdback(&sp, "zab", 3) == 1);
+    CHECK(gl_stop_holdback(&sp, "zbd", 3) == 0);
+    CHECK(gl_stop_holdback(&sp, "", 0) == 0);
+    size_t at = 99;
+    CHECK(gl_stop_match(&sp, "aacxbcd", 7, &at) == 1 && at == 2); // earliest wins
+    CHECK(gl_stop_match(&sp, "abcabc", 6, &at) == -1);
+    sp.n_stop = 3;
+    CHECK(gl_stop_holdback(&sp, "xabcde", 6) == 5);
+    CHECK(gl_stop_match(&sp, "xabcdefg", 8, &at) == 2 && at == 1); // before "bcd" at 2
+    sp.stop[1] = "bc";
+    CHECK(gl_stop_match(&sp, "xbcdy", 5, &at) == 0 && at == 1); // same offset: the longer
+}
+
+TEST(test_stops)
+{
+    const int32_t prompt[6] = {300, 17, 99, 250, 3, 42};
+    enum { G = 40 };
+    int32_t ref[G];
+    reference(prompt, 6, G, ref);
+    char text[G * 300];
+    size_t after[G];
+    ref_text(ref, G, text, after);
+    struct gl_sample_params sp = greedy(G);
+    struct result base = run_one(prompt, 6, &sp, NULL, 0);
+    CHECK(base.n_tok == G && memcmp(base.tok, ref, sizeof ref) == 0);
+    CHECK(base.n_text == strlen(text) && strcmp(base.text, text) == 0);
+
+    // A stop string straddling tokens k and k+1 (last byte of one, first of the next).
+    int k = -1;
+    for (int i = 2; i + 1 < G && k < 0; i++)
+        if (after[i] > after[i - 1] && after[i + 1] > after[i] && text[after[i] - 1] &&
+            text[after[i]])
+            k = i;
+    REQUIRE(k >= 0);
+    char stop[3] = {text[after[k] - 1], text[after[k]], 0};
+    const char *first = strstr(text, stop);
+    size_t at = (size_t)(first - text);
+    int j = 0; // the token whose text completes the first occurrence
+    while (after[j] < at + 2)
+        j++;
+    sp.stop[0] = stop;
+    sp.n_stop = 1;
+    struct result r = run_one(prompt, 6, &sp, NULL, 0);
+    CHECKF(r.finish == GL_FINISH_STOP && r.n_tok == j + 1, "finish %d after %d tokens, want %d",
+           r.finish, r.n_tok, j + 1);
+    CHECK(r.n_text == at && memcmp(r.text, text, at) == 0 && strcmp(r.stop_str, stop) == 0);
+    CHECK(r.stop_token == -1);
+    sp.include_stop_str_in_output = 1;
+    r = run_one(prompt, 6, &sp, NULL, 0);
+    CHECK(r.n_text == at + 2 && memcmp(r.text, text, at + 2) == 0);
+    sp.include_stop_str_in_output = 0;
+    sp.n_stop = 0;
+
+    // stop_token_ids: stops at the first occurrence, the id reported, its text not added.
+    int32_t sid = ref[5];
+    int first_i = 0;
+    while (ref[first_i] != sid)
+        first_i++;
+    sp.stop_token_ids = &sid;
+    sp.n_stop_ids = 1;
+    r = run_one(prompt, 6, &sp, NULL, 0);
+    CHECK(r.finish == GL_FINISH_STOP && r.stop_token == sid && r.n_tok == first_i + 1);
+    CHECK(r.tok[first_i] == sid);
+    // min_tokens masks the stop id until min_tokens outputs exist.
+    sp.min_tokens = first_i + 3;
+    r = run_one(prompt, 6, &sp, NULL, 0);
+    CHECK(r.n_tok > first_i + 3);
+    for (int i = 0; i < first_i + 3 && i < r.n_tok; i++)
+        CHECK(r.tok[i] != sid);
+    CHECK(r.finish == GL_FINISH_LENGTH || r.tok[r.n_tok - 1] == sid);
+    sp.min_tokens = 0;
+    sp.n_stop_ids = 0;
+
+    // Engine EOS ids stop unless ignore_eos; max_tokens gives "length".
+    r = run_one(prompt, 6, &sp, &sid, 1);
+    CHECK(r.finish == GL_FINISH_STOP && r.stop_token == sid && r.n_tok == first_i + 1);
+    sp.ignore_eos = 1;
+    r = run_one(prompt, 6, &sp, &sid, 1);
+    CHECK(r.finish == GL_FINISH_LENGTH && r.n_tok == G && memcmp(r.tok, ref, sizeof ref) == 0);
+    sp.ignore_eos = 0;
+    sp.max_tokens = 3;
+    r = run_one(prompt, 6, &sp, NULL, 0);
+    CHECK(r.finish == GL_FINISH_LENGTH && r.n_tok == 3 && r.n_final == 1 && r.n_events == 3);
+}
+
+// A processor that bans every token < 256 and aborts the sequence after 3 accepted tokens.
+struct proc_state {
+    int n_accept, n_free, n_mask;
+};
+static void p_mask(void *user, float *logits, int32_t n_vocab)
+{
+    ((struct proc_state *)user)->n_mask++;
+    for (int32_t i = 0; i < 256 && i < n_vocab; i++)
+        logits[i] = -INFINITY;
+}
+static int p_accept(void *user, int32_t token)
+{
+    struct proc_state *ps = user;
+    GL_ASSERT(token >= 256);
+    return ++ps->n_accept >= 3;
+}
+static void p_free(void *user)
+{
+    ((struct proc_state *)user)->n_free++;
+}
+
+TEST(test_logprobs_and_processor)
+{
+    const int32_t prompt[3] = {5, 6, 7};
+    struct gl_sample_params sp = greedy(4);
+    sp.logprobs = 3;
+    sp.presence_penalty = 2.0f; // modifies the sampled distribution but not the raw logprobs
+    struct result r = run_one(prompt, 3, &sp, NULL, 0);
+    REQUIRE(r.n_tok == 4 && r.top_n == 3);
+    // Raw logprobs: log_softmax of the model's first-step logits.
+    struct gl_model_ctx *c = NULL;
+    struct gl_kv_cache *kv = NULL;
+    struct gl_err err;
+    REQUIRE(gl_model_ctx_new(&c, g_model, 3, 1, T_CTX, &err) == GL_OK);
+    REQUIRE(gl_kv_cache_new(&kv, &g_model->cfg, T_CTX, &err) == GL_OK);
+    float lg[T_V], lp;
+    int32_t top[3];
+    float top_lp[3];
+    REQUIRE(gl_model_forward(c, kv, prompt, 3, 0, lg, 0, NULL, &err) == GL_OK);
+    gl_kv_cache_delete(kv);
+    gl_model_ctx_delete(c);
+    gl_sample_logprobs(lg, T_V, r.tok[0], 3, &lp, top, top_lp);
+    CHECK(r.tok[0] == top[0] && fabsf(r.lp[0] - lp) < 1e-5f && lp < 0.0f);
+    for (int i = 0; i < 3; i++)
+        CHECK(r.top0[i] == top[i] && fabsf(r.top_lp0[i] - top_lp[i]) < 1e-5f);
+
+    // Logits processor: mask honoured, accept's refusal aborts, free called once.
+    struct gl_engine_params p = eparams(GL_KV_F32, 8 << 20, 4, 64);
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    struct proc_state ps = {0};
+    struct gl_logits_processor proc = {&ps, p_mask, p_accept, p_free};
+    struct result pr;
+    memset(&pr, 0, sizeof pr);
+    struct gl_sample_params g = greedy(10);
+    struct gl_request rq = {.prompt = prompt,
+                            .n_prompt = 3,
+                            .sp = g,
+                            .on_event = on_event,
+                            .user = &pr,
+                            .procs = &proc};
+    REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+    run_to_end(e);
+    CHECK(pr.finish == GL_FINISH_ABORT && pr.n_tok == 3 && ps.n_mask == 3 && ps.n_free == 1);
+    for (int i = 0; i < pr.n_tok; i++)
+        CHECK(pr.tok[i] >= 256);
+    // Rejected at submit: the processor is still freed.
+    rq.sp.temperature = -1.0f;
+    CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_E_INVAL && ps.n_free == 2);
+    gl_engine_free(e);
+}
+
+// A pool too small for one long sequence: it ends with "length" instead of crashing or looping.
+TEST(test_pool_is_length_limit)
+{
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 1 << 20, 2, 64);
+    struct gl_kv_plan plan;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 40, &plan, &err) == GL_OK);
+    p.kv.budget_bytes = (int64_t)plan.page_bytes * plan.pages_per_seq;
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    const int32_t prompt[4] = {9, 8, 7, 6};
+    struct result r;
+    memset(&r, 0, sizeof r);
+    struct gl_sample_params sp = greedy(200);
+    submit(e, prompt, 4, &sp, &r, NULL);
+    run_to_end(e);
+    CHECKF(r.finish == GL_FINISH_LENGTH && r.n_tok >= 36 && r.n_tok < 200, "%d tokens", r.n_tok);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+}
+
+static void cleanup_model(void)
+{
+    gl_model_delete(g_model);
+    gl_tokenizer_free(g_tok);
+    unlink(g_path);
+}
+
+int main(void)
+{
+    snprintf(g_path, sizeof g_path, "%s/glint_test_engine_%d.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    write_model(g_path);
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    GL_ASSERT_MSG(gl_model_open(&g_model, g_path, &mp, &err) == GL_OK, "%s", err.msg);
+    const char *vocab = getenv("GLINT_VOCAB");
+    if (!vocab || !vocab[0])
+        vocab = access("../shared/data/tokenizer/llama4-tokenizer.model", R_OK) == 0
+                    ? "../shared/data/tokenizer/llama4-tokenizer.model"
+                    : "/work/shared/data/tokenizer/llama4-tokenizer.model";
+    GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, vocab, &err) == GL_OK, "%s", err.msg);
+    atexit(cleanup_model);
+    RUN_TESTS(test_batching_exact, test_pool_exhaustion_preempts, test_seeded_independent_of_batch,
+              test_n_choices_share_prefix, test_submit_from_thread_unseeded,
+              test_cancel_every_phase, test_overloaded_and_limits, test_stop_helpers, test_stops,
+              test_logprobs_and_processor, test_pool_is_length_limit, test_random_ops);
+}
