@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// regex (internal to src/grammar/): regular expressions compiled to a lazily built byte-level
+// DFA. Used for JSON Schema `pattern` and `format`, the `regex` constraint kind, GBNF character
+// classes, and object keys under patternProperties.
+//
+// Dialect: ECMA-262 as JSON Schema uses it, over Unicode code points: literals and escapes
+// (\n \t \r \f \v \0 \xHH \uHHHH \u{H..} \/ and escaped punctuation), `.` (any code point except
+// \n \r U+2028 U+2029), classes [...] with ranges and negation, \d \D \w \W \s \S (ECMA
+// meanings, \s includes the Unicode spaces), groups (...) (?:...) and named (?<n>...) (no
+// capture semantics needed), alternation, * + ? {n} {n,} {n,m} and their lazy forms (same
+// language), anchors ^ $ at the pattern's ends. Unsupported (GL_E_UNSUPPORTED naming the
+// construct and its byte offset): backreferences, lookaround, \b \B, \p{..} other than the
+// general categories L Lu Ll Lt Lm Lo N Nd P S Z (if those are implemented), flags.
+//
+// Matching is on UTF-8 bytes: code-point sets compile to byte sequences, so the DFA never
+// accepts a byte string that is not valid UTF-8 (when compiled from a Unicode pattern).
+// GL_RE_SEARCH gives JSON Schema `pattern` semantics (the pattern may match anywhere: the
+// compiled language is .*(?:p).* unless ^/$ anchor it); without it the whole input must match.
+//
+// Ownership: a gl_regex owns its NFA and its DFA cache. The DFA is built lazily on step(); state
+// ids are stable for the life of the regex. NOT thread-safe while the cache grows: one grammar is
+// used by one matcher thread at a time, or gl_regex_build_all() first (then read-only).
+#pragma once
+
+#include "base/base.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    GL_RE_SEARCH = 1,  // unanchored search semantics (JSON Schema `pattern`)
+    GL_RE_LITERAL = 2, // the source is a literal byte string, not a pattern
+};
+
+struct gl_regex;
+
+#define GL_RE_DEAD 0 // the dead state: no continuation can ever match
+
+// Compiles src[0..len). max_states bounds the DFA (and the NFA size) so hostile patterns fail
+// with GL_E_LIMIT instead of exhausting memory; 0 = default (65536).
+GL_MUST_USE gl_status gl_regex_compile(struct gl_regex **out, const char *src, size_t len,
+                                       int flags, int32_t max_states, struct gl_err *err);
+void gl_regex_free(struct gl_regex *re); // NULL-safe
+
+uint32_t gl_regex_start(struct gl_regex *re);
+// Next state after byte b; GL_RE_DEAD once nothing can match. May grow the DFA; if the state
+// budget is exhausted at match time, returns GL_RE_DEAD and sets a sticky overflow flag.
+uint32_t gl_regex_step(struct gl_regex *re, uint32_t state, uint8_t b);
+int gl_regex_is_accept(struct gl_regex *re, uint32_t state);
+// Fewest further code points to reach an accepting state (0 if accepting); -1 if none (dead).
+int32_t gl_regex_min_chars(struct gl_regex *re, uint32_t state);
+// 1 if accepting states can be reached with arbitrarily many more code points (a cycle).
+int gl_regex_unbounded(struct gl_regex *re, uint32_t state);
+// Whole-string match (for tests and final checks).
+int gl_regex_match(struct gl_regex *re, const void *s, size_t len);
+int gl_regex_overflowed(const struct gl_regex *re);
+// Eagerly builds every reachable state (bounded by max_states); GL_E_LIMIT if it does not fit.
+GL_MUST_USE gl_status gl_regex_build_all(struct gl_regex *re, struct gl_err *err);
+
+// Appends to out (cap bytes, NUL-terminated) the pattern that matches exactly the given byte
+// string (escaping metacharacters); returns the length needed (like snprintf).
+size_t gl_regex_escape(const void *lit, size_t len, char *out, size_t cap);
