@@ -1,0 +1,856 @@
+// SPDX-License-Identifier: MIT
+// Tests for the JSON Schema front end (src/grammar/schema.c): IR shapes for each keyword family,
+// error messages (keyword + JSON pointer) for unsupported and malformed schemas, hostile schemas
+// (deep nesting, huge enums, $ref cycles, exponential sharing) failing fast under the budget,
+// and acceptance: instance bytes walked through the matcher (valid accepted, invalid rejected).
+#include "grammar/frontend.h"
+#include "grammar/match.h"
+#include "grammar/regex.h"
+#include "test.h"
+
+#include <string.h>
+
+struct compiled {
+    gl_status st;
+    struct gl_gir ir;
+    int32_t root;
+    struct gl_err err;
+    char *warnings;
+};
+
+static struct gl_grammar_opts g_opts;
+
+static void compiled_free(struct compiled *c)
+{
+    gl_gir_free(&c->ir);
+    free(c->warnings);
+    c->warnings = NULL;
+}
+
+static struct compiled compile_json(json_t *schema, const struct gl_grammar_opts *o)
+{
+    struct compiled r;
+    memset(&r, 0, sizeof r);
+    struct gl_gctx c = {.opts = o, .deadline_us = gl_time_us() + o->compile_budget_us};
+    struct gl_gir_builder b;
+    r.root = -1;
+    r.st = gl_gir_builder_init(&b, &r.ir, o->max_nodes, &r.err);
+    if (r.st == GL_OK)
+        r.st = gl_schema_build(&b, &c, schema, &r.root, &r.err);
+    r.warnings = c.warnings;
+    if (r.st == GL_OK) {
+        // what grammar.c does next: the IR must pass the builder's invariant checks
+        r.ir.root = r.root;
+        r.ir.ws_max = o->ws_max;
+        gl_status vs = gl_gir_validate(&r.ir, &r.err);
+        CHECKF(vs == GL_OK, "gl_gir_validate: %s", r.err.msg);
+    }
+    return r;
+}
+
+static struct compiled compile_text(const char *text)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
+    if (!j) {
+        fprintf(stderr, "  bad test JSON: %s: %s\n", text, je.text);
+        struct compiled r;
+        memset(&r, 0, sizeof r);
+        r.st = GL_E_INTERNAL;
+        return r;
+    }
+    struct compiled r = compile_json(j, &g_opts);
+    json_decref(j);
+    return r;
+}
+
+static const struct gl_gnode *node(const struct compiled *c, int32_t i)
+{
+    GL_ASSERT(i >= 0 && i < c->ir.n_nodes);
+    return &c->ir.nodes[i];
+}
+
+// Compiles and expects failure with code, the message containing both needles.
+static int fails_with(const char *schema, gl_status code, const char *n1, const char *n2)
+{
+    struct compiled c = compile_text(schema);
+    int ok = c.st == code && strstr(c.err.msg, n1) && (!n2 || strstr(c.err.msg, n2));
+    if (!ok)
+        fprintf(stderr, "  schema %s: status %d, message: %s\n", schema, (int)c.st, c.err.msg);
+    compiled_free(&c);
+    return ok;
+}
+
+// ---- shapes ----
+
+TEST(test_string_bounds)
+{
+    struct compiled c = compile_text("{\"type\":\"string\",\"minLength\":2,\"maxLength\":5}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    CHECK(n->kind == GN_JSTRING);
+    CHECK(n->u.str.min_chars == 2 && n->u.str.max_chars == 5 && n->u.str.n_regex == 0);
+    CHECK(!n->u.str.raw);
+    compiled_free(&c);
+}
+
+TEST(test_integer_bounds)
+{
+    struct compiled c =
+        compile_text("{\"type\":\"integer\",\"minimum\":1.5,\"exclusiveMaximum\":10}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JNUMBER);
+    CHECK(n->u.num.integer && n->u.num.has_min && n->u.num.has_max);
+    CHECK(n->u.num.min == 2 && n->u.num.max == 9 && !n->u.num.excl_min && !n->u.num.excl_max);
+    compiled_free(&c);
+    // draft 4 boolean exclusive flags on a number
+    c = compile_text("{\"type\":\"number\",\"minimum\":0,\"exclusiveMinimum\":true,"
+                     "\"maximum\":1}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JNUMBER);
+    CHECK(!n->u.num.integer && n->u.num.excl_min && !n->u.num.excl_max && n->u.num.max == 1);
+    compiled_free(&c);
+    // an empty integer range is no value at all
+    CHECK(fails_with("{\"type\":\"integer\",\"minimum\":1.2,\"maximum\":1.8}", GL_E_INVAL,
+                     "accepts no value", NULL));
+}
+
+TEST(test_object_shape)
+{
+    struct compiled c =
+        compile_text("{\"type\":\"object\",\"properties\":{\"zeta\":{\"type\":\"string\"},\"a\":{},"
+                     "\"ab\":{\"type\":\"null\"}},\"required\":[\"zeta\",\"extra\"],"
+                     "\"additionalProperties\":{\"type\":\"boolean\"},\"minProperties\":1}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT);
+    const struct gl_gobj *o = &n->u.obj;
+    REQUIRE(o->n_props == 4);
+    // sorted by name bytes, a prefix first
+    CHECK(o->props[0].name.len == 1 && memcmp(o->props[0].name.p, "a", 1) == 0);
+    CHECK(o->props[1].name.len == 2 && memcmp(o->props[1].name.p, "ab", 2) == 0);
+    CHECK(o->props[2].name.len == 5 && memcmp(o->props[2].name.p, "extra", 5) == 0);
+    CHECK(o->props[3].name.len == 4 && memcmp(o->props[3].name.p, "zeta", 4) == 0);
+    CHECK(!o->props[0].required && !o->props[1].required);
+    CHECK(o->props[2].required && o->props[3].required);
+    // a required name that is not declared takes the additionalProperties schema
+    CHECK(node(&c, o->props[2].value)->kind == GN_ALT);
+    CHECK(node(&c, o->props[3].value)->kind == GN_JSTRING);
+    CHECK(node(&c, o->props[1].value)->kind == GN_BYTES);
+    CHECK(o->additional >= 0 && o->min_props == 1 && o->max_props == -1 && !o->order);
+    compiled_free(&c);
+
+    c = compile_text("{\"properties\":{\"b\":{},\"a\":{}},\"additionalProperties\":false,"
+                     "\"type\":\"object\"}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT);
+    CHECK(n->u.obj.additional == -1 && n->u.obj.n_props == 2);
+    compiled_free(&c);
+
+    // schema order (opt-in): order lists the sorted indices in declaration order
+    struct gl_grammar_opts o2 = g_opts;
+    o2.ordered_keys = 1;
+    json_t *j =
+        json_loads("{\"type\":\"object\",\"properties\":{\"b\":{},\"a\":{},\"c\":{}}}", 0, NULL);
+    c = compile_json(j, &o2);
+    json_decref(j);
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT && n->u.obj.order);
+    CHECK(n->u.obj.order[0] == 1 && n->u.obj.order[1] == 0 && n->u.obj.order[2] == 2);
+    compiled_free(&c);
+}
+
+TEST(test_escaped_pointer_and_pattern_props)
+{
+    struct compiled c =
+        compile_text("{\"type\":\"object\",\"patternProperties\":{\"^x-\":{\"type\":\"integer\"}},"
+                     "\"properties\":{\"x-a\":{\"type\":\"number\"},\"b\":{}},"
+                     "\"additionalProperties\":false}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT);
+    CHECK(n->u.obj.n_patterns == 1 && n->u.obj.additional == -1);
+    // "x-a" matches ^x-: its value must satisfy both (number and integer: integer)
+    REQUIRE(n->u.obj.n_props == 2);
+    const struct gl_gnode *xa = node(&c, n->u.obj.props[1].value);
+    CHECK(xa->kind == GN_JNUMBER && xa->u.num.integer);
+    compiled_free(&c);
+}
+
+TEST(test_enum_const)
+{
+    struct compiled c = compile_text("{\"enum\":[\"red\",\"green\",\"a\\\"b\"]}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JSTRING && n->u.str.n_regex == 1);
+    struct gl_regex *re = c.ir.regexes[n->u.str.regexes[0]];
+    CHECK(gl_regex_match(re, "red", 3) && gl_regex_match(re, "green", 5));
+    CHECK(gl_regex_match(re, "a\"b", 3) && !gl_regex_match(re, "gree", 4));
+    CHECK(n->u.str.min_chars == 3 && n->u.str.max_chars == 5);
+    compiled_free(&c);
+
+    // mixed: strings in one JSTRING, numbers exact, null bytes; filtered by the sibling type
+    c = compile_text("{\"type\":[\"string\",\"null\"],\"enum\":[\"x\",1,null,true]}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_ALT && n->u.list.n == 2);
+    compiled_free(&c);
+
+    c = compile_text("{\"const\":2.5}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    CHECK(n->kind == GN_JNUMBER && n->u.num.min == 2.5 && n->u.num.max == 2.5);
+    compiled_free(&c);
+
+    // const object: all keys required, nothing else
+    c = compile_text("{\"const\":{\"k\":[1,\"s\"]}}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT);
+    CHECK(n->u.obj.n_props == 1 && n->u.obj.props[0].required && n->u.obj.additional == -1);
+    CHECK(node(&c, n->u.obj.props[0].value)->kind == GN_JARRAY);
+    compiled_free(&c);
+
+    // enum values failing their siblings are dropped; none left is an error
+    CHECK(fails_with("{\"enum\":[\"abc\"],\"maxLength\":2}", GL_E_INVAL, "accepts no value", NULL));
+}
+
+TEST(test_types_and_any)
+{
+    struct compiled c = compile_text("{\"type\":[\"string\",\"null\"]}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    CHECK(n->kind == GN_ALT && n->u.list.n == 2);
+    compiled_free(&c);
+
+    // type-specific keywords without a type apply only to that type: still all 6 kinds
+    c = compile_text("{\"minimum\":3}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    CHECK(n->kind == GN_ALT && n->u.list.n == 6);
+    compiled_free(&c);
+
+    c = compile_text("true");
+    REQUIRE(c.st == GL_OK);
+    CHECK(node(&c, c.root)->kind == GN_ALT);
+    compiled_free(&c);
+    CHECK(fails_with("false", GL_E_INVAL, "accepts no value", NULL));
+    // nullable (OpenAPI) adds null to the type
+    c = compile_text("{\"type\":\"integer\",\"nullable\":true}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(node(&c, c.root)->kind == GN_ALT);
+    compiled_free(&c);
+}
+
+TEST(test_arrays)
+{
+    struct compiled c =
+        compile_text("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":"
+                     "\"null\"}],\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":4}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JARRAY);
+    CHECK(n->u.arr.n_prefix == 2 && n->u.arr.min_items == 1 && n->u.arr.max_items == 4);
+    CHECK(node(&c, n->u.arr.items)->kind == GN_JNUMBER);
+    compiled_free(&c);
+    // draft 4: array-form items + additionalItems false
+    c = compile_text("{\"type\":\"array\",\"items\":[{},{}],\"additionalItems\":false}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JARRAY);
+    CHECK(n->u.arr.n_prefix == 2 && n->u.arr.items == -1 && n->u.arr.max_items == 2);
+    compiled_free(&c);
+    // a false prefix item caps the length; more required items is no value
+    CHECK(fails_with("{\"type\":\"array\",\"prefixItems\":[{},false],\"minItems\":2}", GL_E_INVAL,
+                     "accepts no value", NULL));
+    // uniqueItems is only accepted where it cannot matter
+    CHECK(fails_with("{\"type\":\"array\",\"uniqueItems\":true}", GL_E_UNSUPPORTED, "'uniqueItems'",
+                     "/uniqueItems"));
+    c = compile_text("{\"type\":\"array\",\"uniqueItems\":true,\"maxItems\":1}");
+    CHECK(c.st == GL_OK);
+    compiled_free(&c);
+}
+
+TEST(test_ref_recursion_shares_nodes)
+{
+    struct compiled c = compile_text(
+        "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},"
+        "\"next\":{\"$ref\":\"#/$defs/n\"}},\"required\":[\"v\"]}},\"$ref\":\"#/$defs/n\"}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT && n->u.obj.n_props == 2);
+    int32_t next = n->u.obj.props[0].value; // "next" < "v"
+    const struct gl_gnode *nn = node(&c, next);
+    REQUIRE(nn->kind == GN_JOBJECT && nn->u.obj.n_props == 2);
+    CHECK(nn->u.obj.props[0].value == next); // the recursion is a cycle, not a copy
+    compiled_free(&c);
+
+    // a definition used many times is compiled once
+    c = compile_text("{\"definitions\":{\"s\":{\"type\":\"string\",\"pattern\":\"^a+$\"}},"
+                     "\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/definitions/s\"},"
+                     "\"b\":{\"$ref\":\"#/definitions/s\"},\"c\":{\"$ref\":\"#/definitions/s\"}}}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT && n->u.obj.n_props == 3);
+    CHECK(n->u.obj.props[0].value == n->u.obj.props[1].value);
+    CHECK(n->u.obj.props[1].value == n->u.obj.props[2].value);
+    CHECK(c.ir.n_regexes == 1);
+    compiled_free(&c);
+
+    // $anchor and %-escaped / ~-escaped pointers
+    c = compile_text("{\"$defs\":{\"a b\":{\"$anchor\":\"A\",\"type\":\"null\"},\"x/y\":{\"type\":"
+                     "\"boolean\"}},\"anyOf\":[{\"$ref\":\"#A\"},{\"$ref\":\"#/$defs/a%20b\"},"
+                     "{\"$ref\":\"#/$defs/x~1y\"}]}");
+    CHECK(c.st == GL_OK);
+    compiled_free(&c);
+}
+
+TEST(test_allof_merge)
+{
+    struct compiled c = compile_text(
+        "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"integer\","
+        "\"string\"]}},\"required\":[\"a\"]},{\"properties\":{\"a\":{\"type\":\"integer\","
+        "\"minimum\":0},\"b\":{\"type\":\"string\"}},\"required\":[\"b\"]}]}");
+    REQUIRE(c.st == GL_OK);
+    const struct gl_gnode *n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT && n->u.obj.n_props == 2);
+    CHECK(n->u.obj.props[0].required && n->u.obj.props[1].required);
+    const struct gl_gnode *a = node(&c, n->u.obj.props[0].value);
+    CHECK(a->kind == GN_JNUMBER && a->u.num.integer && a->u.num.has_min && a->u.num.min == 0);
+    compiled_free(&c);
+
+    // intersected bounds and lengths, two patterns kept
+    c = compile_text("{\"allOf\":[{\"type\":\"string\",\"maxLength\":9,\"pattern\":\"a\"},"
+                     "{\"minLength\":2,\"maxLength\":4,\"pattern\":\"b\"}]}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JSTRING);
+    CHECK(n->u.str.min_chars == 2 && n->u.str.max_chars == 4 && n->u.str.n_regex == 2);
+    compiled_free(&c);
+
+    // additionalProperties false on one side closes the other side's extra names
+    c = compile_text("{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}},"
+                     "\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}");
+    REQUIRE(c.st == GL_OK);
+    n = node(&c, c.root);
+    REQUIRE(n->kind == GN_JOBJECT);
+    CHECK(n->u.obj.n_props == 1 && n->u.obj.additional == -1);
+    compiled_free(&c);
+
+    CHECK(fails_with("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", GL_E_INVAL,
+                     "accepts no value", NULL));
+    CHECK(fails_with("{\"allOf\":[{\"enum\":[1,2]},{\"enum\":[3]}]}", GL_E_INVAL,
+                     "accepts no value", NULL));
+}
+
+TEST(test_oneof)
+{
+    // disjoint by type: compiled as anyOf
+    struct compiled c = compile_text("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(node(&c, c.root)->kind == GN_ALT);
+    compiled_free(&c);
+    // discriminated objects (a const property)
+    c = compile_text("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"k\":{\"const\":\"a\"}},"
+                     "\"required\":[\"k\"]},{\"type\":\"object\",\"properties\":{\"k\":{\"const\":"
+                     "\"b\"},\"x\":{}},\"required\":[\"k\"]}]}");
+    CHECK(c.st == GL_OK);
+    compiled_free(&c);
+    // overlapping required sets: each branch excludes the others
+    c = compile_text("{\"type\":\"object\",\"oneOf\":[{\"required\":[\"a\"]},{\"required\":"
+                     "[\"b\",\"c\"]}]}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(node(&c, c.root)->kind == GN_ALT);
+    compiled_free(&c);
+    // not provable: an error naming oneOf and where
+    CHECK(fails_with("{\"properties\":{\"p\":{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},"
+                     "{\"type\":\"string\",\"pattern\":\"b\"}]}}}",
+                     GL_E_UNSUPPORTED, "'oneOf'", "/properties/p"));
+    // lenient: compiled as anyOf with a warning
+    struct gl_grammar_opts lo = g_opts;
+    lo.lenient = 1;
+    json_t *j = json_loads("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"type\":"
+                           "\"string\",\"pattern\":\"b\"}],\"not\":{\"pattern\":\"z\"}}",
+                           0, NULL);
+    c = compile_json(j, &lo);
+    json_decref(j);
+    CHECK(c.st == GL_OK);
+    CHECK(c.warnings && strstr(c.warnings, "oneOf") && strstr(c.warnings, "not"));
+    compiled_free(&c);
+}
+
+TEST(test_errors_name_keyword_and_pointer)
+{
+    CHECK(fails_with("{\"properties\":{\"a/b~\":{\"if\":{},\"then\":{}}}}", GL_E_UNSUPPORTED,
+                     "'if'", "/properties/a~1b~0"));
+    CHECK(fails_with("{\"items\":{\"contains\":{\"type\":\"null\"}}}", GL_E_UNSUPPORTED,
+                     "'contains'", "/items/contains"));
+    CHECK(fails_with("{\"not\":{\"pattern\":\"x\"}}", GL_E_UNSUPPORTED, "'not'", "/not"));
+    CHECK(fails_with("{\"unevaluatedProperties\":false}", GL_E_UNSUPPORTED,
+                     "'unevaluatedProperties'", NULL));
+    CHECK(fails_with("{\"type\":\"strin\"}", GL_E_INVAL, "'type'", NULL));
+    CHECK(fails_with("{\"minLength\":-1}", GL_E_INVAL, "'minLength'", NULL));
+    CHECK(fails_with("{\"properties\":{\"q\":{\"format\":\"regex\",\"type\":\"string\"}}}",
+                     GL_E_UNSUPPORTED, "'format'", "/properties/q"));
+    CHECK(fails_with("{\"$ref\":\"https://example.com/s.json#/a\"}", GL_E_UNSUPPORTED, "'$ref'",
+                     "remote"));
+    CHECK(fails_with("{\"$ref\":\"#/definitions/missing\"}", GL_E_INVAL, "'$ref'",
+                     "does not resolve"));
+    CHECK(fails_with("{\"type\":\"number\",\"multipleOf\":0.37}", GL_E_UNSUPPORTED, "'multipleOf'",
+                     NULL));
+    CHECK(fails_with("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", GL_E_UNSUPPORTED, "regex",
+                     "/pattern"));
+    // unknown keywords and annotations are ignored; unknown formats are annotations
+    struct compiled c = compile_text("{\"x-custom\":{\"not\":1},\"title\":\"t\",\"examples\":[1],"
+                                     "\"type\":\"string\",\"format\":\"int32\"}");
+    CHECK(c.st == GL_OK);
+    compiled_free(&c);
+}
+
+TEST(test_cycles)
+{
+    CHECK(fails_with("{\"$ref\":\"#\"}", GL_E_INVAL, "cycle", NULL));
+    CHECK(fails_with("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"allOf\":[{\"$ref\":"
+                     "\"#/$defs/a\"}]}},\"$ref\":\"#/$defs/a\"}",
+                     GL_E_INVAL, "cycle", NULL));
+    CHECK(fails_with("{\"anyOf\":[{\"type\":\"null\"},{\"$ref\":\"#\"}]}", GL_E_INVAL, "cycle",
+                     NULL));
+    // through an object or array it is recursion, which is fine
+    struct compiled c = compile_text("{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"array\","
+                                     "\"items\":{\"$ref\":\"#\"}}]}");
+    CHECK(c.st == GL_OK);
+    compiled_free(&c);
+}
+
+TEST(test_raw_strings_at_pointer)
+{
+    json_t *doc = json_loads("{\"p\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":9},"
+                             "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":"
+                             "\"string\"}}}]},\"e\":{\"enum\":[\"a<b\",\"c\"]},"
+                             "\"bad\":{\"uniqueItems\":true}}",
+                             0, NULL);
+    REQUIRE(doc);
+    struct gl_gctx c = {.opts = &g_opts};
+    struct gl_gir ir;
+    struct gl_gir_builder b;
+    struct gl_err err;
+    int32_t root = -1;
+    REQUIRE(gl_gir_builder_init(&b, &ir, g_opts.max_nodes, &err) == GL_OK);
+    REQUIRE(gl_schema_build_at(&b, &c, doc, json_object_get(doc, "p"), "/tools/0/p", 1, &root,
+                               &err) == GL_OK);
+    const struct gl_gnode *n = &ir.nodes[root];
+    REQUIRE(n->kind == GN_ALT && n->u.list.n == 2);
+    const struct gl_gnode *str = &ir.nodes[n->u.list.kids[0]]; // anyOf member order
+    const struct gl_gnode *obj = &ir.nodes[n->u.list.kids[1]];
+    REQUIRE(obj->kind == GN_JOBJECT && str->kind == GN_JSTRING);
+    CHECK(str->u.str.raw && str->u.str.max_chars == 9);
+    // strings nested in JSON values are JSON strings
+    REQUIRE(obj->u.obj.n_props == 1);
+    CHECK(ir.nodes[obj->u.obj.props[0].value].kind == GN_JSTRING);
+    CHECK(!ir.nodes[obj->u.obj.props[0].value].u.str.raw);
+    // a raw value never contains '<': such enum members are left out
+    REQUIRE(gl_schema_build_at(&b, &c, doc, json_object_get(doc, "e"), "/e", 1, &root, &err) ==
+            GL_OK);
+    n = &ir.nodes[root];
+    REQUIRE(n->kind == GN_JSTRING && n->u.str.raw && n->u.str.n_regex == 1);
+    CHECK(gl_regex_match(ir.regexes[n->u.str.regexes[0]], "c", 1));
+    CHECK(!gl_regex_match(ir.regexes[n->u.str.regexes[0]], "a<b", 3));
+    // errors carry the caller's pointer
+    CHECK(gl_schema_build_at(&b, &c, doc, json_object_get(doc, "bad"), "/tools/1/parameters", 1,
+                             &root, &err) == GL_E_UNSUPPORTED);
+    CHECKF(strstr(err.msg, "/tools/1/parameters/uniqueItems"), "%s", err.msg);
+    gl_gir_free(&ir);
+    json_decref(doc);
+}
+
+// ---- hostile schemas: errors within the budget, never a hang or a crash ----
+
+TEST(test_hostile)
+{
+    int64_t t0 = gl_time_us();
+    // 10,000 nested properties
+    json_t *root = json_object(), *cur = root;
+    for (int i = 0; i < 10000; i++) {
+        json_t *props = json_object(), *child = json_object();
+        json_object_set_new(cur, "type", json_string("object"));
+        json_object_set_new(props, "a", child);
+        json_object_set_new(cur, "properties", props);
+        cur = child;
+    }
+    struct compiled c = compile_json(root, &g_opts);
+    CHECKF(c.st == GL_E_LIMIT && strstr(c.err.msg, "deeper"), "%d %s", (int)c.st, c.err.msg);
+    compiled_free(&c);
+    json_decref(root);
+
+    // 10,000 nested allOf
+    root = json_object();
+    cur = root;
+    for (int i = 0; i < 10000; i++) {
+        json_t *child = json_object();
+        json_object_set_new(cur, "allOf", json_pack("[o]", child));
+        cur = child;
+    }
+    c = compile_json(root, &g_opts);
+    CHECK(c.st == GL_E_LIMIT);
+    compiled_free(&c);
+    json_decref(root);
+
+    // 10,000 nested anyOf under a sibling keyword (distributed, not memoised)
+    root = json_object();
+    json_object_set_new(root, "type", json_string("string"));
+    cur = root;
+    for (int i = 0; i < 10000; i++) {
+        json_t *child = json_object();
+        json_object_set_new(cur, "anyOf", json_pack("[o]", child));
+        cur = child;
+    }
+    c = compile_json(root, &g_opts);
+    CHECK(c.st == GL_E_LIMIT);
+    compiled_free(&c);
+    json_decref(root);
+
+    // enum of 100,000 values
+    json_t *e = json_array();
+    for (int i = 0; i < 100000; i++)
+        json_array_append_new(e, json_integer(i));
+    root = json_pack("{so}", "enum", e);
+    c = compile_json(root, &g_opts);
+    CHECK(c.st == GL_E_LIMIT && strstr(c.err.msg, "'enum'"));
+    compiled_free(&c);
+    json_decref(root);
+
+    // exponential sharing: d_i = array of (d_{i+1} or d_{i+1}), 40 levels: memoised
+    json_t *defs = json_object();
+    for (int i = 0; i < 40; i++) {
+        char name[16], ref[32];
+        snprintf(name, sizeof name, "d%d", i);
+        snprintf(ref, sizeof ref, "#/$defs/d%d", i + 1);
+        json_t *d = i == 39 ? json_pack("{ss}", "type", "null")
+                            : json_pack("{sss{s[{ss}{ss}]}}", "type", "array", "items", "anyOf",
+                                        "$ref", ref, "$ref", ref);
+        json_object_set_new(defs, name, d);
+    }
+    root = json_pack("{sos{ss}}", "$defs", defs, "not", "type", "string");
+    json_object_set_new(root, "$ref", json_string("#/$defs/d0"));
+    c = compile_json(root, &g_opts);
+    CHECKF(c.st == GL_OK && c.ir.n_nodes < 2000, "%d %s %d", (int)c.st, c.err.msg, c.ir.n_nodes);
+    compiled_free(&c);
+    json_decref(root);
+
+    // a long $ref chain through anyOf
+    defs = json_object();
+    for (int i = 0; i < 5000; i++) {
+        char name[16], ref[32];
+        snprintf(name, sizeof name, "d%d", i);
+        snprintf(ref, sizeof ref, "#/$defs/d%d", i + 1);
+        json_object_set_new(defs, name,
+                            json_pack("{s[{ss}{ss}]}", "anyOf", "$ref", ref, "type", "null"));
+    }
+    root = json_pack("{sos[{ss}]}", "$defs", defs, "anyOf", "$ref", "#/$defs/d0");
+    c = compile_json(root, &g_opts);
+    CHECK(c.st == GL_E_LIMIT || c.st == GL_E_INVAL);
+    compiled_free(&c);
+    json_decref(root);
+
+    // a deadline already past: the budget error
+    struct gl_grammar_opts o = g_opts;
+    o.compile_budget_us = -1000000;
+    defs = json_object();
+    for (int i = 0; i < 200; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        json_object_set_new(defs, name, json_pack("{ss}", "type", "string"));
+    }
+    root = json_pack("{ssso}", "type", "object", "properties", defs);
+    c = compile_json(root, &o);
+    CHECK(c.st == GL_E_LIMIT && strstr(c.err.msg, "budget"));
+    compiled_free(&c);
+    json_decref(root);
+    CHECKF(gl_time_us() - t0 < 5000000, "hostile schemas took %lld us",
+           (long long)(gl_time_us() - t0));
+}
+
+// ---- acceptance: walk instance bytes through the matcher ----
+
+// Reference semantics of the IR on a parsed value (what the matcher must implement), so a
+// schema.c bug shows up even where the matcher would mask it, and vice versa.
+static int ir_accepts(const struct gl_gir *ir, int32_t ni, json_t *x, int depth)
+{
+    if (depth > 200)
+        return 0;
+    const struct gl_gnode *n = &ir->nodes[ni];
+    switch (n->kind) {
+    case GN_ALT:
+        for (int32_t i = 0; i < n->u.list.n; i++)
+            if (ir_accepts(ir, n->u.list.kids[i], x, depth + 1))
+                return 1;
+        return 0;
+    case GN_BYTES:
+    case GN_REGEX: {
+        char *d = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
+        int ok = d && (n->kind == GN_BYTES
+                           ? strlen(d) == n->u.bytes.len && !memcmp(d, n->u.bytes.p, strlen(d))
+                           : gl_regex_match(ir->regexes[n->u.regex.re], d, strlen(d)));
+        free(d);
+        return ok;
+    }
+    case GN_JSTRING: {
+        if (!json_is_string(x))
+            return 0;
+        const char *s = json_string_value(x);
+        size_t len = json_string_length(x);
+        int64_t chars = 0;
+        for (size_t i = 0; i < len; i++)
+            chars += ((uint8_t)s[i] & 0xC0) != 0x80;
+        if (chars < n->u.str.min_chars || (n->u.str.max_chars >= 0 && chars > n->u.str.max_chars))
+            return 0;
+        for (int32_t i = 0; i < n->u.str.n_regex; i++)
+            if (!gl_regex_match(ir->regexes[n->u.str.regexes[i]], s, len))
+                return 0;
+        return !(n->u.str.raw && memchr(s, '<', len));
+    }
+    case GN_JNUMBER: {
+        if (!json_is_number(x))
+            return 0;
+        double d = json_number_value(x);
+        const struct gl_gnum *g = &n->u.num;
+        if (g->integer && floor(d) != d)
+            return 0;
+        if (g->has_min && (d < g->min || (g->excl_min && d == g->min)))
+            return 0;
+        return !(g->has_max && (d > g->max || (g->excl_max && d == g->max)));
+    }
+    case GN_JOBJECT: {
+        const struct gl_gobj *o = &n->u.obj;
+        if (!json_is_object(x))
+            return 0;
+        int64_t cnt = (int64_t)json_object_size(x);
+        if (cnt < o->min_props || (o->max_props >= 0 && cnt > o->max_props))
+            return 0;
+        for (int32_t i = 0; i < o->n_props; i++)
+            if (o->props[i].required &&
+                !json_object_getn(x, (const char *)o->props[i].name.p, o->props[i].name.len))
+                return 0;
+        const char *k;
+        size_t kl;
+        json_t *v;
+        json_object_keylen_foreach(x, k, kl, v)
+        {
+            int found = 0;
+            for (int32_t i = 0; i < o->n_props && !found; i++) {
+                if (o->props[i].name.len != kl || memcmp(o->props[i].name.p, k, kl))
+                    continue;
+                found = 1;
+                if (!ir_accepts(ir, o->props[i].value, v, depth + 1))
+                    return 0;
+            }
+            for (int32_t i = 0; i < o->n_patterns && !found; i++)
+                if (gl_regex_match(ir->regexes[o->patterns[i].re], k, kl)) {
+                    for (int32_t j = i; j < o->n_patterns; j++)
+                        if (gl_regex_match(ir->regexes[o->patterns[j].re], k, kl) &&
+                            !ir_accepts(ir, o->patterns[j].value, v, depth + 1))
+                            return 0;
+                    found = 1;
+                }
+            if (!found && (o->additional < 0 || !ir_accepts(ir, o->additional, v, depth + 1)))
+                return 0;
+        }
+        return 1;
+    }
+    case GN_JARRAY: {
+        const struct gl_garr *a = &n->u.arr;
+        if (!json_is_array(x))
+            return 0;
+        int64_t cnt = (int64_t)json_array_size(x);
+        if (cnt < a->min_items || (a->max_items >= 0 && cnt > a->max_items))
+            return 0;
+        for (size_t i = 0; i < json_array_size(x); i++) {
+            int32_t k = (int64_t)i < a->n_prefix ? a->prefix[i] : a->items;
+            if (k < 0 || !ir_accepts(ir, k, json_array_get(x, i), depth + 1))
+                return 0;
+        }
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+static int ir_accepts_text(const struct compiled *c, const char *doc)
+{
+    json_t *x = json_loads(doc, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    if (!x)
+        return 0; // not JSON (a duplicate key counts as invalid): rejected
+    int r = ir_accepts(&c->ir, c->root, x, 0);
+    json_decref(x);
+    return r;
+}
+
+static int walk(const struct compiled *c, const char *doc)
+{
+    struct gl_mstate *s = NULL;
+    struct gl_err err;
+    if (gl_mstate_new(&s, &c->ir, NULL, &err) != GL_OK)
+        return -1;
+    gl_mstate_reset(s);
+    int ok = 1;
+    for (const char *p = doc; *p && ok; p++)
+        ok = gl_mstate_advance_byte(s, (uint8_t)*p);
+    ok = ok && gl_mstate_can_end(s);
+    gl_mstate_free(s);
+    return ok;
+}
+
+struct accept_case {
+    const char *schema;
+    const char *valid[6];
+    const char *invalid[8];
+};
+
+static const struct accept_case k_accept[] = {
+    {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":"
+     "\"string\"}},\"required\":[\"a\"],\"additionalProperties\":false}",
+     {"{\"a\":1}", "{\"b\":\"x\",\"a\":-3}", "{\"a\":1,\"b\":\"\"}", "{\"\\u0061\":2}"},
+     {"{}", "{\"a\":1.5}", "{\"a\":1,\"c\":1}", "{\"a\":1,\"a\":2}", "{\"b\":\"x\"}",
+      "{\"a\":\"1\"}"}},
+    {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}",
+     {"\"ab\"", "\"abc\"", "\"\\u00e9\\u00e9\"", "\"\xc3\xa9\xc3\xa9\xc3\xa9\""},
+     {"\"a\"", "\"abcd\"", "1", "null"}},
+    {"{\"type\":\"integer\",\"minimum\":-5,\"exclusiveMaximum\":100}",
+     {"-5", "0", "99", "42"},
+     {"-6", "100", "1000", "1.5", "\"1\""}},
+    {"{\"enum\":[\"red\",\"green\",null,1]}",
+     {"\"red\"", "\"green\"", "null", "1", "\"\\u0072ed\""},
+     {"\"blue\"", "\"re\"", "2", "true"}},
+    {"{\"type\":\"array\",\"prefixItems\":[{\"type\":\"boolean\"}],\"items\":{\"type\":\"null\"},"
+     "\"minItems\":1,\"maxItems\":3}",
+     {"[true]", "[false,null]", "[true,null,null]"},
+     {"[]", "[null]", "[true,true]", "[true,null,null,null]"}},
+    {"{\"type\":\"string\",\"format\":\"date\"}",
+     {"\"2024-02-29\"", "\"1999-12-31\""},
+     {"\"2023-02-29\"", "\"2024-13-01\"", "\"24-01-01\"", "\"2024-01-32\""}},
+    {"{\"type\":\"string\",\"format\":\"date-time\"}",
+     {"\"2024-02-29T12:30:00Z\"", "\"1999-12-31T23:59:59.123+05:30\""},
+     {"\"2024-02-29 12:30:00\"", "\"2024-02-29T25:00:00Z\"", "\"2024-02-29T12:30:00\""}},
+    {"{\"type\":\"string\",\"format\":\"email\"}",
+     {"\"a.b@example.com\"", "\"x@y\""},
+     {"\"ab\"", "\"a@@b\"", "\"@b.com\"", "\"a b@c.d\""}},
+    {"{\"type\":\"string\",\"format\":\"uuid\"}",
+     {"\"123e4567-e89b-12d3-a456-426614174000\""},
+     {"\"123e4567e89b12d3a456426614174000\"", "\"g23e4567-e89b-12d3-a456-426614174000\""}},
+    {"{\"type\":\"string\",\"format\":\"ipv4\"}",
+     {"\"192.168.0.1\"", "\"0.0.0.0\""},
+     {"\"256.1.1.1\"", "\"1.2.3\"", "\"01.2.3.4\""}},
+    {"{\"type\":\"string\",\"format\":\"ipv6\"}",
+     {"\"::1\"", "\"2001:db8::ff00:42:8329\"", "\"::ffff:192.0.2.1\""},
+     {"\"1:2:3:4:5:6:7:8:9\"", "\"12345::\"", "\":::\""}},
+    {"{\"type\":\"string\",\"format\":\"uri\"}",
+     {"\"https://example.com/a?b=c#d\"", "\"urn:isbn:0451450523\""},
+     {"\"example.com\"", "\"http://exa mple.com\"", "\"/relative\""}},
+    {"{\"type\":\"string\",\"format\":\"hostname\"}",
+     {"\"example.com\"", "\"a-b.c\""},
+     {"\"-a.com\"", "\"a..b\"", "\"a_b.com\""}},
+    {"{\"type\":\"string\",\"pattern\":\"[0-9]{3}\"}",
+     {"\"123\"", "\"ab1234\""},
+     {"\"12\"", "\"a1b2c3\""}},
+    {"{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\",\"minimum\":3}]}",
+     {"\"s\"", "3"},
+     {"2", "null", "1.5"}},
+    {"{\"type\":\"object\",\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}",
+     {"{\"a\":1}", "{\"b\":1}", "{\"a\":1,\"c\":2}"},
+     {"{}", "{\"a\":1,\"b\":2}", "{\"c\":1}"}},
+    {"{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentRequired\":{\"a\":"
+     "[\"b\"]}}",
+     {"{}", "{\"b\":1}", "{\"a\":1,\"b\":2}"},
+     {"{\"a\":1}"}},
+    {"{\"type\":\"object\",\"not\":{\"required\":[\"x\"]}}",
+     {"{}", "{\"y\":1}"},
+     {"{\"x\":1}", "{\"y\":1,\"x\":null}", "{\"\\u0078\":1}"}},
+    {"{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}},"
+     "{\"properties\":{\"a\":{\"minimum\":5}},\"required\":[\"a\"]}]}",
+     {"{\"a\":5}", "{\"a\":7,\"z\":[]}"},
+     {"{\"a\":4}", "{\"a\":5.5}", "{}"}},
+    {"{\"type\":\"object\",\"patternProperties\":{\"^n_\":{\"type\":\"number\"}},"
+     "\"additionalProperties\":{\"type\":\"string\"}}",
+     {"{\"n_1\":1,\"s\":\"x\"}", "{}"},
+     {"{\"n_1\":\"x\"}", "{\"s\":1}"}},
+    {"{\"$defs\":{\"t\":{\"type\":\"object\",\"properties\":{\"c\":{\"type\":\"array\","
+     "\"items\":{\"$ref\":\"#/$defs/t\"}}},\"additionalProperties\":false}},\"$ref\":"
+     "\"#/$defs/t\"}",
+     {"{}", "{\"c\":[]}", "{\"c\":[{\"c\":[{}]}]}"},
+     {"{\"c\":[1]}", "{\"c\":[{\"d\":1}]}"}},
+    {"{\"const\":{\"a\":[1,\"x\"],\"b\":null}}",
+     {"{\"a\":[1,\"x\"],\"b\":null}", "{\"b\":null,\"a\":[1.0,\"\\u0078\"]}"},
+     {"{\"a\":[1,\"x\"]}", "{\"a\":[1,\"x\"],\"b\":null,\"c\":1}", "{\"a\":[\"x\",1],\"b\":null}"}},
+    {"{\"type\":\"integer\",\"multipleOf\":5,\"minimum\":0,\"maximum\":20}",
+     {"0", "5", "20"},
+     {"3", "25", "-5"}},
+    // if/then/else: (if and then) or (not-if and else); "not if" here is "k absent"
+    {"{\"type\":\"object\",\"if\":{\"required\":[\"k\"]},\"then\":{\"required\":"
+     "[\"v\"]},\"else\":{\"maxProperties\":0}}",
+     {"{}", "{\"k\":1,\"v\":2}"},
+     {"{\"k\":1}", "{\"v\":2}"}},
+    // propertyNames with a pattern: every key must match it
+    {"{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"},"
+     "\"properties\":{\"Bad\":{},\"ok\":{\"type\":\"integer\"}}}",
+     {"{}", "{\"ok\":1,\"xyz\":null}"},
+     {"{\"Bad\":1}", "{\"A1\":1}", "{\"ok\":\"s\"}"}},
+    // oneOf discriminated by disjoint patterns on a required property
+    {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\","
+     "\"pattern\":\"^ok$\"},\"d\":{}},\"required\":[\"s\"]},{\"type\":\"object\","
+     "\"properties\":{\"s\":{\"type\":\"string\",\"pattern\":\"^fail$\"},\"d\":{\"type\":"
+     "\"array\"}},\"required\":[\"s\",\"d\"]}]}",
+     {"{\"s\":\"ok\"}", "{\"s\":\"ok\",\"d\":1}", "{\"s\":\"fail\",\"d\":[]}"},
+     {"{\"s\":\"fail\"}", "{\"s\":\"fail\",\"d\":1}", "{\"s\":\"other\"}"}},
+    // dependentSchemas: a present makes b an integer
+    {"{\"type\":\"object\",\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"type\":"
+     "\"integer\"}}}}}",
+     {"{\"b\":\"x\"}", "{\"a\":0,\"b\":1}", "{\"a\":0}"},
+     {"{\"a\":0,\"b\":\"x\"}"}},
+    // draft 4: 1.0 is not an integer
+    {"{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\"}",
+     {"1", "-20"},
+     {"1.0", "1.5", "\"1\""}},
+    {"{\"type\":[\"string\",\"null\"],\"maxLength\":1}", {"null", "\"a\""}, {"\"ab\"", "0"}},
+};
+
+TEST(test_acceptance)
+{
+    for (size_t i = 0; i < sizeof k_accept / sizeof k_accept[0]; i++) {
+        const struct accept_case *k = &k_accept[i];
+        struct compiled c = compile_text(k->schema);
+        CHECKF(c.st == GL_OK, "schema %s: %s", k->schema, c.err.msg);
+        if (c.st != GL_OK) {
+            compiled_free(&c);
+            continue;
+        }
+        for (int v = 0; v < 6 && k->valid[v]; v++) {
+            CHECKF(ir_accepts_text(&c, k->valid[v]) == 1, "IR of %s rejects valid %s", k->schema,
+                   k->valid[v]);
+            CHECKF(walk(&c, k->valid[v]) == 1, "matcher on %s rejects valid %s", k->schema,
+                   k->valid[v]);
+        }
+        for (int v = 0; v < 8 && k->invalid[v]; v++) {
+            CHECKF(ir_accepts_text(&c, k->invalid[v]) == 0, "IR of %s accepts invalid %s",
+                   k->schema, k->invalid[v]);
+            CHECKF(walk(&c, k->invalid[v]) == 0, "matcher on %s accepts invalid %s", k->schema,
+                   k->invalid[v]);
+        }
+        compiled_free(&c);
+    }
+}
+
+int main(void)
+{
+    g_opts = gl_grammar_default_opts();
+    g_opts.ws_max = 0;
+    RUN_TESTS(test_string_bounds, test_integer_bounds, test_object_shape,
+              test_escaped_pointer_and_pattern_props, test_enum_const, test_types_and_any,
+              test_arrays, test_ref_recursion_shares_nodes, test_allof_merge, test_oneof,
+              test_errors_name_keyword_and_pointer, test_cycles, test_raw_strings_at_pointer,
+              test_hostile, test_acceptance);
+}
