@@ -6,7 +6,8 @@
 // differs from the reference. from_float output is byte-identical to the reference quantizers
 // (same products, nearest-int rounding with the reference tie rule), so results never depend on
 // the ISA beyond float reassociation in the dots. Reduction order: lane-wise accumulation in
-// block order, then one horizontal sum at the end of the row.
+// block order, then one horizontal sum at the end of the row. vec_dot4 (Q8_0, Q4_K, Q6_K) keeps
+// that order per token, so it is bit-identical to vec_dot.
 #include "kernels/kernels_int.h"
 #include "kernels/kernels_x86.h"
 
@@ -282,6 +283,158 @@ static void vec_dot_q6_K_q8_K(int64_t n, float *s, const void *vx, const void *v
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
     }
     *s = x86_hsum256(acc);
+}
+
+// ---- four-token dots (vec_dot4): one weight-row unpack shared by four activation rows ----
+// Per token, the same accumulators, lanes, block order and scalar scale products as the
+// one-token kernels above, so each result is bit-identical to vec_dot on that pair (integer lane
+// sums are exact in any order). With 16 ymm registers the weight side is unpacked one 64-element
+// chunk at a time and applied to the four tokens before the next chunk.
+
+// Full unrolling keeps the per-token accumulator arrays in registers (-O2 alone does not).
+#define GL_UNROLL4 _Pragma("GCC unroll 4")
+
+#define DOT4_ROWS(T, yv, ys)                                                                       \
+    const T *y[4];                                                                                 \
+    GL_UNROLL4                                                                                     \
+    for (int t = 0; t < 4; t++)                                                                    \
+        y[t] = (const T *)((const uint8_t *)(yv) + (size_t)t * (ys));
+
+static void vec_dot4_q4_K_q8_K(int64_t n, float *s, int64_t s_stride, const void *vx,
+                               const void *vy, size_t y_stride)
+{
+    GL_ASSERT(n % GL_QK_K == 0);
+    const struct gl_block_q4_K *x = vx;
+    DOT4_ROWS(struct gl_block_q8_K, vy, y_stride)
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[4], acc_m[4];
+    GL_UNROLL4
+    for (int t = 0; t < 4; t++)
+        acc[t] = acc_m[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / GL_QK_K; i++) {
+        const __m128i scm = x86_k4_scales_mins(x[i].scales);
+        const float dx = x86_fp16(x[i].d), dmx = x86_fp16(x[i].dmin);
+        const __m256i scales = k4_scales16(scm);
+        __m256i sum[4];
+        GL_UNROLL4
+        for (int t = 0; t < 4; t++)
+            sum[t] = _mm256_setzero_si256();
+        GL_UNROLL4
+        for (int j = 0; j < 4; j++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * j));
+            __m256i lo = _mm256_and_si256(q, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            __m256i s_lo = _mm256_shuffle_epi8(scales, bcast16_ctl(2 * j));
+            __m256i s_hi = _mm256_shuffle_epi8(scales, bcast16_ctl(2 * j + 1));
+            GL_UNROLL4
+            for (int t = 0; t < 4; t++)
+                sum[t] =
+                    _mm256_add_epi32(sum[t], k4_chunk(lo, hi, y[t][i].qs + 64 * j, s_lo, s_hi));
+        }
+        GL_UNROLL4
+        for (int t = 0; t < 4; t++) {
+            const float d = dx * y[t][i].d, dmin = dmx * y[t][i].d;
+            __m256i mins = x86_k4_min_sums(scm, y[t][i].bsums);
+            acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mins), acc_m[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum[t]), acc[t]);
+        }
+    }
+    GL_UNROLL4
+    for (int t = 0; t < 4; t++)
+        s[t * s_stride] = x86_hsum256(acc[t]) - x86_hsum256(acc_m[t]);
+}
+
+static void vec_dot4_q6_K_q8_K(int64_t n, float *s, int64_t s_stride, const void *vx,
+                               const void *vy, size_t y_stride)
+{
+    GL_ASSERT(n % GL_QK_K == 0);
+    const struct gl_block_q6_K *x = vx;
+    DOT4_ROWS(struct gl_block_q8_K, vy, y_stride)
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc[4];
+    GL_UNROLL4
+    for (int t = 0; t < 4; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / GL_QK_K; i++) {
+        const float dx = x86_fp16(x[i].d);
+        __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
+        __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        __m256i sum[4];
+        GL_UNROLL4
+        for (int t = 0; t < 4; t++) {
+            __m256i off =
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[t][i].bsums), sc16);
+            sum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+        }
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
+            __m256i s8 =
+                _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h ? _mm_srli_si128(sc8, 8) : sc8));
+            GL_UNROLL4
+            for (int k = 0; k < 4; k++) {
+                __m256i q;
+                if (k == 0)
+                    q = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                        _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+                else if (k == 1)
+                    q = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                        _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+                else if (k == 2)
+                    q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                        _mm256_and_si256(qh, m2));
+                else
+                    q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+                __m256i ctl = _mm256_setr_m128i(_mm256_castsi256_si128(bcast16_ctl(2 * k)),
+                                                _mm256_castsi256_si128(bcast16_ctl(2 * k + 1)));
+                __m256i sv = _mm256_shuffle_epi8(s8, ctl);
+                GL_UNROLL4
+                for (int t = 0; t < 4; t++) {
+                    const int8_t *q8 = y[t][i].qs + 128 * h + 32 * k;
+                    __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)q8));
+                    sum[t] = _mm256_add_epi32(sum[t], _mm256_madd_epi16(p, sv));
+                }
+            }
+        }
+        GL_UNROLL4
+        for (int t = 0; t < 4; t++)
+            acc[t] =
+                _mm256_fmadd_ps(_mm256_set1_ps(dx * y[t][i].d), _mm256_cvtepi32_ps(sum[t]), acc[t]);
+    }
+    GL_UNROLL4
+    for (int t = 0; t < 4; t++)
+        s[t * s_stride] = x86_hsum256(acc[t]);
+}
+
+static void vec_dot4_q8_0_q8_0(int64_t n, float *s, int64_t s_stride, const void *vx,
+                               const void *vy, size_t y_stride)
+{
+    GL_ASSERT(n % GL_QK8_0 == 0);
+    const struct gl_block_q8_0 *x = vx;
+    DOT4_ROWS(struct gl_block_q8_0, vy, y_stride)
+    __m256 acc[4];
+    GL_UNROLL4
+    for (int t = 0; t < 4; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / GL_QK8_0; i++) {
+        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float dx = x86_fp16(x[i].d);
+        GL_UNROLL4
+        for (int t = 0; t < 4; t++) {
+            __m256i qy = _mm256_loadu_si256((const __m256i *)y[t][i].qs);
+            __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, qx)),
+                                          _mm256_set1_epi16(1));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * x86_fp16(y[t][i].d)),
+                                     _mm256_cvtepi32_ps(p), acc[t]);
+        }
+    }
+    GL_UNROLL4
+    for (int t = 0; t < 4; t++)
+        s[t * s_stride] = x86_hsum256(acc[t]);
 }
 
 // ---- activation quantizers (byte-identical to the reference) ----
@@ -577,6 +730,10 @@ void gl_kernels__register_avx2(struct gl_kernels *k)
     k->vec_dot[GL_TYPE_Q4_K] = vec_dot_q4_K_q8_K;
     k->vec_dot[GL_TYPE_Q5_K] = vec_dot_q5_K_q8_K;
     k->vec_dot[GL_TYPE_Q6_K] = vec_dot_q6_K_q8_K;
+
+    k->vec_dot4[GL_TYPE_Q8_0] = vec_dot4_q8_0_q8_0;
+    k->vec_dot4[GL_TYPE_Q4_K] = vec_dot4_q4_K_q8_K;
+    k->vec_dot4[GL_TYPE_Q6_K] = vec_dot4_q6_K_q8_K;
 
     k->from_float[GL_TYPE_Q8_0] = from_float_q8_0;
     k->from_float[GL_TYPE_Q8_K] = from_float_q8_K;

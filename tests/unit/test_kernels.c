@@ -144,6 +144,51 @@ static double abs_dot(enum gl_type wt, const void *w, enum gl_type at, const voi
     return s;
 }
 
+// vec_dot4 on the same weight row against four activation rows (stride not a multiple of 64,
+// the checked row in slot 2, the others fresh) must give, for each, the same bits as vec_dot:
+// gl_matmul mixes the two, and batching-is-exact tests rely on it. s1 = vec_dot(w, a).
+static int check_dot4(const struct gl_kernels *k, enum gl_type wt, int64_t n, const void *w,
+                      const void *a, float s1)
+{
+    enum gl_type at = gl_type_vec_dot_type(wt);
+    size_t abytes = gl_type_row_size(at, n), stride = abytes + 20;
+    struct buf y;
+    buf_init(&y, 4 * stride, rand_offset(at));
+    float *af = gl_malloc((size_t)n * sizeof(float));
+    GL_ASSERT(af != NULL);
+    for (int t = 0; t < 4; t++) {
+        unsigned char *row = (unsigned char *)y.p + (size_t)t * stride;
+        if (t == 2) {
+            memcpy(row, a, abytes);
+        } else {
+            fill_floats(af, n, 1.0f);
+            gl_quantize_row_ref(at, af, row, n);
+        }
+    }
+    float s4[4 * 3 + 1];
+    for (int i = 0; i < 13; i++)
+        s4[i] = -1234.5f;
+    k->vec_dot4[wt](n, s4, 3, w, y.p, stride);
+    int ok = 1;
+    for (int t = 0; t < 4; t++) {
+        float want = s1;
+        if (t != 2)
+            k->vec_dot[wt](n, &want, w, (unsigned char *)y.p + (size_t)t * stride);
+        int same = memcmp(&want, &s4[3 * t], sizeof want) == 0;
+        CHECKF(same, "seed %#x isa %s vec_dot4 %s n=%lld token %d: %.9g, vec_dot %.9g", SEED,
+               k->isa, gl_type_traits_of(wt)->name, (long long)n, t, (double)s4[3 * t],
+               (double)want);
+        ok &= same;
+    }
+    for (int i = 0; i < 13; i++)
+        if (i % 3 != 0)
+            CHECKF(s4[i] == -1234.5f, "isa %s vec_dot4 %s wrote s[%d] outside its stride", k->isa,
+                   gl_type_traits_of(wt)->name, i);
+    buf_free(&y);
+    gl_free(af);
+    return ok;
+}
+
 // One vec_dot case: weight row from `src` (0 = reference quantizer, 1 = random bytes).
 static int check_dot(const struct gl_kernels *k, enum gl_type wt, int64_t n, int src)
 {
@@ -174,6 +219,8 @@ static int check_dot(const struct gl_kernels *k, enum gl_type wt, int64_t n, int
     int ok = err <= lim;
     CHECKF(ok, "seed %#x isa %s vec_dot %s n=%lld src=%d: got %.9g ref %.9g (err %.3g > %.3g)",
            SEED, k->isa, tw->name, (long long)n, src, (double)s, (double)s_ref, err, lim);
+    if (k->vec_dot4[wt] != NULL)
+        ok &= check_dot4(k, wt, n, w.p, a.p, s);
     buf_free(&w);
     buf_free(&a);
     gl_free(wf);

@@ -107,10 +107,10 @@ static int check_matmul_exact(const struct gl_kernels *k, enum gl_type wt, struc
         k->from_float[vt](af + t * N_IN, A + t * arow, N_IN);
 
     static const int64_t rows[] = {1, 37, 300};
-    static const int64_t toks[] = {1, 3, 17, 64};
+    static const int64_t toks[] = {1, 3, 6, 17, 64};
     int failures = 0;
     for (int ri = 0; ri < 3; ri++) {
-        for (int ti = 0; ti < 4; ti++) {
+        for (int ti = 0; ti < 5; ti++) {
             int64_t nr = rows[ri], nt = toks[ti], os = nr + OUT_PAD;
             for (int64_t t = 0; t < nt; t++)
                 for (int64_t r = 0; r < nr; r++)
@@ -232,9 +232,46 @@ TEST(test_matmul_simd_exact)
         gl_pool_delete(pools[p]);
 }
 
+// A wide activation stride shrinks the token tile to 23 (not a multiple of the 4-token groups):
+// each tile then ends in vec_dot calls for its last 3 tokens, and the results must not change.
+TEST(test_matmul_odd_tile)
+{
+    fill_inputs();
+    struct gl_pool *pool = gl_pool_new(2);
+    REQUIRE(pool != NULL);
+    const char *isas[] = {"ref", "avx2", "avx512"};
+    const enum gl_type wt = GL_TYPE_Q4_K, vt = GL_TYPE_Q8_K;
+    const int64_t nr = 70, nt = 50;
+    const size_t arow = 512 * 1024 / 23; // tile_tok = 512 KiB / arow = 23
+    size_t wrow = gl_type_row_size(wt, N_IN);
+    uint8_t *W = gl_malloc(wrow * (size_t)nr), *A = gl_malloc(arow * (size_t)nt);
+    float *o = gl_malloc(sizeof(float) * (size_t)(nr * nt)),
+          *w = gl_malloc(sizeof(float) * (size_t)(nr * nt));
+    REQUIRE(W && A && o && w);
+    for (int64_t r = 0; r < nr; r++)
+        gl_quantize_row_ref(wt, wf + r * N_IN, W + (size_t)r * wrow, N_IN);
+    for (int i = 0; i < 3; i++) {
+        struct gl_kernels k;
+        if (!gl_kernels_init_isa(&k, isas[i]))
+            continue;
+        for (int64_t t = 0; t < nt; t++)
+            k.from_float[vt](af + (t % MAX_TOK) * N_IN, A + (size_t)t * arow, N_IN);
+        for (int64_t t = 0; t < nt; t++)
+            for (int64_t r = 0; r < nr; r++)
+                k.vec_dot[wt](N_IN, &w[t * nr + r], W + (size_t)r * wrow, A + (size_t)t * arow);
+        gl_matmul(pool, &k, wt, W, nr, N_IN, A, arow, nt, o, nr);
+        CHECKF(memcmp(o, w, sizeof(float) * (size_t)(nr * nt)) == 0, "%s: odd tile differs", k.isa);
+    }
+    gl_free(W);
+    gl_free(A);
+    gl_free(o);
+    gl_free(w);
+    gl_pool_delete(pool);
+}
+
 int main(void)
 {
     setenv("GLINT_ISA", "ref", 1); // read once, by the first gl_kernels_get()
     RUN_TESTS(test_pool_runs_each_thread_once, test_kernels_table, test_matmul_ref_exact,
-              test_matmul_simd_exact);
+              test_matmul_simd_exact, test_matmul_odd_tile);
 }
