@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// grammar front ends (internal to src/grammar/): each turns one constraint source into IR nodes
+// through a builder (ir.h). They only build; grammar.c owns the resulting struct gl_gir, the
+// budgets' clock and the cache. Errors as in grammar.h (keyword + JSON pointer, or line:column).
+#pragma once
+
+#include "grammar/grammar.h"
+#include "grammar/ir.h"
+
+#include <jansson.h>
+
+// Common compile context: options, the deadline (gl_time_us() value; 0 = none) and the lenient
+// mode's warning sink (appends "keyword at /pointer; ").
+struct gl_gctx {
+    const struct gl_grammar_opts *opts;
+    int64_t deadline_us;
+    char *warnings; // malloc'ed, NUL-terminated; may be NULL when empty
+    size_t warn_len;
+    // GBNF <text> token literals: the id of the one token whose text is exactly text[0..len)
+    // (e.g. "<|eot|>"), or -1. NULL: only <[id]> literals are accepted.
+    int32_t (*token_lookup)(void *user, const char *text, size_t len);
+    void *token_lookup_user;
+};
+// Appends one lenient-mode warning. Returns 0 on allocation failure.
+int gl_gctx_warn(struct gl_gctx *c, const char *keyword, const char *pointer);
+// GL_E_LIMIT "grammar: compile time budget of N ms exceeded" once past the deadline, else GL_OK.
+GL_MUST_USE gl_status gl_gctx_check_time(const struct gl_gctx *c, struct gl_err *err);
+
+// schema.c: JSON Schema (2020-12 and older spellings) -> node index of the document value
+// (in *root). `schema` is the root document ($ref "#/..." resolves against it).
+GL_MUST_USE gl_status gl_schema_build(struct gl_gir_builder *b, struct gl_gctx *c,
+                                      json_t *schema, int32_t *root, struct gl_err *err);
+// The same for a sub-schema inside document `doc` at JSON pointer `ptr` (error messages use it),
+// with strings compiled raw (gl_gstr.raw) when raw_strings (ATEM parameter values).
+GL_MUST_USE gl_status gl_schema_build_at(struct gl_gir_builder *b, struct gl_gctx *c, json_t *doc,
+                                         json_t *schema, const char *ptr, int raw_strings,
+                                         int32_t *root, struct gl_err *err);
+// Any JSON value (json_object mode uses gl_schema_build with {"type":"object"}).
+int32_t gl_schema_any_value(struct gl_gir_builder *b);
+
+// gbnf.c: llama.cpp GBNF (rule ::= alternatives; "lit", [classes], (groups), * + ? {m,n},
+// comments, <[id]> token literals and <|name|> special names resolved by the caller-given
+// lookup) -> root node of rule "root".
+GL_MUST_USE gl_status gl_gbnf_build(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
+                                    size_t len, int32_t *root, struct gl_err *err);
+
+// frontends.c: regex (whole output), choice (JSON array of strings, exact bytes),
+// ATEM tool calls (grammar.h).
+GL_MUST_USE gl_status gl_fe_regex_build(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
+                                     size_t len, int32_t *root, struct gl_err *err);
+GL_MUST_USE gl_status gl_fe_choice_build(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
+                                      size_t len, int32_t *root, struct gl_err *err);
+GL_MUST_USE gl_status gl_fe_atem_tools_build(struct gl_gir_builder *b, struct gl_gctx *c,
+                                          json_t *tools, const char *only_name,
+                                          int32_t message_token, int32_t *root,
+                                          struct gl_err *err);

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// grammar: structured-output constraints for generation, with no dependency on the model.
+// A constraint (JSON Schema, any JSON object, regex, choice, GBNF) compiles to an immutable
+// struct gl_grammar (shared, refcounted, cached by a canonical hash). A struct gl_matcher follows
+// one sequence's tokens and answers, at every step, which of the 202,048 tokens may come next as
+// a bitset. It works on bytes, so tokens that split UTF-8 or JSON syntax are handled exactly.
+//
+// Semantics (docs/GRAMMAR.md has the full list with the bugs they answer):
+//  - every allowed prefix can still be completed (no dead ends);
+//  - object keys in any order (schema order is opt-in), no duplicates, keys compared decoded;
+//  - whitespace: none in compact mode (ws_max 0), else runs of at most ws_max bytes;
+//  - special tokens (ids flagged special by the tokenizer) are never allowed inside the
+//    constrained region unless the grammar names them by id;
+//  - every token of the stop set is masked until the document may end, then allowed.
+//
+// Errors: compile errors are GL_E_INVAL (bad input: message names the keyword and its JSON
+// pointer, or the GBNF line:column), GL_E_UNSUPPORTED (a keyword we cannot enforce, same naming),
+// GL_E_LIMIT (time, node or DFA-state budget exceeded). Matchers never fail on tokens: a token
+// that is not allowed is refused and leaves the state unchanged.
+// Threads: a grammar may be shared by matchers on one thread; the vocabulary index is read-only
+// after creation and may be shared by all threads.
+#pragma once
+
+#include "base/base.h"
+#include "tokenizer/tokenizer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum gl_grammar_kind {
+    GL_GRAMMAR_JSON_SCHEMA, // src: a JSON Schema document (JSON text)
+    GL_GRAMMAR_JSON_OBJECT, // src ignored: any JSON object (OpenAI json_object mode)
+    GL_GRAMMAR_REGEX,       // src: a regex (regex.h dialect), whole output must match
+    GL_GRAMMAR_CHOICE,      // src: a JSON array of strings; the output is exactly one of them
+    GL_GRAMMAR_GBNF,        // src: llama.cpp GBNF text, start rule "root"
+};
+
+struct gl_grammar_opts {
+    int32_t ws_max;            // bytes per whitespace run; 0 = compact; default 16
+    int32_t ordered_keys;      // 1: properties in schema order; default 0 (any order)
+    int32_t lenient;           // 1: drop unsupported keywords (listed by gl_grammar_warnings)
+    int64_t compile_budget_us; // default 1,000,000
+    int32_t max_nodes;         // default 1,000,000
+    int32_t max_regex_states;  // per regex DFA; default 65,536
+};
+struct gl_grammar_opts gl_grammar_default_opts(void);
+
+struct gl_grammar;
+GL_MUST_USE gl_status gl_grammar_compile(struct gl_grammar **out, enum gl_grammar_kind kind,
+                                         const char *src, size_t len,
+                                         const struct gl_grammar_opts *opts, struct gl_err *err);
+struct gl_grammar *gl_grammar_ref(struct gl_grammar *g);
+void gl_grammar_unref(struct gl_grammar *g); // NULL-safe; frees at zero
+// Lenient mode: "keyword at /json/pointer; ..." for what was dropped, or "" (owned by g).
+const char *gl_grammar_warnings(const struct gl_grammar *g);
+// Canonical hash of (kind, opts, source with JSON canonicalised) -- the cache key.
+uint64_t gl_grammar_hash(const struct gl_grammar *g);
+
+// Cache of compiled grammars by canonical hash (LRU, capacity entries). Returns a new reference.
+struct gl_grammar_cache;
+GL_MUST_USE gl_status gl_grammar_cache_new(struct gl_grammar_cache **out, int capacity,
+                                           struct gl_err *err);
+void gl_grammar_cache_free(struct gl_grammar_cache *c);
+GL_MUST_USE gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl_grammar **out,
+                                           enum gl_grammar_kind kind, const char *src, size_t len,
+                                           const struct gl_grammar_opts *opts,
+                                           struct gl_err *err);
+
+// Vocabulary index for one tokenizer: token byte strings in a trie, special-token set, and the
+// precomputed token classes of the string fast path. Built once (tens of ms), then read-only.
+struct gl_gvocab;
+GL_MUST_USE gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok,
+                                    struct gl_err *err);
+void gl_gvocab_free(struct gl_gvocab *v);
+int32_t gl_gvocab_n_vocab(const struct gl_gvocab *v);
+// Words of a mask for this vocabulary: (n_vocab + 31) / 32.
+size_t gl_gvocab_mask_words(const struct gl_gvocab *v);
+
+// One sequence's constraint state. stop_ids: the model's full stop set (tokenizer EOS, every
+// generation_config EOS, request stop ids); copied.
+struct gl_matcher;
+GL_MUST_USE gl_status gl_matcher_new(struct gl_matcher **out, struct gl_grammar *g,
+                                     const struct gl_gvocab *v, const int32_t *stop_ids,
+                                     int n_stop, struct gl_err *err);
+void gl_matcher_free(struct gl_matcher *m); // NULL-safe
+void gl_matcher_reset(struct gl_matcher *m);
+
+// Writes the allowed-token bitset (bit i of word i/32 = token i allowed). After a stop token has
+// been accepted the mask is all zero. Never all zero before that: a live state always allows
+// some token (or a stop token).
+void gl_matcher_fill_mask(struct gl_matcher *m, uint32_t *mask);
+// 1 and advance if the token is allowed; 0 (state unchanged) if not. A stop token is allowed iff
+// the document may end; accepting it finishes the matcher.
+int gl_matcher_accept(struct gl_matcher *m, int32_t token);
+int gl_matcher_accept_bytes(struct gl_matcher *m, const void *p, size_t len); // all or nothing
+int gl_matcher_can_end(const struct gl_matcher *m); // document complete so far
+int gl_matcher_is_finished(const struct gl_matcher *m); // a stop token was accepted
+// Undoes the last n accepted tokens exactly (n <= gl_matcher_n_accepted); GL_E_INVAL otherwise.
+GL_MUST_USE gl_status gl_matcher_rollback(struct gl_matcher *m, int n, struct gl_err *err);
+int64_t gl_matcher_n_accepted(const struct gl_matcher *m);
+// Jump-forward: the longest byte string every continuation must start with (e.g. the rest of a
+// forced key); writes up to cap bytes, returns the length (0 when the next byte is not forced).
+size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap);
+
+// Counters for benchmarks: masks computed, cache hits, trie nodes visited.
+struct gl_matcher_stats {
+    int64_t masks, cache_hits, fast_path, nodes_visited;
+};
+void gl_matcher_stats(const struct gl_matcher *m, struct gl_matcher_stats *out);
+
+// Forced tool calls (OpenAI tool_choice "required" or a named function) for the ATEM format.
+// tools: the request's `tools` array (jansson json_t*, as OpenAI sends it; each entry
+// {"type":"function","function":{name, parameters}} or a bare function object). only_name: NULL
+// for "required" (any of the tools), else the one function that must be called.
+// The grammar starts right after the model's own " to=" in the assistant header (the ATEM parser
+// arms it there, never in reasoning) and forces
+//   NAME <|message|> <atem:function_calls>\n<atem:invoke name="NAME">\n
+//   (<atem:parameter name="KEY">VALUE</atem:parameter>\n)* </atem:invoke>\n</atem:function_calls>
+// then a stop token. Parameters follow the tool's `parameters` schema (required ones present, no
+// unknown ones unless additionalProperties allows, any order); VALUE is JSON for objects, arrays,
+// numbers, booleans and null, and raw text without '<' for strings. message_token: the id of
+// <|message|>. GL_E_INVAL names the tool index and the schema keyword when a schema is bad.
+GL_MUST_USE gl_status gl_grammar_compile_atem_tools(struct gl_grammar **out, const void *tools_json,
+                                                   const char *only_name, int32_t message_token,
+                                                   const struct gl_grammar_opts *opts,
+                                                   struct gl_err *err);

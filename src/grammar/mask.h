@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// mask (internal to src/grammar/): token masks for a match state over one vocabulary index.
+// The vocabulary is a byte trie laid out in depth-first order (each subtree is one contiguous run
+// of nodes, so a rejected byte skips the whole subtree); the walk advances copies of the state
+// one byte per node. Inside a free JSON string body (gl_mstate_string_fast) the "plain" tokens
+// come from precomputed bitsets and only the other tokens are walked. Masks are cached per
+// grammar by match state (LRU, bounded). Stop tokens are the matcher's business (grammar.c):
+// gl_mask_fill never sets a stop bit by itself, and never sets a special token unless the state
+// expects it as a GN_TOKEN literal.
+#pragma once
+
+#include "grammar/grammar.h"
+#include "grammar/ir.h"
+#include "grammar/match.h"
+
+#include <stdint.h>
+
+#define GL_MASK_CACHE_DEFAULT 256 // masks per grammar (<= 25 KB each at 202,048 tokens)
+// Only masks whose walk visited at least this many trie nodes are cached by default: a cheaper
+// walk costs about as much as storing its result (MaskBench states rarely repeat exactly).
+#define GL_MASK_CACHE_MIN_NODES 1024
+
+struct gl_mcache; // per-grammar mask cache + trie-walk scratch states (mask.c)
+
+// The compiled grammar (shared by grammar.c and mask.c). Immutable after compile except for the
+// mask cache, which is why a grammar is used by one thread at a time (grammar.h).
+struct gl_grammar {
+    int32_t refs;
+    int32_t kind; // enum gl_grammar_kind, or GL_GRAMMAR__ATEM_TOOLS
+    struct gl_grammar_opts opts;
+    struct gl_gir ir;
+    char *warnings; // never NULL after compile ("" when none)
+    uint64_t hash;
+    char *key; // canonical source (see grammar.c), key_len bytes; compared on cache hits
+    size_t key_len;
+    struct gl_mcache *mcache; // created by the first mask
+    int32_t mcache_cap;       // entries; 0 disables the mask cache
+    int32_t mcache_min_nodes; // only masks whose walk visited at least this many nodes are kept
+};
+#define GL_GRAMMAR__ATEM_TOOLS 100
+
+// Mask cache size for g (entries); 0 turns caching off; masks are kept only when their walk
+// visited >= min_nodes trie nodes. Drops the cached masks.
+void gl_mask_set_cache(struct gl_grammar *g, int entries, int min_nodes);
+void gl_mask_cache_free(struct gl_mcache *c); // NULL-safe
+// Creates g's cache and the walk's per-depth states for v (once per grammar and vocabulary);
+// gl_matcher_new calls it so that gl_mask_fill never needs to allocate to be correct.
+GL_MUST_USE gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v,
+                                      struct gl_err *err);
+
+// The state-dependent part of the mask of state s (mask: gl_gvocab_mask_words words, fully
+// written): every non-special token whose bytes s accepts, plus the GN_TOKEN ids s expects.
+// Stop tokens are not handled here. Uses and fills g's cache; counts into st (may be NULL).
+void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct gl_mstate *s,
+                  uint32_t *mask, struct gl_matcher_stats *st);
+// The reference for tests: every token tried byte by byte on a copy of s (scratch: any state of
+// the same grammar). Same contract as gl_mask_fill; slow (the whole vocabulary).
+void gl_mask_fill_ref(const struct gl_gvocab *v, const struct gl_mstate *s,
+                      struct gl_mstate *scratch, uint32_t *mask);
+
+// 1 for tokens that are never matched by bytes: specials (incl. every id >= 200000) and tokens
+// with no bytes.
+int gl_gvocab_is_excluded(const struct gl_gvocab *v, int32_t id);
+// Bytes of token id (NULL with *len 0 for ids out of range).
+const uint8_t *gl_gvocab_token(const struct gl_gvocab *v, int32_t id, size_t *len);
+// Sizes of the index, for tests and reports: trie nodes, tokens outside the plain classes.
+void gl_gvocab_sizes(const struct gl_gvocab *v, int64_t *trie_nodes, int64_t *slow_tokens,
+                     int64_t *slow_nodes);

@@ -1,0 +1,611 @@
+// SPDX-License-Identifier: MIT
+// grammar API tests with the real 202,048-token vocabulary: the vocabulary index, token masks
+// against the brute-force definition (every token fed byte by byte to a copy of the state) on
+// seeded random walks over choice, regex, GBNF and JSON Schema grammars, stop and special tokens,
+// rollback and re-accept, forced bytes, the mask cache, the grammar cache and canonical hash,
+// and compile errors. The ranks file: $GLINT_VOCAB, else ../shared/data/tokenizer/....
+#include "grammar/grammar.h"
+#include "grammar/mask.h"
+#include "test.h"
+#include "tokenizer/tokenizer.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct gl_tokenizer *g_tok;
+static struct gl_gvocab *g_voc;
+static size_t g_words;
+static const int32_t g_stop[] = {GL_TOK_EOS, GL_TOK_EOT, 200010};
+#define N_STOP ((int)(sizeof g_stop / sizeof g_stop[0]))
+
+static const char *vocab_path(void)
+{
+    const char *env = getenv("GLINT_VOCAB");
+    if (env && env[0])
+        return env;
+    if (access("../shared/data/tokenizer/llama4-tokenizer.model", R_OK) == 0)
+        return "../shared/data/tokenizer/llama4-tokenizer.model";
+    return "/work/shared/data/tokenizer/llama4-tokenizer.model";
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 11);
+}
+
+static int bit(const uint32_t *m, int32_t id)
+{
+    return (int)((m[id >> 5] >> (id & 31)) & 1);
+}
+
+static int64_t popcount(const uint32_t *m)
+{
+    int64_t n = 0;
+    for (size_t w = 0; w < g_words; w++)
+        n += __builtin_popcount(m[w]);
+    return n;
+}
+
+static int in_list(int32_t id, const int32_t *ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id)
+            return 1;
+    return 0;
+}
+
+static int is_stop_id(int32_t id)
+{
+    for (int i = 0; i < N_STOP; i++)
+        if (g_stop[i] == id)
+            return 1;
+    return 0;
+}
+
+// The id of the token whose bytes are exactly s, or -1.
+static int32_t tok_id(const char *s)
+{
+    size_t n = strlen(s);
+    for (int32_t id = 0; id < GL_TOK_N_BASE; id++) {
+        size_t len;
+        const char *p = gl_tokenizer_token_bytes(g_tok, id, &len);
+        if (len == n && !memcmp(p, s, n))
+            return id;
+    }
+    return -1;
+}
+
+static uint32_t *mask_new(void)
+{
+    return calloc(g_words, sizeof(uint32_t));
+}
+
+static struct gl_grammar *compile(enum gl_grammar_kind kind, const char *src, int ws_max)
+{
+    struct gl_grammar_opts o = gl_grammar_default_opts();
+    o.ws_max = ws_max;
+    struct gl_grammar *g = NULL;
+    struct gl_err err = {0};
+    gl_status st = gl_grammar_compile(&g, kind, src, src ? strlen(src) : 0, &o, &err);
+    if (st != GL_OK)
+        fprintf(stderr, "  compile failed (%s): %s\n", gl_status_name(st), err.msg);
+    return g;
+}
+
+static struct gl_matcher *matcher(struct gl_grammar *g)
+{
+    struct gl_matcher *m = NULL;
+    struct gl_err err = {0};
+    if (gl_matcher_new(&m, g, g_voc, g_stop, N_STOP, &err) != GL_OK)
+        fprintf(stderr, "  matcher failed: %s\n", err.msg);
+    return m;
+}
+
+// ---- the reference mask: brute force over the vocabulary through the public accept ----
+// A token is allowed iff gl_matcher_accept takes it; the probe is undone with a rollback. This
+// checks the whole public contract (bytes, GN_TOKEN, stop, special) token by token.
+static void ref_mask(struct gl_matcher *m, uint32_t *mask)
+{
+    memset(mask, 0, g_words * sizeof *mask);
+    int32_t n = gl_gvocab_n_vocab(g_voc);
+    for (int32_t id = 0; id < n; id++) {
+        if (gl_matcher_accept(m, id)) {
+            mask[id >> 5] |= 1u << (id & 31);
+            struct gl_err err;
+            gl_status st = gl_matcher_rollback(m, 1, &err);
+            GL_ASSERT(st == GL_OK);
+        }
+    }
+}
+
+// Picks a random allowed token, preferring stop tokens once allowed after min_len steps.
+static int32_t pick(const uint32_t *mask, int step, int min_len)
+{
+    if (step >= min_len)
+        for (int i = 0; i < N_STOP; i++)
+            if (bit(mask, g_stop[i]) && rng() % 3 == 0)
+                return g_stop[i];
+    int64_t n = popcount(mask);
+    if (n == 0)
+        return -1;
+    int64_t k = (int64_t)(rng() % (uint64_t)n);
+    for (size_t w = 0; w < g_words; w++) {
+        int c = __builtin_popcount(mask[w]);
+        if (k < c) {
+            uint32_t x = mask[w];
+            for (int b = 0; b < 32; b++)
+                if ((x >> b) & 1) {
+                    if (k-- == 0)
+                        return (int32_t)(w * 32 + (size_t)b);
+                }
+        }
+        k -= c;
+    }
+    return -1;
+}
+
+// Walks the grammar: at each step the fast mask equals the reference mask, has no special
+// token except stop tokens at the end, is never all zero; stop tokens appear iff can_end.
+// named: the special ids the grammar names as token literals (exempt from those two checks).
+static void walk_check_named(const char *what, struct gl_grammar *g, int steps, int n_walks,
+                             int min_len, const int32_t *named, int n_named)
+{
+    struct gl_matcher *m = matcher(g);
+    REQUIRE(m);
+    uint32_t *fast = mask_new(), *ref = mask_new();
+    int compared = 0;
+    for (int w = 0; w < n_walks; w++) {
+        gl_matcher_reset(m);
+        for (int s = 0; s < steps && !gl_matcher_is_finished(m); s++) {
+            gl_matcher_fill_mask(m, fast);
+            ref_mask(m, ref);
+            compared++;
+            int same = memcmp(fast, ref, g_words * sizeof *fast) == 0;
+            CHECKF(same, "%s walk %d step %d: fast %lld vs ref %lld tokens", what, w, s,
+                   (long long)popcount(fast), (long long)popcount(ref));
+            if (!same) {
+                for (int32_t id = 0, shown = 0; id < gl_gvocab_n_vocab(g_voc) && shown < 5; id++)
+                    if (bit(fast, id) != bit(ref, id)) {
+                        size_t len;
+                        const char *p = gl_tokenizer_token_bytes(g_tok, id, &len);
+                        fprintf(stderr, "    token %d '%.*s' fast %d ref %d\n", id, (int)len, p,
+                                bit(fast, id), bit(ref, id));
+                        shown++;
+                    }
+                break;
+            }
+            CHECK(popcount(fast) > 0);
+            int can_end = gl_matcher_can_end(m);
+            for (int i = 0; i < N_STOP; i++)
+                CHECKF(bit(fast, g_stop[i]) == can_end || in_list(g_stop[i], named, n_named),
+                       "%s stop %d can_end %d", what, g_stop[i], can_end);
+            int special_leak = 0;
+            for (int32_t id = GL_TOK_N_BASE; id < gl_gvocab_n_vocab(g_voc); id++)
+                if (!is_stop_id(id) && bit(fast, id) && !in_list(id, named, n_named))
+                    special_leak = 1;
+            CHECKF(!special_leak, "%s: a special token is allowed", what);
+            int32_t t = pick(fast, s, min_len);
+            REQUIRE(t >= 0);
+            CHECK(gl_matcher_accept(m, t));
+        }
+        if (gl_matcher_is_finished(m)) {
+            gl_matcher_fill_mask(m, fast);
+            CHECK(popcount(fast) == 0);
+            CHECK(!gl_matcher_accept(m, 'a'));
+        }
+    }
+    CHECK(compared > 0);
+    free(fast);
+    free(ref);
+    gl_matcher_free(m);
+}
+
+static void walk_check(const char *what, struct gl_grammar *g, int steps, int n_walks, int min_len)
+{
+    walk_check_named(what, g, steps, n_walks, min_len, NULL, 0);
+}
+
+// ---- tests ----
+
+TEST(test_vocab_index)
+{
+    REQUIRE(g_voc);
+    CHECK(gl_gvocab_n_vocab(g_voc) == 202048);
+    CHECK(gl_gvocab_mask_words(g_voc) == (202048 + 31) / 32);
+    for (int32_t id = 0; id < 202048; id += 997) {
+        size_t a, b;
+        const uint8_t *p = gl_gvocab_token(g_voc, id, &a);
+        const char *q = gl_tokenizer_token_bytes(g_tok, id, &b);
+        CHECK(a == b && (a == 0 || memcmp(p, q, a) == 0));
+    }
+    CHECK(!gl_gvocab_is_excluded(g_voc, 'a' - 'a' + 64)); // a byte token
+    for (int32_t id = GL_TOK_N_BASE; id < 202048; id++)
+        if (!gl_gvocab_is_excluded(g_voc, id)) {
+            CHECKF(0, "special %d not excluded", id);
+            break;
+        }
+    CHECK(gl_gvocab_is_excluded(g_voc, -1) && gl_gvocab_is_excluded(g_voc, 202048));
+    int64_t nodes, slow_tok, slow_nodes;
+    gl_gvocab_sizes(g_voc, &nodes, &slow_tok, &slow_nodes);
+    // Every base token is in the trie once and adds at most its length in nodes.
+    CHECK(nodes > 200000 && nodes < 2000000);
+    CHECK(slow_tok > 100 && slow_tok < 20000);
+    CHECK(slow_nodes < nodes);
+}
+
+TEST(test_choice_masks)
+{
+    struct gl_grammar *g =
+        compile(GL_GRAMMAR_CHOICE, "[\"yes\", \"no\", \"yes!\", \"maybe so\"]", 16);
+    REQUIRE(g);
+    walk_check("choice", g, 8, 3, 0);
+    gl_grammar_unref(g);
+}
+
+TEST(test_regex_masks)
+{
+    struct gl_grammar *g = compile(GL_GRAMMAR_REGEX, "[a-z]{2,6}@(ex|foo)\\.(com|org)", 16);
+    REQUIRE(g);
+    walk_check("regex", g, 10, 2, 0);
+    gl_grammar_unref(g);
+}
+
+TEST(test_gbnf_masks)
+{
+    const char *src = "root ::= \"[\" item (\",\" item){0,3} \"]\"\n"
+                      "item ::= [0-9]+ | \"'\" [a-z]* \"'\"\n";
+    struct gl_grammar *g = compile(GL_GRAMMAR_GBNF, src, 16);
+    REQUIRE(g);
+    walk_check("gbnf", g, 10, 2, 4);
+    gl_grammar_unref(g);
+}
+
+TEST(test_schema_masks)
+{
+    const char *src = "{\"type\":\"object\",\"properties\":{"
+                      "\"name\":{\"type\":\"string\",\"maxLength\":12},"
+                      "\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":150},"
+                      "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":2}"
+                      "},\"required\":[\"name\",\"age\"],\"additionalProperties\":false}";
+    struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, src, 2);
+    REQUIRE(g);
+    walk_check("schema", g, 12, 2, 6);
+    gl_grammar_unref(g);
+    g = compile(GL_GRAMMAR_JSON_OBJECT, NULL, 0);
+    REQUIRE(g);
+    walk_check("json_object", g, 10, 2, 6);
+    gl_grammar_unref(g);
+}
+
+// Bounded strings exercise the fast path's character classes at every budget, incl. 0.
+TEST(test_string_masks)
+{
+    struct gl_grammar *g =
+        compile(GL_GRAMMAR_JSON_SCHEMA, "{\"type\":\"string\",\"minLength\":2,\"maxLength\":7}", 0);
+    REQUIRE(g);
+    walk_check("string 2..7", g, 6, 4, 3);
+    gl_grammar_unref(g);
+    g = compile(GL_GRAMMAR_JSON_SCHEMA,
+                "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":3},"
+                "\"maxItems\":3}",
+                1);
+    REQUIRE(g);
+    walk_check("array of short strings", g, 10, 2, 4);
+    gl_grammar_unref(g);
+    // A free string and an enum alive together: not a fast state as a whole, but the walk takes
+    // whole plain subtrees once the enum reading has died (the suffix rule).
+    g = compile(GL_GRAMMAR_JSON_SCHEMA,
+                "{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":9},"
+                "{\"enum\":[\"INVALID_A\",\"Invalid b\",\"in\"]}]}}",
+                0);
+    REQUIRE(g);
+    walk_check("string or enum", g, 10, 3, 6);
+    gl_grammar_unref(g);
+}
+
+// Token literals: a special named by id is allowed exactly where the grammar names it; one that
+// is also a stop token is taken as the literal (the document goes on), not as the stop.
+TEST(test_token_literals)
+{
+    struct gl_grammar *g =
+        compile(GL_GRAMMAR_GBNF, "root ::= \"x\" <[200005]> (\"y\" | <[200008]> \"z\")", 16);
+    REQUIRE(g);
+    const int32_t named[] = {200005, GL_TOK_EOT};
+    walk_check_named("token literal", g, 5, 3, 0, named, 2);
+    struct gl_matcher *m = matcher(g);
+    REQUIRE(m);
+    uint32_t *mask = mask_new();
+    CHECK(!gl_matcher_accept(m, 200005));
+    CHECK(gl_matcher_accept_bytes(m, "x", 1));
+    gl_matcher_fill_mask(m, mask);
+    CHECK(popcount(mask) == 1 && bit(mask, 200005));
+    char buf[8];
+    CHECK(gl_matcher_forced_bytes(m, buf, sizeof buf) == 0); // a token, not a byte, comes next
+    CHECK(gl_matcher_accept(m, 200005));
+    gl_matcher_fill_mask(m, mask);
+    CHECK(bit(mask, GL_TOK_EOT) && !bit(mask, GL_TOK_EOS) && bit(mask, tok_id("y")));
+    CHECK(gl_matcher_accept(m, GL_TOK_EOT));
+    CHECK(!gl_matcher_is_finished(m) && !gl_matcher_can_end(m));
+    CHECK(gl_matcher_accept_bytes(m, "z", 1) && gl_matcher_can_end(m));
+    free(mask);
+    gl_matcher_free(m);
+    gl_grammar_unref(g);
+}
+
+// Forced tool calls (ATEM): the <|message|> literal, raw string values (which may hold newlines,
+// so the mask must not assume JSON string rules there) and JSON values.
+TEST(test_atem_tools)
+{
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                        "\"parameters\":{\"type\":\"object\",\"properties\":{"
+                        "\"city\":{\"type\":\"string\",\"maxLength\":6},"
+                        "\"days\":{\"type\":\"integer\"}},\"required\":[\"city\"]}}}]";
+    json_t *j = json_loads(tools, 0, NULL);
+    REQUIRE(j);
+    struct gl_grammar *g = NULL;
+    struct gl_err err = {0};
+    gl_status st = gl_grammar_compile_atem_tools(&g, j, NULL, 200023, NULL, &err);
+    CHECKF(st == GL_OK, "%s", err.msg);
+    if (g) {
+        const int32_t named[] = {200023};
+        walk_check_named("atem tools", g, 40, 1, 40, named, 1);
+        struct gl_grammar *g2 = NULL;
+        CHECK(gl_grammar_compile_atem_tools(&g2, j, "get_weather", 200023, NULL, &err) == GL_OK);
+        CHECK(g2 && gl_grammar_hash(g2) != gl_grammar_hash(g));
+        gl_grammar_unref(g2);
+    }
+    gl_grammar_unref(g);
+    json_decref(j);
+}
+
+// Stop tokens are refused mid-document and accepted at the end; specials never.
+TEST(test_stop_and_special)
+{
+    struct gl_grammar *g = compile(GL_GRAMMAR_CHOICE, "[\"alpha\",\"alphabet\"]", 16);
+    REQUIRE(g);
+    struct gl_matcher *m = matcher(g);
+    REQUIRE(m);
+    uint32_t *mask = mask_new();
+    CHECK(!gl_matcher_accept(m, GL_TOK_EOS));
+    CHECK(!gl_matcher_accept(m, GL_TOK_BOS));
+    CHECK(gl_matcher_accept_bytes(m, "alp", 3));
+    gl_matcher_fill_mask(m, mask);
+    CHECK(!bit(mask, GL_TOK_EOS) && !bit(mask, GL_TOK_EOT) && !bit(mask, GL_TOK_BOS));
+    CHECK(!gl_matcher_accept(m, GL_TOK_EOT));
+    CHECK(gl_matcher_accept_bytes(m, "ha", 2));
+    CHECK(gl_matcher_can_end(m) && !gl_matcher_is_finished(m));
+    gl_matcher_fill_mask(m, mask);
+    CHECK(bit(mask, GL_TOK_EOS) && bit(mask, GL_TOK_EOT) && bit(mask, 200010));
+    CHECK(!bit(mask, GL_TOK_BOS) && !bit(mask, GL_TOK_EOM) && !bit(mask, 202047));
+    CHECK(!gl_matcher_accept(m, GL_TOK_EOM)); // a special that is not in the stop set
+    CHECK(gl_matcher_accept(m, GL_TOK_EOT));
+    CHECK(gl_matcher_is_finished(m));
+    gl_matcher_fill_mask(m, mask);
+    CHECK(popcount(mask) == 0);
+    // Rolling back the stop token revives the matcher.
+    struct gl_err err;
+    CHECK(gl_matcher_rollback(m, 1, &err) == GL_OK);
+    CHECK(!gl_matcher_is_finished(m) && gl_matcher_can_end(m));
+    CHECK(gl_matcher_rollback(m, 5, &err) == GL_E_INVAL);
+    CHECK(gl_matcher_rollback(m, -1, &err) == GL_E_INVAL);
+    // Stop ids are checked; an empty stop set is allowed.
+    struct gl_matcher *m2 = NULL;
+    CHECK(gl_matcher_new(&m2, g, g_voc, NULL, 0, &err) == GL_OK);
+    gl_matcher_free(m2);
+    CHECK(gl_matcher_new(&m2, g, g_voc, (const int32_t[]){5, -3}, 2, &err) == GL_E_INVAL);
+    CHECK(!m2 && strstr(err.msg, "index 1") != NULL);
+    free(mask);
+    gl_matcher_free(m);
+    gl_grammar_unref(g);
+}
+
+// Rollback restores the exact state: the masks after rolling back equal the masks recorded on
+// the way, and re-accepting the same tokens gives the same masks again.
+TEST(test_rollback)
+{
+    const char *src = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},"
+                      "\"b\":{\"type\":\"number\"}},\"required\":[\"a\",\"b\"]}";
+    struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, src, 4);
+    REQUIRE(g);
+    struct gl_matcher *m = matcher(g);
+    REQUIRE(m);
+    enum { STEPS = 24 };
+    uint32_t *masks[STEPS + 1];
+    int32_t toks[STEPS];
+    int n = 0;
+    for (int i = 0; i <= STEPS; i++)
+        masks[i] = mask_new();
+    for (; n < STEPS; n++) {
+        gl_matcher_fill_mask(m, masks[n]);
+        int32_t t = pick(masks[n], n, STEPS); // no stop tokens
+        if (t < 0 || is_stop_id(t))
+            break;
+        REQUIRE(gl_matcher_accept(m, t));
+        toks[n] = t;
+    }
+    gl_matcher_fill_mask(m, masks[n]);
+    CHECK(gl_matcher_n_accepted(m) == n);
+    uint32_t *now = mask_new();
+    struct gl_err err;
+    for (int back = 1; back <= n; back += 3) {
+        REQUIRE(gl_matcher_rollback(m, back, &err) == GL_OK);
+        CHECK(gl_matcher_n_accepted(m) == n - back);
+        gl_matcher_fill_mask(m, now);
+        CHECKF(!memcmp(now, masks[n - back], g_words * 4), "rollback %d", back);
+        for (int i = n - back; i < n; i++)
+            CHECK(gl_matcher_accept(m, toks[i]));
+        gl_matcher_fill_mask(m, now);
+        CHECKF(!memcmp(now, masks[n], g_words * 4), "re-accept after rollback %d", back);
+    }
+    // Rolling back everything equals a reset.
+    REQUIRE(gl_matcher_rollback(m, n, &err) == GL_OK);
+    gl_matcher_fill_mask(m, now);
+    CHECK(!memcmp(now, masks[0], g_words * 4));
+    for (int i = 0; i <= STEPS; i++)
+        free(masks[i]);
+    free(now);
+    gl_matcher_free(m);
+    gl_grammar_unref(g);
+}
+
+TEST(test_forced_bytes)
+{
+    struct gl_grammar *g = compile(GL_GRAMMAR_REGEX, "abc(d|ef)gh", 16);
+    REQUIRE(g);
+    struct gl_matcher *m = matcher(g);
+    REQUIRE(m);
+    char buf[32];
+    size_t n = gl_matcher_forced_bytes(m, buf, sizeof buf);
+    CHECK(n == 3 && !memcmp(buf, "abc", 3));
+    CHECK(gl_matcher_forced_bytes(m, buf, 2) == 2); // capped
+    CHECK(gl_matcher_n_accepted(m) == 0);           // forced bytes do not advance
+    CHECK(gl_matcher_accept_bytes(m, "abce", 4));
+    n = gl_matcher_forced_bytes(m, buf, sizeof buf);
+    CHECK(n == 3 && !memcmp(buf, "fgh", 3));
+    CHECK(!gl_matcher_accept_bytes(m, "fgx", 3)); // all or nothing
+    n = gl_matcher_forced_bytes(m, buf, sizeof buf);
+    CHECK(n == 3);
+    CHECK(gl_matcher_accept_bytes(m, "fgh", 3));
+    CHECK(gl_matcher_can_end(m));
+    CHECK(gl_matcher_forced_bytes(m, buf, sizeof buf) == 0);
+    gl_matcher_free(m);
+    gl_grammar_unref(g);
+}
+
+// A cache hit returns the same mask as a fresh computation with the cache off.
+TEST(test_mask_cache)
+{
+    const char *src = "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":5}}";
+    struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, src, 0);
+    struct gl_grammar *g0 = compile(GL_GRAMMAR_JSON_SCHEMA, src, 0);
+    REQUIRE(g && g0);
+    gl_mask_set_cache(g0, 0, 0);
+    gl_mask_set_cache(g, GL_MASK_CACHE_DEFAULT, 0); // cache every mask
+    struct gl_matcher *m = matcher(g), *m0 = matcher(g0);
+    REQUIRE(m && m0);
+    uint32_t *a = mask_new(), *b = mask_new();
+    const char *doc = "[\"ab\",\"cd\",\"ab\",\"cd\"]";
+    for (int round = 0; round < 2; round++) {
+        gl_matcher_reset(m);
+        gl_matcher_reset(m0);
+        for (const char *p = doc; *p; p++) {
+            gl_matcher_fill_mask(m, a);
+            gl_matcher_fill_mask(m0, b);
+            CHECK(!memcmp(a, b, g_words * 4));
+            CHECK(gl_matcher_accept_bytes(m, p, 1) && gl_matcher_accept_bytes(m0, p, 1));
+        }
+    }
+    struct gl_matcher_stats s, s0;
+    gl_matcher_stats(m, &s);
+    gl_matcher_stats(m0, &s0);
+    CHECK(s.masks == 2 * (int64_t)strlen(doc) && s0.masks == s.masks);
+    CHECK(s.cache_hits >= (int64_t)strlen(doc)); // the whole second round at least
+    CHECK(s0.cache_hits == 0);
+    CHECK(s.nodes_visited < s0.nodes_visited);
+    free(a);
+    free(b);
+    gl_matcher_free(m);
+    gl_matcher_free(m0);
+    gl_grammar_unref(g);
+    gl_grammar_unref(g0);
+}
+
+// Canonical hash: key order, spacing and escape spelling do not matter; options that change the
+// language do. The cache returns the same grammar for equal keys and evicts the least recent.
+TEST(test_grammar_cache)
+{
+    const char *a = "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"}}}";
+    const char *b =
+        "{ \"properties\" : { \"\\u0078\" : {\"type\":\"integer\"} },\n \"type\":\"object\" }";
+    const char *c = "{\"type\":\"array\"}";
+    struct gl_grammar *ga = compile(GL_GRAMMAR_JSON_SCHEMA, a, 16);
+    struct gl_grammar *gb = compile(GL_GRAMMAR_JSON_SCHEMA, b, 16);
+    struct gl_grammar *ga0 = compile(GL_GRAMMAR_JSON_SCHEMA, a, 0);
+    REQUIRE(ga && gb && ga0);
+    CHECK(gl_grammar_hash(ga) == gl_grammar_hash(gb));
+    CHECK(gl_grammar_hash(ga) != gl_grammar_hash(ga0));
+    gl_grammar_unref(ga);
+    gl_grammar_unref(gb);
+    gl_grammar_unref(ga0);
+
+    struct gl_grammar_cache *cache = NULL;
+    struct gl_err err;
+    REQUIRE(gl_grammar_cache_new(&cache, 2, &err) == GL_OK);
+    CHECK(gl_grammar_cache_new(&(struct gl_grammar_cache *){NULL}, 0, &err) == GL_E_INVAL);
+    struct gl_grammar *x = NULL, *y = NULL, *z = NULL, *w = NULL;
+    CHECK(gl_grammar_cache_get(cache, &x, GL_GRAMMAR_JSON_SCHEMA, a, strlen(a), NULL, &err) ==
+          GL_OK);
+    CHECK(gl_grammar_cache_get(cache, &y, GL_GRAMMAR_JSON_SCHEMA, b, strlen(b), NULL, &err) ==
+          GL_OK);
+    CHECK(x && x == y);
+    CHECK(gl_grammar_cache_get(cache, &z, GL_GRAMMAR_JSON_SCHEMA, c, strlen(c), NULL, &err) ==
+          GL_OK);
+    CHECK(z && z != x);
+    // a is the least recent now after c? No: order of use is a(x), a(y), c(z): a is older.
+    struct gl_grammar *r = NULL;
+    CHECK(gl_grammar_cache_get(cache, &r, GL_GRAMMAR_REGEX, "a+", 2, NULL, &err) == GL_OK);
+    // a was evicted: asking again compiles a new grammar (x is still alive through our ref).
+    CHECK(gl_grammar_cache_get(cache, &w, GL_GRAMMAR_JSON_SCHEMA, a, strlen(a), NULL, &err) ==
+          GL_OK);
+    CHECK(w && w != x && gl_grammar_hash(w) == gl_grammar_hash(x));
+    struct gl_grammar *bad = NULL;
+    CHECK(gl_grammar_cache_get(cache, &bad, GL_GRAMMAR_JSON_SCHEMA, "{", 1, NULL, &err) ==
+          GL_E_INVAL);
+    CHECK(!bad);
+    gl_grammar_unref(x);
+    gl_grammar_unref(y);
+    gl_grammar_unref(z);
+    gl_grammar_unref(w);
+    gl_grammar_unref(r);
+    gl_grammar_cache_free(cache);
+}
+
+TEST(test_compile_errors)
+{
+    struct gl_grammar *g = NULL;
+    struct gl_err err = {0};
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, "{\"type\":", 8, NULL, &err) ==
+          GL_E_INVAL);
+    CHECK(!g && strstr(err.msg, "not valid JSON") && strstr(err.msg, "line 1"));
+    struct gl_grammar_opts o = gl_grammar_default_opts();
+    o.ws_max = -1;
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_REGEX, "a", 1, &o, &err) == GL_E_INVAL);
+    CHECK(strstr(err.msg, "ws_max") != NULL);
+    o = gl_grammar_default_opts();
+    o.max_nodes = 3;
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_OBJECT, NULL, 0, &o, &err) == GL_E_LIMIT);
+    CHECK(gl_grammar_compile(&g, (enum gl_grammar_kind)42, "a", 1, NULL, &err) == GL_E_INVAL);
+    // Warnings are "" for a strict compile.
+    g = compile(GL_GRAMMAR_REGEX, "a|b", 16);
+    REQUIRE(g);
+    CHECK(strcmp(gl_grammar_warnings(g), "") == 0);
+    CHECK(gl_grammar_ref(g) == g);
+    gl_grammar_unref(g);
+    gl_grammar_unref(g);
+    gl_grammar_unref(NULL);
+}
+
+int main(void)
+{
+    struct gl_err err = {0};
+    if (gl_tokenizer_load_tiktoken(&g_tok, vocab_path(), &err) != GL_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", vocab_path(), err.msg);
+        return 1;
+    }
+    if (gl_gvocab_new(&g_voc, g_tok, &err) != GL_OK) {
+        fprintf(stderr, "gvocab: %s\n", err.msg);
+        return 1;
+    }
+    g_words = gl_gvocab_mask_words(g_voc);
+    RUN_TESTS(test_vocab_index, test_choice_masks, test_regex_masks, test_gbnf_masks,
+              test_schema_masks, test_string_masks, test_token_literals, test_atem_tools,
+              test_stop_and_special, test_rollback, test_forced_bytes, test_mask_cache,
+              test_grammar_cache, test_compile_errors);
+}
