@@ -28,8 +28,8 @@ GL_MUST_USE gl_status gl_gctx_check_time(const struct gl_gctx *c, struct gl_err 
 
 // schema.c: JSON Schema (2020-12 and older spellings) -> node index of the document value
 // (in *root). `schema` is the root document ($ref "#/..." resolves against it).
-GL_MUST_USE gl_status gl_schema_build(struct gl_gir_builder *b, struct gl_gctx *c,
-                                      json_t *schema, int32_t *root, struct gl_err *err);
+GL_MUST_USE gl_status gl_schema_build(struct gl_gir_builder *b, struct gl_gctx *c, json_t *schema,
+                                      int32_t *root, struct gl_err *err);
 // The same for a sub-schema inside document `doc` at JSON pointer `ptr` (error messages use it),
 // with strings compiled raw (gl_gstr.raw) when raw_strings (ATEM parameter values).
 GL_MUST_USE gl_status gl_schema_build_at(struct gl_gir_builder *b, struct gl_gctx *c, json_t *doc,
@@ -46,11 +46,13 @@ GL_MUST_USE gl_status gl_gbnf_build(struct gl_gir_builder *b, struct gl_gctx *c,
 
 // frontends.c: regex (whole output), choice (JSON array of strings, exact bytes),
 // ATEM tool calls (grammar.h).
-GL_MUST_USE gl_status gl_fe_regex_build(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
-                                     size_t len, int32_t *root, struct gl_err *err);
-GL_MUST_USE gl_status gl_fe_choice_build(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
-                                      size_t len, int32_t *root, struct gl_err *err);
+GL_MUST_USE gl_status gl_fe_regex_build(struct gl_gir_builder *b, struct gl_gctx *c,
+                                        const char *src, size_t len, int32_t *root,
+                                        struct gl_err *err);
+GL_MUST_USE gl_status gl_fe_choice_build(struct gl_gir_builder *b, struct gl_gctx *c,
+                                         const char *src, size_t len, int32_t *root,
+                                         struct gl_err *err);
 GL_MUST_USE gl_status gl_fe_atem_tools_build(struct gl_gir_builder *b, struct gl_gctx *c,
-                                          json_t *tools, const char *only_name,
-                                          int32_t message_token, int32_t *root,
-                                          struct gl_err *err);
+                                             json_t *tools, const char *only_name,
+                                             int32_t message_token, int32_t *root,
+                                             struct gl_err *err);

@@ -63,8 +63,7 @@ GL_MUST_USE gl_status gl_grammar_cache_new(struct gl_grammar_cache **out, int ca
 void gl_grammar_cache_free(struct gl_grammar_cache *c);
 GL_MUST_USE gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl_grammar **out,
                                            enum gl_grammar_kind kind, const char *src, size_t len,
-                                           const struct gl_grammar_opts *opts,
-                                           struct gl_err *err);
+                                           const struct gl_grammar_opts *opts, struct gl_err *err);
 
 // Vocabulary index for one tokenizer: token byte strings in a trie, special-token set, and the
 // precomputed token classes of the string fast path. Built once (tens of ms), then read-only.
@@ -80,8 +79,8 @@ size_t gl_gvocab_mask_words(const struct gl_gvocab *v);
 // generation_config EOS, request stop ids); copied.
 struct gl_matcher;
 GL_MUST_USE gl_status gl_matcher_new(struct gl_matcher **out, struct gl_grammar *g,
-                                     const struct gl_gvocab *v, const int32_t *stop_ids,
-                                     int n_stop, struct gl_err *err);
+                                     const struct gl_gvocab *v, const int32_t *stop_ids, int n_stop,
+                                     struct gl_err *err);
 void gl_matcher_free(struct gl_matcher *m); // NULL-safe
 void gl_matcher_reset(struct gl_matcher *m);
 
@@ -93,7 +92,7 @@ void gl_matcher_fill_mask(struct gl_matcher *m, uint32_t *mask);
 // the document may end; accepting it finishes the matcher.
 int gl_matcher_accept(struct gl_matcher *m, int32_t token);
 int gl_matcher_accept_bytes(struct gl_matcher *m, const void *p, size_t len); // all or nothing
-int gl_matcher_can_end(const struct gl_matcher *m); // document complete so far
+int gl_matcher_can_end(const struct gl_matcher *m);     // document complete so far
 int gl_matcher_is_finished(const struct gl_matcher *m); // a stop token was accepted
 // Undoes the last n accepted tokens exactly (n <= gl_matcher_n_accepted); GL_E_INVAL otherwise.
 GL_MUST_USE gl_status gl_matcher_rollback(struct gl_matcher *m, int n, struct gl_err *err);
@@ -112,15 +111,18 @@ void gl_matcher_stats(const struct gl_matcher *m, struct gl_matcher_stats *out);
 // tools: the request's `tools` array (jansson json_t*, as OpenAI sends it; each entry
 // {"type":"function","function":{name, parameters}} or a bare function object). only_name: NULL
 // for "required" (any of the tools), else the one function that must be called.
-// The grammar starts right after the model's own " to=" in the assistant header (the ATEM parser
-// arms it there, never in reasoning) and forces
-//   NAME <|message|> <atem:function_calls>\n<atem:invoke name="NAME">\n
+// The grammar starts right after the model's own " to" token in the assistant header and forces
+//   =NAME <|message|> <atem:function_calls>\n<atem:invoke name="NAME">\n
 //   (<atem:parameter name="KEY">VALUE</atem:parameter>\n)* </atem:invoke>\n</atem:function_calls>
 // then a stop token. Parameters follow the tool's `parameters` schema (required ones present, no
 // unknown ones unless additionalProperties allows, any order); VALUE is JSON for objects, arrays,
-// numbers, booleans and null, and raw text without '<' for strings. message_token: the id of
+// numbers, booleans and null, and raw text without '<' for strings. It includes the '=' because
+// the vocabulary merges it with the recipient (" to=get_weather" is [" to"]["=get"]["_weather"]),
+// so " to=" never ends on a token boundary. Reasoning is never constrained: whoever arms the
+// grammar (the server's per-request state machine) lets the "=self" reading through unmasked
+// and arms only on the header that follows it. message_token: the id of
 // <|message|>. GL_E_INVAL names the tool index and the schema keyword when a schema is bad.
 GL_MUST_USE gl_status gl_grammar_compile_atem_tools(struct gl_grammar **out, const void *tools_json,
-                                                   const char *only_name, int32_t message_token,
-                                                   const struct gl_grammar_opts *opts,
-                                                   struct gl_err *err);
+                                                    const char *only_name, int32_t message_token,
+                                                    const struct gl_grammar_opts *opts,
+                                                    struct gl_err *err);

@@ -48,14 +48,14 @@ struct gl_gbytes {
 struct gl_gstr {
     const int32_t *regexes; // indices into gir.regexes, all must match; n_regex 0 = any string
     int32_t n_regex;
-    int32_t min_chars;   // >= 0
-    int32_t max_chars;   // < 0: unbounded
-    uint8_t raw; // 1: no quotes and no escapes: the value is raw bytes that never contain '<'
-                 // (ATEM tool-call parameter values, which end at "</atem:parameter>")
+    int32_t min_chars; // >= 0
+    int32_t max_chars; // < 0: unbounded
+    uint8_t raw;       // 1: no quotes and no escapes: the value is raw bytes that never contain '<'
+                       // (ATEM tool-call parameter values, which end at "</atem:parameter>")
 };
 
 struct gl_gnum {
-    uint8_t integer;      // 1: only integers (JSON spelling -?(0|[1-9][0-9]*), plus ".0+" fraction)
+    uint8_t integer; // 1: only integers (JSON spelling -?(0|[1-9][0-9]*), plus ".0+" fraction)
     uint8_t has_min, has_max;
     uint8_t excl_min, excl_max; // exclusive bounds
     double min, max;            // when integer, bounds are exact integers within +-2^53
@@ -75,11 +75,11 @@ struct gl_gobj {
     int32_t n_props;
     const struct gl_gpattern_prop *patterns;
     int32_t n_patterns;
-    int32_t additional;      // node for keys matching neither a prop nor a pattern; -1: forbidden
-    int32_t min_props;       // >= 0
-    int32_t max_props;       // < 0: unbounded
-    const int32_t *order;    // when non-NULL: props must appear in this order (indices into
-                             // props; declaration order), the opt-in "schema order" mode
+    int32_t additional;   // node for keys matching neither a prop nor a pattern; -1: forbidden
+    int32_t min_props;    // >= 0
+    int32_t max_props;    // < 0: unbounded
+    const int32_t *order; // when non-NULL: props must appear in this order (indices into
+                          // props; declaration order), the opt-in "schema order" mode
 };
 
 struct gl_garr {
@@ -132,7 +132,7 @@ struct gl_gir {
 // A bump allocator whose memory is freed at once; allocation failure returns NULL.
 struct gl_arena;
 struct gl_arena *gl_arena_new(void);
-void gl_arena_free(struct gl_arena *a); // NULL-safe
+void gl_arena_free(struct gl_arena *a);             // NULL-safe
 void *gl_arena_alloc(struct gl_arena *a, size_t n); // zeroed, 16-byte aligned
 uint8_t *gl_arena_memdup(struct gl_arena *a, const void *p, size_t n);
 

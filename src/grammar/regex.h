@@ -8,9 +8,14 @@
 // \n \r U+2028 U+2029), classes [...] with ranges and negation, \d \D \w \W \s \S (ECMA
 // meanings, \s includes the Unicode spaces), groups (...) (?:...) and named (?<n>...) (no
 // capture semantics needed), alternation, * + ? {n} {n,} {n,m} and their lazy forms (same
-// language), anchors ^ $ at the pattern's ends. Unsupported (GL_E_UNSUPPORTED naming the
-// construct and its byte offset): backreferences, lookaround, \b \B, \p{..} other than the
-// general categories L Lu Ll Lt Lm Lo N Nd P S Z (if those are implemented), flags.
+// language), anchors ^ $ anywhere (also per branch, `^a|b$`). Lookahead (?=..) (?!..) only at
+// the start of an anchored pattern (or of any pattern in full-match mode; then the DFA is built
+// whole at compile time), and a positive lookahead at the end in search mode. \p{..}: L, Z, Zs,
+// Zl, Zp, N, Nd, Nl, No (long names, `gc=`), Unicode 14 tables like PCRE2 10.42. Unsupported
+// (GL_E_UNSUPPORTED naming the construct and its byte offset): backreferences, other lookaround,
+// \b \B, \p{Lu/Ll/Lt/Lm/Lo/P/S}, flags. Surrogate code points (\u{D800}) match nothing.
+// Budgets: NFA size, group nesting (200), repeat counts (<= 100,000), DFA states and DFA build
+// work (max_states x 1024 steps) -- GL_E_LIMIT with the offset.
 //
 // Matching is on UTF-8 bytes: code-point sets compile to byte sequences, so the DFA never
 // accepts a byte string that is not valid UTF-8 (when compiled from a Unicode pattern).
@@ -47,7 +52,8 @@ uint32_t gl_regex_start(struct gl_regex *re);
 // budget is exhausted at match time, returns GL_RE_DEAD and sets a sticky overflow flag.
 uint32_t gl_regex_step(struct gl_regex *re, uint32_t state, uint8_t b);
 int gl_regex_is_accept(struct gl_regex *re, uint32_t state);
-// Fewest further code points to reach an accepting state (0 if accepting); -1 if none (dead).
+// Fewest further code points STARTED before an accepting state (0 if accepting, and also inside
+// the last multi-byte character of a match); -1 if none (dead).
 int32_t gl_regex_min_chars(struct gl_regex *re, uint32_t state);
 // 1 if accepting states can be reached with arbitrarily many more code points (a cycle).
 int gl_regex_unbounded(struct gl_regex *re, uint32_t state);

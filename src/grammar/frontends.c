@@ -1,0 +1,754 @@
+// SPDX-License-Identifier: MIT
+// Small front ends and the compile context: the regex kind (the whole output matches one regex),
+// the choice kind (a JSON array of strings; the output is exactly one of them, compiled as one
+// alternation regex so a long list is one deterministic DFA, not one parse thread per entry) and
+// the forced ATEM tool call (grammar.h, gl_grammar_compile_atem_tools; arch doc §5.3).
+// Tool-call parameters: each declared property at most once, required ones present, in any order
+// (a DAG over the set of parameters already written, exact for up to ATEM_SUBSET_MAX
+// properties) or, above that or with opts.ordered_keys, in schema order (the order the template's
+// worked example and the renderer use). Forced calls never write undeclared parameters, even
+// when additionalProperties allows them, never write a raw string value that the ATEM parser
+// would read back as JSON ("42", "true"), and keep numbers within what its JSON reader (jansson)
+// can read: restrictions of the language, never widenings.
+#include "grammar/frontend.h"
+#include "grammar/regex.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ATEM_SUBSET_MAX 8 // 2^8 parameter-set states at most
+
+int gl_gctx_warn(struct gl_gctx *c, const char *keyword, const char *pointer)
+{
+    size_t kl = strlen(keyword), pl = strlen(pointer), add = kl + pl + 6; // " at " + "; "
+    char *w = gl_realloc(c->warnings, c->warn_len + add + 1);
+    if (!w)
+        return 0;
+    c->warnings = w;
+    memcpy(w + c->warn_len, keyword, kl);
+    memcpy(w + c->warn_len + kl, " at ", 4);
+    memcpy(w + c->warn_len + kl + 4, pointer, pl);
+    memcpy(w + c->warn_len + kl + 4 + pl, "; ", 2);
+    c->warn_len += add;
+    w[c->warn_len] = 0;
+    return 1;
+}
+
+gl_status gl_gctx_check_time(const struct gl_gctx *c, struct gl_err *err)
+{
+    if (!c || c->deadline_us <= 0 || gl_time_us() <= c->deadline_us)
+        return GL_OK;
+    int64_t ms = c->opts ? c->opts->compile_budget_us / 1000 : 0;
+    return gl_err_set(err, GL_E_LIMIT, "grammar: compile time budget of %lld ms exceeded",
+                      (long long)ms);
+}
+
+static int32_t max_states(const struct gl_gctx *c)
+{
+    return c && c->opts ? c->opts->max_regex_states : 0;
+}
+
+static gl_status builder_failed(struct gl_gir_builder *b, struct gl_err *err)
+{
+    if (b->err && b->err != err && err)
+        *err = *b->err;
+    if (err && err->code != GL_OK)
+        return err->code;
+    return gl_err_set(err, GL_E_LIMIT, "grammar: too many nodes");
+}
+
+// Compiles src as a regex into a GN_REGEX node.
+static gl_status regex_node(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
+                            size_t len, int flags, int32_t *out, struct gl_err *err)
+{
+    struct gl_regex *re = NULL;
+    gl_status st = gl_regex_compile(&re, src, len, flags, max_states(c), err);
+    if (st != GL_OK)
+        return st;
+    int32_t ri = gl_gir_add_regex(b, re);
+    if (ri < 0)
+        return builder_failed(b, err);
+    *out = gl_gir_add(b, &(struct gl_gnode){.kind = GN_REGEX, .u.regex.re = ri});
+    return *out < 0 ? builder_failed(b, err) : GL_OK;
+}
+
+gl_status gl_fe_regex_build(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
+                            size_t len, int32_t *root, struct gl_err *err)
+{
+    return regex_node(b, c, src ? src : "", src ? len : 0, 0, root, err);
+}
+
+gl_status gl_fe_choice_build(struct gl_gir_builder *b, struct gl_gctx *c, const char *src,
+                             size_t len, int32_t *root, struct gl_err *err)
+{
+    json_error_t je;
+    json_t *arr = json_loadb(src ? src : "", src ? len : 0, JSON_ALLOW_NUL, &je);
+    if (!arr)
+        return gl_err_set(err, GL_E_INVAL, "choice: invalid JSON at byte %d: %s", je.position,
+                          je.text);
+    gl_status st = GL_OK;
+    char *re = NULL;
+    if (!json_is_array(arr) || json_array_size(arr) == 0) {
+        st = gl_err_set(err, GL_E_INVAL, "choice: expected a non-empty JSON array of strings");
+        goto out;
+    }
+    // "(?:" + escaped entries joined by '|' + ")"
+    size_t need = 5;
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *s = json_array_get(arr, i);
+        if (!json_is_string(s)) {
+            st = gl_err_set(err, GL_E_INVAL, "choice: element %zu is not a string", i);
+            goto out;
+        }
+        need += gl_regex_escape(json_string_value(s), json_string_length(s), NULL, 0) + 1;
+    }
+    re = gl_malloc(need + 1);
+    if (!re) {
+        st = gl_err_set(err, GL_E_NOMEM, "choice: out of memory");
+        goto out;
+    }
+    size_t n = 0;
+    memcpy(re, "(?:", 3);
+    n = 3;
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *s = json_array_get(arr, i);
+        if (i)
+            re[n++] = '|';
+        n += gl_regex_escape(json_string_value(s), json_string_length(s), re + n, need + 1 - n);
+        if ((st = gl_gctx_check_time(c, err)) != GL_OK)
+            goto out;
+    }
+    re[n++] = ')';
+    re[n] = 0;
+    GL_ASSERT(n <= need);
+    st = regex_node(b, c, re, n, 0, root, err);
+out:
+    gl_free(re);
+    json_decref(arr);
+    return st;
+}
+
+// ---- forced ATEM tool calls ----
+
+struct atem_param {
+    const char *key;
+    json_t *schema;
+    int required;
+    int32_t item; // SEQ(KEY "\">", VALUE, "</atem:parameter>\n")
+};
+
+struct atem_ctx {
+    struct gl_gir_builder *b;
+    struct gl_gctx *c;
+    struct gl_err *err;
+    int32_t guard;    // regex index of RAW_GUARD_RE in the IR, -1 until first needed
+    int tool;         // index in the tools array
+    const char *name; // function name
+    char ptr[512];    // JSON pointer of the parameters schema
+};
+
+static gl_status tool_err(struct atem_ctx *a, gl_status code, const char *fmt, ...) GL_PRINTF(3, 4);
+static gl_status tool_err(struct atem_ctx *a, gl_status code, const char *fmt, ...)
+{
+    char msg[GL_ERR_MSG_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return gl_err_set(a->err, code, "tools[%d] '%.64s': %s", a->tool, a->name ? a->name : "", msg);
+}
+
+// Prefixes an error that a nested builder reported with the tool's index and name.
+static gl_status tool_wrap(struct atem_ctx *a, gl_status st)
+{
+    if (!a->err || strncmp(a->err->msg, "tools[", 6) == 0)
+        return st;
+    char msg[GL_ERR_MSG_CAP];
+    memcpy(msg, a->err->msg, sizeof msg);
+    msg[sizeof msg - 1] = 0;
+    return tool_err(a, st, "%s", msg);
+}
+
+static int32_t add_bytes_str(struct gl_gir_builder *b, const char *s)
+{
+    return gl_gir_add_bytes(b, s, strlen(s));
+}
+
+// RFC 6901 escaping of one reference token appended to dst (cap bytes).
+static void ptr_append(char *dst, size_t cap, const char *tok)
+{
+    size_t n = strlen(dst);
+    if (n + 1 < cap)
+        dst[n++] = '/';
+    for (const char *q = tok; *q && n + 2 < cap; q++) {
+        if (*q == '~' || *q == '/') {
+            dst[n++] = '~';
+            dst[n++] = *q == '~' ? '0' : '1';
+        } else {
+            dst[n++] = *q;
+        }
+    }
+    dst[n < cap ? n : cap - 1] = 0;
+}
+
+// A name written into the header (` to=NAME`) or an attribute (name="KEY") must survive the
+// ATEM parser: non-empty, no '"', '<', '>', whitespace or control bytes.
+static int atem_name_ok(const char *s, int header)
+{
+    if (!s || !*s)
+        return 0;
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        if (*q < 0x20 || *q == '"' || *q == '<' || *q == '>' || *q == 0x7F)
+            return 0;
+        if (header && *q == ' ')
+            return 0;
+    }
+    return 1;
+}
+
+static int is_one_of(const char *k, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(k, *list) == 0)
+            return 1;
+    return 0;
+}
+
+// Keywords on the parameters object that forced calls cannot enforce.
+static const char *const unsupported_kw[] = {"patternProperties",
+                                             "propertyNames",
+                                             "dependentRequired",
+                                             "dependentSchemas",
+                                             "dependencies",
+                                             "allOf",
+                                             "anyOf",
+                                             "oneOf",
+                                             "not",
+                                             "if",
+                                             "then",
+                                             "else",
+                                             "$ref",
+                                             "$dynamicRef",
+                                             "$recursiveRef",
+                                             "enum",
+                                             "const",
+                                             "items",
+                                             "prefixItems",
+                                             "contains",
+                                             NULL};
+
+static gl_status check_params_keywords(struct atem_ctx *a, json_t *params, int subset_mode)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(params, k, v)
+    {
+        int bad = is_one_of(k, unsupported_kw);
+        if (strcmp(k, "patternProperties") == 0 && json_is_object(v) && json_object_size(v) == 0)
+            bad = 0;
+        if (!subset_mode && (strcmp(k, "minProperties") == 0 || strcmp(k, "maxProperties") == 0))
+            bad = 1;
+        if (strcmp(k, "type") == 0) {
+            int obj = json_is_string(v) && strcmp(json_string_value(v), "object") == 0;
+            if (json_is_array(v))
+                for (size_t i = 0; i < json_array_size(v) && !obj; i++) {
+                    json_t *t = json_array_get(v, i);
+                    obj = json_is_string(t) && strcmp(json_string_value(t), "object") == 0;
+                }
+            if (!obj)
+                return tool_err(a, GL_E_INVAL, "parameters at %s must be an object schema", a->ptr);
+        }
+        if (!bad)
+            continue;
+        if (a->c && a->c->opts && a->c->opts->lenient) {
+            char p[600];
+            snprintf(p, sizeof p, "%s", a->ptr);
+            ptr_append(p, sizeof p, k);
+            if (!gl_gctx_warn(a->c, k, p))
+                return gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+            continue;
+        }
+        return tool_err(a, GL_E_UNSUPPORTED,
+                        "keyword '%s' at %s is not supported for forced tool calls", k, a->ptr);
+    }
+    return GL_OK;
+}
+
+static int popcount32(uint32_t x)
+{
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+}
+
+// Parameter set DAG: state(mask) = ALT(EMPTY when complete, "<atem:parameter name=\"" ALT_p(
+// item_p state(mask|p))) over the parameters p not yet written. Only states from which a
+// complete set is reachable are built, so no prefix is a dead end.
+static gl_status build_subset(struct atem_ctx *a, const struct atem_param *ps, int n,
+                              int32_t min_props, int32_t max_props, int32_t *out)
+{
+    struct gl_gir_builder *b = a->b;
+    uint32_t n_masks = 1u << n, req = 0;
+    for (int i = 0; i < n; i++)
+        if (ps[i].required)
+            req |= 1u << i;
+    int32_t state[1u << ATEM_SUBSET_MAX];
+    uint8_t viable[1u << ATEM_SUBSET_MAX];
+    int32_t open = add_bytes_str(b, "<atem:parameter name=\"");
+    int32_t empty = gl_gir_add(b, &(struct gl_gnode){.kind = GN_EMPTY});
+    if (open < 0 || empty < 0)
+        return builder_failed(b, a->err);
+    for (uint32_t m = n_masks; m-- > 0;) {
+        int cnt = popcount32(m);
+        int complete = (m & req) == req && cnt >= min_props && (max_props < 0 || cnt <= max_props);
+        int32_t kids[ATEM_SUBSET_MAX], nk = 0;
+        for (int i = 0; i < n; i++) {
+            uint32_t nm = m | (1u << i);
+            if (nm == m || !viable[nm])
+                continue;
+            int32_t pair[2] = {ps[i].item, state[nm]};
+            kids[nk] = gl_gir_add_list(b, GN_SEQ, pair, 2);
+            if (kids[nk++] < 0)
+                return builder_failed(b, a->err);
+        }
+        viable[m] = (uint8_t)(complete || nk > 0);
+        state[m] = -1;
+        if (!viable[m])
+            continue;
+        int32_t alt[2], na = 0;
+        if (complete)
+            alt[na++] = empty;
+        if (nk) {
+            int32_t which = nk == 1 ? kids[0] : gl_gir_add_list(b, GN_ALT, kids, nk);
+            if (which < 0)
+                return builder_failed(b, a->err);
+            int32_t seq[2] = {open, which};
+            alt[na] = gl_gir_add_list(b, GN_SEQ, seq, 2);
+            if (alt[na++] < 0)
+                return builder_failed(b, a->err);
+        }
+        state[m] = na == 1 ? alt[0] : gl_gir_add_list(b, GN_ALT, alt, na);
+        if (state[m] < 0)
+            return builder_failed(b, a->err);
+    }
+    if (!viable[0])
+        return tool_err(a, GL_E_INVAL,
+                        "parameters at %s cannot be satisfied (required, minProperties, "
+                        "maxProperties)",
+                        a->ptr);
+    *out = state[0];
+    return GL_OK;
+}
+
+// Schema order: required parameters as is, optional ones optional.
+static gl_status build_ordered(struct atem_ctx *a, const struct atem_param *ps, int n, int32_t *out)
+{
+    struct gl_gir_builder *b = a->b;
+    if (n == 0) {
+        *out = gl_gir_add(b, &(struct gl_gnode){.kind = GN_EMPTY});
+        return *out < 0 ? builder_failed(b, a->err) : GL_OK;
+    }
+    int32_t *seq = gl_malloc((size_t)n * sizeof *seq);
+    if (!seq)
+        return gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+    int32_t open = add_bytes_str(b, "<atem:parameter name=\"");
+    gl_status st = GL_OK;
+    if (open < 0)
+        st = builder_failed(b, a->err);
+    for (int i = 0; i < n && st == GL_OK; i++) {
+        int32_t pair[2] = {open, ps[i].item};
+        int32_t one = gl_gir_add_list(b, GN_SEQ, pair, 2);
+        if (one >= 0 && !ps[i].required) {
+            struct gl_gnode nd = {.kind = GN_REPEAT};
+            nd.u.rep.kid = one;
+            nd.u.rep.sep = -1;
+            nd.u.rep.min = 0;
+            nd.u.rep.max = 1;
+            one = gl_gir_add(b, &nd);
+        }
+        if (one < 0)
+            st = builder_failed(b, a->err);
+        seq[i] = one;
+    }
+    if (st == GL_OK) {
+        *out = n == 1 ? seq[0] : gl_gir_add_list(b, GN_SEQ, seq, n);
+        if (*out < 0)
+            st = builder_failed(b, a->err);
+    }
+    gl_free(seq);
+    return st;
+}
+
+static int32_t count_limit(json_t *params, const char *key, int32_t dflt)
+{
+    json_t *v = json_object_get(params, key);
+    if (!json_is_integer(v))
+        return dflt;
+    json_int_t x = json_integer_value(v);
+    return x < 0 ? dflt : x > INT32_MAX ? INT32_MAX : (int32_t)x;
+}
+
+// The ATEM parser reads a parameter value as JSON when the whole value is one JSON text (no
+// surrounding whitespace), else as a string; the template writes strings verbatim. So a raw
+// string value must not itself be a JSON text, or "42" would come back as the number 42. This
+// regex (over the raw bytes, which never contain '<') is the language of raw texts that jansson
+// cannot read as JSON, restricted where that is simpler: empty, led by whitespace, or led by a
+// character that starts no JSON value; a word that only begins like true/false/null; text that
+// leaves the JSON number grammar. Strings led by '{', '[' or '"' are never written raw.
+#define RG_ANY "[\\u{0}-\\u{D7FF}\\u{E000}-\\u{10FFFF}]"
+#define RG_M   "-?(?:0|[1-9][0-9]*)"
+#define RG_Q   RG_M "(?:\\.[0-9]+)?"
+static const char RAW_GUARD_RE[] =
+    "(?:|[ \\t\\n\\r]" RG_ANY "*|[^\\-0-9{\\[\"tfn \\t\\n\\r]" RG_ANY "*"
+    "|t|t[^r]" RG_ANY "*|tr|tr[^u]" RG_ANY "*|tru|tru[^e]" RG_ANY "*|true" RG_ANY "+"
+    "|f|f[^a]" RG_ANY "*|fa|fa[^l]" RG_ANY "*|fal|fal[^s]" RG_ANY "*|fals|fals[^e]" RG_ANY
+    "*|false" RG_ANY "+"
+    "|n|n[^u]" RG_ANY "*|nu|nu[^l]" RG_ANY "*|nul|nul[^l]" RG_ANY "*|null" RG_ANY "+"
+    "|-|-[^0-9]" RG_ANY "*|-?0[^.eE]" RG_ANY "*|-?[1-9][0-9]*[^0-9.eE]" RG_ANY "*"
+    "|" RG_M "\\.|" RG_M "\\.[^0-9]" RG_ANY "*|" RG_M "\\.[0-9]+[^0-9eE]" RG_ANY "*"
+    "|" RG_Q "[eE]|" RG_Q "[eE][+\\-]|" RG_Q "[eE][^0-9+\\-]" RG_ANY "*|" RG_Q
+    "[eE][+\\-][^0-9]" RG_ANY "*|" RG_Q "[eE][+\\-]?[0-9]+[^0-9]" RG_ANY "*)";
+
+// jansson (the ATEM parser's JSON reader) fails on integers beyond int64 and on reals that
+// overflow a double, and the value then reads back as a string. Numbers anywhere in a value are
+// kept within +-9e18 (integers: +-(2^53 - 1), the IR's exact range) unless the schema demands
+// more; a restriction, never a widening.
+#define NUM_LIMIT 9e18
+#define INT_LIMIT 9007199254740991.0
+
+static void clamp_number(struct gl_gnum *u)
+{
+    double lim = u->integer ? INT_LIMIT : NUM_LIMIT;
+    double lo = u->has_min && u->min > -lim ? u->min : -lim;
+    double hi = u->has_max && u->max < lim ? u->max : lim;
+    if (lo > hi) // the schema asks for numbers beyond the limit: leave it as it is
+        return;
+    if (!u->has_min || u->min < -lim) {
+        u->has_min = 1;
+        u->excl_min = 0;
+        u->min = -lim;
+    }
+    if (!u->has_max || u->max > lim) {
+        u->has_max = 1;
+        u->excl_max = 0;
+        u->max = lim;
+    }
+}
+
+static void push_node(uint8_t *seen, int32_t *stack, int32_t *sp, int32_t n, int32_t x)
+{
+    if (x >= 0 && x < n && !seen[x]) {
+        seen[x] = 1;
+        stack[(*sp)++] = x;
+    }
+}
+
+// Adds the guard regex to every raw string node the value can start as (container children are
+// never raw) and bounds every number node of the value, containers included.
+static gl_status guard_raw_strings(struct atem_ctx *a, int32_t v)
+{
+    struct gl_gir_builder *b = a->b;
+    if (a->guard < 0) {
+        struct gl_regex *re = NULL;
+        gl_status st = gl_regex_compile(&re, RAW_GUARD_RE, sizeof RAW_GUARD_RE - 1, 0, 0, a->err);
+        if (st != GL_OK)
+            return st;
+        a->guard = gl_gir_add_regex(b, re);
+        if (a->guard < 0)
+            return builder_failed(b, a->err);
+    }
+    int32_t n = b->ir->n_nodes;
+    uint8_t *seen = gl_calloc((size_t)n, 1);
+    int32_t *stack = gl_malloc((size_t)n * sizeof *stack);
+    gl_status st = GL_OK;
+    if (!seen || !stack) {
+        st = gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+        goto out;
+    }
+    int32_t sp = 0;
+    stack[sp++] = v;
+    seen[v] = 1;
+    while (sp && st == GL_OK) {
+        int32_t i = stack[--sp];
+        struct gl_gnode nd = b->ir->nodes[i];
+        const int32_t *kids = NULL;
+        int32_t nk = 0;
+        if (nd.kind == GN_SEQ || nd.kind == GN_ALT) {
+            kids = nd.u.list.kids;
+            nk = nd.u.list.n;
+        } else if (nd.kind == GN_REPEAT) {
+            kids = &b->ir->nodes[i].u.rep.kid;
+            nk = 1;
+        } else if (nd.kind == GN_JSTRING && nd.u.str.raw) {
+            int have = 0;
+            for (int32_t r = 0; r < nd.u.str.n_regex; r++)
+                have |= nd.u.str.regexes[r] == a->guard;
+            if (have)
+                continue;
+            int32_t *res =
+                gl_arena_alloc(b->ir->arena, (size_t)(nd.u.str.n_regex + 1) * sizeof *res);
+            if (!res) {
+                st = gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+                break;
+            }
+            if (nd.u.str.n_regex)
+                memcpy(res, nd.u.str.regexes, (size_t)nd.u.str.n_regex * sizeof *res);
+            res[nd.u.str.n_regex] = a->guard;
+            nd.u.str.regexes = res;
+            nd.u.str.n_regex++;
+            gl_gir_set(b, i, &nd);
+        } else if (nd.kind == GN_JNUMBER) {
+            clamp_number(&nd.u.num);
+            gl_gir_set(b, i, &nd);
+        } else if (nd.kind == GN_JOBJECT) {
+            for (int32_t k = 0; k < nd.u.obj.n_props; k++)
+                push_node(seen, stack, &sp, n, nd.u.obj.props[k].value);
+            for (int32_t k = 0; k < nd.u.obj.n_patterns; k++)
+                push_node(seen, stack, &sp, n, nd.u.obj.patterns[k].value);
+            push_node(seen, stack, &sp, n, nd.u.obj.additional);
+        } else if (nd.kind == GN_JARRAY) {
+            for (int32_t k = 0; k < nd.u.arr.n_prefix; k++)
+                push_node(seen, stack, &sp, n, nd.u.arr.prefix[k]);
+            push_node(seen, stack, &sp, n, nd.u.arr.items);
+        }
+        for (int32_t k = 0; k < nk; k++)
+            push_node(seen, stack, &sp, n, kids[k]);
+    }
+out:
+    gl_free(seen);
+    gl_free(stack);
+    return st;
+}
+
+// One parameter's item node: KEY "\">" VALUE "</atem:parameter>\n".
+static gl_status build_item(struct atem_ctx *a, json_t *doc, struct atem_param *p, const char *ptr)
+{
+    struct gl_gir_builder *b = a->b;
+    size_t kl = strlen(p->key);
+    char *head = gl_malloc(kl + 3);
+    if (!head)
+        return gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+    memcpy(head, p->key, kl);
+    memcpy(head + kl, "\">", 3);
+    int32_t h = gl_gir_add_bytes(b, head, kl + 2);
+    gl_free(head);
+    if (h < 0)
+        return builder_failed(b, a->err);
+    int32_t v;
+    gl_status st = gl_schema_build_at(b, a->c, doc, p->schema, ptr, 1, &v, a->err);
+    if (st != GL_OK)
+        return tool_wrap(a, st);
+    if ((st = guard_raw_strings(a, v)) != GL_OK)
+        return st;
+    int32_t close = add_bytes_str(b, "</atem:parameter>\n");
+    if (close < 0)
+        return builder_failed(b, a->err);
+    int32_t kids[3] = {h, v, close};
+    p->item = gl_gir_add_list(b, GN_SEQ, kids, 3);
+    return p->item < 0 ? builder_failed(b, a->err) : GL_OK;
+}
+
+static gl_status build_params(struct atem_ctx *a, json_t *params, json_t *any_schema, int32_t *out)
+{
+    int ordered = a->c && a->c->opts && a->c->opts->ordered_keys;
+    json_t *props = params ? json_object_get(params, "properties") : NULL;
+    json_t *req = params ? json_object_get(params, "required") : NULL;
+    json_t *addl = params ? json_object_get(params, "additionalProperties") : NULL;
+    if (params && !json_is_object(params))
+        return tool_err(a, GL_E_INVAL, "parameters at %s must be a JSON object", a->ptr);
+    if (props && !json_is_object(props))
+        return tool_err(a, GL_E_INVAL, "properties at %s must be a JSON object", a->ptr);
+    if (req && !json_is_array(req))
+        return tool_err(a, GL_E_INVAL, "required at %s must be an array", a->ptr);
+    size_t n_props = props ? json_object_size(props) : 0;
+    size_t n_req = req ? json_array_size(req) : 0;
+    if (n_props + n_req > 4096)
+        return tool_err(a, GL_E_LIMIT, "more than 4096 parameters at %s", a->ptr);
+    struct atem_param *ps = gl_calloc(n_props + n_req + 1, sizeof *ps);
+    if (!ps)
+        return gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+    int n = 0;
+    gl_status st = GL_OK;
+    const char *k;
+    json_t *v;
+    if (props)
+        json_object_foreach(props, k, v) ps[n++] = (struct atem_param){.key = k, .schema = v};
+    for (size_t i = 0; i < n_req && st == GL_OK; i++) {
+        json_t *r = json_array_get(req, i);
+        if (!json_is_string(r)) {
+            st = tool_err(a, GL_E_INVAL, "required[%zu] at %s is not a string", i, a->ptr);
+            break;
+        }
+        const char *rk = json_string_value(r);
+        int found = 0;
+        for (int j = 0; j < n && !found; j++)
+            if (strcmp(ps[j].key, rk) == 0) {
+                ps[j].required = 1;
+                found = 1;
+            }
+        if (found)
+            continue;
+        // Required but undeclared: its value follows additionalProperties.
+        if (json_is_false(addl)) {
+            st = tool_err(a, GL_E_INVAL,
+                          "required parameter '%.64s' is not in properties and "
+                          "additionalProperties is false at %s",
+                          rk, a->ptr);
+            break;
+        }
+        ps[n++] = (struct atem_param){
+            .key = rk, .schema = json_is_object(addl) ? addl : any_schema, .required = 1};
+    }
+    for (int i = 0; i < n && st == GL_OK; i++)
+        if (!atem_name_ok(ps[i].key, 0))
+            st = tool_err(a, GL_E_UNSUPPORTED,
+                          "parameter name '%.64s' at %s cannot be written in an ATEM tag",
+                          ps[i].key, a->ptr);
+    int subset = !ordered && n <= ATEM_SUBSET_MAX;
+    if (st == GL_OK && params)
+        st = check_params_keywords(a, params, subset);
+    for (int i = 0; i < n && st == GL_OK; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s", a->ptr);
+        int declared = props && json_object_get(props, ps[i].key) == ps[i].schema;
+        ptr_append(p, sizeof p, declared ? "properties" : "additionalProperties");
+        if (declared)
+            ptr_append(p, sizeof p, ps[i].key);
+        st = build_item(a, params, &ps[i], p);
+        if (st == GL_OK)
+            st = gl_gctx_check_time(a->c, a->err);
+    }
+    if (st == GL_OK) {
+        if (subset)
+            st = build_subset(a, ps, n, params ? count_limit(params, "minProperties", 0) : 0,
+                              params ? count_limit(params, "maxProperties", -1) : -1, out);
+        else
+            st = build_ordered(a, ps, n, out);
+    }
+    gl_free(ps);
+    return st;
+}
+
+static gl_status build_tool(struct atem_ctx *a, json_t *params, int32_t message_token,
+                            json_t *any_schema, int32_t *out)
+{
+    struct gl_gir_builder *b = a->b;
+    int32_t pnode = -1;
+    gl_status st = build_params(a, params, any_schema, &pnode);
+    if (st != GL_OK)
+        return st;
+    size_t nl = strlen(a->name);
+    static const char pre[] = "<atem:function_calls>\n<atem:invoke name=\"";
+    static const char post[] = "\">\n";
+    char *head = gl_malloc(sizeof pre + nl + sizeof post);
+    if (!head)
+        return gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+    memcpy(head, pre, sizeof pre - 1);
+    memcpy(head + sizeof pre - 1, a->name, nl);
+    memcpy(head + sizeof pre - 1 + nl, post, sizeof post);
+    // The header part starts at '=': the vocabulary merges '=' with the recipient (` to=get_w`
+    // is [" to"]["=get"]["_w"]), so the grammar arms after the model's " to" token.
+    char *eq = gl_malloc(nl + 2);
+    if (!eq) {
+        gl_free(head);
+        return gl_err_set(a->err, GL_E_NOMEM, "grammar: out of memory");
+    }
+    eq[0] = '=';
+    memcpy(eq + 1, a->name, nl);
+    int32_t kids[5];
+    kids[0] = gl_gir_add_bytes(b, eq, nl + 1);
+    gl_free(eq);
+    kids[1] = gl_gir_add(b, &(struct gl_gnode){.kind = GN_TOKEN, .u.token.id = message_token});
+    kids[2] = gl_gir_add_bytes(b, head, sizeof pre - 1 + nl + sizeof post - 1);
+    kids[3] = pnode;
+    kids[4] = add_bytes_str(b, "</atem:invoke>\n</atem:function_calls>");
+    gl_free(head);
+    for (int i = 0; i < 5; i++)
+        if (kids[i] < 0)
+            return builder_failed(b, a->err);
+    *out = gl_gir_add_list(b, GN_SEQ, kids, 5);
+    return *out < 0 ? builder_failed(b, a->err) : GL_OK;
+}
+
+gl_status gl_fe_atem_tools_build(struct gl_gir_builder *b, struct gl_gctx *c, json_t *tools,
+                                 const char *only_name, int32_t message_token, int32_t *root,
+                                 struct gl_err *err)
+{
+    if (!json_is_array(tools) || json_array_size(tools) == 0)
+        return gl_err_set(err, GL_E_INVAL, "tools: expected a non-empty array");
+    size_t n = json_array_size(tools);
+    if (n > 4096)
+        return gl_err_set(err, GL_E_LIMIT, "tools: more than 4096 tools");
+    int32_t *alts = gl_malloc(n * sizeof *alts);
+    const char **names = gl_calloc(n, sizeof *names);
+    json_t *any_schema = json_object(); // {}: any value (required but undeclared parameters)
+    gl_status st = GL_OK;
+    int32_t n_alts = 0, guard = -1;
+    if (!alts || !names || !any_schema) {
+        st = gl_err_set(err, GL_E_NOMEM, "tools: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n && st == GL_OK; i++) {
+        json_t *t = json_array_get(tools, i);
+        struct atem_ctx a = {.b = b, .c = c, .err = err, .guard = guard, .tool = (int)i};
+        json_t *fn = json_object_get(t, "function");
+        const char *field = "/function";
+        if (!json_is_object(t)) {
+            st = gl_err_set(err, GL_E_INVAL, "tools[%zu]: expected an object", i);
+            break;
+        }
+        json_t *type = json_object_get(t, "type");
+        if (type && !(json_is_string(type) && strcmp(json_string_value(type), "function") == 0) &&
+            fn) {
+            st = gl_err_set(err, GL_E_UNSUPPORTED, "tools[%zu]: type is not \"function\"", i);
+            break;
+        }
+        if (!fn) {
+            fn = t;
+            field = "";
+        }
+        if (!json_is_object(fn)) {
+            st = gl_err_set(err, GL_E_INVAL, "tools[%zu]: function is not an object", i);
+            break;
+        }
+        json_t *jn = json_object_get(fn, "name");
+        a.name = json_is_string(jn) ? json_string_value(jn) : NULL;
+        if (!atem_name_ok(a.name, 1) || strlen(a.name) != json_string_length(jn)) {
+            st = gl_err_set(err, GL_E_INVAL,
+                            "tools[%zu]: function name missing or not writable in an ATEM header "
+                            "(empty, whitespace, quotes or angle brackets)",
+                            i);
+            break;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (names[j] && strcmp(names[j], a.name) == 0) {
+                st = gl_err_set(err, GL_E_INVAL, "tools[%zu]: duplicate function name '%.64s'", i,
+                                a.name);
+                break;
+            }
+        names[i] = a.name;
+        if (st != GL_OK || (only_name && strcmp(only_name, a.name) != 0))
+            continue;
+        snprintf(a.ptr, sizeof a.ptr, "/tools/%zu%s/parameters", i, field);
+        st = build_tool(&a, json_object_get(fn, "parameters"), message_token, any_schema,
+                        &alts[n_alts]);
+        if (st == GL_OK)
+            n_alts++;
+        guard = a.guard;
+    }
+    if (st == GL_OK && n_alts == 0)
+        st = gl_err_set(err, GL_E_INVAL, "tools: no function named '%.64s'",
+                        only_name ? only_name : "");
+    if (st == GL_OK) {
+        *root = n_alts == 1 ? alts[0] : gl_gir_add_list(b, GN_ALT, alts, n_alts);
+        if (*root < 0)
+            st = builder_failed(b, err);
+    }
+out:
+    gl_free(alts);
+    gl_free(names);
+    json_decref(any_schema);
+    return st;
+}
