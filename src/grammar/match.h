@@ -31,13 +31,13 @@ struct gl_mstate; // opaque; allocated by gl_mstate_new, sized for the grammar
 // limits: max threads and max stack depth; exceeding them at run time makes the byte rejected
 // (the state stays alive and unchanged) and sets a sticky flag that gl_mstate_overflowed reports.
 struct gl_mlimits {
-    int32_t max_threads; // default 64
+    int32_t max_threads; // default 1024 (anyOf-heavy schemas keep hundreds of readings alive)
     int32_t max_depth;   // default 128
 };
 
 GL_MUST_USE gl_status gl_mstate_new(struct gl_mstate **out, const struct gl_gir *ir,
                                     const struct gl_mlimits *lim, struct gl_err *err);
-void gl_mstate_free(struct gl_mstate *s); // NULL-safe
+void gl_mstate_free(struct gl_mstate *s);  // NULL-safe
 void gl_mstate_reset(struct gl_mstate *s); // start state (root, nothing read)
 void gl_mstate_copy(struct gl_mstate *dst, const struct gl_mstate *src); // same grammar
 
@@ -56,9 +56,10 @@ int gl_mstate_equal(const struct gl_mstate *a, const struct gl_mstate *b);
 int gl_mstate_overflowed(const struct gl_mstate *s);
 
 // The string fast path. Returns 1 when ALL live threads are inside the body of a JSON string
-// with no regex constraint and at a UTF-8 boundary (not after a backslash or inside a multi-byte
-// sequence); then *min_more / *max_more are the code points still required / allowed before the
-// closing quote (max_more < 0: unbounded), the same for all threads (else 0 is returned).
-// In that state any run of "plain" characters (not '"', not '\\', not < 0x20, valid UTF-8) of
-// n code points with n <= max_more is accepted without changing anything but the char count.
+// (or of an object key where any key may still follow) with no regex constraint and at a UTF-8
+// boundary (not after a backslash or inside a multi-byte sequence); then *min_more / *max_more are
+// the code points still required / allowed before the closing quote (max_more < 0: unbounded), the
+// same for all threads (else 0 is returned). In that state any run of "plain" characters (not '"',
+// not '\\', not < 0x20, valid UTF-8) of n code points with n <= max_more is accepted (a key's
+// decoded-prefix range and hash change too, which the mask does not need).
 int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t *max_more);

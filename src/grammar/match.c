@@ -1,0 +1,2023 @@
+// SPDX-License-Identifier: MIT
+// match: the byte-level recogniser for a struct gl_gir (contract in match.h).
+// A state is ONE contiguous buffer: a sorted, deduplicated array of threads; a
+// thread is a header plus a stack of variable-size frames (node, progress, and
+// for JSON nodes their payload: string decoder + regex states, number text,
+// object seen-bitset/pattern states/key hashes). Copying a state is a memcpy of
+// the used bytes; equal states have identical bytes. Every thread in a state
+// sits at a consuming position (or has an empty stack: the root is complete).
+// advance_byte = step every thread, then the epsilon closure of the survivors
+// (SEQ/ALT/REPEAT/EMPTY and nullable endings) into consuming positions, then
+// dedupe + sort. Viability is decided at every byte (strings against their
+// regexes and budgets, keys against the declared/pattern/additional names still
+// possible, numbers against their exact range), so a byte is accepted only if
+// some continuation completes the document. Limits (documented restrictions,
+// never over-acceptance): bounded numbers have no exponent and at most 63
+// bytes; one thread is at most 64 KiB; several regexes on one string are
+// checked for viability one by one (their intersection is not computed).
+#include "grammar/match.h"
+
+#include "grammar/regex.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_THREAD_BYTES (64u * 1024u)
+#define TMP_BYTES        (4u * 1024u * 1024u) // closure scratch (untouched pages cost nothing)
+#define NUM_TEXT         64                   // bounded-number text buffer (bytes incl. NUL)
+
+struct thr {       // thread header; frames follow
+    uint32_t size; // bytes incl. header, multiple of 8
+    uint32_t top;  // offset of the top frame; 0: empty stack (the root is complete)
+    uint32_t depth;
+    uint32_t pad; // always 0 (bytes are compared)
+};
+struct frm { // frame header; payload follows (node-kind specific, multiple of 8
+             // bytes)
+    int32_t node;
+    uint32_t size; // incl. header
+    uint32_t prev; // offset of the frame below; 0: none
+    uint32_t a, b, c;
+};
+
+// JSON string decoder (values and object keys).
+enum { E_NONE, E_BS, E_U, E_LBS, E_LU, E_L };
+struct jdec {
+    uint8_t esc;  // E_*
+    uint8_t k;    // hex digits read in E_U / E_L
+    uint8_t need; // UTF-8 continuation bytes still expected
+    uint8_t lo;   // range of the next continuation byte
+    uint8_t hi;
+    uint8_t pad[3];
+    uint32_t v;  // hex value read so far
+    uint32_t hs; // high surrogate of a pair
+};
+struct spay { // JSTRING payload (frame a = code points, b = phase)
+    struct jdec d;
+    uint32_t re[]; // one DFA state per regex of the node
+};
+enum { S_OPEN, S_BODY };
+
+// JNUMBER (frame a = phase, b = text length); payload: text (bounded nodes
+// only).
+enum { N_START, N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_EXP, N_EXPSIGN, N_EXPD };
+
+// JOBJECT payload; followed by the seen bitset (u32 words), pattern states
+// (u32), then n_hash u64 hashes of the non-declared keys read so far (grows
+// while the frame is on top).
+enum { O_START, O_FIRST, O_KEY, O_COLON, O_VALUE_WS, O_IN_VALUE, O_NEXT, O_COMMA };
+struct opay {
+    uint64_t keyhash;
+    struct jdec d;
+    uint8_t phase, ws, pad[2];
+    int32_t count;   // members (keys closed)
+    int32_t req;     // required properties not yet seen
+    int32_t lo, hi;  // props whose name starts with the decoded key so far
+    uint32_t keylen; // decoded key bytes
+    int32_t cur;     // value node of the member being read
+    int32_t ord;     // ordered mode: next position in obj.order
+    uint32_t n_hash;
+};
+
+// JARRAY: frame a = phase, b = items, c = whitespace run.
+enum { A_START, A_FIRST, A_IN_ITEM, A_NEXT, A_COMMA };
+
+// REPEAT: frame a = count, b = phase.
+enum { R_START, R_ITEM, R_SEP };
+
+struct gl_mstate {
+    const struct gl_gir *ir;
+    int32_t max_threads, max_depth;
+    int overflow;
+    uint32_t n_threads;
+    uint32_t used; // bytes of buf
+    uint32_t cap;
+    uint8_t *buf;
+};
+
+// Per-thread scratch for one advance (never part of a state's value, so states
+// stay small: the matcher keeps one per accepted token for rollback). tmp holds
+// threads being closed (a stack: only the topmost may grow); out collects the
+// new set before it is sorted into the state.
+struct scratch {
+    uint8_t *tmp;
+    uint32_t tmp_top;
+    int fail; // a limit was hit during this advance
+    uint8_t *out;
+    uint32_t out_cap, out_used, out_n;
+    uint32_t *idx; // thread offsets in out (for sorting)
+    uint64_t *th;  // thread hashes in out, computed once a second thread arrives
+    uint32_t idx_cap;
+};
+static _Thread_local struct scratch X;
+
+// Frees a thread's scratch when the thread exits (registered on first use).
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+static void scratch_free(void *p)
+{
+    struct scratch *x = p;
+    gl_free(x->tmp);
+    gl_free(x->out);
+    gl_free(x->idx);
+    gl_free(x->th);
+    memset(x, 0, sizeof *x);
+}
+static void scratch_key_init(void)
+{
+    GL_ASSERT(pthread_key_create(&g_scratch_key, scratch_free) == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+static inline uint32_t r8(uint32_t n)
+{
+    return (n + 7u) & ~7u;
+}
+
+static inline struct thr *T(uint8_t *base, uint32_t off)
+{
+    return (struct thr *)(void *)(base + off);
+}
+static inline struct frm *F(struct thr *t, uint32_t off)
+{
+    return (struct frm *)(void *)((uint8_t *)t + off);
+}
+static inline struct frm *top_of(struct thr *t)
+{
+    return t->top ? F(t, t->top) : NULL;
+}
+static inline void *payload(struct frm *f)
+{
+    return (uint8_t *)f + sizeof *f;
+}
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+    // n is a multiple of 8: a multiply-xorshift over words.
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h ^= w;
+        h *= 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+    }
+    h ^= h >> 29;
+    h *= 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline int is_ws(uint8_t b)
+{
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r';
+}
+
+static int utf8_encode(uint32_t cp, uint8_t *o)
+{
+    if (cp < 0x80) {
+        o[0] = (uint8_t)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (uint8_t)(0xC0 | (cp >> 6));
+        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (uint8_t)(0xE0 | (cp >> 12));
+        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (uint8_t)(0xF0 | (cp >> 18));
+    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+static int hexval(uint8_t b)
+{
+    if (b >= '0' && b <= '9')
+        return b - '0';
+    if (b >= 'a' && b <= 'f')
+        return b - 'a' + 10;
+    if (b >= 'A' && b <= 'F')
+        return b - 'A' + 10;
+    return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON string decoding (shared by string values and object keys)
+
+enum { EV_REJECT, EV_MORE, EV_RAW, EV_CP, EV_QUOTE };
+struct jev {
+    int kind;
+    int lead, last; // EV_RAW: the byte starts / completes a code point
+    uint32_t cp;    // EV_CP
+    int nr;         // EV_MORE: code points still reachable, as ranges
+    uint32_t lo[3], hi[3];
+};
+
+static void ev_range(struct jev *e, uint32_t lo, uint32_t hi)
+{
+    if (lo <= hi) {
+        e->lo[e->nr] = lo;
+        e->hi[e->nr] = hi;
+        e->nr++;
+    }
+}
+
+// Code points reachable from a \u escape whose first k hex digits are v (k <
+// 4), or, with hs != 0, the low half of a pair after high surrogate hs.
+static void escape_ranges(struct jev *e, uint32_t v, int k, uint32_t hs)
+{
+    int sh = 4 * (4 - k);
+    uint32_t a = v << sh, b = ((v + 1) << sh) - 1;
+    e->kind = EV_MORE;
+    e->nr = 0;
+    if (hs) {
+        uint32_t x = a > 0xDC00 ? a : 0xDC00, y = b < 0xDFFF ? b : 0xDFFF;
+        uint32_t base = 0x10000 + ((hs - 0xD800) << 10);
+        if (x <= y)
+            ev_range(e, base + (x - 0xDC00), base + (y - 0xDC00));
+        return;
+    }
+    if (a <= 0xD7FF)
+        ev_range(e, a, b < 0xD7FF ? b : 0xD7FF);
+    uint32_t x = a > 0xD800 ? a : 0xD800, y = b < 0xDBFF ? b : 0xDBFF;
+    if (x <= y)
+        ev_range(e, 0x10000 + ((x - 0xD800) << 10), 0x10000 + ((y - 0xD800) << 10) + 0x3FF);
+    if (b >= 0xE000)
+        ev_range(e, a > 0xE000 ? a : 0xE000, b);
+}
+
+// One raw byte of UTF-8 (not for ASCII-special handling): 1 accepted (*lead: it
+// starts a code point), 0 invalid (overlongs, surrogates, > U+10FFFF, stray
+// continuation bytes).
+static int utf8_byte(struct jdec *d, uint8_t b, int *lead)
+{
+    *lead = 0;
+    if (d->need) {
+        if (b < d->lo || b > d->hi)
+            return 0;
+        d->need--;
+        d->lo = 0x80;
+        d->hi = 0xBF;
+        return 1;
+    }
+    *lead = 1;
+    if (b < 0x80)
+        return 1;
+    uint8_t lo = 0x80, hi = 0xBF, need;
+    if (b >= 0xC2 && b <= 0xDF) {
+        need = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        need = 2;
+        if (b == 0xE0)
+            lo = 0xA0; // overlong
+        if (b == 0xED)
+            hi = 0x9F; // surrogates
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 3;
+        if (b == 0xF0)
+            lo = 0x90; // overlong
+        if (b == 0xF4)
+            hi = 0x8F; // > U+10FFFF
+    } else {
+        return 0; // continuation without lead, C0/C1 overlongs, F5..FF
+    }
+    d->need = need;
+    d->lo = lo;
+    d->hi = hi;
+    return 1;
+}
+
+static void jdec_step(struct jdec *d, uint8_t b, struct jev *e)
+{
+    e->kind = EV_REJECT;
+    e->lead = e->last = 0;
+    if (d->need) {
+        if (b < d->lo || b > d->hi)
+            return;
+        d->need--;
+        d->lo = 0x80;
+        d->hi = 0xBF;
+        e->kind = EV_RAW;
+        e->last = d->need == 0;
+        return;
+    }
+    switch (d->esc) {
+    case E_NONE:
+        if (b == '"') {
+            e->kind = EV_QUOTE;
+        } else if (b == '\\') {
+            d->esc = E_BS;
+            e->kind = EV_MORE;
+            e->nr = 0;
+            ev_range(e, 0, 0xD7FF);
+            ev_range(e, 0xE000, 0x10FFFF);
+        } else if (b < 0x20) {
+            return;
+        } else if (b < 0x80) {
+            e->kind = EV_RAW;
+            e->lead = e->last = 1;
+        } else {
+            if (!utf8_byte(d, b, &e->lead))
+                return;
+            e->kind = EV_RAW;
+        }
+        return;
+    case E_BS: {
+        uint32_t cp;
+        switch (b) {
+        case '"':
+            cp = '"';
+            break;
+        case '\\':
+            cp = '\\';
+            break;
+        case '/':
+            cp = '/';
+            break;
+        case 'b':
+            cp = 8;
+            break;
+        case 'f':
+            cp = 12;
+            break;
+        case 'n':
+            cp = 10;
+            break;
+        case 'r':
+            cp = 13;
+            break;
+        case 't':
+            cp = 9;
+            break;
+        case 'u':
+            d->esc = E_U;
+            d->k = 0;
+            d->v = 0;
+            escape_ranges(e, 0, 0, 0);
+            return;
+        default:
+            return;
+        }
+        d->esc = E_NONE;
+        e->kind = EV_CP;
+        e->cp = cp;
+        return;
+    }
+    case E_U:
+    case E_L: {
+        int h = hexval(b);
+        if (h < 0)
+            return;
+        uint32_t v = (d->v << 4) | (uint32_t)h;
+        int k = d->k + 1;
+        int low = d->esc == E_L;
+        if (k < 4) {
+            escape_ranges(e, v, k, low ? d->hs : 0);
+            if (e->nr == 0) {
+                e->kind = EV_REJECT;
+                return;
+            }
+            d->v = v;
+            d->k = (uint8_t)k;
+            return;
+        }
+        if (low) {
+            if (v < 0xDC00 || v > 0xDFFF)
+                return;
+            e->kind = EV_CP;
+            e->cp = 0x10000 + ((d->hs - 0xD800) << 10) + (v - 0xDC00);
+            d->esc = E_NONE;
+            d->hs = 0;
+            d->v = 0;
+            d->k = 0;
+            return;
+        }
+        if (v >= 0xDC00 && v <= 0xDFFF)
+            return; // lone low surrogate
+        if (v >= 0xD800 && v <= 0xDBFF) {
+            d->hs = v;
+            d->esc = E_LBS;
+            d->v = 0;
+            d->k = 0;
+            escape_ranges(e, 0, 0, v);
+            return;
+        }
+        e->kind = EV_CP;
+        e->cp = v;
+        d->esc = E_NONE;
+        d->v = 0;
+        d->k = 0;
+        return;
+    }
+    case E_LBS:
+    case E_LU:
+        if (b != (d->esc == E_LBS ? '\\' : 'u'))
+            return; // a high surrogate must be followed by \u + low surrogate
+        d->esc = d->esc == E_LBS ? E_LU : E_L;
+        escape_ranges(e, 0, 0, d->hs);
+        return;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probing code points for viability. A prober answers, for the first n bytes of
+// a code point's UTF-8 (full = the whole code point), whether some acceptable
+// continuation remains.
+
+// Is some code point in [lo, hi] acceptable? Skips every code point sharing a
+// dead UTF-8 prefix.
+static int range_viable(struct gl_mstate *m, struct frm *f,
+                        int (*probe)(struct gl_mstate *, struct frm *, const uint8_t *, int, int),
+                        uint32_t lo, uint32_t hi)
+{
+    uint32_t cp = lo;
+    while (cp <= hi) {
+        if (cp >= 0xD800 && cp <= 0xDFFF) {
+            cp = 0xE000;
+            continue;
+        }
+        uint8_t u[4];
+        int n = utf8_encode(cp, u), k;
+        for (k = 1; k <= n; k++)
+            if (!probe(m, f, u, k, k == n))
+                break;
+        if (k > n)
+            return 1;
+        uint32_t step = 1u << (6 * (n - k));
+        cp = (cp / step + 1) * step;
+    }
+    return 0;
+}
+
+static int ranges_viable(struct gl_mstate *m, struct frm *f, const struct jev *e,
+                         int (*probe)(struct gl_mstate *, struct frm *, const uint8_t *, int, int))
+{
+    for (int i = 0; i < e->nr; i++)
+        if (range_viable(m, f, probe, e->lo[i], e->hi[i]))
+            return 1;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSTRING
+
+// Can the string still complete after its regexes read u (n bytes of the next
+// code point) and the code point is counted? Only a full code point is checked
+// against the budget.
+static int str_probe(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n, int full)
+{
+    const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
+    struct spay *p = payload(f);
+    int64_t count = (int64_t)f->a + 1;
+    if (s->max_chars >= 0 && count > s->max_chars)
+        return 0;
+    for (int32_t r = 0; r < s->n_regex; r++) {
+        struct gl_regex *re = m->ir->regexes[s->regexes[r]];
+        uint32_t st = p->re[r];
+        for (int i = 0; i < n && st != GL_RE_DEAD; i++)
+            st = gl_regex_step(re, st, u[i]);
+        if (st == GL_RE_DEAD)
+            return 0;
+        int32_t mc = gl_regex_min_chars(re, st);
+        if (mc < 0)
+            return 0;
+        if (s->max_chars >= 0 && count + mc > s->max_chars)
+            return 0;
+    }
+    (void)full;
+    return 1;
+}
+
+// Feeds decoded bytes u[0..n) (lead: they start a code point) to the regexes; 0
+// if the string could then no longer complete.
+static int str_feed(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n, int lead)
+{
+    const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
+    struct spay *p = payload(f);
+    if (lead) {
+        if (s->max_chars >= 0 && (int64_t)f->a + 1 > s->max_chars)
+            return 0;
+        // Unbounded strings: counts past min_chars are all alike (equal states
+        // share masks).
+        if (s->max_chars >= 0 || (int32_t)f->a < s->min_chars)
+            f->a++;
+    }
+    for (int32_t r = 0; r < s->n_regex; r++) {
+        struct gl_regex *re = m->ir->regexes[s->regexes[r]];
+        uint32_t st = p->re[r];
+        for (int i = 0; i < n && st != GL_RE_DEAD; i++)
+            st = gl_regex_step(re, st, u[i]);
+        if (st == GL_RE_DEAD)
+            return 0;
+        int32_t mc = gl_regex_min_chars(re, st);
+        if (mc < 0 || (s->max_chars >= 0 && (int64_t)f->a + mc > s->max_chars))
+            return 0;
+        p->re[r] = st;
+    }
+    return 1;
+}
+
+static int str_can_close(struct gl_mstate *m, struct frm *f)
+{
+    const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
+    struct spay *p = payload(f);
+    if (p->d.need || p->d.esc || (int32_t)f->a < s->min_chars)
+        return 0;
+    for (int32_t r = 0; r < s->n_regex; r++)
+        if (!gl_regex_is_accept(m->ir->regexes[s->regexes[r]], p->re[r]))
+            return 0;
+    return 1;
+}
+
+// 1: consumed (f updated), 2: consumed and the string is complete (pop), 0:
+// rejected.
+static int str_step(struct gl_mstate *m, struct frm *f, uint8_t b)
+{
+    const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
+    struct spay *p = payload(f);
+    if (s->raw) {
+        // Raw text: valid UTF-8 without '<' (control bytes allowed); ending is a
+        // closure branch.
+        int lead;
+        if (b == '<' || !utf8_byte(&p->d, b, &lead))
+            return 0;
+        return str_feed(m, f, &b, 1, lead);
+    }
+    if (f->b == S_OPEN) {
+        if (b != '"')
+            return 0;
+        f->b = S_BODY;
+        return 1;
+    }
+    struct jev e;
+    jdec_step(&p->d, b, &e);
+    switch (e.kind) {
+    case EV_QUOTE:
+        return str_can_close(m, f) ? 2 : 0;
+    case EV_RAW:
+        return str_feed(m, f, &b, 1, e.lead);
+    case EV_MORE:
+        if (s->n_regex == 0)
+            return s->max_chars < 0 || (int64_t)f->a + 1 <= s->max_chars;
+        return ranges_viable(m, f, &e, str_probe);
+    case EV_CP: {
+        uint8_t u[4];
+        int n = utf8_encode(e.cp, u);
+        return str_feed(m, f, u, n, 1);
+    }
+    default:
+        return 0;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JNUMBER
+
+static int num_bounded(const struct gl_gnum *n)
+{
+    return n->has_min || n->has_max;
+}
+
+// The effective double range [*lo, *hi] (exclusive bounds moved to the next
+// double).
+static void num_range(const struct gl_gnum *n, double *lo, double *hi)
+{
+    *lo = -HUGE_VAL;
+    *hi = HUGE_VAL;
+    if (n->has_min)
+        *lo = n->excl_min ? nextafter(n->min, HUGE_VAL) : n->min;
+    if (n->has_max)
+        *hi = n->excl_max ? nextafter(n->max, -HUGE_VAL) : n->max;
+}
+
+// Integer nodes: the integer range [*lo, *hi] (long double holds integers
+// exactly to 2^64).
+static void int_range(const struct gl_gnum *n, long double *lo, long double *hi)
+{
+    *lo = -HUGE_VALL;
+    *hi = HUGE_VALL;
+    if (n->has_min)
+        *lo = n->excl_min ? floorl((long double)n->min) + 1 : ceill((long double)n->min);
+    if (n->has_max)
+        *hi = n->excl_max ? ceill((long double)n->max) - 1 : floorl((long double)n->max);
+}
+
+// Some double d with d == a, or a <= d < b, lies in [lo, hi] (a, b: images of
+// the real interval [A, B) of completion values; B's image itself is excluded,
+// which is conservative).
+static int img_hit(double a, double b, double lo, double hi)
+{
+    if (a >= lo && a <= hi)
+        return 1;
+    double ub = nextafter(b, -HUGE_VAL);
+    double x = a > lo ? a : lo, y = ub < hi ? ub : hi;
+    return x <= y && b > a;
+}
+
+// Same for negative completions: real values in (-B, -A]; images -b < d <= -a
+// (-a attained).
+static int img_hit_neg(double a, double b, double lo, double hi)
+{
+    if (-a >= lo && -a <= hi)
+        return 1;
+    double lb = nextafter(-b, HUGE_VAL);
+    double x = lb > lo ? lb : lo, y = -a < hi ? -a : hi;
+    return x <= y;
+}
+
+// Increments the decimal digit string s[0..n) in place (carry); returns 1 if it
+// overflowed (all nines: the caller prepends a 1).
+static int dec_inc(char *s, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        if (s[i] == '.')
+            continue;
+        if (s[i] < '9') {
+            s[i]++;
+            return 0;
+        }
+        s[i] = '0';
+    }
+    return 1;
+}
+
+// Can the bounded number whose text so far is t[0..len) (no exponent) still
+// complete inside its range? Exact over the reals reachable by completions,
+// mapped through strtod's rounding.
+static int num_viable(const struct gl_gnum *nm, const char *t, int len, int phase)
+{
+    int neg = len > 0 && t[0] == '-';
+    const char *d = t + neg;
+    int dl = len - neg;
+    if (nm->integer) {
+        long double lo, hi;
+        int_range(nm, &lo, &hi);
+        if (lo > hi)
+            return 0;
+        if (dl == 0) // "-": any integer <= 0
+            return lo <= 0;
+        long double I = strtold(d, NULL);
+        if (neg)
+            I = -I;
+        if (phase != N_INT) // "0", "-0", or a fixed integer with ".0"
+            return I >= lo && I <= hi;
+        // |v| in [I*10^k, (I+1)*10^k - 1] for k >= 0 while the text fits.
+        long double a = neg ? -I : I, b = a + 1;
+        for (int k = 0; len + k < NUM_TEXT - 1; k++) {
+            long double x = neg ? -(b - 1) : a, y = neg ? -a : b - 1;
+            if (x <= hi && y >= lo)
+                return 1;
+            if (!neg && x > hi)
+                return 0;
+            if (neg && y < lo)
+                return 0;
+            a *= 10;
+            b *= 10;
+        }
+        return 0;
+    }
+    double lo, hi;
+    num_range(nm, &lo, &hi);
+    if (!(lo <= hi))
+        return 0;
+    if (dl == 0) // "-": values (-inf, 0]
+        return lo <= 0;
+    char buf[2 * NUM_TEXT + 4];
+    if (phase == N_ZERO || phase == N_INT) {
+        // Integer part so far; completions: more digits (k of them) and any
+        // fraction.
+        int zero = phase == N_ZERO;
+        for (int k = 0; zero ? k == 0 : len + k < NUM_TEXT - 1; k++) {
+            memcpy(buf, d, (size_t)dl);
+            memset(buf + dl, '0', (size_t)k);
+            buf[dl + k] = 0;
+            double a = strtod(buf, NULL);
+            memcpy(buf + 1, d, (size_t)dl);
+            memset(buf + 1 + dl, '0', (size_t)k);
+            buf[0] = '0';
+            buf[dl + k + 1] = 0;
+            if (dec_inc(buf + 1, dl))
+                buf[0] = '1';
+            double b = strtod(buf, NULL);
+            if (neg ? img_hit_neg(a, b, lo, hi) : img_hit(a, b, lo, hi))
+                return 1;
+            if (!neg && a > hi)
+                return 0;
+            if (neg && -a < lo)
+                return 0;
+        }
+        return 0;
+    }
+    // "I." or "I.F": completions in [I.F, I.F + 10^-|F|).
+    memcpy(buf + 1, d, (size_t)dl);
+    buf[0] = '0';
+    int bl = dl + 1;
+    if (buf[bl - 1] == '.')
+        buf[--bl] = 0;
+    buf[bl] = 0;
+    double a = strtod(buf + 1, NULL);
+    if (dec_inc(buf + 1, bl - 1))
+        buf[0] = '1';
+    double b = strtod(buf, NULL);
+    return neg ? img_hit_neg(a, b, lo, hi) : img_hit(a, b, lo, hi);
+}
+
+// Is the bounded number text complete and in range?
+static int num_final_ok(const struct gl_gnum *nm, const char *t, int len)
+{
+    char buf[NUM_TEXT];
+    memcpy(buf, t, (size_t)len);
+    buf[len] = 0;
+    if (nm->integer) {
+        long double lo, hi, v = strtold(buf, NULL);
+        int_range(nm, &lo, &hi);
+        return v >= lo && v <= hi;
+    }
+    double lo, hi, v = strtod(buf, NULL);
+    num_range(nm, &lo, &hi);
+    return v >= lo && v <= hi;
+}
+
+static int num_phase_final(int ph)
+{
+    return ph == N_ZERO || ph == N_INT || ph == N_FRAC || ph == N_EXPD;
+}
+
+static int num_step(struct gl_mstate *m, struct frm *f, uint8_t b)
+{
+    const struct gl_gnum *nm = &m->ir->nodes[f->node].u.num;
+    int bounded = num_bounded(nm);
+    int ph = (int)f->a, np = -1;
+    int digit = b >= '0' && b <= '9';
+    switch (ph) {
+    case N_START:
+        if (b == '-')
+            np = N_MINUS;
+        else if (b == '0')
+            np = N_ZERO;
+        else if (digit)
+            np = N_INT;
+        break;
+    case N_MINUS:
+        if (b == '0')
+            np = N_ZERO;
+        else if (digit)
+            np = N_INT;
+        break;
+    case N_ZERO:
+    case N_INT:
+        if (digit && ph == N_INT)
+            np = N_INT;
+        else if (b == '.')
+            np = N_DOT;
+        else if ((b == 'e' || b == 'E') && !nm->integer && !bounded)
+            np = N_EXP;
+        break;
+    case N_DOT:
+    case N_FRAC:
+        if (nm->integer ? b == '0' : digit)
+            np = N_FRAC;
+        else if (ph == N_FRAC && (b == 'e' || b == 'E') && !nm->integer && !bounded)
+            np = N_EXP;
+        break;
+    case N_EXP:
+        if (b == '+' || b == '-')
+            np = N_EXPSIGN;
+        else if (digit)
+            np = N_EXPD;
+        break;
+    case N_EXPSIGN:
+    case N_EXPD:
+        if (digit)
+            np = N_EXPD;
+        break;
+    }
+    if (np < 0)
+        return 0;
+    if (bounded) {
+        // Bounded numbers keep their text (at most NUM_TEXT - 1 bytes; longer is
+        // refused) and check at every byte that the range is still reachable. No
+        // exponent (restriction).
+        char *t = payload(f);
+        if (f->b >= NUM_TEXT - 1)
+            return 0;
+        t[f->b] = (char)b;
+        if (!num_viable(nm, t, (int)f->b + 1, np)) {
+            t[f->b] = 0;
+            return 0;
+        }
+        f->b++;
+    }
+    f->a = (uint32_t)np;
+    return 1;
+}
+
+static int num_can_end(struct gl_mstate *m, struct frm *f)
+{
+    const struct gl_gnum *nm = &m->ir->nodes[f->node].u.num;
+    if (!num_phase_final((int)f->a))
+        return 0;
+    if (!num_bounded(nm))
+        return 1;
+    return num_final_ok(nm, payload(f), (int)f->b);
+}
+
+// The node's language is non-empty (checked before the first byte).
+static int num_nonempty(const struct gl_gnum *nm)
+{
+    if (!num_bounded(nm))
+        return 1;
+    if (nm->integer) {
+        long double lo, hi;
+        int_range(nm, &lo, &hi);
+        return lo <= hi;
+    }
+    double lo, hi;
+    num_range(nm, &lo, &hi);
+    return lo <= hi;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JOBJECT
+
+static inline struct opay *OP(struct frm *f)
+{
+    return payload(f);
+}
+// Payload layout: opay, seen bitset, pattern states, (8-aligned) key hashes.
+static inline uint32_t o_pat_off(const struct gl_gobj *o)
+{
+    return (uint32_t)(sizeof(struct opay) + 4u * (((uint32_t)o->n_props + 31) / 32));
+}
+static inline uint32_t o_hash_off(const struct gl_gobj *o)
+{
+    return r8(o_pat_off(o) + 4u * (uint32_t)o->n_patterns);
+}
+// Ordered mode: position of prop i in obj.order (a scan: ordered objects are
+// rare and small).
+static int32_t o_pos(const struct gl_gobj *o, int32_t i)
+{
+    for (int32_t k = 0; k < o->n_props; k++)
+        if (o->order[k] == i)
+            return k;
+    return o->n_props;
+}
+static inline uint32_t *o_seen(struct frm *f)
+{
+    return (uint32_t *)(void *)((uint8_t *)payload(f) + sizeof(struct opay));
+}
+static inline uint32_t *o_pats(struct gl_mstate *m, struct frm *f)
+{
+    return (uint32_t *)(void *)((uint8_t *)payload(f) + o_pat_off(&m->ir->nodes[f->node].u.obj));
+}
+static inline uint64_t *o_hashes(struct gl_mstate *m, struct frm *f)
+{
+    return (uint64_t *)(void *)((uint8_t *)payload(f) + o_hash_off(&m->ir->nodes[f->node].u.obj));
+}
+static inline int seen_get(struct frm *f, int32_t i)
+{
+    return (o_seen(f)[i >> 5] >> (i & 31)) & 1;
+}
+
+// Optional members (non-required props, pattern and additional keys) can still
+// be added without making the required ones exceed max_props.
+static int o_allow_optional(const struct gl_gobj *o, const struct opay *p)
+{
+    return o->max_props < 0 || (int64_t)p->count + 1 + p->req <= o->max_props;
+}
+
+// First order position >= ord holding a required prop (n_props if none).
+static int32_t o_first_req(const struct gl_gobj *o, int32_t ord)
+{
+    for (int32_t i = ord; i < o->n_props; i++)
+        if (o->props[o->order[i]].required)
+            return i;
+    return o->n_props;
+}
+
+// May declared prop i be the next key (unseen, in order, within the count
+// budget)?
+static int o_prop_ok(struct gl_mstate *m, struct frm *f, int32_t i, int allow_opt)
+{
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    if (seen_get(f, i))
+        return 0;
+    if (!o->props[i].required && !allow_opt)
+        return 0;
+    if (o->order) {
+        int32_t pos = o_pos(o, i);
+        struct opay *p = OP(f);
+        if (pos < p->ord || pos > o_first_req(o, p->ord))
+            return 0;
+    }
+    return 1;
+}
+
+// Non-declared keys (patterns, additional) are possible now: budget and, in
+// ordered mode, only once no required declared prop is left.
+static int o_extra_ok(struct gl_mstate *m, struct frm *f)
+{
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    struct opay *p = OP(f);
+    if (!o_allow_optional(o, p))
+        return 0;
+    if (o->order && p->req > 0)
+        return 0;
+    return 1;
+}
+
+// Some key can be started now (after '{' or ',').
+static int o_can_add(struct gl_mstate *m, struct frm *f)
+{
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    struct opay *p = OP(f);
+    if (o->max_props >= 0 && p->count >= o->max_props)
+        return 0;
+    if (o_extra_ok(m, f) && (o->additional >= 0 || o->n_patterns > 0))
+        return 1;
+    int allow = o_allow_optional(o, p);
+    for (int32_t i = 0; i < o->n_props; i++)
+        if (o_prop_ok(m, f, i, allow))
+            return 1;
+    return 0;
+}
+
+static int o_can_close(const struct gl_gobj *o, const struct opay *p)
+{
+    return p->req == 0 && p->count >= o->min_props;
+}
+
+// Some acceptable key extends the decoded key so far plus u[0..n) (not yet
+// applied).
+static int key_probe(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n, int full)
+{
+    (void)full;
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    struct opay *p = OP(f);
+    int extra = o_extra_ok(m, f);
+    if (extra && o->additional >= 0)
+        return 1; // infinitely many non-declared keys extend any prefix
+    int allow = o_allow_optional(o, p);
+    for (int32_t i = p->lo; i < p->hi; i++) {
+        const struct gl_gbytes *nm = &o->props[i].name;
+        if (nm->len >= p->keylen + (uint32_t)n && !memcmp(nm->p + p->keylen, u, (size_t)n) &&
+            o_prop_ok(m, f, i, allow))
+            return 1;
+    }
+    if (extra) {
+        uint32_t *ps = o_pats(m, f);
+        for (int32_t k = 0; k < o->n_patterns; k++) {
+            struct gl_regex *re = m->ir->regexes[o->patterns[k].re];
+            uint32_t st = ps[k];
+            for (int i = 0; i < n && st != GL_RE_DEAD; i++)
+                st = gl_regex_step(re, st, u[i]);
+            if (st != GL_RE_DEAD)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+// Applies one decoded key byte: narrows the prop range, steps the pattern
+// states, hashes.
+static void key_apply(struct gl_mstate *m, struct frm *f, uint8_t b)
+{
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    struct opay *p = OP(f);
+    uint32_t kl = p->keylen;
+    // Props in [lo, hi) share the first kl bytes; the one of length kl (if any)
+    // is first, the rest are sorted by byte kl.
+    int32_t lo = p->lo, hi = p->hi;
+    if (lo < hi && o->props[lo].name.len == kl)
+        lo++;
+    int32_t a = lo, z = hi;
+    while (a < z) { // first with byte >= b
+        int32_t mid = a + (z - a) / 2;
+        if (o->props[mid].name.p[kl] < b)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    int32_t s = a;
+    z = hi;
+    while (a < z) { // first with byte > b
+        int32_t mid = a + (z - a) / 2;
+        if (o->props[mid].name.p[kl] <= b)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    p->lo = s;
+    p->hi = a;
+    uint32_t *ps = o_pats(m, f);
+    for (int32_t k = 0; k < o->n_patterns; k++)
+        if (ps[k] != GL_RE_DEAD)
+            ps[k] = gl_regex_step(m->ir->regexes[o->patterns[k].re], ps[k], b);
+    p->keyhash = (p->keyhash ^ b) * 0x100000001B3ull;
+    p->keyhash ^= p->keyhash >> 29;
+    p->keylen++;
+}
+
+static int key_feed(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n)
+{
+    if (!key_probe(m, f, u, n, 1))
+        return 0;
+    for (int i = 0; i < n; i++)
+        key_apply(m, f, u[i]);
+    return 1;
+}
+
+static int grow_top(struct thr *t, uint32_t by);
+
+// The closing quote of a key: decide the member. 1 ok, 0 rejected.
+static int key_close(struct gl_mstate *m, struct thr *t, struct frm *f)
+{
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    struct opay *p = OP(f);
+    if (p->d.need || p->d.esc)
+        return 0;
+    int allow = o_allow_optional(o, p);
+    if (p->lo < p->hi && o->props[p->lo].name.len == p->keylen) {
+        // The decoded key is a declared name: that prop or nothing
+        // (escape-equivalence).
+        int32_t i = p->lo;
+        if (!o_prop_ok(m, f, i, allow))
+            return 0; // duplicate, out of order, or over budget
+        o_seen(f)[i >> 5] |= 1u << (i & 31);
+        if (o->props[i].required)
+            p->req--;
+        if (o->order)
+            p->ord = o_pos(o, i) + 1;
+        p->cur = o->props[i].value;
+        if (o->max_props >= 0 || p->count < o->min_props)
+            p->count++; // unbounded: counts past min_props are all alike
+        return 1;
+    }
+    if (!o_extra_ok(m, f))
+        return 0;
+    int32_t target = -1;
+    uint32_t *ps = o_pats(m, f);
+    for (int32_t k = 0; k < o->n_patterns && target < 0; k++) // the first matching pattern wins
+        if (gl_regex_is_accept(m->ir->regexes[o->patterns[k].re], ps[k]))
+            target = o->patterns[k].value;
+    if (target < 0)
+        target = o->additional;
+    if (target < 0)
+        return 0;
+    uint64_t *hs = o_hashes(m, f);
+    uint64_t h = p->keyhash ^ ((uint64_t)p->keylen << 56);
+    for (uint32_t i = 0; i < p->n_hash; i++)
+        if (hs[i] == h)
+            return 0; // duplicate key
+    if (!grow_top(t, 8))
+        return 0;
+    f = top_of(t);
+    p = OP(f);
+    hs = o_hashes(m, f);
+    hs[p->n_hash++] = h;
+    if (o->order)
+        p->ord = o->n_props;
+    p->cur = target;
+    if (o->max_props >= 0 || p->count < o->min_props)
+        p->count++; // unbounded: counts past min_props are all alike
+    return 1;
+}
+
+static void key_start(struct gl_mstate *m, struct frm *f)
+{
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    struct opay *p = OP(f);
+    memset(&p->d, 0, sizeof p->d);
+    p->lo = 0;
+    p->hi = o->n_props;
+    p->keylen = 0;
+    p->keyhash = 0xCBF29CE484222325ull;
+    uint32_t *ps = o_pats(m, f);
+    for (int32_t k = 0; k < o->n_patterns; k++)
+        ps[k] = gl_regex_start(m->ir->regexes[o->patterns[k].re]);
+}
+
+// 1 consumed, 2 consumed and the object is complete (pop), 0 rejected.
+static int obj_step(struct gl_mstate *m, struct thr *t, struct frm *f, uint8_t b)
+{
+    const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
+    struct opay *p = OP(f);
+    int wsmax = m->ir->ws_max;
+    switch (p->phase) {
+    case O_START:
+        if (b != '{')
+            return 0;
+        // Completable at all: the required props fit max_props, min_props is
+        // reachable.
+        if ((o->max_props >= 0 && p->req > o->max_props) ||
+            (o->additional < 0 && o->n_patterns == 0 && o->n_props < o->min_props))
+            return 0;
+        p->phase = O_FIRST;
+        p->ws = 0;
+        return 1;
+    case O_FIRST:
+    case O_NEXT:
+    case O_COMMA:
+    case O_COLON:
+    case O_VALUE_WS:
+        if (is_ws(b)) {
+            if (p->ws >= wsmax)
+                return 0;
+            p->ws++;
+            return 1;
+        }
+        if (b == '"' && (p->phase == O_FIRST || p->phase == O_COMMA) && o_can_add(m, f)) {
+            p->phase = O_KEY;
+            key_start(m, f);
+            return 1;
+        }
+        if (b == '}' && (p->phase == O_FIRST || p->phase == O_NEXT) && o_can_close(o, p))
+            return 2;
+        if (b == ',' && p->phase == O_NEXT && o_can_add(m, f)) {
+            p->phase = O_COMMA;
+            p->ws = 0;
+            return 1;
+        }
+        if (b == ':' && p->phase == O_COLON) {
+            p->phase = O_VALUE_WS;
+            p->ws = 0;
+            return 1;
+        }
+        return 0;
+    case O_KEY: {
+        struct jev e;
+        jdec_step(&p->d, b, &e);
+        switch (e.kind) {
+        case EV_QUOTE:
+            if (!key_close(m, t, f))
+                return 0;
+            // key_close grew the frame in place: f and p are still valid.
+            // Clear the key scratch so equal objects have equal bytes (shared masks).
+            memset(&p->d, 0, sizeof p->d);
+            p->lo = p->hi = 0;
+            p->keylen = 0;
+            p->keyhash = 0;
+            memset(o_pats(m, f), 0, 4u * (uint32_t)o->n_patterns);
+            p->phase = O_COLON;
+            p->ws = 0;
+            return 1;
+        case EV_RAW:
+            return key_feed(m, f, &b, 1);
+        case EV_MORE:
+            if (o_extra_ok(m, f) && o->additional >= 0)
+                return 1;
+            return ranges_viable(m, f, &e, key_probe);
+        case EV_CP: {
+            uint8_t u[4];
+            int n = utf8_encode(e.cp, u);
+            return key_feed(m, f, u, n);
+        }
+        default:
+            return 0;
+        }
+    }
+    default:
+        return 0;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JARRAY
+
+static int arr_item_allowed(const struct gl_garr *a, int32_t count)
+{
+    if (a->max_items >= 0 && count >= a->max_items)
+        return 0;
+    return count < a->n_prefix || a->items >= 0;
+}
+
+static int arr_step(struct gl_mstate *m, struct frm *f, uint8_t b)
+{
+    const struct gl_garr *a = &m->ir->nodes[f->node].u.arr;
+    int wsmax = m->ir->ws_max;
+    switch (f->a) {
+    case A_START:
+        if (b != '[')
+            return 0;
+        if (a->items < 0 && a->n_prefix < a->min_items)
+            return 0; // min_items unreachable: empty language
+        f->a = A_FIRST;
+        f->c = 0;
+        return 1;
+    case A_FIRST:
+    case A_NEXT:
+    case A_COMMA:
+        if (is_ws(b)) {
+            if ((int)f->c >= wsmax)
+                return 0;
+            f->c++;
+            return 1;
+        }
+        if (b == ']' && f->a != A_COMMA && (int32_t)f->b >= a->min_items)
+            return 2;
+        if (b == ',' && f->a == A_NEXT && arr_item_allowed(a, (int32_t)f->b)) {
+            f->a = A_COMMA;
+            f->c = 0;
+            return 1;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads: push/pop in the closure scratch
+
+static int grow_top(struct thr *t, uint32_t by)
+{
+    // t is the topmost thread of tmp (only it may grow).
+    uint32_t toff = (uint32_t)((uint8_t *)t - X.tmp);
+    if (t->size + by > MAX_THREAD_BYTES || toff + t->size + by > TMP_BYTES) {
+        X.fail = 1;
+        return 0;
+    }
+    struct frm *f = top_of(t);
+    memset((uint8_t *)t + t->size, 0, by);
+    f->size += by;
+    t->size += by;
+    if (toff + t->size > X.tmp_top)
+        X.tmp_top = toff + t->size;
+    return 1;
+}
+
+// Payload bytes of a freshly pushed frame for node n (multiple of 8).
+static uint32_t payload_size(const struct gl_gnode *n)
+{
+    switch (n->kind) {
+    case GN_JSTRING:
+        return r8((uint32_t)(sizeof(struct spay) + 4u * (uint32_t)n->u.str.n_regex));
+    case GN_JNUMBER:
+        return num_bounded(&n->u.num) ? NUM_TEXT : 0;
+    case GN_JOBJECT:
+        return o_hash_off(&n->u.obj);
+    default:
+        return 0;
+    }
+}
+
+static int push(struct gl_mstate *m, struct thr *t, int32_t node)
+{
+    uint32_t toff = (uint32_t)((uint8_t *)t - X.tmp);
+    uint32_t fs = (uint32_t)sizeof(struct frm) + payload_size(&m->ir->nodes[node]);
+    if ((int32_t)t->depth >= m->max_depth || t->size + fs > MAX_THREAD_BYTES ||
+        toff + t->size + fs > TMP_BYTES) {
+        X.fail = 1;
+        return 0;
+    }
+    struct frm *f = F(t, t->size);
+    memset(f, 0, fs);
+    f->node = node;
+    f->size = fs;
+    f->prev = t->top;
+    t->top = t->size;
+    t->size += fs;
+    t->depth++;
+    if (toff + t->size > X.tmp_top)
+        X.tmp_top = toff + t->size;
+    const struct gl_gnode *n = &m->ir->nodes[node];
+    if (n->kind == GN_REGEX) {
+        f->a = gl_regex_start(m->ir->regexes[n->u.regex.re]);
+    } else if (n->kind == GN_JSTRING) {
+        struct spay *p = payload(f);
+        for (int32_t r = 0; r < n->u.str.n_regex; r++)
+            p->re[r] = gl_regex_start(m->ir->regexes[n->u.str.regexes[r]]);
+        f->b = n->u.str.raw ? S_BODY : S_OPEN;
+    } else if (n->kind == GN_JOBJECT) {
+        struct opay *p = payload(f);
+        p->phase = O_START;
+        p->req = 0;
+        for (int32_t k = 0; k < n->u.obj.n_props; k++)
+            p->req += n->u.obj.props[k].required;
+        p->cur = -1;
+    }
+    return 1;
+}
+
+static void pop(struct thr *t)
+{
+    struct frm *f = top_of(t);
+    GL_ASSERT(f);
+    t->size = t->top;
+    t->top = f->prev;
+    t->depth--;
+}
+
+// Appends a finished thread to the output set unless an equal one is there.
+static void emit(struct gl_mstate *m, struct thr *t)
+{
+    t->pad = 0;
+    uint64_t h = 0;
+    if (X.out_n > 0) {
+        // Dedupe by hash first (ambiguous grammars keep hundreds of threads); the common
+        // single-thread case never hashes.
+        if (X.out_n == 1)
+            X.th[0] =
+                hash_bytes(X.out + sizeof(struct thr), T(X.out, 0)->size - sizeof(struct thr));
+        h = hash_bytes((uint8_t *)t + sizeof *t, t->size - sizeof *t);
+        for (uint32_t i = 0; i < X.out_n; i++) {
+            if (X.th[i] != h)
+                continue;
+            struct thr *o = T(X.out, X.idx[i]);
+            if (o->size == t->size && !memcmp(o, t, t->size))
+                return;
+        }
+    }
+    if ((int32_t)X.out_n >= m->max_threads) {
+        X.fail = 1;
+        return;
+    }
+    X.th[X.out_n] = h;
+    X.idx[X.out_n] = X.out_used;
+    if (X.out_used + t->size > X.out_cap) {
+        uint32_t cap = X.out_cap * 2;
+        while (cap < X.out_used + t->size)
+            cap *= 2;
+        uint8_t *nb = gl_realloc(X.out, cap);
+        if (!nb) {
+            X.fail = 1;
+            return;
+        }
+        X.out = nb;
+        X.out_cap = cap;
+    }
+    memcpy(X.out + X.out_used, t, t->size);
+    X.out_used += t->size;
+    X.out_n++;
+}
+
+// Copies the thread at toff to the top of tmp; returns its offset (0 on
+// failure: tmp offsets start at 8 so 0 is never a thread).
+static uint32_t dup(uint32_t toff)
+{
+    struct thr *t = T(X.tmp, toff);
+    uint32_t at = X.tmp_top;
+    if (at + t->size > TMP_BYTES) {
+        X.fail = 1;
+        return 0;
+    }
+    memcpy(X.tmp + at, t, t->size);
+    X.tmp_top = at + t->size;
+    return at;
+}
+
+static void close_thr(struct gl_mstate *m, uint32_t toff, uint32_t fresh, int child_fresh);
+
+static void branch_pop(struct gl_mstate *m, uint32_t toff, uint32_t fresh)
+{
+    uint32_t save = X.tmp_top;
+    uint32_t c = dup(toff);
+    if (!c)
+        return;
+    struct thr *t = T(X.tmp, c);
+    uint32_t idx = t->depth - 1;
+    int cf = idx >= fresh;
+    pop(t);
+    if (t->depth < fresh)
+        fresh = t->depth;
+    close_thr(m, c, fresh, cf);
+    X.tmp_top = save;
+}
+
+// Epsilon closure: moves the thread to consuming positions, emitting each.
+// fresh: frames at depth index >= fresh were pushed during this closure (an
+// iteration of a REPEAT whose child completes while fresh matched "" and ends
+// the repetition, so closure terminates).
+static void close_thr(struct gl_mstate *m, uint32_t toff, uint32_t fresh, int child_fresh)
+{
+    for (int guard = 0; !X.fail; guard++) {
+        if (guard > 100000) {
+            X.fail = 1;
+            return;
+        }
+        struct thr *t = T(X.tmp, toff);
+        struct frm *f = top_of(t);
+        if (!f) {
+            emit(m, t);
+            return;
+        }
+        const struct gl_gnode *n = &m->ir->nodes[f->node];
+        int do_pop = 0;
+        switch (n->kind) {
+        case GN_EMPTY:
+            do_pop = 1;
+            break;
+        case GN_BYTES:
+            if (f->a < n->u.bytes.len) {
+                emit(m, t);
+                return;
+            }
+            do_pop = 1;
+            break;
+        case GN_TOKEN:
+            emit(m, t);
+            return;
+        case GN_REGEX: {
+            struct gl_regex *re = m->ir->regexes[n->u.regex.re];
+            if (f->a == GL_RE_DEAD)
+                return;
+            if (gl_regex_is_accept(re, f->a))
+                branch_pop(m, toff, fresh);
+            emit(m, T(X.tmp, toff));
+            return;
+        }
+        case GN_WS:
+            if ((int)f->a < m->ir->ws_max) {
+                branch_pop(m, toff, fresh);
+                emit(m, T(X.tmp, toff));
+                return;
+            }
+            do_pop = 1;
+            break;
+        case GN_SEQ:
+            if ((int32_t)f->a < n->u.list.n) {
+                int32_t kid = n->u.list.kids[f->a];
+                f->a++;
+                if (!push(m, t, kid))
+                    return;
+                continue;
+            }
+            do_pop = 1;
+            break;
+        case GN_ALT: {
+            if (n->u.list.n == 0)
+                return;
+            for (int32_t k = 0; k + 1 < n->u.list.n && !X.fail; k++) {
+                uint32_t save = X.tmp_top;
+                uint32_t c = dup(toff);
+                if (!c)
+                    return;
+                struct thr *ct = T(X.tmp, c);
+                pop(ct);
+                uint32_t fr = ct->depth < fresh ? ct->depth : fresh;
+                if (push(m, ct, n->u.list.kids[k]))
+                    close_thr(m, c, fr, 0);
+                X.tmp_top = save;
+            }
+            t = T(X.tmp, toff);
+            pop(t);
+            if (t->depth < fresh)
+                fresh = t->depth;
+            if (!push(m, t, n->u.list.kids[n->u.list.n - 1]))
+                return;
+            continue;
+        }
+        case GN_REPEAT: {
+            int32_t min = n->u.rep.min, max = n->u.rep.max;
+            if (f->b == R_START) {
+                if (max == 0) {
+                    do_pop = 1;
+                    break;
+                }
+                if (min == 0)
+                    branch_pop(m, toff, fresh);
+                t = T(X.tmp, toff);
+                f = top_of(t);
+                f->b = R_ITEM;
+                if (!push(m, t, n->u.rep.kid))
+                    return;
+                continue;
+            }
+            if (f->b == R_SEP) {
+                f->b = R_ITEM;
+                if (!push(m, t, n->u.rep.kid))
+                    return;
+                continue;
+            }
+            // R_ITEM: the child just completed.
+            int64_t cnt = (int64_t)f->a + 1;
+            if (max < 0 && cnt > min)
+                cnt = min; // unbounded: counts past min are all alike (keeps states
+                           // finite)
+            f->a = (uint32_t)cnt;
+            if (child_fresh) {
+                do_pop = 1; // an iteration matched "": more iterations add nothing
+                break;
+            }
+            int more = max < 0 || cnt < max;
+            if (!more) {
+                do_pop = 1;
+                break;
+            }
+            if (cnt >= min)
+                branch_pop(m, toff, fresh);
+            t = T(X.tmp, toff);
+            f = top_of(t);
+            if (n->u.rep.sep >= 0) {
+                f->b = R_SEP;
+                if (!push(m, t, n->u.rep.sep))
+                    return;
+            } else {
+                if (!push(m, t, n->u.rep.kid))
+                    return;
+            }
+            continue;
+        }
+        case GN_JSTRING:
+            if (n->u.str.raw && str_can_close(m, f))
+                branch_pop(m, toff, fresh);
+            emit(m, T(X.tmp, toff));
+            return;
+        case GN_JNUMBER:
+            if (f->a == N_START && !num_nonempty(&n->u.num))
+                return;
+            if (num_can_end(m, f))
+                branch_pop(m, toff, fresh);
+            emit(m, T(X.tmp, toff));
+            return;
+        case GN_JOBJECT: {
+            struct opay *p = OP(f);
+            if (p->phase == O_IN_VALUE) {
+                p->phase = O_NEXT;
+                p->ws = 0;
+                emit(m, t);
+                return;
+            }
+            if (p->phase == O_VALUE_WS) {
+                int32_t v = p->cur;
+                if (p->ws < m->ir->ws_max)
+                    emit(m, t);
+                t = T(X.tmp, toff);
+                f = top_of(t);
+                OP(f)->phase = O_IN_VALUE;
+                if (!push(m, t, v))
+                    return;
+                continue;
+            }
+            emit(m, t);
+            return;
+        }
+        case GN_JARRAY: {
+            const struct gl_garr *a = &n->u.arr;
+            if (f->a == A_IN_ITEM) {
+                f->a = A_NEXT;
+                // Unbounded arrays: counts past the prefix and min_items are all alike.
+                if (a->max_items >= 0 || (int32_t)f->b < a->n_prefix ||
+                    (int32_t)f->b < a->min_items)
+                    f->b++;
+                f->c = 0;
+                emit(m, t);
+                return;
+            }
+            if ((f->a == A_FIRST || f->a == A_COMMA) && arr_item_allowed(a, (int32_t)f->b)) {
+                int32_t kid = (int32_t)f->b < a->n_prefix ? a->prefix[f->b] : a->items;
+                // The consumer (whitespace, or ']' after '[') stays unless nothing is
+                // left.
+                if ((int)f->c < m->ir->ws_max || f->a == A_FIRST)
+                    emit(m, t);
+                t = T(X.tmp, toff);
+                f = top_of(t);
+                f->a = A_IN_ITEM;
+                if (!push(m, t, kid))
+                    return;
+                continue;
+            }
+            if (f->a == A_COMMA)
+                return; // cannot happen: ',' needs an allowed item
+            emit(m, t);
+            return;
+        }
+        }
+        if (do_pop) {
+            uint32_t idx = t->depth - 1;
+            child_fresh = idx >= fresh;
+            pop(t);
+            if (t->depth < fresh)
+                fresh = t->depth;
+            continue;
+        }
+    }
+}
+
+// Steps the consuming thread at toff on byte b: 1 consumed (closure needed), 0
+// rejected.
+static int step_thr(struct gl_mstate *m, uint32_t toff, uint8_t b)
+{
+    struct thr *t = T(X.tmp, toff);
+    struct frm *f = top_of(t);
+    if (!f)
+        return 0;
+    const struct gl_gnode *n = &m->ir->nodes[f->node];
+    int r = 0;
+    switch (n->kind) {
+    case GN_BYTES:
+        if (f->a < n->u.bytes.len && n->u.bytes.p[f->a] == b) {
+            f->a++;
+            r = f->a == n->u.bytes.len ? 2 : 1;
+        }
+        break;
+    case GN_REGEX: {
+        uint32_t s = gl_regex_step(m->ir->regexes[n->u.regex.re], f->a, b);
+        if (s != GL_RE_DEAD) {
+            f->a = s;
+            r = 1;
+        }
+        break;
+    }
+    case GN_WS:
+        if (is_ws(b) && (int)f->a < m->ir->ws_max) {
+            f->a++;
+            r = 1;
+        }
+        break;
+    case GN_JSTRING:
+        r = str_step(m, f, b);
+        break;
+    case GN_JNUMBER:
+        r = num_step(m, f, b);
+        break;
+    case GN_JOBJECT:
+        r = obj_step(m, t, f, b);
+        break;
+    case GN_JARRAY:
+        r = arr_step(m, f, b);
+        break;
+    default:
+        r = 0;
+        break;
+    }
+    if (r == 2)
+        pop(T(X.tmp, toff));
+    return r != 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The state set
+
+static int thr_cmp(const struct thr *a, const struct thr *b)
+{
+    if (a->size != b->size)
+        return a->size < b->size ? -1 : 1;
+    return memcmp(a, b, a->size);
+}
+
+static int idx_cmp(const void *a, const void *b)
+{
+    return thr_cmp(T(X.out, *(const uint32_t *)a), T(X.out, *(const uint32_t *)b));
+}
+
+// Installs the output set as the state's value: sorted canonical order.
+static void commit(struct gl_mstate *m)
+{
+    if (X.out_used > m->cap) {
+        uint8_t *nb = gl_realloc(m->buf, X.out_used);
+        GL_ASSERT(nb);
+        m->buf = nb;
+        m->cap = X.out_used;
+    }
+    if (X.out_n <= 1) {
+        memcpy(m->buf, X.out, X.out_used);
+    } else {
+        qsort(X.idx, X.out_n, sizeof *X.idx, idx_cmp);
+        uint32_t w = 0;
+        for (uint32_t i = 0; i < X.out_n; i++) {
+            struct thr *t = T(X.out, X.idx[i]);
+            memcpy(m->buf + w, t, t->size);
+            w += t->size;
+        }
+    }
+    m->used = X.out_used;
+    m->n_threads = X.out_n;
+}
+
+// The calling thread's scratch, sized for m's limits. 0 on allocation failure.
+static int scratch_ready(const struct gl_mstate *m)
+{
+    if (!X.tmp) {
+        pthread_once(&g_scratch_once, scratch_key_init);
+        pthread_setspecific(g_scratch_key, &X);
+        X.tmp = gl_malloc(TMP_BYTES);
+        X.out_cap = 4096;
+        X.out = gl_malloc(X.out_cap);
+        if (!X.tmp || !X.out) {
+            gl_free(X.tmp);
+            gl_free(X.out);
+            memset(&X, 0, sizeof X);
+            return 0;
+        }
+    }
+    if (X.idx_cap < (uint32_t)m->max_threads + 1) {
+        size_t n = (size_t)m->max_threads + 1;
+        uint32_t *ni = gl_realloc(X.idx, n * sizeof *ni);
+        if (ni)
+            X.idx = ni;
+        uint64_t *nh = gl_realloc(X.th, n * sizeof *nh);
+        if (nh)
+            X.th = nh;
+        if (!ni || !nh)
+            return 0;
+        X.idx_cap = (uint32_t)n;
+    }
+    return 1;
+}
+
+static void begin(struct gl_mstate *m)
+{
+    GL_ASSERT_MSG(scratch_ready(m), "match: out of memory for the scratch");
+    X.out_used = 0;
+    X.out_n = 0;
+    X.fail = 0;
+    X.tmp_top = 8;
+}
+
+gl_status gl_mstate_new(struct gl_mstate **out, const struct gl_gir *ir,
+                        const struct gl_mlimits *lim, struct gl_err *err)
+{
+    *out = NULL;
+    if (!ir || !ir->nodes || ir->root < 0 || ir->root >= ir->n_nodes)
+        return gl_err_set(err, GL_E_INVAL, "match: grammar has no root");
+    for (int32_t i = 0; i < ir->n_nodes; i++) {
+        const struct gl_gnode *n = &ir->nodes[i];
+        uint64_t ps = 0;
+        if (n->kind == GN_JSTRING)
+            ps = 4ull * (uint64_t)n->u.str.n_regex;
+        else if (n->kind == GN_JOBJECT)
+            ps = (uint64_t)n->u.obj.n_props / 8 + 4ull * (uint64_t)n->u.obj.n_patterns;
+        if (ps > MAX_THREAD_BYTES / 4)
+            return gl_err_set(err, GL_E_LIMIT, "match: node %d needs a %llu-byte frame (limit %u)",
+                              (int)i, (unsigned long long)ps, MAX_THREAD_BYTES / 4);
+    }
+    struct gl_mstate *m = gl_calloc(1, sizeof *m);
+    if (!m)
+        return gl_err_set(err, GL_E_NOMEM, "match: out of memory");
+    m->ir = ir;
+    // Default thread cap 1024 (match.h says 64): MaskBench has anyOf-heavy schemas (e.g.
+    // Skaffold's artifact alternatives) that legitimately keep a few hundred readings alive.
+    m->max_threads = lim && lim->max_threads > 0 ? lim->max_threads : 1024;
+    m->max_depth = lim && lim->max_depth > 0 ? lim->max_depth : 128;
+    m->cap = 256;
+    m->buf = gl_malloc(m->cap);
+    if (!m->buf || !scratch_ready(m)) {
+        gl_mstate_free(m);
+        return gl_err_set(err, GL_E_NOMEM, "match: out of memory");
+    }
+    gl_mstate_reset(m);
+    *out = m;
+    return GL_OK;
+}
+
+void gl_mstate_free(struct gl_mstate *s)
+{
+    if (!s)
+        return;
+    gl_free(s->buf);
+    gl_free(s);
+}
+
+void gl_mstate_reset(struct gl_mstate *s)
+{
+    begin(s);
+    s->overflow = 0;
+    struct thr *t = T(X.tmp, X.tmp_top);
+    memset(t, 0, sizeof *t);
+    t->size = sizeof *t;
+    X.tmp_top += t->size;
+    if (push(s, t, s->ir->root))
+        close_thr(s, 8, 0, 0);
+    if (X.fail) {
+        s->overflow = 1;
+    }
+    commit(s);
+}
+
+void gl_mstate_copy(struct gl_mstate *dst, const struct gl_mstate *src)
+{
+    GL_ASSERT(dst->ir == src->ir);
+    if (dst == src)
+        return;
+    if (src->used > dst->cap) {
+        uint8_t *nb = gl_realloc(dst->buf, src->cap);
+        GL_ASSERT(nb);
+        dst->buf = nb;
+        dst->cap = src->cap;
+    }
+    memcpy(dst->buf, src->buf, src->used);
+    dst->used = src->used;
+    dst->n_threads = src->n_threads;
+    dst->overflow = src->overflow;
+}
+
+// The hot case of the mask's trie walk: one thread inside a JSON string body.
+// The step is done in place (the closure of a string body is the thread
+// itself); the top frame is saved first so that a rejected byte leaves the
+// state unchanged.
+static int advance_string_inplace(struct gl_mstate *s, uint8_t b, int *done)
+{
+    struct thr *t = T(s->buf, 0);
+    struct frm *f = top_of(t);
+    *done = 0;
+    if (!f)
+        return 0;
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind == GN_JOBJECT && OP(f)->phase == O_KEY && b != '"') {
+        // Inside a key: the closure is again the thread itself; only the payload up to the
+        // key hashes changes (range, key length/hash, decoder, pattern states).
+        uint32_t ps = (uint32_t)sizeof(struct frm) + o_hash_off(&n->u.obj);
+        if (ps > 256)
+            return 0;
+        uint64_t save[32];
+        memcpy(save, f, ps);
+        *done = 1;
+        if (obj_step(s, t, f, b) == 1)
+            return 1;
+        memcpy(f, save, ps);
+        return 0;
+    }
+    if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY || b == '"' || f->size > 256)
+        return 0;
+    uint64_t save[32];
+    uint32_t fs = f->size;
+    if (fs == sizeof(struct frm) + 16) // no regex: a fixed-size copy the compiler inlines
+        memcpy(save, f, sizeof(struct frm) + 16);
+    else
+        memcpy(save, f, fs);
+    *done = 1;
+    if (str_step(s, f, b) == 1)
+        return 1;
+    memcpy(f, save, fs);
+    return 0;
+}
+
+int gl_mstate_advance_byte(struct gl_mstate *s, uint8_t b)
+{
+    if (s->n_threads == 1) {
+        int done, r = advance_string_inplace(s, b, &done);
+        if (done)
+            return r;
+    }
+    begin(s);
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads && !X.fail; i++) {
+        struct thr *src = T(s->buf, off);
+        off += src->size;
+        if (!src->top)
+            continue;
+        uint32_t at = X.tmp_top;
+        memcpy(X.tmp + at, src, src->size);
+        X.tmp_top += src->size;
+        if (step_thr(s, at, b)) {
+            struct thr *t = T(X.tmp, at);
+            close_thr(s, at, t->depth, 0);
+        }
+        X.tmp_top = at;
+    }
+    if (X.fail) {
+        s->overflow = 1;
+        return 0;
+    }
+    if (X.out_n == 0)
+        return 0;
+    commit(s);
+    return 1;
+}
+
+int gl_mstate_advance_token(struct gl_mstate *s, int32_t token_id)
+{
+    begin(s);
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads && !X.fail; i++) {
+        struct thr *src = T(s->buf, off);
+        off += src->size;
+        struct frm *f = top_of(src);
+        if (!f || s->ir->nodes[f->node].kind != GN_TOKEN ||
+            s->ir->nodes[f->node].u.token.id != token_id)
+            continue;
+        uint32_t at = X.tmp_top;
+        memcpy(X.tmp + at, src, src->size);
+        X.tmp_top += src->size;
+        struct thr *t = T(X.tmp, at);
+        pop(t);
+        close_thr(s, at, t->depth, 0);
+        X.tmp_top = at;
+    }
+    if (X.fail) {
+        s->overflow = 1;
+        return 0;
+    }
+    if (X.out_n == 0)
+        return 0;
+    commit(s);
+    return 1;
+}
+
+int gl_mstate_expected_tokens(const struct gl_mstate *s, int32_t *ids, int cap)
+{
+    int n = 0;
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads; i++) {
+        struct thr *t = T(s->buf, off);
+        off += t->size;
+        struct frm *f = top_of(t);
+        if (!f || s->ir->nodes[f->node].kind != GN_TOKEN)
+            continue;
+        int32_t id = s->ir->nodes[f->node].u.token.id;
+        int dupl = 0;
+        for (int k = 0; k < n && k < cap; k++)
+            dupl |= ids[k] == id;
+        if (dupl)
+            continue;
+        if (n < cap)
+            ids[n] = id;
+        n++;
+    }
+    return n;
+}
+
+int gl_mstate_can_end(const struct gl_mstate *s)
+{
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads; i++) {
+        struct thr *t = T(s->buf, off);
+        if (!t->top)
+            return 1;
+        off += t->size;
+    }
+    return 0;
+}
+
+int gl_mstate_is_dead(const struct gl_mstate *s)
+{
+    return s->n_threads == 0;
+}
+
+uint64_t gl_mstate_hash(const struct gl_mstate *s)
+{
+    return hash_bytes(s->buf, s->used) ^ s->n_threads;
+}
+
+int gl_mstate_equal(const struct gl_mstate *a, const struct gl_mstate *b)
+{
+    return a->ir == b->ir && a->n_threads == b->n_threads && a->used == b->used &&
+           !memcmp(a->buf, b->buf, a->used);
+}
+
+int gl_mstate_overflowed(const struct gl_mstate *s)
+{
+    return s->overflow;
+}
+
+int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t *max_more)
+{
+    if (s->n_threads == 0)
+        return 0;
+    int32_t mn = 0, mx = 0;
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads; i++) {
+        struct thr *t = T(s->buf, off);
+        off += t->size;
+        struct frm *f = top_of(t);
+        if (!f)
+            return 0;
+        const struct gl_gnode *n = &s->ir->nodes[f->node];
+        if (n->kind == GN_JOBJECT) {
+            // A key body where any key may follow (additional properties allowed): every plain
+            // run is accepted; only the closing quote is constrained (duplicates, declared
+            // names). The key's range and hash change per character, but the mask only needs
+            // to know that the bytes are accepted.
+            struct opay *op = OP(f);
+            if (op->phase != O_KEY || op->d.esc || op->d.need || n->u.obj.additional < 0 ||
+                !o_extra_ok((struct gl_mstate *)(uintptr_t)s, f))
+                return 0;
+            if (i == 0) {
+                mn = 0;
+                mx = -1;
+            } else if (mn != 0 || mx != -1) {
+                return 0;
+            }
+            continue;
+        }
+        if (n->kind != GN_JSTRING || n->u.str.raw || n->u.str.n_regex || f->b != S_BODY)
+            return 0;
+        const struct spay *p = payload(f);
+        if (p->d.esc || p->d.need)
+            return 0;
+        int32_t cnt = (int32_t)f->a;
+        int32_t a = n->u.str.min_chars > cnt ? n->u.str.min_chars - cnt : 0;
+        int32_t b = n->u.str.max_chars < 0 ? -1 : n->u.str.max_chars - cnt;
+        if (i == 0) {
+            mn = a;
+            mx = b;
+        } else if (a != mn || b != mx) {
+            return 0;
+        }
+    }
+    *min_more = mn;
+    *max_more = mx;
+    return 1;
+}
