@@ -21,8 +21,13 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-# npm oracles (test-only): node-llama-cpp (llama.cpp), js-tiktoken. Pinned in tests/oracle/package.json.
-if [ ! -d tests/oracle/node_modules/node-llama-cpp ] || [ ! -d tests/oracle/node_modules/js-tiktoken ]; then
+# npm oracles (test-only): node-llama-cpp (llama.cpp), js-tiktoken, ajv + ajv-formats (JSON Schema
+# validity). Pinned in tests/oracle/package.json.
+npm_missing=0
+for m in node-llama-cpp js-tiktoken ajv ajv-formats; do
+    [ -d "tests/oracle/node_modules/$m" ] || npm_missing=1
+done
+if [ "$npm_missing" = 1 ]; then
     echo "install-deps: npm install (tests/oracle)"
     (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
 fi

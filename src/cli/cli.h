@@ -11,6 +11,7 @@ int gl_cmd_make_model(int argc, char **argv); // cmd_make_model.c
 int gl_cmd_bench(int argc, char **argv);      // cmd_bench.c
 int gl_cmd_chat(int argc, char **argv);       // cmd_chat.c: chat render (prompt from a request)
 int gl_cmd_plan(int argc, char **argv);       // cmd_plan.c: KV-cache sizing from metadata
+int gl_cmd_grammar(int argc, char **argv);    // cmd_grammar.c: grammar check (MaskBench) / sample
 
 // Parses a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched) if s is
 // empty, has trailing characters, overflows or is out of range.

@@ -18,6 +18,7 @@ static const struct {
     {"bench", gl_cmd_bench, "prompt-processing and generation speed (pp/tg tokens/s)"},
     {"chat", gl_cmd_chat, "chat render: print the prompt for an OpenAI chat request"},
     {"plan", gl_cmd_plan, "KV-cache sizing (capacity, concurrency) from a model's metadata"},
+    {"grammar", gl_cmd_grammar, "structured output: MaskBench check, random walks under a schema"},
 };
 
 static void usage(FILE *f)
