@@ -1700,6 +1700,7 @@ static int walk_once(struct walker *w, struct gl_matcher *m, struct rng *rg, lon
         const char *bad = police_mask(&w->pc, w->mask, can_end);
         if (bad) {
             violation(w, walk, step, bad);
+            fprintf(stderr, "  document so far: %.*s\n", (int)doc->n, doc->p ? doc->p : "");
             return -1;
         }
         if (can_end && w->pc.n_stop > 0) {

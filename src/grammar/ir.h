@@ -55,7 +55,7 @@ struct gl_gstr {
 };
 
 struct gl_gnum {
-    uint8_t integer; // 1: only integers (JSON spelling -?(0|[1-9][0-9]*), plus ".0+" fraction)
+    uint8_t integer; // 1: only integers, spelled -?(0|[1-9][0-9]*) (no fraction, no exponent)
     uint8_t has_min, has_max;
     uint8_t excl_min, excl_max; // exclusive bounds
     double min, max;            // when integer, bounds are exact integers within +-2^53

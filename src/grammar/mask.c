@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // mask: the vocabulary index (token bytes, byte tries in depth-first order, the plain-string
 // token classes) and the token mask of a match state: trie walk with one state copy per depth,
-// the string fast path, and a per-grammar LRU cache of masks keyed by the full match state.
+// the string fast paths, a per-grammar LRU cache of masks keyed by the full match state, and one
+// of the quote-free part of string-body masks keyed by the string frame alone.
 // Invariant: a token's bit is set iff its bytes, fed one by one to a copy of the state, are all
 // accepted (gl_mask_fill_ref is that definition, and the tests compare the two), or the state
 // expects it as a GN_TOKEN. Special and empty tokens are never byte-matched.
@@ -47,6 +48,9 @@ struct gl_gvocab {
     struct gl_trie full; // every byte-matchable token
     struct gl_trie slow; // the byte-matchable tokens that are not plain (walked on the fast path)
     struct gl_trie strq; // slow minus the tokens whose first non-plain byte is a control byte
+    struct gl_trie noq;  // byte-matchable tokens without a '"' byte (never leave a string body)
+    struct gl_trie quot; // byte-matchable tokens with a '"' byte
+    struct gl_trie slnq; // slow tokens without a '"' byte
     uint32_t *plain;     // (max_plain + 1) bitsets: plain[k] = plain tokens of 1..k code points
     int32_t max_plain;
 };
@@ -63,7 +67,21 @@ struct gl_mentry {
     size_t cap_data; // uint32 units allocated
 };
 
+// Quote-free part of the mask of a string-body state, keyed by the string frame's value
+// (gl_mstate_string_key): regex-constrained strings (formats, patterns) walk most of the trie
+// on every mask, yet their frames repeat across positions and documents.
+#define GL_SCACHE_N 32
+#define GL_SKEY_MAX 320
+struct gl_sentry {
+    uint64_t hash, stamp;
+    const struct gl_gvocab *v;
+    size_t key_len;
+    uint8_t key[GL_SKEY_MAX];
+    uint32_t *bits; // v->words words
+};
+
 struct gl_mcache {
+    struct gl_sentry se[GL_SCACHE_N];
     int32_t cap, n;
     uint64_t clock;
     struct gl_mentry *e;
@@ -259,7 +277,7 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
     v->n_vocab = n;
     v->words = ((size_t)n + 31) / 32;
     gl_status st = GL_OK;
-    struct gl_tokref *refs = NULL;
+    struct gl_tokref *refs = NULL, *refs2 = NULL;
     int32_t *chars = NULL;
     uint64_t total = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -313,11 +331,32 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
     st = trie_build(&v->full, refs, n_refs, err);
     if (st != GL_OK)
         goto fail;
+    refs2 = gl_malloc((n_refs ? n_refs : 1) * sizeof *refs2);
+    if (!refs2) {
+        st = gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the vocabulary index");
+        goto fail;
+    }
+    for (int q = 0; q < 2; q++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n_refs; i++)
+            if ((memchr(refs[i].p, '"', refs[i].len) != NULL) == q)
+                refs2[m++] = refs[i]; // keeps the sorted order
+        st = trie_build(q ? &v->quot : &v->noq, refs2, m, err);
+        if (st != GL_OK)
+            goto fail;
+    }
     size_t n_slow = 0;
     for (size_t i = 0; i < n_refs; i++)
         if (chars[refs[i].id] < 0)
             refs[n_slow++] = refs[i]; // keeps the sorted order
     st = trie_build(&v->slow, refs, n_slow, err);
+    if (st != GL_OK)
+        goto fail;
+    size_t n_slnq = 0;
+    for (size_t i = 0; i < n_slow; i++)
+        if (!memchr(refs[i].p, '"', refs[i].len))
+            refs2[n_slnq++] = refs[i];
+    st = trie_build(&v->slnq, refs2, n_slnq, err);
     if (st != GL_OK)
         goto fail;
     size_t n_strq = 0;
@@ -343,11 +382,13 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
             dst[w] |= src[w];
     }
     gl_free(refs);
+    gl_free(refs2);
     gl_free(chars);
     *out = v;
     return GL_OK;
 fail:
     gl_free(refs);
+    gl_free(refs2);
     gl_free(chars);
     gl_gvocab_free(v);
     return st;
@@ -360,6 +401,9 @@ void gl_gvocab_free(struct gl_gvocab *v)
     trie_free(&v->full);
     trie_free(&v->slow);
     trie_free(&v->strq);
+    trie_free(&v->noq);
+    trie_free(&v->quot);
+    trie_free(&v->slnq);
     gl_free(v->plain);
     gl_free(v->blob);
     gl_free(v->off);
@@ -411,6 +455,8 @@ static void mcache_clear(struct gl_mcache *c)
         gl_free(c->e[i].data);
     }
     c->n = 0;
+    for (int i = 0; i < GL_SCACHE_N; i++)
+        c->se[i].v = NULL;
 }
 
 void gl_mask_cache_free(struct gl_mcache *c)
@@ -420,6 +466,8 @@ void gl_mask_cache_free(struct gl_mcache *c)
     mcache_clear(c);
     for (int32_t d = 1; d < c->n_walk; d++)
         gl_mstate_free(c->walk[d]);
+    for (int i = 0; i < GL_SCACHE_N; i++)
+        gl_free(c->se[i].bits);
     gl_free(c->walk);
     gl_free(c->fresh);
     gl_free(c->e);
@@ -620,6 +668,58 @@ static void mentry_read(const struct gl_mentry *e, size_t words, uint32_t *mask)
         mask[e->data[i] >> 5] |= 1u << (e->data[i] & 31);
 }
 
+// A string-body state (gl_mstate_string_key): the quote-free tokens from the frame-keyed cache
+// (walked on a miss), then the tokens with a quote walked from s (they may close the string,
+// which depends on the rest of the state). Returns the nodes visited.
+static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
+                           const struct gl_mstate *s, const uint8_t *key, size_t klen,
+                           uint32_t *mask)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < klen; i++)
+        h = (h ^ key[i]) * 1099511628211ull;
+    struct gl_sentry *e = NULL, *old = &c->se[0];
+    for (int i = 0; i < GL_SCACHE_N; i++) {
+        struct gl_sentry *x = &c->se[i];
+        if (x->v == v && x->hash == h && x->key_len == klen && !memcmp(x->key, key, klen)) {
+            e = x;
+            break;
+        }
+        if (x->stamp < old->stamp)
+            old = x;
+    }
+    int64_t visited = 0;
+    if (e) {
+        e->stamp = ++c->clock;
+        memcpy(mask, e->bits, v->words * sizeof *mask);
+    } else {
+        int32_t mx;
+        if (gl_mstate_string_loops(s, &mx)) {
+            // The string-body fast path for regex strings whose DFA state loops on plain text.
+            int32_t k = mx < 0 || mx > v->max_plain ? v->max_plain : mx;
+            memcpy(mask, v->plain + (size_t)k * v->words, v->words * sizeof *mask);
+            visited = trie_walk(&v->slnq, c, s, mask);
+        } else {
+            memset(mask, 0, v->words * sizeof *mask);
+            visited = trie_walk(&v->noq, c, s, mask);
+        }
+        if (!old->bits || old->v != v) {
+            gl_free(old->bits);
+            old->v = NULL;
+            old->bits = gl_malloc(v->words * sizeof *old->bits);
+        }
+        if (old->bits) { // allocation failure only means the result is not kept
+            memcpy(old->bits, mask, v->words * sizeof *mask);
+            memcpy(old->key, key, klen);
+            old->key_len = klen;
+            old->hash = h;
+            old->v = v;
+            old->stamp = ++c->clock;
+        }
+    }
+    return visited + trie_walk(&v->quot, c, s, mask);
+}
+
 void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct gl_mstate *s,
                   uint32_t *mask, struct gl_matcher_stats *st)
 {
@@ -644,6 +744,8 @@ void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct 
     }
     int32_t min_more = 0, max_more = 0;
     int64_t visited;
+    uint8_t key[GL_SKEY_MAX];
+    size_t klen;
     if (gl_mstate_string_fast(s, &min_more, &max_more)) {
         int32_t k = max_more < 0 || max_more > v->max_plain ? v->max_plain : max_more;
         memcpy(mask, v->plain + (size_t)k * v->words, v->words * sizeof *mask);
@@ -658,6 +760,8 @@ void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct 
         visited = trie_walk(ctrl_ok ? &v->slow : &v->strq, c, s, mask);
         if (st)
             st->fast_path++;
+    } else if (use_cache && (klen = gl_mstate_string_key(s, key, sizeof key)) > 0) {
+        visited = string_mask(c, v, s, key, klen, mask);
     } else {
         memset(mask, 0, v->words * sizeof *mask);
         visited = trie_walk(&v->full, c, s, mask);

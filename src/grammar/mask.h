@@ -4,9 +4,11 @@
 // of nodes, so a rejected byte skips the whole subtree); the walk advances copies of the state
 // one byte per node. Inside a free JSON string body (gl_mstate_string_fast) the "plain" tokens
 // come from precomputed bitsets and only the other tokens are walked. Masks are cached per
-// grammar by match state (LRU, bounded). Stop tokens are the matcher's business (grammar.c):
-// gl_mask_fill never sets a stop bit by itself, and never sets a special token unless the state
-// expects it as a GN_TOKEN literal.
+// grammar by match state (LRU, bounded); inside any other string body (regex-constrained, after
+// a backslash) the quote-free tokens are cached by the string frame alone
+// (gl_mstate_string_key), and only the tokens with a '"' are walked per mask. Stop tokens are
+// the matcher's business (grammar.c): gl_mask_fill never sets a stop bit by itself, and never
+// sets a special token unless the state expects it as a GN_TOKEN literal.
 #pragma once
 
 #include "grammar/grammar.h"

@@ -779,14 +779,14 @@ static int num_step(struct gl_mstate *m, struct frm *f, uint8_t b)
     case N_INT:
         if (digit && ph == N_INT)
             np = N_INT;
-        else if (b == '.')
+        else if (b == '.' && !nm->integer)
             np = N_DOT;
         else if ((b == 'e' || b == 'E') && !nm->integer && !bounded)
             np = N_EXP;
         break;
     case N_DOT:
     case N_FRAC:
-        if (nm->integer ? b == '0' : digit)
+        if (digit)
             np = N_FRAC;
         else if (ph == N_FRAC && (b == 'e' || b == 'E') && !nm->integer && !bounded)
             np = N_EXP;
@@ -805,6 +805,15 @@ static int num_step(struct gl_mstate *m, struct frm *f, uint8_t b)
     }
     if (np < 0)
         return 0;
+    if (np == N_EXPD && !bounded) {
+        // Unbounded numbers use frame b to count exponent digits: at most 2, so every number we
+        // allow is a finite double (1e999 parses to inf in Python and JavaScript, which then
+        // fails "type": "number" in their validators). A narrowing.
+        uint32_t nd = ph == N_EXPD ? f->b + 1 : 1;
+        if (nd > 2)
+            return 0;
+        f->b = nd;
+    }
     if (bounded) {
         // Bounded numbers keep their text (at most NUM_TEXT - 1 bytes; longer is
         // refused) and check at every byte that the range is still reachable. No
@@ -813,7 +822,11 @@ static int num_step(struct gl_mstate *m, struct frm *f, uint8_t b)
         if (f->b >= NUM_TEXT - 1)
             return 0;
         t[f->b] = (char)b;
-        if (!num_viable(nm, t, (int)f->b + 1, np)) {
+        // The last byte the buffer takes must leave a complete in-range number: viability alone
+        // assumes more digits may follow ("0.000" under exclusiveMinimum 0, "123." at the end).
+        int last = f->b + 1 >= NUM_TEXT - 1;
+        if (!num_viable(nm, t, (int)f->b + 1, np) ||
+            (last && (!num_phase_final(np) || !num_final_ok(nm, t, (int)f->b + 1)))) {
             t[f->b] = 0;
             return 0;
         }
@@ -2019,5 +2032,195 @@ int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t 
     }
     *min_more = mn;
     *max_more = mx;
+    return 1;
+}
+
+size_t gl_mstate_string_key(const struct gl_mstate *s, uint8_t *key, size_t cap)
+{
+    if (s->n_threads != 1)
+        return 0;
+    struct thr *t = T(s->buf, 0);
+    struct frm *f = top_of(t);
+    if (!f || f->size > 256)
+        return 0;
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
+        return 0;
+    // node, a, b, c and the payload (decoder, DFA states); not size/prev (position only).
+    size_t pay = f->size - sizeof *f;
+    size_t len = 4 * sizeof(uint32_t) + pay;
+    if (len > cap)
+        return 0;
+    uint32_t h[4] = {(uint32_t)f->node, f->a, f->b, f->c};
+    memcpy(key, h, sizeof h);
+    memcpy(key + sizeof h, payload(f), pay);
+    return len;
+}
+
+// 1 if every sequence of rem more continuation bytes (the first in [lo, hi], the rest in
+// 80..BF) leads from DFA state st back to target. mm->st[r - 1] memoises states already checked
+// with r bytes left and the full continuation range (a handful per level).
+struct loopmemo {
+    uint32_t st[3][8];
+    int n[3];
+};
+
+static int re_cont_loops(struct gl_regex *re, uint32_t st, int rem, uint8_t lo, uint8_t hi,
+                         uint32_t target, struct loopmemo *mm)
+{
+    if (st == GL_RE_DEAD)
+        return 0;
+    if (rem == 0)
+        return st == target;
+    int full = lo == 0x80 && hi == 0xBF;
+    if (full)
+        for (int i = 0; i < mm->n[rem - 1]; i++)
+            if (mm->st[rem - 1][i] == st)
+                return 1;
+    for (unsigned b = lo; b <= hi; b++)
+        if (!re_cont_loops(re, gl_regex_step(re, st, (uint8_t)b), rem - 1, 0x80, 0xBF, target, mm))
+            return 0;
+    if (full && mm->n[rem - 1] < 8)
+        mm->st[rem - 1][mm->n[rem - 1]++] = st;
+    return 1;
+}
+
+// 1 if every plain character (JSON string body: not '"', '\\', < 0x20; valid UTF-8, no
+// surrogates) read in DFA state st leaves the state at st.
+static int re_plain_loops(struct gl_regex *re, uint32_t st)
+{
+    for (unsigned b = 0x20; b < 0x80; b++)
+        if (b != '"' && b != '\\' && gl_regex_step(re, st, (uint8_t)b) != st)
+            return 0;
+    struct loopmemo mm;
+    memset(&mm, 0, sizeof mm);
+    for (unsigned c = 0xC2; c <= 0xF4; c++) {
+        int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+        else if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+        if (!re_cont_loops(re, gl_regex_step(re, st, (uint8_t)c), len - 1, lo, hi, st, &mm))
+            return 0;
+    }
+    return 1;
+}
+
+// The plain-text closure of DFA state st: every state reachable by reading plain characters.
+#define GL_CLOSE_MAX 64
+struct closure {
+    uint32_t st[GL_CLOSE_MAX];
+    int n;
+    uint32_t mid[3][GL_CLOSE_MAX]; // mid-character states expanded with rem bytes left
+    int n_mid[3];
+};
+
+static int close_add(uint32_t *set, int *n, uint32_t st)
+{
+    for (int i = 0; i < *n; i++)
+        if (set[i] == st)
+            return 1;
+    if (*n >= GL_CLOSE_MAX)
+        return 0;
+    set[(*n)++] = st;
+    return 1;
+}
+
+// Adds the states after rem more bytes (first in [lo, hi], then 80..BF) from st; 0 on DEAD or
+// when the closure is too big to track.
+static int close_cont(struct gl_regex *re, uint32_t st, int rem, uint8_t lo, uint8_t hi,
+                      struct closure *c)
+{
+    if (st == GL_RE_DEAD)
+        return 0;
+    if (rem == 0)
+        return close_add(c->st, &c->n, st);
+    int full = lo == 0x80 && hi == 0xBF;
+    if (full) {
+        for (int i = 0; i < c->n_mid[rem - 1]; i++)
+            if (c->mid[rem - 1][i] == st)
+                return 1;
+        if (!close_add(c->mid[rem - 1], &c->n_mid[rem - 1], st))
+            return 0;
+    }
+    for (unsigned b = lo; b <= hi; b++)
+        if (!close_cont(re, gl_regex_step(re, st, (uint8_t)b), rem - 1, 0x80, 0xBF, c))
+            return 0;
+    return 1;
+}
+
+// 1 if no run of plain characters from st leads to a dead or non-viable (min_chars < 0) state:
+// then, without a length bound, every plain run is accepted from st.
+static int re_plain_closed(struct gl_regex *re, uint32_t st)
+{
+    struct closure c;
+    c.n = 0;
+    memset(c.n_mid, 0, sizeof c.n_mid);
+    close_add(c.st, &c.n, st);
+    for (int i = 0; i < c.n; i++) {
+        uint32_t q = c.st[i];
+        if (q == GL_RE_DEAD || gl_regex_min_chars(re, q) < 0)
+            return 0;
+        for (unsigned b = 0x20; b < 0x80; b++)
+            if (b != '"' && b != '\\' &&
+                !close_cont(re, gl_regex_step(re, q, (uint8_t)b), 0, 0, 0, &c))
+                return 0;
+        for (unsigned ch = 0xC2; ch <= 0xF4; ch++) {
+            int len = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
+            uint8_t lo = 0x80, hi = 0xBF;
+            if (ch == 0xE0)
+                lo = 0xA0;
+            else if (ch == 0xED)
+                hi = 0x9F;
+            else if (ch == 0xF0)
+                lo = 0x90;
+            else if (ch == 0xF4)
+                hi = 0x8F;
+            if (!close_cont(re, gl_regex_step(re, q, (uint8_t)ch), len - 1, lo, hi, &c))
+                return 0;
+        }
+        // mid-character states are per closure state's characters only
+        memset(c.n_mid, 0, sizeof c.n_mid);
+    }
+    return 1;
+}
+
+int gl_mstate_string_loops(const struct gl_mstate *s, int32_t *max_more)
+{
+    if (s->n_threads != 1)
+        return 0;
+    struct thr *t = T(s->buf, 0);
+    struct frm *f = top_of(t);
+    if (!f || f->size > 256)
+        return 0;
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
+        return 0;
+    const struct spay *p = payload(f);
+    if (p->d.esc || p->d.need)
+        return 0;
+    const struct gl_gstr *gs = &n->u.str;
+    int32_t mc_max = 0;
+    for (int32_t r = 0; r < gs->n_regex; r++) {
+        struct gl_regex *re = s->ir->regexes[gs->regexes[r]];
+        int32_t mc = gl_regex_min_chars(re, p->re[r]);
+        if (mc < 0)
+            return 0;
+        if (gs->max_chars < 0 ? !re_plain_closed(re, p->re[r]) : !re_plain_loops(re, p->re[r]))
+            return 0;
+        if (mc > mc_max)
+            mc_max = mc;
+    }
+    if (gs->max_chars < 0) {
+        *max_more = -1;
+    } else {
+        int64_t m = (int64_t)gs->max_chars - (int64_t)f->a - mc_max;
+        *max_more = m < 0 ? 0 : (int32_t)m;
+    }
     return 1;
 }

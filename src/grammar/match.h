@@ -63,3 +63,16 @@ int gl_mstate_overflowed(const struct gl_mstate *s);
 // not '\\', not < 0x20, valid UTF-8) of n code points with n <= max_more is accepted (a key's
 // decoded-prefix range and hash change too, which the mask does not need).
 int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t *max_more);
+// The string-body key: when s is one thread whose top frame is the body of a (non-raw) JSON
+// string, every byte other than '"' only changes that frame (a '"' is the only way out of the
+// body), so which quote-free tokens s accepts is a function of the frame alone. Writes the frame's
+// value (node, counters, decoder and DFA states; not its position) to key and returns its length
+// (<= cap); 0 when s is not such a state.
+size_t gl_mstate_string_key(const struct gl_mstate *s, uint8_t *key, size_t cap);
+// For such a state at a UTF-8 boundary: 1 when every run of plain characters (as in
+// gl_mstate_string_fast) of at most *max_more code points (< 0: unbounded) is accepted and no
+// longer one is. Holds for a string without maxLength whose regexes never die or lose viability
+// on plain text (a search `pattern` before or after its match), and for a bounded one whose
+// regexes stay in their DFA state on every plain character. Costs up to a few hundred thousand
+// DFA steps: call it once per cached frame.
+int gl_mstate_string_loops(const struct gl_mstate *s, int32_t *max_more);

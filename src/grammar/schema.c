@@ -389,9 +389,11 @@ static struct gl_regex *sc_re(struct sc *sc, int32_t idx)
 #define RX_AUTH(x)                                                                                 \
     "(?:(?:[" RX_UNRES_SUB ":" x "]|" RX_PCT ")*@)?(?:\\[" RX_IPV6 "\\]|(?:[" RX_UNRES_SUB x       \
     "]|" RX_PCT ")*)(?::[0-9]*)?"
+// hier-part without RFC 3986's path-empty ("urn:" alone): ajv-formats refuses it, and a URI with
+// nothing after the scheme is never what a schema asking for a URI wants.
 #define RX_HIER(x)                                                                                 \
     "(?://" RX_AUTH(x) "(?:/" RX_PCHAR(x) "*)*|/(?:" RX_PCHAR(x) "+(?:/" RX_PCHAR(                 \
-        x) "*)*)?|" RX_PCHAR(x) "+(?:/" RX_PCHAR(x) "*)*)?"
+        x) "*)*)?|" RX_PCHAR(x) "+(?:/" RX_PCHAR(x) "*)*)"
 #define RX_QF(x)       "(?:\\?(?:" RX_PCHAR(x) "|[/?])*)?(?:#(?:" RX_PCHAR(x) "|[/?])*)?"
 #define RX_URI(x)      "[A-Za-z][A-Za-z0-9+.-]*:" RX_HIER(x) RX_QF(x)
 #define RX_NOSCHEME(x) "(?:[" RX_UNRES_SUB "@" x "]|" RX_PCT ")"

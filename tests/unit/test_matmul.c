@@ -242,7 +242,7 @@ TEST(test_matmul_odd_tile)
     const char *isas[] = {"ref", "avx2", "avx512"};
     const enum gl_type wt = GL_TYPE_Q4_K, vt = GL_TYPE_Q8_K;
     const int64_t nr = 70, nt = 50;
-    const size_t arow = 512 * 1024 / 23; // tile_tok = 512 KiB / arow = 23
+    const size_t arow = 22784; // 356 x 64 bytes (aligned rows): tile_tok = 512 KiB / arow = 23
     size_t wrow = gl_type_row_size(wt, N_IN);
     uint8_t *W = gl_malloc(wrow * (size_t)nr), *A = gl_malloc(arow * (size_t)nt);
     float *o = gl_malloc(sizeof(float) * (size_t)(nr * nt)),
