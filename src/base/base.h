@@ -100,6 +100,10 @@ static inline int gl_add_ok(uint64_t a, uint64_t b, uint64_t *out)
     return 1;
 }
 
+// Writes the UTF-8 encoding of code point cp (<= 0x10FFFF; surrogates are the caller's business)
+// to out and returns its length, 1..4.
+int gl_utf8_encode(uint32_t cp, uint8_t out[4]);
+
 // fp16 / bf16 conversions (IEEE binary16 with round-to-nearest-even; bf16 by RNE truncation).
 float gl_fp16_to_f32(uint16_t h);
 uint16_t gl_f32_to_fp16(float f);

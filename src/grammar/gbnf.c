@@ -311,30 +311,6 @@ static gl_status read_char(struct gp *p, int32_t *cp)
     return GL_OK;
 }
 
-static size_t utf8_put(uint8_t *o, int32_t cp)
-{
-    if (cp < 0x80) {
-        o[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (cp >> 6));
-        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (cp >> 12));
-        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (cp >> 18));
-    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 // ---- rules ----
 
 static gl_status rule_find_or_add(struct gp *p, const char *name, size_t len, size_t pos,
@@ -423,7 +399,7 @@ static gl_status parse_literal(struct gp *p, int32_t *out)
             buf = nb;
             cap *= 2;
         }
-        len += utf8_put(buf + len, cp);
+        len += (size_t)gl_utf8_encode((uint32_t)cp, buf + len);
     }
     if (st == GL_OK) {
         if (len == 0) {
@@ -501,7 +477,7 @@ static gl_status class_node(struct gp *p, const struct crange *r, size_t n, size
         return fail_at(p, GL_E_INVAL, pos, "character class matches nothing");
     if (n == 1 && r[0].lo == r[0].hi) {
         uint8_t u[4];
-        *out = gl_gir_add_bytes(p->b, u, utf8_put(u, r[0].lo));
+        *out = gl_gir_add_bytes(p->b, u, (size_t)gl_utf8_encode((uint32_t)r[0].lo, u));
         return *out < 0 ? fail_builder(p) : GL_OK;
     }
     // "[" + per range "\u{HHHHHH}-\u{HHHHHH}" (at most 21 bytes) + "]"

@@ -177,30 +177,6 @@ static inline int is_ws(uint8_t b)
     return b == ' ' || b == '\t' || b == '\n' || b == '\r';
 }
 
-static int utf8_encode(uint32_t cp, uint8_t *o)
-{
-    if (cp < 0x80) {
-        o[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (cp >> 6));
-        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (cp >> 12));
-        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (cp >> 18));
-    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static int hexval(uint8_t b)
 {
     if (b >= '0' && b <= '9')
@@ -448,7 +424,7 @@ static int range_viable(struct gl_mstate *m, struct frm *f,
             continue;
         }
         uint8_t u[4];
-        int n = utf8_encode(cp, u), k;
+        int n = gl_utf8_encode(cp, u), k;
         for (k = 1; k <= n; k++)
             if (!probe(m, f, u, k, k == n))
                 break;
@@ -573,7 +549,7 @@ static int str_step(struct gl_mstate *m, struct frm *f, uint8_t b)
         return ranges_viable(m, f, &e, str_probe);
     case EV_CP: {
         uint8_t u[4];
-        int n = utf8_encode(e.cp, u);
+        int n = gl_utf8_encode(e.cp, u);
         return str_feed(m, f, u, n, 1);
     }
     default:
@@ -1193,7 +1169,7 @@ static int obj_step(struct gl_mstate *m, struct thr *t, struct frm *f, uint8_t b
             return ranges_viable(m, f, &e, key_probe);
         case EV_CP: {
             uint8_t u[4];
-            int n = utf8_encode(e.cp, u);
+            int n = gl_utf8_encode(e.cp, u);
             return key_feed(m, f, u, n);
         }
         default:

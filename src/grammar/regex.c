@@ -1129,30 +1129,6 @@ static int utf8_len(uint32_t cp)
     return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
 }
 
-static void utf8_put(uint32_t cp, uint8_t *b)
-{
-    switch (utf8_len(cp)) {
-    case 1:
-        b[0] = (uint8_t)cp;
-        break;
-    case 2:
-        b[0] = (uint8_t)(0xC0 | cp >> 6);
-        b[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        break;
-    case 3:
-        b[0] = (uint8_t)(0xE0 | cp >> 12);
-        b[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
-        b[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        break;
-    default:
-        b[0] = (uint8_t)(0xF0 | cp >> 18);
-        b[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
-        b[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
-        b[3] = (uint8_t)(0x80 | (cp & 0x3F));
-        break;
-    }
-}
-
 // Adds one byte-range sequence lo[0..k) x ... x hi[..] to the trie rooted at root; the last
 // range goes to next. Prefix ranges equal to an existing edge share its node.
 static int utf8_seq_add(struct gl_regex *re, uint32_t root, const uint8_t *lo, const uint8_t *hi,
@@ -1199,8 +1175,8 @@ static int utf8_range_add(struct gl_regex *re, uint32_t root, uint32_t lo, uint3
         }
     }
     uint8_t a[4], b[4];
-    utf8_put(lo, a);
-    utf8_put(hi, b);
+    gl_utf8_encode(lo, a);
+    gl_utf8_encode(hi, b);
     return utf8_seq_add(re, root, a, b, n, next, err, off);
 }
 
