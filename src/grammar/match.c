@@ -1802,6 +1802,20 @@ void gl_mstate_copy(struct gl_mstate *dst, const struct gl_mstate *src)
     dst->overflow = src->overflow;
 }
 
+// The end of an advance (byte or token): commit the surviving threads, or leave the state
+// unchanged when none survived or a limit was hit (then the sticky overflow flag is set).
+static int finish_advance(struct gl_mstate *s)
+{
+    if (X.fail) {
+        s->overflow = 1;
+        return 0;
+    }
+    if (X.out_n == 0)
+        return 0;
+    commit(s);
+    return 1;
+}
+
 // The hot case of the mask's trie walk: one thread inside a JSON string body.
 // The step is done in place (the closure of a string body is the thread
 // itself); the top frame is saved first so that a rejected byte leaves the
@@ -1866,14 +1880,7 @@ int gl_mstate_advance_byte(struct gl_mstate *s, uint8_t b)
         }
         X.tmp_top = at;
     }
-    if (X.fail) {
-        s->overflow = 1;
-        return 0;
-    }
-    if (X.out_n == 0)
-        return 0;
-    commit(s);
-    return 1;
+    return finish_advance(s);
 }
 
 int gl_mstate_advance_token(struct gl_mstate *s, int32_t token_id)
@@ -1895,14 +1902,7 @@ int gl_mstate_advance_token(struct gl_mstate *s, int32_t token_id)
         close_thr(s, at, t->depth, 0);
         X.tmp_top = at;
     }
-    if (X.fail) {
-        s->overflow = 1;
-        return 0;
-    }
-    if (X.out_n == 0)
-        return 0;
-    commit(s);
-    return 1;
+    return finish_advance(s);
 }
 
 int gl_mstate_expected_tokens(const struct gl_mstate *s, int32_t *ids, int cap)
