@@ -817,7 +817,7 @@ static const char *police_mask(const struct police *pc, const uint32_t *mask, in
 struct check_opts {
     const char *tokenizer, *cases, *per_file;
     int json, ws_max, verbose, dump;
-    long long limit, every;
+    long long limit, every, verify;
 };
 
 struct kw_count {
@@ -841,6 +841,13 @@ struct check_run {
     struct buf inst; // compacted instance scratch
     int verbose, dump;
     FILE *per_file; // JSON lines, one per case file (--per-file)
+    // Per case file, for --per-file: mask time sum and the slowest mask (its instance, token
+    // index and the instance bytes before it), so slow states can be found and reproduced.
+    double file_mask_sum, file_mask_max;
+    long long verify, verified; // --verify-every K: every K-th mask against the reference
+    uint32_t *ref;
+    long long file_masks, slow_test, slow_tok;
+    struct buf slow_prefix;
 };
 
 static int kw_add(struct check_run *r, const char *name)
@@ -979,8 +986,50 @@ static int check_instance(struct check_run *r, struct gl_matcher *m, const char 
         double dt = now_ns() - t0;
         dvec_push(&r->mask_us, dt / 1e3);
         r->tokens++;
+        r->file_masks++;
+        r->file_mask_sum += dt / 1e3;
+        if (dt / 1e3 > r->file_mask_max) {
+            r->file_mask_max = dt / 1e3;
+            r->slow_test = (long long)test_idx;
+            r->slow_tok = (long long)i;
+            size_t nb = 0;
+            for (size_t k = 0; k < i; k++) {
+                size_t tl = 0;
+                (void)gl_tokenizer_token_bytes(r->tok, ids[k], &tl);
+                nb += tl;
+            }
+            r->slow_prefix.n = 0;
+            if (nb > r->inst.n)
+                nb = r->inst.n;
+            // Whole characters only (a token may end inside one): the line stays valid JSON text.
+            size_t lead = nb;
+            while (lead > 0 && nb - lead < 4 && ((uint8_t)r->inst.p[lead - 1] & 0xC0) == 0x80)
+                lead--;
+            if (lead > 0 && (uint8_t)r->inst.p[lead - 1] >= 0xC0) {
+                uint8_t c0 = (uint8_t)r->inst.p[lead - 1];
+                size_t need = c0 >= 0xF0 ? 4 : c0 >= 0xE0 ? 3 : 2;
+                if (nb - (lead - 1) < need)
+                    nb = lead - 1;
+            }
+            buf_put(&r->slow_prefix, r->inst.p, nb);
+            buf_putc(&r->slow_prefix, 0);
+        }
         int can_end = gl_matcher_can_end(m);
         breach = police_mask(&r->pc, r->mask, can_end);
+        if (!breach && r->verify > 0 && r->tokens % r->verify == 0) {
+            // The definition: a token is allowed iff accept takes it (undone by a rollback).
+            struct gl_err rerr;
+            memset(r->ref, 0, r->pc.words * sizeof *r->ref);
+            for (int32_t id = 0; id < gl_tokenizer_n_vocab(r->tok); id++)
+                if (gl_matcher_accept(m, id)) {
+                    r->ref[id >> 5] |= 1u << (id & 31);
+                    if (gl_matcher_rollback(m, 1, &rerr) != GL_OK)
+                        breach = "rollback of a probe token failed";
+                }
+            r->verified++;
+            if (!breach && memcmp(r->ref, r->mask, r->pc.words * sizeof *r->ref))
+                breach = "mask differs from the token-by-token reference";
+        }
         if (breach) {
             at = (long long)i;
             break;
@@ -1054,6 +1103,13 @@ static void per_file_line(struct check_run *r, const char *name, const char *kw,
             ",\"compiled\":%s,\"passing\":%s,\"tests\":%lld,\"valid_rejected\":%lld,"
             "\"invalid_accepted\":%lld,\"errors\":%lld,\"compile_ms\":%.4f",
             kw ? "false" : "true", passing ? "true" : "false", tests, vr, ia, errs, ms);
+    if (!kw && r->file_masks) {
+        fprintf(f,
+                ",\"masks\":%lld,\"mask_us_sum\":%.1f,\"mask_us_max\":%.1f,\"slow_test\":%lld,"
+                "\"slow_token\":%lld,\"slow_prefix\":",
+                r->file_masks, r->file_mask_sum, r->file_mask_max, r->slow_test, r->slow_tok);
+        put_jstr(f, r->slow_prefix.n ? r->slow_prefix.p : "");
+    }
     if (kw) {
         fputs(",\"keyword\":", f);
         put_jstr(f, kw);
@@ -1071,6 +1127,8 @@ static void check_file(struct check_run *r, const char *dir, const char *name)
     const char *why = NULL;
     char *text = read_file(path, &len, &why);
     r->total++;
+    r->file_masks = 0;
+    r->file_mask_sum = r->file_mask_max = 0;
     struct case_file cf;
     if (!text || case_parse(text, len, &cf, &why, &at)) {
         char msg[256];
@@ -1208,8 +1266,9 @@ static void print_check_json(struct check_run *r, double wall_s)
     }
     printf("},\"instances\":%lld,\"instances_valid\":%lld,\"instances_invalid\":%lld,", r->n_tests,
            r->n_valid, r->n_invalid);
-    printf("\"tokens\":%lld,\"masks\":%zu,\"errors\":%lld,\"ws_max\":%d,\"wall_s\":%.2f,",
-           r->tokens, nm, r->errors, r->gopts.ws_max, wall_s);
+    printf("\"tokens\":%lld,\"masks\":%zu,\"masks_verified\":%lld,\"errors\":%lld,"
+           "\"ws_max\":%d,\"wall_s\":%.2f,",
+           r->tokens, nm, r->verified, r->errors, r->gopts.ws_max, wall_s);
     printf("\"clock\":\"%s\",", timing_clock == CLOCK_MONOTONIC ? "wall" : "thread-cpu");
     printf("\"failures\":[%s],\"compile_errors\":[%s]}\n", r->failures.p ? r->failures.p : "",
            r->compile_errors.p ? r->compile_errors.p : "");
@@ -1252,6 +1311,8 @@ static void check_usage(FILE *f)
         "  --ws N            whitespace bound of the compiled grammars (default 16; 0 compact)\n"
         "  --per-file F      write one JSON line per case file to F (compiled, keyword, counts)\n"
         "  --cpu-time        time compiles and masks in thread CPU time, not wall time\n"
+        "  --verify-every K  also compare every K-th mask with the token-by-token definition\n"
+        "                    (accept + rollback of each of the vocabulary's tokens; slow)\n"
         "  --verbose         name each failing file on stderr\n"
         "  --dump-instances  only print each instance as serialized for tokenizing, one a line\n"
         "                    (no tokenizer or matcher needed; --tokenizer optional)\n");
@@ -1278,7 +1339,9 @@ static int cmd_check(int argc, char **argv)
             timing_clock = CLOCK_THREAD_CPUTIME_ID;
         else if (!strcmp(a, "--per-file") && more)
             o.per_file = argv[++i];
-        else if ((!strcmp(a, "--limit") || !strcmp(a, "--every") || !strcmp(a, "--ws")) && more) {
+        else if ((!strcmp(a, "--limit") || !strcmp(a, "--every") || !strcmp(a, "--ws") ||
+                  !strcmp(a, "--verify-every")) &&
+                 more) {
             if (gl_cli_parse_int(argv[i + 1], !strcmp(a, "--ws") ? 0 : 1, 1LL << 30, &v)) {
                 fprintf(stderr, "glint grammar check: bad value for %s: '%s'\n", a, argv[i + 1]);
                 return 2;
@@ -1288,6 +1351,8 @@ static int cmd_check(int argc, char **argv)
                 o.limit = v;
             else if (!strcmp(a, "--every"))
                 o.every = v;
+            else if (!strcmp(a, "--verify-every"))
+                o.verify = v;
             else
                 o.ws_max = (int)v;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -1334,7 +1399,9 @@ static int cmd_check(int argc, char **argv)
     }
     size_t words = gl_gvocab_mask_words(r.vocab);
     r.mask = malloc(words * sizeof *r.mask);
-    if (!r.mask || police_init(&r.pc, tok, words)) {
+    r.verify = o.verify;
+    r.ref = o.verify > 0 ? malloc(words * sizeof *r.ref) : NULL;
+    if (!r.mask || (o.verify > 0 && !r.ref) || police_init(&r.pc, tok, words)) {
         fprintf(stderr, "glint grammar check: out of memory\n");
         goto out;
     }
@@ -1364,6 +1431,8 @@ out:
     free(r.failures.p);
     free(r.compile_errors.p);
     free(r.inst.p);
+    free(r.slow_prefix.p);
+    free(r.ref);
     free(r.mask);
     free(r.pc.specials);
     gl_gvocab_free(r.vocab);

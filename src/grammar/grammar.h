@@ -70,6 +70,8 @@ GL_MUST_USE gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl
 struct gl_gvocab;
 GL_MUST_USE gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok,
                                     struct gl_err *err);
+// Free it after every grammar that computed masks with it: their mask caches hold references
+// into its shared tables.
 void gl_gvocab_free(struct gl_gvocab *v);
 int32_t gl_gvocab_n_vocab(const struct gl_gvocab *v);
 // Words of a mask for this vocabulary: (n_vocab + 31) / 32.

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 // mask: the vocabulary index (token bytes, byte tries in depth-first order, the plain-string
-// token classes) and the token mask of a match state: trie walk with one state copy per depth,
-// the string fast paths, a per-grammar LRU cache of masks keyed by the full match state, and one
-// of the quote-free part of string-body masks keyed by the string frame alone.
+// token classes, the quote-token split, the shared class tries) and the token mask of a match
+// state: the trie walk with one state copy per depth, the string-body walk with one frame copy
+// per depth, and the caches (whole masks by match state; quote-free parts by frame value; class
+// masks by accepted class strings). mask.h has the overview.
 // Invariant: a token's bit is set iff its bytes, fed one by one to a copy of the state, are all
 // accepted (gl_mask_fill_ref is that definition, and the tests compare the two), or the state
 // expects it as a GN_TOKEN. Special and empty tokens are never byte-matched.
 #include "grammar/mask.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +19,16 @@
 #define GL_TOKEN_MAX_BYTES 4096
 // Cached masks with at most this many allowed tokens are stored as an id list.
 #define GL_MASK_SPARSE_MAX 2048
+// Class tries (struct gl_ctrie) kept by a vocabulary for all grammars, least recently used out:
+// at most GL_CSHARED_N in all, GL_CSHARED_FULL of them with a trie (~1 MB each). A trie in use
+// by a grammar is never evicted; when none can be, a grammar builds its own.
+#define GL_CSHARED_N    512
+#define GL_CSHARED_FULL 64
+// A partition's class trie is built once exact walks for it have visited GL_CTRIE_RENT nodes
+// (about the build's cost: renting until the rent reaches the price is within 2x of knowing
+// the future). Counted across grammars in a table of GL_CRENT_N slots.
+#define GL_CTRIE_RENT 400000
+#define GL_CRENT_N    1024
 
 // One trie node. Nodes are in depth-first preorder, so node i's subtree is [i, next) and the
 // tokens ending in that subtree are ids[tok(i) .. tok(next)). The tokens ending exactly at i are
@@ -48,11 +60,35 @@ struct gl_gvocab {
     struct gl_trie full; // every byte-matchable token
     struct gl_trie slow; // the byte-matchable tokens that are not plain (walked on the fast path)
     struct gl_trie strq; // slow minus the tokens whose first non-plain byte is a control byte
-    struct gl_trie noq;  // byte-matchable tokens without a '"' byte (never leave a string body)
+    // The string-body tries (frame walks): a JSON string or key body rejects raw control bytes,
+    // so tokens that reach one before any quote or backslash (ctrl_first) are left out.
+    struct gl_trie noq;  // tokens without a '"' byte (they never leave a string body)
     struct gl_trie quot; // byte-matchable tokens with a '"' byte
     struct gl_trie slnq; // slow tokens without a '"' byte
-    uint32_t *plain;     // (max_plain + 1) bitsets: plain[k] = plain tokens of 1..k code points
+    struct gl_trie bsl;  // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
+    // Quote tokens as P '"' S, split at the first quote, for string values (quote_part): the
+    // distinct P (no backslash: the quote really ends the string) and S, and each token's pair.
+    struct gl_trie qesc; // quote tokens with a backslash before the first quote (walked whole)
+    struct gl_trie qsuf; // the distinct non-empty S (ids: S index)
+    const uint8_t **qp;  // distinct P: bytes (into blob) and lengths
+    uint32_t *qp_len;
+    int32_t n_qp, n_qs, qs_empty; // qs_empty: index of the empty S, or -1
+    int32_t n_qd;
+    int32_t *qd_tok, *qd_p, *qd_s; // token id, P index, S index
+    uint32_t *plain; // (max_plain + 1) bitsets: plain[k] = plain tokens of 1..k code points
     int32_t max_plain;
+    int32_t free_max; // a free body's budget above this accepts the same tokens (>= max_plain
+                      // and >= the byte length of every slnq token)
+    // Class tries built so far, for every grammar and thread (the one mutable part of the
+    // index: appended under cmu, never changed or freed before the vocabulary).
+    pthread_mutex_t cmu;
+    struct gl_ctrie *cshared[GL_CSHARED_N];
+    int n_cshared, n_cshared_full;
+    uint64_t cclock;
+    struct { // exact-walk nodes spent per partition not built yet (by hash, direct-mapped)
+        uint64_t h;
+        int64_t spent;
+    } crent[GL_CRENT_N];
 };
 
 // A cached mask: the allowed ids when there are few (most states outside strings allow a few
@@ -70,23 +106,83 @@ struct gl_mentry {
 // Quote-free part of the mask of a string-body state, keyed by the string frame's value
 // (gl_mstate_string_key): regex-constrained strings (formats, patterns) walk most of the trie
 // on every mask, yet their frames repeat across positions and documents.
-#define GL_SCACHE_N 32
-#define GL_SKEY_MAX 320
+#define GL_SCACHE_N    32
+#define GL_SFRAMES_CAP 1024 // threads of a string state handled frame by frame
+#define GL_SKEY_MAX    (GL_SFRAME_MAX + 16)
+// Quote-token prefixes (the text before the first quote) are at most this long; a string's
+// minimum beyond it decides nothing about them.
+#define GL_QP_MAX_CHARS 64
 struct gl_sentry {
     uint64_t hash, stamp;
+    uint64_t serial; // the mask (string_mask call) that last ORed it in
+    uint32_t *qp;    // quote_part's accepted prefixes for this frame (when qp_ok)
+    int32_t qp_first;
+    int qp_ok;
     const struct gl_gvocab *v;
     size_t key_len;
     uint8_t key[GL_SKEY_MAX];
     uint32_t *bits; // v->words words
 };
 
+// The class walk of string bodies. A string node's regexes and UTF-8 decoding cannot tell apart
+// bytes of one class (gl_mstate_sframe_classes), so a token's fate in that body depends only on
+// its class string. The quote-, backslash- and control-free tokens (nearly the whole vocabulary)
+// map to a few thousand distinct class strings, kept in a trie that is walked with the string
+// frame alone. The set of accepted class strings then keys a small cache of full masks: a
+// word-counting pattern or a maxLength counter changes the frame at every token but not which
+// class strings fit, so those states share one mask.
+#define GL_CTRIE_N  6  // class tries per grammar (one per distinct partition in use)
+#define GL_LCACHE_N 16 // masks per class trie, keyed by the accepted class strings
+// A partition with more distinct class strings than 1/GL_CTRIE_POOR of the tokens is "poor"
+// (many literal characters: formats, enumerations in patterns): its class trie would be nearly
+// the token trie, and such DFAs reject most bytes early, so the exact walk is used instead.
+#define GL_CTRIE_POOR 4
+// Exact walks bounded by this many nodes are taken without looking for a class trie.
+#define GL_EXACT_MAX_NODES 20000
+struct gl_lentry {
+    uint64_t hash, stamp;
+    uint32_t *acc;  // accepted class strings (acc_words words)
+    uint32_t *bits; // the mask part they make (v->words words)
+};
+// Immutable once built; shared by every grammar through the vocabulary's table.
+struct gl_ctrie {
+    int32_t refs;      // grammar views using it (under the vocabulary's cmu)
+    uint64_t used;     // the vocabulary's clock at its last lookup (LRU)
+    uint8_t cls[256];  // the partition (the key)
+    uint8_t rep[256];  // a representative byte per class
+    int poor;          // 1: the partition barely compresses the vocabulary; nothing else is built
+    struct gl_trie t;  // over class strings; its ids are class-string indices
+    uint32_t n_u;      // distinct class strings
+    uint32_t *u_start; // tokens of class string u: toks[u_start[u] .. u_start[u + 1])
+    int32_t *toks;
+    size_t acc_words;
+};
+// A grammar's use of one class trie: the walk's scratch and the masks keyed by accepted sets.
+struct gl_cview {
+    const struct gl_gvocab *v;
+    const struct gl_ctrie *ct;
+    int owned; // ct was built for this grammar alone (the vocabulary's table was full)
+    uint64_t stamp;
+    uint32_t *acc; // the walk's accepted class strings
+    struct gl_lentry le[GL_LCACHE_N];
+};
+
 struct gl_mcache {
     struct gl_sentry se[GL_SCACHE_N];
+    struct gl_cview cv[GL_CTRIE_N];
+    uint32_t *part; // one quote-free part when the string cache cannot keep it
+    size_t part_words;
+    uint32_t th[GL_SFRAMES_CAP]; // string_mask: the threads' handles (gl_mstate_sframes)
+    struct gl_mstate *qst;       // quote_part: the state just after the string's closing quote
+    uint32_t *qacc;              // quote_part: accepted P, then accepted S (bitsets)
+    size_t qacc_words;
+    uint64_t *frames; // (max depth + 2) frames of GL_SFRAME_MAX bytes for the class walk
     int32_t cap, n;
     uint64_t clock;
     struct gl_mentry *e;
     struct gl_mstate **walk; // walk[d]: the state after the first d bytes of the current node path
     uint8_t *fresh;          // fresh[d]: walk[d] still equals its parent (copy can be skipped)
+    uint64_t (*next)[4];     // next[d]: a superset of the bytes walk[d] accepts (next_bytes)
     int32_t n_walk;          // walk[1 .. n_walk - 1] allocated
     int32_t *exp;            // expected GN_TOKEN ids scratch
     int32_t cap_exp;
@@ -192,6 +288,16 @@ static void trie_free(struct gl_trie *t)
     memset(t, 0, sizeof *t);
 }
 
+static void ctrie_free(struct gl_ctrie *ct)
+{
+    if (!ct)
+        return;
+    trie_free(&ct->t);
+    gl_free(ct->u_start);
+    gl_free(ct->toks);
+    gl_free(ct);
+}
+
 // Builds the trie of refs[0..n) (sorted by tokref_cmp) in depth-first preorder.
 static gl_status trie_build(struct gl_trie *t, const struct gl_tokref *refs, size_t n,
                             struct gl_err *err)
@@ -265,6 +371,72 @@ static gl_status trie_build(struct gl_trie *t, const struct gl_tokref *refs, siz
     return GL_OK;
 }
 
+// The P '"' S split of the quote tokens q[0..n) (sorted; see struct gl_gvocab). Distinct parts
+// are found by linear search: the real vocabulary has ~170 P and ~480 S.
+static gl_status quote_split_build(struct gl_gvocab *v, const struct gl_tokref *q, size_t n,
+                                   struct gl_err *err)
+{
+    struct gl_tokref *esc = gl_malloc((n ? n : 1) * sizeof *esc);
+    struct gl_tokref *suf = gl_malloc((n ? n : 1) * sizeof *suf);
+    v->qp = gl_malloc((n ? n : 1) * sizeof *v->qp);
+    v->qp_len = gl_malloc((n ? n : 1) * sizeof *v->qp_len);
+    v->qd_tok = gl_malloc((n ? n : 1) * sizeof *v->qd_tok);
+    v->qd_p = gl_malloc((n ? n : 1) * sizeof *v->qd_p);
+    v->qd_s = gl_malloc((n ? n : 1) * sizeof *v->qd_s);
+    gl_status st = GL_OK;
+    if (!esc || !suf || !v->qp || !v->qp_len || !v->qd_tok || !v->qd_p || !v->qd_s) {
+        st = gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the vocabulary index");
+        goto done;
+    }
+    size_t n_esc = 0;
+    v->qs_empty = -1;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = q[i].p;
+        uint32_t k = (uint32_t)((const uint8_t *)memchr(p, '"', q[i].len) - p);
+        if (memchr(p, '\\', k)) {
+            esc[n_esc++] = q[i];
+            continue;
+        }
+        int32_t a, b;
+        for (a = 0; a < v->n_qp && !(v->qp_len[a] == k && !memcmp(v->qp[a], p, k)); a++)
+            ;
+        if (a == v->n_qp) {
+            v->qp[a] = p;
+            v->qp_len[a] = k;
+            v->n_qp++;
+        }
+        const uint8_t *sp = p + k + 1;
+        uint32_t sl = q[i].len - k - 1;
+        for (b = 0; b < v->n_qs && !(suf[b].len == sl && !memcmp(suf[b].p, sp, sl)); b++)
+            ;
+        if (b == v->n_qs) {
+            suf[b].p = sp;
+            suf[b].len = sl;
+            suf[b].id = b;
+            if (sl == 0)
+                v->qs_empty = b;
+            v->n_qs++;
+        }
+        v->qd_tok[v->n_qd] = q[i].id;
+        v->qd_p[v->n_qd] = a;
+        v->qd_s[v->n_qd] = b;
+        v->n_qd++;
+    }
+    st = trie_build(&v->qesc, esc, n_esc, err);
+    if (st != GL_OK)
+        goto done;
+    size_t n_suf = 0; // the trie of the non-empty S (the empty one is accepted by any state)
+    for (int32_t b = 0; b < v->n_qs; b++)
+        if (suf[b].len)
+            suf[n_suf++] = suf[b];
+    qsort(suf, n_suf, sizeof *suf, tokref_cmp);
+    st = trie_build(&v->qsuf, suf, n_suf, err);
+done:
+    gl_free(esc);
+    gl_free(suf);
+    return st;
+}
+
 gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, struct gl_err *err)
 {
     *out = NULL;
@@ -276,6 +448,7 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
         return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the vocabulary index");
     v->n_vocab = n;
     v->words = ((size_t)n + 31) / 32;
+    pthread_mutex_init(&v->cmu, NULL);
     gl_status st = GL_OK;
     struct gl_tokref *refs = NULL, *refs2 = NULL;
     int32_t *chars = NULL;
@@ -338,10 +511,14 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
     }
     for (int q = 0; q < 2; q++) {
         size_t m = 0;
-        for (size_t i = 0; i < n_refs; i++)
-            if ((memchr(refs[i].p, '"', refs[i].len) != NULL) == q)
+        for (size_t i = 0; i < n_refs; i++) {
+            int quoted = memchr(refs[i].p, '"', refs[i].len) != NULL;
+            if (quoted == q && (q || !ctrl_first(refs[i].p, refs[i].len)))
                 refs2[m++] = refs[i]; // keeps the sorted order
+        }
         st = trie_build(q ? &v->quot : &v->noq, refs2, m, err);
+        if (st == GL_OK && q)
+            st = quote_split_build(v, refs2, m, err);
         if (st != GL_OK)
             goto fail;
     }
@@ -354,9 +531,20 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
         goto fail;
     size_t n_slnq = 0;
     for (size_t i = 0; i < n_slow; i++)
-        if (!memchr(refs[i].p, '"', refs[i].len))
+        if (!memchr(refs[i].p, '"', refs[i].len) && !ctrl_first(refs[i].p, refs[i].len))
             refs2[n_slnq++] = refs[i];
+    v->free_max = v->max_plain;
+    for (size_t i = 0; i < n_slnq; i++)
+        if ((int32_t)refs2[i].len > v->free_max)
+            v->free_max = (int32_t)refs2[i].len;
     st = trie_build(&v->slnq, refs2, n_slnq, err);
+    if (st != GL_OK)
+        goto fail;
+    size_t n_bsl = 0;
+    for (size_t i = 0; i < n_slnq; i++)
+        if (memchr(refs2[i].p, '\\', refs2[i].len))
+            refs2[n_bsl++] = refs2[i];
+    st = trie_build(&v->bsl, refs2, n_bsl, err);
     if (st != GL_OK)
         goto fail;
     size_t n_strq = 0;
@@ -404,6 +592,17 @@ void gl_gvocab_free(struct gl_gvocab *v)
     trie_free(&v->noq);
     trie_free(&v->quot);
     trie_free(&v->slnq);
+    trie_free(&v->bsl);
+    trie_free(&v->qesc);
+    trie_free(&v->qsuf);
+    gl_free(v->qp);
+    gl_free(v->qp_len);
+    gl_free(v->qd_tok);
+    gl_free(v->qd_p);
+    gl_free(v->qd_s);
+    for (int i = 0; i < v->n_cshared; i++)
+        ctrie_free(v->cshared[i]);
+    pthread_mutex_destroy(&v->cmu);
     gl_free(v->plain);
     gl_free(v->blob);
     gl_free(v->off);
@@ -459,6 +658,24 @@ static void mcache_clear(struct gl_mcache *c)
         c->se[i].v = NULL;
 }
 
+static void cview_clear(struct gl_cview *w)
+{
+    if (w->owned) {
+        ctrie_free((struct gl_ctrie *)w->ct);
+    } else if (w->ct) { // the table's entry: one user fewer (see struct gl_gvocab)
+        struct gl_gvocab *v = (struct gl_gvocab *)w->v;
+        pthread_mutex_lock(&v->cmu);
+        ((struct gl_ctrie *)w->ct)->refs--;
+        pthread_mutex_unlock(&v->cmu);
+    }
+    gl_free(w->acc);
+    for (int i = 0; i < GL_LCACHE_N; i++) {
+        gl_free(w->le[i].acc);
+        gl_free(w->le[i].bits);
+    }
+    memset(w, 0, sizeof *w);
+}
+
 void gl_mask_cache_free(struct gl_mcache *c)
 {
     if (!c)
@@ -466,8 +683,17 @@ void gl_mask_cache_free(struct gl_mcache *c)
     mcache_clear(c);
     for (int32_t d = 1; d < c->n_walk; d++)
         gl_mstate_free(c->walk[d]);
-    for (int i = 0; i < GL_SCACHE_N; i++)
+    for (int i = 0; i < GL_SCACHE_N; i++) {
         gl_free(c->se[i].bits);
+        gl_free(c->se[i].qp);
+    }
+    for (int i = 0; i < GL_CTRIE_N; i++)
+        cview_clear(&c->cv[i]);
+    gl_free(c->frames);
+    gl_free(c->next);
+    gl_mstate_free(c->qst);
+    gl_free(c->qacc);
+    gl_free(c->part);
     gl_free(c->walk);
     gl_free(c->fresh);
     gl_free(c->e);
@@ -505,6 +731,26 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         if (!c->exp)
             return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the mask cache");
     }
+    if (!c->qst) {
+        gl_status st = gl_mstate_new(&c->qst, &g->ir, NULL, err);
+        if (st != GL_OK)
+            return st;
+    }
+    size_t qw = ((size_t)v->n_qp + 31) / 32 + ((size_t)v->n_qs + 31) / 32; // P scratch, S bits
+    if (qw > c->qacc_words) {
+        uint32_t *qa = gl_realloc(c->qacc, qw * sizeof *qa);
+        if (!qa)
+            return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
+        c->qacc = qa;
+        c->qacc_words = qw;
+    }
+    if (v->words > c->part_words) {
+        uint32_t *pt = gl_realloc(c->part, v->words * sizeof *pt);
+        if (!pt)
+            return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
+        c->part = pt;
+        c->part_words = v->words;
+    }
     // One state per trie depth (+1: the walk clears fresh[d + 1] below the deepest node).
     int32_t need = v->full.max_depth + 2;
     if (need > c->n_walk) {
@@ -516,6 +762,14 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         if (!f)
             return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
         c->fresh = f;
+        uint64_t(*nx)[4] = gl_realloc(c->next, (size_t)need * sizeof *nx);
+        if (!nx)
+            return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
+        c->next = nx;
+        uint64_t *fr = gl_realloc(c->frames, (size_t)need * GL_SFRAME_MAX);
+        if (!fr)
+            return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
+        c->frames = fr;
         if (c->n_walk == 0) {
             c->walk[0] = NULL; // depth 0 is the state itself
             c->n_walk = 1;
@@ -544,12 +798,18 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
     const int32_t *ids = t->ids;
     struct gl_mstate **walk = c->walk;
     uint8_t *fresh = c->fresh;
+    uint64_t(*next)[4] = c->next;
     memset(fresh, 0, (size_t)t->max_depth + 2);
+    gl_mstate_next_bytes(s, next[0]);
     uint32_t i = 1, n = t->n_nodes;
     int64_t visited = 0;
     while (i < n) {
         const struct gl_tnode *x = &nd[i];
         uint32_t d = x->depth;
+        if (!(next[d - 1][x->byte >> 6] >> (x->byte & 63) & 1)) {
+            i = x->next; // the parent state takes no such byte: no copy, no step
+            continue;
+        }
         struct gl_mstate *cur = walk[d];
         visited++;
         if (!fresh[d]) {
@@ -570,6 +830,8 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
             end = nd[x->next].tok; // the whole subtree
             i = x->next;
         } else {
+            if (x->next > i + 1)
+                gl_mstate_next_bytes(cur, next[d]);
             i++;
         }
         for (uint32_t k = x->tok; k < end; k++) {
@@ -578,6 +840,379 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
         }
     }
     return visited;
+}
+
+// ---- the class walk of string bodies ----
+
+// The class-walk policy (gl_mask_set_class_policy; tests force the class walk everywhere).
+static int64_t g_exact_max = GL_EXACT_MAX_NODES, g_rent = GL_CTRIE_RENT;
+
+void gl_mask_set_class_policy(int64_t exact_max_nodes, int64_t rent_nodes)
+{
+    g_exact_max = exact_max_nodes < 0 ? GL_EXACT_MAX_NODES : exact_max_nodes;
+    g_rent = rent_nodes < 0 ? GL_CTRIE_RENT : rent_nodes;
+}
+
+// The class trie of partition cls over v (see struct gl_ctrie); NULL when out of memory. Costs
+// one pass over the vocabulary's bytes (a few ms), once per partition and grammar.
+static struct gl_ctrie *ctrie_build(const struct gl_gvocab *v, const uint8_t cls[256])
+{
+    struct gl_ctrie *ct = gl_calloc(1, sizeof *ct);
+    int32_t n = v->n_vocab;
+    uint32_t *tu = gl_malloc((size_t)n * sizeof *tu);     // class string of each token
+    uint32_t *uoff = gl_malloc((size_t)n * sizeof *uoff); // per class string: arena offset,
+    uint32_t *ulen = gl_malloc((size_t)n * sizeof *ulen); // length,
+    uint64_t *uh = gl_malloc((size_t)n * sizeof *uh);     // hash
+    uint8_t *arena = gl_malloc((size_t)v->off[n] + 1);
+    uint32_t hcap = 1u << 14, *ht = gl_malloc(hcap * sizeof *ht);
+    struct gl_tokref *refs = NULL;
+    if (!ct || !tu || !uoff || !ulen || !uh || !arena || !ht)
+        goto fail;
+    memcpy(ct->cls, cls, 256);
+    for (int b = 255; b >= 0; b--)
+        if (cls[b] != GL_SCLS_NONE)
+            ct->rep[cls[b]] = (uint8_t)b;
+    memset(ht, 0xFF, hcap * sizeof *ht);
+    uint32_t n_u = 0, used = 0;
+    for (int32_t id = 0; id < n; id++) {
+        tu[id] = UINT32_MAX;
+        if (gl_gvocab_is_excluded(v, id))
+            continue;
+        size_t len;
+        const uint8_t *p = gl_gvocab_token(v, id, &len);
+        uint8_t *q = arena + used; // the class string, written in place; kept if new
+        uint64_t h = 1469598103934665603ull;
+        size_t k;
+        for (k = 0; k < len && cls[p[k]] != GL_SCLS_NONE; k++) {
+            q[k] = cls[p[k]];
+            h = (h ^ q[k]) * 1099511628211ull;
+        }
+        if (k < len)
+            continue; // has '"', '\\' or a control byte: not in the class trie
+        uint32_t slot = (uint32_t)(h ^ (h >> 29)) & (hcap - 1), u;
+        while ((u = ht[slot]) != UINT32_MAX &&
+               !(uh[u] == h && ulen[u] == len && !memcmp(arena + uoff[u], q, len)))
+            slot = (slot + 1) & (hcap - 1);
+        if (u == UINT32_MAX) {
+            u = n_u++;
+            uoff[u] = used;
+            ulen[u] = (uint32_t)len;
+            uh[u] = h;
+            used += (uint32_t)len;
+            ht[slot] = u;
+            if (n_u * 2 > hcap) { // grow and rehash
+                gl_free(ht);
+                hcap *= 2;
+                if (!(ht = gl_malloc(hcap * sizeof *ht)))
+                    goto fail;
+                memset(ht, 0xFF, hcap * sizeof *ht);
+                for (uint32_t w = 0; w < n_u; w++) {
+                    uint32_t sl = (uint32_t)(uh[w] ^ (uh[w] >> 29)) & (hcap - 1);
+                    while (ht[sl] != UINT32_MAX)
+                        sl = (sl + 1) & (hcap - 1);
+                    ht[sl] = w;
+                }
+            }
+        }
+        tu[id] = u;
+        // Poor partitions show early: most tokens get a class string of their own.
+        if ((id & 16383) == 16383 && (int64_t)n_u * 2 > (int64_t)id + 1) {
+            ct->poor = 1;
+            goto done;
+        }
+    }
+    ct->n_u = n_u;
+    ct->acc_words = ((size_t)n_u + 31) / 32;
+    if ((int64_t)n_u * GL_CTRIE_POOR > (int64_t)v->noq.n_ids) {
+        ct->poor = 1;
+        goto done;
+    }
+    refs = gl_malloc(((size_t)n_u + 1) * sizeof *refs);
+    ct->u_start = gl_calloc((size_t)n_u + 2, sizeof *ct->u_start);
+    if (!refs || !ct->u_start)
+        goto fail;
+    for (uint32_t u = 0; u < n_u; u++) {
+        refs[u].p = arena + uoff[u];
+        refs[u].len = ulen[u];
+        refs[u].id = (int32_t)u;
+    }
+    qsort(refs, n_u, sizeof *refs, tokref_cmp);
+    if (trie_build(&ct->t, refs, n_u, NULL) != GL_OK)
+        goto fail;
+    // Tokens grouped by class string: counting sort.
+    for (int32_t id = 0; id < n; id++)
+        if (tu[id] != UINT32_MAX)
+            ct->u_start[tu[id] + 2]++;
+    for (uint32_t u = 0; u < n_u; u++)
+        ct->u_start[u + 2] += ct->u_start[u + 1];
+    ct->toks = gl_malloc(((size_t)ct->u_start[n_u + 1] + 1) * sizeof *ct->toks);
+    if (!ct->toks)
+        goto fail;
+    for (int32_t id = 0; id < n; id++)
+        if (tu[id] != UINT32_MAX)
+            ct->toks[ct->u_start[tu[id] + 1]++] = id;
+done:
+    gl_free(refs);
+    gl_free(ht);
+    gl_free(arena);
+    gl_free(uh);
+    gl_free(ulen);
+    gl_free(uoff);
+    gl_free(tu);
+    return ct;
+fail:
+    ctrie_free(ct);
+    ct = NULL;
+    goto done;
+}
+
+// The class trie of partition cls from v's table, built there on first use (or for the caller
+// alone when the table is full: *owned = 1). NULL when out of memory.
+static uint64_t cls_hash(const uint8_t cls[256])
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int b = 0; b < 256; b++)
+        h = (h ^ cls[b]) * 1099511628211ull;
+    return h;
+}
+
+// The class trie of partition cls from v's table. When it is not there: built there (or for the
+// caller alone when the table is full: *owned = 1) once the exact walks of this partition have
+// spent the rent, else NULL and *pending = 1. NULL with *pending = 0: out of memory.
+static struct gl_ctrie *ctrie_lookup(const struct gl_gvocab *cv, const uint8_t cls[256], int *owned,
+                                     int *pending)
+{
+    // The table is the vocabulary's only mutable part (see struct gl_gvocab).
+    struct gl_gvocab *v = (struct gl_gvocab *)cv;
+    struct gl_ctrie *ct = NULL;
+    uint64_t h = cls_hash(cls);
+    *owned = 0;
+    *pending = 0;
+    pthread_mutex_lock(&v->cmu);
+    for (int i = 0; i < v->n_cshared && !ct; i++)
+        if (!memcmp(v->cshared[i]->cls, cls, 256))
+            ct = v->cshared[i];
+    if (!ct) {
+        size_t slot = (size_t)(h % GL_CRENT_N);
+        if (g_rent > 0 && (v->crent[slot].h != h || v->crent[slot].spent < g_rent)) {
+            *pending = 1;
+            pthread_mutex_unlock(&v->cmu);
+            return NULL;
+        }
+        ct = ctrie_build(v, cls);
+        if (!ct) {
+            pthread_mutex_unlock(&v->cmu);
+            return NULL;
+        }
+        // A place in the table: a free one, or the least recently used entry no grammar holds
+        // (of the same kind when the full tries are at their cap).
+        int need_full = !ct->poor && v->n_cshared_full >= GL_CSHARED_FULL;
+        int at = need_full || v->n_cshared >= GL_CSHARED_N ? -1 : v->n_cshared;
+        if (at < 0) {
+            for (int i = 0; i < v->n_cshared; i++) {
+                struct gl_ctrie *x = v->cshared[i];
+                if (x->refs == 0 && (!need_full || !x->poor) &&
+                    (at < 0 || x->used < v->cshared[at]->used))
+                    at = i;
+            }
+        }
+        if (at < 0) {
+            *owned = 1;
+        } else {
+            if (at < v->n_cshared) {
+                v->n_cshared_full -= !v->cshared[at]->poor;
+                ctrie_free(v->cshared[at]);
+            } else {
+                v->n_cshared++;
+            }
+            v->cshared[at] = ct;
+            v->n_cshared_full += !ct->poor;
+        }
+    }
+    if (!*owned) {
+        ct->refs++;
+        ct->used = ++v->cclock;
+    }
+    pthread_mutex_unlock(&v->cmu);
+    return ct;
+}
+
+// Records n exact-walk nodes spent on partition cls (see GL_CTRIE_RENT).
+static void ctrie_rent(const struct gl_gvocab *cv, const uint8_t cls[256], int64_t n)
+{
+    struct gl_gvocab *v = (struct gl_gvocab *)cv;
+    uint64_t h = cls_hash(cls);
+    size_t slot = (size_t)(h % GL_CRENT_N);
+    pthread_mutex_lock(&v->cmu);
+    if (v->crent[slot].h != h) { // a colliding partition gives way
+        v->crent[slot].h = h;
+        v->crent[slot].spent = 0;
+    }
+    v->crent[slot].spent += n;
+    pthread_mutex_unlock(&v->cmu);
+}
+
+// The grammar's view of the class trie of partition cls (LRU over GL_CTRIE_N partitions); NULL
+// when the partition is poor, not built yet (*pending = 1: see ctrie_lookup) or memory ran out.
+static struct gl_cview *cview_get(struct gl_mcache *c, const struct gl_gvocab *v,
+                                  const uint8_t cls[256], int *pending)
+{
+    *pending = 0;
+    struct gl_cview *w = &c->cv[0];
+    for (int k = 0; k < GL_CTRIE_N; k++) {
+        struct gl_cview *x = &c->cv[k];
+        if (x->ct && !memcmp(x->ct->cls, cls, 256)) {
+            x->stamp = ++c->clock;
+            return x->ct->poor ? NULL : x;
+        }
+        if (!x->ct || (w->ct && x->stamp < w->stamp))
+            w = x;
+    }
+    int owned;
+    struct gl_ctrie *ct = ctrie_lookup(v, cls, &owned, pending);
+    if (!ct)
+        return NULL;
+    uint32_t *acc = ct->poor ? NULL : gl_calloc(ct->acc_words ? ct->acc_words : 1, sizeof *acc);
+    if (!ct->poor && !acc) {
+        struct gl_cview tmp = {.v = v, .ct = ct, .owned = owned};
+        cview_clear(&tmp); // gives the trie (or its reference) back
+        return NULL;
+    }
+    cview_clear(w);
+    w->v = v;
+    w->ct = ct;
+    w->owned = owned;
+    w->acc = acc;
+    w->stamp = ++c->clock;
+    return ct->poor ? NULL : w;
+}
+
+// Depth-first walk of trie t with a string frame alone: c->frames[0] holds the frame (fs
+// bytes), frames[d] the frame after the first d bytes of the current path. Node bytes are mapped
+// through rep (a class trie) or taken as they are (rep NULL). Sets bit id of out for every id
+// ending at an accepted node. Returns the nodes visited.
+static int64_t frame_walk(const struct gl_trie *t, const uint8_t *rep, struct gl_mcache *c,
+                          const struct gl_mstate *s, size_t fs, uint32_t *out)
+{
+    const struct gl_tnode *nd = t->nodes;
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint32_t i = 1, n = t->n_nodes;
+    int64_t visited = 0;
+    while (i < n) {
+        const struct gl_tnode *x = &nd[i];
+        uint64_t *cur = c->frames + (size_t)x->depth * stride;
+        visited++;
+        memcpy(cur, cur - stride, fs);
+        if (!gl_mstate_sframe_step(s, cur, rep ? rep[x->byte] : x->byte)) {
+            i = x->next;
+            continue;
+        }
+        for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
+            uint32_t id = (uint32_t)t->ids[k];
+            out[id >> 5] |= 1u << (id & 31);
+        }
+        i++;
+    }
+    return visited;
+}
+
+// Writes the mask part of the accepted class strings acc (every word of mask).
+static void acc_expand(const struct gl_ctrie *ct, const uint32_t *acc, size_t words, uint32_t *mask)
+{
+    memset(mask, 0, words * sizeof *mask);
+    for (size_t w = 0; w < ct->acc_words; w++)
+        for (uint32_t x = acc[w]; x; x &= x - 1) {
+            uint32_t u = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
+            for (uint32_t k = ct->u_start[u]; k < ct->u_start[u + 1]; k++) {
+                uint32_t id = (uint32_t)ct->toks[k];
+                mask[id >> 5] |= 1u << (id & 31);
+            }
+        }
+}
+
+// The quote-free part of a string-body mask by the class walk: class strings accepted by the
+// frame, their mask from the view's cache (expanded on a miss), then the backslash tokens
+// walked exactly. Returns the nodes visited.
+static int64_t class_mask(struct gl_cview *cw, struct gl_mcache *c, const struct gl_gvocab *v,
+                          const struct gl_mstate *s, size_t fs, uint32_t *mask)
+{
+    const struct gl_ctrie *ct = cw->ct;
+    size_t aw = ct->acc_words;
+    memset(cw->acc, 0, aw * sizeof *cw->acc);
+    int64_t visited = frame_walk(&ct->t, ct->rep, c, s, fs, cw->acc);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t w = 0; w < aw; w++)
+        h = (h ^ cw->acc[w]) * 1099511628211ull;
+    struct gl_lentry *e = NULL, *old = &cw->le[0];
+    for (int i = 0; i < GL_LCACHE_N && !e; i++) {
+        struct gl_lentry *x = &cw->le[i];
+        if (x->bits && x->hash == h && !memcmp(x->acc, cw->acc, aw * sizeof *cw->acc))
+            e = x;
+        else if (!x->bits || (old->bits && x->stamp < old->stamp))
+            old = x;
+    }
+    if (e) {
+        memcpy(mask, e->bits, v->words * sizeof *mask);
+    } else {
+        acc_expand(ct, cw->acc, v->words, mask);
+        if (!old->bits) {
+            old->acc = gl_malloc((aw ? aw : 1) * sizeof *old->acc);
+            old->bits = gl_malloc(v->words * sizeof *old->bits);
+            if (!old->acc || !old->bits) { // allocation failure only means no caching
+                gl_free(old->acc);
+                gl_free(old->bits);
+                old->acc = NULL;
+                old->bits = NULL;
+            }
+        }
+        if (old->bits) {
+            memcpy(old->acc, cw->acc, aw * sizeof *cw->acc);
+            memcpy(old->bits, mask, v->words * sizeof *mask);
+            old->hash = h;
+            e = old;
+        }
+    }
+    if (e)
+        e->stamp = ++c->clock;
+    return visited + frame_walk(&v->bsl, NULL, c, s, fs, mask);
+}
+
+// The quote-free part of the mask of thread th's frame (fs bytes in c->frames[0]) into part
+// (every word written): plain tokens by count for a free body; the class walk when the frame
+// accepts much and its partition's trie is built; else every quote-free token walked with the
+// frame alone. Returns the nodes visited.
+static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                          uint32_t th, size_t fs, uint32_t *part)
+{
+    int32_t mn, mx;
+    if (gl_mstate_sframe_free(s, th, &mn, &mx)) { // the plain tokens by count, the rest walked
+        int32_t k = mx < 0 || mx > v->max_plain ? v->max_plain : mx;
+        memcpy(part, v->plain + (size_t)k * v->words, v->words * sizeof *part);
+        return frame_walk(&v->slnq, NULL, c, s, fs, part);
+    }
+    // The exact walk visits at most the subtrees under the first bytes the frame accepts; the
+    // class walk pays off (and its trie is worth building) only when that bound is large.
+    const struct gl_tnode *nd = v->noq.nodes;
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint64_t *f1 = c->frames + stride;
+    int64_t bound = 0;
+    for (uint32_t k = 1; k < v->noq.n_nodes; k = nd[k].next) {
+        memcpy(f1, c->frames, fs);
+        if (gl_mstate_sframe_step(s, f1, nd[k].byte))
+            bound += nd[k].next - k;
+    }
+    uint8_t cls[256];
+    int pending = 0;
+    struct gl_cview *cw = NULL;
+    if (bound > g_exact_max && gl_mstate_sframe_classes(s, th, cls) > 0)
+        cw = cview_get(c, v, cls, &pending);
+    if (cw)
+        return class_mask(cw, c, v, s, fs, part);
+    memset(part, 0, v->words * sizeof *part);
+    int64_t n = frame_walk(&v->noq, NULL, c, s, fs, part);
+    if (pending)
+        ctrie_rent(v, cls, n);
+    return n;
 }
 
 static void add_expected(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
@@ -668,56 +1303,169 @@ static void mentry_read(const struct gl_mentry *e, size_t words, uint32_t *mask)
         mask[e->data[i] >> 5] |= 1u << (e->data[i] & 31);
 }
 
-// A string-body state (gl_mstate_string_key): the quote-free tokens from the frame-keyed cache
-// (walked on a miss), then the tokens with a quote walked from s (they may close the string,
-// which depends on the rest of the state). Returns the nodes visited.
-static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
-                           const struct gl_mstate *s, const uint8_t *key, size_t klen,
-                           uint32_t *mask)
+// The quote tokens of a one-thread state inside a string value, ORed into mask. A token
+// P '"' S is accepted iff the frame takes P and may end there, and the state after the closing
+// quote takes S; that state pops the string, so it is the same for every P and S is walked once
+// instead of under each P. Tokens with a backslash before their first quote are walked whole.
+
+// The prefixes P the frame (c->frames[0], fs bytes) takes and may end after, into accp (bits
+// over v->n_qp); returns the first such P, or -1.
+static int32_t quote_prefixes(struct gl_mcache *c, const struct gl_gvocab *v,
+                              const struct gl_mstate *s, size_t fs, uint32_t *accp)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < klen; i++)
-        h = (h ^ key[i]) * 1099511628211ull;
-    struct gl_sentry *e = NULL, *old = &c->se[0];
-    for (int i = 0; i < GL_SCACHE_N; i++) {
-        struct gl_sentry *x = &c->se[i];
-        if (x->v == v && x->hash == h && x->key_len == klen && !memcmp(x->key, key, klen)) {
-            e = x;
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint64_t *f1 = c->frames + stride;
+    memset(accp, 0, ((size_t)v->n_qp + 31) / 32 * sizeof *accp);
+    int32_t first = -1;
+    for (int32_t a = 0; a < v->n_qp; a++) {
+        memcpy(f1, c->frames, fs);
+        uint32_t k = 0;
+        while (k < v->qp_len[a] && gl_mstate_sframe_step(s, f1, v->qp[a][k]))
+            k++;
+        if (k == v->qp_len[a] && gl_mstate_sframe_closes(s, f1) == 1) {
+            accp[a >> 5] |= 1u << (a & 31);
+            if (first < 0)
+                first = a;
+        }
+    }
+    return first;
+}
+
+// The rest, given the prefixes (quote_prefixes). Returns the nodes visited.
+static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                          const uint32_t *accp, int32_t first, uint32_t *mask)
+{
+    int64_t visited = 0;
+    if (first >= 0) {
+        // The state after the closing quote, reached through the first P that ends the string.
+        // c->qacc: P scratch (quote_prefixes without an entry), then the S bits.
+        uint32_t *accs = c->qacc + ((size_t)v->n_qp + 31) / 32;
+        memset(accs, 0, ((size_t)v->n_qs + 31) / 32 * sizeof *accs);
+        struct gl_mstate *q = c->qst;
+        gl_mstate_copy(q, s);
+        for (uint32_t k = 0; k < v->qp_len[first]; k++)
+            GL_ASSERT(gl_mstate_advance_byte(q, v->qp[first][k]));
+        GL_ASSERT(gl_mstate_advance_byte(q, '"'));
+        visited += trie_walk(&v->qsuf, c, q, accs);
+        if (v->qs_empty >= 0)
+            accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+        for (int32_t k = 0; k < v->n_qd; k++) {
+            int32_t a = v->qd_p[k], b = v->qd_s[k];
+            if ((accp[a >> 5] >> (a & 31) & 1) && (accs[b >> 5] >> (b & 31) & 1))
+                mask[v->qd_tok[k] >> 5] |= 1u << (v->qd_tok[k] & 31);
+        }
+    }
+    return visited + trie_walk(&v->qesc, c, s, mask);
+}
+
+// A state whose threads are all inside string bodies (gl_mstate_sframes): the union of each
+// thread's quote-free part, from the cache keyed by the frame's value (computed on a miss),
+// then the tokens with a quote walked from s (they may close a string, which depends on the
+// rest of the state). Returns the nodes visited.
+static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
+                           const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
+{
+    int64_t visited = 0;
+    uint64_t serial = ++c->clock; // entries ORed into this mask carry it (equal frames: once)
+    struct gl_sentry *e0 = NULL;  // thread 0's entry (for quote_part's prefixes)
+    int filled = 0;               // mask holds a part (else it is still to be written)
+    for (int t = 0; t < nt; t++) {
+        uint8_t key[GL_SKEY_MAX];
+        size_t klen;
+        int32_t mn, mx;
+        if (gl_mstate_sframe_free(s, th[t], &mn, &mx)) {
+            // A free body at a character boundary accepts by its budget alone (frame_part), and
+            // which quote-token prefixes may end it by its minimum (quote_part), so every such
+            // frame with the same clamped budgets shares one entry (-1: no frame value starts
+            // with a node index of -1).
+            int32_t fk[3] = {-1, mx < 0 || mx > v->free_max ? v->free_max : mx,
+                             mn > GL_QP_MAX_CHARS ? GL_QP_MAX_CHARS : mn};
+            memcpy(key, fk, sizeof fk);
+            klen = sizeof fk;
+        } else {
+            klen = gl_mstate_string_key(s, th[t], key, sizeof key);
+        }
+        size_t fs = klen ? gl_mstate_sframe(s, th[t], c->frames, GL_SFRAME_MAX) : 0;
+        if (!fs) { // a frame too large to walk alone: the whole state, byte by byte
+            memset(mask, 0, v->words * sizeof *mask);
+            visited += trie_walk(&v->noq, c, s, mask);
+            filled = 1;
             break;
         }
-        if (x->stamp < old->stamp)
-            old = x;
-    }
-    int64_t visited = 0;
-    if (e) {
-        e->stamp = ++c->clock;
-        memcpy(mask, e->bits, v->words * sizeof *mask);
-    } else {
-        int32_t mx;
-        if (gl_mstate_string_loops(s, &mx)) {
-            // The string-body fast path for regex strings whose DFA state loops on plain text.
-            int32_t k = mx < 0 || mx > v->max_plain ? v->max_plain : mx;
-            memcpy(mask, v->plain + (size_t)k * v->words, v->words * sizeof *mask);
-            visited = trie_walk(&v->slnq, c, s, mask);
+        uint64_t h = 1469598103934665603ull;
+        for (size_t k = 0; k < klen; k++)
+            h = (h ^ key[k]) * 1099511628211ull;
+        struct gl_sentry *e = NULL, *old = &c->se[0];
+        for (int k = 0; k < GL_SCACHE_N; k++) {
+            struct gl_sentry *x = &c->se[k];
+            if (x->v == v && x->hash == h && x->key_len == klen && !memcmp(x->key, key, klen)) {
+                e = x;
+                break;
+            }
+            if (x->stamp < old->stamp)
+                old = x;
+        }
+        const uint32_t *part;
+        if (e) {
+            if (e->serial == serial)
+                continue; // an equal frame of another thread: already in the mask
+            part = e->bits;
         } else {
-            memset(mask, 0, v->words * sizeof *mask);
-            visited = trie_walk(&v->noq, c, s, mask);
+            if (!old->bits || old->v != v) {
+                gl_free(old->bits);
+                old->v = NULL;
+                old->bits = gl_malloc(v->words * sizeof *old->bits);
+            }
+            uint32_t *dst = old->bits ? old->bits : c->part; // no memory: computed, not kept
+            int64_t n = frame_part(c, v, s, th[t], fs, dst);
+            visited += n;
+            if (old->bits) {
+                memcpy(old->key, key, klen);
+                old->key_len = klen;
+                old->hash = h;
+                old->v = v;
+                old->qp_ok = 0;
+                e = old;
+            }
+            part = dst;
         }
-        if (!old->bits || old->v != v) {
-            gl_free(old->bits);
-            old->v = NULL;
-            old->bits = gl_malloc(v->words * sizeof *old->bits);
+        if (e) {
+            e->stamp = ++c->clock;
+            e->serial = serial;
         }
-        if (old->bits) { // allocation failure only means the result is not kept
-            memcpy(old->bits, mask, v->words * sizeof *mask);
-            memcpy(old->key, key, klen);
-            old->key_len = klen;
-            old->hash = h;
-            old->v = v;
-            old->stamp = ++c->clock;
-        }
+        if (t == 0)
+            e0 = e;
+        if (!filled)
+            memcpy(mask, part, v->words * sizeof *mask);
+        else
+            for (size_t w = 0; w < v->words; w++)
+                mask[w] |= part[w];
+        filled = 1;
     }
-    return visited + trie_walk(&v->quot, c, s, mask);
+    GL_ASSERT(filled); // nt >= 1, and the first thread's part is never skipped
+    int64_t qv;
+    size_t fs;
+    if (nt == 1 && (fs = gl_mstate_sframe(s, th[0], c->frames, GL_SFRAME_MAX)) > 0 &&
+        gl_mstate_sframe_closes(s, c->frames) >= 0) {
+        // The prefixes depend on the frame alone: kept with its entry.
+        size_t pw = ((size_t)v->n_qp + 31) / 32;
+        if (e0 && !e0->qp)
+            e0->qp = gl_malloc((pw ? pw : 1) * sizeof *e0->qp);
+        uint32_t *accp = e0 && e0->qp ? e0->qp : c->qacc;
+        int32_t first;
+        if (e0 && e0->qp && e0->qp_ok) {
+            first = e0->qp_first;
+        } else {
+            first = quote_prefixes(c, v, s, fs, accp);
+            if (accp != c->qacc) {
+                e0->qp_first = first;
+                e0->qp_ok = 1;
+            }
+        }
+        qv = quote_part(c, v, s, accp, first, mask);
+    } else
+        qv = trie_walk(&v->quot, c, s, mask);
+    return visited + qv;
 }
 
 void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct gl_mstate *s,
@@ -744,9 +1492,11 @@ void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct 
     }
     int32_t min_more = 0, max_more = 0;
     int64_t visited;
-    uint8_t key[GL_SKEY_MAX];
-    size_t klen;
-    if (gl_mstate_string_fast(s, &min_more, &max_more)) {
+    int nt;
+    if (use_cache && (nt = gl_mstate_sframes(s, c->th, GL_SFRAMES_CAP)) > 0) {
+        visited = string_mask(c, v, s, c->th, nt, mask);
+    } else if (gl_mstate_string_fast(s, &min_more, &max_more)) {
+        // Several free strings or keys with different budgets, or the cache is off.
         int32_t k = max_more < 0 || max_more > v->max_plain ? v->max_plain : max_more;
         memcpy(mask, v->plain + (size_t)k * v->words, v->words * sizeof *mask);
         // A JSON string body rejects every raw control byte; then the tokens that reach one
@@ -760,8 +1510,6 @@ void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct 
         visited = trie_walk(ctrl_ok ? &v->slow : &v->strq, c, s, mask);
         if (st)
             st->fast_path++;
-    } else if (use_cache && (klen = gl_mstate_string_key(s, key, sizeof key)) > 0) {
-        visited = string_mask(c, v, s, key, klen, mask);
     } else {
         memset(mask, 0, v->words * sizeof *mask);
         visited = trie_walk(&v->full, c, s, mask);

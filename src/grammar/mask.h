@@ -2,13 +2,17 @@
 // mask (internal to src/grammar/): token masks for a match state over one vocabulary index.
 // The vocabulary is a byte trie laid out in depth-first order (each subtree is one contiguous run
 // of nodes, so a rejected byte skips the whole subtree); the walk advances copies of the state
-// one byte per node. Inside a free JSON string body (gl_mstate_string_fast) the "plain" tokens
-// come from precomputed bitsets and only the other tokens are walked. Masks are cached per
-// grammar by match state (LRU, bounded); inside any other string body (regex-constrained, after
-// a backslash) the quote-free tokens are cached by the string frame alone
-// (gl_mstate_string_key), and only the tokens with a '"' are walked per mask. Stop tokens are
-// the matcher's business (grammar.c): gl_mask_fill never sets a stop bit by itself, and never
-// sets a special token unless the state expects it as a GN_TOKEN literal.
+// one byte per node and skips, without stepping, every child outside the state's next-byte set
+// (gl_mstate_next_bytes). Masks are cached per grammar by match state (LRU, bounded).
+// When every thread sits inside a string or key body (gl_mstate_sframes), a quote-free token
+// only moves a thread's top frame, so that part of the mask is the union of per-frame parts,
+// cached by frame value and computed by walking the frame alone: plain tokens by character count
+// for a free body; else the class walk (a trie of the tokens' byte-class strings, shared by all
+// grammars per partition, with the resulting masks cached by accepted class strings) when the
+// frame accepts much, or the exact walk. Quote tokens are split at their first quote: the
+// prefixes the frame may end after, times the suffixes the state after the quote takes. Stop
+// tokens are the matcher's business (grammar.c): gl_mask_fill never sets a stop bit by itself,
+// and never sets a special token unless the state expects it as a GN_TOKEN literal.
 #pragma once
 
 #include "grammar/grammar.h"
@@ -20,7 +24,7 @@
 #define GL_MASK_CACHE_DEFAULT 256 // masks per grammar (<= 25 KB each at 202,048 tokens)
 // Only masks whose walk visited at least this many trie nodes are cached by default: a cheaper
 // walk costs about as much as storing its result (MaskBench states rarely repeat exactly).
-#define GL_MASK_CACHE_MIN_NODES 1024
+#define GL_MASK_CACHE_MIN_NODES 256
 
 struct gl_mcache; // per-grammar mask cache + trie-walk scratch states (mask.c)
 
@@ -41,6 +45,11 @@ struct gl_grammar {
 };
 #define GL_GRAMMAR__ATEM_TOOLS 100
 
+// The class walk of string bodies (mask.c): frames whose exact walk could visit more than
+// exact_max_nodes trie nodes use the class trie of their byte partition, which is built once
+// exact walks of that partition have visited rent_nodes nodes. -1 restores a default. Process-
+// wide; for tests (0, 0: the class walk wherever it applies), set before masks are computed.
+void gl_mask_set_class_policy(int64_t exact_max_nodes, int64_t rent_nodes);
 // Mask cache size for g (entries); 0 turns caching off; masks are kept only when their walk
 // visited >= min_nodes trie nodes. Drops the cached masks.
 void gl_mask_set_cache(struct gl_grammar *g, int entries, int min_nodes);

@@ -108,8 +108,9 @@ struct scratch {
     uint8_t *out;
     uint32_t out_cap, out_used, out_n;
     uint32_t *idx; // thread offsets in out (for sorting)
-    uint64_t *th;  // thread hashes in out, computed once a second thread arrives
+    uint64_t *th;  // thread hashes in out, kept once there are EMIT_HASH_MIN threads (hashed)
     uint32_t idx_cap;
+    int hashed;
 };
 static _Thread_local struct scratch X;
 
@@ -1309,20 +1310,33 @@ static void pop(struct thr *t)
 }
 
 // Appends a finished thread to the output set unless an equal one is there.
+// Below EMIT_HASH_MIN threads a direct size + memcmp scan is cheaper than hashing whole threads
+// (the mask walk advances a few-thread state once per trie node); from there on each thread's
+// hash is kept in X.th (X.hashed) so that ambiguous grammars with hundreds of readings dedupe in
+// one pass.
+#define EMIT_HASH_MIN 16
 static void emit(struct gl_mstate *m, struct thr *t)
 {
     t->pad = 0;
     uint64_t h = 0;
-    if (X.out_n > 0) {
-        // Dedupe by hash first (ambiguous grammars keep hundreds of threads); the common
-        // single-thread case never hashes.
-        if (X.out_n == 1)
-            X.th[0] =
-                hash_bytes(X.out + sizeof(struct thr), T(X.out, 0)->size - sizeof(struct thr));
+    if (X.out_n >= EMIT_HASH_MIN && !X.hashed) {
+        for (uint32_t i = 0; i < X.out_n; i++) {
+            struct thr *o = T(X.out, X.idx[i]);
+            X.th[i] = hash_bytes((uint8_t *)o + sizeof *o, o->size - sizeof *o);
+        }
+        X.hashed = 1;
+    }
+    if (X.hashed) {
         h = hash_bytes((uint8_t *)t + sizeof *t, t->size - sizeof *t);
         for (uint32_t i = 0; i < X.out_n; i++) {
             if (X.th[i] != h)
                 continue;
+            struct thr *o = T(X.out, X.idx[i]);
+            if (o->size == t->size && !memcmp(o, t, t->size))
+                return;
+        }
+    } else {
+        for (uint32_t i = 0; i < X.out_n; i++) {
             struct thr *o = T(X.out, X.idx[i]);
             if (o->size == t->size && !memcmp(o, t, t->size))
                 return;
@@ -1721,6 +1735,7 @@ static void begin(struct gl_mstate *m)
     GL_ASSERT_MSG(scratch_ready(m), "match: out of memory for the scratch");
     X.out_used = 0;
     X.out_n = 0;
+    X.hashed = 0;
     X.fail = 0;
     X.tmp_top = 8;
 }
@@ -1961,6 +1976,33 @@ int gl_mstate_overflowed(const struct gl_mstate *s)
     return s->overflow;
 }
 
+// The string fast path's condition for one thread's top frame: a JSON string body without
+// regexes, or a key body where any key may follow (additional properties allowed: every plain
+// run is accepted; only the closing quote is constrained by duplicates and declared names), at a
+// UTF-8 boundary and outside an escape. *mn / *mx: code points still required / allowed.
+static int frame_free(const struct gl_mstate *s, struct frm *f, int32_t *mn, int32_t *mx)
+{
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind == GN_JOBJECT) {
+        struct opay *op = OP(f);
+        if (op->phase != O_KEY || op->d.esc || op->d.need || n->u.obj.additional < 0 ||
+            !o_extra_ok((struct gl_mstate *)(uintptr_t)s, f))
+            return 0;
+        *mn = 0;
+        *mx = -1;
+        return 1;
+    }
+    if (n->kind != GN_JSTRING || n->u.str.raw || n->u.str.n_regex || f->b != S_BODY)
+        return 0;
+    const struct spay *p = payload(f);
+    if (p->d.esc || p->d.need)
+        return 0;
+    int32_t cnt = (int32_t)f->a;
+    *mn = n->u.str.min_chars > cnt ? n->u.str.min_chars - cnt : 0;
+    *mx = n->u.str.max_chars < 0 ? -1 : n->u.str.max_chars - cnt;
+    return 1;
+}
+
 int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t *max_more)
 {
     if (s->n_threads == 0)
@@ -1971,56 +2013,362 @@ int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t 
         struct thr *t = T(s->buf, off);
         off += t->size;
         struct frm *f = top_of(t);
-        if (!f)
+        int32_t a, b;
+        if (!f || !frame_free(s, f, &a, &b) || (i > 0 && (a != mn || b != mx)))
             return 0;
-        const struct gl_gnode *n = &s->ir->nodes[f->node];
-        if (n->kind == GN_JOBJECT) {
-            // A key body where any key may follow (additional properties allowed): every plain
-            // run is accepted; only the closing quote is constrained (duplicates, declared
-            // names). The key's range and hash change per character, but the mask only needs
-            // to know that the bytes are accepted.
-            struct opay *op = OP(f);
-            if (op->phase != O_KEY || op->d.esc || op->d.need || n->u.obj.additional < 0 ||
-                !o_extra_ok((struct gl_mstate *)(uintptr_t)s, f))
-                return 0;
-            if (i == 0) {
-                mn = 0;
-                mx = -1;
-            } else if (mn != 0 || mx != -1) {
-                return 0;
-            }
-            continue;
-        }
-        if (n->kind != GN_JSTRING || n->u.str.raw || n->u.str.n_regex || f->b != S_BODY)
-            return 0;
-        const struct spay *p = payload(f);
-        if (p->d.esc || p->d.need)
-            return 0;
-        int32_t cnt = (int32_t)f->a;
-        int32_t a = n->u.str.min_chars > cnt ? n->u.str.min_chars - cnt : 0;
-        int32_t b = n->u.str.max_chars < 0 ? -1 : n->u.str.max_chars - cnt;
-        if (i == 0) {
-            mn = a;
-            mx = b;
-        } else if (a != mn || b != mx) {
-            return 0;
-        }
+        mn = a;
+        mx = b;
     }
     *min_more = mn;
     *max_more = mx;
     return 1;
 }
 
-size_t gl_mstate_string_key(const struct gl_mstate *s, uint8_t *key, size_t cap)
+// ---------------------------------------------------------------------------------------------
+// Next-byte sets for the mask's trie walk
+
+static inline void bset_add(uint64_t set[4], uint8_t b)
 {
-    if (s->n_threads != 1)
-        return 0;
-    struct thr *t = T(s->buf, 0);
-    struct frm *f = top_of(t);
-    if (!f || f->size > 256)
-        return 0;
+    set[b >> 6] |= 1ull << (b & 63);
+}
+
+static void bset_add_str(uint64_t set[4], const char *bytes)
+{
+    for (const char *c = bytes; *c; c++)
+        bset_add(set, (uint8_t)*c);
+}
+
+// Adds the bytes the top frame f may consume next; returns 0 when that set is not narrowed here
+// (the caller then takes every byte). Mirrors the step functions: object and array frames
+// consume only their punctuation and whitespace (values are child frames).
+static int frame_next_bytes(const struct gl_mstate *s, struct thr *t, struct frm *f,
+                            uint64_t set[4])
+{
     const struct gl_gnode *n = &s->ir->nodes[f->node];
+    const char *ws = s->ir->ws_max > 0 ? " \t\n\r" : "";
+    (void)t;
+    switch (n->kind) {
+    case GN_BYTES:
+        if (f->a < n->u.bytes.len)
+            bset_add(set, n->u.bytes.p[f->a]);
+        return 1;
+    case GN_TOKEN:
+        return 1; // token literals never match bytes
+    case GN_WS:
+        if ((int)f->a < s->ir->ws_max)
+            bset_add_str(set, " \t\n\r");
+        return 1;
+    case GN_JSTRING:
+        if (n->u.str.raw || f->b != S_OPEN)
+            return 0;
+        bset_add(set, '"');
+        return 1;
+    case GN_JNUMBER:
+        bset_add_str(set, "0123456789-+.eE");
+        return 1;
+    case GN_JARRAY:
+        switch (f->a) {
+        case A_START:
+            bset_add(set, '[');
+            return 1;
+        case A_FIRST:
+        case A_NEXT:
+        case A_COMMA:
+            bset_add_str(set, ws);
+            bset_add_str(set, f->a == A_COMMA ? "" : f->a == A_FIRST ? "]" : "],");
+            return 1;
+        default:
+            return 0;
+        }
+    case GN_JOBJECT: {
+        const struct opay *p = OP(f);
+        switch (p->phase) {
+        case O_START:
+            bset_add(set, '{');
+            return 1;
+        case O_FIRST:
+        case O_NEXT:
+        case O_COMMA:
+        case O_COLON:
+        case O_VALUE_WS:
+            bset_add_str(set, ws);
+            bset_add_str(set, p->phase == O_FIRST   ? "\"}"
+                              : p->phase == O_NEXT  ? ",}"
+                              : p->phase == O_COMMA ? "\""
+                              : p->phase == O_COLON ? ":"
+                                                    : "");
+            return 1;
+        case O_KEY: {
+            const struct gl_gobj *o = &n->u.obj;
+            // Inside an escape or a multi-byte character, or where non-declared keys may come:
+            // not narrowed. Else the next decoded byte -- a raw byte here -- continues a declared
+            // name in the key's prefix range, or the key closes or an escape starts.
+            if (p->d.esc || p->d.need ||
+                (o_extra_ok((struct gl_mstate *)s, f) && (o->additional >= 0 || o->n_patterns)))
+                return 0;
+            bset_add(set, '"');
+            bset_add(set, '\\');
+            for (int32_t i = p->lo; i < p->hi; i++)
+                if (o->props[i].name.len > p->keylen)
+                    bset_add(set, o->props[i].name.p[p->keylen]);
+            return 1;
+        }
+        default:
+            return 0;
+        }
+    }
+    default:
+        return 0;
+    }
+}
+
+void gl_mstate_next_bytes(const struct gl_mstate *s, uint64_t set[4])
+{
+    memset(set, 0, 4 * sizeof *set);
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads; i++) {
+        struct thr *t = T(s->buf, off);
+        off += t->size;
+        struct frm *f = top_of(t);
+        if (f && !frame_next_bytes(s, t, f, set)) {
+            memset(set, 0xFF, 4 * sizeof *set);
+            return;
+        }
+    }
+}
+
+// Thread i's top frame when it is the body of a non-raw JSON string or of an object key, else
+// NULL. In a key body, as in a string body, a byte other than '"' only changes the top frame:
+// the key's decoder, prefix range, length, hash and pattern states (obj_step's O_KEY case).
+static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
+{
+    GL_ASSERT(th < s->used);
+    struct frm *f = top_of(T(s->buf, th));
+    if (!f || f->size > GL_SFRAME_MAX)
+        return NULL;
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind == GN_JOBJECT) {
+        // Keys of objects with declared names only are left to the whole-state walk, where
+        // next_bytes narrows every step to the candidate names' bytes.
+        uint64_t set[4] = {0, 0, 0, 0};
+        return OP(f)->phase == O_KEY && !frame_next_bytes(s, NULL, f, set) ? f : NULL;
+    }
     if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
+        return NULL;
+    return f;
+}
+
+int gl_mstate_sframes(const struct gl_mstate *s, uint32_t *th, int cap)
+{
+    if (s->n_threads == 0 || s->n_threads > (uint32_t)cap)
+        return 0;
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads; i++) {
+        if (!sframe_at(s, off))
+            return 0;
+        th[i] = off;
+        off += T(s->buf, off)->size;
+    }
+    return (int)s->n_threads;
+}
+
+size_t gl_mstate_sframe(const struct gl_mstate *s, uint32_t th, uint64_t *frame, size_t cap)
+{
+    const struct frm *f = sframe_at(s, th);
+    if (!f || f->size > cap)
+        return 0;
+    memcpy(frame, f, f->size);
+    return f->size;
+}
+
+int gl_mstate_sframe_free(const struct gl_mstate *s, uint32_t th, int32_t *min_more,
+                          int32_t *max_more)
+{
+    struct frm *f = sframe_at(s, th);
+    return f && frame_free(s, f, min_more, max_more);
+}
+
+int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame)
+{
+    const struct frm *f = (const struct frm *)(const void *)frame;
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind != GN_JSTRING)
+        return -1;
+    const struct spay *p = payload((struct frm *)f);
+    if (p->d.esc) // '"' would be an escaped quote (or refused), not the end
+        return -1;
+    return str_can_close((struct gl_mstate *)s, (struct frm *)f);
+}
+
+int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b)
+{
+    // The steps read s only for its grammar (the regexes' lazy DFAs may grow, as on any step);
+    // obj_step needs the thread only to close a key, which a byte other than '"' never does.
+    struct gl_mstate *m = (struct gl_mstate *)s;
+    struct frm *f = (struct frm *)(void *)frame;
+    if (m->ir->nodes[f->node].kind == GN_JOBJECT)
+        return obj_step(m, NULL, f, b) == 1;
+    return str_step(m, f, b) == 1;
+}
+
+// UTF-8 role of a byte inside a JSON string body: ASCII, the three continuation ranges that
+// lead bytes constrain (80-8F, 90-9F, A0-BF), and each kind of lead byte.
+static int utf8_role(uint8_t b)
+{
+    // Each role's byte range ends (exclusive) at end[role].
+    static const uint16_t end[] = {0x80, 0x90, 0xA0, 0xC0, 0xC2, 0xE0, 0xE1,
+                                   0xED, 0xEE, 0xF0, 0xF1, 0xF4, 0xF5, 0x100};
+    int r = 0;
+    while (b >= end[r])
+        r++;
+    return r;
+}
+
+// The classes of regex re as seen from DFA state q (map: byte -> class): two of its byte classes
+// are merged when every state reachable from q steps them to the same state, which is all that
+// matters to a frame sitting at q. Coarser than the compile-time classes where the pattern has
+// been decided (a search `pattern` after its match takes any text alike). 0 when more than
+// GL_REACH_MAX states are reachable or the regex lacks budget room (then the compile-time classes
+// apply).
+#define GL_REACH_MAX 256
+static int reach_classes(struct gl_regex *re, uint32_t q, uint8_t map[256])
+{
+    uint32_t ncls;
+    const uint8_t *rep;
+    const uint8_t *rc = gl_regex_classes(re, &ncls, &rep);
+    if (q == GL_RE_DEAD) { // a pattern that can no longer match takes no part
+        memset(map, 0, 256);
+        return 1;
+    }
+    if (!gl_regex_room(re, GL_REACH_MAX))
+        return 0;
+    uint32_t st[GL_REACH_MAX], set[4 * GL_REACH_MAX]; // reachable states; open-addressing set
+    memset(set, 0xFF, sizeof set);
+    int n = 0;
+    st[n++] = q;
+    set[(q * 2654435761u) & (4 * GL_REACH_MAX - 1)] = q;
+    for (int i = 0; i < n; i++)
+        for (uint32_t c = 0; c < ncls; c++) {
+            uint32_t t = gl_regex_step(re, st[i], rep[c]), h;
+            if (t == GL_RE_DEAD)
+                continue;
+            for (h = (t * 2654435761u) & (4 * GL_REACH_MAX - 1);
+                 set[h] != UINT32_MAX && set[h] != t; h = (h + 1) & (4 * GL_REACH_MAX - 1))
+                ;
+            if (set[h] == t)
+                continue;
+            if (n == GL_REACH_MAX)
+                return 0;
+            set[h] = t;
+            st[n++] = t;
+        }
+    // Group the classes by their column of next states (hash first, then compared).
+    uint8_t grp[256], first[256];
+    uint64_t gh[256];
+    int ng = 0;
+    for (uint32_t c = 0; c < ncls; c++) {
+        uint64_t h = 1469598103934665603ull;
+        for (int i = 0; i < n; i++)
+            h = (h ^ gl_regex_step(re, st[i], rep[c])) * 1099511628211ull;
+        int g;
+        for (g = 0; g < ng; g++) {
+            if (gh[g] != h)
+                continue;
+            int i = 0;
+            while (i < n &&
+                   gl_regex_step(re, st[i], rep[c]) == gl_regex_step(re, st[i], rep[first[g]]))
+                i++;
+            if (i == n)
+                break;
+        }
+        if (g == ng) {
+            gh[ng] = h;
+            first[ng++] = (uint8_t)c;
+        }
+        grp[c] = (uint8_t)g;
+    }
+    for (int b = 0; b < 256; b++)
+        map[b] = grp[rc[b]];
+    return 1;
+}
+
+int gl_mstate_sframe_classes(const struct gl_mstate *s, uint32_t th, uint8_t cls[256])
+{
+    struct frm *f = sframe_at(s, th);
+    GL_ASSERT(f);
+    const struct gl_gnode *nd = &s->ir->nodes[f->node];
+    // The frame's regexes (a string's own, or a key's patterns) with their current states. A key
+    // also compares its bytes with the declared names still matching its prefix, so each byte
+    // those names can take next is a class of its own.
+    enum { MAXR = 8 };
+    uint8_t maps[MAXR][256];
+    int32_t n_rx = 0;
+    uint64_t named[4] = {0, 0, 0, 0};
+    struct gl_regex *rx[MAXR];
+    uint32_t q[MAXR];
+    if (nd->kind == GN_JOBJECT) {
+        const struct gl_gobj *o = &nd->u.obj;
+        const struct opay *p = OP(f);
+        if (p->d.esc)
+            return 0; // after a backslash the next byte is read as an escape letter
+        if (o->n_patterns > MAXR)
+            return 0;
+        n_rx = o->n_patterns;
+        const uint32_t *ps = o_pats((struct gl_mstate *)s, f);
+        for (int32_t r = 0; r < n_rx; r++) {
+            rx[r] = s->ir->regexes[o->patterns[r].re];
+            q[r] = ps[r];
+        }
+        for (int32_t k = p->lo; k < p->hi; k++)
+            for (uint32_t j = p->keylen; j < o->props[k].name.len; j++)
+                bset_add(named, o->props[k].name.p[j]);
+    } else {
+        const struct spay *p = payload(f);
+        if (p->d.esc)
+            return 0;
+        if (nd->u.str.n_regex > MAXR)
+            return 0;
+        n_rx = nd->u.str.n_regex;
+        for (int32_t r = 0; r < n_rx; r++) {
+            rx[r] = s->ir->regexes[nd->u.str.regexes[r]];
+            q[r] = p->re[r];
+        }
+    }
+    for (int32_t r = 0; r < n_rx; r++)
+        if (!reach_classes(rx[r], q[r], maps[r]))
+            memcpy(maps[r], gl_regex_classes(rx[r], NULL, NULL), 256);
+    // A byte's signature: its UTF-8 role, its class in each regex and, for a key, the byte
+    // itself when a candidate name uses it; equal signatures share a class. A quadratic scan
+    // over the 256 bytes is enough.
+    int n = 0;
+    uint8_t first[256];
+    for (int b = 0; b < 256; b++) {
+        if (b < 0x20 || b == '"' || b == '\\') {
+            cls[b] = GL_SCLS_NONE;
+            continue;
+        }
+        int in_name = (int)(named[b >> 6] >> (b & 63) & 1);
+        int c;
+        for (c = 0; c < n; c++) {
+            int x = first[c];
+            int same = utf8_role((uint8_t)x) == utf8_role((uint8_t)b) &&
+                       (int)(named[x >> 6] >> (x & 63) & 1) == in_name && (!in_name || x == b);
+            for (int32_t r = 0; same && r < n_rx; r++)
+                same = maps[r][x] == maps[r][b];
+            if (same)
+                break;
+        }
+        if (c == n)
+            first[n++] = (uint8_t)b;
+        cls[b] = (uint8_t)c;
+    }
+    return n;
+}
+
+size_t gl_mstate_string_key(const struct gl_mstate *s, uint32_t th, uint8_t *key, size_t cap)
+{
+    struct frm *f = sframe_at(s, th);
+    if (!f)
         return 0;
     // node, a, b, c and the payload (decoder, DFA states); not size/prev (position only).
     size_t pay = f->size - sizeof *f;
@@ -2031,172 +2379,4 @@ size_t gl_mstate_string_key(const struct gl_mstate *s, uint8_t *key, size_t cap)
     memcpy(key, h, sizeof h);
     memcpy(key + sizeof h, payload(f), pay);
     return len;
-}
-
-// 1 if every sequence of rem more continuation bytes (the first in [lo, hi], the rest in
-// 80..BF) leads from DFA state st back to target. mm->st[r - 1] memoises states already checked
-// with r bytes left and the full continuation range (a handful per level).
-struct loopmemo {
-    uint32_t st[3][8];
-    int n[3];
-};
-
-static int re_cont_loops(struct gl_regex *re, uint32_t st, int rem, uint8_t lo, uint8_t hi,
-                         uint32_t target, struct loopmemo *mm)
-{
-    if (st == GL_RE_DEAD)
-        return 0;
-    if (rem == 0)
-        return st == target;
-    int full = lo == 0x80 && hi == 0xBF;
-    if (full)
-        for (int i = 0; i < mm->n[rem - 1]; i++)
-            if (mm->st[rem - 1][i] == st)
-                return 1;
-    for (unsigned b = lo; b <= hi; b++)
-        if (!re_cont_loops(re, gl_regex_step(re, st, (uint8_t)b), rem - 1, 0x80, 0xBF, target, mm))
-            return 0;
-    if (full && mm->n[rem - 1] < 8)
-        mm->st[rem - 1][mm->n[rem - 1]++] = st;
-    return 1;
-}
-
-// 1 if every plain character (JSON string body: not '"', '\\', < 0x20; valid UTF-8, no
-// surrogates) read in DFA state st leaves the state at st.
-static int re_plain_loops(struct gl_regex *re, uint32_t st)
-{
-    for (unsigned b = 0x20; b < 0x80; b++)
-        if (b != '"' && b != '\\' && gl_regex_step(re, st, (uint8_t)b) != st)
-            return 0;
-    struct loopmemo mm;
-    memset(&mm, 0, sizeof mm);
-    for (unsigned c = 0xC2; c <= 0xF4; c++) {
-        int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-        else if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-        if (!re_cont_loops(re, gl_regex_step(re, st, (uint8_t)c), len - 1, lo, hi, st, &mm))
-            return 0;
-    }
-    return 1;
-}
-
-// The plain-text closure of DFA state st: every state reachable by reading plain characters.
-#define GL_CLOSE_MAX 64
-struct closure {
-    uint32_t st[GL_CLOSE_MAX];
-    int n;
-    uint32_t mid[3][GL_CLOSE_MAX]; // mid-character states expanded with rem bytes left
-    int n_mid[3];
-};
-
-static int close_add(uint32_t *set, int *n, uint32_t st)
-{
-    for (int i = 0; i < *n; i++)
-        if (set[i] == st)
-            return 1;
-    if (*n >= GL_CLOSE_MAX)
-        return 0;
-    set[(*n)++] = st;
-    return 1;
-}
-
-// Adds the states after rem more bytes (first in [lo, hi], then 80..BF) from st; 0 on DEAD or
-// when the closure is too big to track.
-static int close_cont(struct gl_regex *re, uint32_t st, int rem, uint8_t lo, uint8_t hi,
-                      struct closure *c)
-{
-    if (st == GL_RE_DEAD)
-        return 0;
-    if (rem == 0)
-        return close_add(c->st, &c->n, st);
-    int full = lo == 0x80 && hi == 0xBF;
-    if (full) {
-        for (int i = 0; i < c->n_mid[rem - 1]; i++)
-            if (c->mid[rem - 1][i] == st)
-                return 1;
-        if (!close_add(c->mid[rem - 1], &c->n_mid[rem - 1], st))
-            return 0;
-    }
-    for (unsigned b = lo; b <= hi; b++)
-        if (!close_cont(re, gl_regex_step(re, st, (uint8_t)b), rem - 1, 0x80, 0xBF, c))
-            return 0;
-    return 1;
-}
-
-// 1 if no run of plain characters from st leads to a dead or non-viable (min_chars < 0) state:
-// then, without a length bound, every plain run is accepted from st.
-static int re_plain_closed(struct gl_regex *re, uint32_t st)
-{
-    struct closure c;
-    c.n = 0;
-    memset(c.n_mid, 0, sizeof c.n_mid);
-    close_add(c.st, &c.n, st);
-    for (int i = 0; i < c.n; i++) {
-        uint32_t q = c.st[i];
-        if (q == GL_RE_DEAD || gl_regex_min_chars(re, q) < 0)
-            return 0;
-        for (unsigned b = 0x20; b < 0x80; b++)
-            if (b != '"' && b != '\\' &&
-                !close_cont(re, gl_regex_step(re, q, (uint8_t)b), 0, 0, 0, &c))
-                return 0;
-        for (unsigned ch = 0xC2; ch <= 0xF4; ch++) {
-            int len = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
-            uint8_t lo = 0x80, hi = 0xBF;
-            if (ch == 0xE0)
-                lo = 0xA0;
-            else if (ch == 0xED)
-                hi = 0x9F;
-            else if (ch == 0xF0)
-                lo = 0x90;
-            else if (ch == 0xF4)
-                hi = 0x8F;
-            if (!close_cont(re, gl_regex_step(re, q, (uint8_t)ch), len - 1, lo, hi, &c))
-                return 0;
-        }
-        // mid-character states are per closure state's characters only
-        memset(c.n_mid, 0, sizeof c.n_mid);
-    }
-    return 1;
-}
-
-int gl_mstate_string_loops(const struct gl_mstate *s, int32_t *max_more)
-{
-    if (s->n_threads != 1)
-        return 0;
-    struct thr *t = T(s->buf, 0);
-    struct frm *f = top_of(t);
-    if (!f || f->size > 256)
-        return 0;
-    const struct gl_gnode *n = &s->ir->nodes[f->node];
-    if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
-        return 0;
-    const struct spay *p = payload(f);
-    if (p->d.esc || p->d.need)
-        return 0;
-    const struct gl_gstr *gs = &n->u.str;
-    int32_t mc_max = 0;
-    for (int32_t r = 0; r < gs->n_regex; r++) {
-        struct gl_regex *re = s->ir->regexes[gs->regexes[r]];
-        int32_t mc = gl_regex_min_chars(re, p->re[r]);
-        if (mc < 0)
-            return 0;
-        if (gs->max_chars < 0 ? !re_plain_closed(re, p->re[r]) : !re_plain_loops(re, p->re[r]))
-            return 0;
-        if (mc > mc_max)
-            mc_max = mc;
-    }
-    if (gs->max_chars < 0) {
-        *max_more = -1;
-    } else {
-        int64_t m = (int64_t)gs->max_chars - (int64_t)f->a - mc_max;
-        *max_more = m < 0 ? 0 : (int32_t)m;
-    }
-    return 1;
 }

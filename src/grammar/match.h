@@ -16,9 +16,9 @@
 //    for the depth-first walk of the token trie, so it must be cheap (no pointers into
 //    per-state heap memory other than the state's own buffer).
 //
-// Fast path for the mask: when every live thread sits inside a JSON string body whose only
-// constraint is a character budget (no regex), gl_mstate_string_fast reports it, and the mask
-// ORs a precomputed vocabulary class instead of walking the trie for those tokens.
+// For the mask's fast paths (mask.h): next-byte sets that prune the trie walk, the free-string
+// condition (plain tokens from precomputed classes), and the string-body frames that are walked
+// alone (gl_mstate_sframes and the functions after it).
 #pragma once
 
 #include "grammar/ir.h"
@@ -48,6 +48,11 @@ int gl_mstate_advance_token(struct gl_mstate *s, int32_t token_id);
 // Token ids that some live thread accepts next as a GN_TOKEN; returns count (<= cap written).
 int gl_mstate_expected_tokens(const struct gl_mstate *s, int32_t *ids, int cap);
 int gl_mstate_can_end(const struct gl_mstate *s);
+// A superset of the bytes gl_mstate_advance_byte may accept next (bit b of set[b / 64]): the
+// trie walk skips every child whose byte is outside it without stepping. Narrowed for literal
+// bytes, whitespace, numbers, JSON punctuation and keys of objects with declared keys only; every
+// byte elsewhere. Costs one pass over the threads (and a key's candidate names).
+void gl_mstate_next_bytes(const struct gl_mstate *s, uint64_t set[4]);
 int gl_mstate_is_dead(const struct gl_mstate *s); // no live thread (only after reset on a
                                                   // grammar whose language is empty)
 // 64-bit hash of the full state (equal states hash equal), for the mask cache.
@@ -63,16 +68,35 @@ int gl_mstate_overflowed(const struct gl_mstate *s);
 // not '\\', not < 0x20, valid UTF-8) of n code points with n <= max_more is accepted (a key's
 // decoded-prefix range and hash change too, which the mask does not need).
 int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t *max_more);
-// The string-body key: when s is one thread whose top frame is the body of a (non-raw) JSON
-// string, every byte other than '"' only changes that frame (a '"' is the only way out of the
-// body), so which quote-free tokens s accepts is a function of the frame alone. Writes the frame's
-// value (node, counters, decoder and DFA states; not its position) to key and returns its length
-// (<= cap); 0 when s is not such a state.
-size_t gl_mstate_string_key(const struct gl_mstate *s, uint8_t *key, size_t cap);
-// For such a state at a UTF-8 boundary: 1 when every run of plain characters (as in
-// gl_mstate_string_fast) of at most *max_more code points (< 0: unbounded) is accepted and no
-// longer one is. Holds for a string without maxLength whose regexes never die or lose viability
-// on plain text (a search `pattern` before or after its match), and for a bounded one whose
-// regexes stay in their DFA state on every plain character. Costs up to a few hundred thousand
-// DFA steps: call it once per cached frame.
-int gl_mstate_string_loops(const struct gl_mstate *s, int32_t *max_more);
+// The string-body walk. When every live thread's top frame is the body of a (non-raw) JSON
+// string or of an object key, every byte other than '"' only changes that frame (a '"' is the
+// only way out of the body), and a quote-free token is accepted iff some thread's frame accepts it.
+// So the quote-free part of the mask is the union over threads of a function of each frame alone.
+// gl_mstate_sframes returns the thread count in that case (when at most cap), writing each
+// thread's handle to th[], else 0; th below is such a handle.
+#define GL_SFRAME_MAX 512 // bytes of a frame walked alone (larger: the whole state is walked)
+int gl_mstate_sframes(const struct gl_mstate *s, uint32_t *th, int cap);
+// Thread th's frame value as a cache key (node, counters, decoder and DFA states; not its
+// position): its length (<= cap), or 0 when it does not fit.
+size_t gl_mstate_string_key(const struct gl_mstate *s, uint32_t th, uint8_t *key, size_t cap);
+// Copies thread th's frame to frame (cap bytes) and returns its size (0: larger than cap).
+size_t gl_mstate_sframe(const struct gl_mstate *s, uint32_t th, uint64_t *frame, size_t cap);
+// 1 when thread th's frame meets gl_mstate_string_fast's condition (a free string or key body at
+// a character boundary); *min_more / *max_more as there.
+int gl_mstate_sframe_free(const struct gl_mstate *s, uint32_t th, int32_t *min_more,
+                          int32_t *max_more);
+// Steps such a frame copy on byte b != '"' exactly as its thread would: 1 accepted (frame
+// updated), 0 rejected (frame contents then unspecified: step a fresh copy instead).
+int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b);
+// For a string-value frame (not a key) outside an escape: 1 when a '"' now would end the
+// string, 0 when not. -1 inside an escape (a '"' there is no end) and for a key frame (whose end
+// depends on the rest of the state: duplicates, the value's schema). A string value's end pops
+// its frame, so the state after it does not depend on the text read.
+int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame);
+// Byte classes of thread th's frame: bytes in one class are interchangeable for that frame in
+// every state it can reach (the same transition in each of the node's regexes and the same UTF-8
+// role); '"', '\\' and control bytes get GL_SCLS_NONE. Classes are numbered by first byte, so
+// equal partitions give equal maps. Returns the class count, or 0 when the frame is inside an
+// escape (the next byte is read as an escape letter: bytes are not interchangeable).
+#define GL_SCLS_NONE 255
+int gl_mstate_sframe_classes(const struct gl_mstate *s, uint32_t th, uint8_t cls[256]);

@@ -1825,6 +1825,21 @@ int gl_regex_unbounded(struct gl_regex *re, uint32_t state)
     return re->ds[state].unbounded;
 }
 
+const uint8_t *gl_regex_classes(const struct gl_regex *re, uint32_t *ncls, const uint8_t **rep)
+{
+    if (ncls)
+        *ncls = re->ncls;
+    if (rep)
+        *rep = re->rep;
+    return re->cls;
+}
+
+int gl_regex_room(const struct gl_regex *re, uint32_t n)
+{
+    return !re->overflow && (uint64_t)re->n_ds + n <= re->max_states / 2 &&
+           re->dfa_work <= re->dfa_work_limit / 2;
+}
+
 int gl_regex_overflowed(const struct gl_regex *re)
 {
     return re->overflow;

@@ -60,6 +60,13 @@ int gl_regex_unbounded(struct gl_regex *re, uint32_t state);
 // Whole-string match (for tests and final checks).
 int gl_regex_match(struct gl_regex *re, const void *s, size_t len);
 int gl_regex_overflowed(const struct gl_regex *re);
+// The byte classes (256 entries): bytes in one class take the same transition from every DFA
+// state, so they are interchangeable for this regex (fixed at compile time). *ncls: the class
+// count; *rep: a byte of each class (either may be NULL).
+const uint8_t *gl_regex_classes(const struct gl_regex *re, uint32_t *ncls, const uint8_t **rep);
+// 1 when building n more DFA states (and their transitions) would still leave half of the state
+// and work budgets: speculative exploration must not spend the budget matching needs.
+int gl_regex_room(const struct gl_regex *re, uint32_t n);
 // Eagerly builds every reachable state (bounded by max_states); GL_E_LIMIT if it does not fit.
 GL_MUST_USE gl_status gl_regex_build_all(struct gl_regex *re, struct gl_err *err);
 

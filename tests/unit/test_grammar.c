@@ -161,8 +161,10 @@ static void walk_check_named(const char *what, struct gl_grammar *g, int steps, 
     REQUIRE(m);
     uint32_t *fast = mask_new(), *ref = mask_new();
     int compared = 0;
+    char doc[4096]; // the walk's bytes so far, shown when a mask differs
     for (int w = 0; w < n_walks; w++) {
         gl_matcher_reset(m);
+        size_t doc_len = 0;
         for (int s = 0; s < steps && !gl_matcher_is_finished(m); s++) {
             gl_matcher_fill_mask(m, fast);
             ref_mask(m, ref);
@@ -171,6 +173,7 @@ static void walk_check_named(const char *what, struct gl_grammar *g, int steps, 
             CHECKF(same, "%s walk %d step %d: fast %lld vs ref %lld tokens", what, w, s,
                    (long long)popcount(fast), (long long)popcount(ref));
             if (!same) {
+                fprintf(stderr, "    after: '%.*s'\n", (int)doc_len, doc);
                 for (int32_t id = 0, shown = 0; id < gl_gvocab_n_vocab(g_voc) && shown < 5; id++)
                     if (bit(fast, id) != bit(ref, id)) {
                         size_t len;
@@ -194,6 +197,12 @@ static void walk_check_named(const char *what, struct gl_grammar *g, int steps, 
             int32_t t = pick(fast, s, min_len);
             REQUIRE(t >= 0);
             CHECK(gl_matcher_accept(m, t));
+            size_t tl = 0;
+            const char *tb = gl_tokenizer_token_bytes(g_tok, t, &tl);
+            if (tb && doc_len + tl < sizeof doc) {
+                memcpy(doc + doc_len, tb, tl);
+                doc_len += tl;
+            }
         }
         if (gl_matcher_is_finished(m)) {
             gl_matcher_fill_mask(m, fast);
@@ -282,6 +291,94 @@ TEST(test_schema_masks)
     REQUIRE(g);
     walk_check("json_object", g, 10, 2, 6);
     gl_grammar_unref(g);
+}
+
+// The string-body paths of the mask (mask.c): quote-free parts from each thread's frame alone
+// (cached by frame value), the class walk over byte partitions (forced here wherever it applies:
+// in normal use only frames that accept much take it), several string threads at once, key
+// bodies under patternProperties, and quote tokens split at their first quote.
+TEST(test_frame_masks)
+{
+    gl_mask_set_class_policy(0, 0);
+    static const char *const schemas[] = {
+        // a word counter: the DFA state changes at every space, the accepted classes do not
+        "{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,4}\\\\S+$\",\"maxLength\":30}",
+        // a search pattern, decided after its first match
+        "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"[a-z0-9]\"}}",
+        // a fine partition (many literal characters)
+        "{\"type\":\"string\",\"format\":\"date-time\"}",
+        // two string readings alive together
+        "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z ]+$\"},"
+        "{\"type\":\"string\",\"minLength\":3,\"maxLength\":6}]}",
+        // keys under patterns only; a declared key alongside
+        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"
+        "\"patternProperties\":{\"^x[a-z]*$\":{\"type\":\"integer\"}},"
+        "\"additionalProperties\":false}",
+        // a string value closing into each context: object member, array item
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"items\":"
+        "{\"type\":\"string\",\"minLength\":1}},\"b\":{\"type\":\"string\"}}}",
+    };
+    for (size_t i = 0; i < sizeof schemas / sizeof *schemas; i++) {
+        struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, schemas[i], i % 2);
+        REQUIRE(g);
+        char what[32];
+        snprintf(what, sizeof what, "frame schema %zu", i);
+        walk_check(what, g, 14, 2, 8);
+        gl_grammar_unref(g);
+    }
+    gl_mask_set_class_policy(-1, -1);
+}
+
+// Fixed prefixes that end where the string-body paths are easy to get wrong: after a backslash
+// (a quote there is no end), inside \uXXXX, inside a multi-byte character, inside a key under a
+// pattern, with two string readings alive; each mask against the reference, with the class walk
+// forced and with the default policy.
+TEST(test_frame_prefixes)
+{
+    static const struct {
+        const char *schema, *prefix;
+    } cases[] = {
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":3}}", "[ \"#hl\",\"\\"},
+        {"{\"type\":\"string\",\"pattern\":\"^[a-z ]+$\"}", "\"ab\\"},
+        {"{\"type\":\"string\",\"pattern\":\"[a-z0-9]\"}", "\"x\\u00"},
+        {"{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,2}\\\\S+$\"}", "\"a b \xc3"},
+        {"{\"type\":\"string\",\"minLength\":2}", "\"\xe2\x82"},
+        {"{\"type\":\"object\",\"patternProperties\":{\"^x[a-z]*$\":{\"type\":\"integer\"}},"
+         "\"additionalProperties\":false}",
+         "{\"xa"},
+        {"{\"type\":\"object\",\"patternProperties\":{\"^x[a-z]*$\":{\"type\":\"integer\"}},"
+         "\"additionalProperties\":false}",
+         "{\"x\\"},
+        {"{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"},{\"type\":\"string\","
+         "\"maxLength\":4}]}",
+         "\"ab"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}},"
+         "\"required\":[\"a\"]}",
+         "{\"a\":\"x"},
+    };
+    uint32_t *fast = mask_new(), *ref = mask_new();
+    for (int forced = 0; forced < 2; forced++) {
+        gl_mask_set_class_policy(forced ? 0 : -1, forced ? 0 : -1);
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, cases[i].schema, 1);
+            REQUIRE(g);
+            struct gl_matcher *m = matcher(g);
+            REQUIRE(m);
+            CHECKF(gl_matcher_accept_bytes(m, cases[i].prefix, strlen(cases[i].prefix)),
+                   "case %zu: prefix refused", i);
+            gl_matcher_fill_mask(m, fast);
+            ref_mask(m, ref);
+            CHECKF(!memcmp(fast, ref, g_words * sizeof *fast),
+                   "case %zu (class walk %s): fast %lld vs ref %lld tokens", i,
+                   forced ? "forced" : "default", (long long)popcount(fast),
+                   (long long)popcount(ref));
+            gl_matcher_free(m);
+            gl_grammar_unref(g);
+        }
+    }
+    gl_mask_set_class_policy(-1, -1);
+    free(fast);
+    free(ref);
 }
 
 // Bounded strings exercise the fast path's character classes at every budget, incl. 0.
@@ -604,8 +701,8 @@ int main(void)
         return 1;
     }
     g_words = gl_gvocab_mask_words(g_voc);
-    RUN_TESTS(test_vocab_index, test_choice_masks, test_regex_masks, test_gbnf_masks,
-              test_schema_masks, test_string_masks, test_token_literals, test_atem_tools,
-              test_stop_and_special, test_rollback, test_forced_bytes, test_mask_cache,
-              test_grammar_cache, test_compile_errors);
+    RUN_TESTS(test_vocab_index, test_frame_masks, test_frame_prefixes, test_choice_masks,
+              test_regex_masks, test_gbnf_masks, test_schema_masks, test_string_masks,
+              test_token_literals, test_atem_tools, test_stop_and_special, test_rollback,
+              test_forced_bytes, test_mask_cache, test_grammar_cache, test_compile_errors);
 }
