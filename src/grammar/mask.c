@@ -62,10 +62,12 @@ struct gl_gvocab {
     struct gl_trie strq; // slow minus the tokens whose first non-plain byte is a control byte
     // The string-body tries (frame walks): a JSON string or key body rejects raw control bytes,
     // so tokens that reach one before any quote or backslash (ctrl_first) are left out.
-    struct gl_trie noq;  // tokens without a '"' byte (they never leave a string body)
-    struct gl_trie quot; // byte-matchable tokens with a '"' byte
-    struct gl_trie slnq; // slow tokens without a '"' byte
-    struct gl_trie bsl;  // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
+    struct gl_trie noq;   // tokens without a '"' byte (they never leave a string body)
+    struct gl_trie quot;  // byte-matchable tokens with a '"' byte
+    struct gl_trie slnq;  // slow tokens without a '"' byte
+    struct gl_trie bsl;   // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
+    struct gl_trie numq;  // tokens of number bytes only (0-9 + - . e E): the number walk
+    struct gl_trie nonum; // the other byte-matchable tokens
     // Quote tokens as P '"' S, split at the first quote, for string values (quote_part): the
     // distinct P (no backslash: the quote really ends the string) and S, and each token's pair.
     struct gl_trie qesc; // quote tokens with a backslash before the first quote (walked whole)
@@ -279,6 +281,16 @@ static int ctrl_first(const uint8_t *p, size_t n)
         i += len;
     }
     return 0;
+}
+
+// 1 when every byte of p is one a JSON number may contain (0-9 + - . e E).
+static int num_only(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || p[i] == '+' || p[i] == '-' || p[i] == '.' ||
+              p[i] == 'e' || p[i] == 'E'))
+            return 0;
+    return 1;
 }
 
 static void trie_free(struct gl_trie *t)
@@ -522,6 +534,15 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
         if (st != GL_OK)
             goto fail;
     }
+    for (int q = 0; q < 2; q++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n_refs; i++)
+            if (num_only(refs[i].p, refs[i].len) == !q)
+                refs2[m++] = refs[i];
+        st = trie_build(q ? &v->nonum : &v->numq, refs2, m, err);
+        if (st != GL_OK)
+            goto fail;
+    }
     size_t n_slow = 0;
     for (size_t i = 0; i < n_refs; i++)
         if (chars[refs[i].id] < 0)
@@ -595,6 +616,8 @@ void gl_gvocab_free(struct gl_gvocab *v)
     trie_free(&v->bsl);
     trie_free(&v->qesc);
     trie_free(&v->qsuf);
+    trie_free(&v->numq);
+    trie_free(&v->nonum);
     gl_free(v->qp);
     gl_free(v->qp_len);
     gl_free(v->qd_tok);
@@ -1358,22 +1381,23 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
     return visited + trie_walk(&v->qesc, c, s, mask);
 }
 
-// A state whose threads are all inside string bodies (gl_mstate_sframes): the union of each
-// thread's quote-free part, from the cache keyed by the frame's value (computed on a miss),
-// then the tokens with a quote walked from s (they may close a string, which depends on the
-// rest of the state). Returns the nodes visited.
-static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
-                           const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
+// The union over the threads th[0..nt) of each frame's part: the quote-free tokens of a string
+// or key body (frame_part), or the number-only tokens of a number (num), from the cache keyed
+// by the frame's value, computed on a miss. Writes every word of mask; *e0: thread 0's cache
+// entry (NULL when not kept). Returns the nodes visited.
+static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
+                            const struct gl_mstate *s, const uint32_t *th, int nt, int num,
+                            uint32_t *mask, struct gl_sentry **e0)
 {
     int64_t visited = 0;
     uint64_t serial = ++c->clock; // entries ORed into this mask carry it (equal frames: once)
-    struct gl_sentry *e0 = NULL;  // thread 0's entry (for quote_part's prefixes)
-    int filled = 0;               // mask holds a part (else it is still to be written)
+    *e0 = NULL;
+    int filled = 0; // mask holds a part (else it is still to be written)
     for (int t = 0; t < nt; t++) {
         uint8_t key[GL_SKEY_MAX];
         size_t klen;
         int32_t mn, mx;
-        if (gl_mstate_sframe_free(s, th[t], &mn, &mx)) {
+        if (!num && gl_mstate_sframe_free(s, th[t], &mn, &mx)) {
             // A free body at a character boundary accepts by its budget alone (frame_part), and
             // which quote-token prefixes may end it by its minimum (quote_part), so every such
             // frame with the same clamped budgets shares one entry (-1: no frame value starts
@@ -1388,9 +1412,8 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
         size_t fs = klen ? gl_mstate_sframe(s, th[t], c->frames, GL_SFRAME_MAX) : 0;
         if (!fs) { // a frame too large to walk alone: the whole state, byte by byte
             memset(mask, 0, v->words * sizeof *mask);
-            visited += trie_walk(&v->noq, c, s, mask);
-            filled = 1;
-            break;
+            visited += trie_walk(num ? &v->numq : &v->noq, c, s, mask);
+            return visited;
         }
         uint64_t h = 1469598103934665603ull;
         for (size_t k = 0; k < klen; k++)
@@ -1417,7 +1440,13 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
                 old->bits = gl_malloc(v->words * sizeof *old->bits);
             }
             uint32_t *dst = old->bits ? old->bits : c->part; // no memory: computed, not kept
-            int64_t n = frame_part(c, v, s, th[t], fs, dst);
+            int64_t n;
+            if (num) {
+                memset(dst, 0, v->words * sizeof *dst);
+                n = frame_walk(&v->numq, NULL, c, s, fs, dst);
+            } else {
+                n = frame_part(c, v, s, th[t], fs, dst);
+            }
             visited += n;
             if (old->bits) {
                 memcpy(old->key, key, klen);
@@ -1434,7 +1463,7 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
             e->serial = serial;
         }
         if (t == 0)
-            e0 = e;
+            *e0 = e;
         if (!filled)
             memcpy(mask, part, v->words * sizeof *mask);
         else
@@ -1443,6 +1472,17 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
         filled = 1;
     }
     GL_ASSERT(filled); // nt >= 1, and the first thread's part is never skipped
+    return visited;
+}
+
+// A state whose threads are all inside string or key bodies (gl_mstate_sframes): the union of
+// the quote-free parts, then the tokens with a quote (they may close a string, which depends on
+// the rest of the state). Returns the nodes visited.
+static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
+                           const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
+{
+    struct gl_sentry *e0;
+    int64_t visited = frames_union(c, v, s, th, nt, 0, mask, &e0);
     int64_t qv;
     size_t fs;
     if (nt == 1 && (fs = gl_mstate_sframe(s, th[0], c->frames, GL_SFRAME_MAX)) > 0 &&
@@ -1466,6 +1506,17 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
     } else
         qv = trie_walk(&v->quot, c, s, mask);
     return visited + qv;
+}
+
+// A state with number threads whose other threads take no number byte (gl_mstate_nframes): the
+// union of the numbers' number-only parts, then every other token walked from s. Returns the
+// nodes visited.
+static int64_t number_mask(struct gl_mcache *c, const struct gl_gvocab *v,
+                           const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
+{
+    struct gl_sentry *e0;
+    int64_t visited = frames_union(c, v, s, th, nt, 1, mask, &e0);
+    return visited + trie_walk(&v->nonum, c, s, mask);
 }
 
 void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct gl_mstate *s,
@@ -1495,6 +1546,8 @@ void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct 
     int nt;
     if (use_cache && (nt = gl_mstate_sframes(s, c->th, GL_SFRAMES_CAP)) > 0) {
         visited = string_mask(c, v, s, c->th, nt, mask);
+    } else if (use_cache && (nt = gl_mstate_nframes(s, c->th, GL_SFRAMES_CAP)) > 0) {
+        visited = number_mask(c, v, s, c->th, nt, mask);
     } else if (gl_mstate_string_fast(s, &min_more, &max_more)) {
         // Several free strings or keys with different budgets, or the cache is off.
         int32_t k = max_more < 0 || max_more > v->max_plain ? v->max_plain : max_more;

@@ -2158,6 +2158,42 @@ static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
     return f;
 }
 
+// Thread th's top frame when it can be walked alone: a string or key body (sframe_at) or a
+// number (a JNUMBER frame only ever consumes number bytes itself; its end is a closure branch).
+static struct frm *wframe_at(const struct gl_mstate *s, uint32_t th)
+{
+    struct frm *f = top_of(T(s->buf, th));
+    if (f && f->size <= GL_SFRAME_MAX && s->ir->nodes[f->node].kind == GN_JNUMBER)
+        return f;
+    return sframe_at(s, th);
+}
+
+int gl_mstate_nframes(const struct gl_mstate *s, uint32_t *th, int cap)
+{
+    // Bytes a JSON number may take; the other threads must take none of them next.
+    static const uint64_t numch[4] = {0x03FF680000000000ull, 0x0000002000000020ull, 0, 0};
+    int n = 0;
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads; i++) {
+        struct thr *t = T(s->buf, off);
+        struct frm *f = top_of(t);
+        if (f && s->ir->nodes[f->node].kind == GN_JNUMBER) {
+            if (n == cap || f->size > GL_SFRAME_MAX)
+                return 0;
+            th[n++] = off;
+        } else if (f) {
+            uint64_t set[4] = {0, 0, 0, 0};
+            if (!frame_next_bytes(s, t, f, set))
+                return 0;
+            for (int w = 0; w < 4; w++)
+                if (set[w] & numch[w])
+                    return 0;
+        }
+        off += t->size;
+    }
+    return n;
+}
+
 int gl_mstate_sframes(const struct gl_mstate *s, uint32_t *th, int cap)
 {
     if (s->n_threads == 0 || s->n_threads > (uint32_t)cap)
@@ -2174,7 +2210,7 @@ int gl_mstate_sframes(const struct gl_mstate *s, uint32_t *th, int cap)
 
 size_t gl_mstate_sframe(const struct gl_mstate *s, uint32_t th, uint64_t *frame, size_t cap)
 {
-    const struct frm *f = sframe_at(s, th);
+    const struct frm *f = wframe_at(s, th);
     if (!f || f->size > cap)
         return 0;
     memcpy(frame, f, f->size);
@@ -2206,9 +2242,14 @@ int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b)
     // obj_step needs the thread only to close a key, which a byte other than '"' never does.
     struct gl_mstate *m = (struct gl_mstate *)s;
     struct frm *f = (struct frm *)(void *)frame;
-    if (m->ir->nodes[f->node].kind == GN_JOBJECT)
+    switch (m->ir->nodes[f->node].kind) {
+    case GN_JOBJECT:
         return obj_step(m, NULL, f, b) == 1;
-    return str_step(m, f, b) == 1;
+    case GN_JNUMBER:
+        return num_step(m, f, b) == 1;
+    default:
+        return str_step(m, f, b) == 1;
+    }
 }
 
 // UTF-8 role of a byte inside a JSON string body: ASCII, the three continuation ranges that
@@ -2367,7 +2408,7 @@ int gl_mstate_sframe_classes(const struct gl_mstate *s, uint32_t th, uint8_t cls
 
 size_t gl_mstate_string_key(const struct gl_mstate *s, uint32_t th, uint8_t *key, size_t cap)
 {
-    struct frm *f = sframe_at(s, th);
+    struct frm *f = wframe_at(s, th);
     if (!f)
         return 0;
     // node, a, b, c and the payload (decoder, DFA states); not size/prev (position only).

@@ -76,6 +76,12 @@ int gl_mstate_string_fast(const struct gl_mstate *s, int32_t *min_more, int32_t 
 // thread's handle to th[], else 0; th below is such a handle.
 #define GL_SFRAME_MAX 512 // bytes of a frame walked alone (larger: the whole state is walked)
 int gl_mstate_sframes(const struct gl_mstate *s, uint32_t *th, int cap);
+// The number walk. A JSON number frame consumes only number bytes (0-9 + - . e E) and ends by
+// a closure branch. When every other thread's next bytes are narrowed (gl_mstate_next_bytes)
+// and hold no number byte, a token of number bytes only is accepted iff some number thread's
+// frame takes it whole. Returns the number threads' count (at most cap, handles in th[]; the
+// functions below, but for the string-only ones, take them), else 0.
+int gl_mstate_nframes(const struct gl_mstate *s, uint32_t *th, int cap);
 // Thread th's frame value as a cache key (node, counters, decoder and DFA states; not its
 // position): its length (<= cap), or 0 when it does not fit.
 size_t gl_mstate_string_key(const struct gl_mstate *s, uint32_t th, uint8_t *key, size_t cap);

@@ -314,6 +314,10 @@ TEST(test_frame_masks)
         "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"
         "\"patternProperties\":{\"^x[a-z]*$\":{\"type\":\"integer\"}},"
         "\"additionalProperties\":false}",
+        // numbers in several readings and contexts
+        "{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"number\",\"minimum\":-1.5,"
+        "\"maximum\":90},{\"type\":\"integer\"},{\"type\":\"object\",\"properties\":"
+        "{\"x\":{\"type\":\"number\"}}}]}}",
         // a string value closing into each context: object member, array item
         "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"items\":"
         "{\"type\":\"string\",\"minLength\":1}},\"b\":{\"type\":\"string\"}}}",
@@ -355,6 +359,18 @@ TEST(test_frame_prefixes)
         {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":2}},"
          "\"required\":[\"a\"]}",
          "{\"a\":\"x"},
+        // numbers: the number-only tokens from the number frame, the rest from the state
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},"
+         "\"b\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":500}}}",
+         "{\"a\":1"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"}}}", "{\"a\":-0."},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"}}}", "{\"a\":2e"},
+        {"{\"type\":\"object\",\"properties\":{\"b\":{\"type\":\"integer\",\"minimum\":-5,"
+         "\"maximum\":500}}}",
+         "{\"b\":4"},
+        {"{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"number\",\"maximum\":90},"
+         "{\"type\":\"integer\"}]}}",
+         "[12"},
     };
     uint32_t *fast = mask_new(), *ref = mask_new();
     for (int forced = 0; forced < 2; forced++) {
