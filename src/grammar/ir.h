@@ -32,7 +32,9 @@ enum gl_gnode_kind {
     GN_REPEAT,  // u.rep.kid repeated min..max times (max < 0: unbounded), optional separator
     GN_WS,      // JSON whitespace run [ \t\n\r], 0..grammar ws_max bytes (ws_max 0: matches "")
     GN_JSTRING, // one JSON string literal "..." whose decoded value satisfies u.str
-    GN_JNUMBER, // one JSON number satisfying u.num
+    GN_JNUMBER, // one JSON number satisfying u.num; never directly followed by a number byte
+                // (0-9 + - . e E): JSON ends a value with whitespace or punctuation, and the
+                // mask's number walk (gl_mstate_nframes) relies on it
     GN_JOBJECT, // one JSON object satisfying u.obj (whitespace inside: bounded GN_WS semantics)
     GN_JARRAY,  // one JSON array satisfying u.arr (whitespace inside: bounded GN_WS semantics)
 };

@@ -2041,12 +2041,10 @@ static void bset_add_str(uint64_t set[4], const char *bytes)
 // Adds the bytes the top frame f may consume next; returns 0 when that set is not narrowed here
 // (the caller then takes every byte). Mirrors the step functions: object and array frames
 // consume only their punctuation and whitespace (values are child frames).
-static int frame_next_bytes(const struct gl_mstate *s, struct thr *t, struct frm *f,
-                            uint64_t set[4])
+static int frame_next_bytes(const struct gl_mstate *s, struct frm *f, uint64_t set[4])
 {
     const struct gl_gnode *n = &s->ir->nodes[f->node];
     const char *ws = s->ir->ws_max > 0 ? " \t\n\r" : "";
-    (void)t;
     switch (n->kind) {
     case GN_BYTES:
         if (f->a < n->u.bytes.len)
@@ -2130,14 +2128,14 @@ void gl_mstate_next_bytes(const struct gl_mstate *s, uint64_t set[4])
         struct thr *t = T(s->buf, off);
         off += t->size;
         struct frm *f = top_of(t);
-        if (f && !frame_next_bytes(s, t, f, set)) {
+        if (f && !frame_next_bytes(s, f, set)) {
             memset(set, 0xFF, 4 * sizeof *set);
             return;
         }
     }
 }
 
-// Thread i's top frame when it is the body of a non-raw JSON string or of an object key, else
+// Thread th's top frame when it is the body of a non-raw JSON string or of an object key, else
 // NULL. In a key body, as in a string body, a byte other than '"' only changes the top frame:
 // the key's decoder, prefix range, length, hash and pattern states (obj_step's O_KEY case).
 static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
@@ -2151,7 +2149,7 @@ static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
         // Keys of objects with declared names only are left to the whole-state walk, where
         // next_bytes narrows every step to the candidate names' bytes.
         uint64_t set[4] = {0, 0, 0, 0};
-        return OP(f)->phase == O_KEY && !frame_next_bytes(s, NULL, f, set) ? f : NULL;
+        return OP(f)->phase == O_KEY && !frame_next_bytes(s, f, set) ? f : NULL;
     }
     if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
         return NULL;
@@ -2183,7 +2181,7 @@ int gl_mstate_nframes(const struct gl_mstate *s, uint32_t *th, int cap)
             th[n++] = off;
         } else if (f) {
             uint64_t set[4] = {0, 0, 0, 0};
-            if (!frame_next_bytes(s, t, f, set))
+            if (!frame_next_bytes(s, f, set))
                 return 0;
             for (int w = 0; w < 4; w++)
                 if (set[w] & numch[w])
