@@ -85,6 +85,17 @@ char *gl_strdup(const char *s);
 int64_t gl_time_us(void);
 
 // Checked size arithmetic: returns 0 and leaves *out untouched on overflow.
+// FNV-1a over n bytes: a short, well-spread key hash for in-process tables (not stable across
+// versions; never written anywhere).
+static inline uint64_t gl_fnv1a(const void *p, size_t n)
+{
+    const uint8_t *s = (const uint8_t *)p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
+
 static inline int gl_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {
     if (a != 0 && b > UINT64_MAX / a)

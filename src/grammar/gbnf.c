@@ -66,12 +66,7 @@ struct gp {
 
 static uint64_t hash_bytes(const char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ull; // FNV-1a
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return gl_fnv1a(p, n);
 }
 
 static struct smap_ent *smap_slot(struct smap *m, const char *k, size_t n)

@@ -991,14 +991,6 @@ fail:
 
 // The class trie of partition cls from v's table, built there on first use (or for the caller
 // alone when the table is full: *owned = 1). NULL when out of memory.
-static uint64_t cls_hash(const uint8_t cls[256])
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int b = 0; b < 256; b++)
-        h = (h ^ cls[b]) * 1099511628211ull;
-    return h;
-}
-
 // The class trie of partition cls from v's table. When it is not there: built there (or for the
 // caller alone when the table is full: *owned = 1) once the exact walks of this partition have
 // spent the rent, else NULL and *pending = 1. NULL with *pending = 0: out of memory.
@@ -1008,7 +1000,7 @@ static struct gl_ctrie *ctrie_lookup(const struct gl_gvocab *cv, const uint8_t c
     // The table is the vocabulary's only mutable part (see struct gl_gvocab).
     struct gl_gvocab *v = (struct gl_gvocab *)cv;
     struct gl_ctrie *ct = NULL;
-    uint64_t h = cls_hash(cls);
+    uint64_t h = gl_fnv1a(cls, 256);
     *owned = 0;
     *pending = 0;
     pthread_mutex_lock(&v->cmu);
@@ -1064,7 +1056,7 @@ static struct gl_ctrie *ctrie_lookup(const struct gl_gvocab *cv, const uint8_t c
 static void ctrie_rent(const struct gl_gvocab *cv, const uint8_t cls[256], int64_t n)
 {
     struct gl_gvocab *v = (struct gl_gvocab *)cv;
-    uint64_t h = cls_hash(cls);
+    uint64_t h = gl_fnv1a(cls, 256);
     size_t slot = (size_t)(h % GL_CRENT_N);
     pthread_mutex_lock(&v->cmu);
     if (v->crent[slot].h != h) { // a colliding partition gives way
@@ -1163,9 +1155,7 @@ static int64_t class_mask(struct gl_cview *cw, struct gl_mcache *c, const struct
     size_t aw = ct->acc_words;
     memset(cw->acc, 0, aw * sizeof *cw->acc);
     int64_t visited = frame_walk(&ct->t, ct->rep, c, s, fs, cw->acc);
-    uint64_t h = 1469598103934665603ull;
-    for (size_t w = 0; w < aw; w++)
-        h = (h ^ cw->acc[w]) * 1099511628211ull;
+    uint64_t h = gl_fnv1a(cw->acc, aw * sizeof *cw->acc);
     struct gl_lentry *e = NULL, *old = &cw->le[0];
     for (int i = 0; i < GL_LCACHE_N && !e; i++) {
         struct gl_lentry *x = &cw->le[i];
@@ -1409,15 +1399,9 @@ static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
         } else {
             klen = gl_mstate_string_key(s, th[t], key, sizeof key);
         }
-        size_t fs = klen ? gl_mstate_sframe(s, th[t], c->frames, GL_SFRAME_MAX) : 0;
-        if (!fs) { // a frame too large to walk alone: the whole state, byte by byte
-            memset(mask, 0, v->words * sizeof *mask);
-            visited += trie_walk(num ? &v->numq : &v->noq, c, s, mask);
-            return visited;
-        }
-        uint64_t h = 1469598103934665603ull;
-        for (size_t k = 0; k < klen; k++)
-            h = (h ^ key[k]) * 1099511628211ull;
+        // Frames the threads were picked by (at most GL_SFRAME_MAX bytes) always fit a key.
+        GL_ASSERT(klen > 0);
+        uint64_t h = gl_fnv1a(key, klen);
         struct gl_sentry *e = NULL, *old = &c->se[0];
         for (int k = 0; k < GL_SCACHE_N; k++) {
             struct gl_sentry *x = &c->se[k];
@@ -1440,6 +1424,8 @@ static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
                 old->bits = gl_malloc(v->words * sizeof *old->bits);
             }
             uint32_t *dst = old->bits ? old->bits : c->part; // no memory: computed, not kept
+            size_t fs = gl_mstate_sframe(s, th[t], c->frames, GL_SFRAME_MAX); // only on a miss
+            GL_ASSERT(fs > 0);
             int64_t n;
             if (num) {
                 memset(dst, 0, v->words * sizeof *dst);

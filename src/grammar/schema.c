@@ -119,10 +119,7 @@ struct sc {
 
 static uint64_t fnv(const void *p, size_t n)
 {
-    const uint8_t *s = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 1099511628211ull;
+    uint64_t h = gl_fnv1a(p, n);
     return h ^ (h >> 29);
 }
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int t_failures_in_test;
 #define TEST(name) static void name(void)
@@ -34,6 +35,18 @@ static int t_failures_in_test;
             return;                                                                                \
         }                                                                                          \
     } while (0)
+
+// The real vocabulary (Llama 4's tiktoken ranks): $GLINT_VOCAB, else shared/ beside the
+// repository (tests run from its root), else the workspace's copy.
+static inline const char *t_vocab_path(void)
+{
+    const char *env = getenv("GLINT_VOCAB");
+    if (env && env[0])
+        return env;
+    if (access("../shared/data/tokenizer/llama4-tokenizer.model", R_OK) == 0)
+        return "../shared/data/tokenizer/llama4-tokenizer.model";
+    return "/work/shared/data/tokenizer/llama4-tokenizer.model";
+}
 
 typedef void (*t_test_fn)(void);
 static int t_run(const char *names, t_test_fn *fns, int n)

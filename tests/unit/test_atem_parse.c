@@ -555,9 +555,7 @@ static void free_tok(void)
 
 int main(void)
 {
-    const char *path = getenv("GLINT_VOCAB");
-    if (!path)
-        path = "../shared/data/tokenizer/llama4-tokenizer.model";
+    const char *path = t_vocab_path();
     struct gl_err err = {0};
     if (gl_tokenizer_load_tiktoken(&tok, path, &err) != GL_OK) {
         fprintf(stderr, "cannot load %s: %s\n", path, err.msg);

@@ -881,12 +881,7 @@ int main(void)
     struct gl_err err = {0};
     struct gl_model_params mp = gl_model_default_params();
     GL_ASSERT_MSG(gl_model_open(&g_model, g_path, &mp, &err) == GL_OK, "%s", err.msg);
-    const char *vocab = getenv("GLINT_VOCAB");
-    if (!vocab || !vocab[0])
-        vocab = access("../shared/data/tokenizer/llama4-tokenizer.model", R_OK) == 0
-                    ? "../shared/data/tokenizer/llama4-tokenizer.model"
-                    : "/work/shared/data/tokenizer/llama4-tokenizer.model";
-    GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, vocab, &err) == GL_OK, "%s", err.msg);
+    GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err) == GL_OK, "%s", err.msg);
     atexit(cleanup_model);
     RUN_TESTS(test_batching_exact, test_pool_exhaustion_preempts, test_seeded_independent_of_batch,
               test_n_choices_share_prefix, test_submit_from_thread_unseeded,

@@ -21,16 +21,6 @@ static size_t g_words;
 static const int32_t g_stop[] = {GL_TOK_EOS, GL_TOK_EOT, 200010};
 #define N_STOP ((int)(sizeof g_stop / sizeof g_stop[0]))
 
-static const char *vocab_path(void)
-{
-    const char *env = getenv("GLINT_VOCAB");
-    if (env && env[0])
-        return env;
-    if (access("../shared/data/tokenizer/llama4-tokenizer.model", R_OK) == 0)
-        return "../shared/data/tokenizer/llama4-tokenizer.model";
-    return "/work/shared/data/tokenizer/llama4-tokenizer.model";
-}
-
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rng(void)
 {
@@ -708,8 +698,8 @@ TEST(test_compile_errors)
 int main(void)
 {
     struct gl_err err = {0};
-    if (gl_tokenizer_load_tiktoken(&g_tok, vocab_path(), &err) != GL_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", vocab_path(), err.msg);
+    if (gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err) != GL_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", t_vocab_path(), err.msg);
         return 1;
     }
     if (gl_gvocab_new(&g_voc, g_tok, &err) != GL_OK) {

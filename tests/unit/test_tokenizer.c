@@ -19,16 +19,6 @@
 
 static struct gl_tokenizer *g_tok; // the real vocabulary, loaded once
 
-static const char *vocab_path(void)
-{
-    const char *env = getenv("GLINT_VOCAB");
-    if (env && env[0])
-        return env;
-    if (access("../shared/data/tokenizer/llama4-tokenizer.model", R_OK) == 0)
-        return "../shared/data/tokenizer/llama4-tokenizer.model";
-    return "/work/shared/data/tokenizer/llama4-tokenizer.model";
-}
-
 static uint64_t rng_state = 0x243F6A8885A308D3ull;
 static uint32_t rng(void)
 {
@@ -110,11 +100,11 @@ TEST(test_load_real_vocab)
 {
     struct gl_err err = {0};
     int64_t t0 = gl_time_us();
-    gl_status st = gl_tokenizer_load_tiktoken(&g_tok, vocab_path(), &err);
+    gl_status st = gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err);
     double secs = (double)(gl_time_us() - t0) / 1e6;
     CHECKF(st == GL_OK, "%s", err.msg);
     REQUIRE(g_tok);
-    printf("# load %s: %.3f s\n", vocab_path(), secs);
+    printf("# load %s: %.3f s\n", t_vocab_path(), secs);
     CHECK(gl_tokenizer_n_vocab(g_tok) == GL_TOK_N_BASE + GL_TOK_N_SPECIAL);
     CHECK(gl_tokenizer_bos(g_tok) == GL_TOK_BOS);
     CHECK(gl_tokenizer_eos(g_tok) == GL_TOK_EOS);
