@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev clang-14 libclang-rt-14-dev
+DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev clang-14 libclang-rt-14-dev
 clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
 # package): install Debian's only when the commands are missing.
@@ -22,9 +22,10 @@ if [ -n "$missing" ]; then
 fi
 
 # npm oracles (test-only): node-llama-cpp (llama.cpp), js-tiktoken, ajv + ajv-formats (JSON Schema
-# validity). Pinned in tests/oracle/package.json.
+# validity), openai (the official SDK, client of the server suite tests/server/). Pinned in
+# tests/oracle/package.json.
 npm_missing=0
-for m in node-llama-cpp js-tiktoken ajv ajv-formats; do
+for m in node-llama-cpp js-tiktoken ajv ajv-formats openai; do
     [ -d "tests/oracle/node_modules/$m" ] || npm_missing=1
 done
 if [ "$npm_missing" = 1 ]; then

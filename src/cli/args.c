@@ -3,7 +3,9 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out)
 {
@@ -14,4 +16,28 @@ int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out)
         return -1;
     *out = x;
     return 0;
+}
+
+int gl_cli_parse_bytes(const char *s, int64_t *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0.0) || !isfinite(v))
+        return -1;
+    static const struct {
+        const char *suf;
+        double mul;
+    } sufs[] = {{"", 1.0},       {"B", 1.0},    {"K", 0x1p10},   {"KiB", 0x1p10},
+                {"k", 0x1p10},   {"M", 0x1p20}, {"MiB", 0x1p20}, {"G", 0x1p30},
+                {"GiB", 0x1p30}, {"T", 0x1p40}, {"TiB", 0x1p40}, {"KB", 1e3},
+                {"kB", 1e3},     {"MB", 1e6},   {"GB", 1e9},     {"TB", 1e12}};
+    for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
+        if (!strcmp(end, sufs[i].suf)) {
+            double b = floor(v * sufs[i].mul);
+            if (b < 1.0 || b > 0x1p62)
+                return -1;
+            *out = (int64_t)b;
+            return 0;
+        }
+    return -1;
 }

@@ -3,6 +3,8 @@
 // 2 usage error) and prints errors to stderr; main() is the only place that exits.
 #pragma once
 
+#include <stdint.h>
+
 int gl_cmd_run(int argc, char **argv);        // cmd_run.c: generation (greedy/sampled)
 int gl_cmd_eval(int argc, char **argv);       // cmd_run.c: teacher-forced logits / layer dumps
 int gl_cmd_tokenize(int argc, char **argv);   // cmd_tokenize.c
@@ -12,7 +14,11 @@ int gl_cmd_bench(int argc, char **argv);      // cmd_bench.c
 int gl_cmd_chat(int argc, char **argv);       // cmd_chat.c: chat render (prompt from a request)
 int gl_cmd_plan(int argc, char **argv);       // cmd_plan.c: KV-cache sizing from metadata
 int gl_cmd_grammar(int argc, char **argv);    // cmd_grammar.c: grammar check (MaskBench) / sample
+int gl_cmd_serve(int argc, char **argv);      // cmd_serve.c: the OpenAI-compatible HTTP server
 
 // Parses a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched) if s is
 // empty, has trailing characters, overflows or is out of range.
 int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+// Parses a byte count: "5905580032", "5.5GiB", "6G", "512MB" (K/M/G/T are binary, KB/MB/GB/TB
+// decimal). Returns 0, or -1 (out untouched) if s is not such a count in [1, 2^62].
+int gl_cli_parse_bytes(const char *s, int64_t *out);

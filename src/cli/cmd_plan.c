@@ -34,31 +34,6 @@ static void usage(FILE *f)
             "                     (default 16384)\n");
 }
 
-// Parses "5905580032", "5.5GiB", "6G", "512MB". Returns 0 on success.
-static int parse_bytes(const char *s, int64_t *out)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end == s || !(v >= 0.0) || !isfinite(v))
-        return -1;
-    static const struct {
-        const char *suf;
-        double mul;
-    } sufs[] = {{"", 1.0},       {"B", 1.0},    {"K", 0x1p10},   {"KiB", 0x1p10},
-                {"k", 0x1p10},   {"M", 0x1p20}, {"MiB", 0x1p20}, {"G", 0x1p30},
-                {"GiB", 0x1p30}, {"T", 0x1p40}, {"TiB", 0x1p40}, {"KB", 1e3},
-                {"kB", 1e3},     {"MB", 1e6},   {"GB", 1e9},     {"TB", 1e12}};
-    for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
-        if (!strcmp(end, sufs[i].suf)) {
-            double b = floor(v * sufs[i].mul);
-            if (b < 1.0 || b > 0x1p62)
-                return -1;
-            *out = (int64_t)b;
-            return 0;
-        }
-    return -1;
-}
-
 // Most blocks `span` consecutive positions can touch.
 static int64_t touched(int64_t span, int64_t bs)
 {
@@ -88,7 +63,7 @@ int gl_cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "--kv-cache-dtype"))
             dtype_s = v;
         else if (!strcmp(a, "--kv-cache-memory"))
-            bad = parse_bytes(v, &budget);
+            bad = gl_cli_parse_bytes(v, &budget);
         else if (!strcmp(a, "--max-model-len"))
             bad = gl_cli_parse_int(v, 1, 1 << 30, &max_len);
         else if (!strcmp(a, "--block-size"))

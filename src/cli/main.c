@@ -19,6 +19,7 @@ static const struct {
     {"chat", gl_cmd_chat, "chat render: print the prompt for an OpenAI chat request"},
     {"plan", gl_cmd_plan, "KV-cache sizing (capacity, concurrency) from a model's metadata"},
     {"grammar", gl_cmd_grammar, "structured output: MaskBench check, random walks under a schema"},
+    {"serve", gl_cmd_serve, "the vLLM-compatible OpenAI server (HTTP)"},
 };
 
 static void usage(FILE *f)

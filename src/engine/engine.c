@@ -2,17 +2,19 @@
 // engine: requests -> sequences (one per choice) -> FCFS scheduler -> one batched forward pass
 // per step -> sampling -> stop handling -> events. Invariants: a WAITING sequence holds no KV
 // pages; a RUNNING one has computed exactly n_computed of its n_tok tokens (prompt + generated)
-// into its gl_kv_seq, and n_computed == n_tok - 1 means "decode" (one token pending). Everything
+// into its gl_kv_seq, and n_computed == n_tok - 1 means "decode" (one token pending); more than
+// one pending is a prefill: the prompt, a recompute after preemption, or a sampled token plus
+// the tokens a logits processor forced after it (jump-forward), all scheduled alike. Everything
 // except the inbox (new requests, cancel ids, live ids, published stats) belongs to the step
 // thread; the inbox is guarded by `mu`.
 // Scheduling decisions: decodes go first (one token each, oldest first) so a long prompt costs
-// running streams at most one step's budget; then partial prefills; then FCFS admission, which
-// stops at the first request that does not fit (no overtaking) and is skipped in a step that
-// preempted (vLLM does the same, else the victim's freed pages would be grabbed right back).
+// running streams at most one step's budget; then partial prefills (and jump-forward chunks);
+// then FCFS admission, which stops at the first request that does not fit (no overtaking) and is
+// skipped in a step that preempted (vLLM does the same, else the victim's freed pages would be
+// grabbed right back).
 // Stop strings: decoded text is held back while its tail could still begin a stop string, so
 // a match across token boundaries is cut before any of it was emitted.
 #include "engine/engine.h"
-#include "engine/engine_int.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -535,6 +537,101 @@ static int feed_text(struct gl_engine *e, struct seq *s, int32_t t)
     return 0;
 }
 
+// Stop and length handling of the token t just appended to s (sampled or forced), then the text
+// release: what no stop string can still begin in is appended to the event text e->text[0..
+// ev->text_len). ev->finish may already be ABORT (processor refusal, out of memory): then only
+// the held text is flushed. Per token, so a jump-forward run of tokens ends exactly where a
+// token-by-token run would (same stop matches, same held-back text).
+static void end_token(struct gl_engine *e, struct seq *s, int32_t t, struct gl_event *ev)
+{
+    const struct req *r = s->req;
+    const struct gl_sample_params *sp = &r->sp;
+    size_t emit_len = 0;
+    if (ev->finish != GL_FINISH_NONE) {
+        // aborted before any check
+    } else if (is_stop_id(r, t) && s->n_gen > sp->min_tokens) {
+        ev->finish = GL_FINISH_STOP;
+        ev->stop_token = t;
+    } else if (feed_text(e, s, t)) {
+        ev->finish = GL_FINISH_ABORT;
+    } else if (sp->n_stop > 0 && s->n_gen >= sp->min_tokens) {
+        size_t at = 0;
+        int32_t k = gl_stop_match(sp, s->held, s->n_held, &at);
+        if (k >= 0) {
+            ev->finish = GL_FINISH_STOP;
+            ev->stop_matched = sp->stop[k];
+            s->n_held = at + (sp->include_stop_str_in_output ? strlen(sp->stop[k]) : 0);
+            emit_len = s->n_held;
+        }
+    }
+    if (ev->finish == GL_FINISH_NONE &&
+        (s->n_gen >= r->max_tokens || s->n_tok >= e->p.max_model_len))
+        ev->finish = GL_FINISH_LENGTH;
+    if (ev->finish != GL_FINISH_NONE && !ev->stop_matched) {
+        if (e->tok && held_reserve(s, 16) == 0)
+            s->n_held += (size_t)gl_detok_flush(&s->dt, s->held + s->n_held, 16);
+        emit_len = s->n_held;
+    } else if (ev->finish == GL_FINISH_NONE) {
+        emit_len = s->n_held - gl_stop_holdback(sp, s->held, s->n_held);
+    }
+    if (text_reserve(e, ev->text_len + emit_len + 1) == GL_OK) { // else this text is lost
+        memcpy(e->text + ev->text_len, s->held, emit_len);
+        ev->text_len += emit_len;
+    }
+    memmove(s->held, s->held + emit_len, s->n_held - emit_len);
+    s->n_held -= emit_len;
+}
+
+// Appends a generated token; returns 0, or -1 when out of memory (s unchanged).
+static int push_generated(struct gl_engine *e, struct seq *s, int32_t t)
+{
+    if (seq_push_tok(s, t)) {
+        GL_LOGE("engine: request %llu: out of memory", (unsigned long long)s->req->id);
+        return -1;
+    }
+    s->n_gen++;
+    e->st.generated_tokens++;
+    return 0;
+}
+
+// Jump-forward after the sampled token (see engine.h, forced): appends the processor's forced
+// tokens one by one until one ends the sequence. Returns how many were appended.
+static int32_t jump_forward(struct gl_engine *e, struct seq *s, struct gl_logits_processor *proc,
+                            struct gl_event *ev)
+{
+    const struct req *r = s->req;
+    int64_t room = r->max_tokens - s->n_gen;
+    if (e->p.max_model_len - s->n_tok < room)
+        room = e->p.max_model_len - s->n_tok;
+    int32_t cap = room < GL_ENGINE_MAX_FORCED ? (int32_t)room : GL_ENGINE_MAX_FORCED;
+    if (cap <= 0) // not reached: end_token finished the sequence at this room
+        return 0;
+    int32_t buf[GL_ENGINE_MAX_FORCED];
+    int32_t n = proc->forced(proc->user, buf, cap);
+    int bad = n < 0 || n > cap;
+    for (int32_t i = 0; !bad && i < n; i++)
+        bad = buf[i] < 0 || buf[i] >= e->n_vocab;
+    if (bad) {
+        GL_LOGE("engine: request %llu: logits processor forced %d tokens (cap %d) or an id "
+                "outside the vocabulary",
+                (unsigned long long)r->id, n, cap);
+        ev->finish = GL_FINISH_ABORT;
+        end_token(e, s, -1, ev);
+        return 0;
+    }
+    int32_t added = 0;
+    for (int32_t i = 0; i < n && ev->finish == GL_FINISH_NONE; i++) {
+        if (push_generated(e, s, buf[i]))
+            ev->finish = GL_FINISH_ABORT;
+        else
+            added++;
+        end_token(e, s, buf[i], ev);
+    }
+    return added;
+}
+
+// Samples the next token of s from its logits row, then (jump-forward) the processor's forced
+// tokens, and emits one event for all of them.
 static void sample_one(struct gl_engine *e, struct seq *s, float *row)
 {
     struct req *r = s->req;
@@ -563,52 +660,22 @@ static void sample_one(struct gl_engine *e, struct seq *s, float *row)
         ev.top_logprobs = top_lp;
     }
     ev.stop_token = -1;
-    int oom = seq_push_tok(s, t);
-    s->n_gen += !oom;
-    e->st.generated_tokens += !oom;
-    ev.tokens = &s->tok[s->n_tok - 1];
-    ev.n_tokens = !oom;
-    size_t emit_len = 0;
-    if (oom) {
+    int32_t n_new = 0;
+    if (push_generated(e, s, t))
         ev.finish = GL_FINISH_ABORT;
-        GL_LOGE("engine: request %llu: out of memory", (unsigned long long)r->id);
-    } else if (proc && proc->accept && proc->accept(proc->user, t) != 0) {
+    else
+        n_new = 1;
+    if (ev.finish == GL_FINISH_NONE && proc && proc->accept && proc->accept(proc->user, t) != 0)
         ev.finish = GL_FINISH_ABORT;
-    } else if (is_stop_id(r, t) && s->n_gen > sp->min_tokens) {
-        ev.finish = GL_FINISH_STOP;
-        ev.stop_token = t;
-    } else if (feed_text(e, s, t)) {
-        ev.finish = GL_FINISH_ABORT;
-    } else if (sp->n_stop > 0 && s->n_gen >= sp->min_tokens) {
-        size_t at = 0;
-        int32_t k = gl_stop_match(sp, s->held, s->n_held, &at);
-        if (k >= 0) {
-            ev.finish = GL_FINISH_STOP;
-            ev.stop_matched = sp->stop[k];
-            s->n_held = at + (sp->include_stop_str_in_output ? strlen(sp->stop[k]) : 0);
-            emit_len = s->n_held;
-        }
-    }
-    if (ev.finish == GL_FINISH_NONE &&
-        (s->n_gen >= r->max_tokens || s->n_tok >= e->p.max_model_len))
-        ev.finish = GL_FINISH_LENGTH;
-    if (ev.finish != GL_FINISH_NONE && !ev.stop_matched) {
-        if (e->tok && held_reserve(s, 16) == 0)
-            s->n_held += (size_t)gl_detok_flush(&s->dt, s->held + s->n_held, 16);
-        emit_len = s->n_held;
-    } else if (ev.finish == GL_FINISH_NONE) {
-        emit_len = s->n_held - gl_stop_holdback(sp, s->held, s->n_held);
-    }
-    if (text_reserve(e, emit_len + 1) == GL_OK) {
-        memcpy(e->text, s->held, emit_len);
-        e->text[emit_len] = 0;
-        ev.text = e->text;
-        ev.text_len = emit_len;
-    } else {
-        ev.text = "";
-    }
-    memmove(s->held, s->held + emit_len, s->n_held - emit_len);
-    s->n_held -= emit_len;
+    end_token(e, s, t, &ev);
+    // Jump-forward: never with logprobs (a forced token has no logits to report).
+    if (ev.finish == GL_FINISH_NONE && proc && proc->forced && sp->logprobs < 0)
+        n_new += jump_forward(e, s, proc, &ev);
+    // Only now: the pushes above may have moved s->tok.
+    ev.tokens = &s->tok[s->n_tok - n_new];
+    ev.n_tokens = n_new;
+    e->text[ev.text_len] = 0; // text_reserve kept room for it (cap_text >= 1 always)
+    ev.text = e->text;
     if (ev.finish != GL_FINISH_NONE)
         remove_from(e->running, &e->n_running, s);
     emit(s, &ev);
@@ -680,7 +747,14 @@ static int sched_running(struct gl_engine *e, struct seq *s, int64_t n, int32_t 
             preempt(e, v, budget);
             continue;
         }
-        if (e->n_running == 1) { // alone and still no room: the pool is its length limit
+        // Alone and still no room: a smaller chunk may fit (a chunk holds window - 1 + chunk
+        // positions of each sliding group until committed); at one token the pool is its
+        // length limit.
+        if (e->n_running == 1 && n > 1) {
+            n /= 2;
+            continue;
+        }
+        if (e->n_running == 1) {
             remove_from(e->running, &e->n_running, s);
             finish_now(e, s, GL_FINISH_LENGTH);
         } else {

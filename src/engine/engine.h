@@ -31,6 +31,7 @@
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define GL_ENGINE_MAX_EOS 8
@@ -58,24 +59,54 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
 // request ends (all its choices). Returning non-zero from accept aborts the sequence with
 // finish_reason "abort". A preempted sequence keeps its processor state: recompute replays
 // no tokens through it.
+//
+// Jump-forward (forced): when a processor knows that the next tokens are each the only allowed
+// continuation (a grammar's literal run: a JSON key, a closing quote), sampling them one decode
+// step each is wasted work. After accept of a sampled token (the sequence not finished), the
+// engine calls forced(user, out, cap) once; the processor writes up to cap such tokens to out,
+// advances its own state over them (accept is NOT called for them) and returns how many (0: none).
+// The engine appends them as generated tokens -- stop ids (after min_tokens), stop strings,
+// max_tokens and max_model_len are checked after each one and the first that ends the sequence
+// ends it (the rest are dropped) -- and emits them in the same event as the sampled token
+// (n_tokens > 1). The next step computes the sampled token and the forced ones as one chunk (like
+// a prefill chunk, split under max_num_batched_tokens) and samples from the last position.
+// The output distribution is unchanged: a position with one allowed token draws no random
+// number (sampling.h), so a seeded run gives the same tokens with or without forced; the only
+// differences are that a forced token bypasses the request's allowed_ids / bad_ids and the
+// min_tokens stop-id mask (the processor is trusted), and that no logits exist for it.
+// cap is at most GL_ENGINE_MAX_FORCED and never more than the max_tokens / max_model_len room
+// left. Returning < 0, > cap or an id outside [0, n_vocab) aborts the sequence ("abort").
+// forced is never called when the request asks for logprobs (sp.logprobs >= 0): a forced token's
+// logprob cannot be reported without computing the logits it skips; such requests decode every
+// token (mask still restricts each position, so the output is the same).
+#define GL_ENGINE_MAX_FORCED 64
 struct gl_logits_processor {
     void *user;
     void (*mask)(void *user, float *logits, int32_t n_vocab);
     int (*accept)(void *user, int32_t token);
     void (*free)(void *user);
+    // Jump-forward (optional, may be NULL): called right after accept() of a sampled token.
+    // Writes up to cap tokens that are each the ONLY allowed continuation (the processor has
+    // already advanced its state over them) and returns how many. The engine appends them as
+    // generated tokens and computes them all in one forward pass at the next step (like a
+    // prefill chunk), instead of one decode step each; the sampled distribution is unchanged
+    // because each skipped step had exactly one allowed token.
+    int32_t (*forced)(void *user, int32_t *out, int32_t cap);
 };
 
 enum gl_finish { GL_FINISH_NONE, GL_FINISH_STOP, GL_FINISH_LENGTH, GL_FINISH_ABORT };
 const char *gl_finish_name(enum gl_finish f); // "stop" "length" "abort"
 
+// Valid only during the callback (tokens and text point into engine buffers).
 struct gl_event {
     uint64_t request_id;
     int32_t index;         // choice index for n > 1
-    const int32_t *tokens; // new tokens this step (usually 1)
+    const int32_t *tokens; // new tokens this step: 1, or 1 + forced ones (jump-forward)
     int32_t n_tokens;
     const char *text; // new text (stop strings held back and cut); may be ""
     size_t text_len;
-    const float *logprobs;  // [n_tokens] logprob of each chosen token, or NULL
+    const float *logprobs;  // [n_tokens] logprob of each chosen token, or NULL (with logprobs
+                            // requested n_tokens is always 1: no jump-forward)
     const int32_t *top_ids; // [n_tokens * top_n] when logprobs requested, else NULL
     const float *top_logprobs;
     int32_t top_n;
@@ -129,3 +160,18 @@ struct gl_engine_stats {
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
 // The pool, for audits in tests.
 struct gl_kv_pool *gl_engine_kv_pool(struct gl_engine *e);
+
+// ---- stop strings (also for callers that cut text themselves, e.g. the server's chat answer) --
+// Byte-exact, no normalization (as vLLM); only sp->stop[0..n_stop) is read (NUL-terminated;
+// empty or NULL entries, which gl_sample_params_check refuses, are ignored). Streaming use: append
+// each new piece of text to a held buffer; if gl_stop_match finds a stop string, the output ends at
+// *at (plus the stop string if include_stop_str_in_output); otherwise release held[0 .. n -
+// gl_stop_holdback(...)) and keep the rest, so a match across piece boundaries is cut before any of
+// its bytes was released.
+//
+// Longest suffix of held[0..n) that is a proper prefix of one of sp's stop strings: text that
+// must wait for the next piece before it can be released. 0 when n_stop == 0.
+size_t gl_stop_holdback(const struct gl_sample_params *sp, const char *held, size_t n);
+// Index of the stop string that occurs earliest in held[0..n) (ties: the longer one), *at its
+// byte offset; -1 if none occurs (*at unchanged then).
+int32_t gl_stop_match(const struct gl_sample_params *sp, const char *held, size_t n, size_t *at);

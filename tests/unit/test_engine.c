@@ -5,9 +5,11 @@
 // prefix-cache hits equal a plain single-sequence forward loop), seeded sampling does not
 // depend on batch composition, pool exhaustion preempts and still completes everything
 // exactly, cancel in every phase leaves the pool audit clean, overload / limit statuses, and
-// stop strings across token boundaries, stop ids, min_tokens, max_tokens and ignore_eos.
+// stop strings across token boundaries, stop ids, min_tokens, max_tokens and ignore_eos; and
+// jump-forward (a logits processor's forced tokens): the same seeded tokens and text in fewer
+// steps alone, in a shared batch, split under a tiny step budget and through preemption; forced
+// runs cut by max_tokens / max_model_len / stop ids / stop strings; never with logprobs.
 #include "engine/engine.h"
-#include "engine/engine_int.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "test.h"
@@ -824,7 +826,7 @@ TEST(test_logprobs_and_processor)
     struct gl_engine *e = NULL;
     REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
     struct proc_state ps = {0};
-    struct gl_logits_processor proc = {&ps, p_mask, p_accept, p_free};
+    struct gl_logits_processor proc = {&ps, p_mask, p_accept, p_free, NULL};
     struct result pr;
     memset(&pr, 0, sizeof pr);
     struct gl_sample_params g = greedy(10);
@@ -866,6 +868,386 @@ TEST(test_pool_is_length_limit)
     gl_engine_free(e);
 }
 
+// ---- jump-forward ----
+
+// A logits processor like a grammar with literal runs: at scheduled generated positions exactly
+// one token is allowed, elsewhere anything but `ban`. With jump-forward on, forced() reports the
+// scheduled runs (advancing pos over them); accept checks that the schedule was obeyed.
+enum { JF_POS = 48 };
+struct jf_state {
+    int32_t only[JF_POS]; // the one allowed token at generated position i, or -1: free
+    int32_t ban;          // banned at free positions (-1: none)
+    int32_t pos;          // generated tokens so far (accepted + forced)
+    int lie;              // forced() returns cap + 1 (a broken processor)
+    int n_forced_calls, n_forced_tokens, n_free, n_wrong, n_mask;
+};
+
+static int32_t jf_only(const struct jf_state *s)
+{
+    return s->pos < JF_POS ? s->only[s->pos] : -1;
+}
+
+static void jf_mask(void *user, float *logits, int32_t n_vocab)
+{
+    struct jf_state *s = user;
+    int32_t t = jf_only(s);
+    s->n_mask++;
+    for (int32_t i = 0; t >= 0 && i < n_vocab; i++)
+        if (i != t)
+            logits[i] = -INFINITY;
+    if (t < 0 && s->ban >= 0)
+        logits[s->ban] = -INFINITY;
+}
+
+static int jf_accept(void *user, int32_t token)
+{
+    struct jf_state *s = user;
+    int32_t t = jf_only(s);
+    s->n_wrong += (t >= 0 && token != t) || (t < 0 && token == s->ban);
+    s->pos++;
+    return 0;
+}
+
+static int32_t jf_forced(void *user, int32_t *out, int32_t cap)
+{
+    struct jf_state *s = user;
+    s->n_forced_calls++;
+    GL_ASSERT(cap > 0 && cap <= GL_ENGINE_MAX_FORCED);
+    if (s->lie)
+        return cap + 1;
+    int32_t n = 0;
+    while (n < cap && jf_only(s) >= 0) {
+        out[n++] = jf_only(s);
+        s->pos++;
+    }
+    s->n_forced_tokens += n;
+    return n;
+}
+
+static void jf_free(void *user)
+{
+    ((struct jf_state *)user)->n_free++;
+}
+
+// The schedule of the tests: generated positions 2..5, 9 and 12..15 (each + shift) allow one
+// token each.
+static const int g_jf_pos[9] = {2, 3, 4, 5, 9, 12, 13, 14, 15};
+
+static void jf_schedule(struct jf_state *s, int shift, int32_t base)
+{
+    memset(s, 0, sizeof *s);
+    s->ban = -1;
+    for (int i = 0; i < JF_POS; i++)
+        s->only[i] = -1;
+    for (int k = 0; k < 9; k++)
+        s->only[g_jf_pos[k] + shift] = (base + 37 * k) % T_V;
+}
+
+struct jf_req {
+    int32_t prompt[80];
+    int32_t n_prompt;
+    struct gl_sample_params sp;
+    int plain;          // no processor
+    struct jf_state ps; // schedule; each run starts from a copy
+    struct jf_state st; // the processor state of the last run
+    struct result res;  // and its events
+};
+
+// Runs q[0..n) concurrently on a fresh engine with params p, jump-forward on or off; the pool
+// audit must be clean afterwards and every processor freed once.
+static void jf_run(struct jf_req *q, int n, const struct gl_engine_params *p, int jump,
+                   struct gl_engine_stats *st)
+{
+    struct gl_err err = {0};
+    struct gl_engine *e = NULL;
+    GL_ASSERT_MSG(gl_engine_new(&e, g_model, g_tok, p, &err) == GL_OK, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        q[i].st = q[i].ps;
+        memset(&q[i].res, 0, sizeof q[i].res);
+        struct gl_logits_processor proc = {&q[i].st, jf_mask, jf_accept, jf_free,
+                                           jump ? jf_forced : NULL};
+        struct gl_request rq = {.prompt = q[i].prompt,
+                                .n_prompt = q[i].n_prompt,
+                                .sp = q[i].sp,
+                                .on_event = on_event,
+                                .user = &q[i].res,
+                                .procs = q[i].plain ? NULL : &proc};
+        gl_status s = gl_engine_submit(e, &rq, NULL, &err);
+        GL_ASSERT_MSG(s == GL_OK, "submit: %s", err.msg);
+    }
+    run_to_end(e);
+    gl_engine_stats(e, st);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    CHECK(st->n_running == 0 && st->n_waiting == 0 && st->kv_pages_used == 0);
+    gl_engine_free(e);
+    for (int i = 0; i < n; i++) {
+        CHECKF(q[i].plain || (q[i].st.n_free == 1 && q[i].st.n_wrong == 0),
+               "request %d: freed %d, %d tokens off the schedule", i, q[i].st.n_free,
+               q[i].st.n_wrong);
+        CHECK(q[i].res.n_final == 1);
+        if (!jump)
+            CHECK(q[i].st.n_forced_calls == 0);
+    }
+}
+
+static int same_output(const struct result *a, const struct result *b)
+{
+    return a->n_tok == b->n_tok && memcmp(a->tok, b->tok, (size_t)a->n_tok * 4) == 0 &&
+           a->n_text == b->n_text && memcmp(a->text, b->text, a->n_text) == 0 &&
+           a->finish == b->finish && a->stop_token == b->stop_token &&
+           strcmp(a->stop_str, b->stop_str) == 0;
+}
+
+// Seeded temperature-1 sampling under the schedule: with forced() the tokens and text equal a
+// token-by-token run (no draw is made where one token is allowed) and take fewer steps --
+// alone, in a batch of 9 (some without a processor), with a 4-token step budget that splits the
+// forced chunks, and in a pool so small that sequences with forced tokens are recomputed.
+TEST(test_jump_forward_same_tokens_fewer_steps)
+{
+    enum { N = 9 };
+    static struct jf_req q[N];
+    static struct result alone[N]; // each request alone, token by token
+    memset(q, 0, sizeof q);
+    for (int i = 0; i < N; i++) {
+        q[i].n_prompt = make_prompt(i + 5, q[i].prompt);
+        q[i].sp = gl_sample_default_params();
+        q[i].sp.temperature = 1.0f;
+        q[i].sp.seed = 4242 + (uint64_t)i;
+        q[i].sp.has_seed = 1;
+        q[i].plain = i % 4 == 3;
+        // The plain ones end early so that the batch's step count shows the others' savings.
+        q[i].sp.max_tokens = q[i].plain ? 8 : 18 + i % 4;
+        jf_schedule(&q[i].ps, i % 3, 100 + 7 * i);
+    }
+    struct gl_engine_stats st0, st1;
+    struct gl_engine_params p = eparams(GL_KV_F32, 32 << 20, 4, 64);
+    for (int i = 0; i < N; i++) {
+        jf_run(&q[i], 1, &p, 0, &st0);
+        alone[i] = q[i].res;
+        CHECK(alone[i].finish == GL_FINISH_LENGTH && alone[i].n_tok == q[i].sp.max_tokens);
+        for (int k = 0; k < 9 && !q[i].plain; k++)
+            CHECK(alone[i].tok[g_jf_pos[k] + i % 3] == q[i].ps.only[g_jf_pos[k] + i % 3]);
+    }
+    // The free positions really sample: another seed gives other tokens.
+    q[0].sp.seed++;
+    jf_run(&q[0], 1, &p, 0, &st0);
+    CHECK(!same_output(&q[0].res, &alone[0]));
+    q[0].sp.seed--;
+
+    struct gl_kv_plan plan;
+    struct gl_err err;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 96, &plan, &err) == GL_OK);
+    struct {
+        const char *name;
+        int n, seqs, tokens;
+        int64_t kv_bytes;
+    } modes[5] = {
+        {"alone", 1, 4, 64, 32 << 20},
+        {"batch of 9", N, 16, 64, 32 << 20},
+        {"alone, 4-token steps", 1, 1, 4, 32 << 20},
+        {"batch of 9, 4-token steps", N, 4, 4, 32 << 20},
+        {"batch of 9, pool of 2 sequences", N, 9, 32,
+         (int64_t)plan.page_bytes * plan.pages_per_seq * 2},
+    };
+    for (int m = 0; m < 5; m++) {
+        struct gl_engine_params pm =
+            eparams(GL_KV_F32, modes[m].kv_bytes, modes[m].seqs, modes[m].tokens);
+        jf_run(q, modes[m].n, &pm, 0, &st0);
+        for (int i = 0; i < modes[m].n; i++)
+            CHECKF(same_output(&q[i].res, &alone[i]), "%s, no jump-forward: request %d differs",
+                   modes[m].name, i);
+        jf_run(q, modes[m].n, &pm, 1, &st1);
+        int forced = 0;
+        for (int i = 0; i < modes[m].n; i++) {
+            CHECKF(same_output(&q[i].res, &alone[i]), "%s, jump-forward: request %d differs",
+                   modes[m].name, i);
+            forced += q[i].st.n_forced_tokens;
+            if (!q[i].plain)
+                CHECKF(q[i].st.n_forced_tokens > 0 && q[i].res.n_events < q[i].res.n_tok,
+                       "%s: request %d: %d forced, %d events for %d tokens", modes[m].name, i,
+                       q[i].st.n_forced_tokens, q[i].res.n_events, q[i].res.n_tok);
+        }
+        CHECK(st1.generated_tokens == st0.generated_tokens);
+        if (m < 4)
+            CHECKF(st1.steps < st0.steps, "%s: %lld steps with jump-forward, %lld without",
+                   modes[m].name, (long long)st1.steps, (long long)st0.steps);
+        if (m == 4)
+            CHECKF(st0.n_preempted_total > 0 && st1.n_preempted_total > 0, "preemptions %d / %d",
+                   st0.n_preempted_total, st1.n_preempted_total);
+        printf("  %s: %lld steps -> %lld with jump-forward (%d forced tokens, %d preemptions)\n",
+               modes[m].name, (long long)st0.steps, (long long)st1.steps, forced,
+               st1.n_preempted_total);
+    }
+}
+
+// A forced run cut by max_tokens and by max_model_len: "length" with exactly that many tokens,
+// forced() never asked for more than the room left.
+TEST(test_jump_forward_length)
+{
+    static struct jf_req q;
+    memset(&q, 0, sizeof q);
+    q.n_prompt = make_prompt(11, q.prompt);
+    q.sp = gl_sample_default_params();
+    q.sp.seed = 99;
+    q.sp.has_seed = 1;
+    jf_schedule(&q.ps, 0, 300);
+    struct gl_engine_stats st;
+    struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 4, 64);
+    const int32_t max_tok[4] = {3, 4, 6, 10};
+    for (int k = 0; k < 4; k++) {
+        q.sp.max_tokens = max_tok[k];
+        jf_run(&q, 1, &p, 0, &st);
+        struct result ref = q.res;
+        jf_run(&q, 1, &p, 1, &st);
+        CHECKF(q.res.finish == GL_FINISH_LENGTH && q.res.n_tok == max_tok[k],
+               "max_tokens %d: finish %d after %d tokens", max_tok[k], q.res.finish, q.res.n_tok);
+        CHECK(same_output(&q.res, &ref));
+        // Token 1 is sampled, then positions 2..5 are forced as far as max_tokens allows.
+        int32_t want = max_tok[k] < 6 ? max_tok[k] - 2 : 4;
+        CHECKF(q.st.n_forced_tokens == want + (max_tok[k] == 10 ? 1 : 0),
+               "max_tokens %d: %d forced", max_tok[k], q.st.n_forced_tokens);
+        CHECK(q.res.n_events == (max_tok[k] == 10 ? 5 : 2));
+        CHECK(st.generated_tokens == max_tok[k]);
+    }
+    // max_model_len 4 positions past the prompt: the forced run stops there too.
+    p.max_model_len = q.n_prompt + 4;
+    q.sp.max_tokens = -1;
+    jf_run(&q, 1, &p, 1, &st);
+    CHECK(q.res.finish == GL_FINISH_LENGTH && q.res.n_tok == 4 && q.st.n_forced_tokens == 2);
+    // A processor that claims more than cap (at its first call, after token 0): the sequence
+    // aborts, nothing leaks.
+    p.max_model_len = T_CTX;
+    q.sp.max_tokens = 10;
+    q.ps.lie = 1;
+    jf_run(&q, 1, &p, 1, &st);
+    CHECK(q.res.finish == GL_FINISH_ABORT && q.res.n_tok == 1 && q.st.n_forced_calls == 1);
+    q.ps.lie = 0;
+}
+
+// The id of the token whose text is exactly c.
+static int32_t char_token(char c)
+{
+    for (int32_t id = 0; id < T_V; id++) {
+        size_t len = 0;
+        const char *b = gl_tokenizer_token_bytes(g_tok, id, &len);
+        if (b && len == 1 && b[0] == c)
+            return id;
+    }
+    GL_ASSERT_MSG(0, "no token for '%c'", c);
+    return -1;
+}
+
+// Forced tokens that contain a stop id or complete a stop string: "stop" at that token, the
+// rest of the run dropped, the text cut as a token-by-token run cuts it.
+TEST(test_jump_forward_stops)
+{
+    static struct jf_req q;
+    memset(&q, 0, sizeof q);
+    q.n_prompt = make_prompt(12, q.prompt);
+    q.sp = gl_sample_default_params();
+    q.sp.seed = 7;
+    q.sp.has_seed = 1;
+    q.sp.max_tokens = 20;
+    const int32_t X = 333; // the stop id: forced at positions 2 and 9, banned elsewhere
+    jf_schedule(&q.ps, 0, 200);
+    q.ps.ban = X;
+    q.ps.only[2] = X;
+    q.ps.only[3] = char_token('Q');
+    q.ps.only[4] = char_token('J');
+    q.ps.only[5] = char_token('{');
+    q.ps.only[9] = X;
+    struct gl_engine_stats st;
+    struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 4, 64);
+
+    // Without stops: the reference tokens and text (X adds no text only when it stops).
+    jf_run(&q, 1, &p, 1, &st);
+    REQUIRE(q.res.n_tok == 20 && q.res.tok[2] == X && q.res.tok[9] == X);
+    int32_t tok[20];
+    memcpy(tok, q.res.tok, sizeof tok);
+
+    // Stop id X: ends at position 2, positions 3..5 of the same forced run dropped.
+    q.sp.stop_token_ids = &X;
+    q.sp.n_stop_ids = 1;
+    for (int jump = 0; jump < 2; jump++) {
+        jf_run(&q, 1, &p, jump, &st);
+        char text[4096];
+        size_t after[20];
+        ref_text(tok, 2, text, after);
+        CHECKF(q.res.finish == GL_FINISH_STOP && q.res.stop_token == X && q.res.n_tok == 3,
+               "jump %d: finish %d, stop token %d after %d tokens", jump, q.res.finish,
+               q.res.stop_token, q.res.n_tok);
+        CHECK(memcmp(q.res.tok, tok, 3 * 4) == 0);
+        CHECKF(strcmp(q.res.text, text) == 0, "jump %d: text '%s', want '%s'", jump, q.res.text,
+               text);
+        CHECK(st.generated_tokens == 3);
+        if (jump)
+            CHECK(q.st.n_forced_tokens == 4 && q.res.n_events == 2); // forced 2..5, cut at 2
+    }
+    // min_tokens 3: X at position 2 (the 3rd output) does not stop, X at 9 does (a forced token
+    // is not masked by min_tokens, so only with jump-forward: without it the only allowed token
+    // would be banned).
+    q.sp.min_tokens = 3;
+    jf_run(&q, 1, &p, 1, &st);
+    CHECKF(q.res.finish == GL_FINISH_STOP && q.res.stop_token == X && q.res.n_tok == 10,
+           "min_tokens: finish %d after %d tokens", q.res.finish, q.res.n_tok);
+    CHECK(memcmp(q.res.tok, tok, 10 * 4) == 0);
+    q.sp.min_tokens = 0;
+    q.sp.n_stop_ids = 0;
+
+    // Stop string "QJ": completed by forced position 4 inside the forced run 2..5 (5 dropped).
+    char text[4096];
+    size_t after[20];
+    ref_text(tok, 20, text, after);
+    const char *qj = strstr(text, "QJ");
+    REQUIRE(qj && (size_t)(qj - text) + 2 == after[4]); // its first occurrence ends at token 4
+    size_t at = (size_t)(qj - text);
+    q.sp.stop[0] = "QJ";
+    q.sp.n_stop = 1;
+    struct result ref;
+    for (int incl = 0; incl < 2; incl++) {
+        q.sp.include_stop_str_in_output = incl;
+        for (int jump = 0; jump < 2; jump++) {
+            jf_run(&q, 1, &p, jump, &st);
+            size_t want = at + (incl ? 2 : 0);
+            CHECKF(q.res.finish == GL_FINISH_STOP && q.res.n_tok == 5 && q.res.stop_token == -1 &&
+                       strcmp(q.res.stop_str, "QJ") == 0,
+                   "jump %d incl %d: finish %d after %d tokens", jump, incl, q.res.finish,
+                   q.res.n_tok);
+            CHECKF(q.res.n_text == want && memcmp(q.res.text, text, want) == 0,
+                   "jump %d incl %d: text '%s'", jump, incl, q.res.text);
+            if (jump)
+                CHECK(same_output(&q.res, &ref) && q.res.n_events == 2);
+            ref = q.res;
+        }
+    }
+    q.sp.n_stop = 0;
+}
+
+// logprobs requested: forced() is never called; the schedule is still obeyed (mask), one token
+// per event, each with its logprob, and the same tokens as with jump-forward off.
+TEST(test_jump_forward_not_with_logprobs)
+{
+    static struct jf_req q;
+    memset(&q, 0, sizeof q);
+    q.n_prompt = make_prompt(13, q.prompt);
+    q.sp = gl_sample_default_params();
+    q.sp.seed = 5;
+    q.sp.has_seed = 1;
+    q.sp.max_tokens = 18;
+    q.sp.logprobs = 2;
+    jf_schedule(&q.ps, 1, 50);
+    struct gl_engine_stats st0, st1;
+    struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 4, 64);
+    jf_run(&q, 1, &p, 0, &st0);
+    struct result ref = q.res;
+    jf_run(&q, 1, &p, 1, &st1);
+    CHECK(q.st.n_forced_calls == 0 && q.st.n_forced_tokens == 0);
+    CHECK(q.res.n_tok == 18 && q.res.n_events == 18 && same_output(&q.res, &ref));
+    CHECK(st1.steps == st0.steps);
+    for (int i = 0; i < 18; i++)
+        CHECK(q.res.lp[i] == ref.lp[i] && q.res.lp[i] <= 0.0f);
+}
+
 static void cleanup_model(void)
 {
     gl_model_delete(g_model);
@@ -886,5 +1268,7 @@ int main(void)
     RUN_TESTS(test_batching_exact, test_pool_exhaustion_preempts, test_seeded_independent_of_batch,
               test_n_choices_share_prefix, test_submit_from_thread_unseeded,
               test_cancel_every_phase, test_overloaded_and_limits, test_stop_helpers, test_stops,
-              test_logprobs_and_processor, test_pool_is_length_limit, test_random_ops);
+              test_logprobs_and_processor, test_pool_is_length_limit, test_random_ops,
+              test_jump_forward_same_tokens_fewer_steps, test_jump_forward_length,
+              test_jump_forward_stops, test_jump_forward_not_with_logprobs);
 }

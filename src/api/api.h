@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// api: the OpenAI / vLLM protocol without I/O or threads. A request body (chat or completions)
+// becomes engine work (prompt token ids, sampling parameters, a grammar) or an error that says
+// what, where and why with its HTTP status; engine events become response JSON or SSE chunks.
+// The server (server/) owns sockets, threads and the engine; this module only transforms.
+//
+// Field semantics follow vLLM (shared/docs/serving.md §1.2-1.6). Decisions:
+// - A field we do not know or do not support is a 400 naming it (vLLM accepts unknown fields
+//   silently, which is how guided_* requests went unconstrained after v0.12).
+// - Structured output: response_format, structured_outputs and the legacy guided_* spellings all
+//   compile through the same grammar engine; at most one constraint per request.
+// - Chat framing: every chat request (unless the server turns it off) runs ONE grammar over the
+//   whole assistant turn (grammar.h GL_GRAMMAR_ATEM_TURN): optional reasoning, then the answer
+//   with the request's body constraint, or tool calls as tool_choice allows. Nothing detects
+//   headers and arms late, so the body constraint cannot miss its start (sglang #34631) and every
+//   reply parses.
+// - Reasoning budget: thinking_token_budget when given; else at most half of the effective
+//   max_tokens (max_tokens, or the context left after the prompt), so the body keeps room.
+//   When it runs out, <|eom|> is the only allowed token, which closes the reasoning message.
+// - Chat stop strings apply to the answer text (content), matched by the server, not to headers
+//   or reasoning; completions stop strings apply to the generated text (engine).
+// Ownership: gl_api_req owns everything it points to (free with gl_api_req_free); it holds one
+// grammar reference. Grammars are not thread-safe: every call that touches one (cache lookups,
+// matchers, refcounts) happens under config->grammar_lock.
+#pragma once
+
+#include "base/base.h"
+#include "engine/engine.h"
+#include "grammar/grammar.h"
+#include "sampling/sampling.h"
+#include "tokenizer/tokenizer.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GL_API_MAX_PROMPTS  64 // prompts in one completions request
+#define GL_API_WS_MAX       16 // bytes per whitespace run when bounded whitespace is asked for
+#define GL_API_MAX_STOP_IDS 64 // request stop_token_ids
+
+enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS };
+
+// Server-wide settings, read-only while requests are parsed (shared by HTTP threads).
+struct gl_api_config {
+    const struct gl_tokenizer *tok;
+    const struct gl_gvocab *gvocab;  // vocabulary index for grammars
+    struct gl_grammar_cache *gcache; // compiled grammars, guarded by grammar_lock
+    pthread_mutex_t *grammar_lock;
+    const char *model_name; // served name
+    int32_t max_model_len;
+    int32_t max_logprobs;               // top logprobs cap (vLLM --max-logprobs; 20)
+    struct gl_sample_params defaults;   // generation_config defaults (temperature, top_p, ...)
+    int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
+    int32_t n_eos;
+    int framing; // 1: chat requests run the whole-turn grammar (default)
+};
+
+// An error for the client: HTTP status, OpenAI error type, the offending field (or "") and a
+// message that names the field and the reason.
+struct gl_api_error {
+    int http;
+    char type[32];
+    char param[96];
+    char msg[640];
+};
+// {"error": {"message", "type", "param", "code": http}} (vLLM puts the status in code).
+json_t *gl_api_error_json(const struct gl_api_error *e);
+// Fills e and returns GL_E_INVAL (400 family) or the given status; printf-style message.
+gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const char *fmt, ...)
+    GL_PRINTF(4, 5);
+
+struct gl_api_prompt {
+    int32_t *ids; // owned
+    int32_t n;
+    char *text; // completions echo: the prompt text (decoded for token prompts); owned
+    size_t text_len;
+};
+
+struct gl_api_req {
+    enum gl_api_endpoint ep;
+    char id[48]; // "chatcmpl-<hex>" / "cmpl-<hex>"
+    int64_t created;
+    int stream, include_usage, continuous_usage;
+    int echo;             // completions
+    int return_token_ids; // vLLM extra: choices carry token_ids (and prompt_token_ids)
+    struct gl_api_prompt *prompts;
+    int32_t n_prompts;          // chat: 1
+    struct gl_sample_params sp; // engine parameters; arrays point into the storage below
+    int32_t max_tokens_set;     // the client gave max_tokens / max_completion_tokens
+    // chat
+    int chat_logprobs; // logprobs: true
+    int32_t top_logprobs;
+    int include_reasoning;
+    int skip_special_tokens;
+    int parallel_tool_calls;
+    char *chat_stop[GL_SAMPLE_MAX_STOP]; // applied to content by the server (sp.n_stop = 0)
+    int32_t n_chat_stop;
+    // structured output
+    struct gl_grammar *grammar; // NULL: unconstrained; a GL_GRAMMAR_ATEM_TURN grammar for chat
+    int turn;                   // grammar covers the whole assistant turn
+    int32_t reasoning_budget;   // tokens of reasoning body; < 0: none
+    int64_t grammar_us;         // time to compile or find the grammar (metrics)
+    // storage for sp
+    struct gl_logit_bias *bias;
+    int32_t *stop_ids, *allowed_ids, *bad_ids;
+    char *stops[GL_SAMPLE_MAX_STOP];
+};
+
+// Parses and validates one request body. On GL_OK *out is a new request (prompt tokens
+// rendered and tokenized, grammar compiled or taken from the cache); on error *out is NULL and e
+// says why (400 validation, 404 unknown model, 500 only for out-of-memory).
+GL_MUST_USE gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep,
+                                   const char *body, size_t len, struct gl_api_req **out,
+                                   struct gl_api_error *e);
+void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r); // NULL-safe
+
+// Logits processors for choice `index` of prompt `p` (one per choice, n of them), or NULL when
+// the request is unconstrained. The returned array is gl_malloc'ed; the engine takes ownership
+// of each processor (and the caller frees the array). mask_us accumulates mask time (µs) for
+// metrics (the caller's counter, written on the engine thread). jump: enable jump-forward.
+GL_MUST_USE gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_req *r,
+                                        _Atomic int64_t *mask_us, struct gl_logits_processor **out,
+                                        struct gl_err *err);
+
+// ---- responses ----
+
+// One request's output being built: per choice accumulators (chat: ATEM parser + OpenAI message
+// accumulator; completions: text + logprobs), usage, and the SSE bytes not yet sent.
+struct gl_api_resp;
+GL_MUST_USE gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *c,
+                                      const struct gl_api_req *r, struct gl_err *err);
+void gl_api_resp_free(struct gl_api_resp *s);
+// Folds one engine event of prompt `prompt` (completions list index; 0 for chat) into the
+// response. Returns 1 when this event made a chat stop string match (the caller cancels that
+// engine request: the choice is already finished), else 0.
+int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_event *ev);
+// 1 when every choice has finished.
+int gl_api_resp_done(const struct gl_api_resp *s);
+// Streaming: takes the SSE bytes produced so far (gl_malloc'ed, caller frees; NULL when there
+// are none). After done, the final bytes include the usage chunk and "data: [DONE]".
+char *gl_api_resp_take_sse(struct gl_api_resp *s, size_t *len);
+// Non-streaming: the whole response object (after done).
+json_t *gl_api_resp_json(const struct gl_api_resp *s);
+// A failure after the stream started: an SSE error event then [DONE] are queued.
+void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e);
+// Per-choice finish reasons for metrics (count n; "stop" "length" "tool_calls" "abort").
+int32_t gl_api_resp_n_choices(const struct gl_api_resp *s);
+const char *gl_api_resp_finish(const struct gl_api_resp *s, int32_t choice);
+void gl_api_resp_usage(const struct gl_api_resp *s, int64_t *prompt, int64_t *completion);
+
+// ---- the other endpoints ----
+// POST /tokenize {prompt | messages, add_special_tokens, return_token_strs} and
+// POST /detokenize {tokens}: the whole response object or an error.
+json_t *gl_api_tokenize(const struct gl_api_config *c, const char *body, size_t len,
+                        struct gl_api_error *e);
+json_t *gl_api_detokenize(const struct gl_api_config *c, const char *body, size_t len,
+                          struct gl_api_error *e);
+// GET /v1/models.
+json_t *gl_api_models(const struct gl_api_config *c, int64_t created);

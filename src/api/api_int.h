@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+// api_int: helpers shared by the api module's files (not for other modules).
+#pragma once
+
+#include "tokenizer/tokenizer.h"
+
+#include <jansson.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+// prefix + 24 hex digits from a process-wide counter mixed with the clock (unique per process
+// run, not secret).
+void gl_api_new_id(char *out, size_t cap, const char *prefix);
+// Text of ids (complete UTF-8; specials dropped when skip_special). *text gl_malloc'ed and
+// NUL-terminated. Returns 0, or -1 when out of memory.
+int gl_api_detok(const struct gl_tokenizer *t, const int32_t *ids, int32_t n, int skip_special,
+                 char **text, size_t *len);
+// A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD (jansson refuses it). NULL
+// only when out of memory.
+json_t *gl_api_jstr(const char *p, size_t n);

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+// api/proc: the grammar as an engine logits processor, one per choice. It runs on the engine
+// thread; every grammar call holds config->grammar_lock because compiled grammars (their mask
+// caches, refcounts) are shared with HTTP threads that look grammars up.
+// Reasoning budget: a second ATEM parser follows the tokens so the processor knows when it is
+// inside the reasoning body; once the body has used `budget` tokens, <|eom|> is the only
+// allowed token there (the turn grammar then forces <|start|>assistant and the answer arm).
+#include "api/api.h"
+#include "chat/atem_parse.h"
+
+#include <math.h>
+#include <string.h>
+
+#define GL_TOK_EOM 200007 // <|eom|>
+
+struct proc {
+    const struct gl_api_config *c;
+    struct gl_matcher *m;
+    uint32_t *mask;
+    struct gl_atem_parser *atem; // turn grammars only: where are we in the turn
+    int32_t budget;              // reasoning body tokens allowed; < 0: no limit
+    int32_t n_reasoning;
+    _Atomic int64_t *mask_us;
+};
+
+static void no_sink(void *user, const struct gl_atem_event *ev)
+{
+    (void)user;
+    (void)ev;
+}
+
+static void proc_mask(void *user, float *logits, int32_t n_vocab)
+{
+    struct proc *p = user;
+    int64_t t0 = gl_time_us();
+    pthread_mutex_lock(p->c->grammar_lock);
+    int finished = gl_matcher_is_finished(p->m);
+    if (!finished)
+        gl_matcher_fill_mask(p->m, p->mask);
+    pthread_mutex_unlock(p->c->grammar_lock);
+    if (finished) // after the stop token (ignore_eos): nothing left to constrain
+        return;
+    int force_eom = p->atem && p->budget >= 0 && p->n_reasoning >= p->budget &&
+                    gl_atem_parser_state(p->atem) == GL_ATEM_ST_REASONING && GL_TOK_EOM < n_vocab &&
+                    (p->mask[GL_TOK_EOM / 32] >> (GL_TOK_EOM % 32) & 1);
+    for (int32_t w = 0; w < (n_vocab + 31) / 32; w++) {
+        uint32_t bits =
+            force_eom ? (w == GL_TOK_EOM / 32 ? 1u << (GL_TOK_EOM % 32) : 0) : p->mask[w];
+        if (bits == 0xffffffffu)
+            continue;
+        int32_t end = w * 32 + 32 < n_vocab ? w * 32 + 32 : n_vocab;
+        for (int32_t i = w * 32; i < end; i++)
+            if (!(bits >> (i - w * 32) & 1))
+                logits[i] = -INFINITY;
+    }
+    atomic_fetch_add(p->mask_us, gl_time_us() - t0);
+}
+
+static void track(struct proc *p, int32_t t)
+{
+    if (!p->atem)
+        return;
+    if (gl_atem_parser_state(p->atem) == GL_ATEM_ST_REASONING && t != GL_TOK_EOM)
+        p->n_reasoning++;
+    if (gl_atem_parser_feed(p->atem, t, NULL) != GL_OK) { // only its state is read
+    }
+}
+
+static int proc_accept(void *user, int32_t token)
+{
+    struct proc *p = user;
+    pthread_mutex_lock(p->c->grammar_lock);
+    int ok = gl_matcher_is_finished(p->m) || gl_matcher_accept(p->m, token);
+    pthread_mutex_unlock(p->c->grammar_lock);
+    if (ok)
+        track(p, token);
+    return ok ? 0 : 1;
+}
+
+static int32_t proc_forced(void *user, int32_t *out, int32_t cap)
+{
+    struct proc *p = user;
+    // Inside a budget-limited reasoning body the mask is not the grammar's: no jumping there.
+    if (p->atem && gl_atem_parser_state(p->atem) == GL_ATEM_ST_REASONING)
+        return 0;
+    int64_t t0 = gl_time_us();
+    pthread_mutex_lock(p->c->grammar_lock);
+    int32_t n =
+        gl_matcher_is_finished(p->m) ? 0 : gl_matcher_forced_tokens(p->m, out, cap, p->mask);
+    pthread_mutex_unlock(p->c->grammar_lock);
+    atomic_fetch_add(p->mask_us, gl_time_us() - t0);
+    for (int32_t i = 0; i < n; i++)
+        track(p, out[i]);
+    return n;
+}
+
+static void proc_free(void *user)
+{
+    struct proc *p = user;
+    if (!p)
+        return;
+    pthread_mutex_lock(p->c->grammar_lock);
+    gl_matcher_free(p->m);
+    pthread_mutex_unlock(p->c->grammar_lock);
+    gl_atem_parser_free(p->atem);
+    gl_free(p->mask);
+    gl_free(p);
+}
+
+gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_req *r,
+                            _Atomic int64_t *mask_us, struct gl_logits_processor **out,
+                            struct gl_err *err)
+{
+    *out = NULL;
+    if (!r->grammar)
+        return GL_OK;
+    const int32_t n = r->sp.n;
+    struct gl_logits_processor *procs = gl_calloc((size_t)n, sizeof *procs);
+    if (!procs)
+        return gl_err_set(err, GL_E_NOMEM, "api: no memory for logits processors");
+    // The matcher's stop set: the model's, the tokenizer's, and the request's stop ids.
+    int32_t stop[GL_ENGINE_MAX_EOS + 2 + GL_API_MAX_STOP_IDS];
+    int n_stop = 0;
+    stop[n_stop++] = gl_tokenizer_eos(c->tok);
+    if (gl_tokenizer_eot(c->tok) >= 0)
+        stop[n_stop++] = gl_tokenizer_eot(c->tok);
+    for (int32_t i = 0; i < c->n_eos; i++)
+        stop[n_stop++] = c->eos_ids[i];
+    for (int32_t i = 0; i < r->sp.n_stop_ids && i < GL_API_MAX_STOP_IDS; i++)
+        stop[n_stop++] = r->sp.stop_token_ids[i];
+    gl_status st = GL_OK;
+    for (int32_t i = 0; i < n && st == GL_OK; i++) {
+        struct proc *p = gl_calloc(1, sizeof *p);
+        if (!p) {
+            st = gl_err_set(err, GL_E_NOMEM, "api: no memory for a logits processor");
+            break;
+        }
+        p->c = c;
+        p->mask_us = mask_us;
+        p->budget = r->turn ? r->reasoning_budget : -1;
+        p->mask = gl_malloc(gl_gvocab_mask_words(c->gvocab) * sizeof *p->mask);
+        procs[i] = (struct gl_logits_processor){.user = p,
+                                                .mask = proc_mask,
+                                                .accept = proc_accept,
+                                                .forced = proc_forced,
+                                                .free = proc_free};
+        if (!p->mask) {
+            st = gl_err_set(err, GL_E_NOMEM, "api: no memory for a token mask");
+            break;
+        }
+        if (r->turn &&
+            (st = gl_atem_parser_new(&p->atem, c->tok, NULL, no_sink, NULL, err)) != GL_OK)
+            break;
+        pthread_mutex_lock(c->grammar_lock);
+        st = gl_matcher_new(&p->m, r->grammar, c->gvocab, stop, n_stop, err);
+        pthread_mutex_unlock(c->grammar_lock);
+    }
+    if (st != GL_OK) {
+        for (int32_t i = 0; i < n; i++)
+            proc_free(procs[i].user);
+        gl_free(procs);
+        return st;
+    }
+    *out = procs;
+    return GL_OK;
+}

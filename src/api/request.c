@@ -1,0 +1,981 @@
+// SPDX-License-Identifier: MIT
+// api/request: request body -> struct gl_api_req. Every field is checked against a table of the
+// fields we implement; each value is range-checked with a message naming the field. The body is
+// hostile input: jansson parses it (bounded nesting), and every length taken from it is checked
+// before use.
+#include "api/api.h"
+#include "api/api_int.h"
+#include "chat/render.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// ---- errors ----
+
+gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const char *fmt, ...)
+{
+    if (!e)
+        return http == 500 ? GL_E_NOMEM : GL_E_INVAL;
+    e->http = http;
+    snprintf(e->type, sizeof e->type, "%s",
+             http == 400   ? "BadRequestError"
+             : http == 401 ? "AuthenticationError"
+             : http == 404 ? "NotFoundError"
+             : http == 405 ? "MethodNotAllowed"
+             : http == 413 ? "RequestTooLarge"
+             : http == 503 ? "ServiceUnavailableError"
+                           : "InternalServerError");
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return http == 500 ? GL_E_NOMEM : http == 503 ? GL_E_AGAIN : GL_E_INVAL;
+}
+
+json_t *gl_api_error_json(const struct gl_api_error *e)
+{
+    return json_pack("{s:{s:s,s:s,s:s?,s:i}}", "error", "message", e->msg, "type", e->type, "param",
+                     e->param[0] ? e->param : NULL, "code", e->http);
+}
+
+#define FAIL(param, ...) gl_api_fail(e, 400, param, __VA_ARGS__)
+#define NOMEM()          gl_api_fail(e, 500, NULL, "out of memory")
+
+// ---- the fields we implement ----
+
+enum { F_CHAT = 1, F_COMP = 2, F_BOTH = 3 };
+struct field {
+    const char *name;
+    int where;
+};
+static const struct field k_fields[] = {
+    {"model", F_BOTH},
+    {"messages", F_CHAT},
+    {"prompt", F_COMP},
+    {"echo", F_COMP},
+    {"suffix", F_COMP}, // refused below unless null
+    {"best_of", F_COMP},
+    {"n", F_BOTH},
+    {"seed", F_BOTH},
+    {"stream", F_BOTH},
+    {"stream_options", F_BOTH},
+    {"max_tokens", F_BOTH},
+    {"max_completion_tokens", F_CHAT},
+    {"temperature", F_BOTH},
+    {"top_p", F_BOTH},
+    {"top_k", F_BOTH},
+    {"min_p", F_BOTH},
+    {"presence_penalty", F_BOTH},
+    {"frequency_penalty", F_BOTH},
+    {"repetition_penalty", F_BOTH},
+    {"logit_bias", F_BOTH},
+    {"logprobs", F_BOTH},
+    {"top_logprobs", F_CHAT},
+    {"stop", F_BOTH},
+    {"stop_token_ids", F_BOTH},
+    {"include_stop_str_in_output", F_BOTH},
+    {"skip_special_tokens", F_BOTH},
+    {"spaces_between_special_tokens", F_BOTH},
+    {"ignore_eos", F_BOTH},
+    {"min_tokens", F_BOTH},
+    {"allowed_token_ids", F_BOTH},
+    {"user", F_BOTH},
+    {"request_id", F_BOTH},
+    {"return_token_ids", F_BOTH},
+    {"use_beam_search", F_BOTH},
+    {"add_special_tokens", F_BOTH},
+    {"response_format", F_BOTH},
+    {"structured_outputs", F_BOTH},
+    {"guided_json", F_BOTH},
+    {"guided_regex", F_BOTH},
+    {"guided_choice", F_BOTH},
+    {"guided_grammar", F_BOTH},
+    {"guided_decoding_backend", F_BOTH},
+    {"guided_whitespace_pattern", F_BOTH},
+    {"tools", F_CHAT},
+    {"tool_choice", F_CHAT},
+    {"parallel_tool_calls", F_CHAT},
+    {"reasoning_effort", F_CHAT},
+    {"include_reasoning", F_CHAT},
+    {"thinking_token_budget", F_CHAT},
+    {"chat_template_kwargs", F_CHAT},
+    {"add_generation_prompt", F_CHAT},
+    {"continue_final_message", F_CHAT},
+};
+
+static gl_status check_fields(json_t *body, enum gl_api_endpoint ep, struct gl_api_error *e)
+{
+    const char *key;
+    json_t *v;
+    int want = ep == GL_API_CHAT ? F_CHAT : F_COMP;
+    json_object_foreach(body, key, v)
+    {
+        size_t i = 0;
+        for (; i < sizeof k_fields / sizeof k_fields[0]; i++)
+            if (strcmp(k_fields[i].name, key) == 0 && (k_fields[i].where & want))
+                break;
+        if (i == sizeof k_fields / sizeof k_fields[0])
+            return FAIL(key, "%s: this field is not supported by glint's %s endpoint", key,
+                        ep == GL_API_CHAT ? "/v1/chat/completions" : "/v1/completions");
+    }
+    return GL_OK;
+}
+
+// ---- typed getters: absent or null leaves *out as is ----
+
+static gl_status get_bool(json_t *o, const char *k, int *out, struct gl_api_error *e)
+{
+    json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v))
+        return GL_OK;
+    if (!json_is_boolean(v))
+        return FAIL(k, "%s: expected true or false", k);
+    *out = json_is_true(v);
+    return GL_OK;
+}
+
+static gl_status get_num(json_t *o, const char *k, double lo, double hi, double *out,
+                         struct gl_api_error *e)
+{
+    json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v))
+        return GL_OK;
+    if (!json_is_number(v))
+        return FAIL(k, "%s: expected a number", k);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return FAIL(k, "%s: %g is not in [%g, %g]", k, x, lo, hi);
+    *out = x;
+    return GL_OK;
+}
+
+static gl_status get_float(json_t *o, const char *k, double lo, double hi, float *out,
+                           struct gl_api_error *e)
+{
+    double x = *out;
+    gl_status st = get_num(o, k, lo, hi, &x, e);
+    *out = (float)x;
+    return st;
+}
+
+static gl_status get_int(json_t *o, const char *k, long long lo, long long hi, long long *out,
+                         struct gl_api_error *e)
+{
+    json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v))
+        return GL_OK;
+    long long x;
+    if (json_is_integer(v))
+        x = json_integer_value(v);
+    else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+             fabs(json_real_value(v)) < 9e15)
+        x = (long long)json_real_value(v);
+    else
+        return FAIL(k, "%s: expected an integer", k);
+    if (x < lo || x > hi)
+        return FAIL(k, "%s: %lld is not in [%lld, %lld]", k, x, lo, hi);
+    *out = x;
+    return GL_OK;
+}
+
+static gl_status get_i32(json_t *o, const char *k, long long lo, long long hi, int32_t *out,
+                         struct gl_api_error *e)
+{
+    long long x = *out;
+    gl_status st = get_int(o, k, lo, hi, &x, e);
+    *out = (int32_t)x;
+    return st;
+}
+
+// A list of token ids in [0, n_vocab) (at most cap); *out gl_malloc'ed.
+static gl_status get_ids(json_t *v, const char *k, int32_t n_vocab, int32_t cap, int32_t **out,
+                         int32_t *n, struct gl_api_error *e)
+{
+    if (!json_is_array(v))
+        return FAIL(k, "%s: expected a list of token ids", k);
+    size_t m = json_array_size(v);
+    if (m > (size_t)cap)
+        return FAIL(k, "%s: %zu ids, at most %d allowed", k, m, cap);
+    int32_t *ids = gl_malloc((m ? m : 1) * sizeof *ids);
+    if (!ids)
+        return NOMEM();
+    for (size_t i = 0; i < m; i++) {
+        json_t *x = json_array_get(v, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= n_vocab) {
+            gl_free(ids);
+            return FAIL(k, "%s[%zu]: not a token id in [0, %d)", k, i, n_vocab);
+        }
+        ids[i] = (int32_t)json_integer_value(x);
+    }
+    *out = ids;
+    *n = (int32_t)m;
+    return GL_OK;
+}
+
+// ---- sampling fields (both endpoints) ----
+
+static gl_status parse_sampling(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
+                                struct gl_api_error *e)
+{
+    struct gl_sample_params *sp = &r->sp;
+    const int32_t V = gl_tokenizer_n_vocab(c->tok);
+    gl_status st;
+    long long seed = 0;
+    json_t *jseed = json_object_get(b, "seed");
+    if (jseed && !json_is_null(jseed)) {
+        if ((st = get_int(b, "seed", INT64_MIN, INT64_MAX, &seed, e)) != GL_OK)
+            return st;
+        sp->seed = (uint64_t)seed;
+        sp->has_seed = 1;
+    }
+    if ((st = get_i32(b, "n", 1, GL_SAMPLE_MAX_N, &sp->n, e)) != GL_OK ||
+        (st = get_float(b, "temperature", 0, 100, &sp->temperature, e)) != GL_OK ||
+        (st = get_float(b, "top_p", 1e-9, 1, &sp->top_p, e)) != GL_OK ||
+        (st = get_i32(b, "top_k", -1, V, &sp->top_k, e)) != GL_OK ||
+        (st = get_float(b, "min_p", 0, 1, &sp->min_p, e)) != GL_OK ||
+        (st = get_float(b, "presence_penalty", -2, 2, &sp->presence_penalty, e)) != GL_OK ||
+        (st = get_float(b, "frequency_penalty", -2, 2, &sp->frequency_penalty, e)) != GL_OK ||
+        (st = get_float(b, "repetition_penalty", 1e-6, 100, &sp->repetition_penalty, e)) != GL_OK ||
+        (st = get_i32(b, "min_tokens", 0, c->max_model_len, &sp->min_tokens, e)) != GL_OK ||
+        (st = get_bool(b, "ignore_eos", &sp->ignore_eos, e)) != GL_OK ||
+        (st = get_bool(b, "include_stop_str_in_output", &sp->include_stop_str_in_output, e)) !=
+            GL_OK ||
+        (st = get_bool(b, "skip_special_tokens", &sp->skip_special_tokens, e)) != GL_OK)
+        return st;
+    r->skip_special_tokens = sp->skip_special_tokens;
+    int spaces = 1;
+    if ((st = get_bool(b, "spaces_between_special_tokens", &spaces, e)) != GL_OK)
+        return st;
+    int beam = 0;
+    if ((st = get_bool(b, "use_beam_search", &beam, e)) != GL_OK)
+        return st;
+    if (beam)
+        return FAIL("use_beam_search", "use_beam_search: beam search is not supported");
+    // max_completion_tokens takes precedence over the deprecated max_tokens (vLLM).
+    int32_t mt = -1;
+    if ((st = get_i32(b, "max_tokens", 1, INT32_MAX, &mt, e)) != GL_OK ||
+        (st = get_i32(b, "max_completion_tokens", 1, INT32_MAX, &mt, e)) != GL_OK)
+        return st;
+    sp->max_tokens = mt;
+    r->max_tokens_set = mt > 0;
+    if (sp->min_tokens > 0 && mt > 0 && sp->min_tokens > mt)
+        return FAIL("min_tokens", "min_tokens (%d) must be at most max_tokens (%d)", sp->min_tokens,
+                    mt);
+
+    json_t *lb = json_object_get(b, "logit_bias");
+    if (lb && !json_is_null(lb)) {
+        if (!json_is_object(lb))
+            return FAIL("logit_bias", "logit_bias: expected an object of token id -> bias");
+        size_t m = json_object_size(lb);
+        r->bias = gl_malloc((m ? m : 1) * sizeof *r->bias);
+        if (!r->bias)
+            return NOMEM();
+        const char *key;
+        json_t *v;
+        json_object_foreach(lb, key, v)
+        {
+            char *end;
+            long long id = strtoll(key, &end, 10);
+            if (end == key || *end || id < 0 || id >= V)
+                return FAIL("logit_bias", "logit_bias: key '%.40s' is not a token id in [0, %d)",
+                            key, V);
+            if (!json_is_number(v))
+                return FAIL("logit_bias", "logit_bias[%s]: expected a number", key);
+            double x = json_number_value(v);
+            // vLLM clamps biases to [-100, 100].
+            x = x < -100 ? -100 : x > 100 ? 100 : x;
+            r->bias[sp->n_logit_bias++] = (struct gl_logit_bias){(int32_t)id, (float)x};
+        }
+        sp->logit_bias = r->bias;
+    }
+    json_t *sti = json_object_get(b, "stop_token_ids");
+    if (sti && !json_is_null(sti)) {
+        if ((st = get_ids(sti, "stop_token_ids", V, GL_API_MAX_STOP_IDS, &r->stop_ids,
+                          &sp->n_stop_ids, e)) != GL_OK)
+            return st;
+        sp->stop_token_ids = r->stop_ids;
+    }
+    json_t *ati = json_object_get(b, "allowed_token_ids");
+    if (ati && !json_is_null(ati)) {
+        if ((st = get_ids(ati, "allowed_token_ids", V, V, &r->allowed_ids, &sp->n_allowed, e)) !=
+            GL_OK)
+            return st;
+        if (sp->n_allowed == 0)
+            return FAIL("allowed_token_ids", "allowed_token_ids: must not be empty");
+        sp->allowed_ids = r->allowed_ids;
+    }
+    json_t *stop = json_object_get(b, "stop");
+    if (stop && !json_is_null(stop)) {
+        json_t *one = json_is_string(stop) ? stop : NULL;
+        size_t m = one ? 1 : json_is_array(stop) ? json_array_size(stop) : 0;
+        if (!one && !json_is_array(stop))
+            return FAIL("stop", "stop: expected a string or a list of strings");
+        if (m > GL_SAMPLE_MAX_STOP)
+            return FAIL("stop", "stop: %zu strings, at most %d allowed", m, GL_SAMPLE_MAX_STOP);
+        for (size_t i = 0; i < m; i++) {
+            json_t *s = one ? one : json_array_get(stop, i);
+            if (!json_is_string(s))
+                return FAIL("stop", "stop[%zu]: expected a string", i);
+            size_t len = json_string_length(s);
+            if (len == 0)
+                continue; // vLLM drops empty stop strings
+            if (len > GL_SAMPLE_MAX_STOP_LEN || memchr(json_string_value(s), 0, len))
+                return FAIL("stop", "stop[%zu]: longer than %d bytes or holds a NUL", i,
+                            GL_SAMPLE_MAX_STOP_LEN);
+            char *d = gl_strdup(json_string_value(s));
+            if (!d)
+                return NOMEM();
+            r->stops[sp->n_stop] = d;
+            sp->stop[sp->n_stop++] = d;
+        }
+    }
+    return GL_OK;
+}
+
+// ---- structured output ----
+
+struct constraint {
+    const char *field; // where it came from, for messages
+    const char *kind;  // turn-spec body kind: json_schema json_object regex choice gbnf
+    enum gl_grammar_kind gkind;
+    char *src; // owned source text
+    size_t len;
+    int ws_bounded;
+};
+
+static gl_status set_constraint(struct constraint *k, const char *field, const char *kind,
+                                enum gl_grammar_kind gkind, json_t *v, int as_json,
+                                struct gl_api_error *e)
+{
+    if (k->field)
+        return FAIL(field, "%s: only one structured-output constraint per request (%s is also set)",
+                    field, k->field);
+    k->field = field;
+    k->kind = kind;
+    k->gkind = gkind;
+    if (gkind == GL_GRAMMAR_JSON_OBJECT)
+        return GL_OK;
+    if (as_json) {
+        // A schema may be given as an object or as its JSON text (guided_json accepts both).
+        if (json_is_string(v)) {
+            k->src = gl_strdup(json_string_value(v));
+            k->len = json_string_length(v);
+        } else {
+            k->src = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            k->len = k->src ? strlen(k->src) : 0;
+            if (k->src) { // json_dumps memory is libc's; keep one allocator for the field
+                char *d = gl_strdup(k->src);
+                free(k->src);
+                k->src = d;
+            }
+        }
+    } else {
+        if (!json_is_string(v))
+            return FAIL(field, "%s: expected a string", field);
+        k->src = gl_malloc(json_string_length(v) + 1);
+        if (k->src) {
+            memcpy(k->src, json_string_value(v), json_string_length(v) + 1);
+            k->len = json_string_length(v);
+        }
+    }
+    return k->src ? GL_OK : NOMEM();
+}
+
+static gl_status parse_choice_list(json_t *v, const char *field, struct constraint *k,
+                                   struct gl_api_error *e)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return FAIL(field, "%s: expected a non-empty list of strings", field);
+    for (size_t i = 0; i < json_array_size(v); i++)
+        if (!json_is_string(json_array_get(v, i)))
+            return FAIL(field, "%s[%zu]: expected a string", field, i);
+    return set_constraint(k, field, "choice", GL_GRAMMAR_CHOICE, v, 1, e);
+}
+
+static gl_status parse_constraint(json_t *b, struct constraint *k, struct gl_api_error *e)
+{
+    gl_status st;
+    json_t *rf = json_object_get(b, "response_format");
+    if (rf && !json_is_null(rf)) {
+        json_t *t = json_object_get(rf, "type");
+        const char *ty = json_is_object(rf) ? json_string_value(t) : NULL;
+        if (!ty)
+            return FAIL("response_format", "response_format: expected an object with a type");
+        if (strcmp(ty, "json_object") == 0) {
+            st = set_constraint(k, "response_format", "json_object", GL_GRAMMAR_JSON_OBJECT, NULL,
+                                0, e);
+        } else if (strcmp(ty, "json_schema") == 0) {
+            json_t *js = json_object_get(rf, "json_schema");
+            if (!json_is_object(js))
+                return FAIL("response_format.json_schema",
+                            "response_format: type json_schema needs a json_schema object");
+            json_t *sch = json_object_get(js, "schema");
+            if (!sch || json_is_null(sch))
+                sch = json_object_get(js, "json_schema"); // older client spelling
+            if (!json_is_object(sch) && !json_is_boolean(sch))
+                return FAIL("response_format.json_schema.schema",
+                            "response_format.json_schema.schema: expected a JSON Schema object");
+            st = set_constraint(k, "response_format.json_schema.schema", "json_schema",
+                                GL_GRAMMAR_JSON_SCHEMA, sch, 1, e);
+        } else if (strcmp(ty, "text") == 0) {
+            st = GL_OK;
+        } else {
+            return FAIL("response_format.type",
+                        "response_format.type: '%.40s' is not supported (text, json_object, "
+                        "json_schema)",
+                        ty);
+        }
+        if (st != GL_OK)
+            return st;
+    }
+    json_t *so = json_object_get(b, "structured_outputs");
+    if (so && !json_is_null(so)) {
+        if (!json_is_object(so))
+            return FAIL("structured_outputs", "structured_outputs: expected an object");
+        const char *key;
+        json_t *v;
+        json_object_foreach(so, key, v)
+        {
+            if (json_is_null(v))
+                continue;
+            if (strcmp(key, "json") == 0)
+                st = set_constraint(k, "structured_outputs.json", "json_schema",
+                                    GL_GRAMMAR_JSON_SCHEMA, v, 1, e);
+            else if (strcmp(key, "regex") == 0)
+                st = set_constraint(k, "structured_outputs.regex", "regex", GL_GRAMMAR_REGEX, v, 0,
+                                    e);
+            else if (strcmp(key, "choice") == 0)
+                st = parse_choice_list(v, "structured_outputs.choice", k, e);
+            else if (strcmp(key, "grammar") == 0)
+                st = set_constraint(k, "structured_outputs.grammar", "gbnf", GL_GRAMMAR_GBNF, v, 0,
+                                    e);
+            else if (strcmp(key, "json_object") == 0)
+                st = json_is_true(v)
+                         ? set_constraint(k, "structured_outputs.json_object", "json_object",
+                                          GL_GRAMMAR_JSON_OBJECT, NULL, 0, e)
+                         : GL_OK;
+            else if (strcmp(key, "disable_any_whitespace") == 0)
+                st = json_is_boolean(v) ? (k->ws_bounded = json_is_false(v), GL_OK)
+                                        : FAIL("structured_outputs.disable_any_whitespace",
+                                               "structured_outputs.disable_any_whitespace: "
+                                               "expected true or false");
+            else
+                st = FAIL("structured_outputs",
+                          "structured_outputs.%.40s: not supported (json, regex, choice, grammar, "
+                          "json_object, disable_any_whitespace)",
+                          key);
+            if (st != GL_OK)
+                return st;
+        }
+    }
+    static const struct {
+        const char *field, *kind;
+        enum gl_grammar_kind g;
+        int as_json;
+    } legacy[] = {
+        {"guided_json", "json_schema", GL_GRAMMAR_JSON_SCHEMA, 1},
+        {"guided_regex", "regex", GL_GRAMMAR_REGEX, 0},
+        {"guided_grammar", "gbnf", GL_GRAMMAR_GBNF, 0},
+    };
+    for (size_t i = 0; i < sizeof legacy / sizeof legacy[0]; i++) {
+        json_t *v = json_object_get(b, legacy[i].field);
+        if (v && !json_is_null(v) &&
+            (st = set_constraint(k, legacy[i].field, legacy[i].kind, legacy[i].g, v,
+                                 legacy[i].as_json, e)) != GL_OK)
+            return st;
+    }
+    json_t *gc = json_object_get(b, "guided_choice");
+    if (gc && !json_is_null(gc) && (st = parse_choice_list(gc, "guided_choice", k, e)) != GL_OK)
+        return st;
+    json_t *gw = json_object_get(b, "guided_whitespace_pattern");
+    if (gw && !json_is_null(gw))
+        return FAIL("guided_whitespace_pattern",
+                    "guided_whitespace_pattern: not supported; whitespace is compact, or bounded "
+                    "runs of at most %d bytes with structured_outputs.disable_any_whitespace=false",
+                    GL_API_WS_MAX);
+    json_t *gb = json_object_get(b, "guided_decoding_backend");
+    if (gb && !json_is_null(gb) && !json_is_string(gb))
+        return FAIL("guided_decoding_backend", "guided_decoding_backend: expected a string");
+    return GL_OK;
+}
+
+// Compiles (or finds in the cache) the grammar of kind/src; times it for metrics.
+static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req *r,
+                                enum gl_grammar_kind kind, const char *src, size_t len,
+                                int ws_bounded, const char *field, struct gl_api_error *e)
+{
+    struct gl_grammar_opts o = gl_grammar_default_opts();
+    o.ws_max = ws_bounded ? GL_API_WS_MAX : 0;
+    struct gl_err err = {0};
+    int64_t t0 = gl_time_us();
+    pthread_mutex_lock(c->grammar_lock);
+    gl_status st = gl_grammar_cache_get(c->gcache, &r->grammar, kind, src, len, &o, &err);
+    pthread_mutex_unlock(c->grammar_lock);
+    r->grammar_us = gl_time_us() - t0;
+    if (st == GL_E_NOMEM)
+        return NOMEM();
+    if (st != GL_OK)
+        return FAIL(field, "%s: %s", field, err.msg);
+    return GL_OK;
+}
+
+// ---- chat ----
+
+static gl_status check_messages(json_t *msgs, struct gl_api_error *e)
+{
+    if (!json_is_array(msgs) || json_array_size(msgs) == 0)
+        return FAIL("messages", "messages: expected a non-empty list of messages");
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *m = json_array_get(msgs, i);
+        if (!json_is_object(m) || !json_is_string(json_object_get(m, "role")))
+            return FAIL("messages", "messages[%zu]: expected an object with a string role", i);
+        json_t *content = json_object_get(m, "content");
+        if (!json_is_array(content))
+            continue;
+        for (size_t j = 0; j < json_array_size(content); j++) {
+            json_t *part = json_array_get(content, j);
+            const char *ty = json_string_value(json_object_get(part, "type"));
+            if (!json_is_object(part) || !ty)
+                return FAIL("messages",
+                            "messages[%zu].content[%zu]: expected a part object "
+                            "with a type",
+                            i, j);
+            if (strcmp(ty, "text") == 0 || strcmp(ty, "input_text") == 0) {
+                if (!json_is_string(json_object_get(part, "text")))
+                    return FAIL("messages", "messages[%zu].content[%zu].text: expected a string", i,
+                                j);
+                continue;
+            }
+            if (strstr(ty, "image") || strstr(ty, "video") || strstr(ty, "audio"))
+                return FAIL("messages",
+                            "messages[%zu].content[%zu]: '%.40s' content is not supported: this "
+                            "build of glint serves text only",
+                            i, j, ty);
+            return FAIL("messages", "messages[%zu].content[%zu]: unknown content part type '%.40s'",
+                        i, j, ty);
+        }
+    }
+    return GL_OK;
+}
+
+// tool_choice -> "none" | "auto" | "required" | the named function (in *name).
+static gl_status parse_tools(json_t *b, json_t **tools, const char **mode, const char **name,
+                             struct gl_api_error *e)
+{
+    json_t *t = json_object_get(b, "tools");
+    *tools = NULL;
+    *name = NULL;
+    if (t && !json_is_null(t)) {
+        if (!json_is_array(t) || json_array_size(t) == 0)
+            return FAIL("tools", "tools: expected a non-empty list of tools");
+        for (size_t i = 0; i < json_array_size(t); i++) {
+            json_t *x = json_array_get(t, i);
+            json_t *f = json_object_get(x, "function");
+            const char *ty = json_string_value(json_object_get(x, "type"));
+            if (!json_is_object(x) || (ty && strcmp(ty, "function") != 0) ||
+                !json_is_object(f ? f : x) || !json_is_string(json_object_get(f ? f : x, "name")))
+                return FAIL("tools",
+                            "tools[%zu]: expected {type: function, function: {name, "
+                            "parameters}}",
+                            i);
+        }
+        *tools = t;
+    }
+    *mode = *tools ? "auto" : "none";
+    json_t *tc = json_object_get(b, "tool_choice");
+    if (!tc || json_is_null(tc))
+        return GL_OK;
+    if (json_is_string(tc)) {
+        const char *s = json_string_value(tc);
+        if (strcmp(s, "none") && strcmp(s, "auto") && strcmp(s, "required"))
+            return FAIL("tool_choice",
+                        "tool_choice: '%.40s' is not none, auto, required or a "
+                        "function",
+                        s);
+        if (strcmp(s, "required") == 0 && !*tools)
+            return FAIL("tool_choice", "tool_choice: required needs tools");
+        *mode = *tools ? s : "none";
+        return GL_OK;
+    }
+    json_t *f = json_object_get(tc, "function");
+    const char *n = json_string_value(json_object_get(f, "name"));
+    if (!json_is_object(tc) || !n)
+        return FAIL("tool_choice", "tool_choice: expected a string or {type: function, function: "
+                                   "{name}}");
+    int found = 0;
+    for (size_t i = 0; *tools && i < json_array_size(*tools) && !found; i++) {
+        json_t *x = json_array_get(*tools, i);
+        json_t *xf = json_object_get(x, "function");
+        found = strcmp(json_string_value(json_object_get(xf ? xf : x, "name")), n) == 0;
+    }
+    if (!found)
+        return FAIL("tool_choice", "tool_choice: function '%.60s' is not in tools", n);
+    *mode = "named";
+    *name = n;
+    return GL_OK;
+}
+
+static gl_status encode(const struct gl_api_config *c, const char *text, size_t len, int special,
+                        int bos, struct gl_api_prompt *p, struct gl_api_error *e)
+{
+    gl_token *ids = NULL;
+    size_t n = 0;
+    struct gl_err err = {0};
+    if (gl_tokenizer_encode(c->tok, text, len, special, bos, &ids, &n, &err) != GL_OK)
+        return err.code == GL_E_NOMEM ? NOMEM() : FAIL("prompt", "prompt: %s", err.msg);
+    if (n > INT32_MAX / 2) {
+        gl_free(ids);
+        return FAIL("prompt", "prompt: too many tokens");
+    }
+    p->ids = ids;
+    p->n = (int32_t)n;
+    return GL_OK;
+}
+
+static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
+                            struct constraint *k, struct gl_api_error *e)
+{
+    json_t *msgs = json_object_get(b, "messages");
+    gl_status st = check_messages(msgs, e);
+    if (st != GL_OK)
+        return st;
+    int agp = 1, cont = 0;
+    if ((st = get_bool(b, "add_generation_prompt", &agp, e)) != GL_OK ||
+        (st = get_bool(b, "continue_final_message", &cont, e)) != GL_OK)
+        return st;
+    if (!agp || cont)
+        return FAIL(agp ? "continue_final_message" : "add_generation_prompt",
+                    "only add_generation_prompt=true (the default) is supported: the reply is "
+                    "parsed from a fresh assistant turn");
+    json_t *kw = json_object_get(b, "chat_template_kwargs");
+    if (kw && !json_is_null(kw) && !json_is_object(kw))
+        return FAIL("chat_template_kwargs", "chat_template_kwargs: expected an object");
+    json_t *eff = json_object_get(b, "reasoning_effort");
+    if (eff && !json_is_null(eff)) {
+        static const char *ok[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
+        const char *s = json_string_value(eff);
+        size_t i = 0;
+        for (; s && i < sizeof ok / sizeof ok[0]; i++)
+            if (strcmp(ok[i], s) == 0)
+                break;
+        if (!s || i == sizeof ok / sizeof ok[0])
+            return FAIL("reasoning_effort", "reasoning_effort: expected one of none, minimal, "
+                                            "low, medium, high, xhigh, max");
+    }
+    const char *strength = json_string_value(json_object_get(kw, "reasoning_strength"));
+    if (!strength)
+        strength = json_string_value(eff);
+    int reasoning = !(strength && strcmp(strength, "none") == 0);
+    if ((st = get_bool(b, "include_reasoning", &r->include_reasoning, e)) != GL_OK ||
+        (st = get_bool(b, "parallel_tool_calls", &r->parallel_tool_calls, e)) != GL_OK)
+        return st;
+    int32_t budget = -1;
+    if ((st = get_i32(b, "thinking_token_budget", 0, INT32_MAX, &budget, e)) != GL_OK)
+        return st;
+    if (budget == 0)
+        reasoning = 0;
+    json_t *lp = json_object_get(b, "logprobs");
+    if (lp && !json_is_null(lp) && !json_is_boolean(lp))
+        return FAIL("logprobs", "logprobs: expected true or false on /v1/chat/completions");
+    r->chat_logprobs = json_is_true(lp);
+    json_t *tlp = json_object_get(b, "top_logprobs");
+    if (tlp && !json_is_null(tlp)) {
+        if (!r->chat_logprobs)
+            return FAIL("top_logprobs", "top_logprobs: needs logprobs=true");
+        if ((st = get_i32(b, "top_logprobs", 0, c->max_logprobs, &r->top_logprobs, e)) != GL_OK)
+            return st;
+    }
+    r->sp.logprobs = r->chat_logprobs ? r->top_logprobs : -1;
+    // Chat stop strings are matched on the answer text by the server (api.h).
+    for (int32_t i = 0; i < r->sp.n_stop; i++)
+        r->chat_stop[i] = r->stops[i];
+    r->n_chat_stop = r->sp.n_stop;
+    r->sp.n_stop = 0;
+
+    json_t *tools = NULL;
+    const char *mode = "none", *name = NULL;
+    if ((st = parse_tools(b, &tools, &mode, &name, e)) != GL_OK)
+        return st;
+    if (k->field && (strcmp(mode, "required") == 0 || strcmp(mode, "named") == 0))
+        return FAIL("tool_choice",
+                    "tool_choice %s cannot be combined with %s (one constraint "
+                    "per request)",
+                    mode, k->field);
+
+    char *text = NULL;
+    size_t text_len = 0;
+    struct gl_err err = {0};
+    if (gl_chat_render(b, &text, &text_len, &err) != GL_OK)
+        return err.code == GL_E_NOMEM
+                   ? NOMEM()
+                   : FAIL(strstr(err.msg, "tools[") ? "tools" : "messages", "%s", err.msg);
+    r->prompts = gl_calloc(1, sizeof *r->prompts);
+    if (!r->prompts) {
+        gl_free(text);
+        return NOMEM();
+    }
+    r->n_prompts = 1;
+    // The template writes <|begin_of_text|> itself: specials parsed, no BOS added (vLLM).
+    st = encode(c, text, text_len, 1, 0, &r->prompts[0], e);
+    gl_free(text);
+    if (st != GL_OK)
+        return st;
+
+    if (!k->field && !tools && !c->framing)
+        return GL_OK;
+    // One grammar for the whole turn (api.h): the spec is canonical JSON, so the grammar cache
+    // recognises repeated requests.
+    json_t *spec = json_object();
+    json_t *body = json_null();
+    if (k->field) {
+        body = json_object();
+        json_object_set_new(body, "kind", json_string(k->kind));
+        if (k->src)
+            json_object_set_new(body, "source", json_stringn(k->src, k->len));
+    }
+    json_object_set_new(spec, "body", body);
+    json_object_set(spec, "tools", tools ? tools : json_null());
+    json_object_set_new(spec, "tool_choice",
+                        name ? json_pack("{s:s}", "name", name) : json_string(mode));
+    json_object_set_new(spec, "parallel", json_boolean(r->parallel_tool_calls));
+    json_object_set_new(spec, "reasoning", json_boolean(reasoning));
+    char *src = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(spec);
+    if (!src)
+        return NOMEM();
+    st = lookup_grammar(c, r, GL_GRAMMAR_ATEM_TURN, src, strlen(src), k->ws_bounded,
+                        k->field ? k->field
+                        : tools  ? "tools"
+                                 : "messages",
+                        e);
+    free(src);
+    if (st != GL_OK)
+        return st;
+    r->turn = 1;
+    r->reasoning_budget = reasoning ? budget : 0;
+    return GL_OK;
+}
+
+// ---- completions ----
+
+static gl_status parse_completion(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
+                                  struct constraint *k, struct gl_api_error *e)
+{
+    gl_status st;
+    json_t *suffix = json_object_get(b, "suffix");
+    if (suffix && !json_is_null(suffix))
+        return FAIL("suffix", "suffix: not supported (as in vLLM)");
+    int32_t best_of = 1;
+    if ((st = get_i32(b, "best_of", 1, GL_SAMPLE_MAX_N, &best_of, e)) != GL_OK)
+        return st;
+    if (best_of != r->sp.n && json_object_get(b, "best_of") &&
+        !json_is_null(json_object_get(b, "best_of")))
+        return FAIL("best_of", "best_of: only best_of == n is supported");
+    if ((st = get_bool(b, "echo", &r->echo, e)) != GL_OK)
+        return st;
+    int32_t lp = -1;
+    if ((st = get_i32(b, "logprobs", 0, c->max_logprobs, &lp, e)) != GL_OK)
+        return st;
+    r->sp.logprobs = lp;
+    int add_special = 1;
+    if ((st = get_bool(b, "add_special_tokens", &add_special, e)) != GL_OK)
+        return st;
+
+    json_t *p = json_object_get(b, "prompt");
+    if (!p || json_is_null(p))
+        return FAIL("prompt", "prompt: required");
+    // string | [string] | [int] | [[int]]
+    size_t np = 1;
+    int list_of_lists = 0, list_of_strings = 0;
+    if (json_is_array(p)) {
+        if (json_array_size(p) == 0)
+            return FAIL("prompt", "prompt: must not be empty");
+        json_t *x0 = json_array_get(p, 0);
+        list_of_lists = json_is_array(x0);
+        list_of_strings = json_is_string(x0);
+        np = list_of_lists || list_of_strings ? json_array_size(p) : 1;
+    } else if (!json_is_string(p)) {
+        return FAIL("prompt", "prompt: expected a string, a list of strings, a list of token ids "
+                              "or a list of lists of token ids");
+    }
+    if (np > GL_API_MAX_PROMPTS)
+        return FAIL("prompt", "prompt: %zu prompts, at most %d per request", np,
+                    GL_API_MAX_PROMPTS);
+    r->prompts = gl_calloc(np, sizeof *r->prompts);
+    if (!r->prompts)
+        return NOMEM();
+    r->n_prompts = (int32_t)np;
+    const int32_t V = gl_tokenizer_n_vocab(c->tok);
+    for (size_t i = 0; i < np; i++) {
+        json_t *x =
+            json_is_array(p) && (list_of_lists || list_of_strings) ? json_array_get(p, i) : p;
+        struct gl_api_prompt *pr = &r->prompts[i];
+        if (json_is_string(x)) {
+            st = encode(c, json_string_value(x), json_string_length(x), 1,
+                        add_special && gl_tokenizer_add_bos(c->tok), pr, e);
+            if (st == GL_OK && pr->n == 0)
+                st = FAIL("prompt", "prompt[%zu]: empty", i);
+            if (st == GL_OK && r->echo) {
+                pr->text = gl_malloc(json_string_length(x) + 1);
+                if (!pr->text)
+                    return NOMEM();
+                memcpy(pr->text, json_string_value(x), json_string_length(x) + 1);
+                pr->text_len = json_string_length(x);
+            }
+        } else if (json_is_array(x)) {
+            st = get_ids(x, "prompt", V, c->max_model_len, &pr->ids, &pr->n, e);
+            if (st == GL_OK && pr->n == 0)
+                st = FAIL("prompt", "prompt[%zu]: empty", i);
+            if (st == GL_OK && r->echo)
+                st = gl_api_detok(c->tok, pr->ids, pr->n, r->sp.skip_special_tokens, &pr->text,
+                                  &pr->text_len) == 0
+                         ? GL_OK
+                         : NOMEM();
+        } else {
+            st = FAIL("prompt", "prompt[%zu]: expected a string or a list of token ids", i);
+        }
+        if (st != GL_OK)
+            return st;
+    }
+    if (k->field)
+        return lookup_grammar(c, r, k->gkind, k->src, k->len, k->ws_bounded, k->field, e);
+    return GL_OK;
+}
+
+// ---- entry ----
+
+gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep, const char *body,
+                       size_t len, struct gl_api_req **out, struct gl_api_error *e)
+{
+    *out = NULL;
+    json_error_t je;
+    json_t *b = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+    if (!b)
+        return FAIL("", "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                    je.column);
+    struct gl_api_req *r = NULL;
+    struct constraint k = {0};
+    gl_status st;
+    if (!json_is_object(b)) {
+        st = FAIL("", "request body: expected a JSON object");
+        goto done;
+    }
+    if ((st = check_fields(b, ep, e)) != GL_OK)
+        goto done;
+    json_t *model = json_object_get(b, "model");
+    if (model && !json_is_null(model) &&
+        (!json_is_string(model) || strcmp(json_string_value(model), c->model_name) != 0)) {
+        st = gl_api_fail(e, 404, "model", "The model `%.100s` does not exist.",
+                         json_is_string(model) ? json_string_value(model) : "?");
+        goto done;
+    }
+    r = gl_calloc(1, sizeof *r);
+    if (!r) {
+        st = NOMEM();
+        goto done;
+    }
+    r->ep = ep;
+    r->sp = c->defaults;
+    r->sp.logprobs = -1;
+    r->include_reasoning = 1;
+    r->parallel_tool_calls = 1;
+    r->reasoning_budget = -1;
+    r->created = (int64_t)time(NULL);
+    gl_api_new_id(r->id, sizeof r->id, ep == GL_API_CHAT ? "chatcmpl-" : "cmpl-");
+    if ((st = get_bool(b, "stream", &r->stream, e)) != GL_OK)
+        goto done;
+    json_t *so = json_object_get(b, "stream_options");
+    if (so && !json_is_null(so)) {
+        if (!r->stream) {
+            st = FAIL("stream_options", "stream_options: only allowed with stream=true");
+            goto done;
+        }
+        if (!json_is_object(so)) {
+            st = FAIL("stream_options", "stream_options: expected an object");
+            goto done;
+        }
+        if ((st = get_bool(so, "include_usage", &r->include_usage, e)) != GL_OK ||
+            (st = get_bool(so, "continuous_usage_stats", &r->continuous_usage, e)) != GL_OK)
+            goto done;
+    }
+    if ((st = get_bool(b, "return_token_ids", &r->return_token_ids, e)) != GL_OK)
+        goto done;
+    json_t *user = json_object_get(b, "user");
+    json_t *rid = json_object_get(b, "request_id");
+    if ((user && !json_is_null(user) && !json_is_string(user)) ||
+        (rid && !json_is_null(rid) && !json_is_string(rid))) {
+        st = FAIL(user && !json_is_string(user) ? "user" : "request_id", "expected a string");
+        goto done;
+    }
+    if ((st = parse_sampling(c, b, r, e)) != GL_OK || (st = parse_constraint(b, &k, e)) != GL_OK)
+        goto done;
+    st = ep == GL_API_CHAT ? parse_chat(c, b, r, &k, e) : parse_completion(c, b, r, &k, e);
+    if (st != GL_OK)
+        goto done;
+    // Context length checks with vLLM's wording.
+    for (int32_t i = 0; i < r->n_prompts; i++) {
+        int32_t n = r->prompts[i].n;
+        if (n >= c->max_model_len) {
+            st = FAIL(ep == GL_API_CHAT ? "messages" : "prompt",
+                      "This model's maximum context length is %d tokens. However, your request "
+                      "has %d input tokens. Please reduce the length of the input messages.",
+                      c->max_model_len, n);
+            goto done;
+        }
+        if (r->sp.max_tokens > 0 && (int64_t)n + r->sp.max_tokens > c->max_model_len) {
+            st = FAIL("max_tokens",
+                      "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's "
+                      "maximum context length is %d tokens and your request has %d input tokens "
+                      "(%d > %d - %d).",
+                      r->sp.max_tokens, c->max_model_len, n, r->sp.max_tokens, c->max_model_len, n);
+            goto done;
+        }
+    }
+    if (r->turn && r->reasoning_budget < 0) {
+        // Default budget (api.h): half of the effective max_tokens.
+        int32_t room = r->sp.max_tokens > 0 ? r->sp.max_tokens : c->max_model_len - r->prompts[0].n;
+        r->reasoning_budget = room / 2;
+    }
+    struct gl_err err = {0};
+    if (gl_sample_params_check(&r->sp, gl_tokenizer_n_vocab(c->tok), &err) != GL_OK) {
+        st = FAIL("", "%s", err.msg);
+        goto done;
+    }
+done:
+    gl_free(k.src);
+    json_decref(b);
+    if (st != GL_OK) {
+        gl_api_req_free(c, r);
+        return st;
+    }
+    *out = r;
+    return GL_OK;
+}
+
+void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r)
+{
+    if (!r)
+        return;
+    for (int32_t i = 0; r->prompts && i < r->n_prompts; i++) {
+        gl_free(r->prompts[i].ids);
+        gl_free(r->prompts[i].text);
+    }
+    gl_free(r->prompts);
+    for (int i = 0; i < GL_SAMPLE_MAX_STOP; i++)
+        gl_free(r->stops[i]);
+    gl_free(r->bias);
+    gl_free(r->stop_ids);
+    gl_free(r->allowed_ids);
+    gl_free(r->bad_ids);
+    if (r->grammar) {
+        pthread_mutex_lock(c->grammar_lock);
+        gl_grammar_unref(r->grammar);
+        pthread_mutex_unlock(c->grammar_lock);
+    }
+    gl_free(r);
+}

@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: MIT
+// api/response: engine events -> OpenAI response objects and SSE chunks (serving.md §1.4-1.5).
+// Chat output is parsed from token ids by the ATEM parser (chat/atem_parse.h), never from
+// decoded text, so framing tokens and header text cannot reach content under either
+// skip_special_tokens setting. Completions output is the engine's text.
+#include "api/api.h"
+#include "api/api_int.h"
+#include "chat/atem_parse.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 256;
+        while (nc < b->len + n + 1)
+            nc *= 2;
+        char *q = gl_realloc(b->p, nc);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+struct choice {
+    struct gl_api_resp *s;
+    int32_t index;
+    int finished;
+    const char *finish; // "stop" "length" "tool_calls" "abort"
+    json_t *stop_reason;
+    int32_t n_generated;
+    // chat
+    struct gl_atem_parser *parser;
+    struct gl_atem_accum acc;
+    size_t deltas_sent;
+    struct sbuf held; // answer text that may begin a stop string
+    int stop_hit;
+    // completions
+    struct sbuf text;
+    size_t text_sent;
+    // logprobs: chat content[] entries, or completions {tokens, token_logprobs, top_logprobs,
+    // text_offset}; entries not yet streamed start at lp_sent
+    json_t *lp;
+    size_t lp_sent;
+    json_t *ids; // return_token_ids: every generated id
+    size_t ids_sent;
+};
+
+struct gl_api_resp {
+    const struct gl_api_config *c;
+    const struct gl_api_req *r;
+    struct choice *ch; // [n_prompts * n]
+    int32_t n_ch, n_done;
+    int64_t prompt_tokens;
+    struct gl_sample_params stop_sp; // chat stop strings, for the shared matcher
+    struct sbuf sse;
+    int failed;
+};
+
+// ---- strings ----
+
+// A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD (jansson refuses it).
+json_t *gl_api_jstr(const char *p, size_t n)
+{
+    json_t *s = json_stringn(p, n);
+    if (s)
+        return s;
+    struct sbuf b = {0};
+    for (size_t i = 0; i < n;) {
+        unsigned char c0 = (unsigned char)p[i];
+        size_t k = c0 < 0x80         ? 1
+                   : (c0 >> 5) == 6  ? 2
+                   : (c0 >> 4) == 14 ? 3
+                   : (c0 >> 3) == 30 ? 4
+                                     : 0;
+        int ok = k > 0 && i + k <= n;
+        for (size_t j = 1; ok && j < k; j++)
+            ok = ((unsigned char)p[i + j] >> 6) == 2;
+        json_t *probe = ok ? json_stringn(p + i, k) : NULL; // rejects overlongs/surrogates too
+        if (probe) {
+            json_decref(probe);
+            sb_add(&b, p + i, k);
+            i += k;
+        } else {
+            sb_add(&b, "\xef\xbf\xbd", 3);
+            i++;
+        }
+    }
+    s = b.oom ? NULL : json_stringn(b.p ? b.p : "", b.len);
+    gl_free(b.p);
+    return s;
+}
+
+// The token's text as logprobs show it; bytes the list of its bytes.
+static json_t *tok_json(const struct gl_tokenizer *t, int32_t id, json_t **bytes)
+{
+    size_t n = 0;
+    const char *p = gl_tokenizer_token_bytes(t, id, &n);
+    if (!p)
+        p = "", n = 0;
+    if (bytes) {
+        *bytes = json_array();
+        for (size_t i = 0; *bytes && i < n; i++)
+            json_array_append_new(*bytes, json_integer((unsigned char)p[i]));
+    }
+    return gl_api_jstr(p, n);
+}
+
+// ---- construction ----
+
+static void chat_sink(void *user, const struct gl_atem_event *ev);
+
+gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *c,
+                          const struct gl_api_req *r, struct gl_err *err)
+{
+    *out = NULL;
+    struct gl_api_resp *s = gl_calloc(1, sizeof *s);
+    if (!s)
+        return gl_err_set(err, GL_E_NOMEM, "api: no memory for a response");
+    s->c = c;
+    s->r = r;
+    s->n_ch = r->n_prompts * r->sp.n;
+    s->ch = gl_calloc((size_t)s->n_ch, sizeof *s->ch);
+    s->stop_sp = gl_sample_default_params();
+    for (int32_t i = 0; i < r->n_chat_stop; i++)
+        s->stop_sp.stop[s->stop_sp.n_stop++] = r->chat_stop[i];
+    s->stop_sp.include_stop_str_in_output = r->sp.include_stop_str_in_output;
+    for (int32_t i = 0; i < r->n_prompts; i++)
+        s->prompt_tokens += r->prompts[i].n;
+    gl_status st = s->ch ? GL_OK : gl_err_set(err, GL_E_NOMEM, "api: no memory for choices");
+    for (int32_t i = 0; st == GL_OK && i < s->n_ch; i++) {
+        struct choice *ch = &s->ch[i];
+        ch->s = s;
+        ch->index = i;
+        ch->stop_reason = json_null();
+        if (r->sp.logprobs >= 0) {
+            ch->lp = r->ep == GL_API_CHAT
+                         ? json_array()
+                         : json_pack("{s:[],s:[],s:[],s:[]}", "tokens", "token_logprobs",
+                                     "top_logprobs", "text_offset");
+            if (!ch->lp)
+                st = gl_err_set(err, GL_E_NOMEM, "api: no memory for logprobs");
+        }
+        if (st == GL_OK && r->return_token_ids && !(ch->ids = json_array()))
+            st = gl_err_set(err, GL_E_NOMEM, "api: no memory for token ids");
+        if (st == GL_OK && r->ep == GL_API_CHAT) {
+            char prefix[64];
+            gl_api_new_id(prefix, sizeof prefix - 1, "chatcmpl-tool-");
+            strcat(prefix, "-");
+            st = gl_atem_accum_init(&ch->acc);
+            if (st == GL_OK)
+                st = gl_atem_parser_new(&ch->parser, c->tok, prefix, chat_sink, ch, err);
+        }
+        if (st == GL_OK && r->ep == GL_API_COMPLETIONS && r->echo) {
+            const struct gl_api_prompt *p = &r->prompts[i / r->sp.n];
+            sb_add(&ch->text, p->text ? p->text : "", p->text_len);
+        }
+    }
+    if (st != GL_OK) {
+        gl_api_resp_free(s);
+        return st;
+    }
+    *out = s;
+    return GL_OK;
+}
+
+void gl_api_resp_free(struct gl_api_resp *s)
+{
+    if (!s)
+        return;
+    for (int32_t i = 0; s->ch && i < s->n_ch; i++) {
+        struct choice *ch = &s->ch[i];
+        gl_atem_parser_free(ch->parser);
+        if (s->r->ep == GL_API_CHAT)
+            gl_atem_accum_free(&ch->acc);
+        gl_free(ch->held.p);
+        gl_free(ch->text.p);
+        json_decref(ch->lp);
+        json_decref(ch->ids);
+        json_decref(ch->stop_reason);
+    }
+    gl_free(s->ch);
+    gl_free(s->sse.p);
+    gl_free(s);
+}
+
+// ---- chat: answer text through the stop-string matcher ----
+
+static void content_event(struct choice *ch, const char *p, size_t n)
+{
+    struct gl_atem_event ev = {.kind = GL_ATEM_EV_CONTENT, .text = p, .len = n};
+    if (n)
+        gl_atem_accum_sink(&ch->acc, &ev);
+}
+
+static void chat_sink(void *user, const struct gl_atem_event *ev)
+{
+    struct choice *ch = user;
+    const struct gl_sample_params *sp = &ch->s->stop_sp;
+    if (ch->stop_hit)
+        return;
+    if (ev->kind == GL_ATEM_EV_REASONING && !ch->s->r->include_reasoning)
+        return;
+    if (ev->kind != GL_ATEM_EV_CONTENT || sp->n_stop == 0) {
+        if (ev->kind == GL_ATEM_EV_MSG_END && ch->held.len) { // no stop string can start now
+            content_event(ch, ch->held.p, ch->held.len);
+            ch->held.len = 0;
+        }
+        gl_atem_accum_sink(&ch->acc, ev);
+        return;
+    }
+    sb_add(&ch->held, ev->text, ev->len);
+    if (ch->held.oom) {
+        ch->acc.status = GL_E_NOMEM;
+        return;
+    }
+    size_t at = 0;
+    int32_t k = gl_stop_match(sp, ch->held.p, ch->held.len, &at);
+    if (k >= 0) {
+        size_t keep = at + (sp->include_stop_str_in_output ? strlen(sp->stop[k]) : 0);
+        content_event(ch, ch->held.p, keep);
+        ch->held.len = 0;
+        ch->stop_hit = 1;
+        json_decref(ch->stop_reason);
+        ch->stop_reason = json_string(sp->stop[k]);
+        return;
+    }
+    size_t release = ch->held.len - gl_stop_holdback(sp, ch->held.p, ch->held.len);
+    content_event(ch, ch->held.p, release);
+    memmove(ch->held.p, ch->held.p + release, ch->held.len - release);
+    ch->held.len -= release;
+}
+
+// ---- SSE ----
+
+static void sse_json(struct gl_api_resp *s, json_t *o)
+{
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!t) {
+        s->sse.oom = 1;
+        return;
+    }
+    sb_add(&s->sse, "data: ", 6);
+    sb_add(&s->sse, t, strlen(t));
+    sb_add(&s->sse, "\n\n", 2);
+    free(t);
+}
+
+static json_t *chunk_base(const struct gl_api_resp *s)
+{
+    const struct gl_api_req *r = s->r;
+    return json_pack("{s:s,s:s,s:I,s:s}", "id", r->id, "object",
+                     r->ep == GL_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
+                     (json_int_t)r->created, "model", s->c->model_name);
+}
+
+static json_t *usage_json(const struct gl_api_resp *s)
+{
+    int64_t p = 0, c = 0;
+    gl_api_resp_usage(s, &p, &c);
+    return json_pack("{s:I,s:I,s:I}", "prompt_tokens", (json_int_t)p, "completion_tokens",
+                     (json_int_t)c, "total_tokens", (json_int_t)(p + c));
+}
+
+// Logprob entries added since the last chunk, in the endpoint's shape (NULL: none).
+static json_t *lp_delta(struct choice *ch)
+{
+    if (!ch->lp)
+        return json_null();
+    if (ch->s->r->ep == GL_API_CHAT) {
+        json_t *a = json_array();
+        for (size_t i = ch->lp_sent; a && i < json_array_size(ch->lp); i++)
+            json_array_append(a, json_array_get(ch->lp, i));
+        ch->lp_sent = json_array_size(ch->lp);
+        return json_pack("{s:o}", "content", a);
+    }
+    json_t *o = json_object();
+    static const char *keys[] = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
+    size_t n = json_array_size(json_object_get(ch->lp, "tokens"));
+    for (int k = 0; o && k < 4; k++) {
+        json_t *a = json_array(), *src = json_object_get(ch->lp, keys[k]);
+        for (size_t i = ch->lp_sent; a && i < n; i++)
+            json_array_append(a, json_array_get(src, i));
+        json_object_set_new(o, keys[k], a);
+    }
+    ch->lp_sent = n;
+    return o;
+}
+
+// Token ids produced since the last chunk of ch (return_token_ids), set on choice c.
+static void ids_delta(struct choice *ch, json_t *c)
+{
+    if (!ch->ids || !c || ch->ids_sent == json_array_size(ch->ids))
+        return;
+    json_t *a = json_array();
+    for (size_t i = ch->ids_sent; a && i < json_array_size(ch->ids); i++)
+        json_array_append(a, json_array_get(ch->ids, i));
+    ch->ids_sent = json_array_size(ch->ids);
+    json_object_set_new(c, "token_ids", a);
+}
+
+static void sse_choice(struct gl_api_resp *s, struct choice *ch, json_t *choice)
+{
+    ids_delta(ch, choice);
+    json_t *o = chunk_base(s);
+    if (o && choice)
+        json_object_set_new(o, "choices", json_pack("[o]", choice));
+    if (o && s->r->continuous_usage)
+        json_object_set_new(o, "usage", usage_json(s));
+    sse_json(s, o);
+}
+
+// Chunks for what this event added to choice ch (streaming only).
+static void stream_choice(struct gl_api_resp *s, struct choice *ch)
+{
+    if (s->r->ep == GL_API_CHAT) {
+        int sent_lp = 0;
+        size_t nd = ch->acc.n_deltas;
+        for (size_t i = ch->deltas_sent; i < nd; i++) {
+            json_t *d = gl_atem_delta_json(&ch->acc, &ch->acc.deltas[i]);
+            json_t *lp = i + 1 == nd ? (sent_lp = 1, lp_delta(ch)) : json_null();
+            sse_choice(s, ch,
+                       json_pack("{s:i,s:o,s:o,s:n}", "index", ch->index, "delta", d, "logprobs",
+                                 lp, "finish_reason"));
+        }
+        ch->deltas_sent = nd;
+        if (!sent_lp && ch->lp && ch->lp_sent < json_array_size(ch->lp))
+            sse_choice(s, ch,
+                       json_pack("{s:i,s:{},s:o,s:n}", "index", ch->index, "delta", "logprobs",
+                                 lp_delta(ch), "finish_reason"));
+    } else if (ch->text_sent < ch->text.len || (ch->lp && !ch->finished)) {
+        json_t *t = gl_api_jstr(ch->text.p + ch->text_sent, ch->text.len - ch->text_sent);
+        ch->text_sent = ch->text.len;
+        sse_choice(s, ch,
+                   json_pack("{s:i,s:o,s:o,s:n,s:n}", "index", ch->index, "text", t, "logprobs",
+                             lp_delta(ch), "finish_reason", "stop_reason"));
+    }
+    if (ch->finished) {
+        json_t *c =
+            s->r->ep == GL_API_CHAT
+                ? json_pack("{s:i,s:{},s:n,s:s,s:O}", "index", ch->index, "delta", "logprobs",
+                            "finish_reason", ch->finish, "stop_reason", ch->stop_reason)
+                : json_pack("{s:i,s:s,s:n,s:s,s:O}", "index", ch->index, "text", "", "logprobs",
+                            "finish_reason", ch->finish, "stop_reason", ch->stop_reason);
+        sse_choice(s, ch, c);
+    }
+}
+
+static void stream_end(struct gl_api_resp *s)
+{
+    if (s->r->include_usage) {
+        json_t *o = chunk_base(s);
+        if (o) {
+            json_object_set_new(o, "choices", json_array());
+            json_object_set_new(o, "usage", usage_json(s));
+        }
+        sse_json(s, o);
+    }
+    sb_add(&s->sse, "data: [DONE]\n\n", 14);
+}
+
+// ---- events ----
+
+static void add_logprobs(struct choice *ch, const struct gl_event *ev, int32_t i,
+                         size_t text_offset)
+{
+    const struct gl_tokenizer *t = ch->s->c->tok;
+    if (!ev->logprobs || !ch->lp)
+        return;
+    if (ch->s->r->ep == GL_API_CHAT) {
+        json_t *top = json_array();
+        for (int32_t k = 0; top && k < ev->top_n; k++) {
+            json_t *b = NULL, *tk = tok_json(t, ev->top_ids[(size_t)i * ev->top_n + k], &b);
+            json_array_append_new(
+                top, json_pack("{s:o,s:f,s:o}", "token", tk, "logprob",
+                               (double)ev->top_logprobs[(size_t)i * ev->top_n + k], "bytes", b));
+        }
+        json_t *b = NULL, *tk = tok_json(t, ev->tokens[i], &b);
+        json_array_append_new(ch->lp,
+                              json_pack("{s:o,s:f,s:o,s:o}", "token", tk, "logprob",
+                                        (double)ev->logprobs[i], "bytes", b, "top_logprobs", top));
+        return;
+    }
+    json_t *top = json_object();
+    for (int32_t k = 0; top && k < ev->top_n; k++) {
+        json_t *tk = tok_json(t, ev->top_ids[(size_t)i * ev->top_n + k], NULL);
+        if (tk && json_string_value(tk))
+            json_object_set_new(top, json_string_value(tk),
+                                json_real((double)ev->top_logprobs[(size_t)i * ev->top_n + k]));
+        json_decref(tk);
+    }
+    json_array_append_new(json_object_get(ch->lp, "tokens"), tok_json(t, ev->tokens[i], NULL));
+    json_array_append_new(json_object_get(ch->lp, "token_logprobs"),
+                          json_real((double)ev->logprobs[i]));
+    json_array_append_new(json_object_get(ch->lp, "top_logprobs"), top);
+    json_array_append_new(json_object_get(ch->lp, "text_offset"),
+                          json_integer((json_int_t)text_offset));
+}
+
+int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_event *ev)
+{
+    const struct gl_api_req *r = s->r;
+    if (prompt < 0 || prompt >= r->n_prompts || ev->index < 0 || ev->index >= r->sp.n)
+        return 0;
+    struct choice *ch = &s->ch[prompt * r->sp.n + ev->index];
+    if (ch->finished)
+        return 0;
+    int was_hit = ch->stop_hit;
+    for (int32_t i = 0; i < ev->n_tokens; i++) {
+        add_logprobs(ch, ev, i, ch->text.len);
+        if (ch->ids)
+            json_array_append_new(ch->ids, json_integer(ev->tokens[i]));
+        if (r->ep == GL_API_CHAT && !ch->stop_hit)
+            if (gl_atem_parser_feed(ch->parser, ev->tokens[i], NULL) != GL_OK) {
+                // GL_E_LIMIT: a header or call over its size limit; the excess is dropped
+            }
+    }
+    if (r->ep == GL_API_COMPLETIONS)
+        sb_add(&ch->text, ev->text ? ev->text : "", ev->text_len);
+    ch->n_generated = ev->n_generated;
+    int hit_now = ch->stop_hit && !was_hit;
+    if (ev->finish != GL_FINISH_NONE || hit_now) {
+        ch->finished = 1;
+        s->n_done++;
+        const char *f = hit_now ? "stop" : gl_finish_name(ev->finish);
+        if (!hit_now && ev->stop_matched) {
+            json_decref(ch->stop_reason);
+            ch->stop_reason = json_string(ev->stop_matched);
+        } else if (!hit_now && ev->stop_token >= 0 && ev->finish == GL_FINISH_STOP) {
+            // vLLM reports EOS as stop_reason null and other stop ids by their id.
+            int eos = 0;
+            for (int32_t k = 0; k < s->c->n_eos; k++)
+                eos |= s->c->eos_ids[k] == ev->stop_token;
+            eos |= ev->stop_token == gl_tokenizer_eos(s->c->tok);
+            if (!eos) {
+                json_decref(ch->stop_reason);
+                ch->stop_reason = json_integer(ev->stop_token);
+            }
+        }
+        if (r->ep == GL_API_CHAT) {
+            if (gl_atem_parser_finish(ch->parser, NULL) != GL_OK) {
+                // only allocation failures; the accumulator records its own
+            }
+            if (ch->held.len) {
+                content_event(ch, ch->held.p, ch->held.len);
+                ch->held.len = 0;
+            }
+            // A call cut by max_tokens is not a finished call: the reason stays "length".
+            int cut = ch->acc.n_calls > 0 && ch->acc.calls[ch->acc.n_calls - 1].truncated;
+            if (!cut)
+                f = gl_atem_accum_finish_reason(&ch->acc, f);
+        }
+        ch->finish = f;
+    }
+    if (r->stream) {
+        stream_choice(s, ch);
+        if (gl_api_resp_done(s))
+            stream_end(s);
+    }
+    return hit_now;
+}
+
+int gl_api_resp_done(const struct gl_api_resp *s)
+{
+    return s->n_done == s->n_ch || s->failed;
+}
+
+char *gl_api_resp_take_sse(struct gl_api_resp *s, size_t *len)
+{
+    *len = 0;
+    if (!s->sse.len)
+        return NULL;
+    char *p = s->sse.p;
+    *len = s->sse.len;
+    memset(&s->sse, 0, sizeof s->sse);
+    return p;
+}
+
+void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
+{
+    if (s->failed)
+        return;
+    s->failed = 1;
+    sse_json(s, gl_api_error_json(e));
+    sb_add(&s->sse, "data: [DONE]\n\n", 14);
+}
+
+json_t *gl_api_resp_json(const struct gl_api_resp *s)
+{
+    const struct gl_api_req *r = s->r;
+    json_t *choices = json_array();
+    for (int32_t i = 0; choices && i < s->n_ch; i++) {
+        struct choice *ch = &s->ch[i];
+        json_t *lp = json_null();
+        if (ch->lp)
+            lp = r->ep == GL_API_CHAT ? json_pack("{s:O}", "content", ch->lp)
+                                      : json_deep_copy(ch->lp);
+        json_t *c;
+        if (r->ep == GL_API_CHAT) {
+            json_t *msg = gl_atem_accum_message_json(&ch->acc);
+            if (msg && !r->include_reasoning) {
+                json_object_del(msg, "reasoning");
+                json_object_del(msg, "reasoning_content");
+            }
+            c = json_pack("{s:i,s:o,s:o,s:s,s:O}", "index", ch->index, "message", msg, "logprobs",
+                          lp, "finish_reason", ch->finish ? ch->finish : "abort", "stop_reason",
+                          ch->stop_reason);
+        } else {
+            c = json_pack("{s:i,s:o,s:o,s:s,s:O}", "index", ch->index, "text",
+                          gl_api_jstr(ch->text.p ? ch->text.p : "", ch->text.len), "logprobs", lp,
+                          "finish_reason", ch->finish ? ch->finish : "abort", "stop_reason",
+                          ch->stop_reason);
+        }
+        if (c && ch->ids) {
+            json_object_set(c, "token_ids", ch->ids);
+            const struct gl_api_prompt *p = &r->prompts[i / r->sp.n];
+            json_t *pa = json_array();
+            for (int32_t k = 0; pa && k < p->n; k++)
+                json_array_append_new(pa, json_integer(p->ids[k]));
+            json_object_set_new(c, "prompt_token_ids", pa);
+        }
+        if (!c || json_array_append_new(choices, c)) {
+            json_decref(choices);
+            return NULL;
+        }
+    }
+    json_t *o = chunk_base(s);
+    if (!o || !choices) {
+        json_decref(o);
+        json_decref(choices);
+        return NULL;
+    }
+    json_object_set_new(o, "object",
+                        json_string(r->ep == GL_API_CHAT ? "chat.completion" : "text_completion"));
+    json_object_set_new(o, "choices", choices);
+    json_object_set_new(o, "usage", usage_json(s));
+    return o;
+}
+
+int32_t gl_api_resp_n_choices(const struct gl_api_resp *s)
+{
+    return s->n_ch;
+}
+
+const char *gl_api_resp_finish(const struct gl_api_resp *s, int32_t choice)
+{
+    return choice >= 0 && choice < s->n_ch && s->ch[choice].finish ? s->ch[choice].finish : "abort";
+}
+
+void gl_api_resp_usage(const struct gl_api_resp *s, int64_t *prompt, int64_t *completion)
+{
+    int64_t c = 0;
+    for (int32_t i = 0; i < s->n_ch; i++)
+        c += s->ch[i].n_generated;
+    *prompt = s->prompt_tokens;
+    *completion = c;
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// `glint serve`: flags (spelled as vLLM's) -> struct gl_server_params -> gl_server_run.
+#include "cli.h"
+#include "kv/kv.h"
+#include "server/server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: glint serve --model F [options]   (vLLM's flag names)\n"
+               "  --host H                    IPv4 address to bind (default 127.0.0.1)\n"
+               "  --port P                    default 8000 (0: any free port, printed at start)\n"
+               "  --api-key K                 required Bearer key on /v1/* (or VLLM_API_KEY)\n"
+               "  --served-model-name N       the model id clients send (default: the path)\n"
+               "  --max-model-len N           prompt + output tokens (default: the model's)\n"
+               "  --max-num-seqs N            sequences per step (default 16)\n"
+               "  --max-num-batched-tokens N  tokens per step (default 512)\n"
+               "  --kv-cache-memory BYTES     KV pool size, e.g. 2GiB (default 1GiB)\n"
+               "  --kv-cache-dtype T          f16|bf16|fp8|f32 (default f16)\n"
+               "  --enable-prefix-caching / --no-enable-prefix-caching   (default on)\n"
+               "  --generation-config G       auto|vllm|FOLDER with generation_config.json\n"
+               "  --threads N                 kernel threads (default 2)\n"
+               "  --max-waiting N             queued sequences before 503 (default 256)\n"
+               "  --shutdown-timeout S        drain time after SIGTERM/SIGINT (default 30)\n"
+               "  --deep-health-interval S    deep probe period in seconds (default 600; 0: off)\n"
+               "  --max-body-bytes BYTES      request body limit (default 32MiB; over it: 413)\n"
+               "  --no-framing-grammar        unconstrained chat requests run without the\n"
+               "                              whole-turn grammar\n");
+    return f == stdout ? 0 : 2;
+}
+
+int gl_cmd_serve(int argc, char **argv)
+{
+    struct gl_server_params p = gl_server_default_params();
+    p.api_key = getenv("VLLM_API_KEY");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return usage(stdout);
+        if (!strcmp(a, "--enable-prefix-caching") || !strcmp(a, "--no-enable-prefix-caching")) {
+            p.prefix_caching = a[2] == 'e';
+            continue;
+        }
+        if (!strcmp(a, "--no-framing-grammar")) {
+            p.framing = 0;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "glint serve: unknown flag or missing value: '%s'\n", a);
+            return usage(stderr);
+        }
+        const char *v = argv[++i];
+        long long x = 0;
+        int64_t bytes = 0;
+        int bad = 0;
+        if (!strcmp(a, "--model"))
+            p.model_path = v;
+        else if (!strcmp(a, "--host"))
+            p.host = v;
+        else if (!strcmp(a, "--port"))
+            bad = gl_cli_parse_int(v, 0, 65535, &x) || (p.port = (int)x, 0);
+        else if (!strcmp(a, "--api-key"))
+            p.api_key = v;
+        else if (!strcmp(a, "--served-model-name"))
+            p.served_model_name = v;
+        else if (!strcmp(a, "--generation-config"))
+            p.generation_config = v;
+        else if (!strcmp(a, "--max-model-len"))
+            bad = gl_cli_parse_int(v, 2, INT32_MAX, &x) || (p.engine.max_model_len = (int32_t)x, 0);
+        else if (!strcmp(a, "--max-num-seqs"))
+            bad = gl_cli_parse_int(v, 1, 4096, &x) || (p.engine.max_num_seqs = (int32_t)x, 0);
+        else if (!strcmp(a, "--max-num-batched-tokens"))
+            bad = gl_cli_parse_int(v, 1, 65536, &x) ||
+                  (p.engine.max_num_batched_tokens = (int32_t)x, 0);
+        else if (!strcmp(a, "--threads"))
+            bad = gl_cli_parse_int(v, 1, 1024, &x) || (p.engine.n_threads = (int32_t)x, 0);
+        else if (!strcmp(a, "--max-waiting"))
+            bad = gl_cli_parse_int(v, 1, 1 << 20, &x) || (p.engine.max_waiting = (int32_t)x, 0);
+        else if (!strcmp(a, "--shutdown-timeout"))
+            bad = gl_cli_parse_int(v, 0, 86400, &x) || (p.shutdown_timeout_s = (double)x, 0);
+        else if (!strcmp(a, "--deep-health-interval"))
+            bad =
+                gl_cli_parse_int(v, 0, 86400 * 7, &x) || (p.deep_health_interval_s = (double)x, 0);
+        else if (!strcmp(a, "--kv-cache-memory"))
+            bad = gl_cli_parse_bytes(v, &bytes) || (p.engine.kv.budget_bytes = bytes, 0);
+        else if (!strcmp(a, "--max-body-bytes"))
+            bad = gl_cli_parse_bytes(v, &bytes) || (p.max_body_bytes = (size_t)bytes, 0);
+        else if (!strcmp(a, "--kv-cache-dtype"))
+            bad = gl_kv_dtype_parse(v, &p.engine.kv.dtype, NULL) != GL_OK;
+        else {
+            fprintf(stderr, "glint serve: unknown flag '%s'\n", a);
+            return usage(stderr);
+        }
+        if (bad) {
+            fprintf(stderr, "glint serve: bad value '%s' for %s\n", v, a);
+            return 2;
+        }
+    }
+    if (!p.model_path) {
+        fprintf(stderr, "glint serve: --model is required\n");
+        return usage(stderr);
+    }
+    struct gl_err err = {0};
+    if (gl_server_run(&p, &err) != GL_OK) {
+        fprintf(stderr, "glint serve: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+// server/metrics: counters and histograms rendered in the Prometheus text format. Bucket bounds
+// are vLLM's, so dashboards built for vLLM read ours unchanged.
+#include "server/metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const double k_ttft[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+                                0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+                                20.0,  40.0,  80.0, 160., 640., 2560.};
+static const double k_itl[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                               0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+static const double k_e2e[] = {0.3,  0.5,  0.8,  1.0,  1.5,  2.0,  2.5,   5.0,   10.0,  15.0, 20.0,
+                               30.0, 40.0, 50.0, 60.0, 120., 240., 480.0, 960.0, 1920., 7680.};
+static const double k_grammar[] = {0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                   0.025,  0.05,   0.1,   0.25,   0.5,   1.0};
+static const char *k_reasons[GL_REASON_N] = {"stop", "length", "tool_calls", "abort"};
+
+void gl_metrics_init(struct gl_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->mu, NULL);
+    const double *b[GL_HIST_N] = {k_ttft, k_itl, k_e2e, k_grammar};
+    int n[GL_HIST_N] = {sizeof k_ttft / sizeof *k_ttft, sizeof k_itl / sizeof *k_itl,
+                        sizeof k_e2e / sizeof *k_e2e, sizeof k_grammar / sizeof *k_grammar};
+    for (int i = 0; i < GL_HIST_N; i++) {
+        GL_ASSERT(n[i] < 32);
+        m->h[i].bounds = b[i];
+        m->h[i].n = n[i];
+    }
+}
+
+void gl_metrics_destroy(struct gl_metrics *m)
+{
+    pthread_mutex_destroy(&m->mu);
+}
+
+void gl_metrics_observe(struct gl_metrics *m, int hist, double s)
+{
+    pthread_mutex_lock(&m->mu);
+    struct gl_hist *h = &m->h[hist];
+    int i = 0;
+    while (i < h->n && s > h->bounds[i])
+        i++;
+    h->counts[i]++;
+    h->sum += s;
+    h->count++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void gl_metrics_finish(struct gl_metrics *m, const char *reason)
+{
+    int k = GL_REASON_ABORT;
+    for (int i = 0; i < GL_REASON_N; i++)
+        if (reason && strcmp(reason, k_reasons[i]) == 0)
+            k = i;
+    pthread_mutex_lock(&m->mu);
+    m->success[k]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+struct out {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+static void put(struct out *o, const char *fmt, ...) GL_PRINTF(2, 3);
+static void put(struct out *o, const char *fmt, ...)
+{
+    for (int tries = 0; tries < 2 && !o->oom; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->p ? o->p + o->len : NULL, o->p ? o->cap - o->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            o->oom = 1;
+            return;
+        }
+        if (o->p && o->len + (size_t)n < o->cap) {
+            o->len += (size_t)n;
+            return;
+        }
+        size_t nc = o->cap ? o->cap : 4096;
+        while (nc <= o->len + (size_t)n)
+            nc *= 2;
+        char *q = gl_realloc(o->p, nc);
+        if (!q) {
+            o->oom = 1;
+            return;
+        }
+        o->p = q;
+        o->cap = nc;
+    }
+}
+
+static void series(struct out *o, const char *name, const char *type, const char *help,
+                   const char *model, double v)
+{
+    put(o, "# HELP %s %s\n# TYPE %s %s\n%s{model_name=\"%s\"} %.17g\n", name, help, name, type,
+        name, model, v);
+}
+
+static void hist(struct out *o, const char *name, const char *help, const char *model,
+                 const struct gl_hist *h)
+{
+    put(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    int64_t cum = 0;
+    for (int i = 0; i <= h->n; i++) {
+        cum += h->counts[i];
+        if (i < h->n)
+            put(o, "%s_bucket{le=\"%g\",model_name=\"%s\"} %lld\n", name, h->bounds[i], model,
+                (long long)cum);
+        else
+            put(o, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %lld\n", name, model, (long long)cum);
+    }
+    put(o, "%s_sum{model_name=\"%s\"} %.17g\n%s_count{model_name=\"%s\"} %lld\n", name, model,
+        h->sum, name, model, (long long)h->count);
+}
+
+char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl_engine_stats *st,
+                        int64_t mask_us, size_t *len)
+{
+    struct out o = {0};
+    double usage =
+        st->kv_pages_total > 0 ? (double)st->kv_pages_used / (double)st->kv_pages_total : 0.0;
+    series(&o, "vllm:num_requests_running", "gauge", "Sequences in the running batch.", model,
+           st->n_running);
+    series(&o, "vllm:num_requests_waiting", "gauge", "Sequences waiting to be scheduled.", model,
+           st->n_waiting);
+    series(&o, "vllm:kv_cache_usage_perc", "gauge",
+           "KV-cache usage, 0-1 (pages held by requests; prefix-cache-only pages count as free).",
+           model, usage);
+    series(&o, "glint:kv_pages_held_by_requests", "gauge",
+           "KV pages held by queued or running requests.", model, (double)st->kv_pages_used);
+    series(&o, "glint:kv_pages_total", "gauge", "KV pages in the pool.", model,
+           (double)st->kv_pages_total);
+    series(&o, "vllm:prompt_tokens_total", "counter", "Prefill tokens processed.", model,
+           (double)st->prompt_tokens);
+    series(&o, "vllm:generation_tokens_total", "counter", "Generated tokens.", model,
+           (double)st->generated_tokens);
+    series(&o, "vllm:num_preemptions_total", "counter", "Preemptions (recompute).", model,
+           st->n_preempted_total);
+    series(&o, "vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up.", model,
+           (double)st->prefix_query_tokens);
+    series(&o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.",
+           model, (double)st->prefix_hit_tokens);
+    series(&o, "glint:grammar_mask_seconds_total", "counter",
+           "Time spent computing grammar token masks (engine thread).", model,
+           (double)mask_us / 1e6);
+    pthread_mutex_lock(&m->mu);
+    put(&o, "# HELP vllm:request_success_total Finished requests by finish reason.\n"
+            "# TYPE vllm:request_success_total counter\n");
+    for (int i = 0; i < GL_REASON_N; i++)
+        put(&o, "vllm:request_success_total{finished_reason=\"%s\",model_name=\"%s\"} %lld\n",
+            k_reasons[i], model, (long long)m->success[i]);
+    hist(&o, "vllm:time_to_first_token_seconds", "Time to first token.", model,
+         &m->h[GL_HIST_TTFT]);
+    hist(&o, "vllm:inter_token_latency_seconds", "Time between streamed token batches.", model,
+         &m->h[GL_HIST_ITL]);
+    hist(&o, "vllm:e2e_request_latency_seconds", "Arrival to last token.", model,
+         &m->h[GL_HIST_E2E]);
+    hist(&o, "glint:grammar_compile_seconds", "Grammar compile or cache lookup per request.", model,
+         &m->h[GL_HIST_GRAMMAR]);
+    pthread_mutex_unlock(&m->mu);
+    if (o.oom) {
+        gl_free(o.p);
+        return NULL;
+    }
+    *len = o.len;
+    return o.p;
+}

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// server/metrics: Prometheus series with vLLM's names and a model_name label (serving.md §2.9),
+// plus glint: series for the grammar engine. Internal to server/. Thread-safe (one mutex).
+#pragma once
+
+#include "engine/engine.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+enum { GL_HIST_TTFT, GL_HIST_ITL, GL_HIST_E2E, GL_HIST_GRAMMAR, GL_HIST_N };
+enum { GL_REASON_STOP, GL_REASON_LENGTH, GL_REASON_TOOLS, GL_REASON_ABORT, GL_REASON_N };
+
+struct gl_metrics {
+    pthread_mutex_t mu;
+    int64_t success[GL_REASON_N];
+    struct gl_hist {
+        const double *bounds; // upper bounds, seconds
+        int n;
+        int64_t counts[32]; // per bucket (not cumulative); counts[n] is +Inf
+        double sum;
+        int64_t count;
+    } h[GL_HIST_N];
+};
+
+void gl_metrics_init(struct gl_metrics *m);
+void gl_metrics_destroy(struct gl_metrics *m);
+void gl_metrics_observe(struct gl_metrics *m, int hist, double seconds);
+void gl_metrics_finish(struct gl_metrics *m, const char *finish_reason);
+// The whole /metrics page (gl_malloc'ed text). mask_us: total grammar mask time.
+char *gl_metrics_render(struct gl_metrics *m, const char *model_name,
+                        const struct gl_engine_stats *st, int64_t mask_us, size_t *len);

@@ -1,0 +1,956 @@
+// SPDX-License-Identifier: MIT
+// server: libmicrohttpd in thread-per-connection mode. A connection thread may block: a
+// non-streamed request waits for its response, a streamed one waits inside the content reader.
+// Both wait in 50 ms slices and poll the socket for a hang-up (POLLRDHUP) between slices, so a
+// client that disconnects cancels its request in every phase (queued, prefill, decode) within
+// one slice plus one engine step; the engine frees its pages at the next step.
+#define _GNU_SOURCE // POLLRDHUP
+#include "server/server.h"
+#include "api/api.h"
+#include "grammar/grammar.h"
+#include "model/model.h"
+#include "server/metrics.h"
+#include "tokenizer/tokenizer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GL_VERSION    "0.1.0"
+#define SLICE_MS      50
+#define PROBE_ITEMS   80 // deep probe: array length (>= 384 tokens however the model spells it)
+#define GRAMMAR_CACHE 256
+
+enum state { ST_LOADING, ST_READY, ST_DRAINING, ST_FAILED };
+
+struct server {
+    struct gl_server_params p;
+    struct gl_model *model;
+    struct gl_tokenizer *tok;
+    struct gl_gvocab *gvocab;
+    struct gl_grammar_cache *gcache;
+    pthread_mutex_t grammar_lock;
+    struct gl_engine *engine;
+    struct gl_api_config api;
+    struct gl_metrics metrics;
+    _Atomic int64_t mask_us;
+    _Atomic int state;
+    _Atomic int stop_engine;
+    _Atomic int64_t in_flight; // generation requests not yet answered
+    int32_t max_waiting;
+    char model_name[512];
+    int64_t started; // unix time
+    pthread_t engine_thread, probe_thread;
+    int engine_started, probe_started;
+    // deep probe
+    pthread_mutex_t probe_mu;
+    pthread_cond_t probe_cv;
+    int probe_state; // 0 pending, 1 ok, -1 failed
+    int64_t probe_done_us;
+    char probe_msg[768];
+    int64_t probe_tokens;
+    double probe_seconds;
+};
+
+// ---- one generation request ----
+
+struct sreq;
+struct sprompt {
+    struct sreq *r;
+    int32_t idx;
+};
+
+struct sreq {
+    struct server *S;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct gl_api_req *req;
+    struct gl_api_resp *resp;
+    struct sprompt *pctx; // [n_prompts]
+    uint64_t *eng_ids;    // [n_prompts]; 0: not submitted
+    int32_t eng_live;     // choices the engine has not finished (it still calls back)
+    int http_done;        // the HTTP side let go
+    int cancelled;
+    int finished_noted; // metrics recorded
+    int64_t t_arrival, t_first, t_last;
+    struct MHD_Connection *conn;
+    char *pending; // SSE bytes taken from resp, not yet handed to MHD
+    size_t pending_len, pending_off;
+};
+
+static void sreq_free(struct sreq *r)
+{
+    gl_api_resp_free(r->resp);
+    gl_api_req_free(&r->S->api, r->req);
+    gl_free(r->pctx);
+    gl_free(r->eng_ids);
+    gl_free(r->pending);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    gl_free(r);
+}
+
+// Called with r->mu held: frees r when both sides are done. Returns 1 if freed (mu is gone).
+static int sreq_release_locked(struct sreq *r)
+{
+    if (!(r->http_done && r->eng_live == 0))
+        return 0;
+    pthread_mutex_unlock(&r->mu);
+    sreq_free(r);
+    return 1;
+}
+
+static void cancel_all(struct sreq *r)
+{
+    for (int32_t i = 0; i < r->req->n_prompts; i++)
+        if (r->eng_ids[i])
+            (void)gl_engine_cancel(r->S->engine, r->eng_ids[i]);
+}
+
+// Metrics once, when the response is complete (caller holds r->mu).
+static void note_finished(struct sreq *r)
+{
+    if (r->finished_noted || !gl_api_resp_done(r->resp))
+        return;
+    r->finished_noted = 1;
+    struct gl_metrics *m = &r->S->metrics;
+    for (int32_t i = 0; i < gl_api_resp_n_choices(r->resp); i++)
+        gl_metrics_finish(m, gl_api_resp_finish(r->resp, i));
+    gl_metrics_observe(m, GL_HIST_E2E, (double)(gl_time_us() - r->t_arrival) / 1e6);
+}
+
+// Engine thread.
+static void on_event(void *user, const struct gl_event *ev)
+{
+    struct sprompt *pc = user;
+    struct sreq *r = pc->r;
+    pthread_mutex_lock(&r->mu);
+    int64_t now = gl_time_us();
+    if (ev->n_tokens > 0) {
+        if (!r->t_first) {
+            r->t_first = now;
+            gl_metrics_observe(&r->S->metrics, GL_HIST_TTFT, (double)(now - r->t_arrival) / 1e6);
+        } else {
+            gl_metrics_observe(&r->S->metrics, GL_HIST_ITL, (double)(now - r->t_last) / 1e6);
+        }
+        r->t_last = now;
+    }
+    if (gl_api_resp_event(r->resp, pc->idx, ev))
+        (void)gl_engine_cancel(r->S->engine, r->eng_ids[pc->idx]); // a chat stop string matched
+    note_finished(r);
+    if (ev->finish != GL_FINISH_NONE)
+        r->eng_live--;
+    pthread_cond_broadcast(&r->cv);
+    if (!sreq_release_locked(r))
+        pthread_mutex_unlock(&r->mu);
+}
+
+// ---- HTTP helpers ----
+
+struct conn {
+    char *body;
+    size_t len, cap;
+    int too_large;
+};
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type,
+                                 const char *text, size_t len, const char *extra_header,
+                                 const char *extra_value)
+{
+    struct MHD_Response *res =
+        MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (!res)
+        return MHD_NO;
+    MHD_add_response_header(res, "Content-Type", type);
+    if (extra_header)
+        MHD_add_response_header(res, extra_header, extra_value);
+    enum MHD_Result ret = MHD_queue_response(c, status, res);
+    MHD_destroy_response(res);
+    return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *o)
+{
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!t)
+        return send_text(c, 500, "application/json",
+                         "{\"error\":{\"message\":\"out of memory\",\"type\":"
+                         "\"InternalServerError\",\"param\":null,\"code\":500}}",
+                         88, NULL, NULL);
+    enum MHD_Result ret = send_text(c, status, "application/json", t, strlen(t), NULL, NULL);
+    free(t);
+    return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, const struct gl_api_error *e)
+{
+    json_t *o = gl_api_error_json(e);
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    const char *h = e->http == 503 ? "Retry-After" : e->http == 405 ? "Allow" : NULL;
+    enum MHD_Result ret = send_text(c, (unsigned)e->http, "application/json", t ? t : "{}",
+                                    t ? strlen(t) : 2, h, e->http == 503 ? "1" : e->param);
+    free(t);
+    return ret;
+}
+
+static enum MHD_Result fail(struct MHD_Connection *c, int http, const char *param, const char *msg)
+{
+    struct gl_api_error e;
+    (void)gl_api_fail(&e, http, param, "%s", msg);
+    return send_error(c, &e);
+}
+
+// 1 when the client hung up (or the socket failed).
+static int client_gone(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return 1;
+    struct pollfd pfd = {.fd = ci->connect_fd, .events = POLLRDHUP};
+    if (poll(&pfd, 1, 0) <= 0)
+        return 0;
+    return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+static void timed_wait(struct sreq *r)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += SLICE_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+}
+
+// ---- generation ----
+
+static struct sreq *sreq_new(struct server *S, struct gl_api_req *req, struct gl_api_error *e)
+{
+    struct sreq *r = gl_calloc(1, sizeof *r);
+    struct gl_err err = {0};
+    if (!r) {
+        (void)gl_api_fail(e, 500, NULL, "out of memory");
+        return NULL;
+    }
+    r->S = S;
+    r->req = req;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    r->pctx = gl_calloc((size_t)req->n_prompts, sizeof *r->pctx);
+    r->eng_ids = gl_calloc((size_t)req->n_prompts, sizeof *r->eng_ids);
+    if (!r->pctx || !r->eng_ids || gl_api_resp_new(&r->resp, &S->api, req, &err) != GL_OK) {
+        sreq_free(r);
+        (void)gl_api_fail(e, 500, NULL, "out of memory");
+        return NULL;
+    }
+    return r;
+}
+
+// Submits every prompt of r. On failure cancels what was submitted and fills e; the engine
+// still calls back for those, so r must be released through sreq_release_locked.
+static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e)
+{
+    const struct gl_api_req *q = r->req;
+    pthread_mutex_lock(&r->mu);
+    gl_status st = GL_OK;
+    for (int32_t i = 0; i < q->n_prompts && st == GL_OK; i++) {
+        struct gl_err err = {0};
+        struct gl_logits_processor *procs = NULL;
+        r->pctx[i] = (struct sprompt){r, i};
+        st = gl_api_make_procs(&S->api, q, &S->mask_us, &procs, &err);
+        if (st != GL_OK) {
+            (void)gl_api_fail(e, 500, NULL, "%s", err.msg);
+            break;
+        }
+        struct gl_request er = {.prompt = q->prompts[i].ids,
+                                .n_prompt = q->prompts[i].n,
+                                .sp = q->sp,
+                                .on_event = on_event,
+                                .user = &r->pctx[i],
+                                .procs = procs};
+        st = gl_engine_submit(S->engine, &er, &r->eng_ids[i], &err);
+        gl_free(procs); // the engine owns the processors now (also on rejection)
+        if (st == GL_OK) {
+            r->eng_live += q->sp.n;
+        } else if (st == GL_E_AGAIN) {
+            (void)gl_api_fail(e, 503, NULL,
+                              "The server is overloaded: %d requests are waiting; "
+                              "retry later",
+                              S->max_waiting);
+        } else {
+            (void)gl_api_fail(e, st == GL_E_NOMEM ? 500 : 400, "", "%s", err.msg);
+        }
+    }
+    if (st != GL_OK)
+        cancel_all(r);
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+static void http_release(struct sreq *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!gl_api_resp_done(r->resp) && !r->cancelled) {
+        r->cancelled = 1;
+        cancel_all(r);
+    }
+    r->http_done = 1;
+    atomic_fetch_sub(&r->S->in_flight, 1);
+    if (!sreq_release_locked(r))
+        pthread_mutex_unlock(&r->mu);
+}
+
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct sreq *r = cls;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        if (r->pending_off < r->pending_len) {
+            size_t n = r->pending_len - r->pending_off;
+            n = n < max ? n : max;
+            memcpy(buf, r->pending + r->pending_off, n);
+            r->pending_off += n;
+            pthread_mutex_unlock(&r->mu);
+            return (ssize_t)n;
+        }
+        gl_free(r->pending);
+        r->pending = gl_api_resp_take_sse(r->resp, &r->pending_len);
+        r->pending_off = 0;
+        if (r->pending)
+            continue;
+        if (gl_api_resp_done(r->resp)) {
+            pthread_mutex_unlock(&r->mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        timed_wait(r);
+        if (!gl_api_resp_done(r->resp) && client_gone(r->conn)) {
+            r->cancelled = 1;
+            cancel_all(r);
+            pthread_mutex_unlock(&r->mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+}
+
+static void sse_free(void *cls)
+{
+    http_release(cls);
+}
+
+static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum gl_api_endpoint ep,
+                                const struct conn *cn)
+{
+    struct gl_api_error e = {0};
+    struct gl_engine_stats st;
+    gl_engine_stats(S->engine, &st);
+    // Admission before any parsing (vLLM #58192): a full queue answers at once.
+    if (st.n_waiting >= S->max_waiting)
+        return fail(c, 503, NULL,
+                    "The server is overloaded: the waiting queue is full; retry later");
+    struct gl_api_req *req = NULL;
+    if (gl_api_parse(&S->api, ep, cn->body, cn->len, &req, &e) != GL_OK)
+        return send_error(c, &e);
+    if (req->grammar)
+        gl_metrics_observe(&S->metrics, GL_HIST_GRAMMAR, (double)req->grammar_us / 1e6);
+    struct sreq *r = sreq_new(S, req, &e);
+    if (!r) {
+        gl_api_req_free(&S->api, req);
+        return send_error(c, &e);
+    }
+    r->conn = c;
+    r->t_arrival = gl_time_us();
+    atomic_fetch_add(&S->in_flight, 1);
+    if (submit(S, r, &e) != GL_OK) {
+        http_release(r);
+        return send_error(c, &e);
+    }
+    if (req->stream) {
+        struct MHD_Response *res =
+            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_reader, r, sse_free);
+        if (!res) {
+            http_release(r);
+            return MHD_NO;
+        }
+        MHD_add_response_header(res, "Content-Type", "text/event-stream");
+        MHD_add_response_header(res, "Cache-Control", "no-cache");
+        enum MHD_Result ret = MHD_queue_response(c, 200, res);
+        MHD_destroy_response(res);
+        return ret;
+    }
+    pthread_mutex_lock(&r->mu);
+    int gone = 0;
+    while (!gl_api_resp_done(r->resp)) {
+        timed_wait(r);
+        if (!gl_api_resp_done(r->resp) && client_gone(c)) {
+            gone = 1;
+            break;
+        }
+    }
+    json_t *body = gone ? NULL : gl_api_resp_json(r->resp);
+    pthread_mutex_unlock(&r->mu);
+    http_release(r);
+    if (gone)
+        return MHD_NO; // nobody to answer; the request was cancelled
+    return send_json(c, body ? 200 : 500, body ? body : gl_api_error_json(&e));
+}
+
+// ---- other endpoints ----
+
+static enum MHD_Result health(struct server *S, struct MHD_Connection *c)
+{
+    int st = atomic_load(&S->state);
+    const char *deep = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "deep");
+    if (!deep || strcmp(deep, "0") == 0 || strcmp(deep, "false") == 0) {
+        if (st == ST_READY)
+            return send_text(c, 200, "application/json", "{\"status\":\"ok\"}", 15, NULL, NULL);
+        const char *why = st == ST_LOADING    ? "Loading model"
+                          : st == ST_DRAINING ? "Shutting down"
+                                              : "Engine failed";
+        return fail(c, 503, NULL, why);
+    }
+    pthread_mutex_lock(&S->probe_mu);
+    double age = S->probe_done_us ? (double)(gl_time_us() - S->probe_done_us) / 1e6 : -1;
+    const char *status = S->probe_state > 0 ? "ok" : S->probe_state < 0 ? "failed" : "pending";
+    int stale = S->p.deep_health_interval_s > 0 && age > 2 * S->p.deep_health_interval_s;
+    json_t *o =
+        json_pack("{s:s,s:f,s:s,s:I,s:f,s:f,s:b}", "status", status, "age_s", age, "message",
+                  S->probe_msg, "tokens", (json_int_t)S->probe_tokens, "seconds", S->probe_seconds,
+                  "interval_s", S->p.deep_health_interval_s, "stale", stale);
+    int bad = S->probe_state < 0 || stale || st != ST_READY || S->probe_state == 0;
+    pthread_mutex_unlock(&S->probe_mu);
+    return send_json(c, bad ? 503 : 200, o);
+}
+
+static enum MHD_Result metrics(struct server *S, struct MHD_Connection *c)
+{
+    if (!S->engine)
+        return fail(c, 503, NULL, "Loading model");
+    struct gl_engine_stats st;
+    gl_engine_stats(S->engine, &st);
+    size_t len = 0;
+    char *t = gl_metrics_render(&S->metrics, S->model_name, &st, atomic_load(&S->mask_us), &len);
+    if (!t)
+        return fail(c, 500, NULL, "out of memory");
+    enum MHD_Result ret = send_text(c, 200, "text/plain; version=0.0.4", t, len, NULL, NULL);
+    gl_free(t);
+    return ret;
+}
+
+static int authorized(struct server *S, struct MHD_Connection *c)
+{
+    if (!S->p.api_key || !S->p.api_key[0])
+        return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    size_t kl = strlen(S->p.api_key);
+    if (!h || strncmp(h, "Bearer ", 7) != 0 || strlen(h + 7) != kl)
+        return 0;
+    unsigned diff = 0; // constant time in the key length
+    for (size_t i = 0; i < kl; i++)
+        diff |= (unsigned char)h[7 + i] ^ (unsigned char)S->p.api_key[i];
+    return diff == 0;
+}
+
+struct route {
+    const char *path, *method;
+    int id;
+};
+enum { R_CHAT, R_COMP, R_MODELS, R_HEALTH, R_PING, R_METRICS, R_VERSION, R_TOK, R_DETOK };
+static const struct route k_routes[] = {
+    {"/v1/chat/completions", "POST", R_CHAT},
+    {"/v1/completions", "POST", R_COMP},
+    {"/v1/models", "GET", R_MODELS},
+    {"/health", "GET", R_HEALTH},
+    {"/ping", "GET", R_PING},
+    {"/metrics", "GET", R_METRICS},
+    {"/version", "GET", R_VERSION},
+    {"/tokenize", "POST", R_TOK},
+    {"/detokenize", "POST", R_DETOK},
+};
+
+static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int id, struct conn *cn)
+{
+    struct gl_api_error e = {0};
+    switch (id) {
+    case R_HEALTH:
+    case R_PING:
+        return health(S, c);
+    case R_METRICS:
+        return metrics(S, c);
+    case R_VERSION:
+        return send_json(c, 200, json_pack("{s:s}", "version", GL_VERSION));
+    default:
+        break;
+    }
+    int st = atomic_load(&S->state);
+    if (st != ST_READY)
+        return fail(c, 503, NULL,
+                    st == ST_LOADING    ? "Loading model"
+                    : st == ST_DRAINING ? "Shutting down"
+                                        : "Engine failed");
+    if (cn->too_large) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "request body over the %zu-byte limit", S->p.max_body_bytes);
+        return fail(c, 413, NULL, msg);
+    }
+    json_t *o = NULL;
+    switch (id) {
+    case R_CHAT:
+        return generate(S, c, GL_API_CHAT, cn);
+    case R_COMP:
+        return generate(S, c, GL_API_COMPLETIONS, cn);
+    case R_MODELS:
+        return send_json(c, 200, gl_api_models(&S->api, S->started));
+    case R_TOK:
+        o = gl_api_tokenize(&S->api, cn->body, cn->len, &e);
+        break;
+    case R_DETOK:
+        o = gl_api_detokenize(&S->api, cn->body, cn->len, &e);
+        break;
+    }
+    return o ? send_json(c, 200, o) : send_error(c, &e);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct server *S = cls;
+    struct conn *cn = *con_cls;
+    if (!cn) {
+        cn = gl_calloc(1, sizeof *cn);
+        if (!cn)
+            return MHD_NO;
+        *con_cls = cn;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > S->p.max_body_bytes)
+            cn->too_large = 1;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!cn->too_large && cn->len + *upload_size > S->p.max_body_bytes)
+            cn->too_large = 1;
+        if (!cn->too_large) {
+            if (cn->len + *upload_size + 1 > cn->cap) {
+                size_t nc = cn->cap ? cn->cap : 4096;
+                while (nc < cn->len + *upload_size + 1)
+                    nc *= 2;
+                char *q = gl_realloc(cn->body, nc);
+                if (!q)
+                    return MHD_NO;
+                cn->body = q;
+                cn->cap = nc;
+            }
+            memcpy(cn->body + cn->len, upload, *upload_size);
+            cn->len += *upload_size;
+            cn->body[cn->len] = 0;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strncmp(url, "/v1/", 4) == 0 && !authorized(S, c))
+        return fail(c, 401, NULL,
+                    "Unauthorized: a valid API key is required (Authorization: "
+                    "Bearer KEY)");
+    const struct route *rt = NULL;
+    const char *allow = NULL;
+    for (size_t i = 0; i < sizeof k_routes / sizeof k_routes[0]; i++)
+        if (strcmp(k_routes[i].path, url) == 0) {
+            allow = k_routes[i].method;
+            if (strcmp(k_routes[i].method, method) == 0)
+                rt = &k_routes[i];
+        }
+    if (!allow)
+        return fail(c, 404, NULL, "Not Found");
+    if (!rt) {
+        struct gl_api_error e;
+        (void)gl_api_fail(&e, 405, allow, "Method %s is not allowed on %s; use %s", method, url,
+                          allow);
+        return send_error(c, &e);
+    }
+    return dispatch(S, c, rt->id, cn);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    struct conn *cn = *con_cls;
+    if (cn) {
+        gl_free(cn->body);
+        gl_free(cn);
+        *con_cls = NULL;
+    }
+}
+
+// ---- engine and probe threads ----
+
+static void *engine_main(void *arg)
+{
+    struct server *S = arg;
+    while (!atomic_load(&S->stop_engine)) {
+        int n_active = 0;
+        struct gl_err err = {0};
+        if (gl_engine_step(S->engine, &n_active, &err) != GL_OK) {
+            GL_LOGE("serve: engine step failed: %s", err.msg);
+            atomic_store(&S->state, ST_FAILED);
+        }
+        if (n_active == 0)
+            (void)gl_engine_wait(S->engine, 200);
+    }
+    return NULL;
+}
+
+// Checks the probe document independently of the grammar engine: an array of PROBE_ITEMS
+// objects {"id": 0..9, "ok": bool} and nothing else.
+static int probe_valid(const char *text, size_t len, char *why, size_t cap)
+{
+    json_error_t je;
+    json_t *a = json_loadb(text, len, 0, &je);
+    int ok = json_is_array(a) && json_array_size(a) == PROBE_ITEMS;
+    for (size_t i = 0; ok && i < PROBE_ITEMS; i++) {
+        json_t *o = json_array_get(a, i), *id = json_object_get(o, "id");
+        ok = json_is_object(o) && json_object_size(o) == 2 && json_is_integer(id) &&
+             json_integer_value(id) >= 0 && json_integer_value(id) <= 9 &&
+             json_is_boolean(json_object_get(o, "ok"));
+    }
+    if (!ok)
+        snprintf(why, cap, "the probe document is invalid: %s", a ? "wrong shape" : je.text);
+    json_decref(a);
+    return ok;
+}
+
+static void probe_once(struct server *S)
+{
+    char body[1024];
+    int32_t max_tokens = S->api.max_model_len - 16 < 2048 ? S->api.max_model_len - 16 : 2048;
+    snprintf(body, sizeof body,
+             "{\"prompt\":\"glint deep health probe\",\"max_tokens\":%d,\"temperature\":0,"
+             "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"probe\","
+             "\"schema\":{\"type\":\"array\",\"minItems\":%d,\"maxItems\":%d,\"items\":{\"type\":"
+             "\"object\",\"properties\":{\"id\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":"
+             "9},\"ok\":{\"type\":\"boolean\"}},\"required\":[\"id\",\"ok\"],"
+             "\"additionalProperties\":false}}}}}",
+             (int)max_tokens, PROBE_ITEMS, PROBE_ITEMS);
+    struct gl_api_error e = {0};
+    struct gl_api_req *req = NULL;
+    char msg[768] = "";
+    int ok = 0;
+    int64_t t0 = gl_time_us(), tokens = 0;
+    if (gl_api_parse(&S->api, GL_API_COMPLETIONS, body, strlen(body), &req, &e) != GL_OK) {
+        snprintf(msg, sizeof msg, "probe request refused: %s", e.msg);
+    } else {
+        struct sreq *r = sreq_new(S, req, &e);
+        if (!r) {
+            gl_api_req_free(&S->api, req);
+            snprintf(msg, sizeof msg, "probe: %s", e.msg);
+        } else {
+            r->t_arrival = t0;
+            atomic_fetch_add(&S->in_flight, 1);
+            if (submit(S, r, &e) != GL_OK) {
+                snprintf(msg, sizeof msg, "probe submit failed: %s", e.msg);
+            } else {
+                pthread_mutex_lock(&r->mu);
+                while (!gl_api_resp_done(r->resp) && !atomic_load(&S->stop_engine))
+                    timed_wait(r);
+                json_t *o = gl_api_resp_done(r->resp) ? gl_api_resp_json(r->resp) : NULL;
+                pthread_mutex_unlock(&r->mu);
+                json_t *ch = json_array_get(json_object_get(o, "choices"), 0);
+                const char *fr = json_string_value(json_object_get(ch, "finish_reason"));
+                json_t *text = json_object_get(ch, "text");
+                tokens = json_integer_value(
+                    json_object_get(json_object_get(o, "usage"), "completion_tokens"));
+                if (!o)
+                    snprintf(msg, sizeof msg, "probe did not finish");
+                else if (!fr || strcmp(fr, "stop") != 0)
+                    snprintf(msg, sizeof msg, "probe finished with %s", fr ? fr : "?");
+                else if (tokens < 384)
+                    snprintf(msg, sizeof msg, "probe generated %lld tokens, fewer than 384",
+                             (long long)tokens);
+                else if (probe_valid(json_string_value(text), json_string_length(text), msg,
+                                     sizeof msg))
+                    ok = 1;
+                json_decref(o);
+            }
+            http_release(r);
+        }
+    }
+    pthread_mutex_lock(&S->probe_mu);
+    S->probe_state = ok ? 1 : -1;
+    S->probe_done_us = gl_time_us();
+    S->probe_seconds = (double)(S->probe_done_us - t0) / 1e6;
+    S->probe_tokens = tokens;
+    snprintf(S->probe_msg, sizeof S->probe_msg, "%s", ok ? "valid document" : msg);
+    pthread_mutex_unlock(&S->probe_mu);
+    if (!ok)
+        GL_LOGW("serve: deep health probe failed: %s", msg);
+}
+
+static void *probe_main(void *arg)
+{
+    struct server *S = arg;
+    pthread_mutex_lock(&S->probe_mu);
+    while (!atomic_load(&S->stop_engine)) {
+        pthread_mutex_unlock(&S->probe_mu);
+        probe_once(S);
+        pthread_mutex_lock(&S->probe_mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double iv = S->p.deep_health_interval_s;
+        ts.tv_sec += (time_t)iv;
+        ts.tv_nsec += (long)((iv - (double)(time_t)iv) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (!atomic_load(&S->stop_engine) &&
+               pthread_cond_timedwait(&S->probe_cv, &S->probe_mu, &ts) == 0) {
+        }
+    }
+    pthread_mutex_unlock(&S->probe_mu);
+    return NULL;
+}
+
+// ---- set-up ----
+
+struct gl_server_params gl_server_default_params(void)
+{
+    struct gl_server_params p;
+    memset(&p, 0, sizeof p);
+    p.host = "127.0.0.1";
+    p.port = 8000;
+    p.generation_config = "auto";
+    p.prefix_caching = 1;
+    p.framing = 1;
+    p.shutdown_timeout_s = 30;
+    p.deep_health_interval_s = 600;
+    p.max_body_bytes = (size_t)32 << 20;
+    p.max_connections = 1024;
+    p.engine = gl_engine_default_params(NULL);
+    p.engine.max_model_len = 0;
+    return p;
+}
+
+// generation_config.json in a folder: sampling defaults and the EOS set (vLLM's
+// --generation-config).
+static gl_status load_generation_config(struct server *S, struct gl_engine_params *ep,
+                                        struct gl_err *err)
+{
+    const char *g = S->p.generation_config ? S->p.generation_config : "auto";
+    if (strcmp(g, "auto") == 0 || strcmp(g, "vllm") == 0)
+        return GL_OK; // the GGUF carries no sampling defaults; its EOS ids are already in ep
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", g);
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return gl_err_set(err, GL_E_INVAL, "serve: --generation-config %s: %s", path, je.text);
+    }
+    struct gl_sample_params *d = &S->api.defaults;
+    json_t *v;
+    if (json_is_number(v = json_object_get(o, "temperature")))
+        d->temperature = (float)json_number_value(v);
+    if (json_is_number(v = json_object_get(o, "top_p")))
+        d->top_p = (float)json_number_value(v);
+    if (json_is_integer(v = json_object_get(o, "top_k")))
+        d->top_k = (int32_t)json_integer_value(v);
+    if (json_is_number(v = json_object_get(o, "min_p")))
+        d->min_p = (float)json_number_value(v);
+    if (json_is_number(v = json_object_get(o, "repetition_penalty")))
+        d->repetition_penalty = (float)json_number_value(v);
+    v = json_object_get(o, "eos_token_id");
+    if (json_is_integer(v) || json_is_array(v)) {
+        ep->n_eos = 0;
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        for (size_t i = 0; i < n && ep->n_eos < GL_ENGINE_MAX_EOS; i++) {
+            json_t *x = json_is_array(v) ? json_array_get(v, i) : v;
+            if (json_is_integer(x))
+                ep->eos_ids[ep->n_eos++] = (int32_t)json_integer_value(x);
+        }
+    }
+    json_decref(o);
+    struct gl_sample_params chk = *d;
+    return gl_sample_params_check(&chk, S->model->cfg.n_vocab, err);
+}
+
+static gl_status load(struct server *S, struct gl_err *err)
+{
+    fprintf(stderr, "glint serve: loading %s ...\n", S->p.model_path);
+    int64_t t0 = gl_time_us();
+    struct gl_model_params mp = gl_model_default_params();
+    gl_status st = gl_model_open(&S->model, S->p.model_path, &mp, err);
+    if (st == GL_OK)
+        st = gl_tokenizer_load_gguf(&S->tok, S->model->gguf, err);
+    if (st != GL_OK)
+        return st;
+    fprintf(stderr, "glint serve: model loaded in %.1f s; indexing the vocabulary ...\n",
+            (double)(gl_time_us() - t0) / 1e6);
+    if ((st = gl_gvocab_new(&S->gvocab, S->tok, err)) != GL_OK ||
+        (st = gl_grammar_cache_new(&S->gcache, GRAMMAR_CACHE, err)) != GL_OK)
+        return st;
+    struct gl_engine_params ep = S->p.engine;
+    struct gl_engine_params def = gl_engine_default_params(S->model);
+    memcpy(ep.eos_ids, def.eos_ids, sizeof ep.eos_ids);
+    ep.n_eos = def.n_eos;
+    if (ep.max_model_len <= 0)
+        ep.max_model_len = def.max_model_len;
+    ep.kv.prefix_cache = S->p.prefix_caching;
+    S->api.defaults = gl_sample_default_params();
+    if ((st = load_generation_config(S, &ep, err)) != GL_OK)
+        return st;
+    if ((st = gl_engine_new(&S->engine, S->model, S->tok, &ep, err)) != GL_OK)
+        return st;
+    S->max_waiting = ep.max_waiting;
+    S->api.tok = S->tok;
+    S->api.gvocab = S->gvocab;
+    S->api.gcache = S->gcache;
+    S->api.grammar_lock = &S->grammar_lock;
+    S->api.model_name = S->model_name;
+    S->api.max_model_len = ep.max_model_len;
+    S->api.max_logprobs = GL_SAMPLE_MAX_LOGPROBS;
+    memcpy(S->api.eos_ids, ep.eos_ids, sizeof S->api.eos_ids);
+    S->api.n_eos = ep.n_eos;
+    S->api.framing = S->p.framing;
+    fprintf(stderr, "glint serve: ready in %.1f s (%d layers, vocabulary %d, max_model_len %d)\n",
+            (double)(gl_time_us() - t0) / 1e6, S->model->cfg.n_layer, S->model->cfg.n_vocab,
+            ep.max_model_len);
+    return GL_OK;
+}
+
+static void teardown(struct server *S)
+{
+    atomic_store(&S->stop_engine, 1);
+    if (S->probe_started) {
+        pthread_mutex_lock(&S->probe_mu);
+        pthread_cond_broadcast(&S->probe_cv);
+        pthread_mutex_unlock(&S->probe_mu);
+        if (S->engine)
+            gl_engine_wake(S->engine);
+        pthread_join(S->probe_thread, NULL);
+    }
+    if (S->engine_started) {
+        gl_engine_wake(S->engine);
+        pthread_join(S->engine_thread, NULL);
+    }
+    gl_engine_free(S->engine); // aborts what is left: their callbacks release the requests
+    gl_grammar_cache_free(S->gcache);
+    gl_gvocab_free(S->gvocab); // after every grammar (grammar.h)
+    gl_tokenizer_free(S->tok);
+    gl_model_delete(S->model);
+}
+
+gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
+{
+    if (!p->model_path)
+        return gl_err_set(err, GL_E_INVAL, "serve: --model is required");
+    if (p->port < 0 || p->port > 65535)
+        return gl_err_set(err, GL_E_INVAL, "serve: --port %d not in 0..65535", p->port);
+    struct server *S = gl_calloc(1, sizeof *S);
+    if (!S)
+        return gl_err_set(err, GL_E_NOMEM, "serve: no memory");
+    S->p = *p;
+    S->started = (int64_t)time(NULL);
+    snprintf(S->model_name, sizeof S->model_name, "%s",
+             p->served_model_name ? p->served_model_name : p->model_path);
+    pthread_mutex_init(&S->grammar_lock, NULL);
+    pthread_mutex_init(&S->probe_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&S->probe_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    gl_metrics_init(&S->metrics);
+    atomic_store(&S->state, ST_LOADING);
+
+    // Signals are taken by sigwait in this thread only: block them before any thread starts.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)p->port);
+    gl_status st = GL_OK;
+    struct MHD_Daemon *d = NULL;
+    if (inet_pton(AF_INET, p->host, &addr.sin_addr) != 1) {
+        st = gl_err_set(err, GL_E_INVAL, "serve: --host %s is not an IPv4 address", p->host);
+        goto out;
+    }
+    // Listen first, so /health answers 503 while the model loads (llama.cpp does the same).
+    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                             MHD_USE_ITC | MHD_USE_ERROR_LOG,
+                         0, NULL, NULL, on_request, S, MHD_OPTION_SOCK_ADDR, &addr,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, S, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)p->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
+                         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    if (!d) {
+        st = gl_err_set(err, GL_E_IO, "serve: cannot listen on %s:%d: %s", p->host, p->port,
+                        strerror(errno));
+        goto out;
+    }
+    if ((st = load(S, err)) != GL_OK)
+        goto out;
+    if (pthread_create(&S->engine_thread, NULL, engine_main, S) != 0) {
+        st = gl_err_set(err, GL_E_INTERNAL, "serve: cannot start the engine thread");
+        goto out;
+    }
+    S->engine_started = 1;
+    atomic_store(&S->state, ST_READY);
+    if (p->deep_health_interval_s > 0) {
+        if (pthread_create(&S->probe_thread, NULL, probe_main, S) == 0)
+            S->probe_started = 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    fprintf(stderr, "glint serve: serving '%s' at http://%s:%u (OpenAI API under /v1)\n",
+            S->model_name, p->host, di ? (unsigned)di->port : (unsigned)p->port);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "glint serve: %s: draining (up to %.0f s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", p->shutdown_timeout_s);
+    atomic_store(&S->state, ST_DRAINING);
+    MHD_socket ls = MHD_quiesce_daemon(d); // no new connections
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
+    int64_t until = gl_time_us() + (int64_t)(p->shutdown_timeout_s * 1e6);
+    // The probe's own request counts as in flight; it is not waited for.
+    while (atomic_load(&S->in_flight) > S->probe_started && gl_time_us() < until) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+out:
+    if (d)
+        MHD_stop_daemon(d); // after the drain: connection threads are joined
+    teardown(S);
+    gl_metrics_destroy(&S->metrics);
+    pthread_cond_destroy(&S->probe_cv);
+    pthread_mutex_destroy(&S->probe_mu);
+    pthread_mutex_destroy(&S->grammar_lock);
+    gl_free(S);
+    return st;
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// server: `glint serve`, the vLLM-compatible OpenAI HTTP server. libmicrohttpd runs one thread
+// per connection; those threads only read the body, parse it (api/), submit to the engine and
+// stream bytes out. One engine thread steps the batch and runs every engine callback (it folds
+// events into each request's response under that request's lock). A probe thread runs the deep
+// health check. Lifetimes: the model, tokenizer, grammar cache and engine live as long as the
+// server; a request lives until both its HTTP side is done and the engine has finished every
+// choice (whichever comes last frees it), so neither side ever sees a freed request.
+// Errors: gl_server_run returns a status for start-up failures (bad flags, model, port); client
+// input never reaches it (api/ turns it into 4xx answers).
+#pragma once
+
+#include "base/base.h"
+#include "engine/engine.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gl_server_params {
+    const char *model_path;
+    const char *host;              // default 127.0.0.1... as given; "0.0.0.0" binds every interface
+    int port;                      // default 8000
+    const char *api_key;           // NULL: no auth (VLLM_API_KEY is read by the CLI)
+    const char *served_model_name; // NULL: the model path
+    const char *generation_config; // "auto" (default), "vllm", or a folder holding
+                                   // generation_config.json
+    struct gl_engine_params engine; // max_model_len 0: the model's context length
+    int prefix_caching;             // 1 (default)
+    int framing;                    // 1: chat requests run the whole-turn grammar (default)
+    double shutdown_timeout_s;      // drain time after SIGTERM/SIGINT (default 30)
+    double deep_health_interval_s;  // deep probe period (default 600); <= 0: never
+    size_t max_body_bytes;          // default 32 MiB
+    int max_connections;            // default 1024
+};
+struct gl_server_params gl_server_default_params(void);
+
+// Loads the model, serves until SIGTERM or SIGINT, drains, frees everything. GL_OK after a clean
+// shutdown.
+GL_MUST_USE gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err);
