@@ -143,8 +143,10 @@ int gl_api_resp_done(const struct gl_api_resp *s);
 char *gl_api_resp_take_sse(struct gl_api_resp *s, size_t *len);
 // Non-streaming: the whole response object (after done).
 json_t *gl_api_resp_json(const struct gl_api_resp *s);
-// A failure after the stream started: an SSE error event then [DONE] are queued.
+// Ends the response with an error (idempotent): streaming queues an SSE error event then [DONE]
+// (the status line was already sent); gl_api_resp_error returns it for a non-streamed answer.
 void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e);
+const struct gl_api_error *gl_api_resp_error(const struct gl_api_resp *s); // NULL: no failure
 // Per-choice finish reasons for metrics (count n; "stop" "length" "tool_calls" "abort").
 int32_t gl_api_resp_n_choices(const struct gl_api_resp *s);
 const char *gl_api_resp_finish(const struct gl_api_resp *s, int32_t choice);

@@ -17,6 +17,7 @@ struct proc {
     const struct gl_api_config *c;
     struct gl_matcher *m;
     uint32_t *mask;
+    int mask_valid; // mask holds the current state's allowed set (left there by forced())
     struct gl_atem_parser *atem; // turn grammars only: where are we in the turn
     int32_t budget;              // reasoning body tokens allowed; < 0: no limit
     int32_t n_reasoning;
@@ -35,8 +36,9 @@ static void proc_mask(void *user, float *logits, int32_t n_vocab)
     int64_t t0 = gl_time_us();
     pthread_mutex_lock(p->c->grammar_lock);
     int finished = gl_matcher_is_finished(p->m);
-    if (!finished)
+    if (!finished && !p->mask_valid)
         gl_matcher_fill_mask(p->m, p->mask);
+    p->mask_valid = 0;
     pthread_mutex_unlock(p->c->grammar_lock);
     if (finished) // after the stop token (ignore_eos): nothing left to constrain
         return;
@@ -72,6 +74,7 @@ static int proc_accept(void *user, int32_t token)
     pthread_mutex_lock(p->c->grammar_lock);
     int ok = gl_matcher_is_finished(p->m) || gl_matcher_accept(p->m, token);
     pthread_mutex_unlock(p->c->grammar_lock);
+    p->mask_valid = 0;
     if (ok)
         track(p, token);
     return ok ? 0 : 1;
@@ -85,9 +88,12 @@ static int32_t proc_forced(void *user, int32_t *out, int32_t cap)
         return 0;
     int64_t t0 = gl_time_us();
     pthread_mutex_lock(p->c->grammar_lock);
-    int32_t n =
-        gl_matcher_is_finished(p->m) ? 0 : gl_matcher_forced_tokens(p->m, out, cap, p->mask);
+    int finished = gl_matcher_is_finished(p->m);
+    int32_t n = finished ? 0 : gl_matcher_forced_tokens(p->m, out, cap, p->mask);
     pthread_mutex_unlock(p->c->grammar_lock);
+    // The matcher leaves the current state's mask behind (grammar.h): the next mask() call
+    // reuses it instead of computing it twice per token.
+    p->mask_valid = !finished;
     atomic_fetch_add(p->mask_us, gl_time_us() - t0);
     for (int32_t i = 0; i < n; i++)
         track(p, out[i]);

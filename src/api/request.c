@@ -39,8 +39,12 @@ gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const
 
 json_t *gl_api_error_json(const struct gl_api_error *e)
 {
-    return json_pack("{s:{s:s,s:s,s:s?,s:i}}", "error", "message", e->msg, "type", e->type, "param",
-                     e->param[0] ? e->param : NULL, "code", e->http);
+    // msg and param quote the request (field names, values) cut with %.Ns or to their buffers,
+    // possibly inside a UTF-8 character, which jansson's "s" refuses: gl_api_jstr replaces it.
+    return json_pack("{s:{s:o,s:s,s:o,s:i}}", "error", "message",
+                     gl_api_jstr(e->msg, strlen(e->msg)), "type", e->type, "param",
+                     e->param[0] ? gl_api_jstr(e->param, strlen(e->param)) : json_null(), "code",
+                     e->http);
 }
 
 #define FAIL(param, ...) gl_api_fail(e, 400, param, __VA_ARGS__)

@@ -70,6 +70,7 @@ struct gl_api_resp {
     struct gl_sample_params stop_sp; // chat stop strings, for the shared matcher
     struct sbuf sse;
     int failed;
+    struct gl_api_error error; // when failed
 };
 
 // ---- strings ----
@@ -419,7 +420,7 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
     if (prompt < 0 || prompt >= r->n_prompts || ev->index < 0 || ev->index >= r->sp.n)
         return 0;
     struct choice *ch = &s->ch[prompt * r->sp.n + ev->index];
-    if (ch->finished)
+    if (ch->finished || s->failed)
         return 0;
     int was_hit = ch->stop_hit;
     for (int32_t i = 0; i < ev->n_tokens; i++) {
@@ -497,6 +498,9 @@ void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
     if (s->failed)
         return;
     s->failed = 1;
+    s->error = *e;
+    if (!s->r->stream)
+        return;
     sse_json(s, gl_api_error_json(e));
     sb_add(&s->sse, "data: [DONE]\n\n", 14);
 }
@@ -570,4 +574,9 @@ void gl_api_resp_usage(const struct gl_api_resp *s, int64_t *prompt, int64_t *co
         c += s->ch[i].n_generated;
     *prompt = s->prompt_tokens;
     *completion = c;
+}
+
+const struct gl_api_error *gl_api_resp_error(const struct gl_api_resp *s)
+{
+    return s->failed ? &s->error : NULL;
 }

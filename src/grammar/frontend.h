@@ -45,7 +45,7 @@ GL_MUST_USE gl_status gl_gbnf_build(struct gl_gir_builder *b, struct gl_gctx *c,
                                     size_t len, int32_t *root, struct gl_err *err);
 
 // frontends.c: regex (whole output), choice (JSON array of strings, exact bytes),
-// ATEM tool calls (grammar.h).
+// ATEM tool calls and the whole ATEM assistant turn (grammar.h).
 GL_MUST_USE gl_status gl_fe_regex_build(struct gl_gir_builder *b, struct gl_gctx *c,
                                         const char *src, size_t len, int32_t *root,
                                         struct gl_err *err);
@@ -56,3 +56,10 @@ GL_MUST_USE gl_status gl_fe_atem_tools_build(struct gl_gir_builder *b, struct gl
                                              json_t *tools, const char *only_name,
                                              int32_t message_token, int32_t *root,
                                              struct gl_err *err);
+// The turn spec (grammar.h, GL_GRAMMAR_ATEM_TURN): canon checks it (GL_E_INVAL naming the field)
+// and returns its normal form, the cache key and build's input: every field present, defaults
+// filled in, fields the language does not depend on nulled (tools under "none", body without a
+// user arm, parallel without a tool arm), a JSON body source parsed.
+GL_MUST_USE gl_status gl_fe_atem_turn_canon(json_t *spec, json_t **out, struct gl_err *err);
+GL_MUST_USE gl_status gl_fe_atem_turn_build(struct gl_gir_builder *b, struct gl_gctx *c,
+                                            json_t *turn, int32_t *root, struct gl_err *err);

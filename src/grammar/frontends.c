@@ -2,7 +2,8 @@
 // Small front ends and the compile context: the regex kind (the whole output matches one regex),
 // the choice kind (a JSON array of strings; the output is exactly one of them, compiled as one
 // alternation regex so a long list is one deterministic DFA, not one parse thread per entry) and
-// the forced ATEM tool call (grammar.h, gl_grammar_compile_atem_tools; arch doc §5.3).
+// the forced ATEM tool call (grammar.h, gl_grammar_compile_atem_tools; arch doc §5.3), and the
+// whole assistant turn (GL_GRAMMAR_ATEM_TURN: reasoning, then the answer or the tool calls).
 // Tool-call parameters: each declared property at most once, required ones present, in any order
 // (a DAG over the set of parameters already written, exact for up to ATEM_SUBSET_MAX
 // properties) or, above that or with opts.ordered_keys, in schema order (the order the template's
@@ -15,6 +16,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ATEM_SUBSET_MAX 8 // 2^8 parameter-set states at most
@@ -751,4 +753,327 @@ out:
     gl_free(names);
     json_decref(any_schema);
     return st;
+}
+
+// ---- the whole assistant turn (GL_GRAMMAR_ATEM_TURN, grammar.h) ----
+
+#define ATEM_TOK_START   200022 // <|start|>
+#define ATEM_TOK_MESSAGE 200023 // <|message|>
+
+enum turn_choice { TC_NONE, TC_AUTO, TC_REQUIRED, TC_NAMED };
+
+static const char *const turn_fields[] = {"body",     "tools",     "tool_choice",
+                                          "parallel", "reasoning", NULL};
+static const char *const body_kinds[] = {"json_schema", "json_object", "regex",
+                                         "choice",      "gbnf",        NULL};
+
+// Function name of one tools entry, in either shape gl_fe_atem_tools_build reads; NULL if none.
+static const char *tool_name(json_t *t)
+{
+    json_t *fn = json_object_get(t, "function");
+    json_t *n = json_object_get(fn ? fn : t, "name");
+    return json_is_string(n) ? json_string_value(n) : NULL;
+}
+
+static gl_status turn_bool(json_t *spec, const char *key, int dflt, int *out, struct gl_err *err)
+{
+    json_t *v = json_object_get(spec, key);
+    *out = dflt;
+    if (!v || json_is_null(v))
+        return GL_OK;
+    if (!json_is_boolean(v))
+        return gl_err_set(err, GL_E_INVAL, "%s: expected true or false", key);
+    *out = json_is_true(v);
+    return GL_OK;
+}
+
+// Reads tool_choice against the tools (n of them); *name: the forced function (TC_NAMED).
+static gl_status turn_choice(json_t *spec, json_t *tools, size_t n, enum turn_choice *mode,
+                             const char **name, struct gl_err *err)
+{
+    json_t *tc = json_object_get(spec, "tool_choice");
+    *name = NULL;
+    if (!tc || json_is_null(tc)) {
+        *mode = n ? TC_AUTO : TC_NONE;
+    } else if (json_is_string(tc)) {
+        const char *s = json_string_value(tc);
+        if (!strcmp(s, "none"))
+            *mode = TC_NONE;
+        else if (!strcmp(s, "auto"))
+            *mode = TC_AUTO;
+        else if (!strcmp(s, "required"))
+            *mode = TC_REQUIRED;
+        else
+            return gl_err_set(err, GL_E_INVAL,
+                              "tool_choice: '%.64s' is not \"none\", \"auto\", \"required\" or "
+                              "{\"name\": ...}",
+                              s);
+    } else if (json_is_object(tc)) {
+        // {"name": N}, or OpenAI's {"type": "function", "function": {"name": N}}
+        json_t *fn = json_object_get(tc, "function");
+        json_t *nm = json_object_get(json_is_object(fn) ? fn : tc, "name");
+        if (!json_is_string(nm) || strlen(json_string_value(nm)) != json_string_length(nm))
+            return gl_err_set(err, GL_E_INVAL, "tool_choice: object without a function name");
+        *mode = TC_NAMED;
+        *name = json_string_value(nm);
+    } else {
+        return gl_err_set(err, GL_E_INVAL,
+                          "tool_choice: expected \"none\", \"auto\", \"required\" or "
+                          "{\"name\": ...}");
+    }
+    if (*mode == TC_AUTO && n == 0)
+        *mode = TC_NONE; // nothing to call: the answer is the only arm
+    if (*mode == TC_REQUIRED && n == 0)
+        return gl_err_set(err, GL_E_INVAL,
+                          "tool_choice: \"required\" needs a non-empty tools array");
+    if (*mode == TC_NAMED) {
+        int found = 0;
+        for (size_t i = 0; i < n && !found; i++) {
+            const char *tn = tool_name(json_array_get(tools, i));
+            found = tn && !strcmp(tn, *name);
+        }
+        if (!found)
+            return gl_err_set(err, GL_E_INVAL, "tool_choice: function '%.64s' is not in tools",
+                              *name);
+    }
+    return GL_OK;
+}
+
+// The normal form of body (a user arm exists): {"kind": K, "source": S} with S parsed for the
+// JSON kinds and null for json_object.
+static gl_status turn_body_canon(json_t *body, json_t **out, struct gl_err *err)
+{
+    *out = NULL;
+    if (!body || json_is_null(body)) {
+        *out = json_null();
+        return GL_OK;
+    }
+    if (!json_is_object(body))
+        return gl_err_set(err, GL_E_INVAL,
+                          "body: expected null or {\"kind\": ..., \"source\": ...}");
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v)
+    {
+        if (strcmp(k, "kind") && strcmp(k, "source"))
+            return gl_err_set(err, GL_E_INVAL, "body: unknown field '%.64s'", k);
+    }
+    json_t *kind = json_object_get(body, "kind");
+    if (!json_is_string(kind) || !is_one_of(json_string_value(kind), body_kinds))
+        return gl_err_set(err, GL_E_INVAL,
+                          "body: kind '%.64s' is not json_schema, json_object, regex, choice or "
+                          "gbnf",
+                          json_is_string(kind) ? json_string_value(kind) : "");
+    const char *ks = json_string_value(kind);
+    json_t *src = json_object_get(body, "source"), *s = NULL;
+    if (!strcmp(ks, "json_object")) {
+        s = json_null();
+    } else if (!strcmp(ks, "regex") || !strcmp(ks, "gbnf")) {
+        if (!json_is_string(src))
+            return gl_err_set(err, GL_E_INVAL, "body: source must be a string (the %s text)",
+                              !strcmp(ks, "regex") ? "regex" : "GBNF");
+        s = json_incref(src);
+    } else if (json_is_string(src)) {
+        // Parsed, so the key does not depend on key order or spacing inside the source.
+        json_error_t je;
+        s = json_loadb(json_string_value(src), json_string_length(src),
+                       JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!s)
+            return gl_err_set(err, GL_E_INVAL,
+                              "body: %s source is not valid JSON: %s (line %d, column %d)", ks,
+                              je.text, je.line, je.column);
+    } else if (src && !json_is_null(src)) {
+        s = json_incref(src); // the schema or list itself
+    } else {
+        return gl_err_set(err, GL_E_INVAL, "body: %s needs a source", ks);
+    }
+    *out = json_pack("{s:s, s:o}", "kind", ks, "source", s);
+    return *out ? GL_OK : gl_err_set(err, GL_E_NOMEM, "body: out of memory");
+}
+
+gl_status gl_fe_atem_turn_canon(json_t *spec, json_t **out, struct gl_err *err)
+{
+    *out = NULL;
+    if (!json_is_object(spec))
+        return gl_err_set(err, GL_E_INVAL, "atem_turn: the spec must be a JSON object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(spec, k, v)
+    {
+        if (!is_one_of(k, turn_fields))
+            return gl_err_set(err, GL_E_INVAL, "atem_turn: unknown field '%.64s'", k);
+    }
+    json_t *tools = json_object_get(spec, "tools");
+    if (tools && !json_is_null(tools) && !json_is_array(tools))
+        return gl_err_set(err, GL_E_INVAL, "tools: expected an array or null");
+    size_t n = json_is_array(tools) ? json_array_size(tools) : 0;
+    enum turn_choice mode;
+    const char *name;
+    gl_status st = turn_choice(spec, tools, n, &mode, &name, err);
+    int parallel, reasoning;
+    if (st == GL_OK)
+        st = turn_bool(spec, "parallel", 1, &parallel, err);
+    if (st == GL_OK)
+        st = turn_bool(spec, "reasoning", 1, &reasoning, err);
+    if (st != GL_OK)
+        return st;
+    int user = mode == TC_NONE || mode == TC_AUTO, tool = mode != TC_NONE;
+    // A tool named like a reserved recipient would be read back as reasoning or as the answer.
+    for (size_t i = 0; tool && i < n; i++) {
+        const char *tn = tool_name(json_array_get(tools, i));
+        if (tn && (!strcmp(tn, "self") || !strcmp(tn, "user")) && (!name || !strcmp(tn, name)))
+            return gl_err_set(err, GL_E_INVAL,
+                              "tools[%zu]: function name '%s' is a reserved ATEM recipient", i, tn);
+    }
+    json_t *body = NULL;
+    st = turn_body_canon(user ? json_object_get(spec, "body") : NULL, &body, err);
+    if (st != GL_OK)
+        return st;
+    // Fields the language does not depend on are normalised away (shared cache entries).
+    json_t *tc = mode == TC_NAMED  ? json_pack("{s:s}", "name", name)
+                 : mode == TC_NONE ? json_string("none")
+                 : mode == TC_AUTO ? json_string("auto")
+                                   : json_string("required");
+    json_t *o = json_object();
+    if (!tc || !o) {
+        json_decref(tc);
+        json_decref(o);
+        json_decref(body);
+        return gl_err_set(err, GL_E_NOMEM, "atem_turn: out of memory");
+    }
+    int ok = !json_object_set_new(o, "body", body) &&
+             !json_object_set_new(o, "tools", tool ? json_incref(tools) : json_null()) &&
+             !json_object_set_new(o, "tool_choice", tc) &&
+             !json_object_set_new(o, "parallel", json_boolean(tool && parallel)) &&
+             !json_object_set_new(o, "reasoning", json_boolean(reasoning));
+    if (!ok) {
+        json_decref(o);
+        return gl_err_set(err, GL_E_NOMEM, "atem_turn: out of memory");
+    }
+    *out = o;
+    return GL_OK;
+}
+
+// Prefixes the message a nested front end left in err with the spec field it came from.
+static gl_status err_prefix(struct gl_err *err, gl_status st, const char *field)
+{
+    if (!err)
+        return st;
+    char msg[GL_ERR_MSG_CAP];
+    memcpy(msg, err->msg, sizeof msg);
+    msg[sizeof msg - 1] = 0;
+    return gl_err_set(err, st, "%s: %s", field, msg);
+}
+
+// BODY of the user arm: free text, or the request's constraint by its own front end.
+static gl_status turn_body_build(struct gl_gir_builder *b, struct gl_gctx *c, json_t *body,
+                                 int32_t *out, struct gl_err *err)
+{
+    if (json_is_null(body)) {
+        *out = gl_gir_add(b, &(struct gl_gnode){.kind = GN_ANYBYTES});
+        return *out < 0 ? builder_failed(b, err) : GL_OK;
+    }
+    const char *kind = json_string_value(json_object_get(body, "kind"));
+    json_t *src = json_object_get(body, "source");
+    gl_status st;
+    if (!strcmp(kind, "json_schema")) {
+        st = gl_schema_build(b, c, src, out, err);
+    } else if (!strcmp(kind, "json_object")) {
+        json_t *obj = json_pack("{s:s}", "type", "object");
+        if (!obj)
+            return gl_err_set(err, GL_E_NOMEM, "body: out of memory");
+        st = gl_schema_build(b, c, obj, out, err);
+        json_decref(obj);
+    } else if (!strcmp(kind, "regex")) {
+        st = gl_fe_regex_build(b, c, json_string_value(src), json_string_length(src), out, err);
+    } else if (!strcmp(kind, "gbnf")) {
+        st = gl_gbnf_build(b, c, json_string_value(src), json_string_length(src), out, err);
+    } else { // choice
+        char *text = json_dumps(src, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!text)
+            return gl_err_set(err, GL_E_NOMEM, "body: out of memory");
+        st = gl_fe_choice_build(b, c, text, strlen(text), out, err);
+        free(text);
+    }
+    return st == GL_OK ? GL_OK : err_prefix(err, st, "body");
+}
+
+static int32_t seq_of(struct gl_gir_builder *b, const int32_t *kids, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (kids[i] < 0)
+            return -1;
+    return gl_gir_add_list(b, GN_SEQ, kids, n);
+}
+
+static int32_t repeat_of(struct gl_gir_builder *b, int32_t kid, int32_t min, int32_t max)
+{
+    if (kid < 0)
+        return -1;
+    struct gl_gnode nd = {.kind = GN_REPEAT};
+    nd.u.rep.kid = kid;
+    nd.u.rep.sep = -1;
+    nd.u.rep.min = min;
+    nd.u.rep.max = max;
+    return gl_gir_add(b, &nd);
+}
+
+static int32_t token_of(struct gl_gir_builder *b, int32_t id)
+{
+    return gl_gir_add(b, &(struct gl_gnode){.kind = GN_TOKEN, .u.token.id = id});
+}
+
+gl_status gl_fe_atem_turn_build(struct gl_gir_builder *b, struct gl_gctx *c, json_t *turn,
+                                int32_t *root, struct gl_err *err)
+{
+    json_t *tools = json_object_get(turn, "tools");
+    size_t n = json_is_array(tools) ? json_array_size(tools) : 0;
+    enum turn_choice mode;
+    const char *name;
+    gl_status st = turn_choice(turn, tools, n, &mode, &name, err);
+    if (st != GL_OK)
+        return st;
+    int user = mode == TC_NONE || mode == TC_AUTO, tool = mode != TC_NONE;
+    int32_t msg = token_of(b, ATEM_TOK_MESSAGE), eom = token_of(b, GL_TOK_EOM);
+    int32_t start = token_of(b, ATEM_TOK_START);
+    int32_t arms[2], na = 0;
+    if (user) {
+        int32_t body;
+        if ((st = turn_body_build(b, c, json_object_get(turn, "body"), &body, err)) != GL_OK)
+            return st;
+        int32_t kids[3] = {add_bytes_str(b, " to=user"), msg, body};
+        if ((arms[na++] = seq_of(b, kids, 3)) < 0)
+            return builder_failed(b, err);
+    }
+    if (tool) {
+        // CALL starts at '=' (the model's " to" token comes first) and ends at
+        // </atem:function_calls>; the stop token after it is the matcher's.
+        int32_t call;
+        st = gl_fe_atem_tools_build(b, c, tools, name, ATEM_TOK_MESSAGE, &call, err);
+        if (st != GL_OK)
+            return st;
+        int32_t kids[3] = {add_bytes_str(b, " to"), call, -1};
+        int32_t nk = 2;
+        if (json_is_true(json_object_get(turn, "parallel"))) {
+            int32_t again[4] = {eom, start, add_bytes_str(b, "assistant to"), call};
+            kids[nk++] = repeat_of(b, seq_of(b, again, 4), 0, -1);
+        }
+        if ((arms[na++] = seq_of(b, kids, nk)) < 0)
+            return builder_failed(b, err);
+    }
+    int32_t arm = na == 1 ? arms[0] : gl_gir_add_list(b, GN_ALT, arms, na);
+    if (arm >= 0 && json_is_true(json_object_get(turn, "reasoning"))) {
+        int32_t r[6] = {add_bytes_str(b, " to=self"),
+                        msg,
+                        gl_gir_add(b, &(struct gl_gnode){.kind = GN_ANYBYTES}),
+                        eom,
+                        start,
+                        add_bytes_str(b, "assistant")};
+        int32_t kids[2] = {repeat_of(b, seq_of(b, r, 6), 0, 1), arm};
+        arm = seq_of(b, kids, 2);
+    }
+    if (arm < 0)
+        return builder_failed(b, err);
+    *root = arm;
+    return gl_gctx_check_time(c, err);
 }

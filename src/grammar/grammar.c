@@ -143,6 +143,17 @@ static gl_status gsrc_parse(struct gl_gsrc *s, enum gl_grammar_kind kind, const 
     case GL_GRAMMAR_REGEX:
     case GL_GRAMMAR_GBNF:
         return gsrc_key(s, kind, o, src, len, NULL, err);
+    case GL_GRAMMAR_ATEM_TURN: {
+        json_error_t je;
+        json_t *spec = json_loadb(src ? src : "", len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!spec)
+            return gl_err_set(err, GL_E_INVAL,
+                              "atem_turn: spec is not valid JSON: %s (line %d, column %d)", je.text,
+                              je.line, je.column);
+        gl_status st = gl_fe_atem_turn_canon(spec, &s->json, err);
+        json_decref(spec);
+        return st == GL_OK ? gsrc_key_json(s, kind, o, s->json, NULL, err) : st;
+    }
     }
     return gl_err_set(err, GL_E_INVAL, "grammar: unknown constraint kind %d", (int)kind);
 }
@@ -204,6 +215,9 @@ static gl_status grammar_build(struct gl_grammar *g, struct gl_gsrc *s, const ch
         break;
     case GL_GRAMMAR__ATEM_TOOLS:
         st = gl_fe_atem_tools_build(&b, &c, s->json, only_name, message_token, &root, err);
+        break;
+    case GL_GRAMMAR_ATEM_TURN:
+        st = gl_fe_atem_turn_build(&b, &c, s->json, &root, err);
         break;
     default:
         st = gl_err_set(err, GL_E_INVAL, "grammar: unknown constraint kind %d", (int)g->kind);
@@ -712,4 +726,30 @@ size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap)
 void gl_matcher_stats(const struct gl_matcher *m, struct gl_matcher_stats *out)
 {
     *out = m->stats;
+}
+
+int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap, uint32_t *mask)
+{
+    size_t words = gl_gvocab_mask_words(m->v);
+    int32_t n = 0;
+    for (;;) {
+        gl_matcher_fill_mask(m, mask);
+        if (n >= cap || m->finished)
+            break;
+        int32_t only = -1;
+        for (size_t w = 0; w < words; w++) {
+            uint32_t x = mask[w];
+            if (!x)
+                continue;
+            if (only >= 0 || (x & (x - 1))) { // a second allowed token: a real choice
+                only = -2;
+                break;
+            }
+            only = (int32_t)(w * 32 + (size_t)__builtin_ctz(x));
+        }
+        if (only < 0 || is_stop(m, only) || !gl_matcher_accept(m, only))
+            break;
+        out[n++] = only;
+    }
+    return n;
 }

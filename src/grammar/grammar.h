@@ -33,7 +33,33 @@ enum gl_grammar_kind {
     GL_GRAMMAR_REGEX,       // src: a regex (regex.h dialect), whole output must match
     GL_GRAMMAR_CHOICE,      // src: a JSON array of strings; the output is exactly one of them
     GL_GRAMMAR_GBNF,        // src: llama.cpp GBNF text, start rule "root"
+    GL_GRAMMAR_ATEM_TURN,   // src: a turn spec (JSON, below): the whole ATEM assistant turn
 };
+
+// GL_GRAMMAR_ATEM_TURN: everything the model writes after the generation prompt
+// `<|start|>assistant` (arch doc §5), header included, as one grammar. Why: the model writes its
+// own header, so a constraint armed by detecting the header in the output can arm late, on the
+// wrong message, or not at all (sglang #34631-style bugs); here arming is exact by construction
+// and nothing is detected. Language (special tokens by id, as GN_TOKEN):
+//   TURN      := REASONING? ARM
+//   REASONING := " to=self" <|message|> FREE <|eom|> <|start|> "assistant"
+//   ARM       := " to=user" <|message|> BODY                                      (user arm)
+//              | " to" CALL (<|eom|> <|start|> "assistant" " to" CALL)*           (tool arm)
+// then a stop token (the matcher's stop set: <|eot|> 200008, <|end_of_text|> 200001). CALL is
+// gl_grammar_compile_atem_tools' grammar from "=NAME<|message|>..."; the repetition only when
+// parallel. FREE: any run of non-special tokens (any bytes: tokens may split UTF-8). BODY: FREE,
+// or the body constraint. Ids: <|eom|> 200007, <|start|> 200022, <|message|> 200023.
+// Spec: {"body": null | {"kind": "json_schema"|"json_object"|"regex"|"choice"|"gbnf",
+//                        "source": regex/GBNF text, or the JSON text (or value) of a schema or
+//                                  choice list; ignored for json_object},
+//        "tools": null | OpenAI tools array, "tool_choice": "none"|"auto"|"required"|{"name": N}
+//        (OpenAI's {"type":"function","function":{"name":N}} too), "parallel": bool,
+//        "reasoning": bool}. Arms: "none" (or no tools): user; "auto": user | tool (any tool);
+// "required": tool (any); named: tool with N only. reasoning false: no REASONING. Missing
+// fields: body null, tool_choice "auto" with tools else "none", parallel true, reasoning true.
+// Errors (GL_E_INVAL) name the field: "tool_choice: function 'x' is not in tools", "body: " +
+// the body front end's own message, "tools[i]: ..." as for forced calls; tools named "self" or
+// "user" are refused (they would read back as reasoning or the answer).
 
 struct gl_grammar_opts {
     int32_t ws_max;            // bytes per whitespace run; 0 = compact; default 16
@@ -102,6 +128,11 @@ int64_t gl_matcher_n_accepted(const struct gl_matcher *m);
 // Jump-forward: the longest byte string every continuation must start with (e.g. the rest of a
 // forced key); writes up to cap bytes, returns the length (0 when the next byte is not forced).
 size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap);
+// Jump-forward on tokens: while exactly one token is allowed and it is not in the stop set,
+// accepts it and appends it to out (at most cap). Returns how many were accepted. mask: scratch
+// of gl_gvocab_mask_words words; on return it holds the current state's mask. Sampling is
+// unchanged: each skipped step had one choice.
+int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap, uint32_t *mask);
 
 // Counters for benchmarks: masks computed, cache hits, trie nodes visited.
 struct gl_matcher_stats {

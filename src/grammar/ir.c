@@ -219,9 +219,9 @@ void gl_gir_free(struct gl_gir *ir)
 
 static const char *kind_name(enum gl_gnode_kind k)
 {
-    static const char *const names[] = {"EMPTY",   "BYTES",   "REGEX",   "TOKEN",
-                                        "SEQ",     "ALT",     "REPEAT",  "WS",
-                                        "JSTRING", "JNUMBER", "JOBJECT", "JARRAY"};
+    static const char *const names[] = {"EMPTY",   "BYTES",  "REGEX",   "TOKEN",   "SEQ",
+                                        "ALT",     "REPEAT", "WS",      "JSTRING", "JNUMBER",
+                                        "JOBJECT", "JARRAY", "ANYBYTES"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -258,6 +258,7 @@ static gl_status check_node(const struct gl_gir *ir, int32_t i, struct gl_err *e
     switch (n->kind) {
     case GN_EMPTY:
     case GN_WS:
+    case GN_ANYBYTES:
         return GL_OK;
     case GN_BYTES:
         if (n->u.bytes.len && !n->u.bytes.p)
@@ -372,6 +373,7 @@ static void compute_nullable(const struct gl_gir *ir, uint8_t *nl)
             switch (n->kind) {
             case GN_EMPTY:
             case GN_WS:
+            case GN_ANYBYTES:
                 v = 1;
                 break;
             case GN_REGEX: {

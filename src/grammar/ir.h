@@ -37,6 +37,10 @@ enum gl_gnode_kind {
                 // mask's number walk (gl_mstate_nframes) relies on it
     GN_JOBJECT, // one JSON object satisfying u.obj (whitespace inside: bounded GN_WS semantics)
     GN_JARRAY,  // one JSON array satisfying u.arr (whitespace inside: bounded GN_WS semantics)
+    // Free text: any run of bytes, possibly empty, of any values (no UTF-8 check: tokens split
+    // characters), so any run of non-special tokens. Its frame never changes; while a thread sits
+    // in it every token is allowed (the mask's fast path in mask.c).
+    GN_ANYBYTES,
 };
 
 struct gl_gbytes {

@@ -1440,6 +1440,10 @@ static void close_thr(struct gl_mstate *m, uint32_t toff, uint32_t fresh, int ch
             emit(m, T(X.tmp, toff));
             return;
         }
+        case GN_ANYBYTES:
+            branch_pop(m, toff, fresh);
+            emit(m, T(X.tmp, toff));
+            return;
         case GN_WS:
             if ((int)f->a < m->ir->ws_max) {
                 branch_pop(m, toff, fresh);
@@ -1633,6 +1637,9 @@ static int step_thr(struct gl_mstate *m, uint32_t toff, uint8_t b)
         }
         break;
     }
+    case GN_ANYBYTES:
+        r = 1; // the frame is unchanged: free text stays where it is
+        break;
     case GN_WS:
         if (is_ws(b) && (int)f->a < m->ir->ws_max) {
             f->a++;
@@ -1949,6 +1956,19 @@ int gl_mstate_can_end(const struct gl_mstate *s)
     for (uint32_t i = 0; i < s->n_threads; i++) {
         struct thr *t = T(s->buf, off);
         if (!t->top)
+            return 1;
+        off += t->size;
+    }
+    return 0;
+}
+
+int gl_mstate_any_bytes(const struct gl_mstate *s)
+{
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < s->n_threads; i++) {
+        struct thr *t = T(s->buf, off);
+        struct frm *f = top_of(t);
+        if (f && s->ir->nodes[f->node].kind == GN_ANYBYTES)
             return 1;
         off += t->size;
     }

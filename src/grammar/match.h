@@ -53,6 +53,9 @@ int gl_mstate_can_end(const struct gl_mstate *s);
 // bytes, whitespace, numbers, JSON punctuation and keys of objects with declared keys only; every
 // byte elsewhere. Costs one pass over the threads (and a key's candidate names).
 void gl_mstate_next_bytes(const struct gl_mstate *s, uint64_t set[4]);
+// 1 when some live thread sits in a GN_ANYBYTES run: it takes every byte and stays as it is, so
+// s accepts every byte string (the mask is every byte-matchable token plus the token literals).
+int gl_mstate_any_bytes(const struct gl_mstate *s);
 int gl_mstate_is_dead(const struct gl_mstate *s); // no live thread (only after reset on a
                                                   // grammar whose language is empty)
 // 64-bit hash of the full state (equal states hash equal), for the mask cache.

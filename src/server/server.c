@@ -45,7 +45,10 @@ struct server {
     _Atomic int64_t mask_us;
     _Atomic int state;
     _Atomic int stop_engine;
-    _Atomic int64_t in_flight; // generation requests not yet answered
+    _Atomic int64_t in_flight; // client requests not yet answered (the probe is not counted)
+    pthread_mutex_t reg_mu;    // guards the registry; taken before any request's mu
+    struct sreq *reg;          // every live request, for failing them when the engine fails
+    int64_t fault_step;        // GLINT_FAULT_STEP=N: step N reports a failure (tests)
     int32_t max_waiting;
     char model_name[512];
     int64_t started; // unix time
@@ -83,12 +86,23 @@ struct sreq {
     int finished_noted; // metrics recorded
     int64_t t_arrival, t_first, t_last;
     struct MHD_Connection *conn;
+    int counted; // in S->in_flight
+    struct sreq *reg_prev, *reg_next;
     char *pending; // SSE bytes taken from resp, not yet handed to MHD
     size_t pending_len, pending_off;
 };
 
 static void sreq_free(struct sreq *r)
 {
+    struct server *S = r->S;
+    pthread_mutex_lock(&S->reg_mu); // unlinked before anything is destroyed (see engine_failed)
+    if (r->reg_prev)
+        r->reg_prev->reg_next = r->reg_next;
+    else if (S->reg == r)
+        S->reg = r->reg_next;
+    if (r->reg_next)
+        r->reg_next->reg_prev = r->reg_prev;
+    pthread_mutex_unlock(&S->reg_mu);
     gl_api_resp_free(r->resp);
     gl_api_req_free(&r->S->api, r->req);
     gl_free(r->pctx);
@@ -257,10 +271,17 @@ static struct sreq *sreq_new(struct server *S, struct gl_api_req *req, struct gl
     r->pctx = gl_calloc((size_t)req->n_prompts, sizeof *r->pctx);
     r->eng_ids = gl_calloc((size_t)req->n_prompts, sizeof *r->eng_ids);
     if (!r->pctx || !r->eng_ids || gl_api_resp_new(&r->resp, &S->api, req, &err) != GL_OK) {
+        r->req = NULL; // the caller still owns req
         sreq_free(r);
         (void)gl_api_fail(e, 500, NULL, "out of memory");
         return NULL;
     }
+    pthread_mutex_lock(&S->reg_mu);
+    r->reg_next = S->reg;
+    if (S->reg)
+        S->reg->reg_prev = r;
+    S->reg = r;
+    pthread_mutex_unlock(&S->reg_mu);
     return r;
 }
 
@@ -313,7 +334,8 @@ static void http_release(struct sreq *r)
         cancel_all(r);
     }
     r->http_done = 1;
-    atomic_fetch_sub(&r->S->in_flight, 1);
+    if (r->counted)
+        atomic_fetch_sub(&r->S->in_flight, 1);
     if (!sreq_release_locked(r))
         pthread_mutex_unlock(&r->mu);
 }
@@ -378,6 +400,7 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     }
     r->conn = c;
     r->t_arrival = gl_time_us();
+    r->counted = 1;
     atomic_fetch_add(&S->in_flight, 1);
     if (submit(S, r, &e) != GL_OK) {
         http_release(r);
@@ -405,12 +428,17 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
             break;
         }
     }
-    json_t *body = gone ? NULL : gl_api_resp_json(r->resp);
+    const struct gl_api_error *fe = gl_api_resp_error(r->resp);
+    if (fe)
+        e = *fe;
+    json_t *body = gone || fe ? NULL : gl_api_resp_json(r->resp);
     pthread_mutex_unlock(&r->mu);
     http_release(r);
     if (gone)
         return MHD_NO; // nobody to answer; the request was cancelled
-    return send_json(c, body ? 200 : 500, body ? body : gl_api_error_json(&e));
+    if (!body && !fe)
+        (void)gl_api_fail(&e, 500, NULL, "out of memory building the response");
+    return body ? send_json(c, 200, body) : send_error(c, &e);
 }
 
 // ---- other endpoints ----
@@ -606,16 +634,37 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 // ---- engine and probe threads ----
 
+// A failed step: /health turns 503 and every live request ends with an error (an SSE error event
+// then [DONE] when streaming, a 500 otherwise); nothing new is admitted.
+static void engine_failed(struct server *S, const char *why)
+{
+    GL_LOGE("serve: engine step failed: %s", why);
+    atomic_store(&S->state, ST_FAILED);
+    struct gl_api_error e;
+    (void)gl_api_fail(&e, 500, NULL, "engine failure: %s", why);
+    pthread_mutex_lock(&S->reg_mu);
+    for (struct sreq *r = S->reg; r; r = r->reg_next) {
+        pthread_mutex_lock(&r->mu);
+        gl_api_resp_fail(r->resp, &e);
+        cancel_all(r);
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
+    pthread_mutex_unlock(&S->reg_mu);
+}
+
 static void *engine_main(void *arg)
 {
     struct server *S = arg;
-    while (!atomic_load(&S->stop_engine)) {
+    for (int64_t step = 1; !atomic_load(&S->stop_engine); step++) {
         int n_active = 0;
         struct gl_err err = {0};
-        if (gl_engine_step(S->engine, &n_active, &err) != GL_OK) {
-            GL_LOGE("serve: engine step failed: %s", err.msg);
-            atomic_store(&S->state, ST_FAILED);
-        }
+        gl_status st = gl_engine_step(S->engine, &n_active, &err);
+        if (st == GL_OK && step == S->fault_step)
+            st = gl_err_set(&err, GL_E_INTERNAL, "injected fault at step %lld (GLINT_FAULT_STEP)",
+                            (long long)step);
+        if (st != GL_OK)
+            engine_failed(S, err.msg);
         if (n_active == 0)
             (void)gl_engine_wait(S->engine, 200);
     }
@@ -667,7 +716,6 @@ static void probe_once(struct server *S)
             snprintf(msg, sizeof msg, "probe: %s", e.msg);
         } else {
             r->t_arrival = t0;
-            atomic_fetch_add(&S->in_flight, 1);
             if (submit(S, r, &e) != GL_OK) {
                 snprintf(msg, sizeof msg, "probe submit failed: %s", e.msg);
             } else {
@@ -875,6 +923,9 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     snprintf(S->model_name, sizeof S->model_name, "%s",
              p->served_model_name ? p->served_model_name : p->model_path);
     pthread_mutex_init(&S->grammar_lock, NULL);
+    pthread_mutex_init(&S->reg_mu, NULL);
+    const char *fault = getenv("GLINT_FAULT_STEP");
+    S->fault_step = fault ? atoll(fault) : 0;
     pthread_mutex_init(&S->probe_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -938,8 +989,7 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     if (ls != MHD_INVALID_SOCKET)
         close(ls);
     int64_t until = gl_time_us() + (int64_t)(p->shutdown_timeout_s * 1e6);
-    // The probe's own request counts as in flight; it is not waited for.
-    while (atomic_load(&S->in_flight) > S->probe_started && gl_time_us() < until) {
+    while (atomic_load(&S->in_flight) > 0 && gl_time_us() < until) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -951,6 +1001,7 @@ out:
     pthread_cond_destroy(&S->probe_cv);
     pthread_mutex_destroy(&S->probe_mu);
     pthread_mutex_destroy(&S->grammar_lock);
+    pthread_mutex_destroy(&S->reg_mu);
     gl_free(S);
     return st;
 }
