@@ -116,13 +116,21 @@ GL_MUST_USE gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_en
                                    struct gl_api_error *e);
 void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r); // NULL-safe
 
-// Logits processors for choice `index` of prompt `p` (one per choice, n of them), or NULL when
-// the request is unconstrained. The returned array is gl_malloc'ed; the engine takes ownership
-// of each processor (and the caller frees the array). mask_us accumulates mask time (µs) for
-// metrics (the caller's counter, written on the engine thread). jump: enable jump-forward.
+// Grammar mask times for metrics: a histogram with fixed upper bounds (µs), written by the
+// engine thread and read by /metrics.
+#define GL_API_MASK_BUCKETS 12
+extern const double gl_api_mask_bounds_us[GL_API_MASK_BUCKETS];
+struct gl_api_mask_stats {
+    _Atomic int64_t buckets[GL_API_MASK_BUCKETS + 1]; // per bucket; the last is +Inf
+    _Atomic int64_t count, us_total;
+};
+
+// Logits processors for one prompt of r: n of them (one per choice), or *out NULL when the
+// request is unconstrained. The array is gl_malloc'ed: the engine takes ownership of each
+// processor, the caller frees the array. Every mask (and jump-forward walk) is timed into ms.
 GL_MUST_USE gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_req *r,
-                                        _Atomic int64_t *mask_us, struct gl_logits_processor **out,
-                                        struct gl_err *err);
+                                        struct gl_api_mask_stats *ms,
+                                        struct gl_logits_processor **out, struct gl_err *err);
 
 // ---- responses ----
 

@@ -21,8 +21,21 @@ struct proc {
     struct gl_atem_parser *atem; // turn grammars only: where are we in the turn
     int32_t budget;              // reasoning body tokens allowed; < 0: no limit
     int32_t n_reasoning;
-    _Atomic int64_t *mask_us;
+    struct gl_api_mask_stats *ms;
 };
+
+const double gl_api_mask_bounds_us[GL_API_MASK_BUCKETS] = {10,   25,   50,    100,   250, 500,
+                                                           1000, 2500, 10000, 25000, 1e5, 1e6};
+
+static void observe(struct gl_api_mask_stats *ms, int64_t us)
+{
+    int i = 0;
+    while (i < GL_API_MASK_BUCKETS && (double)us > gl_api_mask_bounds_us[i])
+        i++;
+    atomic_fetch_add(&ms->buckets[i], 1);
+    atomic_fetch_add(&ms->count, 1);
+    atomic_fetch_add(&ms->us_total, us);
+}
 
 static void no_sink(void *user, const struct gl_atem_event *ev)
 {
@@ -55,7 +68,7 @@ static void proc_mask(void *user, float *logits, int32_t n_vocab)
             if (!(bits >> (i - w * 32) & 1))
                 logits[i] = -INFINITY;
     }
-    atomic_fetch_add(p->mask_us, gl_time_us() - t0);
+    observe(p->ms, gl_time_us() - t0);
 }
 
 static void track(struct proc *p, int32_t t)
@@ -94,7 +107,7 @@ static int32_t proc_forced(void *user, int32_t *out, int32_t cap)
     // The matcher leaves the current state's mask behind (grammar.h): the next mask() call
     // reuses it instead of computing it twice per token.
     p->mask_valid = !finished;
-    atomic_fetch_add(p->mask_us, gl_time_us() - t0);
+    observe(p->ms, gl_time_us() - t0);
     for (int32_t i = 0; i < n; i++)
         track(p, out[i]);
     return n;
@@ -114,7 +127,7 @@ static void proc_free(void *user)
 }
 
 gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_req *r,
-                            _Atomic int64_t *mask_us, struct gl_logits_processor **out,
+                            struct gl_api_mask_stats *ms, struct gl_logits_processor **out,
                             struct gl_err *err)
 {
     *out = NULL;
@@ -142,7 +155,7 @@ gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_r
             break;
         }
         p->c = c;
-        p->mask_us = mask_us;
+        p->ms = ms;
         p->budget = r->turn ? r->reasoning_budget : -1;
         p->mask = gl_malloc(gl_gvocab_mask_words(c->gvocab) * sizeof *p->mask);
         procs[i] = (struct gl_logits_processor){.user = p,

@@ -121,7 +121,7 @@ static void hist(struct out *o, const char *name, const char *help, const char *
 }
 
 char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl_engine_stats *st,
-                        int64_t mask_us, size_t *len)
+                        struct gl_api_mask_stats *ms, size_t *len)
 {
     struct out o = {0};
     double usage =
@@ -147,9 +147,6 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
            (double)st->prefix_query_tokens);
     series(&o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.",
            model, (double)st->prefix_hit_tokens);
-    series(&o, "glint:grammar_mask_seconds_total", "counter",
-           "Time spent computing grammar token masks (engine thread).", model,
-           (double)mask_us / 1e6);
     pthread_mutex_lock(&m->mu);
     put(&o, "# HELP vllm:request_success_total Finished requests by finish reason.\n"
             "# TYPE vllm:request_success_total counter\n");
@@ -165,6 +162,17 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
     hist(&o, "glint:grammar_compile_seconds", "Grammar compile or cache lookup per request.", model,
          &m->h[GL_HIST_GRAMMAR]);
     pthread_mutex_unlock(&m->mu);
+    double bounds[GL_API_MASK_BUCKETS];
+    struct gl_hist mh = {.bounds = bounds, .n = GL_API_MASK_BUCKETS};
+    for (int i = 0; i < GL_API_MASK_BUCKETS; i++)
+        bounds[i] = gl_api_mask_bounds_us[i] / 1e6;
+    for (int i = 0; i <= GL_API_MASK_BUCKETS; i++)
+        mh.counts[i] = atomic_load(&ms->buckets[i]);
+    mh.count = atomic_load(&ms->count);
+    mh.sum = (double)atomic_load(&ms->us_total) / 1e6;
+    hist(&o, "glint:grammar_mask_seconds",
+         "Grammar token mask time per mask (and per jump-forward walk), engine thread.", model,
+         &mh);
     if (o.oom) {
         gl_free(o.p);
         return NULL;

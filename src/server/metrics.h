@@ -3,6 +3,7 @@
 // plus glint: series for the grammar engine. Internal to server/. Thread-safe (one mutex).
 #pragma once
 
+#include "api/api.h"
 #include "engine/engine.h"
 
 #include <pthread.h>
@@ -27,6 +28,7 @@ void gl_metrics_init(struct gl_metrics *m);
 void gl_metrics_destroy(struct gl_metrics *m);
 void gl_metrics_observe(struct gl_metrics *m, int hist, double seconds);
 void gl_metrics_finish(struct gl_metrics *m, const char *finish_reason);
-// The whole /metrics page (gl_malloc'ed text). mask_us: total grammar mask time.
+// The whole /metrics page (gl_malloc'ed text), with the grammar mask histogram ms.
 char *gl_metrics_render(struct gl_metrics *m, const char *model_name,
-                        const struct gl_engine_stats *st, int64_t mask_us, size_t *len);
+                        const struct gl_engine_stats *st, struct gl_api_mask_stats *ms,
+                        size_t *len);

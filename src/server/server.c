@@ -42,7 +42,7 @@ struct server {
     struct gl_engine *engine;
     struct gl_api_config api;
     struct gl_metrics metrics;
-    _Atomic int64_t mask_us;
+    struct gl_api_mask_stats mask_stats;
     _Atomic int state;
     _Atomic int stop_engine;
     _Atomic int64_t in_flight; // client requests not yet answered (the probe is not counted)
@@ -86,7 +86,6 @@ struct sreq {
     int finished_noted; // metrics recorded
     int64_t t_arrival, t_first, t_last;
     struct MHD_Connection *conn;
-    int counted; // in S->in_flight
     struct sreq *reg_prev, *reg_next;
     char *pending; // SSE bytes taken from resp, not yet handed to MHD
     size_t pending_len, pending_off;
@@ -171,9 +170,11 @@ static void on_event(void *user, const struct gl_event *ev)
 // ---- HTTP helpers ----
 
 struct conn {
+    struct server *S;
     char *body;
     size_t len, cap;
     int too_large;
+    int counted; // a generation request in S->in_flight until its answer is written
 };
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type,
@@ -296,7 +297,7 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
         struct gl_err err = {0};
         struct gl_logits_processor *procs = NULL;
         r->pctx[i] = (struct sprompt){r, i};
-        st = gl_api_make_procs(&S->api, q, &S->mask_us, &procs, &err);
+        st = gl_api_make_procs(&S->api, q, &S->mask_stats, &procs, &err);
         if (st != GL_OK) {
             (void)gl_api_fail(e, 500, NULL, "%s", err.msg);
             break;
@@ -334,8 +335,6 @@ static void http_release(struct sreq *r)
         cancel_all(r);
     }
     r->http_done = 1;
-    if (r->counted)
-        atomic_fetch_sub(&r->S->in_flight, 1);
     if (!sreq_release_locked(r))
         pthread_mutex_unlock(&r->mu);
 }
@@ -379,8 +378,11 @@ static void sse_free(void *cls)
 }
 
 static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum gl_api_endpoint ep,
-                                const struct conn *cn)
+                                struct conn *cn)
 {
+    // Counted until on_completed: the drain waits for answers to be written, not just built.
+    cn->counted = 1;
+    atomic_fetch_add(&S->in_flight, 1);
     struct gl_api_error e = {0};
     struct gl_engine_stats st;
     gl_engine_stats(S->engine, &st);
@@ -400,8 +402,6 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     }
     r->conn = c;
     r->t_arrival = gl_time_us();
-    r->counted = 1;
-    atomic_fetch_add(&S->in_flight, 1);
     if (submit(S, r, &e) != GL_OK) {
         http_release(r);
         return send_error(c, &e);
@@ -475,7 +475,7 @@ static enum MHD_Result metrics(struct server *S, struct MHD_Connection *c)
     struct gl_engine_stats st;
     gl_engine_stats(S->engine, &st);
     size_t len = 0;
-    char *t = gl_metrics_render(&S->metrics, S->model_name, &st, atomic_load(&S->mask_us), &len);
+    char *t = gl_metrics_render(&S->metrics, S->model_name, &st, &S->mask_stats, &len);
     if (!t)
         return fail(c, 500, NULL, "out of memory");
     enum MHD_Result ret = send_text(c, 200, "text/plain; version=0.0.4", t, len, NULL, NULL);
@@ -568,6 +568,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn = gl_calloc(1, sizeof *cn);
         if (!cn)
             return MHD_NO;
+        cn->S = S;
         *con_cls = cn;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > S->p.max_body_bytes)
@@ -626,6 +627,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     struct conn *cn = *con_cls;
     if (cn) {
+        if (cn->counted)
+            atomic_fetch_sub(&cn->S->in_flight, 1);
         gl_free(cn->body);
         gl_free(cn);
         *con_cls = NULL;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# End-to-end check of `glint serve` with the official openai npm SDK (pinned in
+# tests/oracle/package.json): tests/server/suite.mjs starts servers on free loopback ports with
+# the tiny random-weight Q8_0 model and runs its named checks (chat and completions, streaming
+# vs not, tools, every structured-output spelling validated with ajv, logprobs, stop strings,
+# usage vs /tokenize, every error code, auth, metrics, disconnect cancellation, the deep health
+# probe, SIGTERM drain). Fails if build/glint has no `serve` command.
+# Optional, slower: GL_SERVER_GUIDED=1 adds tests/server/guided200.mjs (200 MaskBench schemas
+# through response_format); GL_SERVER_LOAD=1 adds tests/server/load.mjs (64 streaming clients for
+# GL_SERVER_LOAD_S seconds, default 60, then 32 disconnects; RSS growth and page leaks).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. tests/oracle/lib.sh
+case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
+export GLINT_BIN
+[ -x "$GLINT_BIN" ] || { echo "server: $GLINT_BIN not built"; exit 1; }
+if ! "$GLINT_BIN" serve --help >/dev/null 2>&1; then
+    echo "FAIL server: '$GLINT_BIN serve --help' fails: no serve command"
+    "$GLINT_BIN" serve --help 2>&1 | head -n 3 | sed 's/^/    /'
+    exit 1
+fi
+[ -d tests/oracle/node_modules/openai ] && [ -d tests/oracle/node_modules/ajv-formats ] ||
+    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+MODEL="$(gl_tiny_model Q8_0)"
+
+rc=0
+timeout -k 10 300 node tests/server/suite.mjs "$MODEL" || rc=1
+if [ "${GL_SERVER_GUIDED:-0}" = 1 ]; then
+    timeout -k 10 900 node tests/server/guided200.mjs --model "$MODEL" || rc=1
+fi
+if [ "${GL_SERVER_LOAD:-0}" = 1 ]; then
+    timeout -k 10 $((${GL_SERVER_LOAD_S:-60} + 300)) \
+        node tests/server/load.mjs --model "$MODEL" --duration "${GL_SERVER_LOAD_S:-60}" || rc=1
+fi
+[ "$rc" = 0 ] && echo "server: OK" || echo "server: FAILED"
+exit "$rc"
