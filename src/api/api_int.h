@@ -19,3 +19,5 @@ int gl_api_detok(const struct gl_tokenizer *t, const int32_t *ids, int32_t n, in
 // A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD (jansson refuses it). NULL
 // only when out of memory.
 json_t *gl_api_jstr(const char *p, size_t n);
+// The id of the one token that encodes text exactly (no specials, no BOS), or -1.
+int32_t gl_api_single_token(const struct gl_tokenizer *t, const char *text);

@@ -54,6 +54,17 @@ int gl_api_detok(const struct gl_tokenizer *t, const int32_t *ids, int32_t n, in
     return 0;
 }
 
+int32_t gl_api_single_token(const struct gl_tokenizer *t, const char *text)
+{
+    gl_token *ids = NULL;
+    size_t n = 0;
+    if (gl_tokenizer_encode(t, text, strlen(text), 0, 0, &ids, &n, NULL) != GL_OK)
+        return -1;
+    int32_t id = n == 1 ? ids[0] : -1;
+    gl_free(ids);
+    return id;
+}
+
 json_t *gl_api_tokenize(const struct gl_api_config *c, const char *body, size_t len,
                         struct gl_api_error *e)
 {

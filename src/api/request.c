@@ -748,6 +748,17 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
                         name ? json_pack("{s:s}", "name", name) : json_string(mode));
     json_object_set_new(spec, "parallel", json_boolean(r->parallel_tool_calls));
     json_object_set_new(spec, "reasoning", json_boolean(reasoning));
+    // Header pieces pinned to their one-token spelling, so the grammar forces them token by
+    // token and jump-forward computes them in one pass (grammar.h).
+    json_t *ht = json_object();
+    static const char *pieces[][2] = {
+        {"to", " to"}, {"self", "=self"}, {"user", "=user"}, {"assistant", "assistant"}};
+    for (size_t i = 0; ht && i < sizeof pieces / sizeof pieces[0]; i++) {
+        int32_t id = gl_api_single_token(c->tok, pieces[i][1]);
+        if (id >= 0)
+            json_object_set_new(ht, pieces[i][0], json_integer(id));
+    }
+    json_object_set_new(spec, "header_tokens", ht);
     char *src = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(spec);
     if (!src)

@@ -59,7 +59,8 @@ GL_MUST_USE gl_status gl_fe_atem_tools_build(struct gl_gir_builder *b, struct gl
 // The turn spec (grammar.h, GL_GRAMMAR_ATEM_TURN): canon checks it (GL_E_INVAL naming the field)
 // and returns its normal form, the cache key and build's input: every field present, defaults
 // filled in, fields the language does not depend on nulled (tools under "none", body without a
-// user arm, parallel without a tool arm), a JSON body source parsed.
+// user arm, parallel without a tool arm), a JSON body source parsed, header_tokens reduced to
+// the pinned pieces the language uses (null when none).
 GL_MUST_USE gl_status gl_fe_atem_turn_canon(json_t *spec, json_t **out, struct gl_err *err);
 GL_MUST_USE gl_status gl_fe_atem_turn_build(struct gl_gir_builder *b, struct gl_gctx *c,
                                             json_t *turn, int32_t *root, struct gl_err *err);

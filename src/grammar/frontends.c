@@ -762,8 +762,12 @@ out:
 
 enum turn_choice { TC_NONE, TC_AUTO, TC_REQUIRED, TC_NAMED };
 
-static const char *const turn_fields[] = {"body",     "tools",     "tool_choice",
-                                          "parallel", "reasoning", NULL};
+static const char *const turn_fields[] = {"body",      "tools",         "tool_choice", "parallel",
+                                          "reasoning", "header_tokens", NULL};
+// header_tokens pieces and the bytes each pinned token stands for (grammar.h).
+enum turn_piece { HP_TO, HP_SELF, HP_USER, HP_ASSISTANT, HP_N };
+static const char *const piece_names[] = {"to", "self", "user", "assistant", NULL};
+static const char *const piece_bytes[] = {" to", "=self", "=user", "assistant"};
 static const char *const body_kinds[] = {"json_schema", "json_object", "regex",
                                          "choice",      "gbnf",        NULL};
 
@@ -891,6 +895,64 @@ static gl_status turn_body_canon(json_t *body, json_t **out, struct gl_err *err)
     return *out ? GL_OK : gl_err_set(err, GL_E_NOMEM, "body: out of memory");
 }
 
+// A tool in the tool arm whose name starts with prefix ("self", "user"): its header "=NAME"
+// begins with the bytes of the pinned "=self"/"=user" token, so that token would be both a
+// token literal (reasoning, answer) and bytes of the call. The matcher takes a token literal
+// over a byte reading, so pinning there would make the tool unreachable in canonical tokens.
+static int tool_prefixed(json_t *tools, size_t n, const char *only, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    for (size_t i = 0; i < n; i++) {
+        const char *tn = tool_name(json_array_get(tools, i));
+        if (tn && !strncmp(tn, prefix, pl) && (!only || !strcmp(tn, only)))
+            return 1;
+    }
+    return 0;
+}
+
+// The normal form of header_tokens: null when no piece is pinned, else an object with the
+// pinned pieces the language uses (ids >= 0). used[p]: the piece occurs in the grammar and may
+// be pinned (no conflicting tool name).
+static gl_status turn_header_canon(json_t *ht, const int *used, json_t **out, struct gl_err *err)
+{
+    *out = NULL;
+    if (ht && !json_is_null(ht) && !json_is_object(ht))
+        return gl_err_set(err, GL_E_INVAL,
+                          "header_tokens: expected null or {\"to\": ID, \"self\": ID, "
+                          "\"user\": ID, \"assistant\": ID}");
+    const char *k;
+    json_t *v;
+    if (json_is_object(ht)) {
+        json_object_foreach(ht, k, v)
+        {
+            if (!is_one_of(k, piece_names))
+                return gl_err_set(err, GL_E_INVAL,
+                                  "header_tokens: unknown piece '%.64s' (to, self, user, "
+                                  "assistant)",
+                                  k);
+            json_int_t id = json_is_integer(v) ? json_integer_value(v) : -2;
+            if (!json_is_null(v) && (id < -1 || id > INT32_MAX))
+                return gl_err_set(err, GL_E_INVAL,
+                                  "header_tokens: %s: expected a token id (0..2147483647), -1 "
+                                  "or null",
+                                  k);
+        }
+    }
+    json_t *o = NULL;
+    for (int p = 0; p < HP_N; p++) {
+        json_t *id = json_object_get(ht, piece_names[p]);
+        if (!used[p] || !json_is_integer(id) || json_integer_value(id) < 0)
+            continue;
+        if ((!o && !(o = json_object())) ||
+            json_object_set_new(o, piece_names[p], json_integer(json_integer_value(id)))) {
+            json_decref(o);
+            return gl_err_set(err, GL_E_NOMEM, "atem_turn: out of memory");
+        }
+    }
+    *out = o ? o : json_null();
+    return GL_OK;
+}
+
 gl_status gl_fe_atem_turn_canon(json_t *spec, json_t **out, struct gl_err *err)
 {
     *out = NULL;
@@ -925,10 +987,23 @@ gl_status gl_fe_atem_turn_canon(json_t *spec, json_t **out, struct gl_err *err)
             return gl_err_set(err, GL_E_INVAL,
                               "tools[%zu]: function name '%s' is a reserved ATEM recipient", i, tn);
     }
-    json_t *body = NULL;
-    st = turn_body_canon(user ? json_object_get(spec, "body") : NULL, &body, err);
+    // Pieces the language uses; "self"/"user" stay bytes where a tool name would share them.
+    int used[HP_N] = {
+        [HP_TO] = 1,
+        [HP_SELF] = reasoning && !(tool && tool_prefixed(tools, n, name, "self")),
+        [HP_USER] = user && !(tool && tool_prefixed(tools, n, name, "user")),
+        [HP_ASSISTANT] = reasoning || (tool && parallel),
+    };
+    json_t *ht = NULL;
+    st = turn_header_canon(json_object_get(spec, "header_tokens"), used, &ht, err);
     if (st != GL_OK)
         return st;
+    json_t *body = NULL;
+    st = turn_body_canon(user ? json_object_get(spec, "body") : NULL, &body, err);
+    if (st != GL_OK) {
+        json_decref(ht);
+        return st;
+    }
     // Fields the language does not depend on are normalised away (shared cache entries).
     json_t *tc = mode == TC_NAMED  ? json_pack("{s:s}", "name", name)
                  : mode == TC_NONE ? json_string("none")
@@ -939,13 +1014,16 @@ gl_status gl_fe_atem_turn_canon(json_t *spec, json_t **out, struct gl_err *err)
         json_decref(tc);
         json_decref(o);
         json_decref(body);
+        json_decref(ht);
         return gl_err_set(err, GL_E_NOMEM, "atem_turn: out of memory");
     }
-    int ok = !json_object_set_new(o, "body", body) &&
-             !json_object_set_new(o, "tools", tool ? json_incref(tools) : json_null()) &&
-             !json_object_set_new(o, "tool_choice", tc) &&
-             !json_object_set_new(o, "parallel", json_boolean(tool && parallel)) &&
-             !json_object_set_new(o, "reasoning", json_boolean(reasoning));
+    // Every set is made (each takes its value even when it fails), so nothing leaks.
+    int ok = !json_object_set_new(o, "body", body);
+    ok &= !json_object_set_new(o, "tools", tool ? json_incref(tools) : json_null());
+    ok &= !json_object_set_new(o, "tool_choice", tc);
+    ok &= !json_object_set_new(o, "parallel", json_boolean(tool && parallel));
+    ok &= !json_object_set_new(o, "reasoning", json_boolean(reasoning));
+    ok &= !json_object_set_new(o, "header_tokens", ht);
     if (!ok) {
         json_decref(o);
         return gl_err_set(err, GL_E_NOMEM, "atem_turn: out of memory");
@@ -1034,6 +1112,15 @@ gl_status gl_fe_atem_turn_build(struct gl_gir_builder *b, struct gl_gctx *c, jso
     if (st != GL_OK)
         return st;
     int user = mode == TC_NONE || mode == TC_AUTO, tool = mode != TC_NONE;
+    // Header pieces: the pinned token (canon kept only the usable ones) or the bytes.
+    json_t *ht = json_object_get(turn, "header_tokens");
+    int32_t piece[HP_N];
+    for (int p = 0; p < HP_N; p++) {
+        json_t *id = json_object_get(ht, piece_names[p]);
+        piece[p] = json_is_integer(id) && json_integer_value(id) >= 0
+                       ? token_of(b, (int32_t)json_integer_value(id))
+                       : add_bytes_str(b, piece_bytes[p]);
+    }
     int32_t msg = token_of(b, ATEM_TOK_MESSAGE), eom = token_of(b, GL_TOK_EOM);
     int32_t start = token_of(b, ATEM_TOK_START);
     int32_t arms[2], na = 0;
@@ -1041,35 +1128,37 @@ gl_status gl_fe_atem_turn_build(struct gl_gir_builder *b, struct gl_gctx *c, jso
         int32_t body;
         if ((st = turn_body_build(b, c, json_object_get(turn, "body"), &body, err)) != GL_OK)
             return st;
-        int32_t kids[3] = {add_bytes_str(b, " to=user"), msg, body};
-        if ((arms[na++] = seq_of(b, kids, 3)) < 0)
+        int32_t kids[4] = {piece[HP_TO], piece[HP_USER], msg, body};
+        if ((arms[na++] = seq_of(b, kids, 4)) < 0)
             return builder_failed(b, err);
     }
     if (tool) {
         // CALL starts at '=' (the model's " to" token comes first) and ends at
-        // </atem:function_calls>; the stop token after it is the matcher's.
+        // </atem:function_calls>; the stop token after it is the matcher's. Tool names are
+        // never pinned: "=get_weather" is bytes, whatever tokens spell it.
         int32_t call;
         st = gl_fe_atem_tools_build(b, c, tools, name, ATEM_TOK_MESSAGE, &call, err);
         if (st != GL_OK)
             return st;
-        int32_t kids[3] = {add_bytes_str(b, " to"), call, -1};
+        int32_t kids[3] = {piece[HP_TO], call, -1};
         int32_t nk = 2;
         if (json_is_true(json_object_get(turn, "parallel"))) {
-            int32_t again[4] = {eom, start, add_bytes_str(b, "assistant to"), call};
-            kids[nk++] = repeat_of(b, seq_of(b, again, 4), 0, -1);
+            int32_t again[5] = {eom, start, piece[HP_ASSISTANT], piece[HP_TO], call};
+            kids[nk++] = repeat_of(b, seq_of(b, again, 5), 0, -1);
         }
         if ((arms[na++] = seq_of(b, kids, nk)) < 0)
             return builder_failed(b, err);
     }
     int32_t arm = na == 1 ? arms[0] : gl_gir_add_list(b, GN_ALT, arms, na);
     if (arm >= 0 && json_is_true(json_object_get(turn, "reasoning"))) {
-        int32_t r[6] = {add_bytes_str(b, " to=self"),
+        int32_t r[7] = {piece[HP_TO],
+                        piece[HP_SELF],
                         msg,
                         gl_gir_add(b, &(struct gl_gnode){.kind = GN_ANYBYTES}),
                         eom,
                         start,
-                        add_bytes_str(b, "assistant")};
-        int32_t kids[2] = {repeat_of(b, seq_of(b, r, 6), 0, 1), arm};
+                        piece[HP_ASSISTANT]};
+        int32_t kids[2] = {repeat_of(b, seq_of(b, r, 7), 0, 1), arm};
         arm = seq_of(b, kids, 2);
     }
     if (arm < 0)

@@ -40,26 +40,45 @@ enum gl_grammar_kind {
 // `<|start|>assistant` (arch doc §5), header included, as one grammar. Why: the model writes its
 // own header, so a constraint armed by detecting the header in the output can arm late, on the
 // wrong message, or not at all (sglang #34631-style bugs); here arming is exact by construction
-// and nothing is detected. Language (special tokens by id, as GN_TOKEN):
+// and nothing is detected. Language (special tokens by id, as GN_TOKEN; TO, SELF, USER, ASSISTANT
+// are header pieces, below):
 //   TURN      := REASONING? ARM
-//   REASONING := " to=self" <|message|> FREE <|eom|> <|start|> "assistant"
-//   ARM       := " to=user" <|message|> BODY                                      (user arm)
-//              | " to" CALL (<|eom|> <|start|> "assistant" " to" CALL)*           (tool arm)
+//   REASONING := TO SELF <|message|> FREE <|eom|> <|start|> ASSISTANT
+//   ARM       := TO USER <|message|> BODY                                         (user arm)
+//              | TO CALL (<|eom|> <|start|> ASSISTANT TO CALL)*                   (tool arm)
 // then a stop token (the matcher's stop set: <|eot|> 200008, <|end_of_text|> 200001). CALL is
-// gl_grammar_compile_atem_tools' grammar from "=NAME<|message|>..."; the repetition only when
-// parallel. FREE: any run of non-special tokens (any bytes: tokens may split UTF-8). BODY: FREE,
-// or the body constraint. Ids: <|eom|> 200007, <|start|> 200022, <|message|> 200023.
+// gl_grammar_compile_atem_tools' grammar from "=NAME<|message|>..." (bytes: tool names are never
+// pinned); the repetition only when parallel. FREE: any run of non-special tokens (any bytes:
+// tokens may split UTF-8). BODY: FREE, or the body constraint. Ids: <|eom|> 200007, <|start|>
+// 200022, <|message|> 200023.
+// Header pieces: TO is " to", SELF "=self", USER "=user", ASSISTANT "assistant" -- as bytes (any
+// tokens that spell them), or pinned by "header_tokens" to one token id (GN_TOKEN: only that
+// token, never its bytes spelled otherwise). Pinned, each header position allows exactly one
+// token, so jump-forward (gl_matcher_forced_tokens) takes <|start|>, "assistant", " to" after the
+// reasoning's <|eom|>, and <|message|> after "=self"/"=user"; the model is trained on these
+// canonical spellings (o200k: " to" 328, "=self" 19669, "=user" 76976, "assistant" 140680).
 // Spec: {"body": null | {"kind": "json_schema"|"json_object"|"regex"|"choice"|"gbnf",
 //                        "source": regex/GBNF text, or the JSON text (or value) of a schema or
 //                                  choice list; ignored for json_object},
 //        "tools": null | OpenAI tools array, "tool_choice": "none"|"auto"|"required"|{"name": N}
 //        (OpenAI's {"type":"function","function":{"name":N}} too), "parallel": bool,
-//        "reasoning": bool}. Arms: "none" (or no tools): user; "auto": user | tool (any tool);
-// "required": tool (any); named: tool with N only. reasoning false: no REASONING. Missing
-// fields: body null, tool_choice "auto" with tools else "none", parallel true, reasoning true.
+//        "reasoning": bool,
+//        "header_tokens": null | {"to": ID, "self": ID, "user": ID, "assistant": ID}}.
+// Arms: "none" (or no tools): user; "auto": user | tool (any tool); "required": tool (any);
+// named: tool with N only. reasoning false: no REASONING. Missing fields: body null,
+// tool_choice "auto" with tools else "none", parallel true, reasoning true, header_tokens null.
+// header_tokens: each piece optional; ID an integer 0..INT32_MAX pins the piece, -1, null or
+// absence keeps its bytes. The grammar has no tokenizer and cannot check an ID: the caller
+// guarantees that the token's bytes are exactly the piece's (encode the piece; pin it only when
+// that gives one token) and that it is inside the vocabulary (a pinned id the vocabulary lacks
+// is never allowed, so the header could not be written). SELF / USER stay bytes when the tool arm
+// has a tool whose name starts with "self" / "user": the matcher reads a pinned token as the
+// literal, so "=user" would always open the answer, never "=user_lookup". The canonical
+// form (the cache key) keeps only the pinned pieces the language uses, and null when none.
 // Errors (GL_E_INVAL) name the field: "tool_choice: function 'x' is not in tools", "body: " +
-// the body front end's own message, "tools[i]: ..." as for forced calls; tools named "self" or
-// "user" are refused (they would read back as reasoning or the answer).
+// the body front end's own message, "tools[i]: ..." as for forced calls, "header_tokens: ..." for
+// an unknown piece or an ID outside -1..INT32_MAX; tools named "self" or "user" are refused (they
+// would read back as reasoning or the answer).
 
 struct gl_grammar_opts {
     int32_t ws_max;            // bytes per whitespace run; 0 = compact; default 16

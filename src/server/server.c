@@ -25,10 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GL_VERSION    "0.1.0"
-#define SLICE_MS      50
-#define PROBE_ITEMS   80 // deep probe: array length (>= 384 tokens however the model spells it)
-#define GRAMMAR_CACHE 256
+#define GL_VERSION  "0.1.0"
+#define SLICE_MS    50
+#define PROBE_ITEMS 80 // deep probe: array length (>= 384 tokens however the model spells it)
+// Room the probe needs: 80 items of at most ~24 tokens each (digits, booleans, compact JSON).
+#define PROBE_MIN_CONTEXT 2048
+#define GRAMMAR_CACHE     256
 
 enum state { ST_LOADING, ST_READY, ST_DRAINING, ST_FAILED };
 
@@ -696,7 +698,8 @@ static int probe_valid(const char *text, size_t len, char *why, size_t cap)
 static void probe_once(struct server *S)
 {
     char body[1024];
-    int32_t max_tokens = S->api.max_model_len - 16 < 2048 ? S->api.max_model_len - 16 : 2048;
+    int32_t max_tokens = S->api.max_model_len - 16 < PROBE_MIN_CONTEXT ? S->api.max_model_len - 16
+                                                                       : PROBE_MIN_CONTEXT;
     snprintf(body, sizeof body,
              "{\"prompt\":\"glint deep health probe\",\"max_tokens\":%d,\"temperature\":0,"
              "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"probe\","
@@ -710,7 +713,11 @@ static void probe_once(struct server *S)
     char msg[768] = "";
     int ok = 0;
     int64_t t0 = gl_time_us(), tokens = 0;
-    if (gl_api_parse(&S->api, GL_API_COMPLETIONS, body, strlen(body), &req, &e) != GL_OK) {
+    if (max_tokens < PROBE_MIN_CONTEXT) {
+        snprintf(msg, sizeof msg,
+                 "max_model_len %d is too small for the deep probe (it needs %d tokens of room)",
+                 S->api.max_model_len, PROBE_MIN_CONTEXT + 16);
+    } else if (gl_api_parse(&S->api, GL_API_COMPLETIONS, body, strlen(body), &req, &e) != GL_OK) {
         snprintf(msg, sizeof msg, "probe request refused: %s", e.msg);
     } else {
         struct sreq *r = sreq_new(S, req, &e);

@@ -53,8 +53,23 @@ enum choice { C_NONE, C_AUTO, C_REQUIRED, C_NAMED, C_N };
 static const char *const CHOICE_NAMES[] = {"none", "auto", "required", "named"};
 static const char *const BODY_NAMES[] = {"free", "json_schema", "regex", "choice"};
 
-// A spec document (JSON text, malloc'ed).
-static char *make_spec(enum choice ch, int reasoning, int parallel, enum body_kind body)
+// Header pieces pinned to their one-token spelling (grammar.h "header_tokens"), encoded in main.
+enum { HT_TO, HT_SELF, HT_USER, HT_ASSISTANT, HT_N };
+static const char *const HT_NAMES[] = {"to", "self", "user", "assistant"};
+static const char *const HT_TEXT[] = {" to", "=self", "=user", "assistant"};
+static int32_t ht[HT_N] = {-1, -1, -1, -1};
+
+static json_t *header_tokens(void)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < HT_N; i++)
+        json_object_set_new(o, HT_NAMES[i], json_integer(ht[i]));
+    return o;
+}
+
+// A spec document (JSON text, malloc'ed); pin: with header_tokens.
+static char *make_spec_pin(enum choice ch, int reasoning, int parallel, enum body_kind body,
+                           int pin)
 {
     json_t *s = json_object();
     json_t *b = json_null();
@@ -71,9 +86,16 @@ static char *make_spec(enum choice ch, int reasoning, int parallel, enum body_ki
                                       : json_string(CHOICE_NAMES[ch]));
     json_object_set_new(s, "parallel", json_boolean(parallel));
     json_object_set_new(s, "reasoning", json_boolean(reasoning));
+    if (pin)
+        json_object_set_new(s, "header_tokens", header_tokens());
     char *text = json_dumps(s, JSON_COMPACT);
     json_decref(s);
     return text;
+}
+
+static char *make_spec(enum choice ch, int reasoning, int parallel, enum body_kind body)
+{
+    return make_spec_pin(ch, reasoning, parallel, body, 0);
 }
 
 static struct gl_grammar *compile(const char *spec, struct gl_err *err)
@@ -116,6 +138,8 @@ static uint32_t rnd(void)
 
 // Tokens that can close a value (quotes, brackets, '<', '-', digits): picked among the allowed
 // ones often, so walks through JSON, regex and tool bodies finish in a few hundred tokens.
+static int32_t token_of(const char *text);
+
 static int32_t *closers;
 static int n_closers;
 static int32_t *cand;
@@ -304,7 +328,7 @@ static int utf8_valid(const char *s, size_t n)
 }
 
 struct tally {
-    int walks, finished, good;
+    int walks, finished, good, pinned;
     int user, tool, reasoning, multi_calls;
 };
 
@@ -443,46 +467,89 @@ static void print_walk(const int32_t *ids, int n)
     fputc('\n', stderr);
 }
 
+// A walk under pinned header tokens spells every header canonically: " to" first, then "=self"
+// or "=user" (the test tools' names start with neither) or the tool's bytes, and "assistant"
+// " to" after each <|start|>.
+static int pinned_ok(const int32_t *ids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int h; // the header's " to"
+        if (i == 0) {
+            h = 0;
+        } else if (ids[i] == TOK_START) {
+            if (i + 1 >= n || ids[i + 1] != ht[HT_ASSISTANT])
+                return 0;
+            h = i + 2;
+        } else {
+            continue;
+        }
+        if (h + 1 >= n || ids[h] != ht[HT_TO])
+            return 0;
+        int32_t r = ids[h + 1];
+        size_t len;
+        const char *p = gl_tokenizer_token_bytes(tok, r, &len);
+        int reserved = len >= 5 && (!memcmp(p, "=self", 5) || !memcmp(p, "=user", 5));
+        if (reserved && r != ht[HT_SELF] && r != ht[HT_USER])
+            return 0;
+        if ((r == ht[HT_SELF] || r == ht[HT_USER]) && (h + 2 >= n || ids[h + 2] != TOK_MSG))
+            return 0;
+    }
+    return 1;
+}
+
+// Walks alternate between the grammar with the header spelled in bytes and the one with
+// header_tokens pinned; both must give right turns.
 static void run_config(enum choice ch, int reasoning, int parallel, enum body_kind body,
                        int n_walks, struct tally *t)
 {
-    char *spec = make_spec(ch, reasoning, parallel, body);
-    struct gl_err err = {0};
-    struct gl_grammar *g = compile(spec, &err);
-    free(spec);
-    if (!g) {
-        fprintf(stderr, "  compile %s/%d/%d/%s: %s\n", CHOICE_NAMES[ch], reasoning, parallel,
-                BODY_NAMES[body], err.msg);
+    struct gl_grammar *g[2] = {NULL, NULL};
+    for (int pin = 0; pin < 2; pin++) {
+        char *spec = make_spec_pin(ch, reasoning, parallel, body, pin);
+        struct gl_err err = {0};
+        g[pin] = compile(spec, &err);
+        free(spec);
+        if (!g[pin])
+            fprintf(stderr, "  compile %s/%d/%d/%s pinned %d: %s\n", CHOICE_NAMES[ch], reasoning,
+                    parallel, BODY_NAMES[body], pin, err.msg);
+    }
+    if (!g[0] || !g[1]) {
         t->walks += n_walks;
+        gl_grammar_unref(g[0]);
+        gl_grammar_unref(g[1]);
         return;
     }
     uint32_t *mask = malloc(words * 4);
     int32_t *ids = malloc(WALK_CAP * sizeof *ids);
     for (int w = 0; w < n_walks; w++) {
-        int forced;
-        int n = walk(g, 0, ids, WALK_CAP, mask, &forced);
+        int forced, pin = w & 1;
+        int n = walk(g[pin], 0, ids, WALK_CAP, mask, &forced);
         t->walks++;
         if (n < 0)
             continue;
         t->finished++;
+        t->pinned += pin;
         const char *why = "";
-        if (check_walk(ids, n, ch, reasoning, parallel, body, t, &why)) {
+        if (check_walk(ids, n, ch, reasoning, parallel, body, t, &why) &&
+            (!pin || (why = "header not in pinned tokens", pinned_ok(ids, n)))) {
             t->good++;
         } else {
-            fprintf(stderr, "  bad walk (%s/%s reasoning %d parallel %d): %s\n", CHOICE_NAMES[ch],
-                    BODY_NAMES[body], reasoning, parallel, why);
+            fprintf(stderr, "  bad walk (%s/%s reasoning %d parallel %d pinned %d): %s\n",
+                    CHOICE_NAMES[ch], BODY_NAMES[body], reasoning, parallel, pin, why);
             print_walk(ids, n);
         }
     }
     free(mask);
     free(ids);
-    gl_grammar_unref(g);
+    gl_grammar_unref(g[0]);
+    gl_grammar_unref(g[1]);
 }
 
 static void report(const char *what, const struct tally *t)
 {
-    printf("# %s: %d/%d finished, %d good; user %d, tool %d, reasoning %d, several calls %d\n",
-           what, t->finished, t->walks, t->good, t->user, t->tool, t->reasoning, t->multi_calls);
+    printf("# %s: %d/%d finished (%d pinned), %d good; user %d, tool %d, reasoning %d, several "
+           "calls %d\n",
+           what, t->finished, t->walks, t->pinned, t->good, t->user, t->tool, t->reasoning,
+           t->multi_calls);
 }
 
 // Most walks finish (a few may run into the cap in long free text), and every finished one is
@@ -491,6 +558,7 @@ static void check_tally(const struct tally *t)
 {
     CHECK(t->finished >= t->walks - t->walks / 8);
     CHECK(t->good == t->finished);
+    CHECK(t->pinned > 0 && t->pinned < t->finished);
 }
 
 TEST(test_walks_none)
@@ -775,8 +843,9 @@ TEST(test_forced_tokens)
                                  {C_REQUIRED, 1, 1, B_FREE}};
     int32_t *x = malloc(WALK_CAP * sizeof *x), *y = malloc(WALK_CAP * sizeof *y);
     int same = 0, runs = 0, forced_total = 0;
-    for (int c = 0; c < 4; c++) {
-        spec = make_spec((enum choice)cfg[c][0], cfg[c][1], cfg[c][2], (enum body_kind)cfg[c][3]);
+    for (int c = 0; c < 8; c++) { // each configuration in bytes, then with header_tokens
+        spec = make_spec_pin((enum choice)cfg[c % 4][0], cfg[c % 4][1], cfg[c % 4][2],
+                             (enum body_kind)cfg[c % 4][3], c >= 4);
         struct gl_grammar *g = compile_text(spec);
         free(spec);
         if (!g)
@@ -800,13 +869,217 @@ TEST(test_forced_tokens)
         gl_grammar_unref(g);
     }
     printf("# jump-forward: %d/%d walks equal, %d tokens forced\n", same, runs, forced_total);
-    CHECK(runs == 24 && same == runs);
+    CHECK(runs == 48 && same == runs);
     CHECK(forced_total > runs); // at least <|message|> in each walk
     free(x);
     free(y);
     free(mask);
     gl_grammar_unref(a);
     gl_grammar_unref(yes);
+}
+
+// ---- pinned header tokens ----
+
+static int popcount_mask(const uint32_t *mask)
+{
+    int n = 0;
+    for (size_t w = 0; w < words; w++)
+        n += __builtin_popcount(mask[w]);
+    return n;
+}
+
+// gl_matcher_forced_tokens from m's state equals want[0..n).
+static int forced_is(struct gl_matcher *m, uint32_t *mask, const int32_t *want, int n)
+{
+    int32_t out[64];
+    int32_t k = gl_matcher_forced_tokens(m, out, 64, mask);
+    int ok = k == n && (n == 0 || !memcmp(out, want, (size_t)n * sizeof *out));
+    if (!ok) {
+        fprintf(stderr, "  forced:");
+        for (int i = 0; i < k; i++)
+            fprintf(stderr, " %d", out[i]);
+        fprintf(stderr, " (want");
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, " %d", want[i]);
+        fprintf(stderr, ")\n");
+    }
+    return ok;
+}
+
+static struct gl_grammar *compile_pin(enum choice ch, int reasoning, int parallel,
+                                      enum body_kind body, int pin)
+{
+    char *spec = make_spec_pin(ch, reasoning, parallel, body, pin);
+    struct gl_grammar *g = compile_text(spec);
+    free(spec);
+    return g;
+}
+
+TEST(test_pinned_header)
+{
+    REQUIRE(vocab);
+    // The canonical one-token spellings of the header pieces.
+    static const int32_t known[HT_N] = {328, 19669, 76976, 140680};
+    for (int i = 0; i < HT_N; i++)
+        CHECKF(ht[i] == known[i], "\"%s\" encodes to %d, not one token %d", HT_TEXT[i], ht[i],
+               known[i]);
+    REQUIRE(ht[HT_TO] >= 0 && ht[HT_SELF] >= 0 && ht[HT_USER] >= 0 && ht[HT_ASSISTANT] >= 0);
+    uint32_t *mask = malloc(words * 4);
+    struct gl_grammar *a = compile_pin(C_AUTO, 1, 1, B_FREE, 1);
+    struct gl_grammar *a0 = compile_pin(C_AUTO, 1, 1, B_FREE, 0);
+    struct gl_grammar *none = compile_pin(C_NONE, 1, 0, B_FREE, 1);
+    struct gl_grammar *none0 = compile_pin(C_NONE, 0, 0, B_CHOICE, 1);
+    struct gl_grammar *req = compile_pin(C_REQUIRED, 0, 1, B_FREE, 1);
+    REQUIRE(mask && a && a0 && none && none0 && req);
+    const int32_t start_hdr[] = {TOK_START, ht[HT_ASSISTANT], ht[HT_TO]};
+    const int32_t start_user[] = {TOK_START, ht[HT_ASSISTANT], ht[HT_TO], ht[HT_USER], TOK_MSG};
+    const int32_t msg[] = {TOK_MSG};
+    const char *call = "<atem:function_calls>\n<atem:invoke name=\"ping\">\n</atem:invoke>\n"
+                       "</atem:function_calls>";
+
+    // At the very start only " to" is allowed; then reasoning, the answer or a tool.
+    struct gl_matcher *m = matcher(a, 2);
+    gl_matcher_fill_mask(m, mask);
+    CHECK(popcount_mask(mask) == 1 && allowed(mask, ht[HT_TO]));
+    CHECK(forced_is(m, mask, ht, 1)); // " to", then a real choice
+    int32_t eq_get = token_of("=get"), eq_s = token_of("=s");
+    REQUIRE(eq_get >= 0 && eq_s >= 0);
+    CHECK(allowed(mask, ht[HT_SELF]) && allowed(mask, ht[HT_USER]) && allowed(mask, eq_get) &&
+          !allowed(mask, eq_s)); // tool names in any spelling, "=self" only as the one token
+    // Reasoning: <|message|> forced after "=self"; after <|eom|> <|start|> assistant " to" are.
+    CHECK(gl_matcher_accept(m, ht[HT_SELF]) && forced_is(m, mask, msg, 1));
+    CHECK(acc_str(m, "think") && gl_matcher_accept(m, GL_TOK_EOM));
+    CHECK(forced_is(m, mask, start_hdr, 3)); // both arms go on with " to"
+    CHECK(!allowed(mask, ht[HT_SELF]));      // one reasoning message
+    // The answer: <|message|> forced after "=user".
+    CHECK(gl_matcher_accept(m, ht[HT_USER]) && forced_is(m, mask, msg, 1));
+    CHECK(acc_str(m, "hi") && gl_matcher_accept(m, GL_TOK_EOT));
+    gl_matcher_free(m);
+
+    // The tool arm after reasoning: tool names stay bytes; parallel calls chain canonically.
+    m = matcher(a, 2);
+    CHECK(gl_matcher_accept(m, ht[HT_TO]) && gl_matcher_accept(m, ht[HT_SELF]) &&
+          gl_matcher_accept(m, TOK_MSG) && gl_matcher_accept(m, GL_TOK_EOM));
+    CHECK(forced_is(m, mask, start_hdr, 3));
+    CHECK(acc_str(m, "=ping") && forced_is(m, mask, msg, 1) && acc_str(m, call));
+    CHECK(gl_matcher_accept(m, GL_TOK_EOM) && forced_is(m, mask, start_hdr, 3));
+    CHECK(!allowed(mask, ht[HT_USER]) && !allowed(mask, ht[HT_SELF])); // only calls now
+    CHECK(acc_str(m, "=get_weather") && gl_matcher_accept(m, TOK_MSG));
+    gl_matcher_free(m);
+
+    // "none" with reasoning: after <|eom|> the whole answer header is forced.
+    m = matcher(none, 2);
+    CHECK(forced_is(m, mask, ht, 1));
+    CHECK(gl_matcher_accept(m, ht[HT_SELF]) && forced_is(m, mask, msg, 1));
+    CHECK(gl_matcher_accept(m, GL_TOK_EOM) && forced_is(m, mask, start_user, 5));
+    gl_matcher_free(m);
+
+    // "none" without reasoning: the header is forced from the first token.
+    m = matcher(none0, 2);
+    const int32_t user_hdr[] = {ht[HT_TO], ht[HT_USER], TOK_MSG};
+    CHECK(forced_is(m, mask, user_hdr, 3));
+    CHECK(acc_str(m, "yes") && gl_matcher_accept(m, GL_TOK_EOT));
+    gl_matcher_free(m);
+
+    // "required", parallel, no reasoning: " to" forced, then each next call's header.
+    m = matcher(req, 2);
+    CHECK(forced_is(m, mask, ht, 1) && !allowed(mask, ht[HT_USER]));
+    CHECK(acc_str(m, "=ping") && gl_matcher_accept(m, TOK_MSG) && acc_str(m, call));
+    CHECK(gl_matcher_accept(m, GL_TOK_EOM) && forced_is(m, mask, start_hdr, 3));
+    gl_matcher_free(m);
+
+    // Pinned, the bytes spelled by other tokens are refused; without header_tokens accepted.
+    int32_t t_id = token_of(" t");
+    REQUIRE(t_id >= 0);
+    m = matcher(a, 2);
+    CHECK(!gl_matcher_accept(m, t_id) && !acc_str(m, " to=user") && !acc_str(m, " to"));
+    CHECK(gl_matcher_accept(m, ht[HT_TO]) && !acc_str(m, "=user") && !acc_str(m, "=self"));
+    gl_matcher_free(m);
+    m = matcher(a0, 2);
+    CHECK(gl_matcher_accept(m, t_id) && acc_str(m, "o=user") && gl_matcher_accept(m, TOK_MSG));
+    gl_matcher_free(m);
+    m = matcher(a0, 2);
+    gl_matcher_fill_mask(m, mask);
+    CHECK(popcount_mask(mask) > 1 && allowed(mask, ht[HT_TO]) && allowed(mask, t_id));
+    gl_matcher_free(m);
+
+    // Tools whose names start with "user" / "self" keep those pieces in bytes, so "=user" can
+    // open the answer or "=user_lookup"; pinned, the call would be unreachable.
+    const char *clash =
+        "{\"tools\":[{\"name\":\"user_lookup\"},{\"name\":\"selfcheck\"}],\"tool_choice\":"
+        "\"auto\",\"header_tokens\":{\"to\":328,\"self\":19669,\"user\":76976,"
+        "\"assistant\":140680}}";
+    struct gl_grammar *cg = compile_text(clash);
+    REQUIRE(cg);
+    m = matcher(cg, 2);
+    CHECK(gl_matcher_accept(m, ht[HT_TO]) && gl_matcher_accept(m, ht[HT_USER]) &&
+          acc_str(m, "_lookup") && gl_matcher_accept(m, TOK_MSG));
+    gl_matcher_free(m);
+    m = matcher(cg, 2);
+    CHECK(gl_matcher_accept(m, ht[HT_TO]) && gl_matcher_accept(m, ht[HT_USER]) &&
+          gl_matcher_accept(m, TOK_MSG) && acc_str(m, "ok") && gl_matcher_accept(m, GL_TOK_EOT));
+    gl_matcher_free(m);
+    m = matcher(cg, 2);
+    CHECK(gl_matcher_accept(m, ht[HT_TO]) && gl_matcher_accept(m, ht[HT_SELF]) &&
+          acc_str(m, "check") && gl_matcher_accept(m, TOK_MSG));
+    gl_matcher_free(m);
+    m = matcher(cg, 2);
+    CHECK(gl_matcher_accept(m, ht[HT_TO]) && gl_matcher_accept(m, ht[HT_SELF]) &&
+          gl_matcher_accept(m, TOK_MSG) && gl_matcher_accept(m, GL_TOK_EOM));
+    CHECK(forced_is(m, mask, start_hdr, 3)); // the other pieces stay pinned
+    gl_matcher_free(m);
+    gl_grammar_unref(cg);
+
+    free(mask);
+    gl_grammar_unref(a);
+    gl_grammar_unref(a0);
+    gl_grammar_unref(none);
+    gl_grammar_unref(none0);
+    gl_grammar_unref(req);
+}
+
+static uint64_t hash_of(const char *spec)
+{
+    struct gl_grammar *g = compile_text(spec);
+    uint64_t h = g ? gl_grammar_hash(g) : 0;
+    gl_grammar_unref(g);
+    return h;
+}
+
+// header_tokens is part of the cache key, reduced to the pinned pieces the language uses.
+TEST(test_pinned_cache)
+{
+    REQUIRE(vocab);
+    char *p = make_spec_pin(C_AUTO, 1, 1, B_FREE, 1), *b = make_spec_pin(C_AUTO, 1, 1, B_FREE, 0);
+    uint64_t hp = hash_of(p), hb = hash_of(b);
+    CHECK(hp && hb && hp != hb);
+    struct gl_grammar_cache *c = NULL;
+    struct gl_err err = {0};
+    REQUIRE(gl_grammar_cache_new(&c, 4, &err) == GL_OK);
+    struct gl_grammar *g1 = NULL, *g2 = NULL;
+    CHECK(gl_grammar_cache_get(c, &g1, GL_GRAMMAR_ATEM_TURN, p, strlen(p), NULL, &err) == GL_OK);
+    CHECK(gl_grammar_cache_get(c, &g2, GL_GRAMMAR_ATEM_TURN, b, strlen(b), NULL, &err) == GL_OK);
+    CHECK(g1 && g2 && g1 != g2);
+    gl_grammar_unref(g1);
+    gl_grammar_unref(g2);
+    gl_grammar_cache_free(c);
+    free(p);
+    free(b);
+    // Nothing pinned (absent, null, {}, all -1) is one key: the byte spelling.
+    const char *base = "{\"reasoning\":true}";
+    uint64_t h0 = hash_of(base);
+    CHECK(h0 && h0 == hash_of("{\"reasoning\":true,\"header_tokens\":null}"));
+    CHECK(h0 == hash_of("{\"reasoning\":true,\"header_tokens\":{}}"));
+    CHECK(h0 == hash_of("{\"reasoning\":true,\"header_tokens\":{\"to\":-1,\"self\":null}}"));
+    CHECK(h0 != hash_of("{\"reasoning\":true,\"header_tokens\":{\"to\":328}}"));
+    CHECK(hash_of("{\"header_tokens\":{\"to\":328}}") !=
+          hash_of("{\"header_tokens\":{\"to\":329}}"));
+    // Pieces the language does not use do not split the cache: no reasoning, no "=self".
+    CHECK(hash_of("{\"reasoning\":false,\"header_tokens\":{\"to\":328,\"self\":19669,"
+                  "\"assistant\":140680}}") ==
+          hash_of("{\"reasoning\":false,\"header_tokens\":{\"to\":328}}"));
+    CHECK(hash_of("{\"reasoning\":false,\"header_tokens\":{\"self\":19669}}") ==
+          hash_of("{\"reasoning\":false}"));
 }
 
 // ---- cache and errors ----
@@ -877,6 +1150,17 @@ TEST(test_errors)
     CHECK(fails_with("{\"parallel\":\"yes\"}", GL_E_INVAL, "parallel: expected"));
     CHECK(fails_with("{\"tools\":{}}", GL_E_INVAL, "tools: expected an array"));
     CHECK(fails_with("{\"bodyy\":null}", GL_E_INVAL, "atem_turn: unknown field 'bodyy'"));
+    CHECK(fails_with("{\"header_tokens\":[328]}", GL_E_INVAL, "header_tokens: expected null or"));
+    CHECK(fails_with("{\"header_tokens\":{\"from\":1}}", GL_E_INVAL,
+                     "header_tokens: unknown piece 'from'"));
+    CHECK(fails_with("{\"header_tokens\":{\"to\":-2}}", GL_E_INVAL,
+                     "header_tokens: to: expected a token id"));
+    CHECK(fails_with("{\"header_tokens\":{\"user\":2147483648}}", GL_E_INVAL,
+                     "header_tokens: user: expected a token id"));
+    CHECK(fails_with("{\"header_tokens\":{\"self\":\"19669\"}}", GL_E_INVAL,
+                     "header_tokens: self: expected"));
+    CHECK(fails_with("{\"header_tokens\":{\"assistant\":1.5}}", GL_E_INVAL,
+                     "header_tokens: assistant: expected"));
     CHECK(fails_with("[1]", GL_E_INVAL, "atem_turn: the spec must be a JSON object"));
     CHECK(fails_with("{", GL_E_INVAL, "atem_turn: spec is not valid JSON"));
     CHECK(fails_with("{\"body\":{\"kind\":\"xml\",\"source\":\"\"}}", GL_E_INVAL,
@@ -944,6 +1228,8 @@ int main(void)
         if (hit)
             closers[n_closers++] = id;
     }
-    RUN_TESTS(test_exact, test_free_mask, test_forced_tokens, test_cache, test_errors,
-              test_walks_none, test_walks_auto, test_walks_required_named);
+    for (int i = 0; i < HT_N; i++)
+        ht[i] = token_of(HT_TEXT[i]); // -1 unless one token
+    RUN_TESTS(test_exact, test_free_mask, test_forced_tokens, test_pinned_header, test_pinned_cache,
+              test_cache, test_errors, test_walks_none, test_walks_auto, test_walks_required_named);
 }
