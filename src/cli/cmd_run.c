@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // `glint run`: prompt -> prefill (batched) -> decode loop with the sampler, streaming UTF-8-safe
 // text to stdout; stops at EOS/EOT or -n tokens. `glint run --batch IN.jsonl`: every line a
-// request (vLLM field names) run concurrently through the engine, one JSON result per line. `glint
-// eval`: teacher-forced logits for given ids (all positions, optionally chunked with --batch) and
-// per-layer hidden-state dumps for the reference checks. Flags are a contract used by the oracle
-// scripts: keep them stable.
+// /v1/completions request body (api/ parses it) run concurrently through the engine, one JSON
+// result per line. `glint eval`: teacher-forced logits for given ids (all positions, optionally
+// chunked with --batch) and per-layer hidden-state dumps for the reference checks. Flags are a
+// contract used by the oracle scripts: keep them stable.
+#include "api/api.h"
 #include "cli.h"
 #include "engine/engine.h"
+#include "grammar/grammar.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
@@ -73,11 +75,12 @@ static int usage_run(FILE *f)
                "batch: glint run --model F --batch IN.jsonl [--out OUT.jsonl] [--threads N]\n"
                "                 [--max-num-seqs 16] [--max-num-batched-tokens 512]\n"
                "                 [--kv-cache-memory BYTES] [--kv-cache-dtype f16|bf16|fp8|f32]\n"
-               "  each line {\"prompt\": TEXT | \"prompt_token_ids\": [..], vLLM sampling\n"
-               "  fields (n, max_tokens, min_tokens, temperature (default 1), top_p, top_k,\n"
-               "  min_p, seed, presence/frequency/repetition_penalty, logit_bias, stop,\n"
-               "  stop_token_ids, allowed_token_ids, ignore_eos, include_stop_str_in_output,\n"
-               "  skip_special_tokens, logprobs)}; TEXT is tokenized with specials and BOS.\n"
+               "  each line a /v1/completions body with one prompt: {\"prompt\": TEXT |\n"
+               "  \"prompt_token_ids\": [..], the vLLM sampling fields (n, max_tokens,\n"
+               "  temperature (default 1), top_p, top_k, min_p, seed, penalties, logit_bias,\n"
+               "  stop, stop_token_ids, logprobs, ...) and structured output (response_format,\n"
+               "  structured_outputs, guided_*)}; unknown fields are errors, \"model\" is\n"
+               "  ignored. TEXT is tokenized with specials and BOS.\n"
                "  Output, in input order: {index, text, token_ids, finish_reason,\n"
                "  stop_reason, usage} or {index, error}.\n");
     return f == stdout ? 0 : 2;
@@ -187,7 +190,8 @@ static void show_tensors(const struct gl_model *m)
 }
 
 // ---- batch (JSONL) ----
-// One request per input line, vLLM SamplingParams names; all lines run concurrently through the
+// One /v1/completions request per input line, parsed by api/ (the server's parser: same fields,
+// limits and messages, structured output included); all lines run concurrently through the
 // engine and one result line per input line is written in input order. A bad line gets an error
 // object; the others still run.
 
@@ -208,16 +212,9 @@ struct choice_out {
 };
 
 struct line_out {
-    char err[300]; // non-empty: this line failed
-    int err_code;  // HTTP-like: 400 bad request, 503 overloaded
+    struct gl_api_error err; // err.msg non-empty: this line failed
     int32_t n_prompt, n_choices, want_lp, top_n;
     struct choice_out *ch;
-    // request storage (the engine copies what it keeps; these live until submit)
-    int32_t *prompt;
-    struct gl_sample_params sp;
-    int32_t *allowed, *stop_ids;
-    struct gl_logit_bias *bias;
-    char *stops[GL_SAMPLE_MAX_STOP];
 };
 
 static int grow_buf(void **p, size_t *cap, size_t need, size_t elem)
@@ -313,187 +310,36 @@ static void json_str(FILE *f, const char *s, size_t n)
     fputc('"', f);
 }
 
-static int json_ids(json_t *a, int32_t n_vocab, int32_t **out, int32_t *n, char *err, size_t cap,
-                    const char *what)
+// One input line -> the /v1/completions body gl_api_parse reads: "prompt_token_ids" becomes a
+// token-id "prompt" (*ids_prompt = 1) and "model" is dropped (the batch has one model). Exactly
+// one prompt per line: a text or one list of ids. NULL with e filled on a bad line.
+static char *completions_body(const char *line, int *ids_prompt, struct gl_api_error *e)
 {
-    if (!json_is_array(a) || json_array_size(a) > (size_t)1 << 24) {
-        snprintf(err, cap, "%s: expected an array of token ids", what);
-        return -1;
-    }
-    *n = (int32_t)json_array_size(a);
-    *out = gl_malloc((size_t)(*n ? *n : 1) * sizeof **out);
-    if (!*out) {
-        snprintf(err, cap, "%s: out of memory", what);
-        return -1;
-    }
-    for (int32_t i = 0; i < *n; i++) {
-        json_t *v = json_array_get(a, (size_t)i);
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= n_vocab) {
-            snprintf(err, cap, "%s[%d]: not a token id in [0, %d)", what, i, n_vocab);
-            return -1;
-        }
-        (*out)[i] = (int32_t)json_integer_value(v);
-    }
-    return 0;
-}
-
-static int json_num(json_t *o, const char *key, double lo, double hi, double *out, char *err,
-                    size_t cap)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_number(v) || json_number_value(v) < lo || json_number_value(v) > hi) {
-        snprintf(err, cap, "%s: expected a number in [%g, %g]", key, lo, hi);
-        return -1;
-    }
-    *out = json_number_value(v);
-    return 0;
-}
-
-// Parses one line into lo (prompt tokens and sampling parameters); returns 0 or -1 with lo->err.
-static int parse_line(struct line_out *lo, const char *line, const struct gl_tokenizer *tok,
-                      int32_t n_vocab)
-{
-    char *e = lo->err;
-    const size_t ec = sizeof lo->err;
     json_error_t je;
     json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je);
-    int rc = -1;
-    struct gl_sample_params *sp = &lo->sp;
-    *sp = gl_sample_default_params();
-    double x;
-    if (!json_is_object(o)) {
-        snprintf(e, ec, "not a JSON object: %s", o ? "wrong type" : je.text);
-        goto done;
-    }
     json_t *pt = json_object_get(o, "prompt"), *pi = json_object_get(o, "prompt_token_ids");
-    if (!pt == !pi) {
-        snprintf(e, ec, "need exactly one of \"prompt\" and \"prompt_token_ids\"");
-        goto done;
+    json_t *id0 = json_array_get(pi, 0); // a list or a string here would make several prompts
+    char *body = NULL;
+    *ids_prompt = pi != NULL;
+    if (!json_is_object(o))
+        (void)gl_api_fail(e, 400, "", "not a JSON object: %s", o ? "wrong type" : je.text);
+    else if (!pt == !pi)
+        (void)gl_api_fail(e, 400, "prompt",
+                          "need exactly one of \"prompt\" and \"prompt_token_ids\"");
+    else if (pt && !json_is_string(pt))
+        (void)gl_api_fail(e, 400, "prompt", "prompt: expected a string");
+    else if (pi && (!json_is_array(pi) || json_is_array(id0) || json_is_string(id0)))
+        (void)gl_api_fail(e, 400, "prompt_token_ids",
+                          "prompt_token_ids: expected an array of token ids");
+    else if (pi && (json_object_set(o, "prompt", pi) || json_object_del(o, "prompt_token_ids")))
+        (void)gl_api_fail(e, 500, NULL, "out of memory");
+    else {
+        (void)json_object_del(o, "model"); // -1 when absent
+        if (!(body = json_dumps(o, JSON_COMPACT)))
+            (void)gl_api_fail(e, 500, NULL, "out of memory");
     }
-    if (pi && json_ids(pi, n_vocab, &lo->prompt, &lo->n_prompt, e, ec, "prompt_token_ids"))
-        goto done;
-    if (pt) {
-        gl_token *ids = NULL;
-        size_t n_ids = 0;
-        struct gl_err te = {0};
-        if (!json_is_string(pt) ||
-            gl_tokenizer_encode(tok, json_string_value(pt), json_string_length(pt), 1,
-                                gl_tokenizer_add_bos(tok), &ids, &n_ids, &te) != GL_OK) {
-            snprintf(e, ec, "prompt: %.250s", json_is_string(pt) ? te.msg : "expected a string");
-            goto done;
-        }
-        lo->prompt = ids;
-        lo->n_prompt = (int32_t)n_ids;
-    }
-    struct {
-        const char *key;
-        double lo, hi;
-        float *f;
-        int32_t *i;
-    } nums[] = {
-        {"temperature", 0, 1e6, &sp->temperature, NULL},
-        {"top_p", 0, 1, &sp->top_p, NULL},
-        {"min_p", 0, 1, &sp->min_p, NULL},
-        {"presence_penalty", -2, 2, &sp->presence_penalty, NULL},
-        {"frequency_penalty", -2, 2, &sp->frequency_penalty, NULL},
-        {"repetition_penalty", 0, 2, &sp->repetition_penalty, NULL},
-        {"top_k", -1, 1 << 30, NULL, &sp->top_k},
-        {"n", 1, GL_SAMPLE_MAX_N, NULL, &sp->n},
-        {"max_tokens", 1, 1 << 30, NULL, &sp->max_tokens},
-        {"min_tokens", 0, 1 << 30, NULL, &sp->min_tokens},
-        {"logprobs", 0, GL_SAMPLE_MAX_LOGPROBS, NULL, &sp->logprobs},
-    };
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-        x = -1e300;
-        if (json_num(o, nums[k].key, nums[k].lo, nums[k].hi, &x, e, ec))
-            goto done;
-        if (x == -1e300)
-            continue;
-        if (nums[k].f)
-            *nums[k].f = (float)x;
-        else
-            *nums[k].i = (int32_t)x;
-    }
-    json_t *v;
-    if ((v = json_object_get(o, "seed")) && !json_is_null(v)) {
-        if (!json_is_integer(v)) {
-            snprintf(e, ec, "seed: expected an integer");
-            goto done;
-        }
-        sp->seed = (uint64_t)json_integer_value(v);
-        sp->has_seed = 1;
-    }
-    const char *flags[3] = {"ignore_eos", "include_stop_str_in_output", "skip_special_tokens"};
-    int32_t *fl[3] = {&sp->ignore_eos, &sp->include_stop_str_in_output, &sp->skip_special_tokens};
-    for (int k = 0; k < 3; k++)
-        if ((v = json_object_get(o, flags[k])) && !json_is_null(v))
-            *fl[k] = json_is_true(v);
-    if ((v = json_object_get(o, "stop")) && !json_is_null(v)) {
-        size_t n = json_is_array(v) ? json_array_size(v) : 1;
-        if (n > GL_SAMPLE_MAX_STOP) {
-            snprintf(e, ec, "stop: %zu strings, at most %d", n, GL_SAMPLE_MAX_STOP);
-            goto done;
-        }
-        for (size_t k = 0; k < n; k++) {
-            json_t *s = json_is_array(v) ? json_array_get(v, k) : v;
-            if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
-                snprintf(e, ec, "stop: expected a string or a list of strings");
-                goto done;
-            }
-            lo->stops[k] = gl_malloc(json_string_length(s) + 1);
-            if (!lo->stops[k]) {
-                snprintf(e, ec, "stop: out of memory");
-                goto done;
-            }
-            memcpy(lo->stops[k], json_string_value(s), json_string_length(s) + 1);
-            sp->stop[k] = lo->stops[k];
-            sp->n_stop = (int32_t)k + 1;
-        }
-    }
-    if ((v = json_object_get(o, "stop_token_ids")) && !json_is_null(v)) {
-        if (json_ids(v, n_vocab, &lo->stop_ids, &sp->n_stop_ids, e, ec, "stop_token_ids"))
-            goto done;
-        sp->stop_token_ids = lo->stop_ids;
-    }
-    if ((v = json_object_get(o, "allowed_token_ids")) && !json_is_null(v)) {
-        if (json_ids(v, n_vocab, &lo->allowed, &sp->n_allowed, e, ec, "allowed_token_ids"))
-            goto done;
-        sp->allowed_ids = lo->allowed;
-    }
-    if ((v = json_object_get(o, "logit_bias")) && !json_is_null(v)) {
-        if (!json_is_object(v) || json_object_size(v) > (size_t)n_vocab) {
-            snprintf(e, ec, "logit_bias: expected an object of token id -> bias");
-            goto done;
-        }
-        lo->bias = gl_malloc((json_object_size(v) + 1) * sizeof *lo->bias);
-        if (!lo->bias) {
-            snprintf(e, ec, "logit_bias: out of memory");
-            goto done;
-        }
-        const char *key;
-        json_t *b;
-        json_object_foreach(v, key, b)
-        {
-            char *end;
-            long id = strtol(key, &end, 10);
-            if (*end || end == key || id < 0 || id >= n_vocab || !json_is_number(b)) {
-                snprintf(e, ec, "logit_bias: bad entry \"%.40s\"", key);
-                goto done;
-            }
-            double bv = json_number_value(b);
-            bv = bv < -100 ? -100 : bv > 100 ? 100 : bv; // vLLM clamps
-            lo->bias[sp->n_logit_bias++] = (struct gl_logit_bias){(int32_t)id, (float)bv};
-        }
-        sp->logit_bias = lo->bias;
-    }
-    lo->want_lp = sp->logprobs >= 0;
-    lo->top_n = sp->logprobs > 0 ? sp->logprobs : 0;
-    rc = 0;
-done:
     json_decref(o);
-    return rc;
+    return body;
 }
 
 static void line_free(struct line_out *lo)
@@ -507,12 +353,6 @@ static void line_free(struct line_out *lo)
         gl_free(lo->ch[i].stop_str);
     }
     gl_free(lo->ch);
-    gl_free(lo->prompt);
-    gl_free(lo->allowed);
-    gl_free(lo->stop_ids);
-    gl_free(lo->bias);
-    for (int i = 0; i < GL_SAMPLE_MAX_STOP; i++)
-        gl_free(lo->stops[i]);
 }
 
 static void write_choice(FILE *f, const struct choice_out *c, int32_t top_n)
@@ -555,11 +395,10 @@ static void write_choice(FILE *f, const struct choice_out *c, int32_t top_n)
 static void write_line(FILE *f, int64_t index, const struct line_out *lo)
 {
     fprintf(f, "{\"index\": %lld, ", (long long)index);
-    if (lo->err[0]) {
+    if (lo->err.msg[0]) {
         fputs("\"error\": {\"message\": ", f);
-        json_str(f, lo->err, strlen(lo->err));
-        fprintf(f, ", \"type\": \"%s\", \"code\": %d}}\n",
-                lo->err_code == 503 ? "ServiceUnavailable" : "BadRequestError", lo->err_code);
+        json_str(f, lo->err.msg, strlen(lo->err.msg));
+        fprintf(f, ", \"type\": \"%s\", \"code\": %d}}\n", lo->err.type, lo->err.http);
         return;
     }
     write_choice(f, &lo->ch[0], lo->top_n);
@@ -580,7 +419,7 @@ static void write_line(FILE *f, int64_t index, const struct line_out *lo)
 }
 
 struct batch_opts {
-    const char *in, *out;
+    const char *in, *out, *model;
     long long max_seqs, max_tokens, threads;
     int64_t kv_bytes;
     enum gl_kv_dtype kv_dtype;
@@ -615,6 +454,54 @@ static char **read_lines(const char *path, int64_t *n_lines)
     return lines ? lines : gl_calloc(1, sizeof *lines);
 }
 
+// Parses one line into lo and submits it (a bad line only fills lo->err). Returns -1 when the
+// engine itself failed (err).
+static int submit_line(struct gl_engine *e, const struct gl_api_config *cfg,
+                       struct gl_api_mask_stats *ms, const char *line, struct line_out *lo,
+                       struct gl_err *err)
+{
+    int ids_prompt = 0;
+    struct gl_api_req *r = NULL;
+    char *body = completions_body(line, &ids_prompt, &lo->err);
+    if (body && gl_api_parse(cfg, GL_API_COMPLETIONS, body, strlen(body), &r, &lo->err) != GL_OK &&
+        ids_prompt && !strncmp(lo->err.msg, "prompt", 6) && lo->err.msg[6] != '_') {
+        char m[sizeof lo->err.msg]; // name the field the line used
+        snprintf(m, sizeof m, "prompt_token_ids%s", lo->err.msg + 6);
+        memcpy(lo->err.msg, m, sizeof m);
+    }
+    free(body);
+    if (!r)
+        return 0;
+    lo->n_prompt = r->prompts[0].n;
+    lo->n_choices = r->sp.n;
+    lo->want_lp = r->sp.logprobs >= 0;
+    lo->top_n = r->sp.logprobs > 0 ? r->sp.logprobs : 0;
+    lo->ch = gl_calloc((size_t)r->sp.n, sizeof *lo->ch);
+    struct gl_request rq = {.prompt = r->prompts[0].ids,
+                            .n_prompt = r->prompts[0].n,
+                            .sp = r->sp,
+                            .on_event = batch_event,
+                            .user = lo};
+    gl_status st = lo->ch ? GL_E_AGAIN : gl_err_set(err, GL_E_NOMEM, "out of memory");
+    int rc = 0;
+    while (st == GL_E_AGAIN) {
+        // The engine frees the processors when it refuses them: new ones for every try.
+        if ((st = gl_api_make_procs(cfg, r, ms, &rq.procs, err)) != GL_OK)
+            break;
+        st = gl_engine_submit(e, &rq, NULL, err);
+        gl_free(rq.procs);
+        int n_active; // queue full: run the engine until there is room
+        if (st == GL_E_AGAIN && gl_engine_step(e, &n_active, err) != GL_OK) {
+            rc = -1;
+            break;
+        }
+    }
+    if (st != GL_OK && rc == 0)
+        (void)gl_api_fail(&lo->err, st == GL_E_NOMEM ? 500 : 400, "", "%s", err->msg);
+    gl_api_req_free(cfg, r); // the engine copied what it keeps
+    return rc;
+}
+
 static int run_batch(struct cli_model *cm, const struct batch_opts *bo)
 {
     struct gl_err err = {0};
@@ -626,43 +513,40 @@ static int run_batch(struct cli_model *cm, const struct batch_opts *bo)
     }
     struct line_out *lo = gl_calloc((size_t)(n ? n : 1), sizeof *lo);
     struct gl_engine *e = NULL;
+    struct gl_gvocab *gvocab = NULL;
+    struct gl_grammar_cache *gcache = NULL;
+    pthread_mutex_t grammar_lock = PTHREAD_MUTEX_INITIALIZER;
+    struct gl_api_mask_stats ms = {0};
     struct gl_engine_params ep = gl_engine_default_params(cm->model);
     ep.max_num_seqs = (int32_t)bo->max_seqs;
     ep.max_num_batched_tokens = (int32_t)bo->max_tokens;
     ep.n_threads = (int)bo->threads;
     ep.kv.budget_bytes = bo->kv_bytes;
     ep.kv.dtype = bo->kv_dtype;
+    // The server's request settings (server.c load()): the model's EOS set, default sampling.
+    struct gl_api_config cfg = {.tok = cm->tok,
+                                .grammar_lock = &grammar_lock,
+                                .model_name = bo->model, // unused: lines' "model" is dropped
+                                .max_model_len = ep.max_model_len,
+                                .max_logprobs = GL_SAMPLE_MAX_LOGPROBS,
+                                .defaults = gl_sample_default_params(),
+                                .n_eos = ep.n_eos,
+                                .framing = 1};
+    memcpy(cfg.eos_ids, ep.eos_ids, sizeof cfg.eos_ids);
     int rc = 1;
-    if (!lo || gl_engine_new(&e, cm->model, cm->tok, &ep, &err) != GL_OK) {
+    if (!lo || gl_gvocab_new(&gvocab, cm->tok, &err) != GL_OK ||
+        gl_grammar_cache_new(&gcache, 64, &err) != GL_OK ||
+        gl_engine_new(&e, cm->model, cm->tok, &ep, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", lo ? err.msg : "out of memory");
         goto done;
     }
-    const int32_t V = cm->model->cfg.n_vocab;
+    cfg.gvocab = gvocab;
+    cfg.gcache = gcache;
     int64_t t0 = gl_time_us();
     for (int64_t i = 0; i < n; i++) {
-        if (parse_line(&lo[i], lines[i], cm->tok, V)) {
-            lo[i].err_code = 400;
-            continue;
-        }
-        lo[i].n_choices = lo[i].sp.n;
-        lo[i].ch = gl_calloc((size_t)lo[i].sp.n, sizeof *lo[i].ch);
-        struct gl_request rq = {.prompt = lo[i].prompt,
-                                .n_prompt = lo[i].n_prompt,
-                                .sp = lo[i].sp,
-                                .on_event = batch_event,
-                                .user = &lo[i]};
-        gl_status st = lo[i].ch ? GL_E_AGAIN : GL_E_NOMEM;
-        while (st == GL_E_AGAIN) { // queue full: run the engine until there is room
-            st = lo[i].ch ? gl_engine_submit(e, &rq, NULL, &err) : GL_E_NOMEM;
-            int n_active;
-            if (st == GL_E_AGAIN && gl_engine_step(e, &n_active, &err) != GL_OK) {
-                fprintf(stderr, "glint run: %s\n", err.msg);
-                goto done;
-            }
-        }
-        if (st != GL_OK) {
-            snprintf(lo[i].err, sizeof lo[i].err, "%.290s", lo[i].ch ? err.msg : "out of memory");
-            lo[i].err_code = 400;
+        if (submit_line(e, &cfg, &ms, lines[i], &lo[i], &err)) {
+            fprintf(stderr, "glint run: %s\n", err.msg);
+            goto done;
         }
     }
     if (gl_engine_run(e, &err) != GL_OK) {
@@ -691,7 +575,9 @@ static int run_batch(struct cli_model *cm, const struct batch_opts *bo)
             st.n_preempted_total, (long long)st.prefix_hit_tokens);
     rc = 0;
 done:
-    gl_engine_free(e);
+    gl_engine_free(e); // frees the processors: their grammar references go
+    gl_grammar_cache_free(gcache);
+    gl_gvocab_free(gvocab); // after every grammar (grammar.h)
     for (int64_t i = 0; i < n; i++) {
         if (lo)
             line_free(&lo[i]);
@@ -797,8 +683,8 @@ int gl_cmd_run(int argc, char **argv)
     if (o.show_tensors)
         show_tensors(cm.model);
     if (o.batch) {
-        struct batch_opts bo = {o.batch,   o.out,      o.max_seqs, o.max_tokens,
-                                o.threads, o.kv_bytes, o.kv_dtype};
+        struct batch_opts bo = {o.batch,      o.out,     o.model,    o.max_seqs,
+                                o.max_tokens, o.threads, o.kv_bytes, o.kv_dtype};
         if (bo.max_tokens < bo.max_seqs)
             bo.max_tokens = bo.max_seqs;
         rc = run_batch(&cm, &bo);

@@ -66,6 +66,16 @@ struct server {
     double probe_seconds;
 };
 
+// Condition variables here wait with CLOCK_MONOTONIC deadlines (immune to clock changes).
+static void cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 // ---- one generation request ----
 
 struct sreq;
@@ -266,11 +276,7 @@ static struct sreq *sreq_new(struct server *S, struct gl_api_req *req, struct gl
     r->S = S;
     r->req = req;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&r->cv);
     r->pctx = gl_calloc((size_t)req->n_prompts, sizeof *r->pctx);
     r->eng_ids = gl_calloc((size_t)req->n_prompts, sizeof *r->eng_ids);
     if (!r->pctx || !r->eng_ids || gl_api_resp_new(&r->resp, &S->api, req, &err) != GL_OK) {
@@ -937,11 +943,7 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     const char *fault = getenv("GLINT_FAULT_STEP");
     S->fault_step = fault ? atoll(fault) : 0;
     pthread_mutex_init(&S->probe_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&S->probe_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&S->probe_cv);
     gl_metrics_init(&S->metrics);
     atomic_store(&S->state, ST_LOADING);
 
