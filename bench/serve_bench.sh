@@ -169,6 +169,7 @@ print(json.dumps({"agg": dec / (T1 - T0), "decode_tokens": dec, "window_s": T1 -
 PY
 
 start_server() {
+    : >"$tmp/serve.log" # truncated here, not by the background child: no stale port
     "$GLINT_BIN" serve --model "$MODEL" --host 127.0.0.1 --port 0 --threads "$THREADS" \
         --max-num-seqs "$B" --max-num-batched-tokens 512 --kv-cache-memory 256MiB \
         --kv-cache-dtype f16 --max-model-len $((16 + N + 1)) --deep-health-interval 0 \

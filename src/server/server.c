@@ -251,15 +251,24 @@ static int client_gone(struct MHD_Connection *c)
     return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-static void timed_wait(struct sreq *r)
+// CLOCK_MONOTONIC time `seconds` from now, for pthread_cond_timedwait.
+static struct timespec deadline_in(double seconds)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += SLICE_MS * 1000000L;
+    double whole = (double)(time_t)seconds;
+    ts.tv_sec += (time_t)whole;
+    ts.tv_nsec += (long)((seconds - whole) * 1e9);
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
+    return ts;
+}
+
+static void timed_wait(struct sreq *r)
+{
+    struct timespec ts = deadline_in(SLICE_MS / 1000.0);
     pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 }
 
@@ -779,15 +788,7 @@ static void *probe_main(void *arg)
         pthread_mutex_unlock(&S->probe_mu);
         probe_once(S);
         pthread_mutex_lock(&S->probe_mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        double iv = S->p.deep_health_interval_s;
-        ts.tv_sec += (time_t)iv;
-        ts.tv_nsec += (long)((iv - (double)(time_t)iv) * 1e9);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = deadline_in(S->p.deep_health_interval_s);
         while (!atomic_load(&S->stop_engine) &&
                pthread_cond_timedwait(&S->probe_cv, &S->probe_mu, &ts) == 0) {
         }
