@@ -77,8 +77,8 @@ static void track(struct proc *p, int32_t t)
         return;
     if (gl_atem_parser_state(p->atem) == GL_ATEM_ST_REASONING && t != GL_TOK_EOM)
         p->n_reasoning++;
-    if (gl_atem_parser_feed(p->atem, t, NULL) != GL_OK) { // only its state is read
-    }
+    gl_status st = gl_atem_parser_feed(p->atem, t, NULL); // only its state is read
+    (void)st;
 }
 
 static int proc_accept(void *user, int32_t token)

@@ -451,10 +451,11 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
         add_logprobs(ch, ev, i, ch->text.len);
         if (ch->ids)
             json_array_append_new(ch->ids, json_integer(ev->tokens[i]));
-        if (r->ep == GL_API_CHAT && !ch->stop_hit)
-            if (gl_atem_parser_feed(ch->parser, ev->tokens[i], NULL) != GL_OK) {
-                // GL_E_LIMIT: a header or call over its size limit; the excess is dropped
-            }
+        if (r->ep == GL_API_CHAT && !ch->stop_hit) {
+            // GL_E_LIMIT (a header or call over its size limit) drops the excess and goes on.
+            gl_status st = gl_atem_parser_feed(ch->parser, ev->tokens[i], NULL);
+            (void)st;
+        }
     }
     if (r->ep == GL_API_COMPLETIONS)
         sb_add(&ch->text, ev->text ? ev->text : "", ev->text_len);
@@ -479,9 +480,8 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
             }
         }
         if (r->ep == GL_API_CHAT) {
-            if (gl_atem_parser_finish(ch->parser, NULL) != GL_OK) {
-                // only allocation failures; the accumulator records its own
-            }
+            gl_status st = gl_atem_parser_finish(ch->parser, NULL); // fails only without memory
+            (void)st;
             if (ch->held.len) {
                 content_event(ch, ch->held.p, ch->held.len);
                 ch->held.len = 0;
