@@ -2,6 +2,7 @@
 // api_int: helpers shared by the api module's files (not for other modules).
 #pragma once
 
+#include "api/api.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
@@ -16,6 +17,10 @@ void gl_api_new_id(char *out, size_t cap, const char *prefix);
 // NUL-terminated. Returns 0, or -1 when out of memory.
 int gl_api_detok(const struct gl_tokenizer *t, const int32_t *ids, int32_t n, int skip_special,
                  char **text, size_t *len);
+// Parses v as a list of at most cap token ids in [0, n_vocab) into *out (gl_malloc'ed, *n of
+// them); errors name the field k and the index.
+gl_status gl_api_get_ids(json_t *v, const char *k, int32_t n_vocab, int32_t cap, int32_t **out,
+                         int32_t *n, struct gl_api_error *e);
 // A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD (jansson refuses it). NULL
 // only when out of memory.
 json_t *gl_api_jstr(const char *p, size_t n);

@@ -65,6 +65,30 @@ int32_t gl_api_single_token(const struct gl_tokenizer *t, const char *text)
     return id;
 }
 
+gl_status gl_api_get_ids(json_t *v, const char *k, int32_t n_vocab, int32_t cap, int32_t **out,
+                         int32_t *n, struct gl_api_error *e)
+{
+    if (!json_is_array(v))
+        return gl_api_fail(e, 400, k, "%s: expected a list of token ids", k);
+    size_t m = json_array_size(v);
+    if (m > (size_t)cap)
+        return gl_api_fail(e, 400, k, "%s: %zu ids, at most %d allowed", k, m, cap);
+    int32_t *ids = gl_malloc((m ? m : 1) * sizeof *ids);
+    if (!ids)
+        return gl_api_fail(e, 500, NULL, "out of memory");
+    for (size_t i = 0; i < m; i++) {
+        json_t *x = json_array_get(v, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= n_vocab) {
+            gl_free(ids);
+            return gl_api_fail(e, 400, k, "%s[%zu]: not a token id in [0, %d)", k, i, n_vocab);
+        }
+        ids[i] = (int32_t)json_integer_value(x);
+    }
+    *out = ids;
+    *n = (int32_t)m;
+    return GL_OK;
+}
+
 json_t *gl_api_tokenize(const struct gl_api_config *c, const char *body, size_t len,
                         struct gl_api_error *e)
 {
@@ -147,29 +171,16 @@ json_t *gl_api_detokenize(const struct gl_api_config *c, const char *body, size_
 {
     json_error_t je;
     json_t *b = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
-    json_t *toks = json_object_get(b, "tokens");
-    const int32_t V = gl_tokenizer_n_vocab(c->tok);
-    if (!json_is_array(toks)) {
+    int32_t *ids = NULL, n = 0;
+    if (gl_api_get_ids(json_object_get(b, "tokens"), "tokens", gl_tokenizer_n_vocab(c->tok),
+                       INT32_MAX - 1, &ids, &n, e) != GL_OK) {
         json_decref(b);
-        gl_api_fail(e, 400, "tokens", "tokens: expected a list of token ids");
         return NULL;
-    }
-    size_t n = json_array_size(toks);
-    int32_t *ids = gl_malloc((n ? n : 1) * sizeof *ids);
-    for (size_t i = 0; ids && i < n; i++) {
-        json_t *x = json_array_get(toks, i);
-        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= V) {
-            gl_free(ids);
-            json_decref(b);
-            gl_api_fail(e, 400, "tokens", "tokens[%zu]: not a token id in [0, %d)", i, V);
-            return NULL;
-        }
-        ids[i] = (int32_t)json_integer_value(x);
     }
     char *text = NULL;
     size_t tl = 0;
     json_t *out = NULL;
-    if (ids && n <= INT32_MAX && gl_api_detok(c->tok, ids, (int32_t)n, 0, &text, &tl) == 0) {
+    if (gl_api_detok(c->tok, ids, n, 0, &text, &tl) == 0) {
         json_t *s = gl_api_jstr(text, tl); // a cut character becomes U+FFFD, as HF decodes
         out = json_pack("{s:o}", "prompt", s);
     }

@@ -196,31 +196,6 @@ static gl_status get_i32(json_t *o, const char *k, long long lo, long long hi, i
     return st;
 }
 
-// A list of token ids in [0, n_vocab) (at most cap); *out gl_malloc'ed.
-static gl_status get_ids(json_t *v, const char *k, int32_t n_vocab, int32_t cap, int32_t **out,
-                         int32_t *n, struct gl_api_error *e)
-{
-    if (!json_is_array(v))
-        return FAIL(k, "%s: expected a list of token ids", k);
-    size_t m = json_array_size(v);
-    if (m > (size_t)cap)
-        return FAIL(k, "%s: %zu ids, at most %d allowed", k, m, cap);
-    int32_t *ids = gl_malloc((m ? m : 1) * sizeof *ids);
-    if (!ids)
-        return NOMEM();
-    for (size_t i = 0; i < m; i++) {
-        json_t *x = json_array_get(v, i);
-        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= n_vocab) {
-            gl_free(ids);
-            return FAIL(k, "%s[%zu]: not a token id in [0, %d)", k, i, n_vocab);
-        }
-        ids[i] = (int32_t)json_integer_value(x);
-    }
-    *out = ids;
-    *n = (int32_t)m;
-    return GL_OK;
-}
-
 // ---- sampling fields (both endpoints) ----
 
 static gl_status parse_sampling(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
@@ -299,15 +274,15 @@ static gl_status parse_sampling(const struct gl_api_config *c, json_t *b, struct
     }
     json_t *sti = json_object_get(b, "stop_token_ids");
     if (sti && !json_is_null(sti)) {
-        if ((st = get_ids(sti, "stop_token_ids", V, GL_API_MAX_STOP_IDS, &r->stop_ids,
-                          &sp->n_stop_ids, e)) != GL_OK)
+        if ((st = gl_api_get_ids(sti, "stop_token_ids", V, GL_API_MAX_STOP_IDS, &r->stop_ids,
+                                 &sp->n_stop_ids, e)) != GL_OK)
             return st;
         sp->stop_token_ids = r->stop_ids;
     }
     json_t *ati = json_object_get(b, "allowed_token_ids");
     if (ati && !json_is_null(ati)) {
-        if ((st = get_ids(ati, "allowed_token_ids", V, V, &r->allowed_ids, &sp->n_allowed, e)) !=
-            GL_OK)
+        if ((st = gl_api_get_ids(ati, "allowed_token_ids", V, V, &r->allowed_ids, &sp->n_allowed,
+                                 e)) != GL_OK)
             return st;
         if (sp->n_allowed == 0)
             return FAIL("allowed_token_ids", "allowed_token_ids: must not be empty");
@@ -843,7 +818,7 @@ static gl_status parse_completion(const struct gl_api_config *c, json_t *b, stru
                 pr->text_len = json_string_length(x);
             }
         } else if (json_is_array(x)) {
-            st = get_ids(x, "prompt", V, c->max_model_len, &pr->ids, &pr->n, e);
+            st = gl_api_get_ids(x, "prompt", V, c->max_model_len, &pr->ids, &pr->n, e);
             if (st == GL_OK && pr->n == 0)
                 st = FAIL("prompt", "prompt[%zu]: empty", i);
             if (st == GL_OK && r->echo)

@@ -85,13 +85,7 @@ struct gl_logits_processor {
     void (*mask)(void *user, float *logits, int32_t n_vocab);
     int (*accept)(void *user, int32_t token);
     void (*free)(void *user);
-    // Jump-forward (optional, may be NULL): called right after accept() of a sampled token.
-    // Writes up to cap tokens that are each the ONLY allowed continuation (the processor has
-    // already advanced its state over them) and returns how many. The engine appends them as
-    // generated tokens and computes them all in one forward pass at the next step (like a
-    // prefill chunk), instead of one decode step each; the sampled distribution is unchanged
-    // because each skipped step had exactly one allowed token.
-    int32_t (*forced)(void *user, int32_t *out, int32_t cap);
+    int32_t (*forced)(void *user, int32_t *out, int32_t cap); // optional: jump-forward, above
 };
 
 enum gl_finish { GL_FINISH_NONE, GL_FINISH_STOP, GL_FINISH_LENGTH, GL_FINISH_ABORT };
