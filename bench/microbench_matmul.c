@@ -126,33 +126,66 @@ static void bench_type(struct gl_pool *pool, const struct gl_kernels *k, enum gl
         k->from_float[vt](x, A + (size_t)tok * arow, N_IN);
     }
 
-    enum { REPS = 31 };
-    int64_t us[REPS];
-    gl_matmul(pool, k, t, W, N_ROWS, N_IN, A, arow, 1, out, N_ROWS); // warm-up
-    for (int r = 0; r < REPS; r++) {
+    // The r16 layout of the same weights, when this table has a kernel for it: every figure
+    // below is then measured for both layouts in alternation (row, r16, row, r16, ...), because
+    // this VM's bandwidth drifts within seconds.
+    uint8_t *P = NULL;
+    if (k->gemm_r16[t] != NULL) {
+        P = gl_alloc_huge(wbytes);
+        GL_ASSERT(P != NULL);
         int64_t t0 = gl_time_us();
-        gl_matmul(pool, k, t, W, N_ROWS, N_IN, A, arow, 1, out, N_ROWS);
-        us[r] = gl_time_us() - t0;
+        gl_repack_r16(t, W, N_ROWS, N_IN, P);
+        printf("%-5s repack %.1f MB: %.1f ms (one thread)\n", gl_type_traits_of((uint32_t)t)->name,
+               (double)wbytes / 1e6, (double)(gl_time_us() - t0) / 1e3);
     }
-    qsort(us, REPS, sizeof us[0], cmp_i64);
+    const int n_lay = P ? 2 : 1;
+    const char *lay_name[2] = {"row", "r16"};
+#define MM(lay, rows, ntok)                                                                        \
+    ((lay) ? gl_matmul_r16 : gl_matmul)(pool, k, t, (lay) ? (const void *)P : (const void *)W,     \
+                                        rows, N_IN, A, arow, ntok, out, rows)
+    enum { REPS = 31 };
+    int64_t us[2][REPS];
     const char *name = gl_type_traits_of((uint32_t)t)->name;
-    printf("%-5s decode  %d x %d (%.1f MB): median %.2f ms = %.1f GB/s (best %.1f GB/s)\n", name,
-           N_ROWS, N_IN, (double)wbytes / 1e6, (double)us[REPS / 2] / 1e3,
-           (double)wbytes / (double)us[REPS / 2] / 1e3, (double)wbytes / (double)us[0] / 1e3);
+    static const int dec_tok[] = {1, 8, 16};
+    for (int di = 0; di < 3; di++) {
+        int nt = dec_tok[di];
+        if (nt > n_pre_tok)
+            continue;
+        for (int lay = 0; lay < n_lay; lay++)
+            MM(lay, N_ROWS, nt); // warm-up
+        for (int r = 0; r < REPS; r++)
+            for (int lay = 0; lay < n_lay; lay++) {
+                int64_t t0 = gl_time_us();
+                MM(lay, N_ROWS, nt);
+                us[lay][r] = gl_time_us() - t0;
+            }
+        for (int lay = 0; lay < n_lay; lay++) {
+            qsort(us[lay], REPS, sizeof us[lay][0], cmp_i64);
+            double med = (double)us[lay][REPS / 2];
+            printf(
+                "%-5s %s decode x%-2d %d x %d (%.1f MB): median %.2f ms = %.1f GB/s, %.1f GOP/s\n",
+                name, lay_name[lay], nt, N_ROWS, N_IN, (double)wbytes / 1e6, med / 1e3,
+                (double)wbytes / med / 1e3, 2.0 * N_ROWS * N_IN * nt / med / 1e3);
+        }
+    }
 
     if (n_pre_tok > 1) {
-        int64_t best = INT64_MAX;
-        for (int r = 0; r < 2; r++) {
-            int64_t t0 = gl_time_us();
-            gl_matmul(pool, k, t, W, pre_rows, N_IN, A, arow, n_pre_tok, out, pre_rows);
-            int64_t dt = gl_time_us() - t0;
-            best = dt < best ? dt : best;
-        }
+        int64_t best[2] = {INT64_MAX, INT64_MAX};
+        for (int r = 0; r < 3; r++)
+            for (int lay = 0; lay < n_lay; lay++) {
+                int64_t t0 = gl_time_us();
+                MM(lay, pre_rows, n_pre_tok);
+                int64_t dt = gl_time_us() - t0;
+                best[lay] = dt < best[lay] ? dt : best[lay];
+            }
         double ops = 2.0 * pre_rows * N_IN * n_pre_tok;
-        printf("%-5s prefill %d x %d x %d tok: %.1f ms = %.1f GOP/s (full %d rows: ~%.0f ms)\n",
-               name, pre_rows, N_IN, n_pre_tok, (double)best / 1e3, ops / (double)best / 1e3,
-               N_ROWS, (double)best / 1e3 * N_ROWS / pre_rows);
+        for (int lay = 0; lay < n_lay; lay++)
+            printf("%-5s %s prefill %d x %d x %d tok: %.1f ms = %.1f GOP/s\n", name, lay_name[lay],
+                   pre_rows, N_IN, n_pre_tok, (double)best[lay] / 1e3,
+                   ops / (double)best[lay] / 1e3);
     }
+#undef MM
+    gl_free_huge(P, wbytes);
     gl_free_aligned(W);
     gl_free_aligned(A);
     gl_free(x);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 gl_status gl_err_set(struct gl_err *err, gl_status code, const char *fmt, ...)
@@ -117,6 +118,38 @@ void *gl_malloc_aligned(size_t n)
 void gl_free_aligned(void *p)
 {
     free(p);
+}
+
+#define HUGE_UNIT ((size_t)2 << 20)
+
+void *gl_alloc_huge(size_t n)
+{
+    if (n == 0 || n > SIZE_MAX - 2 * HUGE_UNIT)
+        return NULL;
+    size_t len = (n + HUGE_UNIT - 1) & ~(HUGE_UNIT - 1);
+    // Over-map by one unit and trim so the buffer starts on a 2 MiB boundary (THP needs aligned
+    // 2 MiB ranges; mmap only promises 4 KiB).
+    uint8_t *raw =
+        mmap(NULL, len + HUGE_UNIT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + HUGE_UNIT - 1) & ~(uintptr_t)(HUGE_UNIT - 1));
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + HUGE_UNIT > p)
+        munmap(p + len, (size_t)(raw + HUGE_UNIT - p));
+#ifdef MADV_HUGEPAGE
+    const char *e = getenv("GLINT_HUGEPAGES");
+    if (e != NULL && strcmp(e, "1") == 0)
+        (void)madvise(p, len, MADV_HUGEPAGE); // advisory: 4 KiB pages still work
+#endif
+    return p;
+}
+
+void gl_free_huge(void *p, size_t n)
+{
+    if (p != NULL)
+        munmap(p, (n + HUGE_UNIT - 1) & ~(HUGE_UNIT - 1));
 }
 
 char *gl_strdup(const char *s)

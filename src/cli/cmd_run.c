@@ -165,8 +165,8 @@ static int stream_bytes(const char *buf, int n)
 }
 
 // --show-tensors: where each tensor's bytes live (stderr). Weights are borrowed from the file
-// mapping (or the in-memory copy with GLINT_MMAP=0) unless GLINT_GGUF_KEEP_QUANT=0 expanded
-// them into f32 heap copies.
+// mapping (or the in-memory copy with GLINT_MMAP=0) unless they were repacked into resident
+// memory (Q4_K/Q6_K, GLINT_REPACK) or GLINT_GGUF_KEEP_QUANT=0 expanded them into f32 heap copies.
 static void show_tensors(const struct gl_model *m)
 {
     const struct gl_gguf *g = m->gguf;
@@ -178,6 +178,8 @@ static void show_tensors(const struct gl_model *m)
         const char *where = src;
         if (!m->keep_quant && t->type != GL_TYPE_F32 && t->n_dims == 2)
             where = "heap (f32 copy)";
+        else if (gl_model_is_repacked(m, t->data))
+            where = "resident (r16 repack)";
         fprintf(stderr, "tensor %-32.*s %-5s [%lld, %lld] %12llu B at file offset %llu: %s\n",
                 (int)t->name.len, t->name.ptr, tr && tr->name ? tr->name : "?", (long long)t->ne[0],
                 (long long)t->ne[1], (unsigned long long)t->n_bytes,

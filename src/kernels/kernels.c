@@ -66,6 +66,18 @@ REF_FNS(Q8_K)
         (k)->vec_dot4[GL_TYPE_##T] = ref_dot4_##T;                                                 \
     } while (0)
 
+static void ref_gemm_r16_Q4_K(int64_t n_in, const void *w, const void *act, size_t act_stride,
+                              int n_tok, float *out, int64_t out_stride)
+{
+    gl_gemm_r16_ref(GL_TYPE_Q4_K, n_in, w, act, act_stride, n_tok, out, out_stride);
+}
+
+static void ref_gemm_r16_Q6_K(int64_t n_in, const void *w, const void *act, size_t act_stride,
+                              int n_tok, float *out, int64_t out_stride)
+{
+    gl_gemm_r16_ref(GL_TYPE_Q6_K, n_in, w, act, act_stride, n_tok, out, out_stride);
+}
+
 static void fill_ref(struct gl_kernels *k)
 {
     memset(k, 0, sizeof *k);
@@ -78,6 +90,8 @@ static void fill_ref(struct gl_kernels *k)
     REF_SET(k, Q4_K);
     REF_SET(k, Q5_K);
     REF_SET(k, Q6_K);
+    k->gemm_r16[GL_TYPE_Q4_K] = ref_gemm_r16_Q4_K;
+    k->gemm_r16[GL_TYPE_Q6_K] = ref_gemm_r16_Q6_K;
     REF_SET(k, Q8_K);
 }
 
@@ -135,7 +149,9 @@ static int best_level(void)
 
 #ifdef GL_HAVE_AVX2_FILE
 // Applies one ISA's registration. A vec_dot4 must match its own table's vec_dot bit for bit, so
-// an entry left over from a lower level whose vec_dot was just replaced is dropped.
+// an entry left over from a lower level whose vec_dot was just replaced is dropped. So is an r16
+// entry this level does not provide: the scalar reference is far slower than the SIMD row dots,
+// and a NULL entry keeps such weights in the row layout.
 static void register_level(struct gl_kernels *k, void (*reg)(struct gl_kernels *), const char *isa)
 {
     struct gl_kernels before = *k;
@@ -143,6 +159,9 @@ static void register_level(struct gl_kernels *k, void (*reg)(struct gl_kernels *
     for (int t = 0; t < GL_TYPE_COUNT; t++)
         if (k->vec_dot[t] != before.vec_dot[t] && k->vec_dot4[t] == before.vec_dot4[t])
             k->vec_dot4[t] = NULL;
+    for (int t = 0; t < GL_TYPE_COUNT; t++)
+        if (k->gemm_r16[t] == before.gemm_r16[t])
+            k->gemm_r16[t] = NULL;
     k->isa = isa;
 }
 #endif

@@ -20,6 +20,12 @@ typedef void (*gl_to_float_fn)(const void *x, float *y, int64_t n);
 // unpacked once for four activation rows). NULL where an ISA has none; gl_matmul then uses vec_dot.
 typedef void (*gl_vec_dot4_fn)(int64_t n, float *s, int64_t s_stride, const void *x, const void *y,
                                size_t y_stride);
+// The r16 layouts (quant.h): out[t * out_stride + r] = dot(row r of the 16-row group w, activation
+// row t) for r < 16, t < n_tok (1..GL_R16_MAX_TOK), bit-identical to gl_gemm_r16_ref, so a
+// token's result does not depend on which or how many tokens share its call.
+#define GL_R16_MAX_TOK 8
+typedef void (*gl_gemm_r16_fn)(int64_t n_in, const void *w, const void *act, size_t act_stride,
+                               int n_tok, float *out, int64_t out_stride);
 
 struct gl_kernels {
     const char *isa;                            // "ref", "avx2", "avx512"
@@ -27,6 +33,9 @@ struct gl_kernels {
     gl_from_float_fn from_float[GL_TYPE_COUNT]; // indexed by activation type
     gl_to_float_fn to_float[GL_TYPE_COUNT];     // indexed by weight type
     gl_vec_dot4_fn vec_dot4[GL_TYPE_COUNT];     // indexed by weight type; entries may be NULL
+    // Indexed by the source weight type (Q4_K, Q6_K); NULL where this ISA has no r16 kernel
+    // (the model then keeps the row layout).
+    gl_gemm_r16_fn gemm_r16[GL_TYPE_COUNT];
 };
 
 // The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.
@@ -55,3 +64,9 @@ void gl_pool_run(struct gl_pool *p, gl_pool_fn fn, void *ctx);
 void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype, const void *W,
                int64_t n_rows, int64_t n_in, const void *act, size_t act_stride, int64_t n_tok,
                float *out, int64_t out_stride);
+
+// Same product for a weight repacked by gl_repack_r16 (n_rows a multiple of 16, k->gemm_r16[wtype]
+// set): groups of 16 rows are split across the threads, tokens tiled as above.
+void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
+                   const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
+                   int64_t n_tok, float *out, int64_t out_stride);

@@ -113,3 +113,87 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
     else
         gl_pool_run(pool, mm_worker, &j);
 }
+
+// ---- r16 layout ----
+// Items are (4 groups of 16 rows) x (a token tile); inside an item each group's weights (up to
+// 78 blocks x 2.3 KB = 180 KB at n_in 19968) stay in L2 while the tile's tokens pass over them
+// 8 at a time. The tile is sized for L3 (4 MiB of q8_K activations, 180 tokens at n_in 19968),
+// not L2: a 16-row x 8-token call reads only ~3 B of activations per cycle, while a small tile
+// would re-read every weight from DRAM once per tile (75 MB per pass for a 6656 x 19968 Q4_K).
+#define MM_R16_GROUPS     4
+#define MM_R16_TILE_BYTES (4u << 20)
+
+struct mm_r16_job {
+    gl_gemm_r16_fn fn;
+    const uint8_t *W;
+    size_t group_bytes;
+    int64_t n_groups, n_in;
+    const uint8_t *act;
+    size_t act_stride;
+    int64_t n_tok;
+    float *out;
+    int64_t out_stride;
+    int64_t n_chunks, tile_tok, n_items;
+    _Atomic int64_t next_item;
+};
+
+static void mm_r16_worker(void *ctx, int ith, int nth)
+{
+    struct mm_r16_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    for (;;) {
+        int64_t item = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
+        if (item >= j->n_items)
+            return;
+        int64_t tile = item / j->n_chunks, chunk = item % j->n_chunks;
+        int64_t g0 = chunk * MM_R16_GROUPS, g1 = g0 + MM_R16_GROUPS;
+        int64_t t0 = tile * j->tile_tok, t1 = t0 + j->tile_tok;
+        g1 = g1 < j->n_groups ? g1 : j->n_groups;
+        t1 = t1 < j->n_tok ? t1 : j->n_tok;
+        for (int64_t g = g0; g < g1; g++)
+            for (int64_t t = t0; t < t1; t += GL_R16_MAX_TOK) {
+                int64_t nt = t1 - t < GL_R16_MAX_TOK ? t1 - t : GL_R16_MAX_TOK;
+                j->fn(j->n_in, j->W + (size_t)g * j->group_bytes,
+                      j->act + (size_t)t * j->act_stride, j->act_stride, (int)nt,
+                      j->out + t * j->out_stride + g * GL_R16_ROWS, j->out_stride);
+            }
+    }
+}
+
+void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
+                   const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
+                   int64_t n_tok, float *out, int64_t out_stride)
+{
+    GL_ASSERT(k != NULL && (unsigned)wtype < GL_TYPE_COUNT);
+    GL_ASSERT_MSG(k->gemm_r16[wtype] != NULL, "matmul: no %s r16 kernel for weight type %d", k->isa,
+                  (int)wtype);
+    GL_ASSERT(n_rows % GL_R16_ROWS == 0 && n_tok >= 0 && n_in > 0);
+    GL_ASSERT(n_tok <= 1 || out_stride >= n_rows);
+    size_t row_bytes = gl_type_row_size((uint32_t)wtype, n_in);
+    GL_ASSERT(row_bytes != 0 && act_stride > 0);
+    if (n_rows == 0 || n_tok == 0)
+        return;
+    int64_t tile_tok = (int64_t)(MM_R16_TILE_BYTES / act_stride) / GL_R16_MAX_TOK * GL_R16_MAX_TOK;
+    tile_tok = tile_tok < GL_R16_MAX_TOK ? GL_R16_MAX_TOK : tile_tok;
+    struct mm_r16_job j = {
+        .fn = k->gemm_r16[wtype],
+        .W = W,
+        .group_bytes = row_bytes * GL_R16_ROWS,
+        .n_groups = n_rows / GL_R16_ROWS,
+        .n_in = n_in,
+        .act = act,
+        .act_stride = act_stride,
+        .n_tok = n_tok,
+        .out = out,
+        .out_stride = out_stride,
+        .tile_tok = tile_tok,
+    };
+    j.n_chunks = (j.n_groups + MM_R16_GROUPS - 1) / MM_R16_GROUPS;
+    j.n_items = j.n_chunks * ((n_tok + tile_tok - 1) / tile_tok);
+    atomic_init(&j.next_item, 0);
+    if (j.n_items == 1)
+        mm_r16_worker(&j, 0, 1);
+    else
+        gl_pool_run(pool, mm_r16_worker, &j);
+}

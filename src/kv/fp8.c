@@ -3,7 +3,10 @@
 // from value = (-1)^s * (e ? (1 + m/8) * 2^(e-7) : m/8 * 2^-6); codes 0x7F/0xFF are NaN).
 // Encoding works on the f32 bit pattern: the 23-bit mantissa is cut to 3 bits with the 20 dropped
 // bits deciding the rounding; magnitudes below 2^-6 go through the subnormal grid of step 2^-9.
+// Row scales are bf16 (fp8.h: why not a power of two).
 #include "kv/fp8.h"
+
+#include "base/base.h"
 
 #include <math.h>
 #include <string.h>
@@ -76,4 +79,36 @@ uint8_t gl_fp8_e4m3_encode(float x)
     if (code > 0x7Eu) // only reachable by rounding up past 448
         code = 0x7Eu;
     return (uint8_t)(sign | code);
+}
+
+uint16_t gl_fp8_e4m3_encode_row(const float *x, int64_t n, uint8_t *codes)
+{
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+        amax = a > amax || isnan(a) ? a : amax; // a NaN element makes the row NaN
+    }
+    if (!isfinite(amax)) {
+        for (int64_t i = 0; i < n; i++)
+            codes[i] = gl_fp8_e4m3_encode(x[i]);
+        return 0x7FC0; // bf16 quiet NaN
+    }
+    const uint16_t sb = gl_f32_to_bf16(amax / 448.0f);
+    const float s = gl_bf16_to_f32(sb);
+    if (s == 0.0f) { // amax 0, or so small that amax / 448 rounds to bf16 zero
+        memset(codes, 0, (size_t)n);
+        return 0;
+    }
+    // s may be rounded below amax / 448 by up to 2^-8 relative: the largest elements then land
+    // just over 448 and saturate onto it (error <= 2^-8 relative, below e4m3's own 2^-4).
+    for (int64_t i = 0; i < n; i++)
+        codes[i] = gl_fp8_e4m3_encode(x[i] / s);
+    return sb;
+}
+
+void gl_fp8_e4m3_decode_row(const uint8_t *codes, uint16_t scale, int64_t n, float *out)
+{
+    const float s = gl_bf16_to_f32(scale);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = gl_fp8_e4m3_table[codes[i]] * s;
 }

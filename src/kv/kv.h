@@ -5,7 +5,8 @@
 // global -> 4 groups of 13). A PAGE holds block_size positions of K and V for the g layers of
 // one group, so every page has the same byte size and one free list serves all groups:
 //   page = [layer in group g][K|V][position in block][Hkv][D] elements of `dtype`
-//          (+ fp8: one f32 scale per (layer, K|V, position) row -- see kv.c for why).
+//          (+ fp8: then [layer in group][K|V][position in block] one bf16 scale per row -- see
+//           kv.c for why; the page is padded to 64 bytes).
 // Each sequence has one block table per group. Global groups keep every block; sliding groups
 // release a block (at commit) as soon as all its positions are older than the window: the next
 // query at position len sees keys len-window+1..len (arch doc §2.3: 2048 keys incl. itself), so

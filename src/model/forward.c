@@ -7,7 +7,7 @@
 // so a steady-state decode step allocates nothing. A step may carry several sequences (each a
 // chunk of tokens at its own positions): every matmul takes all rows of the step together, and
 // attention runs per sequence. K/V are read and written only through struct gl_kv_view page
-// tables, stored as f32/f16/bf16/fp8 rows (fp8: one f32 scale per row, see src/kv/kv.c) and
+// tables, stored as f32/f16/bf16/fp8 rows (fp8: one bf16 scale per row, see src/kv/kv.c) and
 // converted back to f32 one head row at a time while attending.
 #include "kv/fp8.h"
 #include "model/model.h"
@@ -216,8 +216,8 @@ static void matmul(struct gl_model_ctx *c, const struct gl_weight *w, const floa
         }
         act = c->act;
     }
-    gl_matmul(c->pool, c->k, w->type, w->data, w->n_out, w->n_in, act, stride, n_tok, out,
-              w->n_out);
+    (w->r16 ? gl_matmul_r16 : gl_matmul)(c->pool, c->k, w->type, w->data, w->n_out, w->n_in, act,
+                                         stride, n_tok, out, w->n_out);
 }
 
 // Call whenever a buffer that may be cached as quantized activations is overwritten.
@@ -238,7 +238,7 @@ static uint8_t *kv_page(const struct gl_kv_view *v, int64_t p)
 }
 
 // Stores one position's K or V row (KD f32 values) in the view's dtype. fp8 rows get their own
-// scale amax / 448, so the largest element lands on the format's largest finite value.
+// scale bf16(amax / 448) (src/kv/fp8.h), so the largest element lands on e4m3's largest, 448.
 static void kv_store(const struct gl_kv_view *v, int64_t p, int is_v, const float *src, int64_t KD)
 {
     uint8_t *pg = kv_page(v, p);
@@ -261,14 +261,9 @@ static void kv_store(const struct gl_kv_view *v, int64_t p, int is_v, const floa
         }
         break;
     case GL_KV_FP8_E4M3: {
-        float amax = 0.0f;
-        for (int64_t i = 0; i < KD; i++)
-            amax = fabsf(src[i]) > amax ? fabsf(src[i]) : amax;
-        float scale = amax / 448.0f, inv = amax > 0.0f ? 448.0f / amax : 0.0f;
-        for (int64_t i = 0; i < KD; i++)
-            dst[i] = gl_fp8_e4m3_encode(src[i] * inv);
-        memcpy(pg + (is_v ? v->v_scale_off : v->k_scale_off) + (size_t)r * sizeof(float), &scale,
-               sizeof scale);
+        const uint16_t sc = gl_fp8_e4m3_encode_row(src, KD, dst);
+        memcpy(pg + (is_v ? v->v_scale_off : v->k_scale_off) + (size_t)r * sizeof sc, &sc,
+               sizeof sc);
         break;
     }
     }
@@ -293,12 +288,11 @@ static const float *kv_head(const struct gl_kernels *k, const struct gl_kv_view 
     case GL_KV_BF16:
         k->to_float[GL_TYPE_BF16](src, buf, D);
         return buf;
-    case GL_KV_FP8_E4M3: {
-        float scale;
-        memcpy(&scale, pg + (is_v ? v->v_scale_off : v->k_scale_off) + (size_t)r * sizeof(float),
-               sizeof scale);
-        for (int i = 0; i < D; i++)
-            buf[i] = gl_fp8_e4m3_table[src[i]] * scale;
+    case GL_KV_FP8_E4M3: { // one scale covers all heads of the row
+        uint16_t sc;
+        memcpy(&sc, pg + (is_v ? v->v_scale_off : v->k_scale_off) + (size_t)r * sizeof sc,
+               sizeof sc);
+        gl_fp8_e4m3_decode_row(src, sc, D, buf);
         return buf;
     }
     }

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define KEY_PREFIX GL_MODEL_ARCH "."
 
@@ -272,8 +274,81 @@ static int type_computable(const struct gl_kernels *k, uint32_t type)
            k->from_float[vdt];
 }
 
-static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, const char *name,
-                             int64_t n_in, int64_t n_out, struct gl_weight *w, struct gl_err *err)
+// Parallel repack: each thread takes whole 16-row groups (a group is 16 rows' bytes in both
+// layouts, so a row range maps to the same byte range).
+struct repack_job {
+    enum gl_type type;
+    const uint8_t *src;
+    uint8_t *dst;
+    int64_t n_groups, n_in;
+    size_t group_bytes;
+};
+
+static void repack_worker(void *ctx, int ith, int nth)
+{
+    const struct repack_job *j = ctx;
+    int64_t g0 = j->n_groups * ith / nth, g1 = j->n_groups * (ith + 1) / nth;
+    if (g1 > g0)
+        gl_repack_r16(j->type, j->src + (size_t)g0 * j->group_bytes, (g1 - g0) * GL_R16_ROWS,
+                      j->n_in, j->dst + (size_t)g0 * j->group_bytes);
+}
+
+// Moves w into the r16 layout when the type, the row count and the CPU allow it. The file's
+// pages of the tensor are released afterwards (MADV_DONTNEED on a private read-only file mapping
+// only drops them from this process; a later read would fault them in again unchanged), so the
+// resident size stays about one copy of the weights.
+static gl_status maybe_repack(struct gl_model *m, const struct gl_kernels *k, struct gl_pool *pool,
+                              const char *name, struct gl_weight *w, struct gl_err *err)
+{
+    if (!m->repack || !m->keep_quant || !gl_r16_supported(w->type) || !k->gemm_r16[w->type] ||
+        w->n_out % GL_R16_ROWS != 0)
+        return GL_OK;
+    size_t bytes = w->row_bytes * (size_t)w->n_out;
+    if (m->n_huge == m->cap_huge) {
+        int cap = m->cap_huge ? 2 * m->cap_huge : 64;
+        struct gl_model_huge *h = gl_realloc(m->huge, (size_t)cap * sizeof *h);
+        if (!h)
+            return gl_err_set(err, GL_E_NOMEM, "model: no memory to repack %s", name);
+        m->huge = h;
+        m->cap_huge = cap;
+    }
+    void *dst = gl_alloc_huge(bytes);
+    if (!dst)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory to repack %s (%zu B resident)", name,
+                          bytes);
+    m->huge[m->n_huge++] = (struct gl_model_huge){dst, bytes, w->data};
+    struct repack_job j = {
+        w->type, w->data, dst, w->n_out / GL_R16_ROWS, w->n_in, w->row_bytes * GL_R16_ROWS};
+    if (pool != NULL && j.n_groups > 1)
+        gl_pool_run(pool, repack_worker, &j);
+    else
+        repack_worker(&j, 0, 1);
+    if (gl_gguf_is_mmapped(m->gguf)) {
+        const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        uintptr_t a = ((uintptr_t)w->data + pg - 1) & ~(uintptr_t)(pg - 1);
+        uintptr_t e = ((uintptr_t)w->data + bytes) & ~(uintptr_t)(pg - 1);
+        if (e > a)
+            (void)madvise((void *)a, e - a, MADV_DONTNEED);
+    }
+    m->r16_bytes += bytes;
+    w->data = dst;
+    w->r16 = 1;
+    return GL_OK;
+}
+
+int gl_model_is_repacked(const struct gl_model *m, const void *data)
+{
+    for (int i = 0; m != NULL && i < m->n_huge; i++)
+        if (m->huge[i].src == data)
+            return 1;
+    return 0;
+}
+
+// r16_ok: the weight is only ever multiplied (not row-gathered like token_embd), and any row
+// slices taken of it start on 16-row boundaries.
+static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, struct gl_pool *pool,
+                             const char *name, int64_t n_in, int64_t n_out, int r16_ok,
+                             struct gl_weight *w, struct gl_err *err)
 {
     const struct gl_gguf_tensor *t = find_tensor(m->gguf, name, err);
     if (!t)
@@ -296,6 +371,7 @@ static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, con
                           "blocks",
                           name, (long long)n_in, type_name(t->type));
     w->data = t->data;
+    w->r16 = 0;
     w->type = (enum gl_type)t->type;
     w->n_in = n_in;
     w->n_out = t->ne[1];
@@ -316,7 +392,7 @@ static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, con
         w->type = GL_TYPE_F32;
         w->row_bytes = (size_t)n_in * sizeof(float);
     }
-    return GL_OK;
+    return r16_ok ? maybe_repack(m, k, pool, name, w, err) : GL_OK;
 }
 
 // 1-D norm weight of n floats: borrowed when stored as aligned F32, else converted to an f32 copy.
@@ -351,21 +427,24 @@ static gl_status bind_norm(struct gl_model *m, const struct gl_kernels *k, const
 
 struct gl_model_params gl_model_default_params(void)
 {
-    struct gl_model_params p = {.keep_quant = 1};
+    struct gl_model_params p = {.keep_quant = 1, .repack = 1};
     const char *e = getenv("GLINT_GGUF_KEEP_QUANT");
     if (e && strcmp(e, "0") == 0)
         p.keep_quant = 0;
+    e = getenv("GLINT_REPACK");
+    if (e && strcmp(e, "0") == 0)
+        p.repack = 0;
     return p;
 }
 
-static gl_status bind_all(struct gl_model *m, struct gl_err *err)
+static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_err *err)
 {
     const struct gl_kernels *k = gl_kernels_get();
     struct gl_model_config *c = &m->cfg;
     const int64_t E = c->n_embd, F = c->n_ff, HD = (int64_t)c->n_head * c->head_dim,
                   KD = (int64_t)c->n_head_kv * c->head_dim;
     gl_status st;
-    if ((st = bind_weight(m, k, "token_embd.weight", E, -1, &m->tok_embd, err)))
+    if ((st = bind_weight(m, k, pool, "token_embd.weight", E, -1, 0, &m->tok_embd, err)))
         return st;
     if (m->tok_embd.n_out <= 0 || m->tok_embd.n_out > INT32_MAX)
         return gl_err_set(err, GL_E_FORMAT, "model: token_embd.weight has %lld rows",
@@ -377,7 +456,7 @@ static gl_status bind_all(struct gl_model *m, struct gl_err *err)
     if (vs != (uint32_t)c->n_vocab)
         return gl_err_set(err, GL_E_FORMAT, "model: vocab_size %u != token_embd.weight rows %d", vs,
                           c->n_vocab);
-    if ((st = bind_weight(m, k, "output.weight", E, c->n_vocab, &m->output, err)) ||
+    if ((st = bind_weight(m, k, pool, "output.weight", E, c->n_vocab, 1, &m->output, err)) ||
         (st = bind_norm(m, k, "output_norm.weight", E, &m->output_norm, err)))
         return st;
     m->layers = gl_calloc((size_t)c->n_layer, sizeof *m->layers);
@@ -389,7 +468,7 @@ static gl_status bind_all(struct gl_model *m, struct gl_err *err)
 #define W(field, suffix, nin, nout)                                                                \
     do {                                                                                           \
         snprintf(nm, sizeof nm, "blk.%d." suffix ".weight", l);                                    \
-        if ((st = bind_weight(m, k, nm, nin, nout, &ly->field, err)))                              \
+        if ((st = bind_weight(m, k, pool, nm, nin, nout, 1, &ly->field, err)))                     \
             return st;                                                                             \
     } while (0)
 #define N(field, suffix, n)                                                                        \
@@ -405,7 +484,8 @@ static gl_status bind_all(struct gl_model *m, struct gl_err *err)
         if (!gl_gguf_find_tensor(m->gguf, nm) && gl_gguf_find_tensor(m->gguf, fused)) {
             // Fused [q | k | v] rows (llama.cpp's attn_qkv): three row-slice views of it.
             struct gl_weight f;
-            if ((st = bind_weight(m, k, fused, E, HD + 2 * KD, &f, err)))
+            if ((st = bind_weight(m, k, pool, fused, E, HD + 2 * KD,
+                                  HD % GL_R16_ROWS == 0 && KD % GL_R16_ROWS == 0, &f, err)))
                 return st;
             ly->q = ly->k = ly->v = f;
             ly->q.n_out = HD;
@@ -441,10 +521,28 @@ gl_status gl_model_load(struct gl_model **out, const struct gl_gguf *g,
     if (!m)
         return gl_err_set(err, GL_E_NOMEM, "model: no memory");
     m->gguf = g;
-    m->keep_quant = params ? params->keep_quant : gl_model_default_params().keep_quant;
+    struct gl_model_params dp = gl_model_default_params();
+    m->keep_quant = (params ? params : &dp)->keep_quant;
+    m->repack = (params ? params : &dp)->repack;
     gl_status st = gl_model_config_parse(&m->cfg, g, err);
-    if (st == GL_OK)
-        st = bind_all(m, err);
+    if (st == GL_OK) {
+        // Repacking touches every weight byte once (and faults in as many fresh pages): spread
+        // it over the cores with a transient pool (the model context creates its own).
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        struct gl_pool *pool = m->repack ? gl_pool_new(ncpu < 1    ? 1
+                                                       : ncpu > 16 ? 16
+                                                                   : (int)ncpu)
+                                         : NULL;
+        int64_t t0 = gl_time_us();
+        st = bind_all(m, pool, err);
+        gl_pool_delete(pool);
+        if (st == GL_OK && m->r16_bytes > 0)
+            GL_LOGI("model: %.2f GiB of Q4_K/Q6_K weights repacked into resident memory (r16 "
+                    "layout) in %.1f s%s",
+                    (double)m->r16_bytes / (1024.0 * 1024.0 * 1024.0),
+                    (double)(gl_time_us() - t0) / 1e6,
+                    gl_gguf_is_mmapped(g) ? "; their file pages released" : "");
+    }
     if (st != GL_OK) {
         gl_model_delete(m);
         return st;
@@ -478,6 +576,9 @@ void gl_model_delete(struct gl_model *m)
     for (int i = 0; i < m->n_owned; i++)
         gl_free_aligned(m->owned[i]);
     gl_free(m->owned);
+    for (int i = 0; i < m->n_huge; i++)
+        gl_free_huge(m->huge[i].p, m->huge[i].n);
+    gl_free(m->huge);
     gl_free(m->layers);
     if (m->owns_gguf)
         gl_gguf_close((struct gl_gguf *)m->gguf);

@@ -59,6 +59,15 @@ struct gl_weight {
     int64_t n_in;     // ne[0]
     int64_t n_out;    // ne[1]
     size_t row_bytes; // gl_type_row_size(type, n_in)
+    int r16;          // 1: data is in the 16-row interleaved layout of type (quant.h), owned
+};
+
+// One repacked weight buffer: p (n bytes, gl_alloc_huge) holds the r16 copy of the file tensor
+// whose bytes start at src.
+struct gl_model_huge {
+    void *p;
+    size_t n;
+    const void *src;
 };
 
 struct gl_layer {
@@ -77,11 +86,20 @@ struct gl_model {
     struct gl_layer *layers; // [n_layer]
     void **owned;            // buffers this model allocated (f32 copies), freed at delete
     int n_owned, cap_owned;
-    int keep_quant; // 0: every weight was expanded to F32 at load
+    struct gl_model_huge *huge; // repacked weights (gl_alloc_huge), freed at delete
+    int n_huge, cap_huge;
+    uint64_t r16_bytes; // bytes of weights repacked into resident memory
+    int keep_quant;     // 0: every weight was expanded to F32 at load
+    int repack;         // 1: Q4_K / Q6_K matrices were offered to the r16 layout
 };
 
 struct gl_model_params {
     int keep_quant; // default from GLINT_GGUF_KEEP_QUANT (unset or non-"0" -> 1)
+    // Default from GLINT_REPACK (unset or non-"0" -> 1). When the CPU has r16 kernels, Q4_K and
+    // Q6_K matrices (all but token_embd, which is only row-gathered) are repacked at load into
+    // resident memory (gl_alloc_huge); the file's pages are then released. This is also how the
+    // model ends up resident rather than paged in from the mapping on every pass.
+    int repack;
 };
 struct gl_model_params gl_model_default_params(void);
 
@@ -94,6 +112,9 @@ GL_MUST_USE gl_status gl_model_load(struct gl_model **out, const struct gl_gguf 
 GL_MUST_USE gl_status gl_model_open(struct gl_model **out, const char *path,
                                     const struct gl_model_params *params, struct gl_err *err);
 void gl_model_delete(struct gl_model *m); // NULL-safe
+// 1 when the file tensor whose bytes start at data was repacked (its weight now lives in
+// resident memory, in the r16 layout), for diagnostics.
+int gl_model_is_repacked(const struct gl_model *m, const void *data);
 
 // ---- KV views ----
 // Element type of stored K/V rows. Attention converts rows to f32 on the fly.
@@ -104,9 +125,10 @@ size_t gl_kv_dtype_size(enum gl_kv_dtype t); // bytes per element: 4, 2, 2, 1
 // logical block p / block_size, i.e. page pages[p / block_size] (-1 = unmapped: outside a sliding
 // window, or not yet reserved), at row p % block_size. A row is Hkv * D elements of `dtype`
 // (head-major, then dim), row_bytes long. Inside a page this layer's K rows start at k_off and
-// its V rows at v_off (block_size consecutive rows each); for fp8 the f32 scale of each row
-// (dequantized value = code value * scale) sits at k_scale_off / v_scale_off (block_size f32
-// each). Attention reads only positions it may see and asserts that their pages are mapped.
+// its V rows at v_off (block_size consecutive rows each); for fp8 the scale of each row, a bf16 s
+// (dequantized value = e4m3 code value * s, src/kv/fp8.h), sits at k_scale_off / v_scale_off
+// (block_size bf16 each, 2 bytes, unaligned access by memcpy). Attention reads only positions it
+// may see and asserts that their pages are mapped.
 // A view borrows the table; it is valid until its owner changes the table (reserve, free).
 struct gl_kv_view {
     int32_t block_size;
@@ -116,7 +138,7 @@ struct gl_kv_view {
     size_t page_bytes;
     size_t row_bytes;
     size_t k_off, v_off;
-    size_t k_scale_off, v_scale_off; // fp8 only
+    size_t k_scale_off, v_scale_off; // fp8 only: bf16 row scales
     enum gl_kv_dtype dtype;
 };
 

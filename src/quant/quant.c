@@ -777,3 +777,152 @@ void gl_vec_dot_ref(enum gl_type t, int64_t n, float *s, const void *x, const vo
         GL_ASSERT_MSG(0, "quant: no vec_dot for type %d", (int)t);
     }
 }
+
+// ---- r16 layouts (quant.h) ----
+
+int gl_r16_supported(enum gl_type t)
+{
+    return t == GL_TYPE_Q4_K || t == GL_TYPE_Q6_K;
+}
+
+// Repacking touches every weight byte at load (17 GB for the full model), so it works on 8
+// elements at a time in a uint64 (little-endian, as every x86 is): 8 quants in bytes b0..b7, one
+// per byte (value < 16), become the r16 dword b0..b3 | b4..b7 << 4 as (x | x >> 28).
+static inline uint64_t load8(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline void put_nibbles(uint8_t *dst, uint64_t x)
+{
+    uint32_t v = (uint32_t)(x | x >> 28);
+    memcpy(dst, &v, 4);
+}
+
+#define NIB_LO 0x0f0f0f0f0f0f0f0full
+
+// Row r of r16 block y from the source block x. Q4_K: byte l of 64-element chunk j2 holds
+// elements 64 j2 + l (low nibble) and 64 j2 + 32 + l (high nibble), so 8 bytes from 8k give chunk
+// pairs c = 8 j2 + k (low nibbles) and 8 j2 + 4 + k (high nibbles).
+static void repack_q4_K_row(struct gl_block_q4_K_r16 *y, int r, const struct gl_block_q4_K *x)
+{
+    y->d[r] = x->d;
+    y->dmin[r] = x->dmin;
+    for (int i = 0; i < GL_K_SCALE_SIZE; i++)
+        y->scales[i][r] = x->scales[i];
+    for (int j2 = 0; j2 < 4; j2++)
+        for (int k = 0; k < 4; k++) {
+            uint64_t w = load8(x->qs + 32 * j2 + 8 * k);
+            put_nibbles(y->qs[8 * j2 + k][r], w & NIB_LO);
+            put_nibbles(y->qs[8 * j2 + 4 + k][r], (w >> 4) & NIB_LO);
+        }
+}
+
+// Q6_K: element 128 h + 32 k + l takes nibble (k >= 2) of ql[64 h + 32 (k & 1) + l] and bits 2k
+// of qh[32 h + l]; 8 elements from l = 8m are chunk pair c = 16 h + 4 k + m. Their high bits
+// (2 per byte) become 4 bits per byte (elements 8c + i, then 8c + 4 + i) at bit 4 (c % 2) of
+// sub-block c / 2's qh, as (x | x >> 30).
+static void repack_q6_K_row(struct gl_block_q6_K_r16 *y, int r, const struct gl_block_q6_K *x)
+{
+    y->d[r] = x->d;
+    for (int j = 0; j < GL_QK_K / 16; j++)
+        y->scales[j][r] = x->scales[j];
+    uint32_t qh[GL_QK_K / 16] = {0};
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int m = 0; m < 4; m++) {
+                int c = 16 * h + 4 * k + m;
+                uint64_t w = load8(x->ql + 64 * h + 32 * (k & 1) + 8 * m);
+                put_nibbles(y->sub[c / 2].ql[c % 2][r], (k >= 2 ? w >> 4 : w) & NIB_LO);
+                uint64_t hb = (load8(x->qh + 32 * h + 8 * m) >> (2 * k)) & 0x0303030303030303ull;
+                qh[c / 2] |= (uint32_t)(hb | hb >> 30) << (4 * (c % 2));
+            }
+    for (int j = 0; j < GL_QK_K / 16; j++)
+        memcpy(y->sub[j].qh[r], &qh[j], 4);
+}
+
+void gl_repack_r16(enum gl_type t, const void *src, int64_t n_rows, int64_t n_in, void *dst)
+{
+    GL_ASSERT(gl_r16_supported(t) && n_rows % GL_R16_ROWS == 0 && n_in % GL_QK_K == 0);
+    const int64_t nb = n_in / GL_QK_K;
+    const size_t row_bytes = gl_type_row_size(t, n_in);
+    for (int64_t g = 0; g < n_rows / GL_R16_ROWS; g++)
+        for (int r = 0; r < GL_R16_ROWS; r++) {
+            const uint8_t *row = (const uint8_t *)src + (size_t)(16 * g + r) * row_bytes;
+            for (int64_t b = 0; b < nb; b++) {
+                if (t == GL_TYPE_Q4_K)
+                    repack_q4_K_row((struct gl_block_q4_K_r16 *)dst + g * nb + b, r,
+                                    (const struct gl_block_q4_K *)row + b);
+                else
+                    repack_q6_K_row((struct gl_block_q6_K_r16 *)dst + g * nb + b, r,
+                                    (const struct gl_block_q6_K *)row + b);
+            }
+        }
+}
+
+// Exact integer sums of one r16 block row against one q8_K block, in the kernels' terms (quant.h).
+static void r16_block_sums(enum gl_type t, const void *blk, int r, const struct gl_block_q8_K *y,
+                           int32_t *B, int32_t *M)
+{
+    int32_t sb = 0, sm = 0;
+    if (t == GL_TYPE_Q4_K) {
+        const struct gl_block_q4_K_r16 *x = blk;
+        uint8_t sc6[GL_K_SCALE_SIZE];
+        for (int i = 0; i < GL_K_SCALE_SIZE; i++)
+            sc6[i] = x->scales[i][r];
+        for (int j = 0; j < 8; j++) {
+            int sc, m, dot = 0;
+            scale_min_k4(j, sc6, &sc, &m);
+            for (int k = 32 * j; k < 32 * j + 32; k++)
+                dot += ((x->qs[k / 8][r][k % 4] >> (4 * ((k % 8) / 4))) & 0xF) * y->qs[k];
+            sb += sc * dot;
+            sm += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+        }
+    } else {
+        const struct gl_block_q6_K_r16 *x = blk;
+        for (int j = 0; j < 16; j++) {
+            int dot = 0;
+            for (int k = 16 * j; k < 16 * j + 16; k++) {
+                int lo = (x->sub[j].ql[(k / 8) % 2][r][k % 4] >> (4 * ((k % 8) / 4))) & 0xF;
+                int hi = (x->sub[j].qh[r][k % 4] >> (2 * ((k % 16) / 4))) & 3;
+                dot += (lo | hi << 4) * y->qs[k];
+            }
+            sb += x->scales[j][r] * dot;
+            sm += x->scales[j][r] * y->bsums[j];
+        }
+    }
+    *B = sb;
+    *M = sm;
+}
+
+void gl_gemm_r16_ref(enum gl_type t, int64_t n_in, const void *w, const void *act,
+                     size_t act_stride, int64_t n_tok, float *out, int64_t out_stride)
+{
+    GL_ASSERT(gl_r16_supported(t) && n_in % GL_QK_K == 0 && n_tok >= 1);
+    const int64_t nb = n_in / GL_QK_K;
+    const size_t bb =
+        t == GL_TYPE_Q4_K ? sizeof(struct gl_block_q4_K_r16) : sizeof(struct gl_block_q6_K_r16);
+    for (int64_t tk = 0; tk < n_tok; tk++) {
+        const struct gl_block_q8_K *y =
+            (const struct gl_block_q8_K *)((const uint8_t *)act + (size_t)tk * act_stride);
+        for (int r = 0; r < GL_R16_ROWS; r++) {
+            float acc = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                const void *blk = (const uint8_t *)w + (size_t)b * bb;
+                int32_t B, M;
+                r16_block_sums(t, blk, r, &y[b], &B, &M);
+                if (t == GL_TYPE_Q4_K) {
+                    const struct gl_block_q4_K_r16 *x = blk;
+                    acc = fmaf((float)B, h2f(x->d[r]) * y[b].d, acc);
+                    acc = fmaf(-(float)M, h2f(x->dmin[r]) * y[b].d, acc);
+                } else {
+                    const struct gl_block_q6_K_r16 *x = blk;
+                    acc = fmaf((float)(B - 32 * M), h2f(x->d[r]) * y[b].d, acc);
+                }
+            }
+            out[tk * out_stride + r] = acc;
+        }
+    }
+}

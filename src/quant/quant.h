@@ -104,6 +104,55 @@ struct gl_block_q8_K {
 };
 static_assert(sizeof(struct gl_block_q8_K) == 292, "q8_K block");
 
+// ---- 16-row interleaved layouts ("r16": built at load time, never stored in files) ----
+// A Q4_K or Q6_K matrix whose row count is a multiple of 16 is repacked so that one int8 VNNI
+// instruction (vpdpbusd) multiplies 16 rows x 4 columns of weights by 4 activations of one
+// token: group g (rows 16g..16g+15) is nb = n_in / 256 consecutive r16 blocks, block b holding
+// super-block b of each of the 16 rows. Same bytes as the source (16 x 144 and 16 x 210), so
+// decode reads as much memory as before. Element k (0..255) of row r of a block:
+//  Q4_K_R16: qs[k / 8][r][k % 4], low nibble for k % 8 < 4, high nibble otherwise; d, dmin and
+//            the 12-byte 6-bit scale field of row r are transposed (scales[byte][row]).
+//  Q6_K_R16: low 4 bits as in Q4_K_R16 (sub[k / 16].ql[(k / 8) % 2]); high 2 bits in
+//            sub[k / 16].qh[r][k % 4] at bit 2 * ((k % 16) / 4); the int8 scales and d
+//            transposed.
+#define GL_R16_ROWS 16
+struct gl_block_q4_K_r16 {
+    uint16_t d[GL_R16_ROWS];
+    uint16_t dmin[GL_R16_ROWS];
+    uint8_t scales[GL_K_SCALE_SIZE][GL_R16_ROWS];
+    uint8_t qs[GL_QK_K / 8][GL_R16_ROWS][4];
+};
+static_assert(sizeof(struct gl_block_q4_K_r16) == GL_R16_ROWS * 144, "q4_K r16 block");
+
+struct gl_block_q6_K_r16 {
+    uint16_t d[GL_R16_ROWS];
+    int8_t scales[GL_QK_K / 16][GL_R16_ROWS];
+    // Sub-block j (16 elements) in one 192-byte piece: one forward stream for the prefetchers
+    // (three interleaved streams ran 3x slower from DRAM).
+    struct {
+        uint8_t ql[2][GL_R16_ROWS][4]; // chunk pairs 2j, 2j+1
+        uint8_t qh[GL_R16_ROWS][4];
+    } sub[GL_QK_K / 16];
+};
+static_assert(sizeof(struct gl_block_q6_K_r16) == GL_R16_ROWS * 210, "q6_K r16 block");
+
+// 1 for the weight types that have an r16 layout (Q4_K, Q6_K).
+int gl_r16_supported(enum gl_type t);
+// Repacks n_rows (a multiple of 16) rows of n_in elements of type t (row-major, row stride
+// gl_type_row_size(t, n_in)) into dst, which holds the same number of bytes.
+void gl_repack_r16(enum gl_type t, const void *src, int64_t n_rows, int64_t n_in, void *dst);
+// The r16 product, the spec of the SIMD kernels (bit-exact: integer sums are exact and the float
+// steps below are the same single-rounded operations in the same order). For one 16-row group w
+// (nb = n_in / 256 blocks) and n_tok q8_K activation rows (stride act_stride bytes):
+// out[t * out_stride + r] for r < 16 = sum over blocks b, in order, of
+//   Q4_K: acc = fmaf((float)B, d_r * y_b.d, acc); acc = fmaf(-(float)M, dmin_r * y_b.d, acc)
+//         B = sum_j sc_rj * dot(q_r, y) over sub-block j (32), M = sum_j m_rj * (bsum 2j + 2j+1)
+//   Q6_K: acc = fmaf((float)(B - 32 * O), d_r * y_b.d, acc)
+//         B = sum_j sc_rj * dot(q_r, y) over sub-block j (16), O = sum_j sc_rj * bsum j
+// starting from acc = 0. Any n_tok >= 1.
+void gl_gemm_r16_ref(enum gl_type t, int64_t n_in, const void *w, const void *act,
+                     size_t act_stride, int64_t n_tok, float *out, int64_t out_stride);
+
 // ---- reference (scalar) implementations ----
 // n must be a multiple of the type's block size (asserted: callers size rows from validated
 // shapes). Quantize n floats of x into y (row of gl_type_row_size(t, n) bytes).

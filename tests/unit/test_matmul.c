@@ -269,9 +269,112 @@ TEST(test_matmul_odd_tile)
     gl_pool_delete(pool);
 }
 
+// r16 layouts: the repacked reference agrees with the row-layout reference dot (the same integer
+// sums, accumulated in another float order), every SIMD kernel equals the r16 reference bit for
+// bit for each token count 1..8, and gl_matmul_r16 equals per-token reference calls whatever the
+// threads, tiling and token count.
+static int check_r16(const struct gl_kernels *k, enum gl_type wt, struct gl_pool **pools,
+                     int n_pools)
+{
+    const int64_t nr = 288; // 18 groups: not a multiple of the 4-group chunk; <= MAX_ROWS
+    size_t wrow = gl_type_row_size(wt, N_IN), arow = gl_type_row_size(GL_TYPE_Q8_K, N_IN) + 64;
+    uint8_t *W = gl_malloc(wrow * (size_t)nr), *P = gl_malloc(wrow * (size_t)nr);
+    uint8_t *A = gl_malloc(arow * MAX_TOK);
+    GL_ASSERT(W && P && A);
+    for (int64_t r = 0; r < nr; r++)
+        gl_quantize_row_ref(wt, wf + (r % MAX_ROWS) * N_IN, W + (size_t)r * wrow, N_IN);
+    for (int t = 0; t < MAX_TOK; t++)
+        gl_quantize_row_ref(GL_TYPE_Q8_K, af + t * N_IN, A + (size_t)t * arow, N_IN);
+    gl_repack_r16(wt, W, nr, N_IN, P);
+    const size_t gbytes = wrow * GL_R16_ROWS;
+    int failures = 0;
+    // Reference r16 vs reference row dot, and the SIMD kernel for every token count.
+    for (int64_t g = 0; g < nr / GL_R16_ROWS; g++) {
+        float o[GL_R16_MAX_TOK * GL_R16_ROWS], f[GL_R16_MAX_TOK * GL_R16_ROWS];
+        gl_gemm_r16_ref(wt, N_IN, P + g * gbytes, A, arow, GL_R16_MAX_TOK, o, GL_R16_ROWS);
+        for (int t = 0; t < GL_R16_MAX_TOK; t++)
+            for (int r = 0; r < GL_R16_ROWS; r++) {
+                float want_s;
+                gl_vec_dot_ref(wt, N_IN, &want_s, W + (size_t)(16 * g + r) * wrow,
+                               A + (size_t)t * arow);
+                float got = o[t * GL_R16_ROWS + r];
+                if (!(fabsf(got - want_s) <= 1e-4f * (fabsf(want_s) + 1.0f))) {
+                    if (failures++ < 5)
+                        fprintf(stderr, "  %s r16 ref row %lld tok %d: %.7g vs row dot %.7g\n",
+                                gl_type_traits_of(wt)->name, (long long)(16 * g + r), t,
+                                (double)got, (double)want_s);
+                }
+            }
+        for (int nt = 1; nt <= GL_R16_MAX_TOK; nt++) {
+            const uint8_t *a = A + (size_t)(nt - 1) * arow; // a different first token each time
+            gl_gemm_r16_ref(wt, N_IN, P + g * gbytes, a, arow, nt, o, GL_R16_ROWS);
+            k->gemm_r16[wt](N_IN, P + g * gbytes, a, arow, nt, f, GL_R16_ROWS);
+            if (memcmp(o, f, sizeof(float) * (size_t)(nt * GL_R16_ROWS)) != 0 && failures++ < 5)
+                fprintf(stderr, "  %s %s r16 kernel group %lld, %d tokens: differs from ref\n",
+                        k->isa, gl_type_traits_of(wt)->name, (long long)g, nt);
+        }
+    }
+    // The threaded driver: every token equals its own one-token reference call.
+    static const int64_t toks[] = {1, 3, 8, 17, 64};
+    const int64_t os = nr + OUT_PAD;
+    for (int ti = 0; ti < 5; ti++) {
+        int64_t nt = toks[ti];
+        for (int64_t t = 0; t < nt; t++)
+            for (int64_t g = 0; g < nr / GL_R16_ROWS; g++)
+                gl_gemm_r16_ref(wt, N_IN, P + g * gbytes, A + (size_t)t * arow, arow, 1,
+                                &want[t * os + 16 * g], os);
+        for (int p = 0; p < n_pools; p++) {
+            for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+                out[i] = -12345.0f;
+            gl_matmul_r16(pools[p], k, wt, P, nr, N_IN, A, arow, nt, out, os);
+            int bad = 0, pad = 0;
+            for (int64_t t = 0; t < nt; t++) {
+                bad += memcmp(&out[t * os], &want[t * os], (size_t)nr * sizeof(float)) != 0;
+                for (int64_t r = nr; r < os; r++)
+                    pad += out[t * os + r] != -12345.0f;
+            }
+            if (bad || pad) {
+                fprintf(stderr, "  %s %s r16 matmul tok %lld threads %d: %d rows differ, %d pad\n",
+                        k->isa, gl_type_traits_of(wt)->name, (long long)nt, gl_pool_size(pools[p]),
+                        bad, pad);
+                failures++;
+            }
+        }
+    }
+    gl_free(W);
+    gl_free(P);
+    gl_free(A);
+    return failures;
+}
+
+TEST(test_matmul_r16)
+{
+    fill_inputs();
+    struct gl_pool *pools[3] = {gl_pool_new(1), gl_pool_new(2), gl_pool_new(3)};
+    REQUIRE(pools[0] && pools[1] && pools[2]);
+    CHECK(gl_r16_supported(GL_TYPE_Q4_K) && gl_r16_supported(GL_TYPE_Q6_K));
+    CHECK(!gl_r16_supported(GL_TYPE_Q5_K) && !gl_r16_supported(GL_TYPE_Q8_0));
+    const char *isas[] = {"ref", "avx2", "avx512"};
+    for (int i = 0; i < 3; i++) {
+        struct gl_kernels k;
+        if (!gl_kernels_init_isa(&k, isas[i])) {
+            printf("# %s kernels not available: skipped\n", isas[i]);
+            continue;
+        }
+        if (i == 1) { // no AVX2 r16 kernels: weights keep the row layout there
+            CHECK(k.gemm_r16[GL_TYPE_Q4_K] == NULL && k.gemm_r16[GL_TYPE_Q6_K] == NULL);
+            continue;
+        }
+        CHECK(check_r16(&k, GL_TYPE_Q4_K, pools, 3) == 0);
+        CHECK(check_r16(&k, GL_TYPE_Q6_K, pools, 3) == 0);
+    }
+    for (int p = 0; p < 3; p++)
+        gl_pool_delete(pools[p]);
+}
+
 int main(void)
 {
     setenv("GLINT_ISA", "ref", 1); // read once, by the first gl_kernels_get()
     RUN_TESTS(test_pool_runs_each_thread_once, test_kernels_table, test_matmul_ref_exact,
-              test_matmul_simd_exact, test_matmul_odd_tile);
+              test_matmul_simd_exact, test_matmul_odd_tile, test_matmul_r16);
 }
