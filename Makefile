@@ -27,8 +27,9 @@ fuzz:
 	@CC=clang-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DGLINT_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j$(JOBS) --target fuzz_gguf fuzz_api_request
 
-bench: deps build
-	@bash bench/bench.sh
+bench: build
+	@bash scripts/install-deps.sh --bench
+	@GLINT_BIN=$(BUILD)/glint bash bench/bench.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,86 +1,162 @@
 #!/usr/bin/env bash
-# bench.sh: glint vs llama.cpp speed on the same 30b-shape 4-layer Q4_K_M GGUF (real layer dims,
-# 202,048-token vocab), interleaved A/B/A/B and bracketed by a memory-bandwidth probe, because
-# this VM's bandwidth drifts by 2x within minutes (/work/shared/docs/perf-anchor.md §5).
-# Prints a markdown table: per round pp512/tg128 t/s of each side, glint/llama.cpp ratios, and
-# the probe's GB/s; raw JSON stays in bench/out/. Not part of the test suite (takes minutes).
-# Env: GLINT_BIN (default build/glint), BENCH_MODEL (default bench/out/30b4-q4km.gguf, created
-#      on first use), BENCH_ROUNDS (2), BENCH_REPS (3), BENCH_THREADS (2), BENCH_P (512),
-#      BENCH_N (128).
+# SPDX-License-Identifier: MIT
+# bench.sh (`make bench`): glint vs llama.cpp's own tools (llama-bench, llama-batched-bench,
+# llama-server, built natively by bench/llama_build.sh) on the 30b-shape 4-layer Q4_K_M file,
+# every figure an interleaved A/B ratio: for pair k = 1..PAIRS, each group runs glint, then
+# llama.cpp, back to back; the memory-bandwidth probe (bench/bw.c) runs before the first pair,
+# after every pair and at the end. Writes docs/PERFORMANCE.md (table: median and min-max of the
+# per-pair ratios), docs/perf-batch.png and docs/perf-mask.png (bench/report.py). Raw output of
+# every run stays in bench/out/run-<stamp>/. Rows and what exactly they time: bench/README.md.
+#
+# Env: GLINT_BIN (build/glint)  BENCH_MODEL (bench/out/30b4-q4km.gguf, written on first use)
+#      BENCH_PAIRS (5)  BENCH_THREADS (2)  BENCH_P (512)  BENCH_N (128)  BENCH_DEPTH (4096)
+#      BENCH_BATCHES (1,8,16)  BENCH_BATCH_NPP (128)  BENCH_BATCH_NTG (128)
+#      BENCH_SERVE_MAX_TOKENS (64)  BENCH_SERVE_CONC (8)
+#      BENCH_GROUPS ("pp2 pp1 depth batch serve": the pair groups to run, a subset for tests)
+#      BENCH_MASK_EVERY (40: every K-th MaskBench file timed for the mask chart; 0 = skip)
+#      BENCH_DOC (docs/PERFORMANCE.md; "-" = print to stdout, no charts)  LLAMA_BIN (built
+#      or found by bench/llama_build.sh when unset)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
+GLINT_BIN="${GLINT_BIN:-build/glint}"
+case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
+MODEL="${BENCH_MODEL:-bench/out/30b4-q4km.gguf}"
+PAIRS="${BENCH_PAIRS:-5}" THREADS="${BENCH_THREADS:-2}"
+P="${BENCH_P:-512}" N="${BENCH_N:-128}" D="${BENCH_DEPTH:-4096}"
+BATCHES="${BENCH_BATCHES:-1,8,16}" NPP="${BENCH_BATCH_NPP:-128}" NTG="${BENCH_BATCH_NTG:-128}"
+SMAX="${BENCH_SERVE_MAX_TOKENS:-64}" SCONC="${BENCH_SERVE_CONC:-8}"
+BGROUPS="${BENCH_GROUPS:-pp2 pp1 depth batch serve}"
+MASK_EVERY="${BENCH_MASK_EVERY:-40}"
+DOC="${BENCH_DOC:-docs/PERFORMANCE.md}"
+[ -x "$GLINT_BIN" ] || { echo "bench: $GLINT_BIN not built (make build)"; exit 1; }
+[ "$PAIRS" -ge 1 ] || { echo "bench: BENCH_PAIRS must be >= 1"; exit 1; }
+if [ -z "${LLAMA_BIN:-}" ]; then
+    LLAMA_BIN="$(bash bench/llama_build.sh | tail -1)"
+fi
+for t in llama-bench llama-batched-bench llama-server; do
+    [ -x "$LLAMA_BIN/$t" ] || { echo "bench: $LLAMA_BIN/$t missing (bash bench/llama_build.sh)"; exit 1; }
+done
 OUT=bench/out
 mkdir -p "$OUT"
-GLINT_BIN="${GLINT_BIN:-build/glint}"
-MODEL="${BENCH_MODEL:-$OUT/30b4-q4km.gguf}"
-ROUNDS="${BENCH_ROUNDS:-2}" REPS="${BENCH_REPS:-3}" THREADS="${BENCH_THREADS:-2}"
-P="${BENCH_P:-512}" N="${BENCH_N:-128}"
-[ -x "$GLINT_BIN" ] || { echo "bench: $GLINT_BIN not built"; exit 1; }
-
-if [ ! -s "$MODEL" ]; then
-    echo "bench: writing $MODEL (30b-shape, 4 layers, Q4_K_M; a few minutes, once)" >&2
-    "$GLINT_BIN" make-model --preset 30b-shape --layers 4 --type Q4_K_M --out "$MODEL.tmp" >&2
-    mv "$MODEL.tmp" "$MODEL"
-fi
+bl_ensure_model "$MODEL"
 if [ ! -x "$OUT/bw" ] || [ bench/bw.c -nt "$OUT/bw" ]; then
     gcc -O2 -march=native -fopenmp -o "$OUT/bw" bench/bw.c
 fi
+if [ ! -x "$OUT/vnni_peak" ] || [ bench/vnni_peak.c -nt "$OUT/vnni_peak" ]; then
+    gcc -std=c11 -O2 -march=native -fopenmp -o "$OUT/vnni_peak" bench/vnni_peak.c
+fi
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-log="$OUT/bench-$stamp.log"
-probe() { # -> "best mean" GB/s of a 2-thread read-only sum over 2 GiB
-    "$OUT/bw" 2 2 | tee -a "$log" | sed -E 's/.*best ([0-9.]+) GB\/s mean ([0-9.]+) GB\/s.*/\1 \2/'
+RUN="$OUT/run-$stamp"
+mkdir -p "$RUN"
+log="$RUN/bench.log"
+t_start=$(date +%s)
+trap 'bl_stop_server' EXIT
+say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$log" >&2; }
+
+# ---- what is measured with what ----
+"$GLINT_BIN" inspect --json "$MODEL" 2>/dev/null >"$RUN/inspect.json"
+/usr/bin/python3 - "$RUN/meta.json" <<EOF
+import json, sys
+json.dump({"stamp": "$stamp", "date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "model": "$MODEL",
+           "pairs": $PAIRS, "threads": $THREADS, "p": $P, "n": $N, "depth": $D,
+           "batches": "$BATCHES", "npp": $NPP, "ntg": $NTG, "serve_max_tokens": $SMAX,
+           "serve_conc": $SCONC, "groups": "$BGROUPS".split(),
+           "glint_commit": "$(bl_glint_commit)", "glint_flags": """$(bl_glint_flags)""",
+           "glint_bin": "$GLINT_BIN", "llama_bin": "$LLAMA_BIN",
+           "llama_build_info": open("$LLAMA_BIN/build-info.txt").read(),
+           "cpu": """$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')""",
+           "nproc": $(nproc), "mem_gib": round($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 2**20, 1),
+           "kernel": "$(uname -r)"}, open(sys.argv[1], "w"), indent=1)
+EOF
+say "bench $stamp: $MODEL, $PAIRS pairs, groups: $BGROUPS; glint $(bl_glint_commit), llama.cpp $LLAMA_BIN"
+
+say "vnni peak (1 and 2 threads)"
+"$OUT/vnni_peak" 1 2 >"$RUN/vnni.jsonl"
+bl_probe >>"$RUN/probes.jsonl"
+
+# One group, one side, pair k. Every command's stdout is the raw result file.
+run_group() { # GROUP SIDE K
+    local g="$1" s="$2" k="$3" f="$RUN/p$3-$1-$2" thr="$THREADS"
+    [ "$g" = pp1 ] && thr=1
+    say "pair $k/$PAIRS $g: $s (load $(bl_load1))"
+    echo "{\"pair\": $k, \"group\": \"$g\", \"side\": \"$s\", \"load\": $(bl_load1), \"t0\": $(date +%s)}" >"$f.meta"
+    case "$g/$s" in
+    pp2/glint | pp1/glint) # pp2: BENCH_THREADS threads, pp1: 1 thread
+        "$GLINT_BIN" bench --model "$MODEL" -p "$P" -n "$N" -t "$thr" -r 1 --json >"$f.json" 2>>"$log" ;;
+    pp2/llama | pp1/llama)
+        "$LLAMA_BIN/llama-bench" -m "$MODEL" -p "$P" -n "$N" -t "$thr" -r 1 -o json >"$f.json" 2>>"$log" ;;
+    depth/glint)
+        "$GLINT_BIN" bench --model "$MODEL" -p "$P" -n 0 -d "$D" -t "$THREADS" -r 1 --json >"$f.json" 2>>"$log" ;;
+    depth/llama)
+        "$LLAMA_BIN/llama-bench" -m "$MODEL" -p "$P" -n 0 -d "$D" -t "$THREADS" -r 1 -o json >"$f.json" 2>>"$log" ;;
+    batch/glint)
+        "$GLINT_BIN" bench --model "$MODEL" --batch "$BATCHES" -n "$NTG" -t "$THREADS" >"$f.txt" 2>>"$log" ;;
+    batch/llama)
+        local maxb ctx
+        maxb="$(echo "$BATCHES" | tr ',' '\n' | sort -n | tail -1)"
+        ctx=$((maxb * (NPP + NTG) + 16))
+        "$LLAMA_BIN/llama-batched-bench" -m "$MODEL" -c "$ctx" -b 2048 -ub 512 -npp "$NPP" \
+            -ntg "$NTG" -npl "$BATCHES" -pps -t "$THREADS" -tb "$THREADS" \
+            --output-format jsonl >"$f.txt" 2>>"$log" ;;
+    serve/glint)
+        bl_start_glint "$f.server.log" "$SCONC" $((SMAX + 64))
+        serve_runs "$s" constrained free >"$f.jsonl"
+        bl_stop_server ;;
+    serve/llama)
+        bl_start_llama "$f.server.log" "$SCONC" $((SCONC * (SMAX + 64)))
+        serve_runs "$s" constrained >"$f.jsonl"
+        bl_stop_server ;;
+    esac
+    echo "{\"t1\": $(date +%s)}" >>"$f.meta"
+    [ -s "$f.json" ] || [ -s "$f.txt" ] || [ -s "$f.jsonl" ] # else: no result (caller says FAILED)
 }
-probes=() loads=()
-load1() { cut -d' ' -f1 /proc/loadavg; }
-echo "# bench $stamp: $MODEL, -p $P -n $N -t $THREADS -r $REPS, $ROUNDS rounds" | tee "$log" >&2
-probes+=("$(probe)")
-for r in $(seq 1 "$ROUNDS"); do
-    loads+=("$(load1)")
-    echo "round $r: glint (load average $(load1))" >&2
-    "$GLINT_BIN" bench --model "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" --json \
-        >"$OUT/glint-$stamp-r$r.json" 2>>"$log"
-    echo "round $r: llama.cpp" >&2
-    node bench/llama_bench.mjs "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" \
-        >"$OUT/llama-$stamp-r$r.json" 2>>"$log"
-    probes+=("$(probe)")
+
+serve_runs() { # SIDE MODES...: concurrency 1 (2 requests) and SCONC (SCONC requests) per mode
+    local s="$1" m
+    shift
+    for m in "$@"; do
+        if [ "$m" = constrained ]; then
+            node bench/serve_client.mjs --url "http://127.0.0.1:$bl_port" --side "$s" --mode "$m" \
+                --conc 1 --requests 2 --max-tokens "$SMAX" --schema bench/schema10.json
+        fi
+        node bench/serve_client.mjs --url "http://127.0.0.1:$bl_port" --side "$s" --mode "$m" \
+            --conc "$SCONC" --requests "$SCONC" --max-tokens "$SMAX" --schema bench/schema10.json
+    done
+}
+
+for k in $(seq 1 "$PAIRS"); do
+    for g in $BGROUPS; do
+        # A failed command leaves its cell empty ("-") instead of ending a long run.
+        run_group "$g" glint "$k" || { say "pair $k $g glint FAILED (log: $log)"; bl_stop_server; }
+        run_group "$g" llama "$k" || { say "pair $k $g llama FAILED (log: $log)"; bl_stop_server; }
+    done
+    bl_probe >>"$RUN/probes.jsonl"
+    say "pair $k done ($(( $(date +%s) - t_start )) s so far)"
 done
 
-/usr/bin/python3 - "$OUT" "$stamp" "$ROUNDS" "$MODEL" "$P" "$N" "${loads[*]}" "${probes[@]}" <<'EOF'
-import json, os, sys
-out, stamp, rounds, model, p, n = sys.argv[1:7]
-rounds = int(rounds)
-loads = sys.argv[7].split()
-probes = [tuple(map(float, s.split())) for s in sys.argv[8:]]
-
-def load(side, r):
-    with open(f"{out}/{side}-{stamp}-r{r}.json") as f:
-        return {x["test"]: x for x in json.load(f)}
-
-fmt = lambda x: f"{x['avg_ts']:.2f} ± {x['stddev_ts']:.2f}"  # noqa: E731
-pp, tg = f"pp{p}", f"tg{n}"
-size = os.path.getsize(model) / 2**30
-print(f"\n### glint vs llama.cpp, {os.path.basename(model)} ({size:.2f} GiB), {stamp}\n")
-print(f"| round | load avg | probe before GB/s (best/mean) | glint {pp} | llama.cpp {pp} | ratio | "
-      f"glint {tg} | llama.cpp {tg} | ratio | probe after GB/s |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-ratios = {pp: [], tg: []}
-for r in range(1, rounds + 1):
-    g, l = load("glint", r), load("llama", r)
-    cells = []
-    for t in (pp, tg):
-        if t in g and t in l:
-            q = g[t]["avg_ts"] / l[t]["avg_ts"]
-            ratios[t].append(q)
-            cells += [fmt(g[t]), fmt(l[t]), f"{q:.2f}"]
-        else:
-            cells += ["-", "-", "-"]
-    b0, b1 = probes[r - 1], probes[r]
-    print(f"| {r} | {loads[r - 1]} | {b0[0]:.1f} / {b0[1]:.1f} | " + " | ".join(cells) +
-          f" | {b1[0]:.1f} / {b1[1]:.1f} |")
-for t in (pp, tg):
-    if ratios[t]:
-        print(f"\nglint/llama.cpp {t}: " + ", ".join(f"{q:.2f}" for q in ratios[t]) +
-              f" (mean {sum(ratios[t]) / len(ratios[t]):.2f})")
-EOF
-echo "raw: $OUT/{glint,llama}-$stamp-r*.json, log $log" >&2
+# Mask-time distribution of the grammar engine: bench/microbench_mask over every MASK_EVERY-th
+# MaskBench file (real 202k vocabulary, thread CPU time per mask), all times dumped.
+if [ "$MASK_EVERY" -gt 0 ]; then
+    mb="$(dirname "$GLINT_BIN")/microbench_mask"
+    if [ -x "$mb" ]; then
+        (
+            . tests/oracle/lib.sh
+            . tests/oracle/grammar_lib.sh
+            ranks="$(gl_grammar_ranks)"
+            dir="$(gl_grammar_extract maskbench-dev)/maskbench"
+            mapfile -t files < <(find "$dir" -name '*.json' | sort | awk -v k="$MASK_EVERY" 'NR % k == 1')
+            say "mask times: ${#files[@]} MaskBench files (every $MASK_EVERY-th)"
+            taskset -c 0 "$mb" "$ranks" "${files[@]}" --dump "$RUN/mask_us.txt" >"$RUN/mask_summary.txt" 2>>"$log"
+        ) || say "mask times: skipped (microbench_mask or MaskBench data unavailable)"
+    else
+        say "mask times: skipped ($mb not built)"
+    fi
+fi
+"$OUT/vnni_peak" 1 2 >>"$RUN/vnni.jsonl" # again at the end: the report keeps the best reading
+bl_probe >>"$RUN/probes.jsonl"
+echo "$(( $(date +%s) - t_start ))" >"$RUN/wall_s"
+say "measured in $(cat "$RUN/wall_s") s; writing $DOC"
+/usr/bin/python3 bench/report.py "$RUN" "$DOC"
+say "raw: $RUN"

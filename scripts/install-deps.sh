@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian and npm packages glint's build, tests and oracles need on a fresh Debian 12.
 # Idempotent and quiet when everything is present.
+# --bench: also what only `make bench` and bench/full-model.sh need: gnuplot-nox (the charts of
+# docs/PERFORMANCE.md), curl (server health polls), time (/usr/bin/time -v: peak RSS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev clang-14 libclang-rt-14-dev
 clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2"
+[ "${1:-}" = --bench ] && DEB_PKGS="$DEB_PKGS gnuplot-nox curl time"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
 # package): install Debian's only when the commands are missing.
 command -v node >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS nodejs"

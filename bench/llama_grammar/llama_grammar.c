@@ -28,7 +28,8 @@
 // one must be refused somewhere or not allowed to end; a schema passes when it compiled and every
 // instance was classified right. Masks that allow a control token other than EOG are counted
 // ("ctrl_leak_masks": llama.cpp matches specials by their text), and each instance is also run
-// through llama_tokenize to count where llama.cpp's tokenizer would give other ids ("tok_mismatch").
+// through llama_tokenize to count where llama.cpp's tokenizer would give other ids
+// ("tok_mismatch").
 //
 // Bounds: a schema whose walk does not finish within --hard-s (default 60 s wall; llama.cpp's
 // stacks can explode) is cut by SIGALRM, and an abort or crash (llama.cpp throws through the C API,
@@ -99,12 +100,13 @@ static int format_line(char *buf, size_t cap, const char *status, int passing, c
     return snprintf(buf, cap,
                     "{\"file\":\"%s\",\"status\":\"%s\",\"passing\":%s,\"tests\":%lld,"
                     "\"classified\":%lld,\"valid_rejected\":%lld,\"invalid_accepted\":%lld,"
-                    "\"positions\":%lld,\"masks\":%zu,\"mask_us_sum\":%.1f,\"mask_us_max\":%.1f,\"init_ms\":%.3f,"
+                    "\"positions\":%lld,\"masks\":%zu,\"mask_us_sum\":%.1f,\"mask_us_max\":%.1f,"
+                    "\"init_ms\":%.3f,"
                     "\"ctrl_leak_masks\":%lld,\"tok_mismatch\":%lld,\"full_vs_single\":%lld,"
                     "\"budget_hit\":%s,\"reason\":\"%s\"}\n",
                     sc_name, status, passing ? "true" : "false", sc_tests, sc_classified, sc_vr,
-                    sc_ia, sc_positions, sc_n, sum, mx, sc_init_ms, sc_leak, sc_mismatch, sc_disagree,
-                    sc_budget_hit ? "true" : "false", r);
+                    sc_ia, sc_positions, sc_n, sum, mx, sc_init_ms, sc_leak, sc_mismatch,
+                    sc_disagree, sc_budget_hit ? "true" : "false", r);
 }
 
 static void write_all(int fd, const void *p, size_t n)

@@ -10,6 +10,7 @@
 #include "kernels/kernels_int.h"
 
 #include <cpuid.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,38 @@ static void ref_gemm_r16_Q6_K(int64_t n_in, const void *w, const void *act, size
     gl_gemm_r16_ref(GL_TYPE_Q6_K, n_in, w, act, act_stride, n_tok, out, out_stride);
 }
 
+// The attention tile (kernels.h), operation for operation the spec the SIMD entries follow.
+static void ref_attn_tile(int D, int n_rows, const float *q, const float *KT, const float *V,
+                          int klo, int khi, float scale, float *m, float *l, float *O)
+{
+    GL_ASSERT(0 <= klo && klo < khi && khi <= GL_ATTN_TILE && D % 16 == 0);
+    for (int r = 0; r < n_rows; r++) {
+        const float *qr = q + (size_t)r * (size_t)D;
+        float s[GL_ATTN_TILE], mx = m[r];
+        for (int k = klo; k < khi; k++) {
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++)
+                acc = fmaf(qr[d], KT[d * GL_ATTN_TILE + k], acc);
+            s[k] = acc * scale;
+            mx = s[k] > mx ? s[k] : mx;
+        }
+        const float corr = expf(m[r] - mx);
+        float sum = l[r] * corr;
+        for (int k = klo; k < khi; k++) {
+            s[k] = expf(s[k] - mx);
+            sum += s[k];
+        }
+        m[r] = mx;
+        l[r] = sum;
+        float *o = O + (size_t)r * (size_t)D;
+        for (int d = 0; d < D; d++)
+            o[d] *= corr;
+        for (int k = klo; k < khi; k++)
+            for (int d = 0; d < D; d++)
+                o[d] = fmaf(s[k], V[k * D + d], o[d]);
+    }
+}
+
 static void fill_ref(struct gl_kernels *k)
 {
     memset(k, 0, sizeof *k);
@@ -92,6 +125,7 @@ static void fill_ref(struct gl_kernels *k)
     REF_SET(k, Q6_K);
     k->gemm_r16[GL_TYPE_Q4_K] = ref_gemm_r16_Q4_K;
     k->gemm_r16[GL_TYPE_Q6_K] = ref_gemm_r16_Q6_K;
+    k->attn_tile = ref_attn_tile;
     REF_SET(k, Q8_K);
 }
 

@@ -27,6 +27,20 @@ typedef void (*gl_vec_dot4_fn)(int64_t n, float *s, int64_t s_stride, const void
 typedef void (*gl_gemm_r16_fn)(int64_t n_in, const void *w, const void *act, size_t act_stride,
                                int n_tok, float *out, int64_t out_stride);
 
+// Attention over one tile of GL_ATTN_TILE consecutive keys, flash-style (online softmax), for
+// n_rows query rows of one token (the query heads sharing a kv head). KT is the tile's keys
+// transposed, KT[d * GL_ATTN_TILE + k] (D x 16 f32); V its values, V[k * D + d]. Keys k in
+// [klo, khi) are visible (0 <= klo < khi <= 16); the others get exactly zero weight. Row r: q
+// at q + r * D, running max m[r], sum l[r] and unnormalised output O + r * D (start at -inf, 0,
+// 0). Per row: s_k = (sum over d ascending of fmaf(q_d, K_kd)) * scale; m' = max(m, s_k);
+// c = expf(m - m'); p_k = expf(s_k - m'); l = l * c + p_k (k ascending); O_d = O_d * c, then
+// O_d = fmaf(p_k, V_kd, O_d) for k ascending. Every ISA's entry does exactly these operations,
+// so results are bit-identical across ISAs and independent of which rows share a call.
+// D is a multiple of 16.
+#define GL_ATTN_TILE 16
+typedef void (*gl_attn_tile_fn)(int D, int n_rows, const float *q, const float *KT, const float *V,
+                                int klo, int khi, float scale, float *m, float *l, float *O);
+
 struct gl_kernels {
     const char *isa;                            // "ref", "avx2", "avx512"
     gl_vec_dot_fn vec_dot[GL_TYPE_COUNT];       // indexed by weight type
@@ -36,6 +50,7 @@ struct gl_kernels {
     // Indexed by the source weight type (Q4_K, Q6_K); NULL where this ISA has no r16 kernel
     // (the model then keeps the row layout).
     gl_gemm_r16_fn gemm_r16[GL_TYPE_COUNT];
+    gl_attn_tile_fn attn_tile;
 };
 
 // The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.

@@ -587,4 +587,5 @@ void gl_kernels__register_avx512(struct gl_kernels *k)
     k->vec_dot4[GL_TYPE_Q5_K] = vec_dot4_q5_K_q8_K;
     k->vec_dot4[GL_TYPE_Q6_K] = vec_dot4_q6_K_q8_K;
     gl_kernels__register_avx512_r16(k);
+    gl_kernels__register_avx512_attn(k);
 }

@@ -16,6 +16,10 @@
 #include <math.h>
 #include <string.h>
 
+// Tokens per attention block: 8 tokens x 16 query heads share each converted key tile, and the
+// block's outputs (8 x 16 x 128 f32 = 64 KiB) stay in L2.
+#define ATTN_QB 8
+
 struct gl_model_ctx {
     const struct gl_model *m;
     const struct gl_kernels *k;
@@ -28,10 +32,13 @@ struct gl_model_ctx {
     float *h, *x, *q, *g, *kc, *vc, *att, *fa, *fb, *y;
     float *rope_cos, *rope_sin; // B x D/2 for the current chunk (sliding-layer base)
     double *inv_freq;           // D/2: base_swa^(-2j/D)
-    // attention scratch per thread (att_stride floats): n_ctx x grp weights (key-major), grp
-    // maxima, grp inverse sums, and two D-float rows for converted K/V
+    // attention scratch per thread (att_stride floats): one key tile transposed (D x 16), its
+    // values (16 x D), a D-float conversion row, then for ATTN_QB tokens x grp query heads the
+    // running max, sum and unnormalised output (D each); independent of n_ctx
     float *scores;
     size_t att_stride;
+    int32_t *blk_t0, *blk_n; // attention blocks of the step: first row, rows (same sequence)
+    int64_t n_blk;
     int32_t *row_seq;         // B: sequence of each row of the step
     int64_t *row_pos;         // B: position of each row
     struct gl_kv_view *views; // n_layer, for gl_model_forward's single sequence
@@ -57,6 +64,8 @@ void gl_model_ctx_delete(struct gl_model_ctx *c)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         gl_free_aligned(bufs[i]);
     gl_free(c->inv_freq);
+    gl_free(c->blk_t0);
+    gl_free(c->blk_n);
     gl_free(c->row_seq);
     gl_free(c->row_pos);
     gl_free(c->views);
@@ -97,7 +106,7 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for the context");
     c->m = m;
     c->k = gl_kernels_get();
-    GL_ASSERT(c->k->vec_dot[GL_TYPE_F32] != NULL); // attention scores use it
+    GL_ASSERT(c->k->attn_tile != NULL);
     GL_ASSERT(c->k->to_float[GL_TYPE_F16] && c->k->to_float[GL_TYPE_BF16]); // f16/bf16 KV rows
     c->n_batch = n_batch;
     c->n_ctx = n_ctx;
@@ -125,8 +134,12 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
     c->rope_cos = gl_malloc_aligned(B * D2 * sizeof(float));
     c->rope_sin = gl_malloc_aligned(B * D2 * sizeof(float));
     const size_t grp = (size_t)(cf->n_head / cf->n_head_kv), D = (size_t)cf->head_dim;
-    c->att_stride = (grp * (size_t)n_ctx + 2 * grp + 2 * D + 15) / 16 * 16;
+    c->att_stride = (2 * GL_ATTN_TILE * D + D + ATTN_QB * grp * (2 + D) + 15) / 16 * 16;
     c->scores = gl_malloc_aligned((size_t)c->n_threads * c->att_stride * sizeof(float));
+    if (c->scores) // key lanes a tile does not fill are computed on (then masked): keep them finite
+        memset(c->scores, 0, (size_t)c->n_threads * c->att_stride * sizeof(float));
+    c->blk_t0 = gl_malloc(B * sizeof *c->blk_t0);
+    c->blk_n = gl_malloc(B * sizeof *c->blk_n);
     c->inv_freq = gl_malloc(D2 * sizeof(double));
     c->act = gl_malloc_aligned(c->act_cap ? c->act_cap : 64);
     c->row_seq = gl_malloc(B * sizeof *c->row_seq);
@@ -134,7 +147,7 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
     c->views = gl_malloc((size_t)cf->n_layer * sizeof *c->views);
     if (!c->h || !c->x || !c->y || !c->q || !c->g || !c->att || !c->kc || !c->vc || !c->fa ||
         !c->fb || !c->rope_cos || !c->rope_sin || !c->scores || !c->inv_freq || !c->act ||
-        !c->row_seq || !c->row_pos || !c->views) {
+        !c->row_seq || !c->row_pos || !c->views || !c->blk_t0 || !c->blk_n) {
         gl_model_ctx_delete(c);
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for step scratch (batch %d, ctx %lld)",
                           n_batch, (long long)n_ctx);
@@ -310,10 +323,12 @@ struct attn_job {
     int window; // 0 = causal only
 };
 
-// One (token, kv head) pair per work item, covering the grp query heads that share the kv head
-// so every K/V row is converted once: scores over the visible keys, softmax, weighted sum. Per
-// query head the arithmetic (dot, max, exp, sum, accumulation order) is that of a plain
-// one-head loop, so f32 results do not depend on the grouping.
+// One work item = one block of up to ATTN_QB consecutive tokens of one sequence x one kv head:
+// the block's keys are walked in tiles of GL_ATTN_TILE positions aligned to multiples of 16, each
+// tile converted to f32 once and used by every token of the block and its grp query heads
+// (kernels.h attn_tile: online softmax). A token sees exactly the tiles that intersect its own
+// key range, in order, with exact zero weight outside it, so its result does not depend on the
+// block it shares, the chunking of the prompt, or the batch.
 static void attn_rows(void *ctx, int ith, int nth)
 {
     struct attn_job *j = ctx;
@@ -321,49 +336,70 @@ static void attn_rows(void *ctx, int ith, int nth)
     const struct gl_model_config *cf = &c->m->cfg;
     const int H = cf->n_head, Hkv = cf->n_head_kv, D = cf->head_dim, grp = H / Hkv;
     const float scale = 1.0f / sqrtf((float)D);
-    const int64_t nc = c->n_ctx;
-    float *sc = c->scores + (size_t)ith * c->att_stride;
-    float *mx = sc + (size_t)grp * (size_t)nc, *inv = mx + grp, *kbuf = inv + grp, *vbuf = kbuf + D;
-    const gl_vec_dot_fn dot = c->k->vec_dot[GL_TYPE_F32]; // SIMD f32 dot from the table
-    for (int64_t item = ith; item < j->n_tok * Hkv; item += nth) {
-        const int64_t t = item / Hkv;
-        const int kh = (int)(item % Hkv);
-        const struct gl_kv_view *view = &j->seqs[c->row_seq[t]].views[j->layer];
-        const int64_t p = c->row_pos[t];
-        const int64_t lo = j->window > 0 && p - j->window + 1 > 0 ? p - j->window + 1 : 0;
-        const float *q0 = c->q + t * (int64_t)H * D + (int64_t)kh * grp * D;
-        for (int g = 0; g < grp; g++)
-            mx[g] = -INFINITY;
-        for (int64_t s = lo; s <= p; s++) {
-            const float *kr = kv_head(c->k, view, s, 0, kh, D, kbuf);
-            for (int g = 0; g < grp; g++) {
-                float d;
-                dot(D, &d, kr, q0 + (int64_t)g * D);
-                d *= scale;
-                sc[(s - lo) * grp + g] = d;
-                mx[g] = d > mx[g] ? d : mx[g];
+    float *KT = c->scores + (size_t)ith * c->att_stride, *V = KT + GL_ATTN_TILE * D;
+    float *row = V + GL_ATTN_TILE * D; // one K or V head converted from the cache dtype
+    float *mx = row + D, *sum = mx + ATTN_QB * grp, *O = sum + ATTN_QB * grp;
+    for (int64_t item = ith; item < c->n_blk * Hkv; item += nth) {
+        const int64_t b = item / Hkv, t0 = c->blk_t0[b];
+        const int kh = (int)(item % Hkv), nq = c->blk_n[b];
+        const struct gl_kv_view *view = &j->seqs[c->row_seq[t0]].views[j->layer];
+        int64_t lo[ATTN_QB], hi[ATTN_QB]; // visible keys of token i: lo[i] .. hi[i] - 1
+        for (int i = 0; i < nq; i++) {
+            const int64_t p = c->row_pos[t0 + i];
+            lo[i] = j->window > 0 && p - j->window + 1 > 0 ? p - j->window + 1 : 0;
+            hi[i] = p + 1;
+        }
+        for (int r = 0; r < nq * grp; r++) {
+            mx[r] = -INFINITY;
+            sum[r] = 0.0f;
+        }
+        memset(O, 0, (size_t)nq * (size_t)grp * (size_t)D * sizeof(float));
+        for (int64_t s0 = lo[0] / GL_ATTN_TILE * GL_ATTN_TILE; s0 < hi[nq - 1];
+             s0 += GL_ATTN_TILE) {
+            const int64_t a = s0 > lo[0] ? s0 : lo[0];
+            const int64_t e = s0 + GL_ATTN_TILE < hi[nq - 1] ? s0 + GL_ATTN_TILE : hi[nq - 1];
+            for (int64_t s = a; s < e; s++) {
+                const int k = (int)(s - s0);
+                const float *kr = kv_head(c->k, view, s, 0, kh, D, row);
+                for (int d = 0; d < D; d++)
+                    KT[d * GL_ATTN_TILE + k] = kr[d];
+                const float *vr = kv_head(c->k, view, s, 1, kh, D, row);
+                memcpy(V + (size_t)k * (size_t)D, vr, (size_t)D * sizeof(float));
+            }
+            for (int i = 0; i < nq; i++) {
+                const int64_t kl = lo[i] > s0 ? lo[i] : s0;
+                const int64_t kr = hi[i] < s0 + GL_ATTN_TILE ? hi[i] : s0 + GL_ATTN_TILE;
+                if (kl >= kr)
+                    continue;
+                const float *q = c->q + (t0 + i) * (int64_t)H * D + (int64_t)kh * grp * D;
+                c->k->attn_tile(D, grp, q, KT, V, (int)(kl - s0), (int)(kr - s0), scale,
+                                mx + i * grp, sum + i * grp, O + (size_t)i * grp * D);
             }
         }
-        for (int g = 0; g < grp; g++) {
-            float sum = 0.0f;
-            for (int64_t s = lo; s <= p; s++) {
-                float e = expf(sc[(s - lo) * grp + g] - mx[g]);
-                sc[(s - lo) * grp + g] = e;
-                sum += e;
-            }
-            inv[g] = 1.0f / sum;
-        }
-        float *o0 = c->att + t * (int64_t)H * D + (int64_t)kh * grp * D;
-        for (int i = 0; i < grp * D; i++)
-            o0[i] = 0.0f;
-        for (int64_t s = lo; s <= p; s++) {
-            const float *vr = kv_head(c->k, view, s, 1, kh, D, vbuf);
+        for (int i = 0; i < nq; i++)
             for (int g = 0; g < grp; g++) {
-                const float wgt = sc[(s - lo) * grp + g] * inv[g];
-                float *o = o0 + (int64_t)g * D;
-                for (int i = 0; i < D; i++)
-                    o[i] += wgt * vr[i];
+                const float inv = 1.0f / sum[i * grp + g];
+                const float *o = O + ((size_t)i * grp + g) * D;
+                float *dst = c->att + (t0 + i) * (int64_t)H * D + ((int64_t)kh * grp + g) * D;
+                for (int d = 0; d < D; d++)
+                    dst[d] = o[d] * inv;
             }
+    }
+}
+
+// Splits the step's rows into attention blocks: runs of consecutive positions of one sequence,
+// at most ATTN_QB long.
+static void attn_blocks(struct gl_model_ctx *c, int64_t n)
+{
+    c->n_blk = 0;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t b = c->n_blk - 1;
+        if (b >= 0 && c->blk_n[b] < ATTN_QB && c->row_seq[t] == c->row_seq[t - 1] &&
+            c->row_pos[t] == c->row_pos[t - 1] + 1) {
+            c->blk_n[b]++;
+        } else {
+            c->blk_t0[c->n_blk] = (int32_t)t;
+            c->blk_n[c->n_blk++] = 1;
         }
     }
 }
@@ -477,6 +513,7 @@ static void forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs
             c->row_pos[n] = seqs[i].pos0 + t;
         }
     GL_ASSERT(n > 0 && n <= c->n_batch);
+    attn_blocks(c, n);
     const int64_t pos0 = seqs[0].pos0;
 
     // Embedding: dequantize one row of the table per token, then the scale-less RMS.
@@ -533,7 +570,7 @@ static void forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs
         }
 
         struct attn_job aj = {c, seqs, l, n, swa ? cf->window : 0};
-        if (n * Hkv > 1)
+        if (c->n_blk * Hkv > 1)
             gl_pool_run(c->pool, attn_rows, &aj);
         else
             attn_rows(&aj, 0, 1);

@@ -288,9 +288,19 @@ static void repack_worker(void *ctx, int ith, int nth)
 {
     const struct repack_job *j = ctx;
     int64_t g0 = j->n_groups * ith / nth, g1 = j->n_groups * (ith + 1) / nth;
-    if (g1 > g0)
-        gl_repack_r16(j->type, j->src + (size_t)g0 * j->group_bytes, (g1 - g0) * GL_R16_ROWS,
-                      j->n_in, j->dst + (size_t)g0 * j->group_bytes);
+    if (g1 <= g0)
+        return;
+#ifdef MADV_POPULATE_WRITE
+    // Fault the fresh destination pages in with one call: on this project's VMs a page fault
+    // per 4 KiB store ran at ~1 GB/s, the batched populate at ~2 GB/s (and this is most of the
+    // load time of a 17 GB model). Rounding the range out stays inside the buffer's 2 MiB units.
+    const uintptr_t pg = 4096;
+    uintptr_t a = (uintptr_t)(j->dst + (size_t)g0 * j->group_bytes) & ~(pg - 1);
+    uintptr_t e = ((uintptr_t)(j->dst + (size_t)g1 * j->group_bytes) + pg - 1) & ~(pg - 1);
+    (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE); // advisory: plain faults still work
+#endif
+    gl_repack_r16(j->type, j->src + (size_t)g0 * j->group_bytes, (g1 - g0) * GL_R16_ROWS, j->n_in,
+                  j->dst + (size_t)g0 * j->group_bytes);
 }
 
 // Moves w into the r16 layout when the type, the row count and the CPU allow it. The file's

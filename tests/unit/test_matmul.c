@@ -372,9 +372,90 @@ TEST(test_matmul_r16)
         gl_pool_delete(pools[p]);
 }
 
+// The attention tile: every ISA's entry equals the reference bit for bit (same rows, tiles,
+// visible ranges), and a run of tiles over a key range equals a plain double-precision softmax
+// attention over that range.
+static int check_attn(const struct gl_kernels *k, const struct gl_kernels *ref)
+{
+    enum { D = 64, ROWS = 7, NK = 45 }; // 7 rows: the 4-row path and the remainder
+    static float q[ROWS * D], K[NK * D], V[NK * D];
+    for (int i = 0; i < ROWS * D; i++)
+        q[i] = rng_sym();
+    for (int i = 0; i < NK * D; i++) {
+        K[i] = rng_sym();
+        V[i] = rng_sym();
+    }
+    const float scale = 0.7f;
+    int failures = 0;
+    static const int ranges[][2] = {{0, 45}, {3, 17}, {16, 32}, {31, 33}, {44, 45}};
+    for (int ri = 0; ri < 5; ri++) {
+        const int lo = ranges[ri][0], hi = ranges[ri][1];
+        float m[2][ROWS], l[2][ROWS], O[2][ROWS * D];
+        for (int v = 0; v < 2; v++) {
+            for (int r = 0; r < ROWS; r++) {
+                m[v][r] = -INFINITY;
+                l[v][r] = 0;
+            }
+            memset(O[v], 0, sizeof O[v]);
+            for (int s0 = lo / GL_ATTN_TILE * GL_ATTN_TILE; s0 < hi; s0 += GL_ATTN_TILE) {
+                float KT[D * GL_ATTN_TILE], Vt[GL_ATTN_TILE * D];
+                for (int kk = 0; kk < GL_ATTN_TILE; kk++)
+                    for (int d = 0; d < D; d++) {
+                        int s = s0 + kk < NK ? s0 + kk : 0; // lanes past the keys: finite junk
+                        KT[d * GL_ATTN_TILE + kk] = K[s * D + d];
+                        Vt[kk * D + d] = V[s * D + d];
+                    }
+                int a = lo > s0 ? lo : s0, e = hi < s0 + GL_ATTN_TILE ? hi : s0 + GL_ATTN_TILE;
+                (v ? k : ref)
+                    ->attn_tile(D, ROWS, q, KT, Vt, a - s0, e - s0, scale, m[v], l[v], O[v]);
+            }
+        }
+        if (memcmp(O[0], O[1], sizeof O[0]) != 0 || memcmp(l[0], l[1], sizeof l[0]) != 0) {
+            fprintf(stderr, "  %s attn tile, keys %d..%d: differs from ref\n", k->isa, lo, hi);
+            failures++;
+        }
+        for (int r = 0; r < ROWS; r++) {
+            double w[NK], mx = -1e300, sum = 0;
+            for (int s = lo; s < hi; s++) {
+                double dot = 0;
+                for (int d = 0; d < D; d++)
+                    dot += (double)q[r * D + d] * (double)K[s * D + d];
+                w[s] = dot * (double)scale;
+                mx = w[s] > mx ? w[s] : mx;
+            }
+            for (int s = lo; s < hi; s++)
+                sum += (w[s] = exp(w[s] - mx));
+            for (int d = 0; d < D; d++) {
+                double want_o = 0;
+                for (int s = lo; s < hi; s++)
+                    want_o += w[s] / sum * (double)V[s * D + d];
+                double got = (double)O[1][r * D + d] / (double)l[1][r];
+                if (fabs(got - want_o) > 1e-5 && failures++ < 5)
+                    fprintf(stderr, "  %s attn keys %d..%d row %d d %d: %.8g vs %.8g\n", k->isa, lo,
+                            hi, r, d, got, want_o);
+            }
+        }
+    }
+    return failures;
+}
+
+TEST(test_attn_tile)
+{
+    struct gl_kernels ref;
+    REQUIRE(gl_kernels_init_isa(&ref, "ref") && ref.attn_tile != NULL);
+    const char *isas[] = {"ref", "avx2", "avx512"};
+    for (int i = 0; i < 3; i++) {
+        struct gl_kernels k;
+        if (!gl_kernels_init_isa(&k, isas[i]))
+            continue;
+        REQUIRE(k.attn_tile != NULL);
+        CHECK(check_attn(&k, &ref) == 0);
+    }
+}
+
 int main(void)
 {
     setenv("GLINT_ISA", "ref", 1); // read once, by the first gl_kernels_get()
     RUN_TESTS(test_pool_runs_each_thread_once, test_kernels_table, test_matmul_ref_exact,
-              test_matmul_simd_exact, test_matmul_odd_tile, test_matmul_r16);
+              test_matmul_simd_exact, test_matmul_odd_tile, test_matmul_r16, test_attn_tile);
 }

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// bench: timing loops of `glint bench` (bench.h). Moved out of src/cli/cmd_bench.c unchanged but
+// for the depth (-d), which runs the timed passes through gl_model_forward_batch at positions
+// D.. over a cache that keeps its D depth rows.
+#include "bench/bench.h"
+
+#include "engine/engine.h"
+#include "sampling/sampling.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void stats(struct gl_bench_result *r)
+{
+    double s = 0.0, ss = 0.0;
+    for (int i = 0; i < r->n_samples; i++)
+        s += r->samples[i];
+    r->mean = s / r->n_samples;
+    for (int i = 0; i < r->n_samples; i++)
+        ss += (r->samples[i] - r->mean) * (r->samples[i] - r->mean);
+    r->sd = r->n_samples > 1 ? sqrt(ss / (r->n_samples - 1)) : 0.0;
+}
+
+void gl_bench_result_free(struct gl_bench_result *r)
+{
+    if (!r)
+        return;
+    gl_free(r->samples);
+    r->samples = NULL;
+    r->n_samples = 0;
+}
+
+// Runs ids[0..n) at positions pos0..: appended through gl_model_forward when there is no depth
+// (the cache is cleared before each pass), else one gl_model_forward_batch pass through the
+// cache's views that overwrites rows pos0.. and leaves the depth rows 0..D-1 in place.
+static gl_status run_at(struct gl_model_ctx *c, struct gl_kv_cache *kv,
+                        const struct gl_kv_view *views, int64_t depth, const int32_t *ids,
+                        int64_t n, int64_t pos0, float *logits, struct gl_err *err)
+{
+    if (depth == 0)
+        return gl_model_forward(c, kv, ids, n, pos0, logits, 0, NULL, err);
+    struct gl_batch_seq s = {.tokens = ids,
+                             .n = (int32_t)n,
+                             .pos0 = pos0,
+                             .views = views,
+                             .logits_row = 0,
+                             .n_logits = 0};
+    return gl_model_forward_batch(c, &s, 1, logits, err);
+}
+
+static int new_result(struct gl_bench_result *r, const char *test, int64_t count, int64_t depth,
+                      int reps)
+{
+    memset(r, 0, sizeof *r);
+    if (depth > 0)
+        snprintf(r->name, sizeof r->name, "%s%lld @ d%lld", test, (long long)count,
+                 (long long)depth);
+    else
+        snprintf(r->name, sizeof r->name, "%s%lld", test, (long long)count);
+    r->n_depth = depth;
+    r->samples = gl_calloc((size_t)reps, sizeof(double));
+    r->n_samples = reps;
+    return r->samples != NULL;
+}
+
+gl_status gl_bench_pp_tg(const struct gl_model *m, const struct gl_bench_params *p,
+                         struct gl_bench_result out[2], int *n_out, const char **isa,
+                         struct gl_err *err)
+{
+    *n_out = 0;
+    *isa = "?";
+    const struct gl_model_config *cf = &m->cfg;
+    const int64_t P = p->n_prompt, N = p->n_gen, D = p->n_depth;
+    const int64_t n_ctx = D + (P > N + 1 ? P : N + 1);
+    // Batch: the pp pass in one forward; the depth is written in chunks of at most 512.
+    int64_t n_batch = P > 0 ? P : 1;
+    int64_t fill = D < 512 ? D : 512;
+    if (fill > n_batch)
+        n_batch = fill;
+    const int64_t n_ids = D + (P > 1 ? P : 1);
+    struct gl_model_ctx *ctx = NULL;
+    struct gl_kv_cache *kv = NULL;
+    float *logits = NULL;
+    int32_t *ids = NULL;
+    struct gl_kv_view *views = NULL;
+    gl_status st = GL_OK;
+    if ((st = gl_model_ctx_new(&ctx, m, (int)n_batch, p->n_threads, n_ctx, err)) != GL_OK ||
+        (st = gl_kv_cache_new(&kv, cf, n_ctx, err)) != GL_OK)
+        goto done;
+    *isa = gl_model_ctx_kernels(ctx)->isa;
+    logits = gl_malloc((size_t)cf->n_vocab * sizeof(float));
+    ids = gl_malloc((size_t)n_ids * sizeof *ids);
+    views = gl_calloc((size_t)cf->n_layer, sizeof *views);
+    if (!logits || !ids || !views) {
+        st = gl_err_set(err, GL_E_NOMEM, "bench: out of memory");
+        goto done;
+    }
+    struct gl_rng rng;
+    gl_rng_seed(&rng, 1234);
+    const int32_t id_range = cf->n_vocab < 200000 ? cf->n_vocab : 200000; // ordinary tokens
+    // ids[0..P) are the prompt (as before -d existed); the depth ids follow them.
+    for (int64_t i = 0; i < n_ids; i++)
+        ids[i] = (int32_t)(gl_rng_next(&rng) % (uint64_t)id_range);
+    const int32_t *prompt = ids, *depth_ids = ids + (P > 1 ? P : 1);
+
+    // Warm-up (as llama-bench): one untimed pass from an empty cache pages in the mapping and
+    // first-touches the step scratch, so rep 1 is not an outlier.
+    if ((st = gl_model_forward(ctx, kv, prompt, P > 0 ? P : 1, 0, logits, 0, NULL, err)) != GL_OK)
+        goto done;
+    if (D > 0) { // the depth, once (untimed)
+        gl_kv_cache_clear(kv);
+        if ((st = gl_model_forward(ctx, kv, depth_ids, D, 0, NULL, 0, NULL, err)) != GL_OK)
+            goto done;
+        for (int l = 0; l < cf->n_layer; l++)
+            views[l] = gl_kv_cache_view(kv, l);
+    }
+    if (P > 0) {
+        struct gl_bench_result *r = &out[*n_out];
+        if (!new_result(r, "pp", P, D, p->reps)) {
+            st = gl_err_set(err, GL_E_NOMEM, "bench: out of memory");
+            goto done;
+        }
+        (*n_out)++;
+        r->n_prompt = P;
+        for (int k = 0; k < p->reps; k++) {
+            if (D == 0)
+                gl_kv_cache_clear(kv);
+            int64_t a = gl_time_us();
+            if ((st = run_at(ctx, kv, views, D, prompt, P, D, logits, err)) != GL_OK)
+                goto done;
+            r->samples[k] = (double)P / ((double)(gl_time_us() - a) / 1e6);
+        }
+        stats(r);
+    }
+    if (N > 0) {
+        struct gl_bench_result *r = &out[*n_out];
+        if (!new_result(r, "tg", N, D, p->reps)) {
+            st = gl_err_set(err, GL_E_NOMEM, "bench: out of memory");
+            goto done;
+        }
+        (*n_out)++;
+        r->n_gen = N;
+        for (int k = 0; k < p->reps; k++) {
+            if (D == 0)
+                gl_kv_cache_clear(kv);
+            if ((st = run_at(ctx, kv, views, D, prompt, 1, D, logits, err)) != GL_OK)
+                goto done;
+            int64_t a = gl_time_us();
+            for (int64_t i = 0; i < N; i++) {
+                int32_t id = gl_sample_argmax(logits, cf->n_vocab);
+                if ((st = run_at(ctx, kv, views, D, &id, 1, D + 1 + i, logits, err)) != GL_OK)
+                    goto done;
+            }
+            r->samples[k] = (double)N / ((double)(gl_time_us() - a) / 1e6);
+        }
+        stats(r);
+    }
+done:
+    if (st != GL_OK) {
+        for (int i = 0; i < *n_out; i++)
+            gl_bench_result_free(&out[i]);
+        *n_out = 0;
+    }
+    gl_free(views);
+    gl_free(logits);
+    gl_free(ids);
+    gl_kv_cache_delete(kv);
+    gl_model_ctx_delete(ctx);
+    return st;
+}
+
+gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, int n_threads,
+                                double *ts, int64_t *n_tok, int64_t *n_steps, struct gl_err *err)
+{
+    *ts = 0.0;
+    *n_tok = *n_steps = 0;
+    struct gl_engine_params ep = gl_engine_default_params(m);
+    ep.max_num_seqs = B;
+    ep.max_num_batched_tokens = B * GL_BENCH_BATCH_PROMPT > 512 ? B * GL_BENCH_BATCH_PROMPT : 512;
+    ep.n_threads = n_threads;
+    ep.kv.budget_bytes = (int64_t)256 << 20;
+    ep.max_model_len = GL_BENCH_BATCH_PROMPT + (int32_t)n_gen + 1;
+    struct gl_engine *e = NULL;
+    gl_status st = gl_engine_new(&e, m, NULL, &ep, err);
+    if (st != GL_OK)
+        return st;
+    struct gl_rng rng;
+    gl_rng_seed(&rng, 99);
+    const int32_t id_range = m->cfg.n_vocab < 200000 ? m->cfg.n_vocab : 200000;
+    for (int b = 0; b < B; b++) {
+        int32_t prompt[GL_BENCH_BATCH_PROMPT];
+        for (int i = 0; i < GL_BENCH_BATCH_PROMPT; i++)
+            prompt[i] = (int32_t)(gl_rng_next(&rng) % (uint64_t)id_range);
+        struct gl_request rq = {.prompt = prompt, .n_prompt = GL_BENCH_BATCH_PROMPT};
+        rq.sp = gl_sample_default_params();
+        rq.sp.temperature = 0.0f;
+        rq.sp.ignore_eos = 1;
+        rq.sp.max_tokens = (int32_t)n_gen;
+        if ((st = gl_engine_submit(e, &rq, NULL, err)) != GL_OK) {
+            gl_engine_free(e);
+            return st;
+        }
+    }
+    struct gl_engine_stats es;
+    int n_active = 1;
+    int64_t t0 = 0, g0 = 0, s0 = 0;
+    while (n_active > 0) {
+        if ((st = gl_engine_step(e, &n_active, err)) != GL_OK) {
+            gl_engine_free(e);
+            return st;
+        }
+        gl_engine_stats(e, &es);
+        if (t0 == 0 && es.generated_tokens >= B) { // every sequence prefilled: decode from here
+            t0 = gl_time_us();
+            g0 = es.generated_tokens;
+            s0 = es.steps;
+        }
+    }
+    int64_t t1 = gl_time_us();
+    gl_engine_stats(e, &es);
+    gl_engine_free(e);
+    *n_tok = es.generated_tokens - g0;
+    *n_steps = es.steps - s0;
+    *ts = t1 > t0 ? (double)*n_tok / ((double)(t1 - t0) / 1e6) : 0.0;
+    return GL_OK;
+}
