@@ -720,8 +720,48 @@ static void to_float_bf16(const void *vx, float *y, int64_t n)
 
 // ---- registration ----
 
+// ---- attention tile (kernels.h; spec ref_attn_tile) ----
+// The 16 keys of a tile in two ymm (keys 0..7, 8..15); per lane the reference's operations in
+// its order (fmaf over d ascending, one multiply by the scale, scalar expf, sums in key order).
+static void attn_tile_avx2(int D, int n_rows, const float *q, const float *KT, const float *V,
+                           int klo, int khi, float scale, float *m, float *l, float *O)
+{
+    GL_ASSERT(0 <= klo && klo < khi && khi <= GL_ATTN_TILE && D % 16 == 0);
+    for (int r = 0; r < n_rows; r++) {
+        const float *qr = q + (size_t)r * (size_t)D;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+        for (int d = 0; d < D; d++) {
+            __m256 qd = _mm256_set1_ps(qr[d]);
+            a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(KT + d * GL_ATTN_TILE), a0);
+            a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(KT + d * GL_ATTN_TILE + 8), a1);
+        }
+        float w[GL_ATTN_TILE], mx = m[r];
+        _mm256_storeu_ps(w, _mm256_mul_ps(a0, _mm256_set1_ps(scale)));
+        _mm256_storeu_ps(w + 8, _mm256_mul_ps(a1, _mm256_set1_ps(scale)));
+        for (int k = klo; k < khi; k++)
+            mx = w[k] > mx ? w[k] : mx;
+        const float corr = expf(m[r] - mx);
+        float sum = l[r] * corr;
+        for (int k = klo; k < khi; k++) {
+            w[k] = expf(w[k] - mx);
+            sum += w[k];
+        }
+        m[r] = mx;
+        l[r] = sum;
+        float *o = O + (size_t)r * (size_t)D;
+        const __m256 cv = _mm256_set1_ps(corr);
+        for (int d = 0; d < D; d += 8) {
+            __m256 ov = _mm256_mul_ps(_mm256_loadu_ps(o + d), cv);
+            for (int k = klo; k < khi; k++)
+                ov = _mm256_fmadd_ps(_mm256_set1_ps(w[k]), _mm256_loadu_ps(V + k * D + d), ov);
+            _mm256_storeu_ps(o + d, ov);
+        }
+    }
+}
+
 void gl_kernels__register_avx2(struct gl_kernels *k)
 {
+    k->attn_tile = attn_tile_avx2;
     k->vec_dot[GL_TYPE_F32] = vec_dot_f32;
     k->vec_dot[GL_TYPE_F16] = vec_dot_f16;
     k->vec_dot[GL_TYPE_BF16] = vec_dot_bf16;

@@ -21,12 +21,16 @@
 #define MM_TILE_BYTES   (512 * 1024)
 #define MM_TILE_MAX_TOK 64
 
+// One matmul split into items (a chunk of weight rows x a tile of tokens) that the threads claim
+// from an atomic counter; item() computes one of them (row layout or r16).
 struct mm_job {
+    void (*item)(const struct mm_job *j, int64_t item);
     gl_vec_dot_fn dot;
     gl_vec_dot4_fn dot4; // NULL: one vec_dot per (row, token)
+    gl_gemm_r16_fn r16;  // r16 layout only
     const uint8_t *W;
-    size_t row_bytes;
-    int64_t n_rows, n_in;
+    size_t row_bytes;     // r16: bytes of a 16-row group
+    int64_t n_rows, n_in; // r16: n_rows counts groups
     const uint8_t *act;
     size_t act_stride;
     int64_t n_tok;
@@ -70,7 +74,7 @@ static void mm_worker(void *ctx, int ith, int nth)
         int64_t item = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
         if (item >= j->n_items)
             return;
-        mm_item(j, item);
+        j->item(j, item);
     }
 }
 
@@ -91,6 +95,7 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
     int64_t tile_tok = act_stride > 0 ? (int64_t)(MM_TILE_BYTES / act_stride) : MM_TILE_MAX_TOK;
     tile_tok = tile_tok < 1 ? 1 : tile_tok > MM_TILE_MAX_TOK ? MM_TILE_MAX_TOK : tile_tok;
     struct mm_job j = {
+        .item = mm_item,
         .dot = k->vec_dot[wtype],
         .dot4 = k->vec_dot4[wtype],
         .W = W,
@@ -123,42 +128,20 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
 #define MM_R16_GROUPS     4
 #define MM_R16_TILE_BYTES (4u << 20)
 
-struct mm_r16_job {
-    gl_gemm_r16_fn fn;
-    const uint8_t *W;
-    size_t group_bytes;
-    int64_t n_groups, n_in;
-    const uint8_t *act;
-    size_t act_stride;
-    int64_t n_tok;
-    float *out;
-    int64_t out_stride;
-    int64_t n_chunks, tile_tok, n_items;
-    _Atomic int64_t next_item;
-};
-
-static void mm_r16_worker(void *ctx, int ith, int nth)
+static void mm_r16_item(const struct mm_job *j, int64_t item)
 {
-    struct mm_r16_job *j = ctx;
-    (void)ith;
-    (void)nth;
-    for (;;) {
-        int64_t item = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
-        if (item >= j->n_items)
-            return;
-        int64_t tile = item / j->n_chunks, chunk = item % j->n_chunks;
-        int64_t g0 = chunk * MM_R16_GROUPS, g1 = g0 + MM_R16_GROUPS;
-        int64_t t0 = tile * j->tile_tok, t1 = t0 + j->tile_tok;
-        g1 = g1 < j->n_groups ? g1 : j->n_groups;
-        t1 = t1 < j->n_tok ? t1 : j->n_tok;
-        for (int64_t g = g0; g < g1; g++)
-            for (int64_t t = t0; t < t1; t += GL_R16_MAX_TOK) {
-                int64_t nt = t1 - t < GL_R16_MAX_TOK ? t1 - t : GL_R16_MAX_TOK;
-                j->fn(j->n_in, j->W + (size_t)g * j->group_bytes,
-                      j->act + (size_t)t * j->act_stride, j->act_stride, (int)nt,
-                      j->out + t * j->out_stride + g * GL_R16_ROWS, j->out_stride);
-            }
-    }
+    int64_t tile = item / j->n_chunks, chunk = item % j->n_chunks;
+    int64_t g0 = chunk * MM_R16_GROUPS, g1 = g0 + MM_R16_GROUPS;
+    int64_t t0 = tile * j->tile_tok, t1 = t0 + j->tile_tok;
+    g1 = g1 < j->n_rows ? g1 : j->n_rows;
+    t1 = t1 < j->n_tok ? t1 : j->n_tok;
+    for (int64_t g = g0; g < g1; g++)
+        for (int64_t t = t0; t < t1; t += GL_R16_MAX_TOK) {
+            int64_t nt = t1 - t < GL_R16_MAX_TOK ? t1 - t : GL_R16_MAX_TOK;
+            j->r16(j->n_in, j->W + (size_t)g * j->row_bytes, j->act + (size_t)t * j->act_stride,
+                   j->act_stride, (int)nt, j->out + t * j->out_stride + g * GL_R16_ROWS,
+                   j->out_stride);
+        }
 }
 
 void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
@@ -176,11 +159,12 @@ void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_typ
         return;
     int64_t tile_tok = (int64_t)(MM_R16_TILE_BYTES / act_stride) / GL_R16_MAX_TOK * GL_R16_MAX_TOK;
     tile_tok = tile_tok < GL_R16_MAX_TOK ? GL_R16_MAX_TOK : tile_tok;
-    struct mm_r16_job j = {
-        .fn = k->gemm_r16[wtype],
+    struct mm_job j = {
+        .item = mm_r16_item,
+        .r16 = k->gemm_r16[wtype],
         .W = W,
-        .group_bytes = row_bytes * GL_R16_ROWS,
-        .n_groups = n_rows / GL_R16_ROWS,
+        .row_bytes = row_bytes * GL_R16_ROWS,
+        .n_rows = n_rows / GL_R16_ROWS,
         .n_in = n_in,
         .act = act,
         .act_stride = act_stride,
@@ -189,11 +173,11 @@ void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_typ
         .out_stride = out_stride,
         .tile_tok = tile_tok,
     };
-    j.n_chunks = (j.n_groups + MM_R16_GROUPS - 1) / MM_R16_GROUPS;
+    j.n_chunks = (j.n_rows + MM_R16_GROUPS - 1) / MM_R16_GROUPS;
     j.n_items = j.n_chunks * ((n_tok + tile_tok - 1) / tile_tok);
     atomic_init(&j.next_item, 0);
     if (j.n_items == 1)
-        mm_r16_worker(&j, 0, 1);
+        mm_worker(&j, 0, 1);
     else
-        gl_pool_run(pool, mm_r16_worker, &j);
+        gl_pool_run(pool, mm_worker, &j);
 }
