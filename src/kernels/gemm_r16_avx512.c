@@ -90,18 +90,27 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
             for (int t = 0; t < T; t++)
                 B[t] = _mm512_add_epi32(B[t], _mm512_mullo_epi32(S[t], sc32));
         }
-        // Mins: (m_j, m_j) as an int16 pair per row lane, times the pair (bsum 2j, bsum 2j+1).
+        // Mins: sub-block sums of the activations (bsum 2j + bsum 2j+1, |.| <= 32 * 127, int16)
+        // paired as (j = 2p, 2p+1) in a dword, times the pair (m_2p, m_2p+1) per row lane: 4
+        // vpdpwssd per token instead of 8 on the multiply pipes, which vpdpbusd saturates.
+        int32_t bs32[GL_R16_MAX_TOK][4];
         R16_UNROLL
-        for (int t = 0; t < T; t++)
+        for (int t = 0; t < T; t++) {
             S[t] = _mm512_setzero_si512();
-        for (int j = 0; j < 8; j++) {
-            __m128i sc, m;
-            q4k_scale_min(s, j, &sc, &m);
-            __m512i m32 = _mm512_cvtepu8_epi32(m);
-            __m512i mm = _mm512_or_si512(m32, _mm512_slli_epi32(m32, 16));
+            const int16_t *bs = y[t][b].bsums;
+            _mm_storeu_si128((__m128i *)bs32[t],
+                             _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bs),
+                                            _mm_loadu_si128((const __m128i *)(bs + 8))));
+        }
+        for (int p = 0; p < 4; p++) {
+            __m128i sc, m0, m1;
+            q4k_scale_min(s, 2 * p, &sc, &m0);
+            q4k_scale_min(s, 2 * p + 1, &sc, &m1);
+            __m512i mm = _mm512_or_si512(_mm512_cvtepu8_epi32(m0),
+                                         _mm512_slli_epi32(_mm512_cvtepu8_epi32(m1), 16));
             R16_UNROLL
             for (int t = 0; t < T; t++)
-                S[t] = _mm512_dpwssd_epi32(S[t], mm, bcast32(&y[t][b].bsums[2 * j]));
+                S[t] = _mm512_dpwssd_epi32(S[t], mm, _mm512_set1_epi32(bs32[t][p]));
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)xb->d));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)xb->dmin));
