@@ -159,6 +159,28 @@ struct gl_ctrie {
     int32_t *toks;
     size_t acc_words;
 };
+// A string walk's whole input when it runs on the plain-byte stepper (memo_walk): the trie, the
+// regexes (by identity: a grammar's DFA states keep their numbers) and the stepper's fields;
+// nothing else decides which tokens or class strings are accepted. Zero-filled before use, so
+// it compares and hashes as bytes.
+struct gl_ckey {
+    const struct gl_trie *trie; // walked (a class trie, or the vocabulary's quote-free tokens)
+    const struct gl_regex *rx[GL_SFAST_RX];
+    int32_t n_rx, max_chars, min_chars, need_mc;
+    uint32_t count, re[GL_SFAST_RX];
+    uint8_t need, lo, hi, pad;
+};
+// A walk's result by stepper state (direct-mapped): the same DFA state recurs under other frame
+// values (another property with `format: uri`, another count far below maxLength) that the
+// frame cache keys apart, and a walk of the 85k-node uri class trie is ~1 ms. On MaskBench
+// (every 10th file) it takes 3,500 class walks down to 830.
+#define GL_CMEMO_N 64
+struct gl_cmemo {
+    uint64_t hash;
+    struct gl_ckey key;
+    int64_t q;     // valid for slacks >= q (see memo_walk)
+    uint32_t *acc; // acc_words words; NULL: empty slot
+};
 // A grammar's use of one class trie: the walk's scratch and the masks keyed by accepted sets.
 struct gl_cview {
     const struct gl_gvocab *v;
@@ -167,16 +189,26 @@ struct gl_cview {
     uint64_t stamp;
     uint32_t *acc; // the walk's accepted class strings
     struct gl_lentry le[GL_LCACHE_N];
+    struct gl_cmemo memo[GL_CMEMO_N];
 };
 
+// Exact walks (frame_part without a class trie) by stepper state: a poor partition (a `uri`
+// or `email` format, many literal characters) or one still renting its trie walks 40k-400k
+// nodes (~1-5 ms) each time, and its DFA states recur under other frame values. A slot holds a
+// whole mask part (v->words words, ~25 KB), allocated on first use.
+#define GL_XMEMO_N 16
 struct gl_mcache {
     struct gl_sentry se[GL_SCACHE_N];
+    struct gl_cmemo xmemo[GL_XMEMO_N];
     struct gl_cview cv[GL_CTRIE_N];
     uint32_t *part; // one quote-free part when the string cache cannot keep it
     size_t part_words;
-    uint32_t th[GL_SFRAMES_CAP]; // string_mask: the threads' handles (gl_mstate_sframes)
-    struct gl_mstate *qst;       // quote_part: the state just after the string's closing quote
-    uint32_t *qacc;              // quote_part: accepted P, then accepted S (bitsets)
+    uint32_t th[GL_SFRAMES_CAP];            // string_mask: the threads' handles (gl_mstate_sframes)
+    struct gl_sentry *ents[GL_SFRAMES_CAP]; // frames_union: each thread's cache entry or NULL
+    uint32_t *qsub; // quote_multi: per quote prefix P, the threads that take it and may end
+    size_t qsub_cap;
+    struct gl_mstate *qst; // quote_part: the state just after the string's closing quote
+    uint32_t *qacc;        // quote_part: accepted P, then accepted S (bitsets)
     size_t qacc_words;
     uint64_t *frames; // (max depth + 2) frames of GL_SFRAME_MAX bytes for the class walk
     int32_t cap, n;
@@ -208,6 +240,55 @@ static int tokref_cmp(const void *a, const void *b)
     if (x->len != y->len)
         return x->len < y->len ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
+}
+
+// The order of tokref_cmp for n refs that agree on their first d bytes, all distinct (class
+// strings): an MSD radix sort, buckets by the byte at d (the end of a string first), nb - 1 the
+// largest byte. Sorting a class trie's ~35k strings with qsort took most of its 8-20 ms build
+// (~500k indirect comparisons); this is one counting pass per level over the strings that
+// still share a prefix. Small groups go to insertion sort. tmp holds n refs.
+static void class_sort(struct gl_tokref *a, struct gl_tokref *tmp, size_t n, uint32_t d, size_t nb)
+{
+    // Every bucket but the largest is sorted by a call (at most half of n), the largest by the
+    // loop: the recursion is at most log2(n) deep, whatever the strings' shared prefixes.
+    while (n > 16) {
+        uint32_t cnt[257 + 1];
+        memset(cnt, 0, (nb + 2) * sizeof *cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[(a[i].len > d ? (size_t)a[i].p[d] + 1 : 0) + 1]++;
+        for (size_t b = 1; b <= nb; b++)
+            cnt[b] += cnt[b - 1];
+        // cnt[b]: bucket b's first slot, advanced while scattering: it ends at bucket b + 1.
+        for (size_t i = 0; i < n; i++)
+            tmp[cnt[a[i].len > d ? (size_t)a[i].p[d] + 1 : 0]++] = a[i];
+        memcpy(a, tmp, n * sizeof *a);
+        // Bucket 0 (strings ending at d) holds at most one string: they are distinct.
+        size_t lo = cnt[0], big_lo = 0, big_n = 0;
+        for (size_t b = 1; b <= nb; b++) {
+            size_t m = cnt[b] - lo;
+            if (m > big_n) {
+                if (big_n > 1)
+                    class_sort(a + big_lo, tmp, big_n, d + 1, nb);
+                big_lo = lo;
+                big_n = m;
+            } else if (m > 1) {
+                class_sort(a + lo, tmp, m, d + 1, nb);
+            }
+            lo = cnt[b];
+        }
+        a += big_lo;
+        n = big_n;
+        d++;
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct gl_tokref x = a[i];
+        size_t j = i;
+        while (j > 0 && tokref_cmp(&a[j - 1], &x) > 0) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
 }
 
 // Code points of a token made only of plain string characters (not '"', not '\\', not < 0x20,
@@ -310,9 +391,11 @@ static void ctrie_free(struct gl_ctrie *ct)
     gl_free(ct);
 }
 
-// Builds the trie of refs[0..n) (sorted by tokref_cmp) in depth-first preorder.
-static gl_status trie_build(struct gl_trie *t, const struct gl_tokref *refs, size_t n,
-                            struct gl_err *err)
+// Builds the trie of refs[0..n) (sorted by tokref_cmp) in depth-first preorder; with_plain:
+// fill each node's plain field (O(len^2) a token; class tries, whose strings are no bytes, skip
+// it: a third of a class trie's build, ~2 ms).
+static gl_status trie_build_opt(struct gl_trie *t, const struct gl_tokref *refs, size_t n,
+                                int with_plain, struct gl_err *err)
 {
     uint64_t cap = 2;
     uint32_t max_len = 0;
@@ -357,7 +440,7 @@ static gl_status trie_build(struct gl_trie *t, const struct gl_tokref *refs, siz
         }
         t->ids[ni++] = r->id;
         // The suffix of this token after each node on its path (O(len^2), once per vocabulary).
-        for (uint32_t d = 0; d <= r->len; d++) {
+        for (uint32_t d = 0; with_plain && d <= r->len; d++) {
             struct gl_tnode *x = &t->nodes[path[d]];
             int32_t c = plain_chars(r->p + d, r->len - d);
             if (c < 0 || c >= GL_SUB_MIXED)
@@ -381,6 +464,12 @@ static gl_status trie_build(struct gl_trie *t, const struct gl_tokref *refs, siz
     if (shrunk)
         t->nodes = shrunk;
     return GL_OK;
+}
+
+static gl_status trie_build(struct gl_trie *t, const struct gl_tokref *refs, size_t n,
+                            struct gl_err *err)
+{
+    return trie_build_opt(t, refs, n, 1, err);
 }
 
 // The P '"' S split of the quote tokens q[0..n) (sorted; see struct gl_gvocab). Distinct parts
@@ -696,6 +785,8 @@ static void cview_clear(struct gl_cview *w)
         gl_free(w->le[i].acc);
         gl_free(w->le[i].bits);
     }
+    for (int i = 0; i < GL_CMEMO_N; i++)
+        gl_free(w->memo[i].acc);
     memset(w, 0, sizeof *w);
 }
 
@@ -712,10 +803,13 @@ void gl_mask_cache_free(struct gl_mcache *c)
     }
     for (int i = 0; i < GL_CTRIE_N; i++)
         cview_clear(&c->cv[i]);
+    for (int i = 0; i < GL_XMEMO_N; i++)
+        gl_free(c->xmemo[i].acc);
     gl_free(c->frames);
     gl_free(c->next);
     gl_mstate_free(c->qst);
     gl_free(c->qacc);
+    gl_free(c->qsub);
     gl_free(c->part);
     gl_free(c->walk);
     gl_free(c->fresh);
@@ -766,6 +860,13 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
             return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
         c->qacc = qa;
         c->qacc_words = qw;
+    }
+    if ((size_t)v->n_qp + 1 > c->qsub_cap) {
+        uint32_t *qs = gl_realloc(c->qsub, ((size_t)v->n_qp + 1) * sizeof *qs);
+        if (!qs)
+            return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
+        c->qsub = qs;
+        c->qsub_cap = (size_t)v->n_qp + 1;
     }
     if (v->words > c->part_words) {
         uint32_t *pt = gl_realloc(c->part, v->words * sizeof *pt);
@@ -886,8 +987,12 @@ static struct gl_ctrie *ctrie_build(const struct gl_gvocab *v, const uint8_t cls
     uint32_t *uoff = gl_malloc((size_t)n * sizeof *uoff); // per class string: arena offset,
     uint32_t *ulen = gl_malloc((size_t)n * sizeof *ulen); // length,
     uint64_t *uh = gl_malloc((size_t)n * sizeof *uh);     // hash
-    uint8_t *arena = gl_malloc((size_t)v->off[n] + 1);
-    uint32_t hcap = 1u << 14, *ht = gl_malloc(hcap * sizeof *ht);
+    // 8 bytes of slack: the hash reads the class string a word at a time.
+    uint8_t *arena = gl_malloc((size_t)v->off[n] + 9);
+    // Open addressing; a slot holds the hash's high 32 bits over the class-string index, so a
+    // probe touches the string only when those match (the per-string arrays are random reads).
+    uint32_t hcap = 1u << 16;
+    uint64_t *ht = gl_malloc(hcap * sizeof *ht);
     struct gl_tokref *refs = NULL;
     if (!ct || !tu || !uoff || !ulen || !uh || !arena || !ht)
         goto fail;
@@ -899,30 +1004,43 @@ static struct gl_ctrie *ctrie_build(const struct gl_gvocab *v, const uint8_t cls
     uint32_t n_u = 0, used = 0;
     for (int32_t id = 0; id < n; id++) {
         tu[id] = UINT32_MAX;
-        if (gl_gvocab_is_excluded(v, id))
+        if ((v->excluded[id >> 5] >> (id & 31)) & 1)
             continue;
-        size_t len;
-        const uint8_t *p = gl_gvocab_token(v, id, &len);
+        const uint8_t *p = v->blob + v->off[id];
+        size_t len = v->off[id + 1] - v->off[id];
         uint8_t *q = arena + used; // the class string, written in place; kept if new
-        uint64_t h = 1469598103934665603ull;
         size_t k;
-        for (k = 0; k < len && cls[p[k]] != GL_SCLS_NONE; k++) {
+        for (k = 0; k < len && cls[p[k]] != GL_SCLS_NONE; k++)
             q[k] = cls[p[k]];
-            h = (h ^ q[k]) * 1099511628211ull;
-        }
         if (k < len)
-            continue; // has '"', '\\' or a control byte: not in the class trie
-        uint32_t slot = (uint32_t)(h ^ (h >> 29)) & (hcap - 1), u;
-        while ((u = ht[slot]) != UINT32_MAX &&
-               !(uh[u] == h && ulen[u] == len && !memcmp(arena + uoff[u], q, len)))
+            continue; // has '"', '\' or a control byte: not in the class trie
+        // A word at a time (zero-padded): a byte-wise FNV was a dependent multiply per byte,
+        // ~1.3M of them per build.
+        memset(q + len, 0, 8);
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ len;
+        for (k = 0; k < len; k += 8) {
+            uint64_t w;
+            memcpy(&w, q + k, 8);
+            h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+            h ^= h >> 32;
+        }
+        uint64_t tag = h >> 32 << 32, e;
+        uint32_t slot = (uint32_t)h & (hcap - 1), u = UINT32_MAX;
+        while ((e = ht[slot]) != UINT64_MAX) {
+            if ((e >> 32 << 32) == tag && ulen[(uint32_t)e] == len &&
+                !memcmp(arena + uoff[(uint32_t)e], q, len)) {
+                u = (uint32_t)e;
+                break;
+            }
             slot = (slot + 1) & (hcap - 1);
+        }
         if (u == UINT32_MAX) {
             u = n_u++;
             uoff[u] = used;
             ulen[u] = (uint32_t)len;
             uh[u] = h;
             used += (uint32_t)len;
-            ht[slot] = u;
+            ht[slot] = tag | u;
             if (n_u * 2 > hcap) { // grow and rehash
                 gl_free(ht);
                 hcap *= 2;
@@ -930,10 +1048,10 @@ static struct gl_ctrie *ctrie_build(const struct gl_gvocab *v, const uint8_t cls
                     goto fail;
                 memset(ht, 0xFF, hcap * sizeof *ht);
                 for (uint32_t w = 0; w < n_u; w++) {
-                    uint32_t sl = (uint32_t)(uh[w] ^ (uh[w] >> 29)) & (hcap - 1);
-                    while (ht[sl] != UINT32_MAX)
+                    uint32_t sl = (uint32_t)uh[w] & (hcap - 1);
+                    while (ht[sl] != UINT64_MAX)
                         sl = (sl + 1) & (hcap - 1);
-                    ht[sl] = w;
+                    ht[sl] = (uh[w] >> 32 << 32) | w;
                 }
             }
         }
@@ -959,8 +1077,16 @@ static struct gl_ctrie *ctrie_build(const struct gl_gvocab *v, const uint8_t cls
         refs[u].len = ulen[u];
         refs[u].id = (int32_t)u;
     }
-    qsort(refs, n_u, sizeof *refs, tokref_cmp);
-    if (trie_build(&ct->t, refs, n_u, NULL) != GL_OK)
+    int max_cls = 0;
+    for (int b = 0; b < 256; b++)
+        if (cls[b] != GL_SCLS_NONE && cls[b] > max_cls)
+            max_cls = cls[b];
+    struct gl_tokref *tmp = gl_malloc(((size_t)n_u + 1) * sizeof *tmp);
+    if (!tmp)
+        goto fail;
+    class_sort(refs, tmp, n_u, 0, (size_t)max_cls + 1);
+    gl_free(tmp);
+    if (trie_build_opt(&ct->t, refs, n_u, 0, NULL) != GL_OK)
         goto fail;
     // Tokens grouped by class string: counting sort.
     for (int32_t id = 0; id < n; id++)
@@ -1131,6 +1257,153 @@ static int64_t frame_walk(const struct gl_trie *t, const uint8_t *rep, struct gl
     return visited;
 }
 
+// frame_walk for a string-value frame reduced to its plain-byte stepper (gl_mstate_sfast): the
+// same accepted set for tokens without '"' and '\\' (tokens with a backslash are refused here
+// and must be walked with the frame), at about a third of frame_walk's cost per node (no frame
+// copy, no indirections through the grammar). The stepper states, one per depth, sit in
+// c->frames past frames[0] (which keeps the frame for the walks with it): (max depth + 2) of
+// them need far less than the (max depth + 1) * GL_SFRAME_MAX bytes there.
+static int64_t sfast_walk(const struct gl_trie *t, const uint8_t *rep, struct gl_mcache *c,
+                          struct gl_sfast *f, const struct gl_sfast_st *st0, uint32_t *out)
+{
+    _Static_assert(2 * sizeof(struct gl_sfast_st) <= GL_SFRAME_MAX, "stepper states fit");
+    struct gl_sfast_st *stk = (struct gl_sfast_st *)(void *)(c->frames + GL_SFRAME_MAX / 8);
+    const struct gl_tnode *nd = t->nodes;
+    uint32_t i = 1, n = t->n_nodes;
+    int64_t visited = 0;
+    stk[0] = *st0;
+    while (i < n) {
+        const struct gl_tnode *x = &nd[i];
+        struct gl_sfast_st *cur = &stk[x->depth];
+        visited++;
+        if (!gl_sfast_step(f, cur - 1, cur, rep ? rep[x->byte] : x->byte)) {
+            i = x->next;
+            continue;
+        }
+        for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
+            uint32_t id = (uint32_t)t->ids[k];
+            out[id >> 5] |= 1u << (id & 31);
+        }
+        i++;
+    }
+    return visited;
+}
+
+// sfast_walk for a stepper without budget (f->max_chars < 0, every character counted from 0)
+// that also sets *q to the most any accepted node needs: its characters plus its DFA states'
+// min_chars. The same walk under a budget of slack characters takes exactly these nodes when
+// slack >= *q (each budget check compares one of those sums with the slack).
+static int64_t sfast_walk_q(const struct gl_trie *t, const uint8_t *rep, struct gl_mcache *c,
+                            struct gl_sfast *f, const struct gl_sfast_st *st0, uint32_t *out,
+                            int64_t *q)
+{
+    struct gl_sfast_st *stk = (struct gl_sfast_st *)(void *)(c->frames + GL_SFRAME_MAX / 8);
+    const struct gl_tnode *nd = t->nodes;
+    uint32_t i = 1, n = t->n_nodes;
+    int64_t visited = 0, qmax = 0;
+    stk[0] = *st0;
+    while (i < n) {
+        const struct gl_tnode *x = &nd[i];
+        struct gl_sfast_st *cur = &stk[x->depth];
+        visited++;
+        if (!gl_sfast_step(f, cur - 1, cur, rep ? rep[x->byte] : x->byte)) {
+            i = x->next;
+            continue;
+        }
+        // The budget checks: the characters so far (a string without regex has only this
+        // one), and those plus each DFA state's min_chars.
+        int64_t need = cur->count;
+        for (int32_t r = 0; r < f->n_rx; r++) {
+            int32_t mc = gl_regex_min_chars(f->rx[r], cur->re[r]); // < 0 only with lookahead
+            if (mc > 0 && (int64_t)cur->count + mc > need)
+                need = (int64_t)cur->count + mc;
+        }
+        if (need > qmax)
+            qmax = need;
+        for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
+            uint32_t id = (uint32_t)t->ids[k];
+            out[id >> 5] |= 1u << (id & 31);
+        }
+        i++;
+    }
+    *q = qmax;
+    return visited;
+}
+
+// sfast_walk of trie t (bytes through rep, or as they are when rep is NULL) into out (aw words,
+// zeroed by the caller), through memo (n_memo slots, direct-mapped): the walk is decided
+// by its stepper (struct gl_ckey) alone. With maxLength the walk sees the count only through
+// the slack (max_chars - count): a node is refused when its characters (plus its DFA state's
+// min_chars) exceed it. Such states are kept without the count: the walk with no budget, which
+// records the most any accepted node needed (q), is the answer for every slack >= q. Returns
+// the nodes visited (0 on a hit).
+static int64_t memo_walk(struct gl_cmemo *memo, int n_memo, const struct gl_trie *t,
+                         const uint8_t *rep, size_t aw, struct gl_mcache *c, struct gl_sfast *sf,
+                         const struct gl_sfast_st *sst, uint32_t *out)
+{
+    // Only when the budget cannot prune on characters alone (slack >= the trie's depth in
+    // bytes): a small slack prunes most of the trie, and the walk without budget would visit
+    // all of it (a 415k-node exact walk for a maxLength of 5).
+    int slack_mode = sf->max_chars >= 0 && (int64_t)sf->max_chars - sst->count >= t->max_depth;
+    int64_t slack = slack_mode ? (int64_t)sf->max_chars - sst->count : INT64_MAX;
+    // A regex whose DFA hit its state cap returns dead for transitions it cannot add: a walk
+    // then depends on when it ran. Such regexes are neither looked up nor kept.
+    int ok = 1;
+    struct gl_ckey key;
+    memset(&key, 0, sizeof key);
+    key.trie = t;
+    key.n_rx = sf->n_rx;
+    key.max_chars = slack_mode ? -2 : sf->max_chars;
+    key.min_chars = slack_mode ? 0 : sf->min_chars;
+    key.need_mc = sf->need_mc;
+    key.count = slack_mode ? 0 : sst->count;
+    key.need = sst->need;
+    key.lo = sst->lo;
+    key.hi = sst->hi;
+    for (int32_t r = 0; r < sf->n_rx; r++) {
+        key.rx[r] = sf->rx[r];
+        key.re[r] = sst->re[r];
+        ok &= !gl_regex_overflowed(sf->rx[r]);
+    }
+    if (!ok)
+        return sfast_walk(t, rep, c, sf, sst, out);
+    uint64_t kh = gl_fnv1a(&key, sizeof key);
+    struct gl_cmemo *m = &memo[kh % (uint64_t)n_memo];
+    if (m->acc && m->hash == kh && !memcmp(&m->key, &key, sizeof key)) {
+        if (slack < m->q) // kept for larger slacks; this one walks exactly
+            return sfast_walk(t, rep, c, sf, sst, out);
+        memcpy(out, m->acc, aw * sizeof *out);
+        return 0;
+    }
+    if (!m->acc && !(m->acc = gl_malloc((aw ? aw : 1) * sizeof *m->acc)))
+        return sfast_walk(t, rep, c, sf, sst, out); // no memory: walked, not kept
+    int64_t q = 0, visited;
+    if (slack_mode) {
+        struct gl_sfast f0 = *sf;
+        struct gl_sfast_st s0 = *sst;
+        f0.max_chars = -1;        // no budget,
+        f0.min_chars = INT32_MAX; // the count counts every character,
+        s0.count = 0;             // from this state on
+        memset(m->acc, 0, aw * sizeof *m->acc);
+        visited = sfast_walk_q(t, rep, c, &f0, &s0, m->acc, &q);
+        if (q <= slack)
+            memcpy(out, m->acc, aw * sizeof *out);
+        else
+            visited += sfast_walk(t, rep, c, sf, sst, out);
+    } else {
+        visited = sfast_walk(t, rep, c, sf, sst, out);
+        memcpy(m->acc, out, aw * sizeof *out);
+    }
+    for (int32_t r = 0; ok && r < sf->n_rx; r++)
+        ok = !gl_regex_overflowed(sf->rx[r]);
+    m->hash = kh;
+    m->key = key;
+    m->q = q;
+    if (!ok) // never matches: every key has a trie
+        m->key.trie = NULL;
+    return visited;
+}
+
 // Writes the mask part of the accepted class strings acc (every word of mask).
 static void acc_expand(const struct gl_ctrie *ct, const uint32_t *acc, size_t words, uint32_t *mask)
 {
@@ -1149,12 +1422,15 @@ static void acc_expand(const struct gl_ctrie *ct, const uint32_t *acc, size_t wo
 // frame, their mask from the view's cache (expanded on a miss), then the backslash tokens
 // walked exactly. Returns the nodes visited.
 static int64_t class_mask(struct gl_cview *cw, struct gl_mcache *c, const struct gl_gvocab *v,
-                          const struct gl_mstate *s, size_t fs, uint32_t *mask)
+                          const struct gl_mstate *s, size_t fs, struct gl_sfast *sf,
+                          const struct gl_sfast_st *sst, uint32_t *mask)
 {
     const struct gl_ctrie *ct = cw->ct;
     size_t aw = ct->acc_words;
     memset(cw->acc, 0, aw * sizeof *cw->acc);
-    int64_t visited = frame_walk(&ct->t, ct->rep, c, s, fs, cw->acc);
+    // Class strings hold no quote, backslash or control byte: the stepper takes them all.
+    int64_t visited = sf ? memo_walk(cw->memo, GL_CMEMO_N, &ct->t, ct->rep, aw, c, sf, sst, cw->acc)
+                         : frame_walk(&ct->t, ct->rep, c, s, fs, cw->acc);
     uint64_t h = gl_fnv1a(cw->acc, aw * sizeof *cw->acc);
     struct gl_lentry *e = NULL, *old = &cw->le[0];
     for (int i = 0; i < GL_LCACHE_N && !e; i++) {
@@ -1203,6 +1479,14 @@ static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
         memcpy(part, v->plain + (size_t)k * v->words, v->words * sizeof *part);
         return frame_walk(&v->slnq, NULL, c, s, fs, part);
     }
+    if (gl_mstate_sframe_universal(s, th)) {
+        // Regexes that take any plain run (a search `pattern` such as `.*[Hh]otel.*`, whose
+        // byte partition is too fine for a class trie): every plain token, as for a free body
+        // without maxLength, and the ~970 others walked exactly (~20 us instead of a 415k-node
+        // walk, ~10 ms).
+        memcpy(part, v->plain + (size_t)v->max_plain * v->words, v->words * sizeof *part);
+        return frame_walk(&v->slnq, NULL, c, s, fs, part);
+    }
     // The exact walk visits at most the subtrees under the first bytes the frame accepts; the
     // class walk pays off (and its trie is worth building) only when that bound is large.
     const struct gl_tnode *nd = v->noq.nodes;
@@ -1219,10 +1503,19 @@ static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
     struct gl_cview *cw = NULL;
     if (bound > g_exact_max && gl_mstate_sframe_classes(s, th, cls) > 0)
         cw = cview_get(c, v, cls, &pending);
+    struct gl_sfast sf;
+    struct gl_sfast_st sst;
+    int fast = gl_mstate_sfast(s, th, &sf, &sst);
     if (cw)
-        return class_mask(cw, c, v, s, fs, part);
+        return class_mask(cw, c, v, s, fs, fast ? &sf : NULL, &sst, part);
     memset(part, 0, v->words * sizeof *part);
-    int64_t n = frame_walk(&v->noq, NULL, c, s, fs, part);
+    int64_t n;
+    if (fast) { // the memo writes every word: before the backslash tokens are ORed in
+        n = memo_walk(c->xmemo, GL_XMEMO_N, &v->noq, NULL, v->words, c, &sf, &sst, part);
+        n += frame_walk(&v->bsl, NULL, c, s, fs, part);
+    } else {
+        n = frame_walk(&v->noq, NULL, c, s, fs, part);
+    }
     if (pending)
         ctrie_rent(v, cls, n);
     return n;
@@ -1371,18 +1664,91 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
     return visited + trie_walk(&v->qesc, c, s, mask);
 }
 
+// quote_part for several string-value threads (c->ents from frames_union): a token P '"' S is
+// accepted iff some thread takes P and may end there, and the state after the quote takes S.
+// Each thread's string ends by popping its frame, so that state depends only on WHICH threads
+// end: the P are grouped by that thread set (few distinct sets), and S is walked once per set
+// instead of walking every quote token through the many-thread state (a ~440-node walk whose
+// every step moves 20+ threads: ~2 ms). -1 when it does not apply (a key or an escape, no cache
+// entry, too many sets); mask is then untouched. Returns the nodes visited.
+#define GL_QSETS_MAX 8
+static int64_t quote_multi(struct gl_mcache *c, const struct gl_gvocab *v,
+                           const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
+{
+    GL_ASSERT(nt <= 32 && nt <= GL_SCACHE_N); // a thread set is a uint32_t
+    uint32_t *sub = c->qsub;
+    memset(sub, 0, (size_t)v->n_qp * sizeof *sub);
+    size_t pw = ((size_t)v->n_qp + 31) / 32;
+    for (int t = 0; t < nt; t++) {
+        struct gl_sentry *e = c->ents[t];
+        size_t fs = gl_mstate_sframe(s, th[t], c->frames, GL_SFRAME_MAX);
+        // Checked on the frame itself: free key bodies share cache keys with free strings.
+        if (!e || !fs || gl_mstate_sframe_closes(s, c->frames) < 0)
+            return -1;
+        if (!e->qp_ok) {
+            if (!e->qp && !(e->qp = gl_malloc((pw ? pw : 1) * sizeof *e->qp)))
+                return -1;
+            e->qp_first = quote_prefixes(c, v, s, fs, e->qp);
+            e->qp_ok = 1;
+        }
+        for (size_t w = 0; w < pw; w++)
+            for (uint32_t x = e->qp[w]; x; x &= x - 1)
+                sub[w * 32 + (size_t)__builtin_ctz(x)] |= 1u << t;
+    }
+    uint32_t sets[GL_QSETS_MAX];
+    int32_t first[GL_QSETS_MAX];
+    int n_sets = 0;
+    for (int32_t a = 0; a < v->n_qp; a++) {
+        if (!sub[a])
+            continue;
+        int k = 0;
+        while (k < n_sets && sets[k] != sub[a])
+            k++;
+        if (k == n_sets) {
+            if (n_sets == GL_QSETS_MAX)
+                return -1;
+            sets[n_sets] = sub[a];
+            first[n_sets++] = a;
+        }
+    }
+    int64_t visited = 0;
+    uint32_t *accs = c->qacc + pw; // the S bits (see quote_part)
+    for (int k = 0; k < n_sets; k++) {
+        // The state after the closing quote, through the set's first P. Every thread of the set
+        // takes P and ends; the others die at the quote at the latest. Should it die (it cannot
+        // for JSON values, whose parents always continue), no token of this set is accepted.
+        struct gl_mstate *q = c->qst;
+        gl_mstate_copy(q, s);
+        uint32_t i = 0;
+        while (i < v->qp_len[first[k]] && gl_mstate_advance_byte(q, v->qp[first[k]][i]))
+            i++;
+        if (i < v->qp_len[first[k]] || !gl_mstate_advance_byte(q, '"'))
+            continue;
+        memset(accs, 0, ((size_t)v->n_qs + 31) / 32 * sizeof *accs);
+        visited += trie_walk(&v->qsuf, c, q, accs);
+        if (v->qs_empty >= 0)
+            accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+        for (int32_t j = 0; j < v->n_qd; j++) {
+            int32_t a = v->qd_p[j], b = v->qd_s[j];
+            if (sub[a] == sets[k] && (accs[b >> 5] >> (b & 31) & 1))
+                mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
+        }
+    }
+    return visited + trie_walk(&v->qesc, c, s, mask);
+}
+
 // The union over the threads th[0..nt) of each frame's part: the quote-free tokens of a string
 // or key body (frame_part), or the number-only tokens of a number (num), from the cache keyed
-// by the frame's value, computed on a miss. Writes every word of mask; *e0: thread 0's cache
-// entry (NULL when not kept). Returns the nodes visited.
+// by the frame's value, computed on a miss. Writes every word of mask; ents[t]: thread t's cache
+// entry (NULL when not kept; with at most GL_SCACHE_N threads none is evicted by a later one,
+// since the least recently used entry goes first). Returns the nodes visited.
 static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
                             const struct gl_mstate *s, const uint32_t *th, int nt, int num,
-                            uint32_t *mask, struct gl_sentry **e0)
+                            uint32_t *mask, struct gl_sentry **ents)
 {
     int64_t visited = 0;
     uint64_t serial = ++c->clock; // entries ORed into this mask carry it (equal frames: once)
-    *e0 = NULL;
-    int filled = 0; // mask holds a part (else it is still to be written)
+    int filled = 0;               // mask holds a part (else it is still to be written)
     for (int t = 0; t < nt; t++) {
         uint8_t key[GL_SKEY_MAX];
         size_t klen;
@@ -1413,6 +1779,7 @@ static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
                 old = x;
         }
         const uint32_t *part;
+        ents[t] = e;
         if (e) {
             if (e->serial == serial)
                 continue; // an equal frame of another thread: already in the mask
@@ -1448,8 +1815,7 @@ static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
             e->stamp = ++c->clock;
             e->serial = serial;
         }
-        if (t == 0)
-            *e0 = e;
+        ents[t] = e;
         if (!filled)
             memcpy(mask, part, v->words * sizeof *mask);
         else
@@ -1467,8 +1833,8 @@ static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
 static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
                            const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
 {
-    struct gl_sentry *e0;
-    int64_t visited = frames_union(c, v, s, th, nt, 0, mask, &e0);
+    int64_t visited = frames_union(c, v, s, th, nt, 0, mask, c->ents);
+    struct gl_sentry *e0 = c->ents[0];
     int64_t qv;
     size_t fs;
     if (nt == 1 && (fs = gl_mstate_sframe(s, th[0], c->frames, GL_SFRAME_MAX)) > 0 &&
@@ -1489,8 +1855,9 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
             }
         }
         qv = quote_part(c, v, s, accp, first, mask);
-    } else
+    } else if (nt > GL_SCACHE_N || (qv = quote_multi(c, v, s, th, nt, mask)) < 0) {
         qv = trie_walk(&v->quot, c, s, mask);
+    }
     return visited + qv;
 }
 
@@ -1500,8 +1867,7 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
 static int64_t number_mask(struct gl_mcache *c, const struct gl_gvocab *v,
                            const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
 {
-    struct gl_sentry *e0;
-    int64_t visited = frames_union(c, v, s, th, nt, 1, mask, &e0);
+    int64_t visited = frames_union(c, v, s, th, nt, 1, mask, c->ents);
     return visited + trie_walk(&v->nonum, c, s, mask);
 }
 

@@ -7,12 +7,14 @@
 // When every thread sits inside a string or key body (gl_mstate_sframes), a quote-free token
 // only moves a thread's top frame, so that part of the mask is the union of per-frame parts,
 // cached by frame value and computed by walking the frame alone: plain tokens by character count
-// for a free body; else the class walk (a trie of the tokens' byte-class strings, shared by all
-// grammars per partition, with the resulting masks cached by accepted class strings) when the
-// frame accepts much, or the exact walk. Quote tokens are split at their first quote: the
-// prefixes the frame may end after, times the suffixes the state after the quote takes. Stop
-// tokens are the matcher's business (grammar.c): gl_mask_fill never sets a stop bit by itself,
-// and never sets a special token unless the state expects it as a GN_TOKEN literal.
+// for a free body (or a regex body that takes any plain run, gl_mstate_sframe_universal); else
+// the class walk (a trie of the tokens' byte-class strings, shared by all grammars per
+// partition, with the resulting masks cached by accepted class strings) when the frame accepts
+// much, or the exact walk. Quote tokens are split at their first quote: the prefixes the frame
+// may end after, times the suffixes the state after the quote takes (per set of threads that end,
+// for several string threads). Stop tokens are the matcher's business (grammar.c): gl_mask_fill
+// never sets a stop bit by itself, and never sets a special token unless the state expects it as
+// a GN_TOKEN literal.
 #pragma once
 
 #include "grammar/grammar.h"

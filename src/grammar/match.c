@@ -2270,6 +2270,36 @@ int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b)
     }
 }
 
+int gl_mstate_sfast(const struct gl_mstate *s, uint32_t th, struct gl_sfast *f,
+                    struct gl_sfast_st *st)
+{
+    struct frm *fr = sframe_at(s, th);
+    if (!fr)
+        return 0;
+    const struct gl_gnode *nd = &s->ir->nodes[fr->node];
+    if (nd->kind != GN_JSTRING || nd->u.str.n_regex > GL_SFAST_RX)
+        return 0;
+    const struct spay *p = payload(fr);
+    if (p->d.esc)
+        return 0;
+    f->n_rx = nd->u.str.n_regex;
+    f->max_chars = nd->u.str.max_chars;
+    f->min_chars = nd->u.str.min_chars;
+    memset(st, 0, sizeof *st);
+    st->count = fr->a;
+    st->need = p->d.need;
+    st->lo = p->d.lo;
+    st->hi = p->d.hi;
+    f->need_mc = f->max_chars >= 0;
+    for (int32_t r = 0; r < f->n_rx; r++) {
+        f->rx[r] = s->ir->regexes[nd->u.str.regexes[r]];
+        st->re[r] = p->re[r];
+        f->need_mc |= gl_regex_has_lookahead(f->rx[r]);
+        gl_regex_view(f->rx[r], &f->view[r]);
+    }
+    return 1;
+}
+
 // UTF-8 role of a byte inside a JSON string body: ASCII, the three continuation ranges that
 // lead bytes constrain (80-8F, 90-9F, A0-BF), and each kind of lead byte.
 static int utf8_role(uint8_t b)
@@ -2348,6 +2378,111 @@ static int reach_classes(struct gl_regex *re, uint32_t q, uint8_t map[256])
     }
     for (int b = 0; b < 256; b++)
         map[b] = grp[rc[b]];
+    return 1;
+}
+
+// 1 when regex re at DFA state q takes every run of plain string characters (valid UTF-8, no
+// '"', '\\' or control byte), including a run that stops inside a character: no such byte
+// string leads to the dead state or to a state with no accepting continuation. The walk is over
+// (DFA state, UTF-8 expectation) pairs from (q, boundary), each pair trying every byte the
+// UTF-8 expectation allows. Search `pattern`s (.*(?:p).* over any code point) are like this in
+// every state without lookahead and are told by their loop at once (gl_regex_takes_any); the
+// walk is for the rest and stops (0) past GL_UNIV_MAX pairs (~13k steps), when the regex lacks
+// budget room or memory is short. Memoized per DFA state in its tag: a state reached at a
+// boundary from a universal one is universal too.
+#define GL_UNIV_MAX 64
+enum { UNIV_UNKNOWN, UNIV_YES, UNIV_NO };
+static int regex_universal(struct gl_regex *re, uint32_t q)
+{
+    if (q == GL_RE_DEAD || gl_regex_min_chars(re, q) < 0)
+        return 0;
+    if (gl_regex_takes_any(re, q))
+        return 1;
+    uint8_t tag = gl_regex_tag(re, q);
+    if (tag != UNIV_UNKNOWN)
+        return tag == UNIV_YES;
+    if (!gl_regex_room(re, GL_UNIV_MAX))
+        return 0; // not memoized: room may come back only for a new grammar, never mind
+    // A pair packs the DFA state (high bits) and the UTF-8 expectation (low 3 bits): 0 at a
+    // character boundary; 1..3 continuation bytes 80-BF still needed; 4: E0 (A0-BF, then 1);
+    // 5: ED (80-9F, then 1); 6: F0 (90-BF, then 2); 7: F4 (80-8F, then 2).
+    static const uint8_t lo[8] = {0, 0x80, 0x80, 0x80, 0xA0, 0x80, 0x90, 0x80};
+    static const uint8_t hi[8] = {0, 0xBF, 0xBF, 0xBF, 0xBF, 0x9F, 0xBF, 0x8F};
+    static const uint8_t after[8] = {0, 0, 1, 2, 1, 1, 2, 2};
+    enum { HCAP = 4 * GL_UNIV_MAX }; // a power of two (the hash keeps its top 8 bits)
+    uint64_t *st = gl_malloc((GL_UNIV_MAX + HCAP) * sizeof *st), *set = st + GL_UNIV_MAX;
+    if (!st)
+        return 0;
+    memset(set, 0xFF, HCAP * sizeof *set);
+    int n = 0, ok = 1;
+    st[n++] = (uint64_t)q << 3;
+    set[((uint64_t)q << 3) * 0x9E3779B97F4A7C15ull >> 56] = (uint64_t)q << 3;
+    for (int i = 0; i < n && ok; i++) {
+        uint32_t r = (uint32_t)(st[i] >> 3);
+        int u = (int)(st[i] & 7);
+        if (!u && i > 0 && gl_regex_tag(re, r) == UNIV_YES)
+            continue; // everything from there is known to be taken
+        int b0 = u ? lo[u] : 0x20, b1 = u ? hi[u] : 0xF4;
+        for (int b = b0; b <= b1 && ok; b++) {
+            int nu;
+            if (u) {
+                nu = after[u];
+            } else if (b == '"' || b == '\\' || (b >= 0x80 && b < 0xC2)) {
+                continue; // never a plain byte at a boundary
+            } else {
+                nu = b < 0x80    ? 0
+                     : b < 0xE0  ? 1
+                     : b == 0xE0 ? 4
+                     : b == 0xED ? 5
+                     : b < 0xF0  ? 2
+                     : b == 0xF0 ? 6
+                     : b == 0xF4 ? 7
+                                 : 3;
+            }
+            uint32_t t = gl_regex_step(re, r, (uint8_t)b);
+            if (t == GL_RE_DEAD || gl_regex_min_chars(re, t) < 0) {
+                ok = 0;
+                break;
+            }
+            uint64_t key = (uint64_t)t << 3 | (uint64_t)nu;
+            size_t h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 56);
+            while (set[h] != UINT64_MAX && set[h] != key)
+                h = (h + 1) & (HCAP - 1);
+            if (set[h] == key)
+                continue;
+            if (n == GL_UNIV_MAX) {
+                ok = 0;
+                break;
+            }
+            set[h] = key;
+            st[n++] = key;
+        }
+    }
+    if (ok) {
+        for (int i = 0; i < n; i++)
+            if (!(st[i] & 7))
+                gl_regex_set_tag(re, (uint32_t)(st[i] >> 3), UNIV_YES);
+    } else {
+        gl_regex_set_tag(re, q, UNIV_NO);
+    }
+    gl_free(st);
+    return ok;
+}
+
+int gl_mstate_sframe_universal(const struct gl_mstate *s, uint32_t th)
+{
+    struct frm *f = sframe_at(s, th);
+    if (!f)
+        return 0;
+    const struct gl_gnode *nd = &s->ir->nodes[f->node];
+    if (nd->kind != GN_JSTRING || nd->u.str.raw || nd->u.str.max_chars >= 0 || f->b != S_BODY)
+        return 0;
+    const struct spay *p = payload(f);
+    if (p->d.esc || p->d.need)
+        return 0;
+    for (int32_t r = 0; r < nd->u.str.n_regex; r++)
+        if (!regex_universal(s->ir->regexes[nd->u.str.regexes[r]], p->re[r]))
+            return 0;
     return 1;
 }
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "grammar/ir.h"
+#include "grammar/regex.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +95,11 @@ size_t gl_mstate_sframe(const struct gl_mstate *s, uint32_t th, uint64_t *frame,
 // a character boundary); *min_more / *max_more as there.
 int gl_mstate_sframe_free(const struct gl_mstate *s, uint32_t th, int32_t *min_more,
                           int32_t *max_more);
+// 1 when thread th's frame is a JSON string body (not a key) without maxLength, at a character
+// boundary and outside an escape, whose regexes each take every run of plain characters from
+// their current states (as a search `pattern` does): then, as for a free body, every plain token
+// is accepted and only the other tokens need a walk.
+int gl_mstate_sframe_universal(const struct gl_mstate *s, uint32_t th);
 // Steps such a frame copy on byte b != '"' exactly as its thread would: 1 accepted (frame
 // updated), 0 rejected (frame contents then unspecified: step a fresh copy instead).
 int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b);
@@ -102,6 +108,111 @@ int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b)
 // depends on the rest of the state: duplicates, the value's schema). A string value's end pops
 // its frame, so the state after it does not depend on the text read.
 int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame);
+// A string-value frame reduced to what a byte other than '"', '\\' or a control byte changes
+// (outside an escape): the UTF-8 decoder, the code-point count and the DFA states. Stepping it
+// (gl_sfast_step) is exactly str_step on such bytes, without the frame's indirections: the
+// string walks of the mask step it once per trie node.
+#define GL_SFAST_RX 8
+struct gl_sfast { // fixed for the frame's node (but for the views, which follow DFA growth)
+    int32_t n_rx, max_chars, min_chars;
+    int need_mc; // the DFA states' min_chars matter: maxLength, or a lookahead pattern
+    struct gl_regex *rx[GL_SFAST_RX];
+    struct gl_regex_view view[GL_SFAST_RX];
+};
+struct gl_sfast_st { // the part a byte changes
+    uint32_t count;
+    uint8_t need, lo, hi, pad;
+    uint32_t re[GL_SFAST_RX];
+};
+// 1 when thread th's frame is a (non-raw) JSON string body outside an escape with at most
+// GL_SFAST_RX regexes: fills *f and *st. 0 otherwise (walk the frame itself).
+int gl_mstate_sfast(const struct gl_mstate *s, uint32_t th, struct gl_sfast *f,
+                    struct gl_sfast_st *st);
+// Steps state from on byte b into to (which may be from): 1 accepted, 0 rejected (to then
+// unspecified). '"' and '\\' are always refused (they end the body or open an escape): walk
+// tokens with them on the frame itself. It is jdec_step's E_NONE case and str_feed for one byte;
+// inline, since the string walks take it once per trie node. It reads from and writes to: the
+// walk keeps one state per depth, and field-sized loads of what the last step stored keep the
+// CPU's store-to-load forwarding (a struct copy of freshly written bytes stalls on it).
+// Forced inline: with three walks calling it GCC kept one out-of-line copy, a call per trie node
+// in every class and exact walk.
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int
+gl_sfast_step(struct gl_sfast *f, const struct gl_sfast_st *from, struct gl_sfast_st *to, uint8_t b)
+{
+    int lead;
+    uint8_t need = from->need, lo = from->lo, hi = from->hi;
+    if (need) {
+        if (b < lo || b > hi)
+            return 0;
+        need--;
+        lo = 0x80;
+        hi = 0xBF;
+        lead = 0;
+    } else if (b < 0x80) {
+        if (b < 0x20 || b == '"' || b == '\\')
+            return 0; // a quote may end the string, a backslash starts an escape: not ours
+        lead = 1;
+    } else {
+        lo = 0x80;
+        hi = 0xBF;
+        if (b >= 0xC2 && b <= 0xDF) {
+            need = 1;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            need = 2;
+            if (b == 0xE0)
+                lo = 0xA0; // overlong
+            if (b == 0xED)
+                hi = 0x9F; // surrogates
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            need = 3;
+            if (b == 0xF0)
+                lo = 0x90; // overlong
+            if (b == 0xF4)
+                hi = 0x8F; // > U+10FFFF
+        } else {
+            return 0;
+        }
+        lead = 1;
+    }
+    uint32_t count = from->count;
+    if (lead) {
+        if (f->max_chars >= 0 && (int64_t)count + 1 > f->max_chars)
+            return 0;
+        if (f->max_chars >= 0 || (int32_t)count < f->min_chars)
+            count++;
+    }
+    for (int32_t r = 0; r < f->n_rx; r++) {
+        uint32_t t;
+        if (f->need_mc) {
+            int32_t mc;
+            t = gl_regex_step_mc(f->rx[r], from->re[r], b, &mc);
+            if (mc < 0 || (f->max_chars >= 0 && (int64_t)count + mc > f->max_chars))
+                return 0;
+        } else {
+            // No budget and no lookahead: a live state's min_chars is >= 0, so skip its load
+            // (a cache miss per node in a large DFA, a third of the step), and read the table
+            // inline (the call is a quarter of a class walk's node).
+            const struct gl_regex_view *w = &f->view[r];
+            t = w->trans[(size_t)from->re[r] * w->ncls + w->cls[b]];
+            if (t == GL_RE_UNFILLED) {
+                t = gl_regex_step(f->rx[r], from->re[r], b);
+                gl_regex_view(f->rx[r], &f->view[r]); // the table may have moved
+            }
+        }
+        if (t == GL_RE_DEAD)
+            return 0;
+        to->re[r] = t;
+    }
+    to->count = count;
+    to->need = need;
+    to->lo = lo;
+    to->hi = hi;
+    return 1;
+}
+
 // Byte classes of thread th's frame: bytes in one class are interchangeable for that frame in
 // every state it can reach (the same transition in each of the node's regexes and the same UTF-8
 // role); '"', '\\' and control bytes get GL_SCLS_NONE. Classes are numbered by first byte, so

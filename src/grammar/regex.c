@@ -1037,6 +1037,7 @@ struct dstate {
     uint32_t amask;    // bit j: component j's match is in the closure (0 = the pattern)
     int32_t min_chars;
     uint8_t accept, unbounded;
+    uint8_t tag; // the caller's memo (gl_regex_tag), 0 when the state is made
 };
 
 struct gl_regex {
@@ -1065,6 +1066,9 @@ struct gl_regex {
     uint32_t *hash; // open addressing over state ids; RE_NONE = empty slot
     uint32_t hash_cap;
     uint32_t start;
+    // The search wrapper's any-code-point loops (their first byte-states; RE_NONE when absent):
+    // [0] before the pattern, [1] after its match (gl_regex_takes_any).
+    uint32_t any_body[2];
     int overflow;
     // NFA states visited building DFA transitions: bounds the time a hostile pattern can take
     // (max_states alone does not: one state's closure may visit the whole NFA).
@@ -1693,6 +1697,7 @@ static uint32_t dfa_intern(struct gl_regex *re, const uint32_t *m, uint32_t len,
     d->accept = (amask & 1) && (amask & re->pos_mask) == re->pos_mask && !(amask & re->neg_mask);
     d->min_chars = d->accept ? 0 : -1;
     d->unbounded = 0;
+    d->tag = 0;
     for (uint32_t i = 0; i < len; i++) {
         int32_t dc = re->dist[m[i]];
         GL_ASSERT(dc >= 0);
@@ -1802,6 +1807,16 @@ uint32_t gl_regex_step(struct gl_regex *re, uint32_t state, uint8_t b)
     return dfa_step_slow(re, state, b);
 }
 
+uint32_t gl_regex_step_mc(struct gl_regex *re, uint32_t state, uint8_t b, int32_t *min_chars)
+{
+    GL_ASSERT(state < re->n_ds);
+    uint32_t t = re->trans[(size_t)state * re->ncls + re->cls[b]];
+    if (GL_UNLIKELY(t == RE_UNFILLED))
+        t = dfa_step_slow(re, state, b);
+    *min_chars = re->ds[t].min_chars;
+    return t;
+}
+
 uint32_t gl_regex_start(struct gl_regex *re)
 {
     return re->start;
@@ -1817,6 +1832,60 @@ int32_t gl_regex_min_chars(struct gl_regex *re, uint32_t state)
 {
     GL_ASSERT(state < re->n_ds);
     return re->ds[state].min_chars;
+}
+
+int gl_regex_takes_any(const struct gl_regex *re, uint32_t state)
+{
+    GL_ASSERT(state < re->n_ds);
+    const struct dstate *d = &re->ds[state];
+    // Lookahead components decide acceptance jointly (amask): no shortcut there.
+    if (re->n_look || state == GL_RE_DEAD || d->min_chars < 0)
+        return 0;
+    // A loop's byte-state in the set (members are sorted): every code point returns to the loop
+    // (mid-character its continuation states are in the set), from which a match stays
+    // reachable -- the pattern's remainder from the entry loop, the end at once from the tail.
+    for (int k = 0; k < 2; k++) {
+        uint32_t u = re->any_body[k];
+        if (u == RE_NONE || re->dist[u] < 0)
+            continue;
+        const uint32_t *m = re->sets + d->off;
+        uint32_t a = 0, b = d->len;
+        while (a < b) {
+            uint32_t mid = a + (b - a) / 2;
+            if (m[mid] < u)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        if (a < d->len && m[a] == u)
+            return 1;
+    }
+    return 0;
+}
+
+void gl_regex_view(const struct gl_regex *re, struct gl_regex_view *v)
+{
+    _Static_assert(RE_UNFILLED == GL_RE_UNFILLED, "one marker");
+    v->trans = re->trans;
+    v->cls = re->cls;
+    v->ncls = re->ncls;
+}
+
+int gl_regex_has_lookahead(const struct gl_regex *re)
+{
+    return re->n_look > 0;
+}
+
+uint8_t gl_regex_tag(const struct gl_regex *re, uint32_t state)
+{
+    GL_ASSERT(state < re->n_ds);
+    return re->ds[state].tag;
+}
+
+void gl_regex_set_tag(struct gl_regex *re, uint32_t state, uint8_t tag)
+{
+    GL_ASSERT(state < re->n_ds);
+    re->ds[state].tag = tag;
 }
 
 int gl_regex_unbounded(struct gl_regex *re, uint32_t state)
@@ -2096,8 +2165,11 @@ static gl_status build_nfa(struct gl_regex *re, const char *src, size_t len, int
         return err ? err->code : GL_E_LIMIT;
     re->ns[match].out1 = 0; // component 0: the pattern itself
     uint32_t tail = match;
+    re->any_body[0] = re->any_body[1] = RE_NONE;
     if (flags & GL_RE_SEARCH && (tail = nfa_any_loop(re, match, err)) == RE_NONE)
         return err ? err->code : GL_E_LIMIT;
+    if (flags & GL_RE_SEARCH)
+        re->any_body[1] = re->ns[tail].out1;
     uint32_t entry;
     if (flags & GL_RE_LITERAL) {
         entry = tail;
@@ -2152,6 +2224,8 @@ static gl_status build_nfa(struct gl_regex *re, const char *src, size_t len, int
     }
     if (flags & GL_RE_SEARCH && (entry = nfa_any_loop(re, entry, err)) == RE_NONE)
         return err ? err->code : GL_E_LIMIT;
+    if (flags & GL_RE_SEARCH)
+        re->any_body[0] = re->ns[entry].out1;
     re->nfa_start = entry;
     return GL_OK;
 }

@@ -51,12 +51,35 @@ uint32_t gl_regex_start(struct gl_regex *re);
 // Next state after byte b; GL_RE_DEAD once nothing can match. May grow the DFA; if the state
 // budget is exhausted at match time, returns GL_RE_DEAD and sets a sticky overflow flag.
 uint32_t gl_regex_step(struct gl_regex *re, uint32_t state, uint8_t b);
+// The DFA's transition table as it stands, for stepping inline in hot loops: the next state of
+// s on byte b is trans[s * ncls + cls[b]], or GL_RE_UNFILLED where not built yet -- then call
+// gl_regex_step, which may move the table (take the view again).
+#define GL_RE_UNFILLED UINT32_MAX
+struct gl_regex_view {
+    const uint32_t *trans;
+    const uint8_t *cls;
+    uint32_t ncls;
+};
+void gl_regex_view(const struct gl_regex *re, struct gl_regex_view *v);
+// 1 when the pattern has lookaheads. Without them every state but GL_RE_DEAD has
+// gl_regex_min_chars >= 0 (a DFA state holds only NFA states that reach a match).
+int gl_regex_has_lookahead(const struct gl_regex *re);
+// gl_regex_step and gl_regex_min_chars of the result in one call (the string walks' hot path).
+uint32_t gl_regex_step_mc(struct gl_regex *re, uint32_t state, uint8_t b, int32_t *min_chars);
 int gl_regex_is_accept(struct gl_regex *re, uint32_t state);
 // Fewest further code points STARTED before an accepting state (0 if accepting, and also inside
 // the last multi-byte character of a match); -1 if none (dead).
 int32_t gl_regex_min_chars(struct gl_regex *re, uint32_t state);
 // 1 if accepting states can be reached with arbitrarily many more code points (a cycle).
 int gl_regex_unbounded(struct gl_regex *re, uint32_t state);
+// 1 when state holds one of the search wrapper's any-code-point loops (and the pattern has no
+// lookahead): then every valid UTF-8 byte string read from it, also one stopping inside a
+// character, leads to a state from which a match is reachable. 0: not known to.
+int gl_regex_takes_any(const struct gl_regex *re, uint32_t state);
+// A byte the caller may keep per DFA state (0 when the state is made; never read by the regex):
+// match.c memoizes an analysis of the state there. Same threading rule as step().
+uint8_t gl_regex_tag(const struct gl_regex *re, uint32_t state);
+void gl_regex_set_tag(struct gl_regex *re, uint32_t state, uint8_t tag);
 // Whole-string match (for tests and final checks).
 int gl_regex_match(struct gl_regex *re, const void *s, size_t len);
 int gl_regex_overflowed(const struct gl_regex *re);

@@ -311,6 +311,15 @@ TEST(test_frame_masks)
         // a string value closing into each context: object member, array item
         "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"items\":"
         "{\"type\":\"string\",\"minLength\":1}},\"b\":{\"type\":\"string\"}}}",
+        // the walk memo by stepper state (memo_walk): DFA states recurring under other counts
+        // (a maxLength slack above, at and below what a token needs) and other properties
+        "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":"
+        "\"^[a-z]+(?: [a-z]+)*$\",\"maxLength\":9}}",
+        "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":"
+        "\"^[a-z]+(?: [a-z]+)*$\",\"maxLength\":200}}",
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"format\":"
+        "\"uri\",\"maxLength\":300},\"b\":{\"type\":\"string\",\"format\":\"uri\"},"
+        "\"c\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"format\":\"uri\"}}}}",
     };
     for (size_t i = 0; i < sizeof schemas / sizeof *schemas; i++) {
         struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, schemas[i], i % 2);
@@ -361,6 +370,27 @@ TEST(test_frame_prefixes)
         {"{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"number\",\"maximum\":90},"
          "{\"type\":\"integer\"}]}}",
          "[12"},
+        // regexes that take every plain run (all plain tokens, the rest walked): search patterns
+        // before, inside and after their match (the search loops), an anchored one that says so
+        // only by exploring its states, and near misses that must stay exact: `.` refuses
+        // U+2028/U+2029 (E2 80 A8/A9), a maxLength, a position inside a character
+        {"{\"type\":\"string\",\"pattern\":\"\\\\.(yaml|json)$\"}", "\"ab"},
+        {"{\"type\":\"string\",\"pattern\":\".*[Hh]otel [Pp]aris.*\"}", "\"Hotel Par"},
+        {"{\"type\":\"string\",\"pattern\":\".*[Hh]otel [Pp]aris.*\"}", "\"a hotel paris!"},
+        {"{\"type\":\"string\",\"pattern\":\"^ab\"}", "\"abz"},
+        {"{\"type\":\"string\",\"pattern\":\"^ab\"}", "\"a"},
+        {"{\"type\":\"string\",\"pattern\":\"^[\\\\s\\\\S]*$\"}", "\"x"},
+        {"{\"type\":\"string\",\"pattern\":\"^x.*$\"}", "\"x"},
+        {"{\"type\":\"string\",\"pattern\":\"y\",\"maxLength\":5}", "\"x"},
+        {"{\"type\":\"string\",\"pattern\":\"y\"}", "\"x\xe2\x80"},
+        // string readings whose ends lead to different states: the quote tokens grouped by the
+        // set of readings that end (`",` only after a third character, `"]` already now)
+        {"{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":2},"
+         "\"maxItems\":1},{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":3}}]}",
+         "[\"ab"},
+        {"{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":2},"
+         "\"maxItems\":1},{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":3}}]}",
+         "[\"a"},
     };
     uint32_t *fast = mask_new(), *ref = mask_new();
     for (int forced = 0; forced < 2; forced++) {
@@ -385,6 +415,38 @@ TEST(test_frame_prefixes)
     gl_mask_set_class_policy(-1, -1);
     free(fast);
     free(ref);
+}
+
+// A regex string that takes every plain run costs a walk of the ~1,000 non-plain tokens, not of
+// the ~415k-node trie (a search `pattern` with many literal characters has a byte partition too
+// fine for a class trie); test_frame_prefixes checks that those masks are exact.
+TEST(test_universal_regex_cost)
+{
+    static const struct {
+        const char *schema, *prefix;
+    } cases[] = {
+        {"{\"type\":\"string\",\"pattern\":\".*[Hh]otel [Pp]aris.*\"}", "\"Hotel Par"},
+        {"{\"type\":\"string\",\"pattern\":\"\\\\.(yaml|json)$\"}", "\"ab"},
+        {"{\"type\":\"string\",\"pattern\":\"(afs1-az1|apne1-az2|use1-bos1-az1)\"}", "\"x"},
+    };
+    uint32_t *mask = mask_new();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, cases[i].schema, 1);
+        REQUIRE(g);
+        struct gl_matcher *m = matcher(g);
+        REQUIRE(m);
+        CHECK(gl_matcher_accept_bytes(m, cases[i].prefix, strlen(cases[i].prefix)));
+        struct gl_matcher_stats a, b;
+        gl_matcher_stats(m, &a);
+        gl_matcher_fill_mask(m, mask);
+        gl_matcher_stats(m, &b);
+        CHECKF(b.nodes_visited - a.nodes_visited < 5000, "case %zu: %lld nodes", i,
+               (long long)(b.nodes_visited - a.nodes_visited));
+        CHECK(popcount(mask) > 150000);
+        gl_matcher_free(m);
+        gl_grammar_unref(g);
+    }
+    free(mask);
 }
 
 // Bounded strings exercise the fast path's character classes at every budget, incl. 0.
@@ -707,8 +769,9 @@ int main(void)
         return 1;
     }
     g_words = gl_gvocab_mask_words(g_voc);
-    RUN_TESTS(test_vocab_index, test_frame_masks, test_frame_prefixes, test_choice_masks,
-              test_regex_masks, test_gbnf_masks, test_schema_masks, test_string_masks,
-              test_token_literals, test_atem_tools, test_stop_and_special, test_rollback,
-              test_forced_bytes, test_mask_cache, test_grammar_cache, test_compile_errors);
+    RUN_TESTS(test_vocab_index, test_frame_masks, test_frame_prefixes, test_universal_regex_cost,
+              test_choice_masks, test_regex_masks, test_gbnf_masks, test_schema_masks,
+              test_string_masks, test_token_literals, test_atem_tools, test_stop_and_special,
+              test_rollback, test_forced_bytes, test_mask_cache, test_grammar_cache,
+              test_compile_errors);
 }
