@@ -251,28 +251,7 @@ static int utf8_byte(struct jdec *d, uint8_t b, int *lead)
     *lead = 1;
     if (b < 0x80)
         return 1;
-    uint8_t lo = 0x80, hi = 0xBF, need;
-    if (b >= 0xC2 && b <= 0xDF) {
-        need = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-        need = 2;
-        if (b == 0xE0)
-            lo = 0xA0; // overlong
-        if (b == 0xED)
-            hi = 0x9F; // surrogates
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        need = 3;
-        if (b == 0xF0)
-            lo = 0x90; // overlong
-        if (b == 0xF4)
-            hi = 0x8F; // > U+10FFFF
-    } else {
-        return 0; // continuation without lead, C0/C1 overlongs, F5..FF
-    }
-    d->need = need;
-    d->lo = lo;
-    d->hi = hi;
-    return 1;
+    return gl_utf8_lead(b, &d->need, &d->lo, &d->hi);
 }
 
 static void jdec_step(struct jdec *d, uint8_t b, struct jev *e)

@@ -128,6 +128,35 @@ struct gl_sfast_st { // the part a byte changes
 // GL_SFAST_RX regexes: fills *f and *st. 0 otherwise (walk the frame itself).
 int gl_mstate_sfast(const struct gl_mstate *s, uint32_t th, struct gl_sfast *f,
                     struct gl_sfast_st *st);
+// A byte b >= 0x80 that starts a UTF-8 code point: *need continuation bytes follow, the first
+// in lo..hi (which excludes overlongs, surrogates and code points above U+10FFFF). 0 for bytes
+// that cannot start one (continuations, C0/C1 overlongs, F5..FF).
+static inline int gl_utf8_lead(uint8_t b, uint8_t *need, uint8_t *lo, uint8_t *hi)
+{
+    uint8_t n, l = 0x80, h = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) {
+        n = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        n = 2;
+        if (b == 0xE0)
+            l = 0xA0; // overlong
+        if (b == 0xED)
+            h = 0x9F; // surrogates
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        n = 3;
+        if (b == 0xF0)
+            l = 0x90; // overlong
+        if (b == 0xF4)
+            h = 0x8F; // > U+10FFFF
+    } else {
+        return 0; // outputs untouched
+    }
+    *need = n;
+    *lo = l;
+    *hi = h;
+    return 1;
+}
+
 // Steps state from on byte b into to (which may be from): 1 accepted, 0 rejected (to then
 // unspecified). '"' and '\\' are always refused (they end the body or open an escape): walk
 // tokens with them on the frame itself. It is jdec_step's E_NONE case and str_feed for one byte;
@@ -156,25 +185,8 @@ gl_sfast_step(struct gl_sfast *f, const struct gl_sfast_st *from, struct gl_sfas
             return 0; // a quote may end the string, a backslash starts an escape: not ours
         lead = 1;
     } else {
-        lo = 0x80;
-        hi = 0xBF;
-        if (b >= 0xC2 && b <= 0xDF) {
-            need = 1;
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            need = 2;
-            if (b == 0xE0)
-                lo = 0xA0; // overlong
-            if (b == 0xED)
-                hi = 0x9F; // surrogates
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            need = 3;
-            if (b == 0xF0)
-                lo = 0x90; // overlong
-            if (b == 0xF4)
-                hi = 0x8F; // > U+10FFFF
-        } else {
+        if (!gl_utf8_lead(b, &need, &lo, &hi))
             return 0;
-        }
         lead = 1;
     }
     uint32_t count = from->count;
