@@ -1228,6 +1228,16 @@ static struct gl_cview *cview_get(struct gl_mcache *c, const struct gl_gvocab *v
     return ct->poor ? NULL : w;
 }
 
+// Sets the mask bits of the tokens that end at trie node i (the walks below, once per accepted
+// node).
+static inline void allow_node_tokens(const struct gl_trie *t, uint32_t i, uint32_t *out)
+{
+    for (uint32_t k = t->nodes[i].tok; k < t->nodes[i + 1].tok; k++) {
+        uint32_t id = (uint32_t)t->ids[k];
+        out[id >> 5] |= 1u << (id & 31);
+    }
+}
+
 // Depth-first walk of trie t with a string frame alone: c->frames[0] holds the frame (fs
 // bytes), frames[d] the frame after the first d bytes of the current path. Node bytes are mapped
 // through rep (a class trie) or taken as they are (rep NULL). Sets bit id of out for every id
@@ -1248,10 +1258,7 @@ static int64_t frame_walk(const struct gl_trie *t, const uint8_t *rep, struct gl
             i = x->next;
             continue;
         }
-        for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
-            uint32_t id = (uint32_t)t->ids[k];
-            out[id >> 5] |= 1u << (id & 31);
-        }
+        allow_node_tokens(t, i, out);
         i++;
     }
     return visited;
@@ -1280,10 +1287,7 @@ static int64_t sfast_walk(const struct gl_trie *t, const uint8_t *rep, struct gl
             i = x->next;
             continue;
         }
-        for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
-            uint32_t id = (uint32_t)t->ids[k];
-            out[id >> 5] |= 1u << (id & 31);
-        }
+        allow_node_tokens(t, i, out);
         i++;
     }
     return visited;
@@ -1320,10 +1324,7 @@ static int64_t sfast_walk_q(const struct gl_trie *t, const uint8_t *rep, struct 
         }
         if (need > qmax)
             qmax = need;
-        for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
-            uint32_t id = (uint32_t)t->ids[k];
-            out[id >> 5] |= 1u << (id & 31);
-        }
+        allow_node_tokens(t, i, out);
         i++;
     }
     *q = qmax;
