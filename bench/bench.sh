@@ -9,7 +9,7 @@
 # every run stays in bench/out/run-<stamp>/. Rows and what exactly they time: bench/README.md.
 #
 # Env: GLINT_BIN (build/glint)  BENCH_MODEL (bench/out/30b4-q4km.gguf, written on first use)
-#      BENCH_PAIRS (3: the whole table then fits in 30 minutes; 5 for tighter spreads)  BENCH_THREADS (2)  BENCH_P (512)  BENCH_N (128)  BENCH_DEPTH (4096)
+#      BENCH_PAIRS (3: 45 min measured for the whole table; 5 for tighter spreads)  BENCH_THREADS (2)  BENCH_P (512)  BENCH_N (128)  BENCH_DEPTH (4096)
 #      BENCH_BATCHES (1,8,16)  BENCH_BATCH_NPP (128)  BENCH_BATCH_NTG (128)
 #      BENCH_SERVE_MAX_TOKENS (256: every value of bench/schema10.json is bounded, so a document completes within it)  BENCH_SERVE_CONC (8)
 #      BENCH_GROUPS ("pp2 pp1 depth batch serve": the pair groups to run, a subset for tests)
