@@ -9,9 +9,13 @@
 # every run stays in bench/out/run-<stamp>/. Rows and what exactly they time: bench/README.md.
 #
 # Env: GLINT_BIN (build/glint)  BENCH_MODEL (bench/out/30b4-q4km.gguf, written on first use)
-#      BENCH_PAIRS (3: 45 min measured for the whole table; 5 for tighter spreads)  BENCH_THREADS (2)  BENCH_P (512)  BENCH_N (128)  BENCH_DEPTH (4096)
-#      BENCH_BATCHES (1,8,16)  BENCH_BATCH_NPP (128)  BENCH_BATCH_NTG (128)
-#      BENCH_SERVE_MAX_TOKENS (256: every value of bench/schema10.json is bounded, so a document completes within it)  BENCH_SERVE_CONC (8)
+#      BENCH_PAIRS (5)  BENCH_THREADS (2)  BENCH_P (512)  BENCH_N (128)  BENCH_P1 (128: pp at 1
+#      thread)  BENCH_DEPTH (2048)  BENCH_BATCHES (1,8,16)  BENCH_BATCH_NPP (128)  BENCH_BATCH_NTG (32)
+#      BENCH_SERVE_MAX_TOKENS (384: every value of bench/schema10.json is bounded, so a document
+#      completes within it, escaped spellings included)  BENCH_SERVE_FREE_TOKENS (64)  BENCH_SERVE_CONC (8)
+# The defaults fit 5 pairs in 30 minutes on 2 cores: llama.cpp's side alone of one pair at the
+# issue's sizes (depth 4096, batch ntg 128, pp512 at 1 thread) takes ~550 s, so 5 pairs could
+# not. BENCH_DEPTH=4096 BENCH_BATCH_NTG=128 BENCH_P1=512 measure those sizes (~15 min a pair).
 #      BENCH_GROUPS ("pp2 pp1 depth batch serve": the pair groups to run, a subset for tests)
 #      BENCH_MASK_EVERY (40: every K-th MaskBench file timed for the mask chart; 0 = skip)
 #      BENCH_DOC (docs/PERFORMANCE.md; "-" = print to stdout, no charts)  LLAMA_BIN (built
@@ -22,10 +26,11 @@ cd "$(dirname "$0")/.."
 GLINT_BIN="${GLINT_BIN:-build/glint}"
 case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
 MODEL="${BENCH_MODEL:-bench/out/30b4-q4km.gguf}"
-PAIRS="${BENCH_PAIRS:-3}" THREADS="${BENCH_THREADS:-2}"
-P="${BENCH_P:-512}" N="${BENCH_N:-128}" D="${BENCH_DEPTH:-4096}"
-BATCHES="${BENCH_BATCHES:-1,8,16}" NPP="${BENCH_BATCH_NPP:-128}" NTG="${BENCH_BATCH_NTG:-128}"
-SMAX="${BENCH_SERVE_MAX_TOKENS:-256}" SCONC="${BENCH_SERVE_CONC:-8}"
+PAIRS="${BENCH_PAIRS:-5}" THREADS="${BENCH_THREADS:-2}"
+P="${BENCH_P:-512}" N="${BENCH_N:-128}" P1="${BENCH_P1:-128}" D="${BENCH_DEPTH:-2048}"
+BATCHES="${BENCH_BATCHES:-1,8,16}" NPP="${BENCH_BATCH_NPP:-128}" NTG="${BENCH_BATCH_NTG:-32}"
+SMAX="${BENCH_SERVE_MAX_TOKENS:-384}" SFREE="${BENCH_SERVE_FREE_TOKENS:-64}"
+SCONC="${BENCH_SERVE_CONC:-8}"
 BGROUPS="${BENCH_GROUPS:-pp2 pp1 depth batch serve}"
 MASK_EVERY="${BENCH_MASK_EVERY:-40}"
 DOC="${BENCH_DOC:-docs/PERFORMANCE.md}"
@@ -60,8 +65,8 @@ say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$log" >&2; }
 /usr/bin/python3 - "$RUN/meta.json" <<EOF
 import json, sys
 json.dump({"stamp": "$stamp", "date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "model": "$MODEL",
-           "pairs": $PAIRS, "threads": $THREADS, "p": $P, "n": $N, "depth": $D,
-           "batches": "$BATCHES", "npp": $NPP, "ntg": $NTG, "serve_max_tokens": $SMAX,
+           "pairs": $PAIRS, "threads": $THREADS, "p": $P, "n": $N, "p1": $P1, "depth": $D,
+           "batches": "$BATCHES", "npp": $NPP, "ntg": $NTG, "serve_max_tokens": $SMAX, "serve_free_tokens": $SFREE,
            "serve_conc": $SCONC, "groups": "$BGROUPS".split(),
            "glint_commit": "$(bl_glint_commit)", "glint_flags": """$(bl_glint_flags)""",
            "glint_bin": "$GLINT_BIN", "llama_bin": "$LLAMA_BIN",
@@ -78,15 +83,15 @@ bl_probe >>"$RUN/probes.jsonl"
 
 # One group, one side, pair k. Every command's stdout is the raw result file.
 run_group() { # GROUP SIDE K
-    local g="$1" s="$2" k="$3" f="$RUN/p$3-$1-$2" thr="$THREADS"
-    [ "$g" = pp1 ] && thr=1
+    local g="$1" s="$2" k="$3" f="$RUN/p$3-$1-$2" thr="$THREADS" p="$P"
+    [ "$g" = pp1 ] && thr=1 p="$P1"
     say "pair $k/$PAIRS $g: $s (load $(bl_load1))"
     echo "{\"pair\": $k, \"group\": \"$g\", \"side\": \"$s\", \"load\": $(bl_load1), \"t0\": $(date +%s)}" >"$f.meta"
     case "$g/$s" in
     pp2/glint | pp1/glint) # pp2: BENCH_THREADS threads, pp1: 1 thread
-        "$GLINT_BIN" bench --model "$MODEL" -p "$P" -n "$N" -t "$thr" -r 1 --json >"$f.json" 2>>"$log" ;;
+        "$GLINT_BIN" bench --model "$MODEL" -p "$p" -n "$N" -t "$thr" -r 1 --json >"$f.json" 2>>"$log" ;;
     pp2/llama | pp1/llama)
-        "$LLAMA_BIN/llama-bench" -m "$MODEL" -p "$P" -n "$N" -t "$thr" -r 1 -o json >"$f.json" 2>>"$log" ;;
+        "$LLAMA_BIN/llama-bench" -m "$MODEL" -p "$p" -n "$N" -t "$thr" -r 1 -o json >"$f.json" 2>>"$log" ;;
     depth/glint)
         "$GLINT_BIN" bench --model "$MODEL" -p "$P" -n 0 -d "$D" -t "$THREADS" -r 1 --json >"$f.json" 2>>"$log" ;;
     depth/llama)
@@ -113,17 +118,23 @@ run_group() { # GROUP SIDE K
     [ -s "$f.json" ] || [ -s "$f.txt" ] || [ -s "$f.jsonl" ] # else: no result (caller says FAILED)
 }
 
-serve_runs() { # SIDE MODES...: concurrency 1 (2 requests) and SCONC (SCONC requests) per mode
+serve_runs() { # SIDE MODES...: constrained at concurrency 1 (1 request) and SCONC (SCONC
+    # requests); free (no schema, SFREE tokens each) at SCONC only
     local s="$1" m
     shift
     for m in "$@"; do
         if [ "$m" = constrained ]; then
-            node bench/serve_client.mjs --url "http://127.0.0.1:$bl_port" --side "$s" --mode "$m" \
-                --conc 1 --requests 2 --max-tokens "$SMAX" --schema bench/schema10.json
+            serve_client "$s" "$m" 1 1 "$SMAX"
+            serve_client "$s" "$m" "$SCONC" "$SCONC" "$SMAX"
+        else
+            serve_client "$s" "$m" "$SCONC" "$SCONC" "$SFREE"
         fi
-        node bench/serve_client.mjs --url "http://127.0.0.1:$bl_port" --side "$s" --mode "$m" \
-            --conc "$SCONC" --requests "$SCONC" --max-tokens "$SMAX" --schema bench/schema10.json
     done
+}
+
+serve_client() { # SIDE MODE CONC REQUESTS MAX_TOKENS
+    node bench/serve_client.mjs --url "http://127.0.0.1:$bl_port" --side "$1" --mode "$2" \
+        --conc "$3" --requests "$4" --max-tokens "$5" --schema bench/schema10.json
 }
 
 for k in $(seq 1 "$PAIRS"); do

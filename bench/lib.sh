@@ -23,10 +23,14 @@ bl_ensure_model() { # FILE
 }
 
 # Bandwidth probe: one JSON line {"best":GB/s,"mean":GB/s,"load":...} (2 threads, 2 GiB read).
-bl_probe() {
-    local line
-    line="$("$OUT/bw" 2 2 2>&1 | tail -1)"
-    echo "$line" | sed -nE 's/.*best ([0-9.]+) GB\/s mean ([0-9.]+) GB\/s.*/{"best": \1, "mean": \2, "load": '"$(bl_load1)"', "t": '"$(date +%s)"'}/p'
+bl_probe() { # one JSON line: 2-thread best/mean, 1-thread best/mean (best1/mean1), load
+    local l2 l1 re='s/.*best ([0-9.]+) GB\/s mean ([0-9.]+) GB\/s.*/\1 \2/p'
+    l2="$("$OUT/bw" 2 2 2>&1 | tail -1 | sed -nE "$re")"
+    l1="$("$OUT/bw" 1 2 2>&1 | tail -1 | sed -nE "$re")"
+    set -- $l2 $l1
+    if [ $# = 4 ]; then
+        echo "{\"best\": $1, \"mean\": $2, \"best1\": $3, \"mean1\": $4, \"load\": $(bl_load1), \"t\": $(date +%s)}"
+    fi
 }
 
 bl_stop_server() {

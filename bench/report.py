@@ -139,25 +139,30 @@ def rows_for(run):
                  goal=GOAL_PP)
     if "depth" in g_set:
         pair_row(f"pp{P} @ depth {D}, {T} threads (t/s)",
-                 lambda k, s: run.bench_ts(k, "depth", s, P, 0, D), goal=GOAL_PP)
+                 lambda k, s: run.bench_ts(k, "depth", s, P, 0, D),
+                 goal=GOAL_PP if D == 4096 else GOAL_PP + " (issue: at depth 4096)")
     if "pp2" in g_set:
         pair_row(f"tg{N}, {T} threads (t/s)", lambda k, s: run.bench_ts(k, "pp2", s, 0, N))
+    P1 = m.get("p1", P)
     if "pp1" in g_set:
         pair_row(f"tg{N}, 1 thread (t/s)", lambda k, s: run.bench_ts(k, "pp1", s, 0, N),
                  goal=GOAL_TG1)
-        pair_row(f"pp{P}, 1 thread (t/s)", lambda k, s: run.bench_ts(k, "pp1", s, P, 0), goal="-")
+        pair_row(f"pp{P1}, 1 thread (t/s)", lambda k, s: run.bench_ts(k, "pp1", s, P1, 0),
+                 goal="-")
     if "pp1" in g_set and "pp2" in g_set:
         def scal(k, s):
-            a, b = run.bench_ts(k, "pp2", s, P, 0), run.bench_ts(k, "pp1", s, P, 0)
+            a, b = run.bench_ts(k, "pp2", s, P, 0), run.bench_ts(k, "pp1", s, P1, 0)
             return a / b if a and b else None
-        pair_row(f"pp{P} thread scaling: {T} threads / 1 thread (x)", scal, goal="-")
+        pair_row(f"pp thread scaling: pp{P} at {T} threads / pp{P1} at 1 thread (x)", scal,
+                 goal="-")
     if "batch" in g_set:
         sizes = [int(b) for b in m["batches"].split(",")]
         for B in sizes:
             if B == 1:
                 continue
-            pair_row(f"aggregate decode, {B} sequences (t/s)",
-                     lambda k, s, B=B: run.batch_ts(k, s).get(B), goal=GOAL_BATCH)
+            pair_row(f"aggregate decode, {B} sequences, ntg {m['ntg']} (t/s)",
+                     lambda k, s, B=B: run.batch_ts(k, s).get(B),
+                     goal=GOAL_BATCH if m["ntg"] == 128 else GOAL_BATCH + " (issue: ntg 128)")
         if 1 in sizes:
             pair_row("decode, 1 sequence, same harness (t/s)",
                      lambda k, s: run.batch_ts(k, s).get(1))
@@ -285,8 +290,8 @@ def perf_section(run, rows, series):
     for x in jlines(f"{run.d}/vnni.jsonl"):  # best reading (start and end of the run)
         vn[x["threads"]] = max(vn.get(x["threads"], 0.0), x["gops"])
     probes = jlines(f"{run.d}/probes.jsonl")
-    full = (m["pairs"] >= 3 and P == 512 and N == 128 and m["depth"] == 4096 and m["npp"] == 128
-            and m["ntg"] == 128 and set(m["groups"]) >= {"pp2", "pp1", "depth", "batch", "serve"})
+    full = (m["pairs"] >= 5 and P == 512 and N == 128 and m["npp"] == 128
+            and set(m["groups"]) >= {"pp2", "pp1", "depth", "batch", "serve"})
     if not full:
         L.append(f"> **Harness test, not a measurement**: {m['pairs']} pair(s), -p {P} -n {N} "
                  f"-d {m['depth']}, batch npp/ntg {m['npp']}/{m['ntg']}, serve max_tokens "
@@ -335,12 +340,13 @@ def perf_section(run, rows, series):
                              f" ({lit:.0f} with the head per token)")
             L.append(f"| pp{P}, {thr} thread{'s' if thr > 1 else ''}: int8 GOPS, share of the "
                      f"VNNI peak | {cells[0]} | {cells[1]} |")
-    pb = [p["mean"] for p in probes]
-    for key in (f"tg{N}, {T} threads (t/s)", f"tg{N}, 1 thread (t/s)"):
+    for key, pk in ((f"tg{N}, {T} threads (t/s)", "mean"), (f"tg{N}, 1 thread (t/s)", "mean1")):
+        pb = [p[pk] for p in probes if pk in p]
+        what = "probe" if pk == "mean" else "1-thread probe"
         if key in series:
             gv, lv, _ = series[key]
             cells = [("-" if v is None else f"{bytes_tok * v / 1e9:.1f} GB/s" +
-                      (f" = {100 * bytes_tok * v / 1e9 / med(pb):.0f} % of the probe" if pb else ""))
+                      (f" = {100 * bytes_tok * v / 1e9 / med(pb):.0f} % of the {what}" if pb else ""))
                      for v in (med(gv), med(lv))]
             L.append(f"| {key.split(' (')[0]}: weight bytes read per second | {cells[0]} | {cells[1]} |")
     L.append("")
@@ -349,6 +355,8 @@ def perf_section(run, rows, series):
                  f"best / mean of 5 passes, GB/s): before {probes[0]['best']:.1f} / "
                  f"{probes[0]['mean']:.1f}; after {probes[-1]['best']:.1f} / {probes[-1]['mean']:.1f}; "
                  f"between pairs (mean): " + ", ".join(f"{p['mean']:.1f}" for p in probes[1:-1]) +
+                 ("; 1 thread, mean: " + ", ".join(f"{p['mean1']:.1f}" for p in probes if "mean1" in p)
+                  if any("mean1" in p for p in probes) else "") +
                  ". Load average (1 min) at the probes: " + ", ".join(f"{p['load']:.2f}" for p in probes) +
                  ". A pair run through a bandwidth shift or load above ~1 is noisy; compare ratios, "
                  "not absolute t/s across runs.\n")
@@ -356,8 +364,8 @@ def perf_section(run, rows, series):
     if val:
         L.append("**Constrained outputs** (same 10-field schema `bench/schema10.json`: enums, a nested "
                  "object, an array of arrays, an array of objects; greedy, max_tokens "
-                 f"{m['serve_max_tokens']}; random weights, so most outputs stop at max_tokens "
-                 "and are incomplete JSON):\n")
+                 f"{m['serve_max_tokens']}; random weights; an output that hits max_tokens is "
+                 "incomplete JSON):\n")
         L.append("| side | concurrency | requests | valid (Ajv) | ended by the model | hit max_tokens |")
         L.append("|---|---:|---:|---:|---:|---:|")
         for s, c, n, v, st, ln, _ in val:

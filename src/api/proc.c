@@ -113,6 +113,16 @@ static int32_t proc_forced(void *user, int32_t *out, int32_t cap)
     return n;
 }
 
+// The current state's allowed set while forced() has left it in p->mask (engine.h, partial head).
+// With a reasoning budget spent, mask() allows only <|eom|>: a subset of it, as required.
+static const uint32_t *proc_allowed(void *user, int32_t n_vocab)
+{
+    struct proc *p = user;
+    if (!p->mask_valid || (int64_t)n_vocab > (int64_t)gl_gvocab_mask_words(p->c->gvocab) * 32)
+        return NULL;
+    return p->mask;
+}
+
 static void proc_free(void *user)
 {
     struct proc *p = user;
@@ -162,6 +172,7 @@ gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_r
                                                 .mask = proc_mask,
                                                 .accept = proc_accept,
                                                 .forced = proc_forced,
+                                                .allowed = proc_allowed,
                                                 .free = proc_free};
         if (!p->mask) {
             st = gl_err_set(err, GL_E_NOMEM, "api: no memory for a token mask");

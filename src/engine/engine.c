@@ -907,6 +907,16 @@ static void publish(struct gl_engine *e)
     pthread_mutex_unlock(&e->mu);
 }
 
+// The processor's allowed set for s's next logits (engine.h, partial head), or NULL.
+static const uint32_t *head_mask(const struct gl_engine *e, const struct seq *s)
+{
+    const struct req *r = s->req;
+    if (s->logits_row < 0 || !r->procs || r->sp.logprobs >= 0)
+        return NULL;
+    const struct gl_logits_processor *proc = &r->procs[s->index];
+    return proc->allowed ? proc->allowed(proc->user, e->n_vocab) : NULL;
+}
+
 gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
 {
     gl_status st = drain_inbox(e, err);
@@ -925,7 +935,8 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
                                              .pos0 = s->n_computed,
                                              .views = &e->views[(size_t)i * (size_t)L],
                                              .logits_row = s->logits_row,
-                                             .n_logits = 1};
+                                             .n_logits = 1,
+                                             .head_mask = head_mask(e, s)};
         }
         st = gl_model_forward_batch(e->ctx, e->bs, e->n_sched, e->logits, err);
         for (int32_t i = 0; st == GL_OK && i < e->n_sched; i++) {

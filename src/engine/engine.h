@@ -79,6 +79,13 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
 // forced is never called when the request asks for logprobs (sp.logprobs >= 0): a forced token's
 // logprob cannot be reported without computing the logits it skips; such requests decode every
 // token (mask still restricts each position, so the output is the same).
+//
+// Partial head (allowed, optional): before a step computes a sequence's logits, the engine asks
+// allowed(user, n_vocab) for a bitset ([ceil(n_vocab / 32)] words, owned by the processor, valid
+// until its next callback) that holds every token mask() will leave finite, or NULL when the
+// processor does not know it yet. The model may then compute only those logits (gl_batch_seq
+// head_mask): the ones mask() keeps are bit-identical, so the output does not change. Not used
+// when the request asks for logprobs (they are of the unmasked logits).
 #define GL_ENGINE_MAX_FORCED 64
 struct gl_logits_processor {
     void *user;
@@ -86,6 +93,7 @@ struct gl_logits_processor {
     int (*accept)(void *user, int32_t token);
     void (*free)(void *user);
     int32_t (*forced)(void *user, int32_t *out, int32_t cap); // optional: jump-forward, above
+    const uint32_t *(*allowed)(void *user, int32_t n_vocab);  // optional: partial head, above
 };
 
 enum gl_finish { GL_FINISH_NONE, GL_FINISH_STOP, GL_FINISH_LENGTH, GL_FINISH_ABORT };

@@ -85,3 +85,11 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
 void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
                    const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
                    int64_t n_tok, float *out, int64_t out_stride);
+// The rows of the listed 16-row groups only (rows 16 g .. 16 g + 15 for each g of groups,
+// ascending and distinct), either layout (r16: repacked by gl_repack_r16). Each computed element
+// is bit-identical to the full product's; other rows of out are left as they were. For the
+// output head under a grammar mask, whose allowed tokens may touch few groups.
+void gl_matmul_groups(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype, int r16,
+                      const void *W, int64_t n_rows, int64_t n_in, const void *act,
+                      size_t act_stride, int64_t n_tok, float *out, int64_t out_stride,
+                      const int32_t *groups, int64_t n_groups);

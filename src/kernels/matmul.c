@@ -17,6 +17,8 @@
 // Rows per item: 64 rows of a 6656-wide Q4_K matrix are 240 KiB of contiguous weights, long
 // enough for the prefetchers, and a 19968-row matrix still splits into ~300 items.
 #define MM_CHUNK_ROWS 64
+// 16-row groups per item, both layouts: the same 64 rows when the groups are consecutive.
+#define MM_GROUP_CHUNK 4
 // Activation bytes per token tile: half of a 1 MiB L2, leaving room for the weight rows.
 #define MM_TILE_BYTES   (512 * 1024)
 #define MM_TILE_MAX_TOK 64
@@ -37,16 +39,14 @@ struct mm_job {
     float *out;
     int64_t out_stride;
     int64_t n_chunks, tile_tok, n_items;
+    const int32_t *groups; // NULL: every row; else rows of these 16-row groups (gl_matmul_groups)
+    int64_t n_groups;
     _Atomic int64_t next_item;
 };
 
-static void mm_item(const struct mm_job *j, int64_t item)
+// Rows [r0, r1) x tokens [t0, t1) of a row-layout job.
+static void mm_rows(const struct mm_job *j, int64_t r0, int64_t r1, int64_t t0, int64_t t1)
 {
-    int64_t tile = item / j->n_chunks, chunk = item % j->n_chunks;
-    int64_t r0 = chunk * MM_CHUNK_ROWS, r1 = r0 + MM_CHUNK_ROWS;
-    int64_t t0 = tile * j->tile_tok, t1 = t0 + j->tile_tok;
-    r1 = r1 < j->n_rows ? r1 : j->n_rows;
-    t1 = t1 < j->n_tok ? t1 : j->n_tok;
     int64_t t = t0;
     // Groups of four tokens outermost: the group's activation rows (4 x 7.6 KB at n_in 6656,
     // q8_K) are reused from L1 by every row of the chunk, and the chunk's weights (240 KB) come
@@ -65,6 +65,33 @@ static void mm_item(const struct mm_job *j, int64_t item)
     }
 }
 
+// An item's token range, and its chunk's first and last (exclusive) unit: rows (row layout),
+// 16-row groups (r16), or entries of the group list.
+static void mm_item_range(const struct mm_job *j, int64_t item, int64_t per_chunk, int64_t n_units,
+                          int64_t *u0, int64_t *u1, int64_t *t0, int64_t *t1)
+{
+    int64_t tile = item / j->n_chunks, chunk = item % j->n_chunks;
+    *u0 = chunk * per_chunk;
+    *u1 = *u0 + per_chunk < n_units ? *u0 + per_chunk : n_units;
+    *t0 = tile * j->tile_tok;
+    *t1 = *t0 + j->tile_tok < j->n_tok ? *t0 + j->tile_tok : j->n_tok;
+}
+
+static void mm_item(const struct mm_job *j, int64_t item)
+{
+    int64_t u0, u1, t0, t1;
+    if (j->groups == NULL) {
+        mm_item_range(j, item, MM_CHUNK_ROWS, j->n_rows, &u0, &u1, &t0, &t1);
+        mm_rows(j, u0, u1, t0, t1);
+        return;
+    }
+    mm_item_range(j, item, MM_GROUP_CHUNK, j->n_groups, &u0, &u1, &t0, &t1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t r0 = (int64_t)j->groups[u] * GL_R16_ROWS, r1 = r0 + GL_R16_ROWS;
+        mm_rows(j, r0, r1 < j->n_rows ? r1 : j->n_rows, t0, t1);
+    }
+}
+
 static void mm_worker(void *ctx, int ith, int nth)
 {
     struct mm_job *j = ctx;
@@ -78,9 +105,20 @@ static void mm_worker(void *ctx, int ith, int nth)
     }
 }
 
-void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype, const void *W,
-               int64_t n_rows, int64_t n_in, const void *act, size_t act_stride, int64_t n_tok,
-               float *out, int64_t out_stride)
+static void mm_run(struct gl_pool *pool, struct mm_job *j)
+{
+    atomic_init(&j->next_item, 0);
+    // A single item is not worth waking a worker for.
+    if (j->n_items == 1)
+        mm_worker(j, 0, 1);
+    else
+        gl_pool_run(pool, mm_worker, j);
+}
+
+// The row-layout job: tiles sized for L2 (see MM_TILE_BYTES).
+static struct mm_job mm_rows_job(const struct gl_kernels *k, enum gl_type wtype, const void *W,
+                                 int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
+                                 int64_t n_tok, float *out, int64_t out_stride)
 {
     GL_ASSERT(k != NULL && (unsigned)wtype < GL_TYPE_COUNT);
     GL_ASSERT_MSG(k->vec_dot[wtype] != NULL, "matmul: no %s vec_dot for weight type %d", k->isa,
@@ -90,11 +128,9 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
     size_t row_bytes = gl_type_row_size((uint32_t)wtype, n_in);
     GL_ASSERT_MSG(row_bytes != 0, "matmul: n_in %lld is not a whole number of type-%d blocks",
                   (long long)n_in, (int)wtype);
-    if (n_rows == 0 || n_tok == 0)
-        return;
     int64_t tile_tok = act_stride > 0 ? (int64_t)(MM_TILE_BYTES / act_stride) : MM_TILE_MAX_TOK;
     tile_tok = tile_tok < 1 ? 1 : tile_tok > MM_TILE_MAX_TOK ? MM_TILE_MAX_TOK : tile_tok;
-    struct mm_job j = {
+    return (struct mm_job){
         .item = mm_item,
         .dot = k->vec_dot[wtype],
         .dot4 = k->vec_dot4[wtype],
@@ -110,13 +146,18 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
         .n_chunks = (n_rows + MM_CHUNK_ROWS - 1) / MM_CHUNK_ROWS,
         .tile_tok = tile_tok,
     };
-    j.n_items = j.n_chunks * ((n_tok + tile_tok - 1) / tile_tok);
-    atomic_init(&j.next_item, 0);
-    // A single item is not worth waking a worker for.
-    if (j.n_items == 1)
-        mm_worker(&j, 0, 1);
-    else
-        gl_pool_run(pool, mm_worker, &j);
+}
+
+void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype, const void *W,
+               int64_t n_rows, int64_t n_in, const void *act, size_t act_stride, int64_t n_tok,
+               float *out, int64_t out_stride)
+{
+    struct mm_job j =
+        mm_rows_job(k, wtype, W, n_rows, n_in, act, act_stride, n_tok, out, out_stride);
+    if (n_rows == 0 || n_tok == 0)
+        return;
+    j.n_items = j.n_chunks * ((n_tok + j.tile_tok - 1) / j.tile_tok);
+    mm_run(pool, &j);
 }
 
 // ---- r16 layout ----
@@ -125,28 +166,26 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
 // 8 at a time. The tile is sized for L3 (4 MiB of q8_K activations, 180 tokens at n_in 19968),
 // not L2: a 16-row x 8-token call reads only ~3 B of activations per cycle, while a small tile
 // would re-read every weight from DRAM once per tile (75 MB per pass for a 6656 x 19968 Q4_K).
-#define MM_R16_GROUPS     4
 #define MM_R16_TILE_BYTES (4u << 20)
 
 static void mm_r16_item(const struct mm_job *j, int64_t item)
 {
-    int64_t tile = item / j->n_chunks, chunk = item % j->n_chunks;
-    int64_t g0 = chunk * MM_R16_GROUPS, g1 = g0 + MM_R16_GROUPS;
-    int64_t t0 = tile * j->tile_tok, t1 = t0 + j->tile_tok;
-    g1 = g1 < j->n_rows ? g1 : j->n_rows;
-    t1 = t1 < j->n_tok ? t1 : j->n_tok;
-    for (int64_t g = g0; g < g1; g++)
+    int64_t u0, u1, t0, t1;
+    mm_item_range(j, item, MM_GROUP_CHUNK, j->groups ? j->n_groups : j->n_rows, &u0, &u1, &t0, &t1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t g = j->groups ? j->groups[u] : u;
         for (int64_t t = t0; t < t1; t += GL_R16_MAX_TOK) {
             int64_t nt = t1 - t < GL_R16_MAX_TOK ? t1 - t : GL_R16_MAX_TOK;
             j->r16(j->n_in, j->W + (size_t)g * j->row_bytes, j->act + (size_t)t * j->act_stride,
                    j->act_stride, (int)nt, j->out + t * j->out_stride + g * GL_R16_ROWS,
                    j->out_stride);
         }
+    }
 }
 
-void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
-                   const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
-                   int64_t n_tok, float *out, int64_t out_stride)
+static struct mm_job mm_r16_job(const struct gl_kernels *k, enum gl_type wtype, const void *W,
+                                int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
+                                int64_t n_tok, float *out, int64_t out_stride)
 {
     GL_ASSERT(k != NULL && (unsigned)wtype < GL_TYPE_COUNT);
     GL_ASSERT_MSG(k->gemm_r16[wtype] != NULL, "matmul: no %s r16 kernel for weight type %d", k->isa,
@@ -155,8 +194,6 @@ void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_typ
     GL_ASSERT(n_tok <= 1 || out_stride >= n_rows);
     size_t row_bytes = gl_type_row_size((uint32_t)wtype, n_in);
     GL_ASSERT(row_bytes != 0 && act_stride > 0);
-    if (n_rows == 0 || n_tok == 0)
-        return;
     int64_t tile_tok = (int64_t)(MM_R16_TILE_BYTES / act_stride) / GL_R16_MAX_TOK * GL_R16_MAX_TOK;
     tile_tok = tile_tok < GL_R16_MAX_TOK ? GL_R16_MAX_TOK : tile_tok;
     struct mm_job j = {
@@ -173,11 +210,38 @@ void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_typ
         .out_stride = out_stride,
         .tile_tok = tile_tok,
     };
-    j.n_chunks = (j.n_rows + MM_R16_GROUPS - 1) / MM_R16_GROUPS;
-    j.n_items = j.n_chunks * ((n_tok + tile_tok - 1) / tile_tok);
-    atomic_init(&j.next_item, 0);
-    if (j.n_items == 1)
-        mm_worker(&j, 0, 1);
-    else
-        gl_pool_run(pool, mm_worker, &j);
+    j.n_chunks = (j.n_rows + MM_GROUP_CHUNK - 1) / MM_GROUP_CHUNK;
+    return j;
+}
+
+void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,
+                   const void *W, int64_t n_rows, int64_t n_in, const void *act, size_t act_stride,
+                   int64_t n_tok, float *out, int64_t out_stride)
+{
+    struct mm_job j =
+        mm_r16_job(k, wtype, W, n_rows, n_in, act, act_stride, n_tok, out, out_stride);
+    if (n_rows == 0 || n_tok == 0)
+        return;
+    j.n_items = j.n_chunks * ((n_tok + j.tile_tok - 1) / j.tile_tok);
+    mm_run(pool, &j);
+}
+
+void gl_matmul_groups(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype, int r16,
+                      const void *W, int64_t n_rows, int64_t n_in, const void *act,
+                      size_t act_stride, int64_t n_tok, float *out, int64_t out_stride,
+                      const int32_t *groups, int64_t n_groups)
+{
+    struct mm_job j = (r16 ? mm_r16_job : mm_rows_job)(k, wtype, W, n_rows, n_in, act, act_stride,
+                                                       n_tok, out, out_stride);
+    GL_ASSERT(n_groups >= 0 && (n_groups == 0 || groups != NULL));
+    for (int64_t i = 0; i < n_groups; i++) // ascending, inside the matrix
+        GL_ASSERT(groups[i] >= 0 && (int64_t)groups[i] * GL_R16_ROWS < n_rows &&
+                  (i == 0 || groups[i] > groups[i - 1]));
+    if (n_groups == 0 || n_tok == 0)
+        return;
+    j.groups = groups;
+    j.n_groups = n_groups;
+    j.n_chunks = (n_groups + MM_GROUP_CHUNK - 1) / MM_GROUP_CHUNK;
+    j.n_items = j.n_chunks * ((n_tok + j.tile_tok - 1) / j.tile_tok);
+    mm_run(pool, &j);
 }

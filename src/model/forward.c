@@ -14,6 +14,7 @@
 #include "model/model_int.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 // Tokens per attention block: 8 tokens x 16 query heads share each converted key tile, and the
@@ -48,6 +49,10 @@ struct gl_model_ctx {
     const float *act_src;
     enum gl_type act_type;
     int64_t act_n_tok, act_n_in;
+    // partial output head (gl_batch_seq.head_mask): the step's selected 16-row groups of the
+    // head, ascending ([ceil(n_vocab / 16)]); off when GLINT_PARTIAL_HEAD=0
+    int32_t *head_groups;
+    int partial_head;
 };
 
 const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c)
@@ -69,6 +74,7 @@ void gl_model_ctx_delete(struct gl_model_ctx *c)
     gl_free(c->row_seq);
     gl_free(c->row_pos);
     gl_free(c->views);
+    gl_free(c->head_groups);
     gl_free_aligned(c->act);
     gl_pool_delete(c->pool);
     gl_free(c);
@@ -145,9 +151,13 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
     c->row_seq = gl_malloc(B * sizeof *c->row_seq);
     c->row_pos = gl_malloc(B * sizeof *c->row_pos);
     c->views = gl_malloc((size_t)cf->n_layer * sizeof *c->views);
+    c->head_groups =
+        gl_malloc((size_t)(cf->n_vocab + GL_R16_ROWS - 1) / GL_R16_ROWS * sizeof *c->head_groups);
+    const char *ph = getenv("GLINT_PARTIAL_HEAD");
+    c->partial_head = !(ph && strcmp(ph, "0") == 0);
     if (!c->h || !c->x || !c->y || !c->q || !c->g || !c->att || !c->kc || !c->vc || !c->fa ||
         !c->fb || !c->rope_cos || !c->rope_sin || !c->scores || !c->inv_freq || !c->act ||
-        !c->row_seq || !c->row_pos || !c->views || !c->blk_t0 || !c->blk_n) {
+        !c->row_seq || !c->row_pos || !c->views || !c->blk_t0 || !c->blk_n || !c->head_groups) {
         gl_model_ctx_delete(c);
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for step scratch (batch %d, ctx %lld)",
                           n_batch, (long long)n_ctx);
@@ -205,8 +215,10 @@ static void quant_rows(void *ctx, int ith, int nth)
 
 // out (n_tok x w->n_out) = x (n_tok x w->n_in) times W^T. The quantized copy of x is reused when
 // the next weight reads the same input in the same format (q/k/v/gate; ffn gate/up).
-static void matmul(struct gl_model_ctx *c, const struct gl_weight *w, const float *x, int64_t n_tok,
-                   float *out)
+// out (n_tok x w->n_out) = x (n_tok x n_in) times w's rows: all of them (groups NULL), or those
+// of the listed 16-row groups (gl_matmul_groups; the other entries of out are left alone).
+static void matmul_sel(struct gl_model_ctx *c, const struct gl_weight *w, const float *x,
+                       int64_t n_tok, float *out, const int32_t *groups, int64_t n_groups)
 {
     enum gl_type vdt = gl_type_vec_dot_type(w->type);
     const void *act = x;
@@ -229,8 +241,18 @@ static void matmul(struct gl_model_ctx *c, const struct gl_weight *w, const floa
         }
         act = c->act;
     }
-    (w->r16 ? gl_matmul_r16 : gl_matmul)(c->pool, c->k, w->type, w->data, w->n_out, w->n_in, act,
-                                         stride, n_tok, out, w->n_out);
+    if (groups)
+        gl_matmul_groups(c->pool, c->k, w->type, w->r16, w->data, w->n_out, w->n_in, act, stride,
+                         n_tok, out, w->n_out, groups, n_groups);
+    else
+        (w->r16 ? gl_matmul_r16 : gl_matmul)(c->pool, c->k, w->type, w->data, w->n_out, w->n_in,
+                                             act, stride, n_tok, out, w->n_out);
+}
+
+static void matmul(struct gl_model_ctx *c, const struct gl_weight *w, const float *x, int64_t n_tok,
+                   float *out)
+{
+    matmul_sel(c, w, x, n_tok, out, NULL, 0);
 }
 
 // Call whenever a buffer that may be cached as quantized activations is overwritten.
@@ -461,19 +483,37 @@ static void rows(struct gl_model_ctx *c, enum rows_op op, float *dst, float *src
 }
 
 // z <- scale * z, then cap * tanh(z / cap) unless cap == 0; contiguous element ranges per thread.
+// Logit scale and soft-cap over n_rows x V logits: every entry, or (groups) the entries of the
+// listed 16-row groups of each row.
 struct cap_job {
     float *z;
-    int64_t n;
+    int64_t n_rows, V;
     float scale, cap;
+    const int32_t *groups; // NULL: all
+    int64_t n_groups;
 };
+
+static void cap_span(const struct cap_job *j, float *z, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = z[i] * j->scale;
+        z[i] = j->cap != 0.0f ? j->cap * tanhf(v / j->cap) : v;
+    }
+}
 
 static void cap_run(void *ctx, int ith, int nth)
 {
     const struct cap_job *j = ctx;
-    int64_t i0 = j->n * ith / nth, i1 = j->n * (ith + 1) / nth;
-    for (int64_t i = i0; i < i1; i++) {
-        float z = j->z[i] * j->scale;
-        j->z[i] = j->cap != 0.0f ? j->cap * tanhf(z / j->cap) : z;
+    if (!j->groups) {
+        int64_t n = j->n_rows * j->V, i0 = n * ith / nth, i1 = n * (ith + 1) / nth;
+        cap_span(j, j->z + i0, i1 - i0);
+        return;
+    }
+    int64_t n = j->n_rows * j->n_groups, u0 = n * ith / nth, u1 = n * (ith + 1) / nth;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t r0 = (int64_t)j->groups[u % j->n_groups] * GL_R16_ROWS;
+        int64_t r1 = r0 + GL_R16_ROWS < j->V ? r0 + GL_R16_ROWS : j->V;
+        cap_span(j, j->z + u / j->n_groups * j->V + r0, r1 - r0);
     }
 }
 
@@ -487,13 +527,49 @@ static void emit(const struct gl_model_dump *dump, int layer, int64_t pos0, cons
 }
 
 // Output head for rows x[0..n) (already final-normed) into out (n x n_vocab): lm_head, logit
-// scale, soft-cap.
-static void head_rows(struct gl_model_ctx *c, const float *x, int64_t n, float *out)
+// scale, soft-cap. groups (n_groups of them, NULL: all): only those 16-row groups of the head
+// are computed, every other logit is -INFINITY.
+static void head_rows(struct gl_model_ctx *c, const float *x, int64_t n, float *out,
+                      const int32_t *groups, int64_t n_groups)
 {
     const struct gl_model_config *cf = &c->m->cfg;
-    matmul(c, &c->m->output, x, n, out);
-    struct cap_job cj = {out, n * (int64_t)cf->n_vocab, cf->logit_scale, cf->softcap};
+    if (groups)
+        for (int64_t i = 0; i < n * (int64_t)cf->n_vocab; i++)
+            out[i] = -INFINITY;
+    matmul_sel(c, &c->m->output, x, n, out, groups, n_groups);
+    struct cap_job cj = {out, n, cf->n_vocab, cf->logit_scale, cf->softcap, groups, n_groups};
     gl_pool_run(c->pool, cap_run, &cj); // 200k tanhf per row: worth both threads in decode
+}
+
+// The partial head's selection for a step (gl_batch_seq.head_mask): the 16-row groups of the
+// head holding a token some row with logits may read. Returns how many (into c->head_groups),
+// or -1 for the full head: some row has no mask, or the union covers more than 3/4 of the groups
+// (scattered group reads then cost about as much as streaming the whole matrix).
+static int64_t head_select(struct gl_model_ctx *c, const struct gl_batch_seq *seqs, int n_seqs)
+{
+    if (!c->partial_head)
+        return -1;
+    const int64_t V = c->m->cfg.n_vocab, n_groups = (V + GL_R16_ROWS - 1) / GL_R16_ROWS;
+    int any = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        if (seqs[i].logits_row < 0)
+            continue;
+        if (!seqs[i].head_mask)
+            return -1;
+        any = 1;
+    }
+    if (!any)
+        return -1;
+    int64_t n_sel = 0;
+    for (int64_t g = 0; g < n_groups; g++) { // 16 tokens = half of a 32-bit mask word
+        uint32_t bits = 0;
+        for (int i = 0; i < n_seqs && !bits; i++)
+            if (seqs[i].logits_row >= 0)
+                bits = seqs[i].head_mask[g / 2] >> (g % 2 * 16) & 0xffffu;
+        if (bits)
+            c->head_groups[n_sel++] = (int32_t)g;
+    }
+    return n_sel * 4 <= n_groups * 3 ? n_sel : -1;
 }
 
 // The whole step; inputs validated by the callers. dump (single sequence only) sees pos0 of
@@ -597,6 +673,8 @@ static void forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs
     // destination rows (one run when rows follow the sequence order).
     act_invalidate(c);
     const int64_t V = cf->n_vocab;
+    const int64_t n_sel = head_select(c, seqs, n_seqs);
+    const int32_t *sel = n_sel >= 0 ? c->head_groups : NULL;
     int64_t n_out = 0, row0 = 0, first_src = -1;
     int32_t dest[2] = {-1, 0}; // current run: first destination row, rows in it
     for (int i = 0; i < n_seqs; row0 += seqs[i].n, i++) {
@@ -608,7 +686,8 @@ static void forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs
             const int64_t src = row0 + sq->n - nl + j;
             const int32_t d = sq->logits_row + j;
             if (dest[1] > 0 && d != dest[0] + dest[1]) { // run breaks: flush it
-                head_rows(c, c->x + (n_out - dest[1]) * E, dest[1], logits + dest[0] * V);
+                head_rows(c, c->x + (n_out - dest[1]) * E, dest[1], logits + dest[0] * V, sel,
+                          n_sel);
                 dest[1] = 0;
             }
             if (dest[1] == 0)
@@ -621,7 +700,7 @@ static void forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs
         }
     }
     if (dest[1] > 0)
-        head_rows(c, c->x + (n_out - dest[1]) * E, dest[1], logits + dest[0] * V);
+        head_rows(c, c->x + (n_out - dest[1]) * E, dest[1], logits + dest[0] * V, sel, n_sel);
     if (n_out > 0 && n_seqs == 1)
         emit(dump, cf->n_layer, pos0 + first_src, logits + (int64_t)seqs[0].logits_row * V, n_out,
              V);
@@ -701,7 +780,7 @@ gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cache *kv, const
         c->views[l] = gl_kv_cache_view(kv, l);
     for (int64_t done = 0; done < n;) {
         int64_t cn = n - done < c->n_batch ? n - done : c->n_batch;
-        struct gl_batch_seq sq = {tokens + done, (int32_t)cn, pos0 + done, c->views, -1, 0};
+        struct gl_batch_seq sq = {tokens + done, (int32_t)cn, pos0 + done, c->views, -1, 0, NULL};
         if (logits && all_logits) {
             sq.logits_row = 0;
             sq.n_logits = (int32_t)cn;

@@ -183,6 +183,12 @@ struct gl_batch_seq {
     const struct gl_kv_view *views; // [n_layer]
     int32_t logits_row;             // -1: no logits for this sequence
     int32_t n_logits;               // trailing tokens with logits; 0 means 1
+    // NULL, or a bitset ([ceil(n_vocab / 32)] words, bit t of word t / 32) holding every token
+    // whose logit this sequence will read (a grammar's allowed set). When every row of the step
+    // with logits has one and their union touches few 16-row groups of the head, only those
+    // groups are computed: their logits are bit-identical to a full head's, the other entries of
+    // the rows are -INFINITY. GLINT_PARTIAL_HEAD=0 turns this off.
+    const uint32_t *head_mask;
 };
 
 // ONE forward pass over every token of seqs (at most n_batch in total): each weight matmul

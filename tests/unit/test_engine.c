@@ -826,7 +826,7 @@ TEST(test_logprobs_and_processor)
     struct gl_engine *e = NULL;
     REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
     struct proc_state ps = {0};
-    struct gl_logits_processor proc = {&ps, p_mask, p_accept, p_free, NULL};
+    struct gl_logits_processor proc = {&ps, p_mask, p_accept, p_free, NULL, NULL};
     struct result pr;
     memset(&pr, 0, sizeof pr);
     struct gl_sample_params g = greedy(10);
@@ -964,8 +964,8 @@ static void jf_run(struct jf_req *q, int n, const struct gl_engine_params *p, in
     for (int i = 0; i < n; i++) {
         q[i].st = q[i].ps;
         memset(&q[i].res, 0, sizeof q[i].res);
-        struct gl_logits_processor proc = {&q[i].st, jf_mask, jf_accept, jf_free,
-                                           jump ? jf_forced : NULL};
+        struct gl_logits_processor proc = {
+            &q[i].st, jf_mask, jf_accept, jf_free, jump ? jf_forced : NULL, NULL};
         struct gl_request rq = {.prompt = q[i].prompt,
                                 .n_prompt = q[i].n_prompt,
                                 .sp = q[i].sp,
@@ -1248,6 +1248,118 @@ TEST(test_jump_forward_not_with_logprobs)
         CHECK(q.res.lp[i] == ref.lp[i] && q.res.lp[i] <= 0.0f);
 }
 
+// ---- partial head ----
+
+// A processor that allows 6 tokens at each position, spread over at most 6 of the 32 16-row
+// groups of the micro model's head, and (with_allowed) reports them through allowed().
+struct ph_state {
+    int32_t pos;
+    uint32_t bits[T_V / 32];
+    int with_allowed;
+    int n_pre_inf, n_mask, n_wrong, n_free;
+};
+
+static void ph_fill(struct ph_state *s)
+{
+    memset(s->bits, 0, sizeof s->bits);
+    for (int j = 0; j < 6; j++) {
+        int32_t t = (s->pos * 29 + j * 83 + 5) % T_V;
+        s->bits[t / 32] |= 1u << (t % 32);
+    }
+}
+
+static int ph_has(const struct ph_state *s, int32_t t)
+{
+    return s->bits[t / 32] >> (t % 32) & 1;
+}
+
+// Counts the disallowed logits that arrive already -inf: those outside the computed groups.
+static void ph_mask(void *user, float *logits, int32_t n_vocab)
+{
+    struct ph_state *s = user;
+    s->n_mask++;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (!ph_has(s, i)) {
+            s->n_pre_inf += isinf(logits[i]) && logits[i] < 0.0f;
+            logits[i] = -INFINITY;
+        } else {
+            s->n_wrong += !isfinite(logits[i]); // an allowed logit must have been computed
+        }
+}
+
+static int ph_accept(void *user, int32_t token)
+{
+    struct ph_state *s = user;
+    s->n_wrong += !ph_has(s, token);
+    s->pos++;
+    ph_fill(s);
+    return 0;
+}
+
+static const uint32_t *ph_allowed(void *user, int32_t n_vocab)
+{
+    struct ph_state *s = user;
+    GL_ASSERT(n_vocab == T_V);
+    return s->with_allowed ? s->bits : NULL;
+}
+
+static void ph_free(void *user)
+{
+    ((struct ph_state *)user)->n_free++;
+}
+
+// Seeded temperature-1 sampling, 3 requests batched (the head's selection is the union of their
+// sets), one of them with logprobs and half as long (its raw logits must be whole, so the head
+// is full while it runs): the tokens equal a full-head run's, and the allowed() run sees logits
+// that arrive -inf (the partial head was taken) once the logprobs request is done.
+TEST(test_partial_head_same_tokens)
+{
+    enum { N = 3, OUT = 20 };
+    struct result res[2][N];
+    struct ph_state st[2][N];
+    for (int mode = 0; mode < 2; mode++) {
+        struct gl_engine_params p = eparams(GL_KV_F32, 8 << 20, 4, 64);
+        struct gl_engine *e = NULL;
+        struct gl_err err = {0};
+        REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+        for (int i = 0; i < N; i++) {
+            memset(&st[mode][i], 0, sizeof st[mode][i]);
+            st[mode][i].pos = 3 * i;
+            st[mode][i].with_allowed = mode;
+            ph_fill(&st[mode][i]);
+            memset(&res[mode][i], 0, sizeof res[mode][i]);
+            struct gl_logits_processor proc = {&st[mode][i], ph_mask, ph_accept,
+                                               ph_free,      NULL,    ph_allowed};
+            int32_t prompt[80];
+            struct gl_request rq = {.prompt = prompt,
+                                    .n_prompt = make_prompt(i + 2, prompt),
+                                    .sp = gl_sample_default_params(),
+                                    .on_event = on_event,
+                                    .user = &res[mode][i],
+                                    .procs = &proc};
+            rq.sp.temperature = 1.0f;
+            rq.sp.seed = 77 + (uint64_t)i;
+            rq.sp.has_seed = 1;
+            rq.sp.max_tokens = i == N - 1 ? OUT / 2 : OUT;
+            rq.sp.logprobs = i == N - 1 ? 2 : -1;
+            REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+        }
+        run_to_end(e);
+        gl_engine_free(e);
+    }
+    for (int i = 0; i < N; i++) {
+        CHECKF(same_output(&res[0][i], &res[1][i]), "request %d: partial head changed tokens", i);
+        CHECK(res[1][i].n_tok == (i == N - 1 ? OUT / 2 : OUT) && st[1][i].n_free == 1);
+        CHECK(st[0][i].n_wrong == 0 && st[1][i].n_wrong == 0 && st[0][i].n_pre_inf == 0);
+    }
+    // While the logprobs request (half as long) is in the batch, the head is full.
+    CHECKF(st[1][0].n_pre_inf > 0 && st[1][1].n_pre_inf > 0, "partial head never taken: %d %d",
+           st[1][0].n_pre_inf, st[1][1].n_pre_inf);
+    CHECK(st[1][N - 1].n_pre_inf == 0);
+    for (int t = 0; t < OUT / 2; t++)
+        CHECK(res[1][N - 1].lp[t] == res[0][N - 1].lp[t]);
+}
+
 static void cleanup_model(void)
 {
     gl_model_delete(g_model);
@@ -1270,5 +1382,6 @@ int main(void)
               test_cancel_every_phase, test_overloaded_and_limits, test_stop_helpers, test_stops,
               test_logprobs_and_processor, test_pool_is_length_limit, test_random_ops,
               test_jump_forward_same_tokens_fewer_steps, test_jump_forward_length,
-              test_jump_forward_stops, test_jump_forward_not_with_logprobs);
+              test_jump_forward_stops, test_jump_forward_not_with_logprobs,
+              test_partial_head_same_tokens);
 }

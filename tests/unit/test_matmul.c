@@ -93,6 +93,34 @@ TEST(test_kernels_table)
 static float wf[MAX_ROWS * N_IN], af[MAX_TOK * N_IN];
 static float out[MAX_TOK * (MAX_ROWS + OUT_PAD)], want[MAX_TOK * (MAX_ROWS + OUT_PAD)];
 
+// gl_matmul_groups on a subset of the 16-row groups (a scattered list ending with the last group,
+// partial when n_rows is not a multiple of 16): the listed rows equal want (the full product),
+// every other entry of out keeps its sentinel. Returns 1 on a mismatch.
+static int check_groups(const struct gl_kernels *k, enum gl_type wt, int r16, struct gl_pool *pool,
+                        const void *W, int64_t nr, const void *A, size_t arow, int64_t nt)
+{
+    const int64_t os = nr + OUT_PAD, last = (nr + GL_R16_ROWS - 1) / GL_R16_ROWS - 1;
+    const int32_t groups[] = {0, 2, 3, 7, (int32_t)last};
+    const int64_t ng = last > 7 ? 5 : 1; // one group (nr <= 16): just group 0
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+        out[i] = -12345.0f;
+    gl_matmul_groups(pool, k, wt, r16, W, nr, N_IN, A, arow, nt, out, os, groups, ng);
+    int bad = 0;
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = 0; r < os; r++) {
+            int listed = 0;
+            for (int64_t i = 0; i < ng; i++)
+                listed |= r < nr && r / GL_R16_ROWS == groups[i];
+            float got = out[t * os + r];
+            bad += listed ? memcmp(&got, &want[t * os + r], sizeof got) != 0 : got != -12345.0f;
+        }
+    if (bad)
+        fprintf(stderr, "  %s %s%s groups: rows %lld tok %lld threads %d: %d entries wrong\n",
+                k->isa, gl_type_traits_of(wt)->name, r16 ? " r16" : "", (long long)nr,
+                (long long)nt, gl_pool_size(pool), bad);
+    return bad != 0;
+}
+
 // Checks gl_matmul with table k against per-element calls of k's own vec_dot.
 static int check_matmul_exact(const struct gl_kernels *k, enum gl_type wt, struct gl_pool **pools,
                               int n_pools)
@@ -133,6 +161,7 @@ static int check_matmul_exact(const struct gl_kernels *k, enum gl_type wt, struc
                             gl_pool_size(pools[p]), bad, pad);
                     failures++;
                 }
+                failures += check_groups(k, wt, 0, pools[p], W, nr, A, arow, nt);
             }
         }
     }
@@ -339,6 +368,7 @@ static int check_r16(const struct gl_kernels *k, enum gl_type wt, struct gl_pool
                         bad, pad);
                 failures++;
             }
+            failures += check_groups(k, wt, 1, pools[p], P, nr, A, arow, nt);
         }
     }
     gl_free(W);
