@@ -15,6 +15,7 @@ int gl_cmd_chat(int argc, char **argv);       // cmd_chat.c: chat render (prompt
 int gl_cmd_plan(int argc, char **argv);       // cmd_plan.c: KV-cache sizing from metadata
 int gl_cmd_grammar(int argc, char **argv);    // cmd_grammar.c: grammar check (MaskBench) / sample
 int gl_cmd_serve(int argc, char **argv);      // cmd_serve.c: the OpenAI-compatible HTTP server
+int gl_cmd_image(int argc, char **argv);      // cmd_image.c: image preprocessing (vision input)
 
 // Parses a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched) if s is
 // empty, has trailing characters, overflows or is out of range.

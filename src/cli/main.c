@@ -20,6 +20,7 @@ static const struct {
     {"plan", gl_cmd_plan, "KV-cache sizing (capacity, concurrency) from a model's metadata"},
     {"grammar", gl_cmd_grammar, "structured output: MaskBench check, random walks under a schema"},
     {"serve", gl_cmd_serve, "the vLLM-compatible OpenAI server (HTTP)"},
+    {"image", gl_cmd_image, "image preprocess: decode, grid, resize for the vision encoder"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// glint image preprocess: decode a PNG/JPEG, pick the patch grid and resize as the vision
+// encoder's input (muse-glimmer-arch.md §6.2); writes raw pixels / patch vectors for the oracle
+// checks and prints one JSON line with the geometry.
+#include "cli.h"
+
+#include "image/image.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct opts {
+    const char *image, *out, *decoded, *patches;
+    int max_tokens;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: glint image preprocess IMAGE [options]\n"
+            "  IMAGE                  a PNG or JPEG file\n"
+            "  --max-image-tokens N   cap on merged tokens (default %d, at most %d)\n"
+            "  --out FILE             write the resized 8-bit RGB pixels (row-major, no header)\n"
+            "  --decoded FILE         write the decoded RGB pixels before resizing\n"
+            "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
+            "prints {\"width\", \"height\", \"grid_thw\", \"n_tokens\", \"src_width\", "
+            "\"src_height\"} as one JSON line\n",
+            GL_IMAGE_MAX_TOKENS, GL_IMAGE_MAX_TOKENS_LIMIT);
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.max_tokens = GL_IMAGE_MAX_TOKENS};
+    if (argc < 2 || strcmp(argv[1], "preprocess")) {
+        usage(argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout
+                                                                                  : stderr);
+        return argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        long long v;
+        if (!strcmp(a, "--max-image-tokens") && more) {
+            if (gl_cli_parse_int(argv[++i], 1, GL_IMAGE_MAX_TOKENS_LIMIT, &v)) {
+                fprintf(stderr, "glint image: --max-image-tokens wants an integer in 1..%d\n",
+                        GL_IMAGE_MAX_TOKENS_LIMIT);
+                return 2;
+            }
+            o->max_tokens = (int)v;
+        } else if (!strcmp(a, "--out") && more) {
+            o->out = argv[++i];
+        } else if (!strcmp(a, "--decoded") && more) {
+            o->decoded = argv[++i];
+        } else if (!strcmp(a, "--patches") && more) {
+            o->patches = argv[++i];
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "glint image: unknown or incomplete option '%s'\n", a);
+            return 2;
+        } else if (!o->image) {
+            o->image = a;
+        } else {
+            fprintf(stderr, "glint image: more than one IMAGE argument\n");
+            return 2;
+        }
+    }
+    if (!o->image) {
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
+// Reads at most max + 1 bytes, so an over-limit file is reported by the decoder's own check.
+static uint8_t *read_file(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        size_t want = cap - n < max + 1 - n ? cap - n : max + 1 - n;
+        size_t got = fread(buf + n, 1, want, f);
+        n += got;
+        if (got < want || n > max)
+            break;
+        uint8_t *nb = n == cap ? realloc(buf, cap *= 2) : buf;
+        if (!nb)
+            free(buf);
+        buf = nb;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static int write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(p, 1, n, f) == n;
+    if (f && fclose(f))
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "glint image: cannot write %s\n", path);
+    return ok ? 0 : 1;
+}
+
+static int write_patches(const char *path, const struct gl_image *img)
+{
+    float *p;
+    size_t n;
+    struct gl_err err = {0};
+    if (gl_image_patchify(img, &p, &n, &err) != GL_OK) {
+        fprintf(stderr, "glint image: %s\n", err.msg);
+        return 1;
+    }
+    int rc = write_file(path, p, sizeof(float) * GL_IMAGE_PATCH_DIM * n);
+    gl_free(p);
+    return rc;
+}
+
+static int run(const struct opts *o, const uint8_t *data, size_t n)
+{
+    struct gl_image src = {0}, dst = {0};
+    struct gl_image_grid g;
+    struct gl_err err = {0};
+    int rc = 1;
+    if (gl_image_decode(data, n, NULL, &src, &err) != GL_OK ||
+        gl_image_grid(src.width, src.height, o->max_tokens, &g, &err) != GL_OK ||
+        gl_image_resize(&src, g.gw * GL_IMAGE_UNIT, g.gh * GL_IMAGE_UNIT, &dst, &err) != GL_OK) {
+        fprintf(stderr, "glint image: %s: %s\n", o->image, err.msg);
+        goto done;
+    }
+    if (o->decoded && write_file(o->decoded, src.rgb, 3 * (size_t)src.width * src.height))
+        goto done;
+    if (o->out && write_file(o->out, dst.rgb, 3 * (size_t)dst.width * dst.height))
+        goto done;
+    if (o->patches && write_patches(o->patches, &dst))
+        goto done;
+    printf("{\"width\": %d, \"height\": %d, \"grid_thw\": [1, %d, %d], \"n_tokens\": %d, "
+           "\"src_width\": %d, \"src_height\": %d}\n",
+           dst.width, dst.height, 2 * g.gh, 2 * g.gw, g.gh * g.gw, src.width, src.height);
+    rc = 0;
+done:
+    gl_image_free(&src);
+    gl_image_free(&dst);
+    return rc;
+}
+
+int gl_cmd_image(int argc, char **argv)
+{
+    struct opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    struct gl_image_limits lim = gl_image_default_limits();
+    size_t n = 0;
+    uint8_t *data = read_file(o.image, lim.max_bytes, &n);
+    if (!data) {
+        fprintf(stderr, "glint image: cannot read %s: %s\n", o.image, strerror(errno));
+        return 1;
+    }
+    rc = run(&o, data, n);
+    free(data);
+    return rc;
+}
