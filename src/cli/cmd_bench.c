@@ -175,7 +175,12 @@ int gl_cmd_bench(int argc, char **argv)
         gl_model_delete(m);
         return 1;
     }
-    double size_gib = (double)gl_gguf_file_size(m->gguf) / (1024.0 * 1024.0 * 1024.0);
+    uint64_t model_size = 0; // file bytes (GGUF) or tensor bytes (HF folder)
+    if (m->gguf)
+        model_size = gl_gguf_file_size(m->gguf);
+    for (int64_t i = 0; !m->gguf && i < gl_safetensors_n_tensors(m->st); i++)
+        model_size += gl_safetensors_tensor_at(m->st, i)->nbytes;
+    double size_gib = (double)model_size / (1024.0 * 1024.0 * 1024.0);
     if (json) {
         printf("[\n");
         for (int i = 0; i < n_res; i++) {
@@ -184,8 +189,8 @@ int gl_cmd_bench(int argc, char **argv)
                    "\"n_depth\": %lld, \"n_threads\": %lld, \"isa\": \"%s\", \"model_size\": %llu, "
                    "\"n_layer\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
                    path, r->name, (long long)r->n_prompt, (long long)r->n_gen,
-                   (long long)r->n_depth, t, isa, (unsigned long long)gl_gguf_file_size(m->gguf),
-                   cf->n_layer, r->mean, r->sd);
+                   (long long)r->n_depth, t, isa, (unsigned long long)model_size, cf->n_layer,
+                   r->mean, r->sd);
             for (int k = 0; k < r->n_samples; k++)
                 printf("%s%.6f", k ? ", " : "", r->samples[k]);
             printf("]}%s\n", i + 1 < n_res ? "," : "");

@@ -14,7 +14,13 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: glint make-model --preset tiny|30b-shape --out FILE [options]\n"
+            "usage: glint make-model --preset tiny|30b-shape --out FILE|DIR [options]\n"
+            "  --format F           gguf (default: one file) or safetensors (an HF folder:\n"
+            "                       config.json, generation_config.json, tokenizer.model,\n"
+            "                       model.safetensors or shards + index, plus random vision\n"
+            "                       tower tensors; types F32|F16|BF16, default tiny F32,\n"
+            "                       30b-shape BF16)\n"
+            "  --shard-mb N         safetensors: MiB of tensor data per shard (default 4096)\n"
             "  --seed N             random seed (default 1)\n"
             "  --layers N           block count (default: tiny 4, 30b-shape 52)\n"
             "  --type T             F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M\n"
@@ -98,6 +104,16 @@ int gl_cmd_make_model(int argc, char **argv)
             ok = parse_i32(a, v, 1, &p.window);
         } else if (!strcmp(a, "--threads")) {
             ok = parse_i32(a, v, 1, &p.n_threads);
+        } else if (!strcmp(a, "--format")) {
+            ok = !strcmp(v, "gguf") || !strcmp(v, "safetensors");
+            p.format = !strcmp(v, "safetensors") ? GL_MAKE_MODEL_SAFETENSORS : GL_MAKE_MODEL_GGUF;
+            if (!ok)
+                fprintf(stderr, "glint make-model: --format wants gguf or safetensors, got '%s'\n",
+                        v);
+        } else if (!strcmp(a, "--shard-mb")) {
+            int32_t mb = 0;
+            ok = parse_i32(a, v, 1, &mb);
+            p.shard_bytes = (uint64_t)mb << 20;
         } else if (!strcmp(a, "--type")) {
             p.type = v;
         } else if (!strcmp(a, "--vocab")) {

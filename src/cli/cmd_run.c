@@ -36,7 +36,7 @@ static gl_status cli_model_open(struct cli_model *cm, const char *path, int want
     struct gl_model_params mp = gl_model_default_params();
     gl_status st = gl_model_open(&cm->model, path, &mp, err);
     if (st == GL_OK && want_tok)
-        st = gl_tokenizer_load_gguf(&cm->tok, cm->model->gguf, err);
+        st = gl_model_load_tokenizer(cm->model, &cm->tok, err);
     return st;
 }
 
@@ -170,6 +170,15 @@ static int stream_bytes(const char *buf, int n)
 static void show_tensors(const struct gl_model *m)
 {
     const struct gl_gguf *g = m->gguf;
+    if (!g) {
+        for (int64_t i = 0; i < gl_safetensors_n_tensors(m->st); i++) {
+            const struct gl_safetensors_tensor *t = gl_safetensors_tensor_at(m->st, i);
+            fprintf(stderr, "tensor %-48s %-4s %12llu B in %s (mmap)\n", t->name,
+                    gl_safetensors_dtype_name(t->dtype), (unsigned long long)t->nbytes,
+                    gl_safetensors_shard_path(m->st, t->shard));
+        }
+        return;
+    }
     const char *src = gl_gguf_is_mmapped(g) ? "mmap" : "heap (file read into memory)";
     uint64_t total = 0;
     for (int64_t i = 0; i < gl_gguf_n_tensors(g); i++) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct opts {
     const char *model, *tiktoken, *hex_lines, *text;
@@ -21,7 +22,7 @@ static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: glint tokenize (--model F.gguf | --tiktoken F.model) [options] [TEXT]\n"
+        "usage: glint tokenize (--model F.gguf|DIR | --tiktoken F.model) [options] [TEXT]\n"
         "  TEXT                text to tokenize (read from stdin if absent)\n"
         "  --special           recognise special-token names such as <|eot|> in the text\n"
         "  --bos, --no-bos     force / suppress BOS (default: the GGUF's add_bos_token;\n"
@@ -83,8 +84,11 @@ static struct gl_tokenizer *load(const struct opts *o)
     struct gl_tokenizer *t = NULL;
     gl_status st;
     int64_t t0 = gl_time_us();
+    struct stat sb;
     if (o->tiktoken) {
         st = gl_tokenizer_load_tiktoken(&t, o->tiktoken, &err);
+    } else if (stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        st = gl_tokenizer_load_hf_dir(&t, o->model, &err); // an HF model folder
     } else {
         struct gl_gguf *g = NULL;
         struct gl_gguf_open_params p = gl_gguf_default_open_params();

@@ -125,13 +125,10 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
     p.max_model_len = m ? m->cfg.n_ctx_train : 4096;
     p.max_waiting = 256;
     p.n_threads = 2;
-    const char *keys[2] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"};
-    for (int i = 0; m && m->gguf && i < 2; i++) {
-        uint32_t id;
-        if (gl_gguf_get_u32(m->gguf, keys[i], &id, NULL) == GL_OK && id <= INT32_MAX &&
-            (p.n_eos == 0 || p.eos_ids[0] != (int32_t)id))
-            p.eos_ids[p.n_eos++] = (int32_t)id;
-    }
+    // The model's stop ids (GGUF eos/eot keys, or an HF folder's generation_config.json).
+    for (int i = 0; m && i < m->n_stop && p.n_eos < (int)(sizeof p.eos_ids / sizeof p.eos_ids[0]);
+         i++)
+        p.eos_ids[p.n_eos++] = m->stop_ids[i];
     return p;
 }
 

@@ -9,8 +9,14 @@
 #include "model/make_model.h"
 
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "quant/quant.h"
+#include "safetensors/safetensors.h"
 #include "tokenizer/tokenizer.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <sys/stat.h>
 
 #include <math.h>
 #include <pthread.h>
@@ -97,7 +103,7 @@ struct mm_bank {
 };
 
 struct mm_tensor {
-    char name[48];
+    char name[80];
     uint32_t n_dims;
     int64_t ne[2]; // [in, out]; ne[1] = 1 for vectors
     enum gl_type type;
@@ -143,7 +149,7 @@ static gl_status resolve(const struct gl_make_model_params *p, struct gl_make_mo
     } else if (p->preset == GL_MAKE_MODEL_30B_SHAPE) {
         hp->n_embd = 6656, hp->n_head = 32, hp->n_head_kv = 2, hp->head_dim = 128;
         hp->n_ff = 19968, hp->n_layers = 52, hp->window = 2048, hp->n_ctx = 131072;
-        type = type ? type : "Q4_K_M";
+        type = type ? type : p->format == GL_MAKE_MODEL_SAFETENSORS ? "BF16" : "Q4_K_M";
     } else {
         return gl_err_set(err, GL_E_INVAL, "make-model: unknown preset %d", (int)p->preset);
     }
@@ -165,6 +171,13 @@ static gl_status resolve(const struct gl_make_model_params *p, struct gl_make_mo
         return gl_err_set(err, GL_E_INVAL,
                           "make-model: unknown type '%s' (F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|"
                           "Q4_K_M|Q5_K_M)",
+                          type);
+    if (p->format == GL_MAKE_MODEL_SAFETENSORS &&
+        ((*spec)->mix != MM_UNIFORM ||
+         ((*spec)->type != GL_TYPE_F32 && (*spec)->type != GL_TYPE_F16 &&
+          (*spec)->type != GL_TYPE_BF16)))
+        return gl_err_set(err, GL_E_INVAL,
+                          "make-model: type '%s' cannot be stored in safetensors (F32|F16|BF16)",
                           type);
     hp->file_type = (*spec)->file_type;
     return GL_OK;
@@ -198,14 +211,13 @@ static enum gl_type weight_type(const struct mm_plan *pl, const char *role, int6
     return pl->spec->type;
 }
 
-static void plan_add(struct mm_plan *pl, int64_t layer, const char *role, int64_t ne0, int64_t ne1,
-                     enum mm_kind kind, float scale)
+// Adds tensor `name` (HF vision names are used verbatim; text tensors get their GGUF name from
+// plan_add). role and layer choose the type under a _M mix.
+static void plan_add_named(struct mm_plan *pl, const char *name, int64_t layer, const char *role,
+                           int64_t ne0, int64_t ne1, enum mm_kind kind, float scale)
 {
     struct mm_tensor *t = &pl->t[pl->n_t++];
-    if (layer >= 0)
-        snprintf(t->name, sizeof t->name, "blk.%d.%s.weight", (int)layer, role);
-    else
-        snprintf(t->name, sizeof t->name, "%s.weight", role);
+    snprintf(t->name, sizeof t->name, "%s", name);
     t->n_dims = ne1 ? 2 : 1;
     t->ne[0] = ne0;
     t->ne[1] = ne1 ? ne1 : 1;
@@ -228,6 +240,85 @@ static void plan_add(struct mm_plan *pl, int64_t layer, const char *role, int64_
     }
     if (ne0 > pl->max_ne0)
         pl->max_ne0 = ne0;
+}
+
+static void plan_add(struct mm_plan *pl, int64_t layer, const char *role, int64_t ne0, int64_t ne1,
+                     enum mm_kind kind, float scale)
+{
+    char name[80];
+    if (layer >= 0)
+        snprintf(name, sizeof name, "blk.%d.%s.weight", (int)layer, role);
+    else
+        snprintf(name, sizeof name, "%s.weight", role);
+    plan_add_named(pl, name, layer, role, ne0, ne1, kind, scale);
+}
+
+// Vision tower dims written for a preset (arch doc §6.1; tiny: scaled down).
+struct mm_vision {
+    int64_t hidden, inter, layers, heads, pos_side, proj; // proj: adapter width (4096 released)
+};
+
+static struct mm_vision vision_dims(const struct gl_make_model_params *p)
+{
+    if (p->preset == GL_MAKE_MODEL_TINY)
+        return (struct mm_vision){64, 128, 2, 4, 4, 128};
+    return (struct mm_vision){1536, 8960, 50, 16, 32, 4096};
+}
+
+#define MM_PATCH_DIM (2 * 3 * 14 * 14) // temporal x channel x 14 x 14 values per patch (§6.2)
+
+static int64_t vision_n_tensors(const struct gl_make_model_params *p)
+{
+    return p->format == GL_MAKE_MODEL_SAFETENSORS ? 9 + 16 * vision_dims(p).layers : 0;
+}
+
+// The vision tower under its HF names (§6.6), for the safetensors form only: ne = [in, out] as
+// for the text tensors; LayerNorm weights 1 + noise, biases and weights N(0, std).
+static void plan_add_vision(struct mm_plan *pl, int tiny)
+{
+    const struct mm_vision v = vision_dims(&pl->p);
+    const int64_t E = pl->hp.n_embd, merged = 4 * v.hidden; // 2x2 pixel shuffle
+    const float b = 0.02f;
+    char nm[80];
+#define FAN(n)                           (tiny ? (float)(1.0 / sqrt((double)(n))) : 0.02f)
+#define ADD(name, ne0, ne1, kind, scale) plan_add_named(pl, name, -1, "", ne0, ne1, kind, scale)
+    ADD("model.vision_tower.patch_embedder.patch_embedding.weight", MM_PATCH_DIM, v.hidden,
+        MM_WEIGHT, FAN(MM_PATCH_DIM));
+    ADD("model.vision_tower.patch_embedder.position_embedding_table.weight", v.hidden,
+        v.pos_side * v.pos_side, MM_WEIGHT, b);
+    ADD("model.vision_tower.ln_pre.weight", v.hidden, 0, MM_NORM, b);
+    ADD("model.vision_tower.ln_pre.bias", v.hidden, 0, MM_WEIGHT, b);
+    static const char *const norms[2] = {"norm1", "norm2"}, *const attn[4] = {"q_proj", "k_proj",
+                                                                              "v_proj", "proj"};
+    for (int64_t l = 0; l < v.layers; l++) {
+        for (int i = 0; i < 2; i++) {
+            snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.%s.weight", (int)l, norms[i]);
+            ADD(nm, v.hidden, 0, MM_NORM, b);
+            snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.%s.bias", (int)l, norms[i]);
+            ADD(nm, v.hidden, 0, MM_WEIGHT, b);
+        }
+        for (int i = 0; i < 4; i++) {
+            snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.attn.%s.weight", (int)l, attn[i]);
+            ADD(nm, v.hidden, v.hidden, MM_WEIGHT, FAN(v.hidden));
+            snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.attn.%s.bias", (int)l, attn[i]);
+            ADD(nm, v.hidden, 0, MM_WEIGHT, b);
+        }
+        snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.mlp.fc1.weight", (int)l);
+        ADD(nm, v.hidden, v.inter, MM_WEIGHT, FAN(v.hidden));
+        snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.mlp.fc1.bias", (int)l);
+        ADD(nm, v.inter, 0, MM_WEIGHT, b);
+        snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.mlp.fc2.weight", (int)l);
+        ADD(nm, v.inter, v.hidden, MM_WEIGHT, FAN(v.inter));
+        snprintf(nm, sizeof nm, "model.vision_tower.layers.%d.mlp.fc2.bias", (int)l);
+        ADD(nm, v.hidden, 0, MM_WEIGHT, b);
+    }
+    ADD("model.vision_tower.ln_post.weight", v.hidden, 0, MM_NORM, b);
+    ADD("model.vision_tower.ln_post.bias", v.hidden, 0, MM_WEIGHT, b);
+    ADD("model.vision_adapter.fc1.weight", merged, v.proj, MM_WEIGHT, FAN(merged));
+    ADD("model.vision_adapter.fc2.weight", v.proj, v.proj, MM_WEIGHT, FAN(v.proj));
+    ADD("model.vision_projection.weight", v.proj, E, MM_WEIGHT, FAN(v.proj));
+#undef ADD
+#undef FAN
 }
 
 // Inverse standard normal CDF for 0 < p <= 0.5 (Acklam's rational approximation, relative error
@@ -278,7 +369,7 @@ static gl_status plan_init(struct mm_plan *pl, const struct gl_make_model_params
     if (st != GL_OK)
         return st;
     const struct gl_make_model_hparams *hp = &pl->hp;
-    pl->t = gl_calloc((size_t)(3 + 14 * hp->n_layers), sizeof *pl->t);
+    pl->t = gl_calloc((size_t)(3 + 14 * hp->n_layers + vision_n_tensors(p)), sizeof *pl->t);
     pl->normal = gl_malloc(MM_NORMAL_N * sizeof *pl->normal);
     if (!pl->t || !pl->normal) {
         plan_free(pl);
@@ -322,6 +413,8 @@ static gl_status plan_init(struct mm_plan *pl, const struct gl_make_model_params
         plan_add(pl, l, "ffn_down", F, E, MM_WEIGHT, FAN(F));
     }
 #undef FAN
+    if (p->format == GL_MAKE_MODEL_SAFETENSORS)
+        plan_add_vision(pl, tiny);
     for (int64_t i = 0; i < pl->n_t; i++) {
         const struct mm_tensor *t = &pl->t[i];
         if (gl_type_row_size(t->type, t->ne[0]) == 0) {
@@ -958,6 +1051,319 @@ static gl_status add_tokenizer(struct gl_gguf_writer *w, const struct gl_make_mo
     return GL_OK;
 }
 
+// ---- HF folder (safetensors) ----
+// The same plan and random rows as the GGUF, in HF layout (arch doc §2.2-§2.4, §3.3): the plan
+// tensor's rows are generated once per HF row, then converted exactly as the GGUF writer does
+// (gl_quantize_row_ref), so F32/F16/BF16 weights are bit-identical across the two containers.
+
+// What an HF row r of plan tensor t is made from.
+enum hf_xform {
+    HF_PLAIN,    // plan row r as is
+    HF_CENTERED, // stored w - 1 (HF CRMS weights; x - 1 is exact for x in [0.5, 2], Sterbenz)
+    HF_ROPE,     // plan row (interleaved) 2j + t of the head, for HF row t*D/2 + j (rotate-half)
+};
+
+struct hf_tensor {
+    const struct mm_tensor *t;
+    enum hf_xform xf;
+    int shard;
+};
+
+struct hf_fill_ctx {
+    const struct mm_plan *pl;
+    const struct hf_tensor *ht; // indexed by the shard writer's tensor index, offset by first
+    int64_t first;
+    float *scratch; // max_ne0 floats
+};
+
+static gl_status hf_fill(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                         struct gl_err *err)
+{
+    (void)err;
+    const struct hf_fill_ctx *c = ctx;
+    const struct hf_tensor *h = &c->ht[c->first + ti];
+    const struct mm_tensor *t = h->t;
+    const size_t rb = gl_type_row_size(t->type, t->ne[0]);
+    const int64_t D = c->pl->hp.head_dim;
+    for (int64_t r = row0; r < row0 + n_rows; r++) {
+        uint8_t *o = (uint8_t *)dst + (size_t)(r - row0) * rb;
+        if (t->n_dims == 1) { // a vector is one row of ne[0]: F32, as in the GGUF
+            gen_row(c->pl, t, 0, c->scratch);
+            for (int64_t i = 0; h->xf == HF_CENTERED && i < t->ne[0]; i++)
+                c->scratch[i] -= 1.0f;
+            memcpy(o, c->scratch, (size_t)t->ne[0] * sizeof(float));
+            continue;
+        }
+        int64_t src = r;
+        if (h->xf == HF_ROPE) {
+            const int64_t head = r / D, i = r % D, half = D / 2;
+            src = head * D + 2 * (i % half) + i / half;
+        }
+        gen_row_stored(c->pl, t, src, o, c->scratch);
+    }
+    return GL_OK;
+}
+
+static gl_status copy_file(const char *from, const char *to, struct gl_err *err)
+{
+    FILE *in = fopen(from, "rb");
+    if (!in)
+        return gl_err_set(err, GL_E_IO, "make-model: cannot read %s: %s", from, strerror(errno));
+    FILE *out = fopen(to, "wb");
+    if (!out) {
+        fclose(in);
+        return gl_err_set(err, GL_E_IO, "make-model: cannot create %s: %s", to, strerror(errno));
+    }
+    char buf[1 << 16];
+    size_t n;
+    int bad = 0;
+    while (!bad && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        bad = fwrite(buf, 1, n, out) != n;
+    bad |= ferror(in);
+    fclose(in);
+    bad |= fclose(out) != 0;
+    return bad ? gl_err_set(err, GL_E_IO, "make-model: copying %s to %s failed", from, to) : GL_OK;
+}
+
+static json_t *int_list(const int64_t *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+// config.json: every text key explicit (arch doc §1 names), vision_config at the release dims for
+// 30b-shape and scaled down for tiny (its weights are not written yet).
+static gl_status write_hf_config(const struct mm_plan *pl, const char *dir, struct gl_err *err)
+{
+    const struct gl_make_model_hparams *hp = &pl->hp;
+    json_t *tc = json_object(), *vc = json_object(), *root = json_object();
+    json_t *lt = json_array(), *lrt = json_array(), *rp = json_object();
+    if (!tc || !vc || !root || !lt || !lrt || !rp) {
+        json_decref(tc), json_decref(vc), json_decref(root), json_decref(lt), json_decref(lrt);
+        json_decref(rp);
+        return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for config.json");
+    }
+    for (int64_t i = 0; i < hp->n_layers; i++) {
+        // The same rule as the GGUF sliding_window_pattern of these params.
+        int sliding = pl->p.pattern_period ? i % MM_SWA_PERIOD != MM_SWA_PERIOD - 1
+                                           : (hp->n_layers - 1 - i) % MM_SWA_PERIOD != 0;
+        json_array_append_new(lt, json_string(sliding ? "sliding_attention" : "full_attention"));
+        json_array_append_new(lrt, json_real(sliding ? (double)MM_ROPE_BASE : 0.0));
+    }
+    json_object_set_new(rp, "rope_type", json_string("default"));
+    json_object_set_new(rp, "rope_theta", json_real((double)MM_ROPE_BASE));
+    json_object_set_new(tc, "model_type", json_string("muse_glimmer_text"));
+    json_object_set_new(tc, "vocab_size", json_integer(hp->n_vocab));
+    json_object_set_new(tc, "hidden_size", json_integer(hp->n_embd));
+    json_object_set_new(tc, "intermediate_size", json_integer(hp->n_ff));
+    json_object_set_new(tc, "num_hidden_layers", json_integer(hp->n_layers));
+    json_object_set_new(tc, "num_attention_heads", json_integer(hp->n_head));
+    json_object_set_new(tc, "num_key_value_heads", json_integer(hp->n_head_kv));
+    json_object_set_new(tc, "head_dim", json_integer(hp->head_dim));
+    json_object_set_new(tc, "hidden_activation", json_string("silu"));
+    json_object_set_new(tc, "max_position_embeddings", json_integer(hp->n_ctx));
+    json_object_set_new(tc, "rms_norm_eps", json_real(1e-5));
+    json_object_set_new(tc, "post_norm_eps", json_real(1e-8));
+    json_object_set_new(tc, "rope_parameters", rp);
+    json_object_set_new(tc, "layer_rope_theta", lrt);
+    json_object_set_new(tc, "layer_types", lt);
+    json_object_set_new(tc, "sliding_window", json_integer(hp->window));
+    if (pl->p.softcap_mode == GL_MAKE_MODEL_SOFTCAP_VALUE)
+        json_object_set_new(tc, "final_logit_softcapping", json_real((double)pl->p.softcap));
+    json_object_set_new(tc, "qk_scale_factor", json_real(3.87));
+    json_object_set_new(tc, "output_multiplier", json_real(0.19611613513818404));
+    json_object_set_new(tc, "attention_bias", json_false());
+    json_object_set_new(tc, "tie_word_embeddings", json_false());
+    json_object_set_new(tc, "bos_token_id", json_integer(GL_TOK_BOS));
+    json_object_set_new(tc, "eos_token_id", json_integer(GL_TOK_EOS));
+    json_object_set_new(tc, "pad_token_id", json_null());
+    const struct mm_vision vd = vision_dims(&pl->p);
+    json_object_set_new(vc, "model_type", json_string("muse_glimmer_vision"));
+    json_object_set_new(vc, "hidden_size", json_integer(vd.hidden));
+    json_object_set_new(vc, "num_hidden_layers", json_integer(vd.layers));
+    json_object_set_new(vc, "num_attention_heads", json_integer(vd.heads));
+    json_object_set_new(vc, "intermediate_size", json_integer(vd.inter));
+    json_object_set_new(vc, "patch_size", json_integer(14));
+    json_object_set_new(vc, "patch_temporal", json_integer(2));
+    json_object_set_new(vc, "merge_size", json_integer(2));
+    json_object_set_new(vc, "pos_emb_height", json_integer(vd.pos_side));
+    json_object_set_new(vc, "pos_emb_width", json_integer(vd.pos_side));
+    json_object_set_new(vc, "hidden_act", json_string("gelu"));
+    json_object_set_new(vc, "layer_norm_eps", json_real(1e-5));
+    const int64_t eos[2] = {GL_TOK_EOS, GL_TOK_EOT};
+    json_object_set_new(root, "architectures",
+                        json_pack("[s]", "MuseGlimmerForConditionalGeneration"));
+    json_object_set_new(root, "model_type", json_string("muse_glimmer"));
+    json_object_set_new(root, "image_token_id", json_integer(200092));
+    json_object_set_new(root, "video_token_id", json_integer(200091));
+    json_object_set_new(root, "eos_token_id", int_list(eos, 2));
+    json_object_set_new(root, "out_hidden_size", json_integer(4 * vd.hidden));
+    json_object_set_new(root, "projector_hidden_size", json_integer(vd.proj));
+    json_object_set_new(root, "projector_hidden_act", json_string("gelu"));
+    json_object_set_new(root, "dtype",
+                        json_string(pl->spec->type == GL_TYPE_F32   ? "float32"
+                                    : pl->spec->type == GL_TYPE_F16 ? "float16"
+                                                                    : "bfloat16"));
+    json_object_set_new(root, "text_config", tc);
+    json_object_set_new(root, "vision_config", vc);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    int bad = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0;
+    json_decref(root);
+    if (bad)
+        return gl_err_set(err, GL_E_IO, "make-model: cannot write %s", path);
+    // generation_config.json as HF-CONV writes it (arch doc §4): eom (200007) is not a stop id.
+    json_t *gen = json_object();
+    json_object_set_new(gen, "bos_token_id", json_integer(GL_TOK_BOS));
+    json_object_set_new(gen, "eos_token_id", int_list(eos, 2));
+    json_object_set_new(gen, "pad_token_id", json_integer(GL_TOK_PAD));
+    json_object_set_new(gen, "max_length", json_integer(hp->n_ctx));
+    json_object_set_new(gen, "do_sample", json_false());
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    bad = !gen || json_dump_file(gen, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0;
+    json_decref(gen);
+    return bad ? gl_err_set(err, GL_E_IO, "make-model: cannot write %s", path) : GL_OK;
+}
+
+static gl_status write_hf_tensors(struct mm_plan *pl, const char *dir, struct gl_err *err)
+{
+    const uint64_t shard_cap = pl->p.shard_bytes ? pl->p.shard_bytes : (uint64_t)4 << 30;
+    struct hf_tensor *ht = gl_calloc((size_t)pl->n_t, sizeof *ht);
+    char(*names)[96] = gl_calloc((size_t)pl->n_t, sizeof *names);
+    float *scratch = gl_malloc((size_t)pl->max_ne0 * sizeof(float));
+    gl_status st = GL_OK;
+    if (!ht || !names || !scratch) {
+        st = gl_err_set(err, GL_E_NOMEM, "make-model: out of memory");
+        goto done;
+    }
+    // Which tensors go out, in plan order, and their shards.
+    int64_t n = 0;
+    int n_shards = 1;
+    uint64_t in_shard = 0, total = 0;
+    for (int64_t i = 0; i < pl->n_t; i++) {
+        const struct mm_tensor *t = &pl->t[i];
+        if (!strncmp(t->name, "model.", 6)) // a vision tensor: already its HF name
+            snprintf(names[n], sizeof names[n], "%s", t->name);
+        else if (!gl_model_hf_tensor_name(t->name, 0, names[n], sizeof names[n]))
+            continue; // the QK-norm weights: HF has qk_scale_factor instead
+        const char *role = strchr(t->name + 4, '.');
+        role = !strncmp(t->name, "blk.", 4) && role ? role + 1 : t->name;
+        ht[n].t = t;
+        const int text_norm = t->kind == MM_NORM && !strncmp(t->name, "blk.", 4);
+        ht[n].xf = !strcmp(role, "attn_q.weight") || !strcmp(role, "attn_k.weight") ? HF_ROPE
+                   : text_norm                                                      ? HF_CENTERED
+                                                                                    : HF_PLAIN;
+        uint64_t nb = gl_type_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1];
+        if (in_shard > 0 && in_shard + nb > shard_cap) {
+            n_shards++;
+            in_shard = 0;
+        }
+        ht[n].shard = n_shards - 1;
+        in_shard += nb;
+        total += nb;
+        n++;
+    }
+    const char **files = gl_calloc((size_t)n, sizeof *files);
+    const char **tn = gl_calloc((size_t)n, sizeof *tn);
+    char(*fnames)[64] = gl_calloc((size_t)n_shards, sizeof *fnames);
+    if (!files || !tn || !fnames) {
+        gl_free(files), gl_free(tn), gl_free(fnames);
+        st = gl_err_set(err, GL_E_NOMEM, "make-model: out of memory");
+        goto done;
+    }
+    for (int s = 0; s < n_shards; s++) {
+        if (n_shards == 1)
+            snprintf(fnames[s], sizeof fnames[s], "model.safetensors");
+        else
+            snprintf(fnames[s], sizeof fnames[s], "model-%05d-of-%05d.safetensors", s + 1,
+                     n_shards);
+    }
+    int64_t first = 0;
+    for (int s = 0; st == GL_OK && s < n_shards; s++) {
+        struct gl_safetensors_writer *w = gl_safetensors_writer_new();
+        if (!w) {
+            st = gl_err_set(err, GL_E_NOMEM, "make-model: out of memory");
+            break;
+        }
+        st = gl_safetensors_writer_add_meta(w, "format", "pt", err);
+        int64_t end = first;
+        for (; st == GL_OK && end < n && ht[end].shard == s; end++) {
+            const struct mm_tensor *t = ht[end].t;
+            const enum gl_safetensors_dtype dt = t->type == GL_TYPE_F32 ? GL_SAFETENSORS_DTYPE_F32
+                                                 : t->type == GL_TYPE_F16
+                                                     ? GL_SAFETENSORS_DTYPE_F16
+                                                     : GL_SAFETENSORS_DTYPE_BF16;
+            const int64_t shape[2] = {t->n_dims == 1 ? t->ne[0] : t->ne[1], t->ne[0]};
+            if (gl_safetensors_writer_add_tensor(w, names[end], dt, (int)t->n_dims, shape, err) < 0)
+                st = err ? err->code : GL_E_INVAL;
+            files[end] = fnames[s];
+            tn[end] = names[end];
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, fnames[s]);
+        struct hf_fill_ctx c = {pl, ht, first, scratch};
+        if (st == GL_OK)
+            st = gl_safetensors_writer_write(w, path, hf_fill, &c, err);
+        gl_safetensors_writer_delete(w);
+        first = end;
+    }
+    if (st == GL_OK && n_shards > 1)
+        st = gl_safetensors_write_index(dir, tn, files, n, total, err);
+    gl_free(files), gl_free(tn), gl_free(fnames);
+done:
+    gl_free(ht);
+    gl_free(names);
+    gl_free(scratch);
+    return st;
+}
+
+static gl_status write_hf(const struct gl_make_model_params *p, const char *dir, struct gl_err *err)
+{
+    int64_t t0 = gl_time_us();
+    if (p->header_only || p->vocab_only)
+        return gl_err_set(err, GL_E_INVAL,
+                          "make-model: --header-only / --vocab-only are GGUF-only options");
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return gl_err_set(err, GL_E_IO, "make-model: cannot create folder %s: %s", dir,
+                          strerror(errno));
+    const char *vocab = vocab_path_of(p);
+    if (!vocab || access(vocab, R_OK) != 0)
+        return gl_err_set(err, GL_E_IO,
+                          "make-model: vocabulary file '%s' not found or unreadable (pass --vocab "
+                          "PATH or set GLINT_VOCAB to the llama4 tiktoken .model file)",
+                          vocab ? vocab : "(none)");
+    struct mm_plan pl;
+    gl_status st = plan_init(&pl, p, err);
+    if (st != GL_OK)
+        return st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
+    st = copy_file(vocab, path, err);
+    char *tmpl = st == GL_OK ? read_chat_template(vocab) : NULL;
+    if (tmpl) {
+        snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+        FILE *f = fopen(path, "wb");
+        if (!f || fputs(tmpl, f) < 0)
+            st = gl_err_set(err, GL_E_IO, "make-model: cannot write %s", path);
+        if (f && fclose(f) != 0 && st == GL_OK)
+            st = gl_err_set(err, GL_E_IO, "make-model: cannot write %s", path);
+        gl_free(tmpl);
+    }
+    if (st == GL_OK)
+        st = write_hf_config(&pl, dir, err);
+    if (st == GL_OK)
+        st = plan_build_banks(&pl, 1, err);
+    if (st == GL_OK)
+        st = write_hf_tensors(&pl, dir, err);
+    if (st == GL_OK)
+        GL_LOGI("make-model: wrote HF folder %s (%s, %lld layers) in %.1f s", dir, pl.spec->name,
+                (long long)pl.hp.n_layers, (double)(gl_time_us() - t0) * 1e-6);
+    plan_free(&pl);
+    return st;
+}
+
 static int default_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -967,6 +1373,8 @@ static int default_threads(void)
 gl_status gl_make_model_write(const struct gl_make_model_params *p, const char *path,
                               struct gl_err *err)
 {
+    if (p->format == GL_MAKE_MODEL_SAFETENSORS)
+        return write_hf(p, path, err);
     int64_t t0 = gl_time_us();
     struct mm_plan pl;
     gl_status st = plan_init(&pl, p, err);

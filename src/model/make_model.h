@@ -12,6 +12,14 @@
 
 #include <stdint.h>
 
+// Container written by gl_make_model_write.
+enum gl_make_model_format {
+    GL_MAKE_MODEL_GGUF,        // one .gguf file
+    GL_MAKE_MODEL_SAFETENSORS, // an HF folder: config.json (text_config + vision_config),
+                               // generation_config.json, tokenizer.model, chat_template.jinja,
+                               // model.safetensors or shards + model.safetensors.index.json
+};
+
 enum gl_make_model_preset {
     GL_MAKE_MODEL_TINY,      // E=256, H=32, Hkv=2, D=16, F=512, 4 layers, window 8, ctx 4096
     GL_MAKE_MODEL_30B_SHAPE, // the release dims: E=6656, H=32, Hkv=2, D=128, F=19968, 52 layers
@@ -39,6 +47,15 @@ struct gl_make_model_params {
     // tiktoken ranks file; NULL: $GLINT_VOCAB, else the shared copy. Borrowed.
     const char *vocab_path;
     int n_threads; // quantization threads; 0: online CPUs (at most 8)
+    enum gl_make_model_format format;
+    // SAFETENSORS: bytes of tensor data per shard before a new one starts (0: 4 GiB). One shard
+    // is written as model.safetensors without an index. Types: F32, F16, BF16 only (NULL type:
+    // F32 for tiny, BF16 for 30b-shape). The text weights are the GGUF writer's values for the
+    // same params: HF layout (Q/K rows in rotate-half order, the four sandwich norms stored as
+    // w - 1, no QK-norm tensors), 1-D tensors F32 as in the GGUF. The vision tower (arch doc §6.6
+    // names; release dims for 30b-shape, hidden 64 / 2 layers / 4x4 positions for tiny) is
+    // random too and written only here; nothing loads it yet.
+    uint64_t shard_bytes;
 };
 
 // Defaults: tiny, seed 1, preset dims, type from preset, bool pattern, softcap 20.
@@ -67,8 +84,9 @@ GL_MUST_USE gl_status gl_make_model_hparams(const struct gl_make_model_params *p
 // model has no such tensor.
 int gl_make_model_tensor_type(const struct gl_make_model_params *p, const char *name);
 
-// Writes the model to path (replaced if it exists). Loads the vocabulary (GL_E_IO naming the path
-// if missing). On failure the partial file may remain; err says what and where.
+// Writes the model to path (replaced if it exists; for SAFETENSORS a folder, created if absent).
+// Loads the vocabulary (GL_E_IO naming the path if missing). On failure the partial file may
+// remain; err says what and where.
 GL_MUST_USE gl_status gl_make_model_write(const struct gl_make_model_params *p, const char *path,
                                           struct gl_err *err);
 

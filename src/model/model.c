@@ -6,12 +6,14 @@
 // mapping unless GLINT_GGUF_KEEP_QUANT=0 asks for the f32 reference expansion.
 #include "model/model.h"
 #include "model/model_int.h"
+#include "tokenizer/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define KEY_PREFIX GL_MODEL_ARCH "."
@@ -117,38 +119,8 @@ static gl_status parse_pattern(struct gl_model_config *cfg, const struct gl_gguf
     return GL_OK;
 }
 
-gl_status gl_model_config_parse(struct gl_model_config *cfg, const struct gl_gguf *g,
-                                struct gl_err *err)
+gl_status gl_model__set_dims(struct gl_model_config *cfg, const uint32_t v[8], struct gl_err *err)
 {
-    memset(cfg, 0, sizeof *cfg);
-    const struct gl_gguf_kv *akv = gl_gguf_find_kv(g, "general.architecture");
-    if (!akv)
-        return gl_err_set(err, GL_E_FORMAT, "model: key general.architecture is missing");
-    if (akv->type != GL_GGUF_STR)
-        return gl_err_set(err, GL_E_FORMAT, "model: key general.architecture is %s, not a string",
-                          gl_gguf_vtype_name(akv->type));
-    if (!gl_gguf_str_eq(akv->v.str, GL_MODEL_ARCH)) {
-        int n = akv->v.str.len > 64 ? 64 : (int)akv->v.str.len;
-        return gl_err_set(err, GL_E_UNSUPPORTED,
-                          "model: architecture \"%.*s\" is not supported (only \"%s\")", n,
-                          akv->v.str.ptr, GL_MODEL_ARCH);
-    }
-
-    uint32_t v[8];
-    gl_status st;
-    // Structure keys fall back to the 30B release shape; the tensor shape checks then catch a
-    // file whose tensors disagree.
-    if ((st = get_u32_def(g, "embedding_length", 6656, &v[0], err)) ||
-        (st = get_u32_def(g, "feed_forward_length", 19968, &v[1], err)) ||
-        (st = get_u32_def(g, "block_count", 52, &v[2], err)) ||
-        (st = get_u32_def(g, "attention.head_count", 32, &v[3], err)) ||
-        (st = get_u32_def(g, "context_length", 131072, &v[7], err)))
-        return st;
-    if ((st = get_u32_def(g, "attention.head_count_kv", v[3] < 2 ? v[3] : 2, &v[4], err)) ||
-        (st = get_u32_def(g, "attention.key_length", 128, &v[5], err)))
-        return st;
-    if ((st = get_u32_def(g, "attention.value_length", v[5], &v[6], err)))
-        return st;
     const uint32_t lim = 1u << 20;
     if (v[0] == 0 || v[0] > lim || v[1] == 0 || v[1] > lim || v[3] == 0 || v[3] > 4096 ||
         v[4] == 0 || v[5] == 0 || v[5] > 4096 || v[5] % 2 != 0 || v[7] == 0 || v[7] > (1u << 30))
@@ -173,6 +145,45 @@ gl_status gl_model_config_parse(struct gl_model_config *cfg, const struct gl_ggu
     cfg->n_head_kv = (int32_t)v[4];
     cfg->head_dim = (int32_t)v[5];
     cfg->n_ctx_train = (int32_t)v[7];
+    return GL_OK;
+}
+
+gl_status gl_model_config_parse(struct gl_model_config *cfg, const struct gl_gguf *g,
+                                struct gl_err *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    const struct gl_gguf_kv *akv = gl_gguf_find_kv(g, "general.architecture");
+    if (!akv)
+        return gl_err_set(err, GL_E_FORMAT, "model: key general.architecture is missing");
+    if (akv->type != GL_GGUF_STR)
+        return gl_err_set(err, GL_E_FORMAT, "model: key general.architecture is %s, not a string",
+                          gl_gguf_vtype_name(akv->type));
+    if (!gl_gguf_str_eq(akv->v.str, GL_MODEL_ARCH)) {
+        int n = akv->v.str.len > 64 ? 64 : (int)akv->v.str.len;
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "model: architecture \"%.*s\" is not supported (only \"%s\")", n,
+                          akv->v.str.ptr, GL_MODEL_ARCH);
+    }
+
+    uint32_t v[8];
+    gl_status st;
+    // Structure keys fall back to the 30B release shape; the tensor shape checks then catch a
+    // file whose tensors disagree.
+    if ((st = get_u32_def(g, "embedding_length", GL_MODEL_DEF_N_EMBD, &v[0], err)) ||
+        (st = get_u32_def(g, "feed_forward_length", GL_MODEL_DEF_N_FF, &v[1], err)) ||
+        (st = get_u32_def(g, "block_count", GL_MODEL_DEF_N_LAYER, &v[2], err)) ||
+        (st = get_u32_def(g, "attention.head_count", GL_MODEL_DEF_N_HEAD, &v[3], err)) ||
+        (st = get_u32_def(g, "context_length", GL_MODEL_DEF_N_CTX, &v[7], err)))
+        return st;
+    if ((st = get_u32_def(g, "attention.head_count_kv",
+                          v[3] < GL_MODEL_DEF_N_HEAD_KV ? v[3] : GL_MODEL_DEF_N_HEAD_KV, &v[4],
+                          err)) ||
+        (st = get_u32_def(g, "attention.key_length", GL_MODEL_DEF_HEAD_DIM, &v[5], err)))
+        return st;
+    if ((st = get_u32_def(g, "attention.value_length", v[5], &v[6], err)))
+        return st;
+    if ((st = gl_model__set_dims(cfg, v, err)))
+        return st;
 
     int has_base = 0;
     if ((st = get_f32_def(g, "attention.layer_norm_rms_epsilon", GL_MODEL_DEF_RMS_EPS,
@@ -241,19 +252,51 @@ static void *own(struct gl_model *m, size_t n)
     return b;
 }
 
-static const struct gl_gguf_tensor *find_tensor(const struct gl_gguf *g, const char *name,
-                                                struct gl_err *err)
+// A tensor as the binder sees it, whatever the container: ggml ne order ([in, out]).
+struct tview {
+    const void *data;
+    uint32_t type; // enum gl_type
+    uint32_t n_dims;
+    int64_t ne[4];
+    char label[320]; // for messages: the name in the file, and for HF the folder and GGUF name
+};
+
+static gl_status find_tensor(const struct gl_model *m, const char *name, struct tview *v,
+                             struct gl_err *err)
 {
-    const struct gl_gguf_tensor *t = gl_gguf_find_tensor(g, name);
-    if (!t) {
-        gl_err_set(err, GL_E_FORMAT, "model: tensor %s is missing", name);
-        return NULL;
+    memset(v, 0, sizeof *v);
+    if (m->st) {
+        char hn[160] = "(no HF name)";
+        const struct gl_safetensors_tensor *t = NULL;
+        if (!gl_model_hf_tensor_name(name, m->hf_legacy, hn, sizeof hn) ||
+            !(t = gl_safetensors_find(m->st, hn)))
+            return gl_err_set(err, GL_E_FORMAT, "model: tensor %s (%s) is missing in %s", hn, name,
+                              m->hf_dir);
+        if (t->ndim < 1 || t->ndim > 4)
+            return gl_err_set(err, GL_E_FORMAT, "model: tensor %s has %d dims", hn, t->ndim);
+        v->data = t->data;
+        v->type = t->dtype == GL_SAFETENSORS_DTYPE_F32   ? GL_TYPE_F32
+                  : t->dtype == GL_SAFETENSORS_DTYPE_F16 ? GL_TYPE_F16
+                                                         : GL_TYPE_BF16;
+        v->n_dims = (uint32_t)t->ndim;
+        for (int i = 0; i < 4; i++)
+            v->ne[i] = i < t->ndim ? t->shape[t->ndim - 1 - i] : 1; // HF [out, in] -> [in, out]
+        snprintf(v->label, sizeof v->label, "%s in %s (%s; shapes in [in, out] order)", hn,
+                 gl_safetensors_shard_path(m->st, t->shard), name);
+        return GL_OK;
     }
-    if (!t->data) {
-        gl_err_set(err, GL_E_FORMAT, "model: tensor %s has no data (header-only file)", name);
-        return NULL;
-    }
-    return t;
+    const struct gl_gguf_tensor *t = gl_gguf_find_tensor(m->gguf, name);
+    if (!t)
+        return gl_err_set(err, GL_E_FORMAT, "model: tensor %s is missing", name);
+    if (!t->data)
+        return gl_err_set(err, GL_E_FORMAT, "model: tensor %s has no data (header-only file)",
+                          name);
+    v->data = t->data;
+    v->type = t->type;
+    v->n_dims = t->n_dims;
+    memcpy(v->ne, t->ne, sizeof v->ne);
+    snprintf(v->label, sizeof v->label, "%s", name);
+    return GL_OK;
 }
 
 static const char *type_name(uint32_t type)
@@ -333,7 +376,7 @@ static gl_status maybe_repack(struct gl_model *m, const struct gl_kernels *k, st
         gl_pool_run(pool, repack_worker, &j);
     else
         repack_worker(&j, 0, 1);
-    if (gl_gguf_is_mmapped(m->gguf)) {
+    if (m->gguf && gl_gguf_is_mmapped(m->gguf)) {
         const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
         uintptr_t a = ((uintptr_t)w->data + pg - 1) & ~(uintptr_t)(pg - 1);
         uintptr_t e = ((uintptr_t)w->data + bytes) & ~(uintptr_t)(pg - 1);
@@ -356,36 +399,58 @@ int gl_model_is_repacked(const struct gl_model *m, const void *data)
 
 // r16_ok: the weight is only ever multiplied (not row-gathered like token_embd), and any row
 // slices taken of it start on 16-row boundaries.
-static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, struct gl_pool *pool,
-                             const char *name, int64_t n_in, int64_t n_out, int r16_ok,
-                             struct gl_weight *w, struct gl_err *err)
+// rope_dim > 0 (HF Q/K only): rows are permuted per head of rope_dim rows from HF's rotate-half
+// layout to the interleaved layout of the forward pass (arch doc §2.3): HF row t*D/2 + j ->
+// row 2j + t. HF data not aligned to its element size is copied too (kernels load whole floats).
+static gl_status bind_weight_ex(struct gl_model *m, const struct gl_kernels *k,
+                                struct gl_pool *pool, const char *name, int64_t n_in, int64_t n_out,
+                                int r16_ok, int64_t rope_dim, struct gl_weight *w,
+                                struct gl_err *err)
 {
-    const struct gl_gguf_tensor *t = find_tensor(m->gguf, name, err);
-    if (!t)
-        return err ? err->code : GL_E_FORMAT;
+    struct tview tv;
+    const struct tview *t = &tv;
+    gl_status fst = find_tensor(m, name, &tv, err);
+    if (fst != GL_OK)
+        return fst;
     if (t->n_dims != 2 || t->ne[0] != n_in || (n_out >= 0 && t->ne[1] != n_out))
         return gl_err_set(err, GL_E_FORMAT,
                           "model: tensor %s has shape [%lld, %lld, %lld, %lld] (%u dims), "
                           "expected [%lld, %lld]",
-                          name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                          t->label, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                           (long long)t->ne[3], t->n_dims, (long long)n_in, (long long)n_out);
     if (!type_computable(k, t->type))
         return gl_err_set(err, GL_E_UNSUPPORTED,
                           "model: tensor %s has type %s (%u), which we "
                           "cannot compute with",
-                          name, type_name(t->type), t->type);
+                          t->label, type_name(t->type), t->type);
     size_t rb = gl_type_row_size(t->type, n_in);
     if (rb == 0)
         return gl_err_set(err, GL_E_FORMAT,
                           "model: tensor %s: row of %lld elements is not a whole number of %s "
                           "blocks",
-                          name, (long long)n_in, type_name(t->type));
+                          t->label, (long long)n_in, type_name(t->type));
     w->data = t->data;
     w->r16 = 0;
     w->type = (enum gl_type)t->type;
     w->n_in = n_in;
     w->n_out = t->ne[1];
     w->row_bytes = rb;
+    const size_t esz = gl_type_row_size(t->type, 1);
+    if (m->st && (rope_dim > 0 || (esz && (uintptr_t)t->data % esz != 0))) {
+        uint8_t *c = own(m, rb * (size_t)w->n_out);
+        if (!c)
+            return gl_err_set(err, GL_E_NOMEM, "model: no memory for a copy of %s", name);
+        const int64_t half = rope_dim / 2;
+        for (int64_t r = 0; r < w->n_out; r++) {
+            int64_t src = r;
+            if (rope_dim > 0) { // destination row r = h*D + 2j + t takes HF row h*D + t*D/2 + j
+                const int64_t h = r / rope_dim, i = r % rope_dim;
+                src = h * rope_dim + (i % 2) * half + i / 2;
+            }
+            memcpy(c + (size_t)r * rb, (const uint8_t *)t->data + (size_t)src * rb, rb);
+        }
+        w->data = c;
+    }
     if (!m->keep_quant && w->type != GL_TYPE_F32) {
         uint64_t bytes;
         if (!gl_mul_ok((uint64_t)w->n_in * sizeof(float), (uint64_t)w->n_out, &bytes) ||
@@ -405,24 +470,50 @@ static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, str
     return r16_ok ? maybe_repack(m, k, pool, name, w, err) : GL_OK;
 }
 
+static gl_status bind_weight(struct gl_model *m, const struct gl_kernels *k, struct gl_pool *pool,
+                             const char *name, int64_t n_in, int64_t n_out, int r16_ok,
+                             struct gl_weight *w, struct gl_err *err)
+{
+    return bind_weight_ex(m, k, pool, name, n_in, n_out, r16_ok, 0, w, err);
+}
+
 // 1-D norm weight of n floats: borrowed when stored as aligned F32, else converted to an f32 copy.
+// HF folders: the four sandwich norms are centered (applied as 1 + w, arch doc §2.2; GGUF stores
+// 1 + w), so they always get a copy with the +1 added; the final norm is plain. The weight-less
+// QK-norm has no HF tensor: q_norm is qk_scale_factor and k_norm 1 everywhere (§2.4), as the GGUF
+// converter synthesises them.
 static gl_status bind_norm(struct gl_model *m, const struct gl_kernels *k, const char *name,
                            int64_t n, const float **out, struct gl_err *err)
 {
-    const struct gl_gguf_tensor *t = find_tensor(m->gguf, name, err);
-    if (!t)
-        return err ? err->code : GL_E_FORMAT;
+    const size_t nl = strlen(name);
+    const int is_q = nl > 18 && !strcmp(name + nl - 18, "attn_q_norm.weight");
+    const int is_k = nl > 18 && !strcmp(name + nl - 18, "attn_k_norm.weight");
+    if (m->st && (is_q || is_k)) {
+        float *f = own(m, (size_t)n * sizeof(float));
+        if (!f)
+            return gl_err_set(err, GL_E_NOMEM, "model: no memory for norm %s", name);
+        for (int64_t i = 0; i < n; i++)
+            f[i] = is_q ? m->hf_qk_scale : 1.0f;
+        *out = f;
+        return GL_OK;
+    }
+    const int centered = m->st && strncmp(name, "blk.", 4) == 0;
+    struct tview tv;
+    const struct tview *t = &tv;
+    gl_status fst = find_tensor(m, name, &tv, err);
+    if (fst != GL_OK)
+        return fst;
     if (t->n_dims != 1 || t->ne[0] != n)
-        return gl_err_set(err, GL_E_FORMAT,
-                          "model: tensor %s has shape [%lld, %lld] (%u dims), expected [%lld]",
-                          name, (long long)t->ne[0], (long long)t->ne[1], t->n_dims, (long long)n);
-    if (t->type == GL_TYPE_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
+        return gl_err_set(
+            err, GL_E_FORMAT, "model: tensor %s has shape [%lld, %lld] (%u dims), expected [%lld]",
+            t->label, (long long)t->ne[0], (long long)t->ne[1], t->n_dims, (long long)n);
+    if (t->type == GL_TYPE_F32 && ((uintptr_t)t->data % sizeof(float)) == 0 && !centered) {
         *out = t->data;
         return GL_OK;
     }
     if (t->type != GL_TYPE_F32 && t->type != GL_TYPE_F16 && t->type != GL_TYPE_BF16)
         return gl_err_set(err, GL_E_UNSUPPORTED,
-                          "model: norm tensor %s has type %s (%u), expected F32/F16/BF16", name,
+                          "model: norm tensor %s has type %s (%u), expected F32/F16/BF16", t->label,
                           type_name(t->type), t->type);
     float *f = own(m, (size_t)n * sizeof(float));
     if (!f)
@@ -431,6 +522,8 @@ static gl_status bind_norm(struct gl_model *m, const struct gl_kernels *k, const
         memcpy(f, t->data, (size_t)n * sizeof(float));
     else
         k->to_float[t->type](t->data, f, n);
+    for (int64_t i = 0; centered && i < n; i++)
+        f[i] += 1.0f;
     *out = f;
     return GL_OK;
 }
@@ -460,8 +553,8 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
         return gl_err_set(err, GL_E_FORMAT, "model: token_embd.weight has %lld rows",
                           (long long)m->tok_embd.n_out);
     c->n_vocab = (int32_t)m->tok_embd.n_out;
-    uint32_t vs = 0;
-    if ((st = get_u32_def(m->gguf, "vocab_size", (uint32_t)c->n_vocab, &vs, err)))
+    uint32_t vs = m->hf_vocab_size > 0 ? (uint32_t)m->hf_vocab_size : (uint32_t)c->n_vocab;
+    if (m->gguf && (st = get_u32_def(m->gguf, "vocab_size", (uint32_t)c->n_vocab, &vs, err)))
         return st;
     if (vs != (uint32_t)c->n_vocab)
         return gl_err_set(err, GL_E_FORMAT, "model: vocab_size %u != token_embd.weight rows %d", vs,
@@ -491,7 +584,7 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
         char fused[96];
         snprintf(fused, sizeof fused, "blk.%d.attn_qkv.weight", l);
         snprintf(nm, sizeof nm, "blk.%d.attn_q.weight", l);
-        if (!gl_gguf_find_tensor(m->gguf, nm) && gl_gguf_find_tensor(m->gguf, fused)) {
+        if (m->gguf && !gl_gguf_find_tensor(m->gguf, nm) && gl_gguf_find_tensor(m->gguf, fused)) {
             // Fused [q | k | v] rows (llama.cpp's attn_qkv): three row-slice views of it.
             struct gl_weight f;
             if ((st = bind_weight(m, k, pool, fused, E, HD + 2 * KD,
@@ -503,8 +596,14 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
             ly->k.data = (const uint8_t *)f.data + (size_t)HD * f.row_bytes;
             ly->v.data = (const uint8_t *)f.data + (size_t)(HD + KD) * f.row_bytes;
         } else {
-            W(q, "attn_q", E, HD);
-            W(k, "attn_k", E, KD);
+            // HF Q/K rows are in rotate-half order; the forward pass pairs (2j, 2j+1).
+            const int64_t rd = m->st ? c->head_dim : 0;
+            snprintf(nm, sizeof nm, "blk.%d.attn_q.weight", l);
+            if ((st = bind_weight_ex(m, k, pool, nm, E, HD, 1, rd, &ly->q, err)))
+                return st;
+            snprintf(nm, sizeof nm, "blk.%d.attn_k.weight", l);
+            if ((st = bind_weight_ex(m, k, pool, nm, E, KD, 1, rd, &ly->k, err)))
+                return st;
             W(v, "attn_v", E, KD);
         }
         W(gate, "attn_gate", E, HD);
@@ -523,36 +622,48 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
     return GL_OK;
 }
 
-gl_status gl_model_load(struct gl_model **out, const struct gl_gguf *g,
-                        const struct gl_model_params *params, struct gl_err *err)
+// Stop ids of a GGUF: tokenizer.ggml.eos_token_id then eot_token_id, without repeats.
+static void gguf_stop_ids(struct gl_model *m)
 {
-    *out = NULL;
+    const char *keys[2] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"};
+    for (int i = 0; i < 2; i++) {
+        uint32_t id;
+        if (gl_gguf_get_u32(m->gguf, keys[i], &id, NULL) == GL_OK && id <= INT32_MAX &&
+            (m->n_stop == 0 || m->stop_ids[0] != (int32_t)id))
+            m->stop_ids[m->n_stop++] = (int32_t)id;
+    }
+}
+
+static struct gl_model *model_new(const struct gl_model_params *params)
+{
     struct gl_model *m = gl_calloc(1, sizeof *m);
     if (!m)
-        return gl_err_set(err, GL_E_NOMEM, "model: no memory");
-    m->gguf = g;
+        return NULL;
     struct gl_model_params dp = gl_model_default_params();
     m->keep_quant = (params ? params : &dp)->keep_quant;
     m->repack = (params ? params : &dp)->repack;
-    gl_status st = gl_model_config_parse(&m->cfg, g, err);
-    if (st == GL_OK) {
-        // Repacking touches every weight byte once (and faults in as many fresh pages): spread
-        // it over the cores with a transient pool (the model context creates its own).
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        struct gl_pool *pool = m->repack ? gl_pool_new(ncpu < 1    ? 1
-                                                       : ncpu > 16 ? 16
-                                                                   : (int)ncpu)
-                                         : NULL;
-        int64_t t0 = gl_time_us();
-        st = bind_all(m, pool, err);
-        gl_pool_delete(pool);
-        if (st == GL_OK && m->r16_bytes > 0)
-            GL_LOGI("model: %.2f GiB of Q4_K/Q6_K weights repacked into resident memory (r16 "
-                    "layout) in %.1f s%s",
-                    (double)m->r16_bytes / (1024.0 * 1024.0 * 1024.0),
-                    (double)(gl_time_us() - t0) / 1e6,
-                    gl_gguf_is_mmapped(g) ? "; their file pages released" : "");
-    }
+    return m;
+}
+
+// Binds every weight of a model whose config is parsed; deletes m on failure.
+static gl_status model_bind(struct gl_model *m, struct gl_model **out, struct gl_err *err)
+{
+    // Repacking touches every weight byte once (and faults in as many fresh pages): spread
+    // it over the cores with a transient pool (the model context creates its own).
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct gl_pool *pool = m->repack ? gl_pool_new(ncpu < 1    ? 1
+                                                   : ncpu > 16 ? 16
+                                                               : (int)ncpu)
+                                     : NULL;
+    int64_t t0 = gl_time_us();
+    gl_status st = bind_all(m, pool, err);
+    gl_pool_delete(pool);
+    if (st == GL_OK && m->r16_bytes > 0)
+        GL_LOGI("model: %.2f GiB of Q4_K/Q6_K weights repacked into resident memory (r16 "
+                "layout) in %.1f s%s",
+                (double)m->r16_bytes / (1024.0 * 1024.0 * 1024.0),
+                (double)(gl_time_us() - t0) / 1e6,
+                m->gguf && gl_gguf_is_mmapped(m->gguf) ? "; their file pages released" : "");
     if (st != GL_OK) {
         gl_model_delete(m);
         return st;
@@ -561,10 +672,55 @@ gl_status gl_model_load(struct gl_model **out, const struct gl_gguf *g,
     return GL_OK;
 }
 
+gl_status gl_model_load(struct gl_model **out, const struct gl_gguf *g,
+                        const struct gl_model_params *params, struct gl_err *err)
+{
+    *out = NULL;
+    struct gl_model *m = model_new(params);
+    if (!m)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory");
+    m->gguf = g;
+    gl_status st = gl_model_config_parse(&m->cfg, g, err);
+    if (st != GL_OK) {
+        gl_model_delete(m);
+        return st;
+    }
+    gguf_stop_ids(m);
+    return model_bind(m, out, err);
+}
+
+// An HF folder: config first (cheap, and its errors are the likelier ones), then the weights.
+static gl_status open_hf(struct gl_model **out, const char *dir,
+                         const struct gl_model_params *params, struct gl_err *err)
+{
+    struct gl_model *m = model_new(params);
+    if (!m)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory");
+    gl_status st = GL_OK;
+    if (!(m->hf_dir = gl_strdup(dir)))
+        st = gl_err_set(err, GL_E_NOMEM, "model: no memory");
+    if (st == GL_OK)
+        st = gl_model_hf_config_parse(m, dir, err);
+    if (st == GL_OK)
+        st = gl_safetensors_open_dir(&m->st, dir, err);
+    if (st != GL_OK) {
+        gl_model_delete(m);
+        return st;
+    }
+    m->hf_legacy = !gl_safetensors_find(m->st, "model.language_model.embed_tokens.weight") &&
+                   gl_safetensors_find(m->st, "model.embed_tokens.weight") != NULL;
+    if (m->hf_legacy)
+        GL_LOGI("model: %s uses the legacy model.layers.N.* names", dir);
+    return model_bind(m, out, err);
+}
+
 gl_status gl_model_open(struct gl_model **out, const char *path,
                         const struct gl_model_params *params, struct gl_err *err)
 {
     *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return open_hf(out, path, params, err);
     struct gl_gguf *g = NULL;
     struct gl_gguf_open_params op = gl_gguf_default_open_params();
     gl_status st = gl_gguf_open(&g, path, &op, err);
@@ -577,6 +733,14 @@ gl_status gl_model_open(struct gl_model **out, const char *path,
     }
     (*out)->owns_gguf = 1;
     return GL_OK;
+}
+
+gl_status gl_model_load_tokenizer(const struct gl_model *m, struct gl_tokenizer **out,
+                                  struct gl_err *err)
+{
+    if (m->gguf)
+        return gl_tokenizer_load_gguf(out, m->gguf, err);
+    return gl_tokenizer_load_hf_dir(out, m->hf_dir, err);
 }
 
 void gl_model_delete(struct gl_model *m)
@@ -592,6 +756,8 @@ void gl_model_delete(struct gl_model *m)
     gl_free(m->layers);
     if (m->owns_gguf)
         gl_gguf_close((struct gl_gguf *)m->gguf);
+    gl_safetensors_close(m->st);
+    gl_free(m->hf_dir);
     gl_free(m);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// model: the Muse Glimmer text tower. Config from `muse-glimmer.*` GGUF metadata (missing keys
-// fall back to the release constants, arch doc §1/§3.1), weights bound by name and validated by
-// shape and type (borrowed, still quantized, from the gguf mapping), a per-sequence f32 KV cache
+// model: the Muse Glimmer text tower. Config from `muse-glimmer.*` GGUF metadata or from an HF
+// folder's config.json `text_config` (missing keys fall back to the release constants, arch doc
+// §1/§3.1), weights bound by name and validated by shape and type (borrowed, still quantized, from
+// the gguf or safetensors mapping; HF folders: §3.3 names), a per-sequence f32 KV cache
 // read through a page-table view, and the batched multi-sequence forward pass (arch doc §2).
 // Invariant: after gl_model_load succeeds every tensor pointer, shape and type has been checked,
 // so the forward pass only asserts. Lifetimes: model (weights) > ctx (scratch); kv (sequence).
@@ -11,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
+#include "safetensors/safetensors.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +27,17 @@
 #define GL_MODEL_DEF_POST_EPS    1e-8f
 #define GL_MODEL_DEF_WINDOW      2048
 #define GL_MODEL_DEF_ROPE_BASE   500000.0f
+#define GL_MODEL_DEF_N_EMBD      6656
+#define GL_MODEL_DEF_N_FF        19968
+#define GL_MODEL_DEF_N_LAYER     52
+#define GL_MODEL_DEF_N_HEAD      32
+#define GL_MODEL_DEF_N_HEAD_KV   2 // or n_head when that is smaller
+#define GL_MODEL_DEF_HEAD_DIM    128
+#define GL_MODEL_DEF_N_CTX       131072
+#define GL_MODEL_DEF_QK_SCALE    3.87f // HF qk_scale_factor (multiplier on Q after the QK-norm)
+#define GL_MODEL_DEF_EOS         200001
+#define GL_MODEL_DEF_EOT         200008
+#define GL_MODEL_MAX_STOP        8
 
 // Plain record: hyper-parameters of one model, all validated (> 0, consistent) after parsing.
 struct gl_model_config {
@@ -78,10 +91,17 @@ struct gl_layer {
 
 struct gl_model {
     struct gl_model_config cfg;
-    const struct gl_gguf *gguf; // borrowed unless owns_gguf
+    const struct gl_gguf *gguf; // borrowed unless owns_gguf; NULL for an HF folder
     int owns_gguf;
-    struct gl_weight tok_embd; // n_in = E, n_out = n_vocab (row per token)
-    struct gl_weight output;   // untied lm_head
+    struct gl_safetensors *st; // HF folder: its safetensors (owned), else NULL
+    char *hf_dir;              // HF folder path (owned), else NULL
+    int hf_legacy;             // 1: legacy `model.layers.N.*` names (arch doc §3.3)
+    float hf_qk_scale;     // HF: qk_scale_factor (folded form), synthesised as the q_norm weight
+    int32_t hf_vocab_size; // HF: config vocab_size (0 = absent), checked against embed_tokens
+    int32_t stop_ids[GL_MODEL_MAX_STOP]; // end-of-generation ids (GGUF eos/eot keys or
+    int n_stop;                          // generation_config.json eos_token_id)
+    struct gl_weight tok_embd;           // n_in = E, n_out = n_vocab (row per token)
+    struct gl_weight output;             // untied lm_head
     const float *output_norm;
     struct gl_layer *layers; // [n_layer]
     void **owned;            // buffers this model allocated (f32 copies), freed at delete
@@ -108,9 +128,31 @@ struct gl_model_params gl_model_default_params(void);
 // (expected vs actual). *out is freed with gl_model_delete.
 GL_MUST_USE gl_status gl_model_load(struct gl_model **out, const struct gl_gguf *g,
                                     const struct gl_model_params *params, struct gl_err *err);
-// Opens path (GLINT_MMAP honoured by the reader) and loads; the model owns the gguf.
+// Opens path and loads: a GGUF file (GLINT_MMAP honoured by the reader; the model owns the gguf)
+// or an HF model folder (config.json with text_config, optional generation_config.json,
+// model.safetensors[.index.json], tokenizer.model; the model owns the mapping). HF weights keep
+// their dtype (F32/F16/BF16); Q/K rows are permuted from HF's rotate-half layout to the
+// interleaved RoPE layout the forward pass uses (arch doc §2.3), centered norms get their +1
+// (§2.2) and the weight-less QK-norm gets qk_scale_factor / 1 as q_norm / k_norm weights (§2.4).
 GL_MUST_USE gl_status gl_model_open(struct gl_model **out, const char *path,
                                     const struct gl_model_params *params, struct gl_err *err);
+// Parses an HF folder's config.json (text_config, or a legacy flat config; vision_config is only
+// validated) and generation_config.json into cfg, the folded qk scale, the config vocab_size and
+// the stop ids. Absent keys take the release values (§1). GL_E_IO for a missing config.json,
+// GL_E_FORMAT for a wrongly typed or inconsistent key, GL_E_UNSUPPORTED for a feature the forward
+// pass lacks (naming the key).
+GL_MUST_USE gl_status gl_model_hf_config_parse(struct gl_model *m, const char *dir,
+                                               struct gl_err *err);
+// HF safetensors name (arch doc §3.3) of a GGUF tensor name ("blk.3.attn_q.weight" ->
+// "model.language_model.layers.3.self_attn.q_proj.weight"; legacy = 1: the `model.layers.N.*`
+// export). Returns 0 (out unspecified) when HF has no such tensor: the QK-norm weights, which an
+// HF model does not store. out holds cap bytes.
+int gl_model_hf_tensor_name(const char *gguf_name, int legacy, char *out, size_t cap);
+struct gl_tokenizer;
+// The model's tokenizer: from the GGUF metadata, or the folder's tokenizer.model (tiktoken ranks
+// plus the Muse Glimmer specials). *out is freed with gl_tokenizer_free.
+GL_MUST_USE gl_status gl_model_load_tokenizer(const struct gl_model *m, struct gl_tokenizer **out,
+                                              struct gl_err *err);
 void gl_model_delete(struct gl_model *m); // NULL-safe
 // 1 when the file tensor whose bytes start at data was repacked (its weight now lives in
 // resident memory, in the r16 layout), for diagnostics.

@@ -867,7 +867,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     struct gl_model_params mp = gl_model_default_params();
     gl_status st = gl_model_open(&S->model, S->p.model_path, &mp, err);
     if (st == GL_OK)
-        st = gl_tokenizer_load_gguf(&S->tok, S->model->gguf, err);
+        st = gl_model_load_tokenizer(S->model, &S->tok, err);
     if (st != GL_OK)
         return st;
     fprintf(stderr, "glint serve: model loaded in %.1f s; indexing the vocabulary ...\n",

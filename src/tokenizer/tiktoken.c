@@ -360,3 +360,13 @@ gl_status gl_tokenizer_load_tiktoken(struct gl_tokenizer **out, const char *path
     *out = t;
     return GL_OK;
 }
+
+gl_status gl_tokenizer_load_hf_dir(struct gl_tokenizer **out, const char *dir, struct gl_err *err)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/tokenizer.model", dir);
+    gl_status st = gl_tokenizer_load_tiktoken(out, p, err);
+    if (st == GL_OK)
+        (*out)->add_bos = 1; // chat renders carry their own BOS and encode without it
+    return st;
+}

@@ -42,6 +42,10 @@ GL_MUST_USE gl_status gl_tokenizer_load_gguf(struct gl_tokenizer **out, const st
 // derives the merge list (each multi-byte token split into the two parts BPE produces).
 GL_MUST_USE gl_status gl_tokenizer_load_tiktoken(struct gl_tokenizer **out, const char *path,
                                                  struct gl_err *err);
+// From an HF model folder: dir/tokenizer.model (the tiktoken ranks file, as above) with BOS
+// prepended to plain encodes, as HF's post-processor does (arch doc §4). GL_E_IO names the file.
+GL_MUST_USE gl_status gl_tokenizer_load_hf_dir(struct gl_tokenizer **out, const char *dir,
+                                               struct gl_err *err);
 void gl_tokenizer_free(struct gl_tokenizer *t); // NULL-safe
 
 int32_t gl_tokenizer_n_vocab(const struct gl_tokenizer *t);

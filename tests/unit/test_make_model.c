@@ -3,12 +3,14 @@
 // key (type and value), every tensor (name, shape, type), norms bit-exact, q/k norms 3.87/1.0,
 // quantized weights within a per-type error of what the generator intended, vocab strings that
 // decode back to the tiktoken bytes, determinism across runs and thread counts, and the
-// header-only 52-layer 30B table (731 tensors, aligned offsets, sizes from the types).
+// header-only 52-layer 30B table (731 tensors, aligned offsets, sizes from the types); the HF
+// folder form (--format safetensors): the same generator values in HF layout.
 #include "test.h"
 
 #include "gguf/gguf.h"
 #include "model/make_model.h"
 #include "quant/quant.h"
+#include "safetensors/safetensors.h"
 #include "tokenizer/tokenizer.h"
 
 #include <dirent.h>
@@ -509,6 +511,78 @@ TEST(test_header_only_30b)
     CHECK(memcmp(rows, rows + 6656, 6656 * sizeof(float)) != 0);
 }
 
+// --format safetensors, tiny BF16, 2 layers, sharded: every text tensor under its HF name and
+// shape, no QK-norm tensors, the scaled vision tower under its §6.6 names; values = the generator's
+// in HF layout: Q/K rows in rotate-half order (HF row h*D + t*D/2 + j = generator row h*D + 2j +
+// t), centered norms w - 1 exactly (F32), the final norm as generated, and 2-D weights rounded to
+// BF16 as the GGUF writer rounds them.
+TEST(test_safetensors_folder)
+{
+    struct gl_make_model_params p = gl_make_model_default_params();
+    p.format = GL_MAKE_MODEL_SAFETENSORS;
+    p.type = "BF16";
+    p.n_layers = 2;
+    p.shard_bytes = 32u << 20;
+    const char *dir = tmp_path("hf");
+    struct gl_err err = {0};
+    REQUIRE(gl_make_model_write(&p, dir, &err) == GL_OK);
+    struct gl_safetensors *s = NULL;
+    REQUIRE(gl_safetensors_open_dir(&s, dir, &err) == GL_OK);
+    // Text: 3 + 12 per layer; vision (tiny: 2 layers): 9 + 16 per layer.
+    CHECK(gl_safetensors_n_tensors(s) == 3 + 12 * 2 + 9 + 16 * 2 && gl_safetensors_n_shards(s) > 1);
+    const struct gl_safetensors_tensor *pe =
+        gl_safetensors_find(s, "model.vision_tower.patch_embedder.patch_embedding.weight");
+    const struct gl_safetensors_tensor *vp =
+        gl_safetensors_find(s, "model.vision_projection.weight");
+    CHECK(pe && pe->ndim == 2 && pe->shape[0] == 64 && pe->shape[1] == 1176);
+    CHECK(vp && vp->ndim == 2 && vp->shape[0] == 256 && vp->shape[1] == 128);
+    const int64_t D = 16, E = 256;
+    const struct gl_safetensors_tensor *q =
+        gl_safetensors_find(s, "model.language_model.layers.1.self_attn.q_proj.weight");
+    REQUIRE(q && q->dtype == GL_SAFETENSORS_DTYPE_BF16 && q->ndim == 2 && q->shape[0] == 32 * D &&
+            q->shape[1] == E);
+    float *row = malloc((size_t)E * sizeof(float));
+    REQUIRE(row);
+    for (int64_t r = 0; r < q->shape[0]; r += 37) {
+        const int64_t h = r / D, i = r % D, src = h * D + 2 * (i % (D / 2)) + i / (D / 2);
+        REQUIRE(gl_make_model_gen_rows(&p, "blk.1.attn_q.weight", src, 1, row, &err) == GL_OK);
+        uint16_t b[256];
+        memcpy(b, (const uint8_t *)q->data + (size_t)r * E * 2, sizeof b);
+        int same = 1;
+        for (int64_t k = 0; k < E; k++)
+            same &= b[k] == gl_f32_to_bf16(row[k]);
+        CHECKF(same, "q_proj row %lld", (long long)r);
+    }
+    const struct gl_safetensors_tensor *n =
+        gl_safetensors_find(s, "model.language_model.layers.0.pre_feedforward_layernorm.weight");
+    const struct gl_safetensors_tensor *fn =
+        gl_safetensors_find(s, "model.language_model.norm.weight");
+    REQUIRE(n && fn && n->dtype == GL_SAFETENSORS_DTYPE_F32 && n->ndim == 1 && n->shape[0] == E);
+    REQUIRE(gl_make_model_gen_rows(&p, "blk.0.ffn_norm.weight", 0, 1, row, &err) == GL_OK);
+    float v[256];
+    memcpy(v, n->data, sizeof v);
+    for (int k = 0; k < E; k++)
+        CHECK(v[k] == row[k] - 1.0f && v[k] + 1.0f == row[k]);
+    REQUIRE(gl_make_model_gen_rows(&p, "output_norm.weight", 0, 1, row, &err) == GL_OK);
+    CHECK(memcmp(fn->data, row, (size_t)E * sizeof(float)) == 0);
+    CHECK(!gl_safetensors_find(s, "model.language_model.layers.0.self_attn.q_norm.weight"));
+    gl_safetensors_close(s);
+    free(row);
+    // Quantized types have no safetensors form.
+    p.type = "Q4_K";
+    CHECK(gl_make_model_write(&p, tmp_path("hf-q4"), &err) == GL_E_INVAL);
+    DIR *d = opendir(dir);
+    char path[600];
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
 static void remove_tmp_dir(void)
 {
     DIR *d = opendir(tmp_dir);
@@ -528,5 +602,5 @@ int main(void)
     }
     atexit(remove_tmp_dir);
     RUN_TESTS(test_weight_statistics, test_options, test_tiny_q4_k_m, test_determinism,
-              test_header_only_30b);
+              test_header_only_30b, test_safetensors_folder);
 }
