@@ -25,7 +25,7 @@ asan:
 
 fuzz:
 	@CC=clang-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DGLINT_FUZZ=ON >/dev/null
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_gguf fuzz_api_request
+	@cmake --build build-fuzz -j$(JOBS) --target $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 
 bench: build
 	@bash scripts/install-deps.sh --bench
