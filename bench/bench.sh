@@ -13,12 +13,12 @@
 #      thread)  BENCH_DEPTH (2048)  BENCH_BATCHES (1,8,16)  BENCH_BATCH_NPP (128)  BENCH_BATCH_NTG (32)
 #      BENCH_SERVE_MAX_TOKENS (384: every value of bench/schema10.json is bounded, so a document
 #      completes within it, escaped spellings included)  BENCH_SERVE_FREE_TOKENS (64)  BENCH_SERVE_CONC (8)
-# The defaults (5 pairs) took 38 min here (bench/README.md "Run time": llama.cpp's side alone is
-# ~24 min of it); the issue's sizes: BENCH_DEPTH=4096 BENCH_BATCH_NTG=128 BENCH_P1=512 (~15 min a pair).
 #      BENCH_GROUPS ("pp2 pp1 depth batch serve": the pair groups to run, a subset for tests)
 #      BENCH_MASK_EVERY (40: every K-th MaskBench file timed for the mask chart; 0 = skip)
 #      BENCH_DOC (docs/PERFORMANCE.md; "-" = print to stdout, no charts)  LLAMA_BIN (built
 #      or found by bench/llama_build.sh when unset)
+# The defaults (5 pairs) took 38 min here (bench/README.md "Run time": llama.cpp's side alone is
+# ~24 min of it); the issue's sizes: BENCH_DEPTH=4096 BENCH_BATCH_NTG=128 BENCH_P1=512 (~15 min a pair).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
