@@ -116,6 +116,21 @@ GL_MUST_USE gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_en
                                    struct gl_api_error *e);
 void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r); // NULL-safe
 
+// The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
+// (strict padded base64), or a local file, as an absolute path or a file:// URL, that lies inside
+// local_root once "..", "." and symlinks are resolved (NULL local_root: no local files). http(s)
+// URLs are refused: glint fetches nothing remote. On GL_OK *bytes (gl_malloc'ed, the caller
+// frees) holds *n > 0 bytes, at most max_bytes; else e is a 400 whose message starts with param
+// (e.g. "messages[0].content[1].image_url") and says what is wrong (500 only for out of memory
+// or an unresolvable local_root).
+struct gl_api_media_opts {
+    const char *local_root; // --allowed-local-media-path, or NULL
+    size_t max_bytes;       // per part
+};
+GL_MUST_USE gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url,
+                                        size_t len, const char *param, uint8_t **bytes, size_t *n,
+                                        struct gl_api_error *e);
+
 // Grammar mask times for metrics: a histogram with fixed upper bounds (µs), written by the
 // engine thread and read by /metrics.
 #define GL_API_MASK_BUCKETS 12

@@ -267,3 +267,47 @@ int gl_utf8_encode(uint32_t cp, uint8_t out[4])
     out[3] = (uint8_t)(0x80 | (cp & 0x3F));
     return 4;
 }
+
+// ---- base64 ----
+
+static int b64_value(uint8_t c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+long gl_b64_decode(const uint8_t *s, size_t n, uint8_t *dst, size_t *bad)
+{
+    if (n == 0 || n % 4 != 0) {
+        *bad = n;
+        return -1;
+    }
+    size_t pad = s[n - 1] != '=' ? 0 : s[n - 2] == '=' ? 2 : 1;
+    long o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        for (size_t k = 0; k < 4; k++) {
+            int d = (i + k >= n - pad) ? 0 : b64_value(s[i + k]);
+            if (d < 0) {
+                *bad = i + k;
+                return -1;
+            }
+            v = v << 6 | (uint32_t)d;
+        }
+        dst[o++] = (uint8_t)(v >> 16);
+        if (i + 4 < n || pad < 2)
+            dst[o++] = (uint8_t)(v >> 8);
+        if (i + 4 < n || pad < 1)
+            dst[o++] = (uint8_t)v;
+    }
+    return o;
+}

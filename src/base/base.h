@@ -94,6 +94,11 @@ int64_t gl_time_us(void);
 // Checked size arithmetic: returns 0 and leaves *out untouched on overflow.
 // FNV-1a over n bytes: a short, well-spread key hash for in-process tables (not stable across
 // versions; never written anywhere).
+// Decodes padded standard base64 (RFC 4648 §4, no whitespace) s[0..n) into dst, which has room
+// for n / 4 * 3 bytes. Returns the byte count, or -1 with *bad = the offending offset (n when n
+// is 0 or not a multiple of 4).
+long gl_b64_decode(const uint8_t *s, size_t n, uint8_t *dst, size_t *bad);
+
 static inline uint64_t gl_fnv1a(const void *p, size_t n)
 {
     const uint8_t *s = (const uint8_t *)p;

@@ -40,49 +40,6 @@ static const struct {
     {92, "<|patch|>"},
 };
 
-static int b64_value(uint8_t c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-// Decodes padded standard base64; returns the byte count or -1 (*bad = offending column).
-static long b64_decode(const uint8_t *s, size_t n, uint8_t *dst, size_t *bad)
-{
-    if (n == 0 || n % 4 != 0) {
-        *bad = n;
-        return -1;
-    }
-    size_t pad = s[n - 1] != '=' ? 0 : s[n - 2] == '=' ? 2 : 1;
-    long o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        uint32_t v = 0;
-        for (size_t k = 0; k < 4; k++) {
-            int d = (i + k >= n - pad) ? 0 : b64_value(s[i + k]);
-            if (d < 0) {
-                *bad = i + k;
-                return -1;
-            }
-            v = v << 6 | (uint32_t)d;
-        }
-        dst[o++] = (uint8_t)(v >> 16);
-        if (i + 4 < n || pad < 2)
-            dst[o++] = (uint8_t)(v >> 8);
-        if (i + 4 < n || pad < 1)
-            dst[o++] = (uint8_t)v;
-    }
-    return o;
-}
-
 static gl_status read_file(const char *path, uint8_t **buf, size_t *size, struct gl_err *err)
 {
     *buf = NULL;
@@ -184,7 +141,7 @@ static gl_status parse_lines(const char *path, const uint8_t *s, size_t n, uint8
             st = gl_err_set(err, GL_E_FORMAT, "tiktoken %s:%lld: rank %lld already on line %lld",
                             path, (long long)line, (long long)rank, (long long)ent[rank].line);
         size_t bad;
-        long nb = st == GL_OK ? b64_decode(l, (size_t)(sp - l), dec + o, &bad) : 0;
+        long nb = st == GL_OK ? gl_b64_decode(l, (size_t)(sp - l), dec + o, &bad) : 0;
         if (st == GL_OK && nb < 0)
             st = gl_err_set(err, GL_E_FORMAT, "tiktoken %s:%lld: invalid base64 at column %zu",
                             path, (long long)line, bad + 1);
