@@ -161,7 +161,7 @@ static gl_status get_num(json_t *o, const char *k, double lo, double hi, double 
 static gl_status get_float(json_t *o, const char *k, double lo, double hi, float *out,
                            struct gl_api_error *e)
 {
-    double x = *out;
+    double x = (double)*out;
     gl_status st = get_num(o, k, lo, hi, &x, e);
     *out = (float)x;
     return st;

@@ -39,7 +39,7 @@ gl_status gl_image_grid(int width, int height, int max_tokens, struct gl_image_g
         double s = sqrt(max_tokens / (h * w));
         h *= s, w *= s;
     }
-    double aspect = (double)height / width, best = INFINITY;
+    double aspect = (double)height / width, best = HUGE_VAL;
     double hs[2] = {floor(h), ceil(h)}, ws[2] = {floor(w), ceil(w)};
     *out = (struct gl_image_grid){0};
     for (int i = 0; i < 2; i++)
