@@ -61,7 +61,7 @@ static void load_config(json_t *c, struct gl_vision_config *cfg)
 }
 
 // Walks weights.f32 in vision_ref.py's order. Matrices are F32, or converted into type
-// (F16) in freshly allocated rows recorded in owned[] for freeing.
+// (F16 or BF16) in freshly allocated rows recorded in owned[] for freeing.
 struct cursor {
     const float *p, *end;
     enum gl_type type;
@@ -128,9 +128,11 @@ static int load_weights(const struct gl_vision_config *cfg, struct cursor *c,
     return c->p == c->end; // every byte used, none missing
 }
 
-// Runs one case; returns the max |out - ref| / max |ref|, or -1 on failure.
+// Runs one case; returns the max |out - ref| / max |ref|, or -1 on failure, and the worst and
+// mean cosine between each soft token (output row) and the reference's.
 static double run_case(struct gl_pool *pool, const struct gl_vision_config *cfg,
-                       const struct gl_vision_weights *w, const char *dir, json_t *cs)
+                       const struct gl_vision_weights *w, const char *dir, json_t *cs,
+                       double *cos_min, double *cos_mean)
 {
     int64_t gh = json_integer_value(json_object_get(cs, "gh"));
     int64_t gw = json_integer_value(json_object_get(cs, "gw"));
@@ -153,6 +155,21 @@ static double run_case(struct gl_pool *pool, const struct gl_vision_config *cfg,
             max_diff = fmax(max_diff, fabs((double)out[i] - ref[i]));
         }
         rel = max_diff / max_ref;
+        *cos_min = 1.0;
+        *cos_mean = 0.0;
+        const int64_t D = cfg->out_dim, rows = n_out / D;
+        for (int64_t r = 0; r < rows; r++) {
+            double dot = 0, na = 0, nb = 0;
+            for (int64_t j = 0; j < D; j++) {
+                double a = out[r * D + j], b = ref[r * D + j];
+                dot += a * b;
+                na += a * a;
+                nb += b * b;
+            }
+            double cs_r = dot / sqrt(na * nb);
+            *cos_min = fmin(*cos_min, cs_r);
+            *cos_mean += cs_r / (double)rows;
+        }
     }
     free(in);
     free(ref);
@@ -184,8 +201,11 @@ int main(void)
     struct gl_vision_layer *layers = calloc((size_t)cfg.n_layers, sizeof *layers);
     struct gl_pool *pool = gl_pool_new(2);
     int failed = !layers || !pool;
-    const enum gl_type types[2] = {GL_TYPE_F32, GL_TYPE_F16};
-    for (int ti = 0; ti < 2 && !failed; ti++) {
+    // F32 is held to tol; the F16 and BF16 arms are reported (their error is the weight rounding)
+    // and only held to a loose bound.
+    const enum gl_type types[3] = {GL_TYPE_F32, GL_TYPE_F16, GL_TYPE_BF16};
+    const char *tname[3] = {"F32", "F16", "BF16"};
+    for (int ti = 0; ti < 3 && !failed; ti++) {
         struct cursor c = {.p = blob, .end = blob + n_bytes / 4, .type = types[ti]};
         struct gl_vision_weights w = {0};
         if (!load_weights(&cfg, &c, &w, layers)) {
@@ -195,15 +215,17 @@ int main(void)
         json_t *cases = json_object_get(root, "cases");
         for (size_t i = 0; i < json_array_size(cases) && !failed; i++) {
             json_t *cs = json_array_get(cases, i);
-            double rel = run_case(pool, &cfg, &w, dir, cs);
+            double cmin = 0, cmean = 0;
+            double rel = run_case(pool, &cfg, &w, dir, cs, &cmin, &cmean);
             const char *name = json_string_value(json_object_get(cs, "name"));
-            int ok = ti == 0 ? rel >= 0 && rel <= tol : rel >= 0 && rel <= 1e-2;
+            double bound = ti == 0 ? tol : 5e-2;
+            int ok = rel >= 0 && rel <= bound;
             printf("%s vision %s weights, case %s (%lldx%lld patches): max rel error %.3g (tol "
-                   "%.0e)\n",
-                   ok ? "ok" : "not ok", ti == 0 ? "F32" : "F16", name,
+                   "%.0e); soft-token cosine worst %.6f mean %.6f\n",
+                   ok ? "ok" : "not ok", tname[ti], name,
                    (long long)json_integer_value(json_object_get(cs, "gh")),
-                   (long long)json_integer_value(json_object_get(cs, "gw")), rel,
-                   ti == 0 ? tol : 1e-2);
+                   (long long)json_integer_value(json_object_get(cs, "gw")), rel, bound, cmin,
+                   cmean);
             failed |= !ok;
         }
         for (int i = 0; i < c.n_owned; i++)
