@@ -80,6 +80,12 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
                int64_t n_rows, int64_t n_in, const void *act, size_t act_stride, int64_t n_tok,
                float *out, int64_t out_stride);
 
+// Converts n_tok rows of n_in floats (row stride n_in) to vdt, a vec_dot activation type
+// (gl_type_vec_dot_type), into dst rows stride bytes apart: the activations gl_matmul takes.
+// Rows are split over the pool's threads when n_tok > 1.
+void gl_quantize_rows(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type vdt,
+                      const float *x, int64_t n_tok, int64_t n_in, void *dst, size_t stride);
+
 // Same product for a weight repacked by gl_repack_r16 (n_rows a multiple of 16, k->gemm_r16[wtype]
 // set): groups of 16 rows are split across the threads, tokens tiled as above.
 void gl_matmul_r16(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wtype,

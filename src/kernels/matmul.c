@@ -245,3 +245,31 @@ void gl_matmul_groups(struct gl_pool *pool, const struct gl_kernels *k, enum gl_
     j.n_items = j.n_chunks * ((n_tok + j.tile_tok - 1) / j.tile_tok);
     mm_run(pool, &j);
 }
+
+// ---- activation conversion ----
+
+struct quant_job {
+    gl_from_float_fn fn;
+    const float *x;
+    uint8_t *dst;
+    int64_t n_tok, n_in;
+    size_t stride;
+};
+
+static void quant_rows(void *ctx, int ith, int nth)
+{
+    const struct quant_job *j = ctx;
+    for (int64_t t = ith; t < j->n_tok; t += nth)
+        j->fn(j->x + t * j->n_in, j->dst + (size_t)t * j->stride, j->n_in);
+}
+
+void gl_quantize_rows(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type vdt,
+                      const float *x, int64_t n_tok, int64_t n_in, void *dst, size_t stride)
+{
+    GL_ASSERT(k != NULL && (unsigned)vdt < GL_TYPE_COUNT && k->from_float[vdt] != NULL);
+    struct quant_job j = {k->from_float[vdt], x, dst, n_tok, n_in, stride};
+    if (n_tok > 1)
+        gl_pool_run(pool, quant_rows, &j);
+    else
+        quant_rows(&j, 0, 1);
+}

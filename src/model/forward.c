@@ -198,23 +198,6 @@ static void rope_head(float *v, const float *cs, const float *sn, int d2)
 
 // ---- matmul with activation quantization ----
 
-struct quant_job {
-    gl_from_float_fn fn;
-    const float *x;
-    uint8_t *dst;
-    int64_t n_tok, n_in;
-    size_t stride;
-};
-
-static void quant_rows(void *ctx, int ith, int nth)
-{
-    struct quant_job *j = ctx;
-    for (int64_t t = ith; t < j->n_tok; t += nth)
-        j->fn(j->x + t * j->n_in, j->dst + (size_t)t * j->stride, j->n_in);
-}
-
-// out (n_tok x w->n_out) = x (n_tok x w->n_in) times W^T. The quantized copy of x is reused when
-// the next weight reads the same input in the same format (q/k/v/gate; ffn gate/up).
 // out (n_tok x w->n_out) = x (n_tok x n_in) times w's rows: all of them (groups NULL), or those
 // of the listed 16-row groups (gl_matmul_groups; the other entries of out are left alone).
 static void matmul_sel(struct gl_model_ctx *c, const struct gl_weight *w, const float *x,
@@ -228,12 +211,7 @@ static void matmul_sel(struct gl_model_ctx *c, const struct gl_weight *w, const 
         GL_ASSERT(stride > 0 && stride * (size_t)n_tok <= c->act_cap);
         if (!(c->act_src == x && c->act_type == vdt && c->act_n_tok == n_tok &&
               c->act_n_in == w->n_in)) {
-            struct quant_job j = {c->k->from_float[vdt], x, c->act, n_tok, w->n_in, stride};
-            GL_ASSERT(j.fn);
-            if (n_tok > 1)
-                gl_pool_run(c->pool, quant_rows, &j);
-            else
-                quant_rows(&j, 0, 1);
+            gl_quantize_rows(c->pool, c->k, vdt, x, n_tok, w->n_in, c->act, stride);
             c->act_src = x;
             c->act_type = vdt;
             c->act_n_tok = n_tok;

@@ -218,21 +218,6 @@ static void run_rows(struct vis_run *r, gl_pool_fn fn, struct vis_rows j)
 
 // ---- matmul ----
 
-struct vis_quant {
-    gl_from_float_fn fn;
-    const float *x;
-    uint8_t *dst;
-    int64_t n_tok, n_in;
-    size_t stride;
-};
-
-static void quant_rows(void *ctx, int ith, int nth)
-{
-    const struct vis_quant *j = ctx;
-    for (int64_t t = ith; t < j->n_tok; t += nth)
-        j->fn(j->x + t * j->n_in, j->dst + (size_t)t * j->stride, j->n_in);
-}
-
 // out [n_tok][n_out] = x [n_tok][n_in] times W^T (no bias), converting x to W's vec_dot type
 // first when that is not f32 (F16/BF16 weights), as the text tower's matmul does.
 static void vis_matmul(struct vis_run *r, struct gl_vision_mat m, int64_t n_out, int64_t n_in,
@@ -243,8 +228,7 @@ static void vis_matmul(struct vis_run *r, struct gl_vision_mat m, int64_t n_out,
     size_t stride = (size_t)n_in * sizeof(float);
     if (vdt != GL_TYPE_F32) {
         stride = gl_type_row_size(vdt, n_in);
-        struct vis_quant j = {r->k->from_float[vdt], x, r->act, n_tok, n_in, stride};
-        gl_pool_run(r->pool, quant_rows, &j);
+        gl_quantize_rows(r->pool, r->k, vdt, x, n_tok, n_in, r->act, stride);
         act = r->act;
     }
     gl_matmul(r->pool, r->k, m.type, m.data, n_out, n_in, act, stride, n_tok, out, n_out);
