@@ -42,6 +42,18 @@
 
 enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS };
 
+// The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
+// (strict padded base64), or a local file, as an absolute path or a file:// URL, that lies inside
+// local_root once "..", "." and symlinks are resolved (NULL local_root: no local files). http(s)
+// URLs are refused: glint fetches nothing remote. On GL_OK *bytes (gl_malloc'ed, the caller
+// frees) holds *n > 0 bytes, at most max_bytes; else e is a 400 whose message starts with param
+// (e.g. "messages[0].content[1].image_url") and says what is wrong (500 only for out of memory
+// or an unresolvable local_root).
+struct gl_api_media_opts {
+    const char *local_root; // --allowed-local-media-path, or NULL
+    size_t max_bytes;       // per part
+};
+
 // Server-wide settings, read-only while requests are parsed (shared by HTTP threads).
 struct gl_api_config {
     const struct gl_tokenizer *tok;
@@ -55,6 +67,12 @@ struct gl_api_config {
     int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
     int32_t n_eos;
     int framing; // 1: chat requests run the whole-turn grammar (default)
+    // Media parts (image_url, video_url): where their bytes may come from, the image limits, and
+    // whether the model can take them (0 until the vision tower is wired into the engine: parts
+    // are still fetched and decoded, so a malformed one is named, then refused).
+    struct gl_api_media_opts media;
+    int32_t max_image_tokens; // default cap on merged tokens per image (4096)
+    int vision;
 };
 
 // An error for the client: HTTP status, OpenAI error type, the offending field (or "") and a
@@ -70,6 +88,11 @@ json_t *gl_api_error_json(const struct gl_api_error *e);
 // Fills e and returns GL_E_INVAL (400 family) or the given status; printf-style message.
 gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const char *fmt, ...)
     GL_PRINTF(4, 5);
+
+// gl_api_media_load: see gl_api_media_opts above.
+GL_MUST_USE gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url,
+                                        size_t len, const char *param, uint8_t **bytes, size_t *n,
+                                        struct gl_api_error *e);
 
 struct gl_api_prompt {
     int32_t *ids; // owned
@@ -115,21 +138,6 @@ GL_MUST_USE gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_en
                                    const char *body, size_t len, struct gl_api_req **out,
                                    struct gl_api_error *e);
 void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r); // NULL-safe
-
-// The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
-// (strict padded base64), or a local file, as an absolute path or a file:// URL, that lies inside
-// local_root once "..", "." and symlinks are resolved (NULL local_root: no local files). http(s)
-// URLs are refused: glint fetches nothing remote. On GL_OK *bytes (gl_malloc'ed, the caller
-// frees) holds *n > 0 bytes, at most max_bytes; else e is a 400 whose message starts with param
-// (e.g. "messages[0].content[1].image_url") and says what is wrong (500 only for out of memory
-// or an unresolvable local_root).
-struct gl_api_media_opts {
-    const char *local_root; // --allowed-local-media-path, or NULL
-    size_t max_bytes;       // per part
-};
-GL_MUST_USE gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url,
-                                        size_t len, const char *param, uint8_t **bytes, size_t *n,
-                                        struct gl_api_error *e);
 
 // Grammar mask times for metrics: a histogram with fixed upper bounds (µs), written by the
 // engine thread and read by /metrics.

@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "api/api_int.h"
 #include "chat/render.h"
+#include "image/image.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -505,7 +506,48 @@ static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req
 
 // ---- chat ----
 
-static gl_status check_messages(json_t *msgs, struct gl_api_error *e)
+// An image or video part: its URL's bytes fetched and an image decoded, so that a malformed part
+// is a 400 naming it (truncated, not an image, zero-sized, over the byte or pixel limits, a path
+// outside --allowed-local-media-path); then refused while the model cannot take media.
+static gl_status check_media_part(const struct gl_api_config *c, json_t *part, const char *ty,
+                                  size_t i, size_t j, struct gl_api_error *e)
+{
+    int video = strstr(ty, "video") != NULL;
+    const char *key = video ? "video_url" : "image_url";
+    char param[96];
+    snprintf(param, sizeof param, "messages[%zu].content[%zu].%s", i, j, key);
+    json_t *u = json_object_get(part, key);
+    if (json_is_object(u))
+        u = json_object_get(u, "url");
+    if (!json_is_string(u))
+        return FAIL("messages", "%s: expected a URL string (or an object with a string url)",
+                    param);
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    gl_status st = gl_api_media_load(&c->media, json_string_value(u), json_string_length(u), param,
+                                     &bytes, &n, e);
+    if (st != GL_OK)
+        return st;
+    if (!video) {
+        struct gl_image img = {0};
+        struct gl_err err = {0};
+        st = gl_image_decode(bytes, n, NULL, &img, &err);
+        gl_image_free(&img);
+        if (st == GL_E_NOMEM)
+            st = gl_api_fail(e, 500, "messages", "%s: %s", param, err.msg);
+        else if (st != GL_OK)
+            st = FAIL("messages", "%s: %s", param, err.msg);
+    }
+    gl_free(bytes);
+    if (st == GL_OK && !c->vision)
+        st = FAIL("messages",
+                  "%s: %s content is not served yet: the vision tower is not wired into this "
+                  "build's engine",
+                  param, video ? "video" : "image");
+    return st;
+}
+
+static gl_status check_messages(const struct gl_api_config *c, json_t *msgs, struct gl_api_error *e)
 {
     if (!json_is_array(msgs) || json_array_size(msgs) == 0)
         return FAIL("messages", "messages: expected a non-empty list of messages");
@@ -530,10 +572,17 @@ static gl_status check_messages(json_t *msgs, struct gl_api_error *e)
                                 j);
                 continue;
             }
+            if (!strcmp(ty, "image_url") || !strcmp(ty, "input_image") ||
+                !strcmp(ty, "video_url")) {
+                gl_status st = check_media_part(c, part, ty, i, j, e);
+                if (st != GL_OK)
+                    return st;
+                continue;
+            }
             if (strstr(ty, "image") || strstr(ty, "video") || strstr(ty, "audio"))
                 return FAIL("messages",
-                            "messages[%zu].content[%zu]: '%.40s' content is not supported: this "
-                            "build of glint serves text only",
+                            "messages[%zu].content[%zu]: '%.40s' content is not supported (image "
+                            "parts are image_url, video parts video_url)",
                             i, j, ty);
             return FAIL("messages", "messages[%zu].content[%zu]: unknown content part type '%.40s'",
                         i, j, ty);
@@ -620,7 +669,7 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
                             struct constraint *k, struct gl_api_error *e)
 {
     json_t *msgs = json_object_get(b, "messages");
-    gl_status st = check_messages(msgs, e);
+    gl_status st = check_messages(c, msgs, e);
     if (st != GL_OK)
         return st;
     int agp = 1, cont = 0;

@@ -27,6 +27,9 @@ static int usage(FILE *f)
                "  --shutdown-timeout S        drain time after SIGTERM/SIGINT (default 30)\n"
                "  --deep-health-interval S    deep probe period in seconds (default 600; 0: off)\n"
                "  --max-body-bytes BYTES      request body limit (default 32MiB; over it: 413)\n"
+               "  --allowed-local-media-path DIR   image/video parts may name files under DIR\n"
+               "                              (absolute path or file:// URL; default: none)\n"
+               "  --max-media-bytes BYTES     per image or video part (default 20MiB)\n"
                "  --no-framing-grammar        unconstrained chat requests run without the\n"
                "                              whole-turn grammar\n");
     return f == stdout ? 0 : 2;
@@ -88,6 +91,11 @@ int gl_cmd_serve(int argc, char **argv)
             bad = gl_cli_parse_bytes(v, &bytes) || (p.engine.kv.budget_bytes = bytes, 0);
         else if (!strcmp(a, "--max-body-bytes"))
             bad = gl_cli_parse_bytes(v, &bytes) || (p.max_body_bytes = (size_t)bytes, 0);
+        else if (!strcmp(a, "--allowed-local-media-path"))
+            p.allowed_local_media_path = v;
+        else if (!strcmp(a, "--max-media-bytes"))
+            bad = gl_cli_parse_bytes(v, &bytes) || bytes <= 0 ||
+                  (p.max_media_bytes = (size_t)bytes, 0);
         else if (!strcmp(a, "--kv-cache-dtype"))
             bad = gl_kv_dtype_parse(v, &p.engine.kv.dtype, NULL) != GL_OK;
         else {

@@ -8,6 +8,7 @@
 #include "server/server.h"
 #include "api/api.h"
 #include "grammar/grammar.h"
+#include "image/image.h"
 #include "model/model.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -812,6 +814,7 @@ struct gl_server_params gl_server_default_params(void)
     p.deep_health_interval_s = 600;
     p.max_body_bytes = (size_t)32 << 20;
     p.max_connections = 1024;
+    p.max_media_bytes = (size_t)20 << 20;
     p.engine = gl_engine_default_params(NULL);
     p.engine.max_model_len = 0;
     return p;
@@ -862,6 +865,13 @@ static gl_status load_generation_config(struct server *S, struct gl_engine_param
 
 static gl_status load(struct server *S, struct gl_err *err)
 {
+    const char *mroot = S->p.allowed_local_media_path;
+    struct stat sb;
+    if (mroot && (mroot[0] != '/' || stat(mroot, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        return gl_err_set(err, GL_E_INVAL,
+                          "serve: --allowed-local-media-path %s: not an absolute path to a "
+                          "directory",
+                          mroot);
     fprintf(stderr, "glint serve: loading %s ...\n", S->p.model_path);
     int64_t t0 = gl_time_us();
     struct gl_model_params mp = gl_model_default_params();
@@ -898,6 +908,9 @@ static gl_status load(struct server *S, struct gl_err *err)
     memcpy(S->api.eos_ids, ep.eos_ids, sizeof S->api.eos_ids);
     S->api.n_eos = ep.n_eos;
     S->api.framing = S->p.framing;
+    S->api.media = (struct gl_api_media_opts){S->p.allowed_local_media_path, S->p.max_media_bytes};
+    S->api.max_image_tokens = GL_IMAGE_MAX_TOKENS;
+    S->api.vision = 0;
     fprintf(stderr, "glint serve: ready in %.1f s (%d layers, vocabulary %d, max_model_len %d)\n",
             (double)(gl_time_us() - t0) / 1e6, S->model->cfg.n_layer, S->model->cfg.n_vocab,
             ep.max_model_len);

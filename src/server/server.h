@@ -24,13 +24,15 @@ struct gl_server_params {
     const char *served_model_name; // NULL: the model path
     const char *generation_config; // "auto" (default), "vllm", or a folder holding
                                    // generation_config.json
-    struct gl_engine_params engine; // max_model_len 0: the model's context length
-    int prefix_caching;             // 1 (default)
-    int framing;                    // 1: chat requests run the whole-turn grammar (default)
-    double shutdown_timeout_s;      // drain time after SIGTERM/SIGINT (default 30)
-    double deep_health_interval_s;  // deep probe period (default 600); <= 0: never
-    size_t max_body_bytes;          // default 32 MiB
-    int max_connections;            // default 1024
+    struct gl_engine_params engine;       // max_model_len 0: the model's context length
+    int prefix_caching;                   // 1 (default)
+    int framing;                          // 1: chat requests run the whole-turn grammar (default)
+    double shutdown_timeout_s;            // drain time after SIGTERM/SIGINT (default 30)
+    double deep_health_interval_s;        // deep probe period (default 600); <= 0: never
+    size_t max_body_bytes;                // default 32 MiB
+    int max_connections;                  // default 1024
+    const char *allowed_local_media_path; // media parts may name files under it (NULL: none)
+    size_t max_media_bytes;               // per image or video part (default 20 MiB)
 };
 struct gl_server_params gl_server_default_params(void);
 

@@ -11,6 +11,9 @@
 // Env: GL_SUITE_ONLY=regex runs only the matching checks (the servers still start);
 // GL_SUITE_VERBOSE=1 prints each check's time.
 import net from "node:net";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import {
     OpenAI, GLINT_BIN, startServer, runGlint, http, expectError, streamPost, parseSSE, assembleChat,
     assembleCompletion, getMetrics, metricValue, waitIdle, framingProblem, schemaValidator, sleep,
@@ -271,7 +274,17 @@ async function main_() {
         (s) => ({ s }),
         (e) => ({ e }),
     );
+    // Media parts: a root the server may read, a valid 1x1 PNG inside it and one outside it.
+    const mediaDir = fs.mkdtempSync(path.join(os.tmpdir(), "glint-media-"));
+    const mediaRoot = path.join(mediaDir, "root");
+    fs.mkdirSync(mediaRoot);
+    const png1 = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+    fs.writeFileSync(path.join(mediaRoot, "ok.png"), png1);
+    fs.writeFileSync(path.join(mediaDir, "outside.png"), png1);
+    fs.symlinkSync(path.join(mediaDir, "outside.png"), path.join(mediaRoot, "escape.png"));
+    process.on("exit", () => fs.rmSync(mediaDir, { recursive: true, force: true }));
     const mainArgs = [
+        "--allowed-local-media-path", mediaRoot,
         "--api-key", KEY, "--served-model-name", NAME, "--max-model-len", String(MAX_LEN), "--max-num-seqs", String(MAX_SEQS),
         "--max-waiting", String(MAX_WAITING), "--max-body-bytes", String(MAX_BODY), "--threads", "2", "--shutdown-timeout", "30",
         "--enable-prefix-caching", "--generation-config", "vllm",
@@ -912,11 +925,26 @@ async function main_() {
         const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, stream_options: { include_usage: true } } });
         expectError(r, 400, ["stream"], "stream_options without stream: ");
     });
-    await check("error.image_url_400", async () => {
-        const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, max_tokens: 4, messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }] }] } });
-        const e = expectError(r, 400, [], "image_url part: ");
-        assert(/text/i.test(e.message), `message should say this build serves text only: ${short(e.message)}`);
-    });
+    // Image parts: each malformed one is a 400 naming messages[i].content[j].image_url and what is
+    // wrong; a well-formed one is refused while the vision tower is not wired into the engine.
+    const imgCases = [
+        ["truncated_png", "data:image/png;base64,iVBORw0KGgo=", /trunc|end|short/i],
+        ["not_an_image", "data:image/png;base64,aGVsbG8gd29ybGQh", /not a png or jpeg|format|image/i],
+        ["bad_base64", "data:image/png;base64,iVBOR*0KGgo=", /base64/i],
+        ["remote_url", "http://127.0.0.1:9/cat.png", /remote/i],
+        ["relative_path", "cat.png", /absolute|scheme/i],
+        ["outside_root", path.join(mediaDir, "outside.png"), /outside/i],
+        ["symlink_escape", path.join(mediaRoot, "escape.png"), /outside/i],
+        ["dotdot_escape", mediaRoot + "/../outside.png", /outside/i],
+        ["valid_data_url", "data:image/png;base64," + png1.toString("base64"), /not served yet/i],
+        ["valid_local_file", "file://" + path.join(mediaRoot, "ok.png"), /not served yet/i],
+    ];
+    for (const [name, url, why] of imgCases)
+        await check(`error.image_${name}_400`, async () => {
+            const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, max_tokens: 4, messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url } }] }] } });
+            const e = expectError(r, 400, ["messages[0].content[1].image_url"], `${name}: `);
+            assert(why.test(e.message), `${name}: message should match ${why}: ${short(e.message)}`);
+        });
     await check("error.unknown_path_404", async () => {
         const r = await http(main.base, "GET", "/v1/no/such/path", { key: KEY });
         assert(r.status === 404, `GET /v1/no/such/path: HTTP ${r.status}, want 404`);
