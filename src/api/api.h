@@ -118,6 +118,7 @@ struct gl_api_req {
     int include_reasoning;
     int skip_special_tokens;
     int parallel_tool_calls;
+    int32_t max_image_tokens;            // mm_processor_kwargs.max_image_tokens, else the server's
     char *chat_stop[GL_SAMPLE_MAX_STOP]; // applied to content by the server (sp.n_stop = 0)
     int32_t n_chat_stop;
     // structured output

@@ -111,6 +111,7 @@ static const struct field k_fields[] = {
     {"chat_template_kwargs", F_CHAT},
     {"add_generation_prompt", F_CHAT},
     {"continue_final_message", F_CHAT},
+    {"mm_processor_kwargs", F_CHAT},
 };
 
 static gl_status check_fields(json_t *body, enum gl_api_endpoint ep, struct gl_api_error *e)
@@ -665,11 +666,39 @@ static gl_status encode(const struct gl_api_config *c, const char *text, size_t 
     return GL_OK;
 }
 
+// mm_processor_kwargs (vLLM): {"max_image_tokens": N} caps each image's merged tokens (§6.2).
+static gl_status parse_mm_kwargs(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
+                                 struct gl_api_error *e)
+{
+    r->max_image_tokens = c->max_image_tokens;
+    json_t *kw = json_object_get(b, "mm_processor_kwargs"), *v;
+    if (!kw || json_is_null(kw))
+        return GL_OK;
+    if (!json_is_object(kw))
+        return FAIL("mm_processor_kwargs", "mm_processor_kwargs: expected an object");
+    const char *key;
+    json_object_foreach(kw, key, v)
+    {
+        if (strcmp(key, "max_image_tokens") != 0)
+            return FAIL("mm_processor_kwargs",
+                        "mm_processor_kwargs.%.40s: not supported (only max_image_tokens)", key);
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > GL_IMAGE_MAX_TOKENS_LIMIT)
+            return FAIL("mm_processor_kwargs",
+                        "mm_processor_kwargs.max_image_tokens: expected an integer in 1..%d",
+                        GL_IMAGE_MAX_TOKENS_LIMIT);
+        r->max_image_tokens = (int32_t)json_integer_value(v);
+    }
+    return GL_OK;
+}
+
 static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
                             struct constraint *k, struct gl_api_error *e)
 {
     json_t *msgs = json_object_get(b, "messages");
-    gl_status st = check_messages(c, msgs, e);
+    gl_status st = parse_mm_kwargs(c, b, r, e);
+    if (st == GL_OK)
+        st = check_messages(c, msgs, e);
     if (st != GL_OK)
         return st;
     int agp = 1, cont = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `glint serve`: flags (spelled as vLLM's) -> struct gl_server_params -> gl_server_run.
 #include "cli.h"
+#include "image/image.h"
 #include "kv/kv.h"
 #include "server/server.h"
 
@@ -30,6 +31,8 @@ static int usage(FILE *f)
                "  --allowed-local-media-path DIR   image/video parts may name files under DIR\n"
                "                              (absolute path or file:// URL; default: none)\n"
                "  --max-media-bytes BYTES     per image or video part (default 20MiB)\n"
+               "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
+               "                              mm_processor_kwargs.max_image_tokens overrides)\n"
                "  --no-framing-grammar        unconstrained chat requests run without the\n"
                "                              whole-turn grammar\n");
     return f == stdout ? 0 : 2;
@@ -93,6 +96,9 @@ int gl_cmd_serve(int argc, char **argv)
             bad = gl_cli_parse_bytes(v, &bytes) || (p.max_body_bytes = (size_t)bytes, 0);
         else if (!strcmp(a, "--allowed-local-media-path"))
             p.allowed_local_media_path = v;
+        else if (!strcmp(a, "--max-image-tokens"))
+            bad = gl_cli_parse_int(v, 1, GL_IMAGE_MAX_TOKENS_LIMIT, &x) ||
+                  (p.max_image_tokens = (int32_t)x, 0);
         else if (!strcmp(a, "--max-media-bytes"))
             bad = gl_cli_parse_bytes(v, &bytes) || bytes <= 0 ||
                   (p.max_media_bytes = (size_t)bytes, 0);

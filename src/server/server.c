@@ -815,6 +815,7 @@ struct gl_server_params gl_server_default_params(void)
     p.max_body_bytes = (size_t)32 << 20;
     p.max_connections = 1024;
     p.max_media_bytes = (size_t)20 << 20;
+    p.max_image_tokens = GL_IMAGE_MAX_TOKENS;
     p.engine = gl_engine_default_params(NULL);
     p.engine.max_model_len = 0;
     return p;
@@ -909,7 +910,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.n_eos = ep.n_eos;
     S->api.framing = S->p.framing;
     S->api.media = (struct gl_api_media_opts){S->p.allowed_local_media_path, S->p.max_media_bytes};
-    S->api.max_image_tokens = GL_IMAGE_MAX_TOKENS;
+    S->api.max_image_tokens = S->p.max_image_tokens;
     S->api.vision = 0;
     fprintf(stderr, "glint serve: ready in %.1f s (%d layers, vocabulary %d, max_model_len %d)\n",
             (double)(gl_time_us() - t0) / 1e6, S->model->cfg.n_layer, S->model->cfg.n_vocab,

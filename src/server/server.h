@@ -33,6 +33,8 @@ struct gl_server_params {
     int max_connections;                  // default 1024
     const char *allowed_local_media_path; // media parts may name files under it (NULL: none)
     size_t max_media_bytes;               // per image or video part (default 20 MiB)
+    int32_t max_image_tokens;             // default cap per image (4096; requests may lower
+                                          // or raise it: mm_processor_kwargs)
 };
 struct gl_server_params gl_server_default_params(void);
 

@@ -939,6 +939,14 @@ async function main_() {
         ["valid_data_url", "data:image/png;base64," + png1.toString("base64"), /not served yet/i],
         ["valid_local_file", "file://" + path.join(mediaRoot, "ok.png"), /not served yet/i],
     ];
+    await check("error.mm_processor_kwargs_400", async () => {
+        for (const [kw, what] of [[{ max_image_tokens: 0 }, "max_image_tokens"], [{ max_image_tokens: "9" }, "max_image_tokens"], [{ max_pixels: 5 }, "max_pixels"], [7, "expected an object"]]) {
+            const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, max_tokens: 4, messages: MSGS, mm_processor_kwargs: kw } });
+            expectError(r, 400, ["mm_processor_kwargs", what], `${JSON.stringify(kw)}: `);
+        }
+        const ok = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, max_tokens: 2, messages: MSGS, mm_processor_kwargs: { max_image_tokens: 256 } } });
+        assert(ok.status === 200, `a valid mm_processor_kwargs: HTTP ${ok.status} ${short(ok.text)}`);
+    });
     for (const [name, url, why] of imgCases)
         await check(`error.image_${name}_400`, async () => {
             const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, max_tokens: 4, messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url } }] }] } });
