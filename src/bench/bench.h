@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // bench: the speed-test harness behind `glint bench` (the CLI only parses flags and prints).
-// Layer L6: uses model/ (single-sequence forward), engine/ (batched decode) and sampling/.
+// Layer L8: uses model/ (single-sequence forward), engine/ (batched decode) and sampling/.
 //
 // pp<P> = one batched forward of P random token ids (last-token logits only) after D tokens of
 // depth; tg<N> = N single-token steps (full logits and a greedy pick each) after D depth tokens

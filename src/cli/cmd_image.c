@@ -5,6 +5,8 @@
 #include "cli.h"
 
 #include "image/image.h"
+#include "media/media.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +14,7 @@
 #include <string.h>
 
 struct opts {
-    const char *image, *out, *decoded, *patches;
+    const char *image, *out, *decoded, *patches, *model, *rows;
     int max_tokens;
 };
 
@@ -25,6 +27,8 @@ static void usage(FILE *f)
             "  --out FILE             write the resized 8-bit RGB pixels (row-major, no header)\n"
             "  --decoded FILE         write the decoded RGB pixels before resizing\n"
             "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
+            "  --model DIR --rows FILE  encode with the model's vision tower (media/) and write\n"
+            "                         the soft-token rows, float32 [n_tokens][n_embd]\n"
             "prints {\"width\", \"height\", \"grid_thw\", \"n_tokens\", \"src_width\", "
             "\"src_height\"} as one JSON line\n",
             GL_IMAGE_MAX_TOKENS, GL_IMAGE_MAX_TOKENS_LIMIT);
@@ -55,6 +59,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->decoded = argv[++i];
         } else if (!strcmp(a, "--patches") && more) {
             o->patches = argv[++i];
+        } else if (!strcmp(a, "--model") && more) {
+            o->model = argv[++i];
+        } else if (!strcmp(a, "--rows") && more) {
+            o->rows = argv[++i];
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -68,7 +76,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             return 2;
         }
     }
-    if (!o->image) {
+    if (!o->image || !o->model != !o->rows) {
         usage(stderr);
         return 2;
     }
@@ -129,6 +137,33 @@ static int write_patches(const char *path, const struct gl_image *img)
     return rc;
 }
 
+// --model/--rows: the soft-token rows of the image through media/ (the same preprocessing, then
+// the model's vision tower), for the vision-loading oracle.
+static int write_rows(const struct opts *o, const uint8_t *data, size_t n)
+{
+    struct gl_model *m = NULL;
+    struct gl_model_params mp = gl_model_default_params();
+    struct gl_media_params p = gl_media_default_params();
+    struct gl_media_image img = {data, n};
+    struct gl_request_media rows = {0};
+    struct gl_err err = {0};
+    p.max_image_tokens = o->max_tokens;
+    struct gl_pool *pool = gl_pool_new(2);
+    int rc = 1;
+    if (!pool)
+        fprintf(stderr, "glint image: cannot start threads\n");
+    else if (gl_model_open(&m, o->model, &mp, &err) != GL_OK ||
+             gl_media_encode(m, pool, &img, &p, &rows, NULL, &err) != GL_OK)
+        fprintf(stderr, "glint image: %s\n", err.msg);
+    else
+        rc = write_file(o->rows, rows.embd,
+                        sizeof(float) * (size_t)rows.n_rows * (size_t)m->cfg.n_embd);
+    gl_free(rows.embd);
+    gl_model_delete(m);
+    gl_pool_delete(pool);
+    return rc;
+}
+
 static int run(const struct opts *o, const uint8_t *data, size_t n)
 {
     struct gl_image src = {0}, dst = {0};
@@ -146,6 +181,8 @@ static int run(const struct opts *o, const uint8_t *data, size_t n)
     if (o->out && write_file(o->out, dst.rgb, 3 * (size_t)dst.width * dst.height))
         goto done;
     if (o->patches && write_patches(o->patches, &dst))
+        goto done;
+    if (o->rows && write_rows(o, data, n))
         goto done;
     printf("{\"width\": %d, \"height\": %d, \"grid_thw\": [1, %d, %d], \"n_tokens\": %d, "
            "\"src_width\": %d, \"src_height\": %d}\n",

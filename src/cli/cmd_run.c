@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "engine/engine.h"
 #include "grammar/grammar.h"
+#include "media/media.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
@@ -63,6 +64,7 @@ static int usage_run(FILE *f)
     fprintf(f, "usage: glint run --model F (--prompt P | --prompt-ids \"1 2 3\") [-n N]\n"
                "                 [--temp T] [--top-p P] [--top-k K] [--min-p M] [--seed S]\n"
                "                 [--ids] [--special] [--threads N] [--show-tensors]\n"
+               "                 [--image FILE]...\n"
                "  --prompt      text, tokenized with BOS per tokenizer.ggml.add_bos_token;\n"
                "                special-token names are parsed only with --special\n"
                "  --prompt-ids  token ids used verbatim (no BOS added)\n"
@@ -72,6 +74,9 @@ static int usage_run(FILE *f)
                "  --special     parse specials in --prompt and print special tokens' text\n"
                "  --threads N   worker threads (default 2)\n"
                "  --show-tensors  print where every tensor lives (mmap / heap) to stderr\n"
+               "  --image FILE  PNG or JPEG for the next <|patch|> of the prompt (repeatable;\n"
+               "                <|patch|> in --prompt needs --special; id 200092); needs a\n"
+               "                model with a vision tower (an HF folder)\n"
                "batch: glint run --model F --batch IN.jsonl [--out OUT.jsonl] [--threads N]\n"
                "                 [--max-num-seqs 16] [--max-num-batched-tokens 512]\n"
                "                 [--kv-cache-memory BYTES] [--kv-cache-dtype f16|bf16|fp8|f32]\n"
@@ -153,6 +158,8 @@ struct run_opts {
     long long n_gen, threads;
     struct gl_sample_params sp;
     int print_ids, special, show_tensors;
+    const char *images[GL_MEDIA_MAX_IMAGES]; // --image files, in placeholder order
+    int n_images;
 };
 
 static int stream_bytes(const char *buf, int n)
@@ -599,6 +606,82 @@ done:
     return rc;
 }
 
+// --image: the whole file, at most max + 1 bytes (an over-limit file then fails the decoder's
+// byte limit with its own message). NULL if it cannot be read.
+static uint8_t *read_image(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 1 << 16;
+            nc = nc < max + 1 ? nc : max + 1; // never more than the limit + 1
+            uint8_t *nb = nc > cap ? gl_realloc(buf, nc) : NULL;
+            if (!nb)
+                break;
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f) || !buf;
+    fclose(f);
+    if (bad) {
+        gl_free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+// Expands the prompt's <|patch|> placeholders with the --image files (media/): *prompt becomes
+// the expanded ids, *embd ([n_prompt] pointers, NULL for text positions) points into mp's rows.
+static gl_status expand_images(const struct cli_model *cm, const struct run_opts *o,
+                               int32_t **prompt, int64_t *n_prompt, struct gl_media_prompt *mp,
+                               const float ***embd, struct gl_err *err)
+{
+    const struct gl_media_params p = gl_media_default_params();
+    struct gl_media_image im[GL_MEDIA_MAX_IMAGES];
+    uint8_t *bytes[GL_MEDIA_MAX_IMAGES] = {0};
+    gl_status st = GL_OK;
+    for (int i = 0; i < o->n_images && st == GL_OK; i++) {
+        size_t n = 0;
+        if (!(bytes[i] = read_image(o->images[i], p.limits.max_bytes, &n)))
+            st = gl_err_set(err, GL_E_IO, "--image %s: cannot read it", o->images[i]);
+        im[i] = (struct gl_media_image){bytes[i], n};
+    }
+    struct gl_pool *pool = st == GL_OK ? gl_pool_new((int)o->threads) : NULL;
+    if (st == GL_OK && !pool)
+        st = gl_err_set(err, GL_E_NOMEM, "cannot start %lld threads", o->threads);
+    if (st == GL_OK && *n_prompt > INT32_MAX)
+        st = gl_err_set(err, GL_E_LIMIT, "prompt of %lld tokens", (long long)*n_prompt);
+    if (st == GL_OK)
+        st = gl_media_expand(cm->model, pool, *prompt, (int32_t)*n_prompt, im, o->n_images, &p, mp,
+                             err);
+    gl_pool_delete(pool);
+    for (int i = 0; i < o->n_images; i++)
+        gl_free(bytes[i]);
+    if (st == GL_OK && !(*embd = gl_calloc((size_t)mp->n_ids, sizeof **embd)))
+        st = gl_err_set(err, GL_E_NOMEM, "no memory for %d row pointers", mp->n_ids);
+    if (st != GL_OK)
+        return st;
+    const int64_t E = cm->model->cfg.n_embd;
+    for (int32_t i = 0; i < mp->n_media; i++)
+        for (int32_t r = 0; r < mp->media[i].n_rows; r++)
+            (*embd)[mp->media[i].pos + r] = mp->media[i].embd + r * E;
+    gl_free(*prompt);
+    *prompt = mp->ids;
+    *n_prompt = mp->n_ids;
+    mp->ids = NULL;
+    return GL_OK;
+}
+
 int gl_cmd_run(int argc, char **argv)
 {
     struct run_opts o = {.n_gen = 32,
@@ -641,6 +724,8 @@ int gl_cmd_run(int argc, char **argv)
             o.prompt_ids = v;
         else if (!strcmp(a, "--batch"))
             o.batch = v;
+        else if (!strcmp(a, "--image") && o.n_images < GL_MEDIA_MAX_IMAGES)
+            o.images[o.n_images++] = v;
         else if (!strcmp(a, "--out"))
             o.out = v;
         else if (!strcmp(a, "--max-num-seqs") && !gl_cli_parse_int(v, 1, 4096, &x))
@@ -670,6 +755,10 @@ int gl_cmd_run(int argc, char **argv)
             return usage_run(stderr);
         }
     }
+    if (o.batch && o.n_images > 0) {
+        fprintf(stderr, "glint run: --image works with --prompt / --prompt-ids, not --batch\n");
+        return usage_run(stderr);
+    }
     if (!o.model || (!o.prompt + !o.prompt_ids + !o.batch != 2)) {
         fprintf(stderr,
                 "glint run: need --model and exactly one of --prompt / --prompt-ids / --batch\n");
@@ -681,6 +770,8 @@ int gl_cmd_run(int argc, char **argv)
     int rc = 1;
     int32_t *prompt = NULL, *gen = NULL;
     int64_t n_prompt = 0;
+    struct gl_media_prompt mp = {0};
+    const float **embd = NULL; // --image: input rows per prompt position
     float *logits = NULL;
     struct gl_sample_work smp = {0};
     struct gl_rng rng;
@@ -724,6 +815,10 @@ int gl_cmd_run(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    if (o.n_images > 0 && expand_images(&cm, &o, &prompt, &n_prompt, &mp, &embd, &err) != GL_OK) {
+        fprintf(stderr, "glint run: %s\n", err.msg);
+        goto done;
+    }
     int64_t n_ctx = n_prompt + o.n_gen;
     if (n_ctx > cf->n_ctx_train) {
         fprintf(stderr, "glint run: prompt %lld + %lld tokens exceeds context_length %d\n",
@@ -747,7 +842,8 @@ int gl_cmd_run(int argc, char **argv)
 
     const gl_token eos = gl_tokenizer_eos(cm.tok), eot = gl_tokenizer_eot(cm.tok);
     int64_t t0 = gl_time_us();
-    if (gl_model_forward(cm.ctx, cm.kv, prompt, n_prompt, 0, logits, 0, NULL, &err) != GL_OK) {
+    if (gl_model_forward_embd(cm.ctx, cm.kv, prompt, embd, n_prompt, 0, logits, 0, NULL, &err) !=
+        GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
         goto done;
     }
@@ -791,6 +887,8 @@ int gl_cmd_run(int argc, char **argv)
     rc = 0;
 done:
     gl_sample_work_free(&smp);
+    gl_media_prompt_free(&mp);
+    gl_free(embd);
     gl_free(logits);
     gl_free(gen);
     gl_free(prompt);

@@ -35,6 +35,9 @@ struct req {
     int32_t n_stop_ids;
     int32_t max_tokens;                // resolved: <= max_model_len - n_prompt
     struct gl_logits_processor *procs; // [sp.n] or NULL, owned
+    struct gl_request_media *media;    // [n_media] sorted by pos, rows owned
+    int32_t n_media;
+    int32_t *keys; // [n_prompt] prefix-cache key ids (media rows: derived ids), or NULL
     uint64_t seed;
     int prefilled;    // some choice has computed the whole prompt (n > 1 waits for it)
     struct req *next; // inbox link
@@ -44,6 +47,7 @@ struct seq {
     struct req *req;
     int32_t index;        // choice
     int32_t *tok;         // [n_tok]: prompt then generated
+    int32_t *key;         // [cap] prefix-cache key ids of tok (NULL: tok itself; media only)
     int64_t n_tok, cap;   // tokens, allocated
     int64_t n_computed;   // positions in kv
     struct gl_kv_seq *kv; // NULL while waiting
@@ -76,6 +80,7 @@ struct gl_engine {
     struct gl_kv_view *views; // [max_num_seqs * n_layer]
     float *logits;            // [max_num_seqs * n_vocab]
     float *raw;               // [n_vocab] unmodified row for raw logprobs
+    const float **embd;       // [max_num_batched_tokens] given input rows of the step (or NULL)
     struct gl_sample_work work;
     char *text; // event text scratch
     size_t cap_text;
@@ -169,6 +174,10 @@ static void req_free(struct req *r)
                 r->procs[i].free(r->procs[i].user);
         gl_free(r->procs);
     }
+    for (int32_t i = 0; i < r->n_media; i++)
+        gl_free(r->media[i].embd);
+    gl_free(r->media);
+    gl_free(r->keys);
     gl_sample_params_free(&r->sp);
     gl_free(r->prompt);
     gl_free(r->stop_ids);
@@ -181,6 +190,7 @@ static void seq_free(struct seq *s)
         return;
     gl_kv_seq_free(s->kv);
     gl_free(s->tok);
+    gl_free(s->key);
     gl_free(s->held);
     gl_free(s);
 }
@@ -189,14 +199,48 @@ static int seq_push_tok(struct seq *s, int32_t t)
 {
     if (s->n_tok == s->cap) {
         int64_t nc = s->cap * 2;
+        if (s->key) { // first: if tok then fails, key merely has spare room
+            int32_t *k = gl_realloc(s->key, (size_t)nc * sizeof *k);
+            if (!k)
+                return -1;
+            s->key = k;
+        }
         int32_t *n = gl_realloc(s->tok, (size_t)nc * sizeof *n);
         if (!n)
             return -1;
         s->tok = n;
         s->cap = nc;
     }
+    if (s->key) // a generated token is its own key
+        s->key[s->n_tok] = t;
     s->tok[s->n_tok++] = t;
     return 0;
+}
+
+// The ids the prefix cache keys s's positions by: its tokens, except soft (media) positions.
+static const int32_t *seq_keys(const struct seq *s)
+{
+    return s->key ? s->key : s->tok;
+}
+
+// Input rows of s's chunk [n_computed, n_computed + chunk) into out[0..chunk) (NULL: the token's
+// own row). Returns 1 if any position of the chunk is a media row (0: the chunk is all text).
+static int seq_embd(const struct seq *s, const float **out, int32_t n_embd)
+{
+    const struct req *r = s->req;
+    const int64_t a = s->n_computed, b = s->n_computed + s->chunk;
+    int any = 0;
+    for (int64_t p = a; p < b; p++)
+        out[p - a] = NULL;
+    for (int32_t i = 0; i < r->n_media; i++) {
+        const struct gl_request_media *md = &r->media[i];
+        const int64_t lo = md->pos > a ? md->pos : a;
+        const int64_t hi = md->pos + md->n_rows < b ? md->pos + md->n_rows : b;
+        for (int64_t p = lo; p < hi; p++) // row p - pos of the image, n_embd floats each
+            out[p - a] = md->embd + (p - md->pos) * (int64_t)n_embd;
+        any |= lo < hi;
+    }
+    return any;
 }
 
 static int held_reserve(struct seq *s, size_t extra)
@@ -269,10 +313,11 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     e->views = gl_malloc((size_t)S * (size_t)e->n_layer * sizeof *e->views);
     e->logits = gl_malloc((size_t)S * (size_t)e->n_vocab * sizeof(float));
     e->raw = gl_malloc((size_t)e->n_vocab * sizeof(float));
+    e->embd = gl_malloc((size_t)p->max_num_batched_tokens * sizeof *e->embd);
     e->cap_text = 4096;
     e->text = gl_malloc(e->cap_text);
     if (!e->waiting || !e->running || !e->sched || !e->bs || !e->views || !e->logits || !e->raw ||
-        !e->text) {
+        !e->embd || !e->text) {
         gl_engine_free(e);
         return gl_err_set(err, GL_E_NOMEM, "engine: no memory for %d sequences' step buffers", S);
     }
@@ -331,6 +376,44 @@ static gl_status build_stop_ids(struct gl_engine *e, struct req *r, struct gl_er
     return GL_OK;
 }
 
+// Media of a request: inside the prompt, sorted, not overlapping, each with rows.
+static gl_status check_media(const struct gl_request *r, struct gl_err *err)
+{
+    if (r->n_media < 0 || (r->n_media > 0 && !r->media))
+        return gl_err_set(err, GL_E_INVAL, "engine: %d media items without an array", r->n_media);
+    int64_t end = 0;
+    for (int32_t i = 0; i < r->n_media; i++) {
+        const struct gl_request_media *md = &r->media[i];
+        if (!md->embd || md->n_rows < 1 || md->pos < end ||
+            (int64_t)md->pos + md->n_rows > r->n_prompt)
+            return gl_err_set(err, GL_E_INVAL,
+                              "engine: media %d: %d rows at prompt position %d (prompt of %d "
+                              "tokens): rows must be given, inside the prompt, sorted and not "
+                              "overlapping",
+                              i, md->n_rows, md->pos, r->n_prompt);
+        end = (int64_t)md->pos + md->n_rows;
+    }
+    return GL_OK;
+}
+
+// Frees the rows of r's media: they belong to the engine from submit on, also when it refuses.
+static void free_media(const struct gl_request *r)
+{
+    for (int32_t i = 0; r->media && i < r->n_media; i++)
+        gl_free(r->media[i].embd);
+}
+
+// Prefix-cache key id of row j of the media with this digest (engine.h): a 64-bit mix of both,
+// folded to a negative int32 so it never equals a token id (kv.c hashes ids as uint32).
+static int32_t media_key(uint64_t digest, int32_t j)
+{
+    uint64_t x = digest ^ ((uint64_t)(uint32_t)j + 1) * 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return (int32_t)(-1 - (int64_t)(x & 0x7FFFFFFFu));
+}
+
 static gl_status check_request(struct gl_engine *e, const struct gl_request *r, struct gl_err *err)
 {
     gl_status st = gl_sample_params_check(&r->sp, e->n_vocab, err);
@@ -338,6 +421,8 @@ static gl_status check_request(struct gl_engine *e, const struct gl_request *r, 
         return st;
     if (r->n_prompt < 1 || !r->prompt)
         return gl_err_set(err, GL_E_INVAL, "engine: empty prompt");
+    if ((st = check_media(r, err)) != GL_OK)
+        return st;
     for (int32_t i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= e->n_vocab)
             return gl_err_set(err, GL_E_INVAL, "engine: prompt[%d] = %d not in [0, %d)", i,
@@ -372,24 +457,39 @@ gl_status gl_engine_submit(struct gl_engine *e, const struct gl_request *r, uint
     gl_status st = check_request(e, r, err);
     if (st != GL_OK) {
         free_procs(r);
+        free_media(r);
         return st;
     }
     struct req *q = gl_calloc(1, sizeof *q);
     if (!q || (st = gl_sample_params_copy(&q->sp, &r->sp, err)) != GL_OK) {
         gl_free(q);
         free_procs(r);
+        free_media(r);
         return st != GL_OK ? st : gl_err_set(err, GL_E_NOMEM, "engine: no memory");
     }
+    const int32_t n_media = r->media ? r->n_media : 0;
     q->prompt = gl_malloc((size_t)r->n_prompt * sizeof *q->prompt);
-    q->procs = r->procs ? gl_malloc((size_t)r->sp.n * sizeof *q->procs) : NULL;
-    if (!q->prompt || (r->procs && !q->procs)) {
+    // calloc: req_free below must see no processor (their users are freed from r) and no rows.
+    q->procs = r->procs ? gl_calloc((size_t)r->sp.n, sizeof *q->procs) : NULL;
+    q->media = n_media > 0 ? gl_calloc((size_t)n_media, sizeof *q->media) : NULL;
+    q->keys = n_media > 0 ? gl_malloc((size_t)r->n_prompt * sizeof *q->keys) : NULL;
+    if (!q->prompt || (r->procs && !q->procs) || (n_media > 0 && (!q->media || !q->keys))) {
         free_procs(r);
+        free_media(r);
         req_free(q);
         return gl_err_set(err, GL_E_NOMEM, "engine: no memory for a %d-token prompt", r->n_prompt);
     }
     if (r->procs)
         memcpy(q->procs, r->procs, (size_t)r->sp.n * sizeof *q->procs);
     memcpy(q->prompt, r->prompt, (size_t)r->n_prompt * sizeof *q->prompt);
+    if (n_media > 0) { // the rows are the request's from here on (req_free frees them)
+        memcpy(q->media, r->media, (size_t)n_media * sizeof *q->media);
+        q->n_media = n_media;
+        memcpy(q->keys, r->prompt, (size_t)r->n_prompt * sizeof *q->keys);
+        for (int32_t i = 0; i < n_media; i++)
+            for (int32_t j = 0; j < q->media[i].n_rows; j++)
+                q->keys[q->media[i].pos + j] = media_key(q->media[i].digest, j);
+    }
     q->n_prompt = r->n_prompt;
     q->on_event = r->on_event;
     q->user = r->user;
@@ -571,6 +671,8 @@ static void end_token(struct gl_engine *e, struct seq *s, int32_t t, struct gl_e
     } else if (ev->finish == GL_FINISH_NONE) {
         emit_len = s->n_held - gl_stop_holdback(sp, s->held, s->n_held);
     }
+    if (emit_len == 0) // also: held is NULL while nothing was ever decoded (no tokenizer)
+        return;
     if (text_reserve(e, ev->text_len + emit_len + 1) == GL_OK) { // else this text is lost
         memcpy(e->text + ev->text_len, s->held, emit_len);
         ev->text_len += emit_len;
@@ -773,7 +875,8 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
         return -1;
     if (gl_kv_seq_new(e->pool, &s->kv, NULL) != GL_OK)
         return 0;
-    int64_t reused = e->p.kv.prefix_cache ? gl_kv_seq_reuse_prefix(s->kv, s->tok, s->n_tok) : 0;
+    int64_t reused =
+        e->p.kv.prefix_cache ? gl_kv_seq_reuse_prefix(s->kv, seq_keys(s), s->n_tok) : 0;
     int64_t n = s->n_tok - reused;
     n = n < *budget ? n : *budget;
     if (gl_kv_seq_reserve(s->kv, n, NULL) != GL_OK) {
@@ -854,9 +957,11 @@ static gl_status drain_inbox(struct gl_engine *e, struct gl_err *err)
             if (s) {
                 s->cap = r->n_prompt + 16;
                 s->tok = gl_malloc((size_t)s->cap * sizeof *s->tok);
+                s->key = r->keys ? gl_malloc((size_t)s->cap * sizeof *s->key) : NULL;
             }
-            if (!s || !s->tok || push_waiting(e, s, 0)) {
+            if (!s || !s->tok || (r->keys && !s->key) || push_waiting(e, s, 0)) {
                 gl_free(s ? s->tok : NULL);
+                gl_free(s ? s->key : NULL);
                 gl_free(s);
                 st = gl_err_set(err, GL_E_NOMEM, "engine: no memory for request %llu",
                                 (unsigned long long)r->id);
@@ -866,6 +971,8 @@ static gl_status drain_inbox(struct gl_engine *e, struct gl_err *err)
             s->req = r;
             s->index = i;
             memcpy(s->tok, r->prompt, (size_t)r->n_prompt * sizeof *s->tok);
+            if (s->key)
+                memcpy(s->key, r->keys, (size_t)r->n_prompt * sizeof *s->key);
             s->n_tok = r->n_prompt;
             gl_rng_seed(&s->rng, gl_sample_choice_seed(r->seed, i));
             r->n_live++;
@@ -922,8 +1029,14 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
     if (st == GL_OK && e->n_sched > 0) {
         const int32_t L = e->n_layer;
         int32_t row = 0;
+        int64_t n_rows = 0; // e->embd slots used (the chunks total at most the step budget)
         for (int32_t i = 0; i < e->n_sched; i++) {
             struct seq *s = e->sched[i];
+            const float **embd = e->embd + n_rows;
+            if (s->req->n_media > 0 && seq_embd(s, embd, e->m->cfg.n_embd))
+                n_rows += s->chunk;
+            else
+                embd = NULL;
             for (int32_t l = 0; l < L; l++)
                 e->views[(size_t)i * (size_t)L + (size_t)l] = gl_kv_seq_view(s->kv, l);
             s->logits_row = s->n_computed + s->chunk == s->n_tok ? row++ : -1;
@@ -933,12 +1046,13 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
                                              .views = &e->views[(size_t)i * (size_t)L],
                                              .logits_row = s->logits_row,
                                              .n_logits = 1,
-                                             .head_mask = head_mask(e, s)};
+                                             .head_mask = head_mask(e, s),
+                                             .embd = embd};
         }
         st = gl_model_forward_batch(e->ctx, e->bs, e->n_sched, e->logits, err);
         for (int32_t i = 0; st == GL_OK && i < e->n_sched; i++) {
             struct seq *s = e->sched[i];
-            gl_kv_seq_commit(s->kv, s->tok + s->n_computed, s->chunk);
+            gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, s->chunk);
             s->n_computed += s->chunk;
             s->req->prefilled |= s->n_computed >= s->req->n_prompt;
         }
@@ -1028,6 +1142,7 @@ void gl_engine_free(struct gl_engine *e)
     gl_free(e->views);
     gl_free(e->logits);
     gl_free(e->raw);
+    gl_free(e->embd);
     gl_free(e->text);
     gl_free(e->cancels);
     gl_free(e->live);

@@ -20,6 +20,12 @@
 // - Seeds: a request without a seed gets one from an engine counter (deterministic per run);
 //   choice i of a request uses gl_sample_choice_seed(seed, i). The RNG lives in the sequence,
 //   so tokens never depend on which other sequences share a step.
+// - Media (image soft tokens, struct gl_request_media) stay as rows in the request, not in the
+//   KV: every forward chunk that covers a media position (a prefill chunk cut anywhere, or a
+//   recompute after preemption) points that position at its row (gl_batch_seq embd). Cost: the
+//   rows live until the request retires (N x n_embd floats per image). The prefix cache needs no
+//   change: blocks are keyed by a parallel array of key ids in which media positions carry ids
+//   derived from the content digest (negative, never a token id), so kv.c stays token-agnostic.
 // - A sequence that cannot grow even when it is the only one running (pool smaller than one
 //   max_model_len sequence) finishes with "length", like reaching max_model_len; a prompt that
 //   cannot fit an empty pool is refused at submit (GL_E_LIMIT).
@@ -119,9 +125,30 @@ struct gl_event {
 };
 typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
 
+// Media in a prompt (an image's soft tokens, built by src/media): positions pos .. pos + n_rows - 1
+// of the prompt take the given input embeddings instead of their token rows (gl_batch_seq embd).
+// The prompt ids at those positions are still what the request reports and what penalties see
+// (the <|patch|> placeholder). Prefix cache: the KV of those positions is keyed by ids derived
+// from (digest, row index), negative so they never equal a real token id, so two requests
+// share an image's KV blocks exactly when their digests (and everything before) agree. The
+// digest must therefore identify the rows' content (src/media hashes the pixels the encoder
+// saw and the grid); a 64-bit digest folded to 31 bits per position: a wrong hit needs every
+// soft position of a block to collide (about 2^-31 for a block holding one soft position).
+struct gl_request_media {
+    int32_t pos;     // prompt index of the first row
+    int32_t n_rows;  // >= 1; pos + n_rows <= n_prompt; media sorted by pos, not overlapping
+    float *embd;     // [n_rows][n_embd] f32 from gl_malloc; see gl_request.media for ownership
+    uint64_t digest; // content id of the rows
+};
+
 struct gl_request {
     const int32_t *prompt; // copied
     int32_t n_prompt;
+    // Optional media (NULL / 0: text only). The array is copied; the rows (embd) pass to the
+    // engine at submit, whatever its result: freed when the request retires (or is refused), so
+    // the caller must not free or reuse them after calling gl_engine_submit.
+    const struct gl_request_media *media;
+    int32_t n_media;
     struct gl_sample_params sp; // sampling.h: temperature... penalties, stops, n, logprobs, seed
     gl_event_fn on_event;
     void *user;

@@ -570,9 +570,15 @@ static void forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs
     attn_blocks(c, n);
     const int64_t pos0 = seqs[0].pos0;
 
-    // Embedding: dequantize one row of the table per token, then the scale-less RMS.
+    // Embedding: dequantize one row of the table per token (or take the given row), then the
+    // scale-less RMS.
     for (int64_t t = 0; t < n; t++) {
         const struct gl_batch_seq *sq = &seqs[c->row_seq[t]];
+        const float *given = sq->embd ? sq->embd[c->row_pos[t] - sq->pos0] : NULL;
+        if (given) {
+            rms_norm(c->h + t * E, given, NULL, E, cf->rms_eps);
+            continue;
+        }
         const int32_t tok = sq->tokens[c->row_pos[t] - sq->pos0];
         const uint8_t *row =
             (const uint8_t *)m->tok_embd.data + (size_t)tok * m->tok_embd.row_bytes;
@@ -723,7 +729,7 @@ gl_status gl_model_forward_batch(struct gl_model_ctx *c, const struct gl_batch_s
                                   i, l, v->n_blocks, v->block_size, (long long)(sq->pos0 + sq->n));
         }
         for (int32_t t = 0; t < sq->n; t++)
-            if (sq->tokens[t] < 0 || sq->tokens[t] >= cf->n_vocab)
+            if ((!sq->embd || !sq->embd[t]) && (sq->tokens[t] < 0 || sq->tokens[t] >= cf->n_vocab))
                 return gl_err_set(err, GL_E_INVAL,
                                   "forward: sequence %d, token %d has id %d, vocab is %d", i, t,
                                   sq->tokens[t], cf->n_vocab);
@@ -739,6 +745,14 @@ gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cache *kv, const
                            int64_t n, int64_t pos0, float *logits, int all_logits,
                            const struct gl_model_dump *dump, struct gl_err *err)
 {
+    return gl_model_forward_embd(c, kv, tokens, NULL, n, pos0, logits, all_logits, dump, err);
+}
+
+gl_status gl_model_forward_embd(struct gl_model_ctx *c, struct gl_kv_cache *kv,
+                                const int32_t *tokens, const float *const *embd, int64_t n,
+                                int64_t pos0, float *logits, int all_logits,
+                                const struct gl_model_dump *dump, struct gl_err *err)
+{
     const struct gl_model_config *cf = &c->m->cfg;
     if (n <= 0)
         return gl_err_set(err, GL_E_INVAL, "forward: empty token batch");
@@ -751,14 +765,21 @@ gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cache *kv, const
                           (long long)(pos0 + n), (long long)gl_kv_cache_capacity(kv),
                           (long long)c->n_ctx);
     for (int64_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= cf->n_vocab)
+        if ((!embd || !embd[i]) && (tokens[i] < 0 || tokens[i] >= cf->n_vocab))
             return gl_err_set(err, GL_E_INVAL, "forward: token %lld has id %d, vocab is %d",
                               (long long)i, tokens[i], cf->n_vocab);
     for (int l = 0; l < cf->n_layer; l++)
         c->views[l] = gl_kv_cache_view(kv, l);
     for (int64_t done = 0; done < n;) {
         int64_t cn = n - done < c->n_batch ? n - done : c->n_batch;
-        struct gl_batch_seq sq = {tokens + done, (int32_t)cn, pos0 + done, c->views, -1, 0, NULL};
+        struct gl_batch_seq sq = {tokens + done,
+                                  (int32_t)cn,
+                                  pos0 + done,
+                                  c->views,
+                                  -1,
+                                  0,
+                                  NULL,
+                                  embd ? embd + done : NULL};
         if (logits && all_logits) {
             sq.logits_row = 0;
             sq.n_logits = (int32_t)cn;

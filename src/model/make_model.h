@@ -54,7 +54,7 @@ struct gl_make_model_params {
     // same params: HF layout (Q/K rows in rotate-half order, the four sandwich norms stored as
     // w - 1, no QK-norm tensors), 1-D tensors F32 as in the GGUF. The vision tower (arch doc §6.6
     // names; release dims for 30b-shape, hidden 64 / 2 layers / 4x4 positions for tiny) is
-    // random too and written only here; nothing loads it yet.
+    // random too and written only here; gl_model_open binds it (gl_model_vision).
     uint64_t shard_bytes;
 };
 

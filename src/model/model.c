@@ -252,6 +252,11 @@ static void *own(struct gl_model *m, size_t n)
     return b;
 }
 
+void *gl_model__own(struct gl_model *m, size_t n)
+{
+    return own(m, n);
+}
+
 // A tensor as the binder sees it, whatever the container: ggml ne order ([in, out]).
 struct tview {
     const void *data;
@@ -619,7 +624,7 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
 #undef W
 #undef N
     }
-    return GL_OK;
+    return m->st ? gl_model__bind_vision(m, err) : GL_OK;
 }
 
 // Stop ids of a GGUF: tokenizer.ggml.eos_token_id then eot_token_id, without repeats.
@@ -754,6 +759,7 @@ void gl_model_delete(struct gl_model *m)
         gl_free_huge(m->huge[i].p, m->huge[i].n);
     gl_free(m->huge);
     gl_free(m->layers);
+    gl_free(m->vision_layers);
     if (m->owns_gguf)
         gl_gguf_close((struct gl_gguf *)m->gguf);
     gl_safetensors_close(m->st);

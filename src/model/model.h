@@ -13,6 +13,7 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "safetensors/safetensors.h"
+#include "vision/vision.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -111,6 +112,17 @@ struct gl_model {
     uint64_t r16_bytes; // bytes of weights repacked into resident memory
     int keep_quant;     // 0: every weight was expanded to F32 at load
     int repack;         // 1: Q4_K / Q6_K matrices were offered to the r16 layout
+    // Vision tower (arch doc §6): HF folders holding the §6.6 tensors only; GGUF files and
+    // text-only folders have none (has_vision 0). vision_cfg is parsed from config.json
+    // vision_config (absent keys: §6.1 values; out_dim = n_embd, rms_eps = the text rms_eps)
+    // whenever the folder has one; the weights borrow from the mapping (F32/F16/BF16 matrices)
+    // or from owned f32 copies (vectors not stored as aligned F32).
+    int has_vision;
+    struct gl_vision_config vision_cfg;
+    struct gl_vision_weights vision;
+    struct gl_vision_layer *vision_layers; // [vision_cfg.n_layers], owned
+    char vision_unsupported[256]; // non-empty: why the encoder cannot run vision_cfg (checked at
+                                  // bind time, only when the folder has the tower's tensors)
 };
 
 struct gl_model_params {
@@ -136,11 +148,11 @@ GL_MUST_USE gl_status gl_model_load(struct gl_model **out, const struct gl_gguf 
 // (§2.2) and the weight-less QK-norm gets qk_scale_factor / 1 as q_norm / k_norm weights (§2.4).
 GL_MUST_USE gl_status gl_model_open(struct gl_model **out, const char *path,
                                     const struct gl_model_params *params, struct gl_err *err);
-// Parses an HF folder's config.json (text_config, or a legacy flat config; vision_config is only
-// validated) and generation_config.json into cfg, the folded qk scale, the config vocab_size and
-// the stop ids. Absent keys take the release values (§1). GL_E_IO for a missing config.json,
-// GL_E_FORMAT for a wrongly typed or inconsistent key, GL_E_UNSUPPORTED for a feature the forward
-// pass lacks (naming the key).
+// Parses an HF folder's config.json (text_config, or a legacy flat config; vision_config into
+// m->vision_cfg, see struct gl_model) and generation_config.json into cfg, the folded qk scale,
+// the config vocab_size and the stop ids. Absent keys take the release values (§1). GL_E_IO for a
+// missing config.json, GL_E_FORMAT for a wrongly typed or inconsistent key, GL_E_UNSUPPORTED for a
+// feature the forward pass lacks (naming the key).
 GL_MUST_USE gl_status gl_model_hf_config_parse(struct gl_model *m, const char *dir,
                                                struct gl_err *err);
 // HF safetensors name (arch doc §3.3) of a GGUF tensor name ("blk.3.attn_q.weight" ->
@@ -154,6 +166,11 @@ struct gl_tokenizer;
 GL_MUST_USE gl_status gl_model_load_tokenizer(const struct gl_model *m, struct gl_tokenizer **out,
                                               struct gl_err *err);
 void gl_model_delete(struct gl_model *m); // NULL-safe
+// The vision tower's weights (borrowed: valid while m lives), or NULL when the model has none
+// (a GGUF, or an HF folder without model.vision_tower.* tensors).
+const struct gl_vision_weights *gl_model_vision(const struct gl_model *m);
+// Its config (shapes checked against every tensor at load), or NULL when it has no tower.
+const struct gl_vision_config *gl_model_vision_config(const struct gl_model *m);
 // 1 when the file tensor whose bytes start at data was repacked (its weight now lives in
 // resident memory, in the r16 layout), for diagnostics.
 int gl_model_is_repacked(const struct gl_model *m, const void *data);
@@ -231,6 +248,13 @@ struct gl_batch_seq {
     // groups are computed: their logits are bit-identical to a full head's, the other entries of
     // the rows are -INFINITY. GLINT_PARTIAL_HEAD=0 turns this off.
     const uint32_t *head_mask;
+    // NULL, or [n] pointers, one per token of this chunk: embd[t] != NULL is the input embedding
+    // of position pos0 + t (n_embd floats, borrowed for the call) used instead of the token_embd
+    // row of tokens[t] (whose id is then not read or checked). The row goes through the same
+    // scale-less RMS as a looked-up row (arch doc §2.1 step 3: llama.cpp injects vision features
+    // as raw embeddings). Soft tokens of an image: the caller points each position of the chunk
+    // at its row, so a chunk may start or end anywhere inside an image.
+    const float *const *embd;
 };
 
 // ONE forward pass over every token of seqs (at most n_batch in total): each weight matmul
@@ -250,3 +274,9 @@ GL_MUST_USE gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cach
                                        const int32_t *tokens, int64_t n, int64_t pos0,
                                        float *logits, int all_logits,
                                        const struct gl_model_dump *dump, struct gl_err *err);
+// gl_model_forward with given input rows: embd is NULL or [n] pointers, embd[i] != NULL replacing
+// the token_embd row of tokens[i] (as gl_batch_seq embd; tokens[i] is then not checked).
+GL_MUST_USE gl_status gl_model_forward_embd(struct gl_model_ctx *c, struct gl_kv_cache *kv,
+                                            const int32_t *tokens, const float *const *embd,
+                                            int64_t n, int64_t pos0, float *logits, int all_logits,
+                                            const struct gl_model_dump *dump, struct gl_err *err);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // model: HF model folders: the GGUF -> HF tensor name map (arch doc §3.3, legacy names too) and the
-// config (§1, §4): config.json `text_config` (or a legacy flat config), `vision_config` validated
-// only, generation_config.json for the stop ids. Absent
+// config (§1, §4, §6.1): config.json `text_config` (or a legacy flat config), `vision_config`
+// (into the model's gl_vision_config), generation_config.json for the stop ids. Absent
 // keys take the release values, the same GL_MODEL_DEF_* constants the GGUF parser falls back to;
 // the structure dims go through the GGUF parser's checker (gl_model__set_dims).
 #include "model/model.h"
@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -194,42 +195,120 @@ static gl_status parse_layers(const struct hf_cx *c, const json_t *tc, struct gl
     return GL_OK;
 }
 
-// Validates the vision tower's config for now (its weights are not loaded yet): an object whose
-// dims, when present, are positive and consistent.
-static gl_status check_vision(const char *path, const json_t *vc, struct gl_err *err)
+// Records why the encoder cannot run this vision_config (the first reason only). Not an error
+// here: a folder without vision tensors still loads as text; gl_model__bind_vision refuses the
+// tower with this message when its tensors are present.
+static void vision_unsupported(struct gl_model *m, const char *fmt, ...) GL_PRINTF(2, 3);
+static void vision_unsupported(struct gl_model *m, const char *fmt, ...)
 {
+    if (m->vision_unsupported[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->vision_unsupported, sizeof m->vision_unsupported, fmt, ap);
+    va_end(ap);
+}
+
+// vision_config.layer_types, when present: the encoder hard-wires the §6.1 rule (full attention
+// iff (i + 1) % full_every == 0 or i is the last layer); another pattern is unsupported.
+static gl_status check_vision_layers(struct gl_model *m, const struct hf_cx *c, const json_t *vc)
+{
+    const struct gl_vision_config *v = &m->vision_cfg;
+    const json_t *lt = json_object_get(vc, "layer_types");
+    if (!lt || json_is_null(lt))
+        return GL_OK;
+    if (!json_is_array(lt) || json_array_size(lt) != (size_t)v->n_layers)
+        return gl_err_set(c->err, GL_E_FORMAT,
+                          "model: %s: vision_config.layer_types must be a list of "
+                          "num_hidden_layers = %d strings",
+                          c->path, (int)v->n_layers);
+    for (int32_t i = 0; i < v->n_layers; i++) {
+        const char *s = json_string_value(json_array_get(lt, (size_t)i));
+        const int full = (i + 1) % v->full_every == 0 || i == v->n_layers - 1;
+        if (!s || strcmp(s, full ? "full_attention" : "window_attention") != 0)
+            vision_unsupported(m,
+                               "vision_config.layer_types[%d] must be \"%s\" (full attention every "
+                               "%d layers and at the last)",
+                               (int)i, full ? "full_attention" : "window_attention",
+                               (int)v->full_every);
+    }
+    return GL_OK;
+}
+
+// vision_config -> m->vision_cfg (arch doc §6.1; absent keys take the release values). The
+// projection width follows the text tower (out_dim = n_embd) and the final RMS its eps (§6.3
+// step 11). The adapter width is the top-level projector_hidden_size (HF), else the older
+// vision_config.adapter_dim. A malformed vision_config is an error; one the encoder cannot run is
+// recorded (vision_unsupported). Whether the folder has the tower at all is decided by its
+// tensors (model_vision.c); the shapes are checked there against this config.
+static gl_status parse_vision(struct gl_model *m, const char *path, const json_t *root,
+                              struct gl_err *err)
+{
+    struct gl_vision_config *v = &m->vision_cfg;
+    gl_vision_config_default(v);
+    v->out_dim = m->cfg.n_embd;
+    v->rms_eps = m->cfg.rms_eps;
+    m->vision_unsupported[0] = '\0';
+    const json_t *vc = json_object_get(root, "vision_config");
     if (!vc || json_is_null(vc))
         return GL_OK;
     struct hf_cx c = {path, "vision_config", err};
     if (!json_is_object(vc))
         return gl_err_set(err, GL_E_FORMAT, "model: %s: vision_config is not an object", path);
-    static const struct {
+    struct {
         const char *key;
-        uint32_t def;
-    } dims[] = {{"hidden_size", 1536},       {"num_hidden_layers", 50}, {"num_attention_heads", 16},
-                {"intermediate_size", 8960}, {"patch_size", 14},        {"merge_size", 2},
-                {"patch_temporal", 2},       {"pos_emb_height", 32},    {"pos_emb_width", 32}};
-    uint32_t v[sizeof dims / sizeof dims[0]];
+        int32_t *dst;
+    } dims[] = {{"hidden_size", &v->hidden},          {"num_hidden_layers", &v->n_layers},
+                {"num_attention_heads", &v->n_heads}, {"intermediate_size", &v->ffn},
+                {"patch_size", &v->patch_size},       {"merge_size", &v->merge},
+                {"patch_temporal", &v->patch_frames}, {"pos_emb_height", &v->pos_h},
+                {"pos_emb_width", &v->pos_w}};
     gl_status st;
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
-        if ((st = get_u32(&c, vc, dims[i].key, dims[i].def, &v[i])))
+        uint32_t u;
+        if ((st = get_u32(&c, vc, dims[i].key, (uint32_t)*dims[i].dst, &u)))
             return st;
-        if (v[i] == 0 || v[i] > (1u << 20))
+        if (u == 0 || u > (1u << 20))
             return gl_err_set(err, GL_E_FORMAT, "model: %s: vision_config.%s = %u is implausible",
-                              path, dims[i].key, v[i]);
+                              path, dims[i].key, u);
+        *dims[i].dst = (int32_t)u;
     }
-    if (v[0] % v[2] != 0)
-        return gl_err_set(err, GL_E_FORMAT,
-                          "model: %s: vision_config.hidden_size %u is not a multiple of "
-                          "num_attention_heads %u",
-                          path, v[0], v[2]);
-    float eps;
-    if ((st = get_f32(&c, vc, "layer_norm_eps", 1e-5f, 1e-5f, &eps)))
+    uint32_t adapter;
+    const struct hf_cx top = {path, "config", err};
+    if ((st = get_u32(&c, vc, "adapter_dim", (uint32_t)v->adapter, &adapter)) ||
+        (st = get_u32(&top, root, "projector_hidden_size", adapter, &adapter)))
         return st;
-    if (!(eps > 0.0f))
-        return gl_err_set(err, GL_E_FORMAT, "model: %s: vision_config.layer_norm_eps must be > 0",
+    if (adapter == 0 || adapter > (1u << 20))
+        return gl_err_set(err, GL_E_FORMAT, "model: %s: projector_hidden_size %u is implausible",
+                          path, adapter);
+    v->adapter = (int32_t)adapter;
+    if (v->hidden % v->n_heads != 0)
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: %s: vision_config.hidden_size %d is not a multiple of "
+                          "num_attention_heads %d",
+                          path, (int)v->hidden, (int)v->n_heads);
+    v->head_dim = v->hidden / v->n_heads;
+    if (v->head_dim % 16 != 0 || v->merge != 2)
+        vision_unsupported(m,
+                           "vision head_dim %d (hidden_size / num_attention_heads) must be a "
+                           "multiple of 16 and merge_size (%d) 2",
+                           (int)v->head_dim, (int)v->merge);
+    const json_t *act = json_object_get(vc, "hidden_act");
+    if (act && (!json_is_string(act) || strcmp(json_string_value(act), "gelu") != 0))
+        vision_unsupported(m, "vision_config.hidden_act must be \"gelu\" (exact erf)");
+    float theta = v->rope_theta;
+    const json_t *rp = json_object_get(vc, "rope_parameters");
+    struct hf_cx rc = {path, "vision_config.rope_parameters", err};
+    if ((st = get_f32(&c, vc, "layer_norm_eps", v->ln_eps, v->ln_eps, &v->ln_eps)) ||
+        (st = get_f32(&c, vc, "rope_theta", theta, theta, &theta)) ||
+        (json_is_object(rp) && (st = get_f32(&rc, rp, "rope_theta", theta, theta, &theta))))
+        return st;
+    v->rope_theta = theta;
+    if (!(v->ln_eps > 0.0f) || !(v->rope_theta > 1.0f))
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: %s: vision_config.layer_norm_eps must be > 0 and rope_theta > 1",
                           path);
-    return GL_OK;
+    return check_vision_layers(m, &c, vc);
 }
 
 // eos_token_id: an int or a list of ints -> m->stop_ids (repeats dropped). 0: absent.
@@ -425,8 +504,7 @@ gl_status gl_model_hf_config_parse(struct gl_model *m, const char *dir, struct g
     }
     if (st == GL_OK && !(st = parse_dims(m, &c, tc)) && !(st = parse_rope(&m->cfg, &c, tc)) &&
         !(st = parse_scalars(m, &c, tc)) && !(st = parse_layers(&c, tc, &m->cfg)) &&
-        !(st = check_features(&c, root, tc)) &&
-        !(st = check_vision(path, json_object_get(root, "vision_config"), err)))
+        !(st = check_features(&c, root, tc)) && !(st = parse_vision(m, path, root, err)))
         st = parse_stop_ids(m, dir, &c, root, tc);
     json_decref(root);
     return st;

@@ -12,3 +12,11 @@ void gl_kv_cache__set_len(struct gl_kv_cache *kv, int64_t len);
 // config parsers) and stores them in cfg. GL_E_FORMAT / GL_E_LIMIT / GL_E_UNSUPPORTED naming them.
 GL_MUST_USE gl_status gl_model__set_dims(struct gl_model_config *cfg, const uint32_t v[8],
                                          struct gl_err *err);
+
+// A buffer of n bytes (64-byte aligned) owned by m: freed by gl_model_delete. NULL on OOM.
+void *gl_model__own(struct gl_model *m, size_t n);
+
+// HF folders: binds the vision tower (arch doc §6.6 names) when the folder holds its patch
+// embedding, checking every tensor's shape against m->vision_cfg; leaves has_vision 0 otherwise.
+// GL_E_FORMAT names a missing or misshapen tensor, GL_E_UNSUPPORTED a dtype without kernels.
+GL_MUST_USE gl_status gl_model__bind_vision(struct gl_model *m, struct gl_err *err);

@@ -14,13 +14,16 @@
 
 typedef int32_t gl_token;
 
-#define GL_TOK_N_BASE    200000 // mergeable ranks in l4_200k_base
-#define GL_TOK_N_SPECIAL 2048   // specials at ids 200000..202047
-#define GL_TOK_BOS       200000 // <|begin_of_text|>
-#define GL_TOK_EOS       200001 // <|end_of_text|>
-#define GL_TOK_EOM       200007 // <|eom|> (NOT a stop token)
-#define GL_TOK_EOT       200008 // <|eot|>
-#define GL_TOK_PAD       200018 // <|finetune_right_pad|>
+#define GL_TOK_N_BASE      200000 // mergeable ranks in l4_200k_base
+#define GL_TOK_N_SPECIAL   2048   // specials at ids 200000..202047
+#define GL_TOK_BOS         200000 // <|begin_of_text|>
+#define GL_TOK_EOS         200001 // <|end_of_text|>
+#define GL_TOK_EOM         200007 // <|eom|> (NOT a stop token)
+#define GL_TOK_EOT         200008 // <|eot|>
+#define GL_TOK_PAD         200018 // <|finetune_right_pad|>
+#define GL_TOK_IMAGE_START 200080 // <|image_start|> (arch doc §6.4)
+#define GL_TOK_IMAGE_END   200081 // <|image_end|>
+#define GL_TOK_PATCH       200092 // <|patch|>: the image soft-token placeholder (image_token_id)
 
 // GGUF token_type values.
 enum gl_tok_type {

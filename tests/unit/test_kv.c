@@ -495,7 +495,8 @@ static void pool_step(struct gl_model_ctx *c, struct runseq *rs, const int32_t *
         GL_ASSERT_MSG(gl_kv_seq_reserve(rs[i].s, n[i], &err) == GL_OK, "%s", err.msg);
         for (int l = 0; l < T_L; l++)
             rs[i].views[l] = gl_kv_seq_view(rs[i].s, l);
-        struct gl_batch_seq q = {toks[i], n[i], gl_kv_seq_len(rs[i].s), rs[i].views, i, 0, NULL};
+        struct gl_batch_seq q = {toks[i], n[i], gl_kv_seq_len(rs[i].s), rs[i].views, i, 0,
+                                 NULL,    NULL};
         bs[i] = q;
     }
     GL_ASSERT_MSG(gl_model_forward_batch(c, bs, k, logits, &err) == GL_OK, "%s", err.msg);
@@ -800,7 +801,7 @@ TEST(test_forward_batch_refusals)
         r.views[l] = gl_kv_seq_view(r.s, l);
     int32_t t[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     float lg[T_V];
-    struct gl_batch_seq q = {t, 5, 0, r.views, 0, 0, NULL}; // 5 positions, views cover 4
+    struct gl_batch_seq q = {t, 5, 0, r.views, 0, 0, NULL, NULL}; // 5 positions, views cover 4
     CHECK(gl_model_forward_batch(c, &q, 1, lg, &err) == GL_E_INVAL);
     CHECK(strstr(err.msg, "layer 0") != NULL);
     q.n = 12; // more than n_batch 8
@@ -841,7 +842,7 @@ TEST(test_forward_batch_logit_rows)
             REQUIRE(gl_kv_seq_reserve(r[i].s, nn[i], &err) == GL_OK);
             for (int l = 0; l < T_L; l++)
                 r[i].views[l] = gl_kv_seq_view(r[i].s, l);
-            struct gl_batch_seq x = {tt[i], nn[i], 0, r[i].views, 0, 0, NULL};
+            struct gl_batch_seq x = {tt[i], nn[i], 0, r[i].views, 0, 0, NULL, NULL};
             q[i] = x;
         }
         q[0].n_logits = 2; // A: its last two tokens

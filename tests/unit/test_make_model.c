@@ -9,6 +9,7 @@
 
 #include "gguf/gguf.h"
 #include "model/make_model.h"
+#include "model/model.h"
 #include "quant/quant.h"
 #include "safetensors/safetensors.h"
 #include "tokenizer/tokenizer.h"
@@ -567,6 +568,29 @@ TEST(test_safetensors_folder)
     CHECK(memcmp(fn->data, row, (size_t)E * sizeof(float)) == 0);
     CHECK(!gl_safetensors_find(s, "model.language_model.layers.0.self_attn.q_norm.weight"));
     gl_safetensors_close(s);
+    // gl_model_open binds the tower of this sharded BF16 folder (config and every shape) and it
+    // encodes a 2 x 2 patch grid into one row of n_embd.
+    struct gl_model *m = NULL;
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, dir, &mp, &err) == GL_OK);
+    const struct gl_vision_config *vc = gl_model_vision_config(m);
+    CHECK(vc && vc->hidden == 64 && vc->n_layers == 2 && vc->n_heads == 4 && vc->pos_h == 4 &&
+          vc->adapter == 128 && vc->out_dim == E && gl_model_vision(m) &&
+          gl_model_vision(m)->patch.type == GL_TYPE_BF16);
+    float *patches = malloc(4 * 1176 * sizeof(float)), out[256] = {0};
+    struct gl_pool *pool = gl_pool_new(1);
+    REQUIRE(patches && pool);
+    for (int i = 0; i < 4 * 1176; i++)
+        patches[i] = (float)(i % 7) * 0.1f - 0.3f;
+    if (vc)
+        CHECK(gl_vision_encode(pool, vc, gl_model_vision(m), patches, 2, 2, out, &err) == GL_OK);
+    int finite = 1;
+    for (int k = 0; k < E; k++)
+        finite &= out[k] == out[k] && fabsf(out[k]) < 100.0f;
+    CHECK(finite);
+    gl_pool_delete(pool);
+    free(patches);
+    gl_model_delete(m);
     free(row);
     // Quantized types have no safetensors form.
     p.type = "Q4_K";

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+// model: the vision tower's weights from an HF folder (arch doc §6.6 names) bound into the
+// encoder's struct gl_vision_weights. HF stores Linear weights as [out, in] row-major, which is
+// the encoder's W[n_out][n_in] row layout, and the vision Q/K rows stay in HF's rotate-half
+// order (the encoder applies RoPE in that layout, §6.3 step 5), so matrices are borrowed from
+// the mapping as they are (F32/F16/BF16); only data not aligned to its element size is copied.
+// LayerNorm weights, biases and the position table are read as f32 (borrowed when stored as
+// aligned F32, else converted into owned copies).
+#include "model/model.h"
+#include "model/model_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define VT "model.vision_tower."
+
+// The tensor `name` with shape [d0] (d1 == 0) or [d0, d1] (HF order), else GL_E_FORMAT naming
+// the expected and actual shape.
+static gl_status vis_find(const struct gl_model *m, const char *name, int64_t d0, int64_t d1,
+                          const struct gl_safetensors_tensor **out, struct gl_err *err)
+{
+    const struct gl_safetensors_tensor *t = gl_safetensors_find(m->st, name);
+    if (!t)
+        return gl_err_set(err, GL_E_FORMAT, "model: vision tensor %s is missing in %s", name,
+                          m->hf_dir);
+    const int nd = d1 ? 2 : 1;
+    if (t->ndim != nd || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
+        char want[64], have[64];
+        snprintf(want, sizeof want, "[%lld", (long long)d0);
+        if (d1)
+            snprintf(want + strlen(want), sizeof want - strlen(want), ", %lld", (long long)d1);
+        snprintf(have, sizeof have, "[%lld", (long long)(t->ndim > 0 ? t->shape[0] : 1));
+        if (t->ndim > 1)
+            snprintf(have + strlen(have), sizeof have - strlen(have), ", %lld%s",
+                     (long long)t->shape[1], t->ndim > 2 ? ", ..." : "");
+        strcat(want, "]");
+        strcat(have, "]");
+        return gl_err_set(err, GL_E_FORMAT,
+                          "model: vision tensor %s in %s has shape %s (%d dims), expected %s "
+                          "(vision_config)",
+                          name, m->hf_dir, have, t->ndim, want);
+    }
+    *out = t;
+    return GL_OK;
+}
+
+static enum gl_type st_type(enum gl_safetensors_dtype d)
+{
+    return d == GL_SAFETENSORS_DTYPE_F32   ? GL_TYPE_F32
+           : d == GL_SAFETENSORS_DTYPE_F16 ? GL_TYPE_F16
+                                           : GL_TYPE_BF16;
+}
+
+// A matrix [n_out][n_in]: borrowed, or copied when its data is not element-aligned.
+static gl_status vis_mat(struct gl_model *m, const char *name, int64_t n_out, int64_t n_in,
+                         struct gl_vision_mat *out, struct gl_err *err)
+{
+    const struct gl_safetensors_tensor *t;
+    gl_status st = vis_find(m, name, n_out, n_in, &t, err);
+    if (st != GL_OK)
+        return st;
+    out->type = st_type(t->dtype);
+    out->data = t->data;
+    const size_t esz = gl_safetensors_dtype_size(t->dtype);
+    if ((uintptr_t)t->data % esz != 0) {
+        void *c = gl_model__own(m, (size_t)t->nbytes);
+        if (!c)
+            return gl_err_set(err, GL_E_NOMEM, "model: no memory for a copy of %s", name);
+        memcpy(c, t->data, (size_t)t->nbytes);
+        out->data = c;
+    }
+    return GL_OK;
+}
+
+// f32 values of a [d0] or [d0, d1] tensor: borrowed when aligned F32, else an owned f32 copy.
+static gl_status vis_f32(struct gl_model *m, const char *name, int64_t d0, int64_t d1,
+                         const float **out, struct gl_err *err)
+{
+    const struct gl_safetensors_tensor *t;
+    gl_status st = vis_find(m, name, d0, d1, &t, err);
+    if (st != GL_OK)
+        return st;
+    if (t->dtype == GL_SAFETENSORS_DTYPE_F32 && (uintptr_t)t->data % sizeof(float) == 0) {
+        *out = t->data;
+        return GL_OK;
+    }
+    const int64_t n = d0 * (d1 ? d1 : 1);
+    float *f = gl_model__own(m, (size_t)n * sizeof(float));
+    if (!f)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for an f32 copy of %s", name);
+    if (t->dtype == GL_SAFETENSORS_DTYPE_F32)
+        memcpy(f, t->data, (size_t)n * sizeof(float));
+    else // as bind_norm does for HF F16/BF16 norms
+        gl_kernels_get()->to_float[st_type(t->dtype)](t->data, f, n);
+    *out = f;
+    return GL_OK;
+}
+
+static gl_status bind_layer(struct gl_model *m, int l, struct gl_vision_layer *L,
+                            struct gl_err *err)
+{
+    const struct gl_vision_config *c = &m->vision_cfg;
+    const int64_t H = c->hidden, F = c->ffn;
+    char nm[160];
+    gl_status st = GL_OK;
+    const struct {
+        const char *suffix;
+        const float **dst;
+        int64_t n;
+    } vecs[] = {{"norm1.weight", &L->ln1_w, H},   {"norm1.bias", &L->ln1_b, H},
+                {"norm2.weight", &L->ln2_w, H},   {"norm2.bias", &L->ln2_b, H},
+                {"attn.q_proj.bias", &L->q_b, H}, {"attn.k_proj.bias", &L->k_b, H},
+                {"attn.v_proj.bias", &L->v_b, H}, {"attn.proj.bias", &L->proj_b, H},
+                {"mlp.fc1.bias", &L->fc1_b, F},   {"mlp.fc2.bias", &L->fc2_b, H}};
+    const struct {
+        const char *suffix;
+        struct gl_vision_mat *dst;
+        int64_t n_out, n_in;
+    } mats[] = {{"attn.q_proj.weight", &L->q, H, H}, {"attn.k_proj.weight", &L->k, H, H},
+                {"attn.v_proj.weight", &L->v, H, H}, {"attn.proj.weight", &L->proj, H, H},
+                {"mlp.fc1.weight", &L->fc1, F, H},   {"mlp.fc2.weight", &L->fc2, H, F}};
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0] && st == GL_OK; i++) {
+        snprintf(nm, sizeof nm, VT "layers.%d.%s", l, vecs[i].suffix);
+        st = vis_f32(m, nm, vecs[i].n, 0, vecs[i].dst, err);
+    }
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0] && st == GL_OK; i++) {
+        snprintf(nm, sizeof nm, VT "layers.%d.%s", l, mats[i].suffix);
+        st = vis_mat(m, nm, mats[i].n_out, mats[i].n_in, mats[i].dst, err);
+    }
+    return st;
+}
+
+gl_status gl_model__bind_vision(struct gl_model *m, struct gl_err *err)
+{
+    m->has_vision = 0;
+    if (!gl_safetensors_find(m->st, VT "patch_embedder.patch_embedding.weight"))
+        return GL_OK; // a text-only folder (a vision_config alone does not make a tower)
+    if (m->vision_unsupported[0])
+        return gl_err_set(err, GL_E_UNSUPPORTED, "model: %s: %s", m->hf_dir, m->vision_unsupported);
+    const struct gl_vision_config *c = &m->vision_cfg;
+    struct gl_vision_weights *w = &m->vision;
+    const int64_t H = c->hidden;
+    memset(w, 0, sizeof *w);
+    m->vision_layers = gl_calloc((size_t)c->n_layers, sizeof *m->vision_layers);
+    if (!m->vision_layers)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for %d vision layers",
+                          (int)c->n_layers);
+    gl_status st;
+    if ((st = vis_mat(m, VT "patch_embedder.patch_embedding.weight", H, gl_vision_patch_dim(c),
+                      &w->patch, err)) ||
+        (st = vis_f32(m, VT "patch_embedder.position_embedding_table.weight",
+                      (int64_t)c->pos_h * c->pos_w, H, &w->pos, err)) ||
+        (st = vis_f32(m, VT "ln_pre.weight", H, 0, &w->ln_pre_w, err)) ||
+        (st = vis_f32(m, VT "ln_pre.bias", H, 0, &w->ln_pre_b, err)) ||
+        (st = vis_f32(m, VT "ln_post.weight", H, 0, &w->ln_post_w, err)) ||
+        (st = vis_f32(m, VT "ln_post.bias", H, 0, &w->ln_post_b, err)) ||
+        (st = vis_mat(m, "model.vision_adapter.fc1.weight", c->adapter, 4 * H, &w->adapter_fc1,
+                      err)) ||
+        (st = vis_mat(m, "model.vision_adapter.fc2.weight", c->adapter, c->adapter, &w->adapter_fc2,
+                      err)) ||
+        (st = vis_mat(m, "model.vision_projection.weight", c->out_dim, c->adapter, &w->projection,
+                      err)))
+        return st;
+    for (int l = 0; l < c->n_layers; l++)
+        if ((st = bind_layer(m, l, &m->vision_layers[l], err)))
+            return st;
+    w->layers = m->vision_layers;
+    m->has_vision = 1;
+    return GL_OK;
+}
+
+const struct gl_vision_weights *gl_model_vision(const struct gl_model *m)
+{
+    return m && m->has_vision ? &m->vision : NULL;
+}
+
+const struct gl_vision_config *gl_model_vision_config(const struct gl_model *m)
+{
+    return m && m->has_vision ? &m->vision_cfg : NULL;
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Vision loading oracle (issue 12): a random tiny HF folder (glint make-model --format
+# safetensors --preset tiny --type F32 --layers 2: vision hidden 64, 2 layers, 4x4 position table,
+# adapter 128, text width 256), one generated 168x112 image (patch grid 8x12: 2x3 windows of 4x4,
+# partial at the edges, wider than the table); glint's media/ path (decode, grid, resize,
+# patchify, the tower bound from the folder) writes the soft-token rows; media_ref.py runs
+# vision_ref.py's float64 encoder on glint's patches with the folder's tensors read by its own
+# safetensors parser. Tolerance max|diff| <= 1e-5 * max|ref|. Negative controls: the same
+# comparison with norm1/norm2 or q_proj/k_proj swapped must FAIL.
+# Env: GLINT_BUILD_DIR (default build), GLINT_TEST_DIR (default build/testdata).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD="${GLINT_BUILD_DIR:-$PWD/build}"
+WORK="${GLINT_TEST_DIR:-$PWD/build/testdata}/media-torch"
+GLINT="$BUILD/glint"
+[ -x "$GLINT" ] || { echo "media torch: $GLINT not built"; exit 1; }
+/usr/bin/python3 -c "import torch, numpy, PIL" ||
+    { echo "media torch: /usr/bin/python3 lacks torch/numpy/PIL"; exit 1; }
+rm -rf "$WORK"
+mkdir -p "$WORK"
+"$GLINT" make-model --format safetensors --preset tiny --type F32 --layers 2 \
+    --out "$WORK/hf" >/dev/null 2>&1
+/usr/bin/python3 - "$WORK/img.png" <<'PY'
+import sys
+from PIL import Image
+im = Image.new("RGB", (168, 112))
+im.putdata([((x * 3 + y) % 256, (x * y) % 256, (255 - y * 2) % 256)
+            for y in range(112) for x in range(168)])
+im.save(sys.argv[1])
+PY
+geo=$("$GLINT" image preprocess "$WORK/img.png" --patches "$WORK/patches.f32" \
+    --model "$WORK/hf" --rows "$WORK/rows.f32" 2>/dev/null)
+read -r gh2 gw2 < <(echo "$geo" | /usr/bin/python3 -c \
+    'import json,sys; g=json.load(sys.stdin)["grid_thw"]; print(g[1], g[2])')
+status=0
+/usr/bin/python3 tests/oracle/media_ref.py "$WORK/hf" "$WORK/patches.f32" "$WORK/rows.f32" \
+    "$gh2" "$gw2" || status=1
+for control in swap_norms swap_qk; do
+    if out=$(/usr/bin/python3 tests/oracle/media_ref.py "$WORK/hf" "$WORK/patches.f32" \
+        "$WORK/rows.f32" "$gh2" "$gw2" --control "$control"); then
+        echo "not ok control $control: glint matched a wrong binding ($out)"
+        status=1
+    else
+        echo "ok control $control: fails as it must (${out#*: })"
+    fi
+done
+rm -rf "$WORK/hf"
+[ "$status" = 0 ] && echo "media torch PASSED" || echo "media torch FAILED"
+exit "$status"
