@@ -21,6 +21,7 @@ static const struct {
     {"grammar", gl_cmd_grammar, "structured output: MaskBench check, random walks under a schema"},
     {"serve", gl_cmd_serve, "the vLLM-compatible OpenAI server (HTTP)"},
     {"image", gl_cmd_image, "image preprocess: decode, grid, resize for the vision encoder"},
+    {"video", gl_cmd_video, "video preprocess: decode, sample frames, resize for the encoder"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+// glint video preprocess: decode a clip, sample frames, pick the grid and resize as the vision
+// encoder's video input (muse-glimmer-arch.md §6.5); writes the resized frames / patch vectors
+// for the oracle checks and prints one JSON line with the geometry, indices and timestamps.
+#include "cli.h"
+
+#include "video/video.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct opts {
+    const char *video, *out, *patches;
+    int prompt;
+    struct gl_video_params par;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: glint video preprocess VIDEO [options]\n"
+        "  VIDEO                  a video file (mp4/mov, mkv/webm, avi, ts, flv, ogg, gif)\n"
+        "  --fps F                frames sampled per second (default %.1f)\n"
+        "  --max-frames N         cap on sampled frames (default %d, at most %d)\n"
+        "  --max-frame-tokens N   cap on merged tokens per frame (default %d)\n"
+        "  --out FILE             write the T resized 8-bit RGB frames (no header)\n"
+        "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
+        "  --prompt               add \"prompt\": the expanded placeholder text, specials by name\n"
+        "prints {\"frames\", \"width\", \"height\", \"grid_thw\", \"timestamps\", "
+        "\"n_tokens\", \"sampled\", \"indices\", \"total_frames\", \"src_fps\", "
+        "\"fps_known\", \"src_width\", \"src_height\"} as one JSON line\n",
+        GL_VIDEO_FPS, GL_VIDEO_MAX_FRAMES, GL_VIDEO_MAX_FRAMES_LIMIT, GL_VIDEO_MAX_FRAME_TOKENS);
+}
+
+static int parse_fps(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v > 0.0 && v <= 1000.0))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_opt(int argc, char **argv, int *i, struct opts *o)
+{
+    const char *a = argv[*i];
+    int more = *i + 1 < argc;
+    long long v;
+    if (!strcmp(a, "--fps") && more) {
+        if (parse_fps(argv[++*i], &o->par.fps) == 0)
+            return -1;
+        fprintf(stderr, "glint video: --fps wants a number in (0, 1000]\n");
+    } else if (!strcmp(a, "--max-frames") && more) {
+        if (gl_cli_parse_int(argv[++*i], 1, GL_VIDEO_MAX_FRAMES_LIMIT, &v) == 0) {
+            o->par.max_frames = (int)v;
+            return -1;
+        }
+        fprintf(stderr, "glint video: --max-frames wants an integer in 1..%d\n",
+                GL_VIDEO_MAX_FRAMES_LIMIT);
+    } else if (!strcmp(a, "--max-frame-tokens") && more) {
+        if (gl_cli_parse_int(argv[++*i], 1, GL_IMAGE_MAX_TOKENS_LIMIT, &v) == 0) {
+            o->par.max_frame_tokens = (int)v;
+            return -1;
+        }
+        fprintf(stderr, "glint video: --max-frame-tokens wants an integer in 1..%d\n",
+                GL_IMAGE_MAX_TOKENS_LIMIT);
+    } else if (!strcmp(a, "--out") && more) {
+        o->out = argv[++*i];
+        return -1;
+    } else if (!strcmp(a, "--patches") && more) {
+        o->patches = argv[++*i];
+        return -1;
+    } else if (!strcmp(a, "--prompt")) {
+        o->prompt = 1;
+        return -1;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        usage(stdout);
+        return 0;
+    } else if (a[0] == '-' && a[1] != '\0') {
+        fprintf(stderr, "glint video: unknown or incomplete option '%s'\n", a);
+    } else if (!o->video) {
+        o->video = a;
+        return -1;
+    } else {
+        fprintf(stderr, "glint video: more than one VIDEO argument\n");
+    }
+    return 2;
+}
+
+// Returns -1 to go on, else the exit code.
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.par = gl_video_default_params()};
+    int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    if (argc < 2 || strcmp(argv[1], "preprocess")) {
+        usage(help ? stdout : stderr);
+        return help ? 0 : 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        int rc = parse_opt(argc, argv, &i, o);
+        if (rc >= 0)
+            return rc;
+    }
+    if (!o->video) {
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
+// Reads at most max + 1 bytes, so an over-limit file is reported by the decoder's own check.
+static uint8_t *read_file(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        size_t want = cap - n < max + 1 - n ? cap - n : max + 1 - n;
+        size_t got = fread(buf + n, 1, want, f);
+        n += got;
+        if (got < want || n > max)
+            break;
+        uint8_t *nb = n == cap ? realloc(buf, cap *= 2) : buf;
+        if (!nb)
+            free(buf);
+        buf = nb;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static int write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(p, 1, n, f) == n;
+    if (f && fclose(f))
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "glint video: cannot write %s\n", path);
+    return ok ? 0 : 1;
+}
+
+static int write_patches(const char *path, const struct gl_video *v)
+{
+    float *p;
+    size_t n;
+    struct gl_err err = {0};
+    if (gl_video_patchify(v, &p, &n, &err) != GL_OK) {
+        fprintf(stderr, "glint video: %s\n", err.msg);
+        return 1;
+    }
+    int rc = write_file(path, p, sizeof(float) * GL_IMAGE_PATCH_DIM * n);
+    gl_free(p);
+    return rc;
+}
+
+static const char *special_name(int32_t id)
+{
+    switch (id) {
+    case GL_VIDEO_TOK_START:
+        return "<|vid_start|>";
+    case GL_VIDEO_TOK_END:
+        return "<|vid_end|>";
+    case GL_VIDEO_TOK_SEP:
+        return "<|vid_frame_separator|>";
+    case GL_VIDEO_TOK_VIDEO:
+        return "<|video|>";
+    default:
+        return "<|?|>";
+    }
+}
+
+// The layout as the text HF's processor substitutes for <|video|> (a JSON string: no character
+// of it needs escaping).
+static int print_prompt(const struct gl_video *v)
+{
+    const int groups = v->n_frames / GL_VIDEO_TEMPORAL;
+    int n = gl_video_prompt_layout(v->timestamps, groups, v->grid.gh * v->grid.gw, NULL, 0);
+    struct gl_video_piece *pc = n > 0 ? malloc(sizeof *pc * (size_t)n) : NULL;
+    if (!pc || gl_video_prompt_layout(v->timestamps, groups, v->grid.gh * v->grid.gw, pc, n) != n) {
+        free(pc);
+        fprintf(stderr, "glint video: cannot build the prompt layout\n");
+        return 1;
+    }
+    printf(", \"prompt\": \"");
+    for (int i = 0; i < n; i++)
+        if (pc[i].kind == GL_VIDEO_PIECE_TEXT)
+            fputs(pc[i].text, stdout);
+        else
+            for (int k = 0; k < pc[i].count; k++)
+                fputs(special_name(pc[i].token), stdout);
+    printf("\"");
+    free(pc);
+    return 0;
+}
+
+static int print_json(const struct gl_video *v, int prompt)
+{
+    const int groups = v->n_frames / GL_VIDEO_TEMPORAL;
+    printf("{\"frames\": %d, \"width\": %d, \"height\": %d, \"grid_thw\": [%d, %d, %d], "
+           "\"timestamps\": [",
+           v->n_frames, v->width, v->height, groups, 2 * v->grid.gh, 2 * v->grid.gw);
+    for (int g = 0; g < groups; g++)
+        printf("%s%.1f", g ? ", " : "", v->timestamps[g]);
+    printf("], \"n_tokens\": %d, \"sampled\": %d, \"indices\": [", groups * v->grid.gh * v->grid.gw,
+           v->n_sampled);
+    for (int i = 0; i < v->n_sampled; i++)
+        printf("%s%lld", i ? ", " : "", (long long)v->indices[i]);
+    printf("], \"total_frames\": %lld, \"src_fps\": %.17g, \"fps_known\": %s, \"src_width\": %d, "
+           "\"src_height\": %d",
+           (long long)v->total_frames, v->src_fps, v->fps_known ? "true" : "false", v->src_width,
+           v->src_height);
+    if (prompt && print_prompt(v))
+        return 1;
+    printf("}\n");
+    return 0;
+}
+
+int gl_cmd_video(int argc, char **argv)
+{
+    struct opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    struct gl_video_limits lim = gl_video_default_limits();
+    size_t n = 0;
+    uint8_t *data = read_file(o.video, lim.max_bytes, &n);
+    if (!data) {
+        fprintf(stderr, "glint video: cannot read %s: %s\n", o.video, strerror(errno));
+        return 1;
+    }
+    struct gl_video v;
+    struct gl_err err = {0};
+    rc = 1;
+    if (gl_video_preprocess(data, n, &lim, &o.par, &v, &err) != GL_OK) {
+        fprintf(stderr, "glint video: %s: %s\n", o.video, err.msg);
+    } else if (!(o.out &&
+                 write_file(o.out, v.rgb,
+                            3 * (size_t)v.width * (size_t)v.height * (size_t)v.n_frames)) &&
+               !(o.patches && write_patches(o.patches, &v))) {
+        rc = print_json(&v, o.prompt);
+    }
+    gl_video_free(&v);
+    free(data);
+    return rc;
+}
