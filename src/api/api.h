@@ -27,6 +27,7 @@
 #include "base/base.h"
 #include "engine/engine.h"
 #include "grammar/grammar.h"
+#include "media/media.h"
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
 
@@ -67,12 +68,15 @@ struct gl_api_config {
     int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
     int32_t n_eos;
     int framing; // 1: chat requests run the whole-turn grammar (default)
-    // Media parts (image_url, video_url): where their bytes may come from, the image limits, and
-    // whether the model can take them (0 until the vision tower is wired into the engine: parts
-    // are still fetched and decoded, so a malformed one is named, then refused).
+    // Media parts (image_url, video_url): where their bytes may come from and the default image
+    // cap. Images need model (with a vision tower: gl_model_vision) and media_pool, on which the
+    // encoder runs at parse time, one request at a time (media_lock). Video parts are fetched
+    // (so a malformed one is named) and then refused: not wired yet.
     struct gl_api_media_opts media;
     int32_t max_image_tokens; // default cap on merged tokens per image (4096)
-    int vision;
+    const struct gl_model *model;
+    struct gl_pool *media_pool;
+    pthread_mutex_t *media_lock;
 };
 
 // An error for the client: HTTP status, OpenAI error type, the offending field (or "") and a
@@ -118,7 +122,12 @@ struct gl_api_req {
     int include_reasoning;
     int skip_special_tokens;
     int parallel_tool_calls;
-    int32_t max_image_tokens;            // mm_processor_kwargs.max_image_tokens, else the server's
+    int32_t max_image_tokens; // mm_processor_kwargs.max_image_tokens, else the server's
+    // chat images: their bytes (owned) while the request is parsed, then the expanded prompt's
+    // soft-token rows (prompts[0] holds its ids), handed to the engine at submit
+    struct gl_media_image *images;
+    int32_t n_images;
+    struct gl_media_prompt media;
     char *chat_stop[GL_SAMPLE_MAX_STOP]; // applied to content by the server (sp.n_stop = 0)
     int32_t n_chat_stop;
     // structured output

@@ -509,9 +509,10 @@ static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req
 
 // An image or video part: its URL's bytes fetched and an image decoded, so that a malformed part
 // is a 400 naming it (truncated, not an image, zero-sized, over the byte or pixel limits, a path
-// outside --allowed-local-media-path); then refused while the model cannot take media.
+// outside --allowed-local-media-path). An image's bytes join r->images (the prompt expansion
+// encodes them); a video part is refused after the check: not wired yet.
 static gl_status check_media_part(const struct gl_api_config *c, json_t *part, const char *ty,
-                                  size_t i, size_t j, struct gl_api_error *e)
+                                  size_t i, size_t j, struct gl_api_req *r, struct gl_api_error *e)
 {
     int video = strstr(ty, "video") != NULL;
     const char *key = video ? "video_url" : "image_url";
@@ -523,6 +524,9 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
     if (!json_is_string(u))
         return FAIL("messages", "%s: expected a URL string (or an object with a string url)",
                     param);
+    if (!video && r->n_images >= GL_MEDIA_MAX_IMAGES)
+        return FAIL("messages", "%s: more than %d images in one request", param,
+                    GL_MEDIA_MAX_IMAGES);
     uint8_t *bytes = NULL;
     size_t n = 0;
     gl_status st = gl_api_media_load(&c->media, json_string_value(u), json_string_length(u), param,
@@ -538,17 +542,24 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
             st = gl_api_fail(e, 500, "messages", "%s: %s", param, err.msg);
         else if (st != GL_OK)
             st = FAIL("messages", "%s: %s", param, err.msg);
+    } else {
+        st = FAIL("messages", "%s: video content is not served yet", param);
     }
-    gl_free(bytes);
-    if (st == GL_OK && !c->vision)
-        st = FAIL("messages",
-                  "%s: %s content is not served yet: the vision tower is not wired into this "
-                  "build's engine",
-                  param, video ? "video" : "image");
-    return st;
+    if (st == GL_OK && !(c->model && gl_model_vision(c->model) && c->media_pool))
+        st = FAIL("messages", "%s: this model has no vision tower: it takes text only", param);
+    if (st == GL_OK && !r->images &&
+        !(r->images = gl_calloc(GL_MEDIA_MAX_IMAGES, sizeof *r->images)))
+        st = NOMEM();
+    if (st != GL_OK) {
+        gl_free(bytes);
+        return st;
+    }
+    r->images[r->n_images++] = (struct gl_media_image){bytes, n};
+    return GL_OK;
 }
 
-static gl_status check_messages(const struct gl_api_config *c, json_t *msgs, struct gl_api_error *e)
+static gl_status check_messages(const struct gl_api_config *c, json_t *msgs, struct gl_api_req *r,
+                                struct gl_api_error *e)
 {
     if (!json_is_array(msgs) || json_array_size(msgs) == 0)
         return FAIL("messages", "messages: expected a non-empty list of messages");
@@ -575,7 +586,7 @@ static gl_status check_messages(const struct gl_api_config *c, json_t *msgs, str
             }
             if (!strcmp(ty, "image_url") || !strcmp(ty, "input_image") ||
                 !strcmp(ty, "video_url")) {
-                gl_status st = check_media_part(c, part, ty, i, j, e);
+                gl_status st = check_media_part(c, part, ty, i, j, r, e);
                 if (st != GL_OK)
                     return st;
                 continue;
@@ -666,6 +677,32 @@ static gl_status encode(const struct gl_api_config *c, const char *text, size_t 
     return GL_OK;
 }
 
+// Each image's <|patch|> in prompts[0] expanded into its soft-token run (media/), the encoder
+// running on the shared media pool; the image bytes are dropped after.
+static gl_status expand_images(const struct gl_api_config *c, struct gl_api_req *r,
+                               struct gl_api_error *e)
+{
+    struct gl_media_params mp = gl_media_default_params();
+    mp.max_image_tokens = r->max_image_tokens;
+    struct gl_err err = {0};
+    pthread_mutex_lock(c->media_lock);
+    gl_status st = gl_media_expand(c->model, c->media_pool, r->prompts[0].ids, r->prompts[0].n,
+                                   r->images, r->n_images, &mp, &r->media, &err);
+    pthread_mutex_unlock(c->media_lock);
+    for (int32_t i = 0; i < r->n_images; i++)
+        gl_free((void *)r->images[i].data);
+    gl_free(r->images);
+    r->images = NULL;
+    r->n_images = 0;
+    if (st != GL_OK)
+        return st == GL_E_NOMEM ? NOMEM() : FAIL("messages", "%s", err.msg);
+    gl_free(r->prompts[0].ids); // the expanded ids take its place
+    r->prompts[0].ids = r->media.ids;
+    r->prompts[0].n = r->media.n_ids;
+    r->media.ids = NULL;
+    return GL_OK;
+}
+
 // mm_processor_kwargs (vLLM): {"max_image_tokens": N} caps each image's merged tokens (§6.2).
 static gl_status parse_mm_kwargs(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
                                  struct gl_api_error *e)
@@ -698,7 +735,7 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
     json_t *msgs = json_object_get(b, "messages");
     gl_status st = parse_mm_kwargs(c, b, r, e);
     if (st == GL_OK)
-        st = check_messages(c, msgs, e);
+        st = check_messages(c, msgs, r, e);
     if (st != GL_OK)
         return st;
     int agp = 1, cont = 0;
@@ -780,6 +817,8 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
     // The template writes <|begin_of_text|> itself: specials parsed, no BOS added (vLLM).
     st = encode(c, text, text_len, 1, 0, &r->prompts[0], e);
     gl_free(text);
+    if (st == GL_OK && r->n_images > 0)
+        st = expand_images(c, r, e);
     if (st != GL_OK)
         return st;
 
@@ -1034,6 +1073,10 @@ void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r)
         gl_free(r->prompts[i].text);
     }
     gl_free(r->prompts);
+    for (int32_t i = 0; i < r->n_images; i++)
+        gl_free((void *)r->images[i].data);
+    gl_free(r->images);
+    gl_media_prompt_free(&r->media);
     for (int i = 0; i < GL_SAMPLE_MAX_STOP; i++)
         gl_free(r->stops[i]);
     gl_free(r->bias);

@@ -43,6 +43,8 @@ struct server {
     struct gl_gvocab *gvocab;
     struct gl_grammar_cache *gcache;
     pthread_mutex_t grammar_lock;
+    struct gl_pool *media_pool; // the vision encoder's threads (models with a tower)
+    pthread_mutex_t media_lock; // one image encode at a time on media_pool
     struct gl_engine *engine;
     struct gl_api_config api;
     struct gl_metrics metrics;
@@ -323,12 +325,16 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
         }
         struct gl_request er = {.prompt = q->prompts[i].ids,
                                 .n_prompt = q->prompts[i].n,
+                                .media = i == 0 ? q->media.media : NULL,
+                                .n_media = i == 0 ? q->media.n_media : 0,
                                 .sp = q->sp,
                                 .on_event = on_event,
                                 .user = &r->pctx[i],
                                 .procs = procs};
         st = gl_engine_submit(S->engine, &er, &r->eng_ids[i], &err);
         gl_free(procs); // the engine owns the processors now (also on rejection)
+        if (i == 0)     // and the image rows
+            gl_media_prompt_moved(&r->req->media);
         if (st == GL_OK) {
             r->eng_live += q->sp.n;
         } else if (st == GL_E_AGAIN) {
@@ -911,7 +917,15 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.framing = S->p.framing;
     S->api.media = (struct gl_api_media_opts){S->p.allowed_local_media_path, S->p.max_media_bytes};
     S->api.max_image_tokens = S->p.max_image_tokens;
-    S->api.vision = 0;
+    S->api.model = S->model;
+    S->api.media_lock = &S->media_lock;
+    if (gl_model_vision(S->model)) {
+        // Encodes run on HTTP threads at parse time, beside the engine's own pool.
+        S->media_pool = gl_pool_new(ep.n_threads > 0 ? ep.n_threads : 2);
+        if (!S->media_pool)
+            return gl_err_set(err, GL_E_NOMEM, "serve: cannot start the vision encoder's threads");
+        S->api.media_pool = S->media_pool;
+    }
     fprintf(stderr, "glint serve: ready in %.1f s (%d layers, vocabulary %d, max_model_len %d)\n",
             (double)(gl_time_us() - t0) / 1e6, S->model->cfg.n_layer, S->model->cfg.n_vocab,
             ep.max_model_len);
@@ -937,6 +951,7 @@ static void teardown(struct server *S)
     gl_grammar_cache_free(S->gcache);
     gl_gvocab_free(S->gvocab); // after every grammar (grammar.h)
     gl_tokenizer_free(S->tok);
+    gl_pool_delete(S->media_pool);
     gl_model_delete(S->model);
 }
 
@@ -954,6 +969,7 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     snprintf(S->model_name, sizeof S->model_name, "%s",
              p->served_model_name ? p->served_model_name : p->model_path);
     pthread_mutex_init(&S->grammar_lock, NULL);
+    pthread_mutex_init(&S->media_lock, NULL);
     pthread_mutex_init(&S->reg_mu, NULL);
     const char *fault = getenv("GLINT_FAULT_STEP");
     S->fault_step = fault ? atoll(fault) : 0;
@@ -1028,6 +1044,7 @@ out:
     pthread_cond_destroy(&S->probe_cv);
     pthread_mutex_destroy(&S->probe_mu);
     pthread_mutex_destroy(&S->grammar_lock);
+    pthread_mutex_destroy(&S->media_lock);
     pthread_mutex_destroy(&S->reg_mu);
     gl_free(S);
     return st;

@@ -926,7 +926,7 @@ async function main_() {
         expectError(r, 400, ["stream"], "stream_options without stream: ");
     });
     // Image parts: each malformed one is a 400 naming messages[i].content[j].image_url and what is
-    // wrong; a well-formed one is refused while the vision tower is not wired into the engine.
+    // wrong; a well-formed one is refused by this text-only model (tests/server/vision.mjs serves images).
     const imgCases = [
         ["truncated_png", "data:image/png;base64,iVBORw0KGgo=", /trunc|end|short/i],
         ["not_an_image", "data:image/png;base64,aGVsbG8gd29ybGQh", /not a png or jpeg|format|image/i],
@@ -936,8 +936,8 @@ async function main_() {
         ["outside_root", path.join(mediaDir, "outside.png"), /outside/i],
         ["symlink_escape", path.join(mediaRoot, "escape.png"), /outside/i],
         ["dotdot_escape", mediaRoot + "/../outside.png", /outside/i],
-        ["valid_data_url", "data:image/png;base64," + png1.toString("base64"), /not served yet/i],
-        ["valid_local_file", "file://" + path.join(mediaRoot, "ok.png"), /not served yet/i],
+        ["valid_data_url", "data:image/png;base64," + png1.toString("base64"), /no vision tower/i],
+        ["valid_local_file", "file://" + path.join(mediaRoot, "ok.png"), /no vision tower/i],
     ];
     await check("error.mm_processor_kwargs_400", async () => {
         for (const [kw, what] of [[{ max_image_tokens: 0 }, "max_image_tokens"], [{ max_image_tokens: "9" }, "max_image_tokens"], [{ max_pixels: 5 }, "max_pixels"], [7, "expected an object"]]) {

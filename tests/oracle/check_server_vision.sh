@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Images end to end through `glint serve` (tests/server/vision.mjs, the official openai npm SDK as
+# the client) on a tiny random HF checkpoint with its vision tower, written by
+# `glint make-model --format safetensors`: schema-valid replies, prefix-cache hits only for the
+# same image, max_image_tokens, local files, video refused.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. tests/oracle/lib.sh
+case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
+export GLINT_BIN
+[ -d tests/oracle/node_modules/openai ] && [ -d tests/oracle/node_modules/ajv-formats ] ||
+    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+dir="$GLINT_TEST_DIR/tiny-hf-vision"
+if [ ! -f "$dir/config.json" ]; then
+    rm -rf "$dir"
+    "$GLINT_BIN" make-model --preset tiny --format safetensors --out "$dir" >/dev/null
+fi
+timeout -k 10 300 node tests/server/vision.mjs "$dir"

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// Images through `glint serve` (issue 12) on the tiny random HF checkpoint with its vision tower
+// (`glint make-model --format safetensors`), with the official openai SDK as the client:
+//  - an image chat request under a JSON schema ends with "stop" and the reply validates (ajv);
+//  - the prefix cache, read from /metrics: the same image twice hits past the image, a different
+//    image of the same size misses from the image on (so two images never share KV);
+//  - mm_processor_kwargs.max_image_tokens changes the prompt's token count as the grid says;
+//  - a local file under --allowed-local-media-path works; a video part is refused by name.
+// usage: node tests/server/vision.mjs HF_DIR
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import zlib from "node:zlib";
+import { OpenAI, startServer, getMetrics, metricValue, schemaValidator, http, expectError, short } from "./lib.mjs";
+
+const dir = process.argv[2];
+if (!dir) throw new Error("usage: vision.mjs HF_DIR");
+
+// A minimal RGB PNG encoder (filter 0 rows, one IDAT) so the test needs no image package.
+const CRC = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+});
+function crc32(buf) {
+    let c = 0xffffffff;
+    for (const b of buf) c = CRC[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+}
+function chunk(type, data) {
+    const len = Buffer.alloc(4), crc = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    crc.writeUInt32BE(crc32(td));
+    return Buffer.concat([len, td, crc]);
+}
+function png(w, h, pixel) {
+    const ihdr = Buffer.alloc(13);
+    ihdr.writeUInt32BE(w, 0);
+    ihdr.writeUInt32BE(h, 4);
+    ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+    const raw = Buffer.alloc(h * (1 + 3 * w));
+    for (let y = 0; y < h; y++)
+        for (let x = 0; x < w; x++) raw.set(pixel(x, y), y * (1 + 3 * w) + 1 + 3 * x);
+    return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", zlib.deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+}
+const dataUrl = (b) => "data:image/png;base64," + b.toString("base64");
+
+let failed = 0;
+async function check(name, fn) {
+    try {
+        await fn();
+        console.log(`PASS ${name}`);
+    } catch (e) {
+        failed++;
+        console.log(`FAIL ${name}: ${e.message}`);
+    }
+}
+const assert = (c, m) => {
+    if (!c) throw new Error(m);
+};
+
+const media = fs.mkdtempSync(path.join(os.tmpdir(), "glint-vision-"));
+const imgA = png(56, 56, (x, y) => [(x * 4) & 255, (y * 4) & 255, 128]);
+const imgB = png(56, 56, (x, y) => [255 - ((x * 4) & 255), 40, (y * 4) & 255]);
+const imgBig = png(112, 112, (x, y) => [x & 255, y & 255, (x + y) & 255]);
+fs.writeFileSync(path.join(media, "a.png"), imgA);
+const srv = await startServer({ model: dir, args: ["--served-model-name", "v", "--max-model-len", "4096", "--allowed-local-media-path", media, "--deep-health-interval", "0"] });
+const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: "none", timeout: 60000, maxRetries: 0 });
+const hits = async () => metricValue((await getMetrics(srv.base)).series, "vllm:prefix_cache_hits_total");
+// The image comes before a long text, so full 16-token KV blocks follow it: they may be reused
+// only by a request with the same image.
+const TEXT = "Which animal is in the picture? Look at the fur, the ears and the eyes before you answer. ".repeat(3);
+const ask = (url, extra = {}) =>
+    client.chat.completions.create({
+        model: "v", max_tokens: 48, temperature: 0,
+        messages: [{ role: "user", content: [{ type: "image_url", image_url: { url } }, { type: "text", text: TEXT }] }],
+        ...extra,
+    });
+try {
+    await check("vision.json_schema_valid", async () => {
+        const schema = { type: "object", properties: { kind: { enum: ["cat", "dog", "car"] }, n: { type: "integer", minimum: 0, maximum: 9 } }, required: ["kind", "n"], additionalProperties: false };
+        const r = await ask(dataUrl(imgA), { response_format: { type: "json_schema", json_schema: { name: "pic", schema } } });
+        const c = r.choices[0];
+        assert(c.finish_reason === "stop", `finish_reason ${c.finish_reason}: ${short(c.message.content)}`);
+        const problem = schemaValidator(schema)(JSON.parse(c.message.content));
+        assert(!problem, `invalid: ${short(c.message.content)}: ${problem}`);
+        // 56x56 px = a 2x2 grid of merged tokens: the image takes 4 soft tokens + 2 brackets.
+        assert(r.usage.prompt_tokens > 6, `prompt_tokens ${r.usage.prompt_tokens}`);
+    });
+    await check("vision.prefix_cache_same_hits_different_misses", async () => {
+        const h0 = await hits();
+        const r1 = await ask(dataUrl(imgA)); // warm: the same image as above
+        const h1 = await hits();
+        await ask(dataUrl(imgB)); // same size and tokens, other pixels
+        const h2 = await hits();
+        const n = r1.usage.prompt_tokens;
+        console.log(`  prompt ${n} tokens; hits: same image +${h1 - h0}, different image +${h2 - h1}`);
+        // The same image: every full block but the last is reused; another image: only the blocks
+        // before the one holding its first soft token (the system header, < 48 tokens).
+        assert(h1 - h0 >= 16 * Math.floor((n - 1) / 16) - 16, `same image: +${h1 - h0} hits of ${n}`);
+        assert(h2 - h1 <= 48 && h2 - h1 < h1 - h0 - 32, `a different image reused too much (+${h2 - h1} vs +${h1 - h0})`);
+    });
+    await check("vision.max_image_tokens", async () => {
+        const big = await ask(dataUrl(imgBig), { max_tokens: 1 }); // 112 px: 4x4 = 16 tokens
+        const capped = await ask(dataUrl(imgBig), { max_tokens: 1, mm_processor_kwargs: { max_image_tokens: 4 } });
+        const d = big.usage.prompt_tokens - capped.usage.prompt_tokens;
+        assert(d === 12, `16 vs 4 image tokens should differ by 12 prompt tokens, got ${d}`);
+    });
+    await check("vision.local_file", async () => {
+        const viaFile = await ask("file://" + path.join(media, "a.png"), { max_tokens: 4 });
+        const viaData = await ask(dataUrl(imgA), { max_tokens: 4 });
+        assert(viaFile.choices[0].message.content === viaData.choices[0].message.content, "a local file and the same bytes inline answer differently");
+    });
+    await check("vision.video_refused", async () => {
+        const r = await http(srv.base, "POST", "/v1/chat/completions", { body: { model: "v", max_tokens: 4, messages: [{ role: "user", content: [{ type: "video_url", video_url: { url: "data:video/mp4;base64,AAAA" } }] }] } });
+        expectError(r, 400, ["messages[0].content[0].video_url"], "video: ");
+    });
+} finally {
+    await srv.stop();
+    fs.rmSync(media, { recursive: true, force: true });
+}
+console.log(failed ? `vision: ${failed} FAILED` : "vision: OK");
+process.exit(failed ? 1 : 0);
