@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,4 +41,44 @@ int gl_cli_parse_bytes(const char *s, int64_t *out)
             return 0;
         }
     return -1;
+}
+
+// Reads at most max + 1 bytes, so an over-limit file is reported by the decoder's own check.
+uint8_t *gl_cli_read_file(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        size_t want = cap - n < max + 1 - n ? cap - n : max + 1 - n;
+        size_t got = fread(buf + n, 1, want, f);
+        n += got;
+        if (got < want || n > max)
+            break;
+        uint8_t *nb = n == cap ? realloc(buf, cap *= 2) : buf;
+        if (!nb)
+            free(buf);
+        buf = nb;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+int gl_cli_write_file(const char *who, const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(p, 1, n, f) == n;
+    if (f && fclose(f))
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "%s: cannot write %s\n", who, path);
+    return ok ? 0 : 1;
 }

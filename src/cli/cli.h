@@ -3,6 +3,7 @@
 // 2 usage error) and prints errors to stderr; main() is the only place that exits.
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 int gl_cmd_run(int argc, char **argv);        // cmd_run.c: generation (greedy/sampled)
@@ -24,3 +25,8 @@ int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 // Parses a byte count: "5905580032", "5.5GiB", "6G", "512MB" (K/M/G/T are binary, KB/MB/GB/TB
 // decimal). Returns 0, or -1 (out untouched) if s is not such a count in [1, 2^62].
 int gl_cli_parse_bytes(const char *s, int64_t *out);
+// A whole file, at most max + 1 bytes (so an over-limit file reaches the caller's own limit
+// check); malloc'ed, the caller frees. NULL when it cannot be opened or read.
+uint8_t *gl_cli_read_file(const char *path, size_t max, size_t *len);
+// Writes p[0..n) to path; 0, or 1 after printing "WHO: cannot write PATH".
+int gl_cli_write_file(const char *who, const char *path, const void *p, size_t n);

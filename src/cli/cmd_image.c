@@ -83,46 +83,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return -1;
 }
 
-// Reads at most max + 1 bytes, so an over-limit file is reported by the decoder's own check.
-static uint8_t *read_file(const char *path, size_t max, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        size_t want = cap - n < max + 1 - n ? cap - n : max + 1 - n;
-        size_t got = fread(buf + n, 1, want, f);
-        n += got;
-        if (got < want || n > max)
-            break;
-        uint8_t *nb = n == cap ? realloc(buf, cap *= 2) : buf;
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
-static int write_file(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(p, 1, n, f) == n;
-    if (f && fclose(f))
-        ok = 0;
-    if (!ok)
-        fprintf(stderr, "glint image: cannot write %s\n", path);
-    return ok ? 0 : 1;
-}
-
 static int write_patches(const char *path, const struct gl_image *img)
 {
     float *p;
@@ -132,7 +92,7 @@ static int write_patches(const char *path, const struct gl_image *img)
         fprintf(stderr, "glint image: %s\n", err.msg);
         return 1;
     }
-    int rc = write_file(path, p, sizeof(float) * GL_IMAGE_PATCH_DIM * n);
+    int rc = gl_cli_write_file("glint image", path, p, sizeof(float) * GL_IMAGE_PATCH_DIM * n);
     gl_free(p);
     return rc;
 }
@@ -156,8 +116,8 @@ static int write_rows(const struct opts *o, const uint8_t *data, size_t n)
              gl_media_encode(m, pool, &img, &p, &rows, NULL, &err) != GL_OK)
         fprintf(stderr, "glint image: %s\n", err.msg);
     else
-        rc = write_file(o->rows, rows.embd,
-                        sizeof(float) * (size_t)rows.n_rows * (size_t)m->cfg.n_embd);
+        rc = gl_cli_write_file("glint image", o->rows, rows.embd,
+                               sizeof(float) * (size_t)rows.n_rows * (size_t)m->cfg.n_embd);
     gl_free(rows.embd);
     gl_model_delete(m);
     gl_pool_delete(pool);
@@ -176,9 +136,11 @@ static int run(const struct opts *o, const uint8_t *data, size_t n)
         fprintf(stderr, "glint image: %s: %s\n", o->image, err.msg);
         goto done;
     }
-    if (o->decoded && write_file(o->decoded, src.rgb, 3 * (size_t)src.width * src.height))
+    if (o->decoded &&
+        gl_cli_write_file("glint image", o->decoded, src.rgb, 3 * (size_t)src.width * src.height))
         goto done;
-    if (o->out && write_file(o->out, dst.rgb, 3 * (size_t)dst.width * dst.height))
+    if (o->out &&
+        gl_cli_write_file("glint image", o->out, dst.rgb, 3 * (size_t)dst.width * dst.height))
         goto done;
     if (o->patches && write_patches(o->patches, &dst))
         goto done;
@@ -202,7 +164,7 @@ int gl_cmd_image(int argc, char **argv)
         return rc;
     struct gl_image_limits lim = gl_image_default_limits();
     size_t n = 0;
-    uint8_t *data = read_file(o.image, lim.max_bytes, &n);
+    uint8_t *data = gl_cli_read_file(o.image, lim.max_bytes, &n);
     if (!data) {
         fprintf(stderr, "glint image: cannot read %s: %s\n", o.image, strerror(errno));
         return 1;

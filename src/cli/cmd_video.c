@@ -113,46 +113,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return -1;
 }
 
-// Reads at most max + 1 bytes, so an over-limit file is reported by the decoder's own check.
-static uint8_t *read_file(const char *path, size_t max, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        size_t want = cap - n < max + 1 - n ? cap - n : max + 1 - n;
-        size_t got = fread(buf + n, 1, want, f);
-        n += got;
-        if (got < want || n > max)
-            break;
-        uint8_t *nb = n == cap ? realloc(buf, cap *= 2) : buf;
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
-static int write_file(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(p, 1, n, f) == n;
-    if (f && fclose(f))
-        ok = 0;
-    if (!ok)
-        fprintf(stderr, "glint video: cannot write %s\n", path);
-    return ok ? 0 : 1;
-}
-
 static int write_patches(const char *path, const struct gl_video *v)
 {
     float *p;
@@ -162,7 +122,7 @@ static int write_patches(const char *path, const struct gl_video *v)
         fprintf(stderr, "glint video: %s\n", err.msg);
         return 1;
     }
-    int rc = write_file(path, p, sizeof(float) * GL_IMAGE_PATCH_DIM * n);
+    int rc = gl_cli_write_file("glint video", path, p, sizeof(float) * GL_IMAGE_PATCH_DIM * n);
     gl_free(p);
     return rc;
 }
@@ -237,7 +197,7 @@ int gl_cmd_video(int argc, char **argv)
         return rc;
     struct gl_video_limits lim = gl_video_default_limits();
     size_t n = 0;
-    uint8_t *data = read_file(o.video, lim.max_bytes, &n);
+    uint8_t *data = gl_cli_read_file(o.video, lim.max_bytes, &n);
     if (!data) {
         fprintf(stderr, "glint video: cannot read %s: %s\n", o.video, strerror(errno));
         return 1;
@@ -248,8 +208,8 @@ int gl_cmd_video(int argc, char **argv)
     if (gl_video_preprocess(data, n, &lim, &o.par, &v, &err) != GL_OK) {
         fprintf(stderr, "glint video: %s: %s\n", o.video, err.msg);
     } else if (!(o.out &&
-                 write_file(o.out, v.rgb,
-                            3 * (size_t)v.width * (size_t)v.height * (size_t)v.n_frames)) &&
+                 gl_cli_write_file("glint video", o.out, v.rgb,
+                                   3 * (size_t)v.width * (size_t)v.height * (size_t)v.n_frames)) &&
                !(o.patches && write_patches(o.patches, &v))) {
         rc = print_json(&v, o.prompt);
     }
