@@ -11,6 +11,7 @@ int gl_cmd_eval(int argc, char **argv);       // cmd_run.c: teacher-forced logit
 int gl_cmd_tokenize(int argc, char **argv);   // cmd_tokenize.c
 int gl_cmd_inspect(int argc, char **argv);    // cmd_inspect.c
 int gl_cmd_make_model(int argc, char **argv); // cmd_make_model.c
+int gl_cmd_convert(int argc, char **argv);    // cmd_convert.c: HF folder -> GGUF
 int gl_cmd_bench(int argc, char **argv);      // cmd_bench.c
 int gl_cmd_chat(int argc, char **argv);       // cmd_chat.c: chat render (prompt from a request)
 int gl_cmd_plan(int argc, char **argv);       // cmd_plan.c: KV-cache sizing from metadata

@@ -4,10 +4,15 @@
 // KV (arrays as type, count and the first elements; long strings cut), and every tensor with its
 // type, shape, bytes, offsets and where its bytes live (mmap'ed region, heap copy, or absent for
 // header-only files). A file the reader refuses exits 1 with the reader's message.
+// Vision GGUFs are checked as glint would load them (src/vision/vision_gguf.h): the released
+// mmproj-kquant.gguf (by name) and any mmproj whose patch embedding has no temporal axis are
+// refused with the reason, unless --no-vision-check; glint's own temporal layout gets a
+// "vision:" line.
 #include "cli.h"
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "vision/vision_gguf.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -189,6 +194,10 @@ static void dump_text(FILE *f, const char *path, const struct gl_gguf *g)
     }
     fprintf(f, "tensor bytes: %llu (%.2f GiB), %llu absent\n", (unsigned long long)total,
             (double)total / (1024.0 * 1024.0 * 1024.0), (unsigned long long)n_absent);
+    int64_t frames = 0;
+    if (gl_vgguf_kind(g, &frames) == GL_VGGUF_TEMPORAL)
+        fprintf(f, "vision: patch embedding keeps %lld temporal slabs (video-capable)\n",
+                (long long)frames);
 }
 
 static void dump_json(FILE *f, const char *path, const struct gl_gguf *g)
@@ -238,17 +247,19 @@ static void dump_json(FILE *f, const char *path, const struct gl_gguf *g)
 
 static void usage(FILE *f)
 {
-    fputs("usage: glint inspect FILE [--json] [--no-mmap] [--allow-no-data]\n"
+    fputs("usage: glint inspect FILE [--json] [--no-mmap] [--allow-no-data] [--no-vision-check]\n"
           "  --json           machine-readable output\n"
           "  --no-mmap        read the file into memory instead of mapping it (or GLINT_MMAP=0)\n"
-          "  --allow-no-data  accept header-only files (tensor data past the end of the file)\n",
+          "  --allow-no-data  accept header-only files (tensor data past the end of the file)\n"
+          "  --no-vision-check  dump a vision GGUF that glint would refuse (e.g. an mmproj\n"
+          "                   whose patch embedding lost its temporal axis)\n",
           f);
 }
 
 int gl_cmd_inspect(int argc, char **argv)
 {
     const char *path = NULL;
-    int json = 0;
+    int json = 0, vision_check = 1;
     struct gl_gguf_open_params prm = gl_gguf_default_open_params();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) {
@@ -257,6 +268,8 @@ int gl_cmd_inspect(int argc, char **argv)
             prm.use_mmap = 0;
         } else if (!strcmp(argv[i], "--allow-no-data")) {
             prm.allow_no_data = 1;
+        } else if (!strcmp(argv[i], "--no-vision-check")) {
+            vision_check = 0;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -274,10 +287,19 @@ int gl_cmd_inspect(int argc, char **argv)
     }
     struct gl_gguf *g = NULL;
     struct gl_err err = {0};
+    if (vision_check && gl_vgguf_check(path, NULL, &err) != GL_OK) { // by name, before opening
+        fprintf(stderr, "glint inspect: %s\n", err.msg);
+        return 1;
+    }
     if (gl_gguf_open(&g, path, &prm, &err) != GL_OK) {
         fprintf(stderr, "glint inspect: %s\n", err.msg);
         if (!prm.allow_no_data && strstr(err.msg, "exceeds data section"))
             fprintf(stderr, "glint inspect: (a header-only file? try --allow-no-data)\n");
+        return 1;
+    }
+    if (vision_check && gl_vgguf_check(path, g, &err) != GL_OK) {
+        fprintf(stderr, "glint inspect: %s\n", err.msg);
+        gl_gguf_close(g);
         return 1;
     }
     if (json)

@@ -15,6 +15,7 @@ static const struct {
     {"tokenize", gl_cmd_tokenize, "print the token ids of a text"},
     {"inspect", gl_cmd_inspect, "print a GGUF's metadata and tensors"},
     {"make-model", gl_cmd_make_model, "write a random-weight Muse Glimmer GGUF"},
+    {"convert", gl_cmd_convert, "HF checkpoint folder -> text GGUF (+ temporal vision GGUF)"},
     {"bench", gl_cmd_bench, "prompt-processing and generation speed (pp/tg tokens/s)"},
     {"chat", gl_cmd_chat, "chat render: print the prompt for an OpenAI chat request"},
     {"plan", gl_cmd_plan, "KV-cache sizing (capacity, concurrency) from a model's metadata"},

@@ -198,17 +198,42 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-// Type of a 2-D weight under the recipe. `role` is the tensor name without "blk.N." / ".weight".
-static enum gl_type weight_type(const struct mm_plan *pl, const char *role, int64_t layer)
+// Type of a 2-D weight under recipe spec. `role` is the tensor name without "blk.N." / ".weight".
+static enum gl_type recipe_weight_type(const struct mm_type_spec *spec, const char *role,
+                                       int64_t layer, int64_t n_layers)
 {
-    if (pl->spec->mix == MM_UNIFORM)
-        return pl->spec->type;
+    if (spec->mix == MM_UNIFORM)
+        return spec->type;
     if (!strcmp(role, "output"))
         return GL_TYPE_Q6_K;
-    if ((!strcmp(role, "attn_v") || !strcmp(role, "ffn_down")) &&
-        use_more_bits(layer, pl->hp.n_layers))
+    if ((!strcmp(role, "attn_v") || !strcmp(role, "ffn_down")) && use_more_bits(layer, n_layers))
         return GL_TYPE_Q6_K;
-    return pl->spec->type;
+    return spec->type;
+}
+
+static enum gl_type weight_type(const struct mm_plan *pl, const char *role, int64_t layer)
+{
+    return recipe_weight_type(pl->spec, role, layer, pl->hp.n_layers);
+}
+
+int gl_make_model_recipe_type(const char *recipe, const char *name, int64_t n_layers,
+                              uint32_t *file_type)
+{
+    const struct mm_type_spec *spec = recipe ? type_spec_find(recipe) : NULL;
+    if (!spec)
+        return -1;
+    if (file_type)
+        *file_type = spec->file_type;
+    if (!name)
+        return (int)spec->type;
+    int layer = -1, n = 0;
+    char role[64] = "";
+    if (sscanf(name, "blk.%d.%63[a-z_].weight%n", &layer, role, &n) != 2 || name[n] != '\0') {
+        const char *dot = strchr(name, '.');
+        snprintf(role, sizeof role, "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
+        layer = -1;
+    }
+    return (int)recipe_weight_type(spec, role, layer, n_layers);
 }
 
 // Adds tensor `name` (HF vision names are used verbatim; text tensors get their GGUF name from
@@ -931,8 +956,8 @@ done:
     return st;
 }
 
-static gl_status add_vocab_keys(struct gl_gguf_writer *w, const struct gl_tokenizer *tok,
-                                struct gl_err *err)
+gl_status gl_make_model_add_vocab(struct gl_gguf_writer *w, const struct gl_tokenizer *tok,
+                                  struct gl_err *err)
 {
     const int32_t n = gl_tokenizer_n_vocab(tok);
     if (n != GL_TOK_N_BASE + GL_TOK_N_SPECIAL)
@@ -1035,7 +1060,7 @@ static gl_status add_tokenizer(struct gl_gguf_writer *w, const struct gl_make_mo
     if (st != GL_OK)
         return st;
     int64_t t1 = gl_time_us();
-    st = add_vocab_keys(w, tok, err);
+    st = gl_make_model_add_vocab(w, tok, err);
     gl_tokenizer_free(tok);
     if (st != GL_OK)
         return st;

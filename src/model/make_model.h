@@ -84,6 +84,24 @@ GL_MUST_USE gl_status gl_make_model_hparams(const struct gl_make_model_params *p
 // model has no such tensor.
 int gl_make_model_tensor_type(const struct gl_make_model_params *p, const char *name);
 
+// The ggml type that --type recipe `recipe` (the list above, case-insensitive) gives the 2-D
+// text weight `name` (GGUF name, e.g. "blk.3.attn_v.weight") of a model with n_layers blocks:
+// the uniform type, or for Q4_K_M / Q5_K_M llama.cpp's mix (output.weight Q6_K; attn_v and
+// ffn_down Q6_K on the first and last eighth of the layers and every third layer between;
+// everything else the base type). name NULL: the base type. 1-D tensors are always F32 and are
+// not decided here. *file_type (may be NULL) gets the recipe's llama_ftype. -1: unknown recipe.
+int gl_make_model_recipe_type(const char *recipe, const char *name, int64_t n_layers,
+                              uint32_t *file_type);
+
+struct gl_gguf_writer;
+struct gl_tokenizer;
+// Adds the tokenizer keys of a Muse Glimmer GGUF for tok (the Llama-4 tiktoken vocabulary plus
+// the 2,048 specials: exactly 202,048 tokens, else GL_E_FORMAT): tokenizer.ggml.model "gpt2",
+// pre "llama4", tokens (GPT-2 byte-to-unicode strings), token_type, merges, bos/eos/eot/padding
+// ids and add_bos_token, in that order.
+GL_MUST_USE gl_status gl_make_model_add_vocab(struct gl_gguf_writer *w,
+                                              const struct gl_tokenizer *tok, struct gl_err *err);
+
 // Writes the model to path (replaced if it exists; for SAFETENSORS a folder, created if absent).
 // Loads the vocabulary (GL_E_IO naming the path if missing). On failure the partial file may
 // remain; err says what and where.

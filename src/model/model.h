@@ -155,6 +155,12 @@ GL_MUST_USE gl_status gl_model_open(struct gl_model **out, const char *path,
 // feature the forward pass lacks (naming the key).
 GL_MUST_USE gl_status gl_model_hf_config_parse(struct gl_model *m, const char *dir,
                                                struct gl_err *err);
+// The vision tower's config of an HF folder as the loader reads it (arch doc §6.1: vision_config
+// over the release values; out_dim and rms_eps from the text tower), for converters and checks;
+// no tensor is read. *present = 0 when config.json has no vision_config object. Errors as
+// gl_model_hf_config_parse.
+GL_MUST_USE gl_status gl_model_hf_vision_config(const char *dir, struct gl_vision_config *cfg,
+                                                int *present, struct gl_err *err);
 // HF safetensors name (arch doc §3.3) of a GGUF tensor name ("blk.3.attn_q.weight" ->
 // "model.language_model.layers.3.self_attn.q_proj.weight"; legacy = 1: the `model.layers.N.*`
 // export). Returns 0 (out unspecified) when HF has no such tensor: the QK-norm weights, which an

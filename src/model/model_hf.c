@@ -311,6 +311,28 @@ static gl_status parse_vision(struct gl_model *m, const char *path, const json_t
     return check_vision_layers(m, &c, vc);
 }
 
+gl_status gl_model_hf_vision_config(const char *dir, struct gl_vision_config *cfg, int *present,
+                                    struct gl_err *err)
+{
+    // The whole config as the loader reads it (vision_config over the release values, its
+    // output width and RMS eps from the text tower), without loading any tensor.
+    struct gl_model *m = gl_calloc(1, sizeof *m);
+    if (!m)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory");
+    gl_status st = gl_model_hf_config_parse(m, dir, err);
+    if (st == GL_OK) {
+        *cfg = m->vision_cfg;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        int missing = 0;
+        json_t *root = load_json(path, &missing, err);
+        *present = root && json_is_object(json_object_get(root, "vision_config"));
+        json_decref(root);
+    }
+    gl_free(m);
+    return st;
+}
+
 // eos_token_id: an int or a list of ints -> m->stop_ids (repeats dropped). 0: absent.
 static int stop_ids_from(struct gl_model *m, const json_t *v, const char *path, struct gl_err *err,
                          gl_status *st)

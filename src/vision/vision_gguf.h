@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// vision_gguf: glint's vision GGUF ("muse-glimmer-vision", written by `glint convert
+// --vision-out`) and the check that refuses vision GGUFs that cannot serve video.
+//
+// Why a format of our own: llama.cpp's mmproj for this model (LCPP-CONV, arch doc §6.3 step 1)
+// stores the patch embedding as a conv2d kernel [1536, 3, 14, 14] made by SUMMING the two
+// temporal slabs of HF's [1536, 2, 3, 14, 14] kernel. That is exact for a still image (both slabs
+// see the same frame) but loses the weights needed for two different video frames, so video
+// cannot work from it. The released `mmproj-kquant.gguf` is such a file.
+//
+// Layout of our file (GGUF v3, written by the project's gguf writer):
+//  * general.architecture = "muse-glimmer-vision", general.type = "mmproj"; llama.cpp does not
+//    know the architecture, so it never mistakes the file for its own mmproj.
+//  * GL_VGGUF_KEY_FORMAT = GL_VGGUF_FORMAT ("temporal-v1") names the layout;
+//    muse-glimmer-vision.patch_temporal = 2 (frames per patch).
+//  * v.patch_embd.weight: ne = [p*p, 3, T, hidden] = [196, 3, 2, 1536] (ggml order, ne[0]
+//    contiguous: column-major within the patch row, then patch row, channel, temporal slab,
+//    output). GGUF allows 4 dims, so HF's two spatial axes are merged into ne[0]; the bytes equal
+//    HF's row-major [1536, 1176] matrix (patch vector order temporal, channel, row, col; §6.2),
+//    so a loader may view it as a 2-D [1176, 1536] weight.
+//  * Other tensors under llama.cpp's clip names: v.position_embd.weight [hidden, 1024],
+//    v.pre_ln.{weight,bias}, v.blk.N.{ln1,ln2,attn_q,attn_k,attn_v,attn_out,ffn_up,ffn_down}.
+//    {weight,bias} (ffn_up = mlp.fc1, ffn_down = mlp.fc2), v.post_ln.{weight,bias}, mm.0.weight
+//    (adapter fc1), mm.1.weight (adapter fc2), mm.2.weight (vision_projection). Matrices are
+//    [in, out] like every GGUF weight. Vision q/k rows stay in HF's rotate-half order
+//    (muse-glimmer-vision.rope_layout = "rotate_half"), the order glint's encoder uses; llama.cpp
+//    un-permutes them for its own mmproj.
+//  * Vectors F32; matrices F32, F16 or BF16.
+#pragma once
+
+#include "base/base.h"
+#include "gguf/gguf.h"
+
+#define GL_VGGUF_ARCH         "muse-glimmer-vision"
+#define GL_VGGUF_KEY_FORMAT   "muse-glimmer-vision.format"
+#define GL_VGGUF_FORMAT       "temporal-v1"
+#define GL_VGGUF_KEY_TEMPORAL "muse-glimmer-vision.patch_temporal"
+#define GL_VGGUF_PATCH        "v.patch_embd.weight"
+// The released llama.cpp-style projector with the temporal axis summed away (arch doc §3.2).
+#define GL_VGGUF_RELEASED_MMPROJ "mmproj-kquant.gguf"
+
+enum gl_vgguf_kind {
+    GL_VGGUF_NOT_VISION, // no patch embedding: not a vision GGUF
+    GL_VGGUF_TEMPORAL,   // patch embedding keeps T >= 2 temporal slabs (ours): video works
+    GL_VGGUF_SUMMED,     // patch embedding of 3 * p * p inputs per output: still images only
+    GL_VGGUF_UNKNOWN,    // a patch embedding of another size
+};
+
+// Classifies an open GGUF by its patch embedding's inputs per output channel K = elements /
+// last dim: K == 3 * p * p -> SUMMED, K == T * 3 * p * p with T >= 2 -> TEMPORAL. p comes from
+// muse-glimmer-vision.patch_size or clip.vision.patch_size (default 14). *frames (may be NULL)
+// gets T (1 for SUMMED, 0 otherwise).
+enum gl_vgguf_kind gl_vgguf_kind(const struct gl_gguf *g, int64_t *frames);
+
+// Refuses a vision GGUF that cannot encode video, with a message that says why and what to use
+// instead: the released mmproj-kquant.gguf by its file name (checked first, so g may be NULL to
+// refuse before opening), and any GGUF whose patch embedding has no temporal axis (SUMMED) or an
+// unexpected size (UNKNOWN). GL_E_UNSUPPORTED (FORMAT for UNKNOWN); GL_OK for our layout and for
+// GGUFs that are not vision GGUFs.
+GL_MUST_USE gl_status gl_vgguf_check(const char *path, const struct gl_gguf *g, struct gl_err *err);

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# check_convert: `glint convert` (src/convert/convert.h) on tiny HF folders written by
+# `glint make-model --format safetensors` (tiny preset, seed 1; F32 and BF16):
+#  (a) glint's all-position logits from the converted GGUF equal (byte-equal float32) glint's
+#      logits from the HF folder itself: F32 folder -> F32 GGUF, BF16 folder -> BF16 GGUF;
+#  (b) the converted GGUF against `glint make-model` writing the same weights directly as GGUF
+#      (F32, Q8_0, Q4_K_M from the F32 folder; BF16 from the BF16 folder): identical logits, and
+#      the tensor tables (name, type, shape) and every tensor's bytes compared (the files differ
+#      only in metadata: convert writes the release's 32 keys, make-model its own set);
+#  (c) the converted F32 / Q8_0 / Q4_K_M GGUFs load in llama.cpp (node-llama-cpp 3.22.1) and
+#      agree with glint under check_parity.sh's tolerances (tests/oracle/parity_run.py: logits
+#      per type, tokenizer battery, greedy battery with near-tie splits), with its negative control;
+#  (d) the vision GGUF (--vision-out) has every vision tensor, the patch embedding with its
+#      temporal axis (ne [196, 3, 2, 64]) holding exactly the HF tensor's values, and the
+#      metadata that names the layout; glint inspect reports it video-capable;
+#  (e) an mmproj-style file written here (the HF patch kernel with its two temporal slabs summed,
+#      llama.cpp's conv2d form [14, 14, 3, 64]) and any file named mmproj-kquant.gguf are refused
+#      by glint inspect with the reason (temporal axis summed away) and the way out
+#      (glint convert --vision-out); --no-vision-check still dumps them;
+#  plus CLI refusals (missing folder, unknown type) with exit codes 1 / 2.
+# Env: GLINT_BIN (default build/glint), GLINT_TEST_DIR (default build/testdata),
+#      GLINT_CONVERT_PARITY=0 skips (c)'s parity run (the llama.cpp load check still runs).
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+. "$HERE/lib.sh"
+cd "$GL_REPO_ROOT"
+PY=/usr/bin/python3
+DIR="$GLINT_TEST_DIR/convert"
+[ -x "$GLINT_BIN" ] || { echo "check_convert: $GLINT_BIN not built"; exit 1; }
+mkdir -p "$DIR"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+PROMPTS=(
+    "200000 791 7290 315 2324 374 220 17 10 220 18 284 220 19 13 578 4062 14198 39935 35308 927"
+    "200000 9906 11 1917 0"
+    "200000 200022 882 200023 3923 374 220 1114 353 220 1419 30 200008 200022 78191 200023 271"
+)
+
+logits() { # MODEL PROMPT_INDEX OUT
+    "$GLINT_BIN" eval --model "$1" --prompt-ids "${PROMPTS[$2]}" --logits "$3" >/dev/null 2>"$3.log" ||
+        { fail "eval $1: $(tail -1 "$3.log")"; return 1; }
+}
+
+same_logits() { # WHAT MODEL_A MODEL_B
+    local what="$1" a="$2" b="$3" i n=0
+    for i in 0 1 2; do
+        logits "$a" $i "$DIR/la.$i" && logits "$b" $i "$DIR/lb.$i" || return 1
+        cmp -s "$DIR/la.$i" "$DIR/lb.$i" && n=$((n + 1)) || fail "$what: prompt $i logits differ"
+    done
+    [ $n -eq 3 ] && ok "$what: logits identical on 3 prompts"
+}
+
+# Tensor tables and tensor bytes of two GGUFs (glint inspect --json gives names, types, shapes,
+# file offsets and sizes).
+same_tensors() { # WHAT A B
+    "$GLINT_BIN" inspect --json "$2" >"$DIR/ta.json" 2>/dev/null &&
+        "$GLINT_BIN" inspect --json "$3" >"$DIR/tb.json" 2>/dev/null ||
+        { fail "$1: glint inspect failed"; return 1; }
+    local msg
+    if msg=$("$PY" - "$2" "$DIR/ta.json" "$3" "$DIR/tb.json" 2>&1 <<'EOF'
+import json, sys
+fa, ja, fb, jb = sys.argv[1:5]
+ta = json.load(open(ja))["tensors"]
+tb = json.load(open(jb))["tensors"]
+key = lambda t: (t["name"], t["type"], t["ne"], t["n_bytes"])
+assert [key(t) for t in ta] == [key(t) for t in tb], "tensor tables differ"
+total = 0
+with open(fa, "rb") as a, open(fb, "rb") as b:
+    for x, y in zip(ta, tb):
+        a.seek(x["file_offset"]); b.seek(y["file_offset"])
+        assert a.read(x["n_bytes"]) == b.read(y["n_bytes"]), f"bytes of {x['name']} differ"
+        total += x["n_bytes"]
+print(f"{len(ta)} tensors, {total} bytes of tensor data identical")
+EOF
+    ); then
+        ok "$1: $msg"
+    else
+        fail "$1: $msg"
+    fi
+    cmp -s "$2" "$3" && echo "note: $1: whole files identical" ||
+        echo "note: $1: whole files differ (metadata: convert writes the release's key set)"
+}
+
+# ---- inputs ----
+for t in F32 BF16; do
+    rm -rf "$DIR/hf-$t"
+    "$GLINT_BIN" make-model --preset tiny --type "$t" --seed 1 --format safetensors \
+        --out "$DIR/hf-$t" >/dev/null 2>"$DIR/hf-$t.log" ||
+        { echo "FAIL: make-model safetensors $t: $(tail -1 "$DIR/hf-$t.log")"; exit 1; }
+done
+conv() { # SRC_TYPE OUT_TYPE [extra flags]
+    local s="$1" t="$2" out="$DIR/conv-$1-$2.gguf"
+    shift 2
+    local t0=$SECONDS
+    "$GLINT_BIN" convert "$DIR/hf-$s" --out "$out" --type "$t" "$@" >/dev/null 2>"$out.log" ||
+        { fail "convert $s -> $t: $(tail -1 "$out.log")"; return 1; }
+    echo "converted hf-$s -> $t in $((SECONDS - t0)) s ($(stat -c %s "$out") bytes)" >&2
+}
+conv F32 F32 --vision-out "$DIR/conv-F32-vision.gguf" --vision-type F32
+conv F32 Q8_0
+conv F32 Q4_K_M --threads 1 # one thread: the output must not depend on the thread count
+conv BF16 BF16 --vision-out "$DIR/conv-BF16-vision.gguf"
+
+direct() { # TYPE -> path of make-model's own GGUF (seed 1)
+    case "$1" in
+    F32 | Q8_0 | Q4_K_M) gl_tiny_model "$1" ;;
+    *)
+        local p="$DIR/direct-$1.gguf"
+        "$GLINT_BIN" make-model --preset tiny --type "$1" --seed 1 --out "$p" >/dev/null 2>&1 &&
+            echo "$p"
+        ;;
+    esac
+}
+
+# ---- (a) converted GGUF vs the HF folder ----
+same_logits "(a) F32 folder vs converted F32 GGUF" "$DIR/hf-F32" "$DIR/conv-F32-F32.gguf"
+same_logits "(a) BF16 folder vs converted BF16 GGUF" "$DIR/hf-BF16" "$DIR/conv-BF16-BF16.gguf"
+
+# ---- (b) converted GGUF vs make-model's GGUF of the same weights ----
+for pair in F32:F32 F32:Q8_0 F32:Q4_K_M BF16:BF16; do
+    s=${pair%%:*} t=${pair##*:}
+    d=$(direct "$t") || { fail "make-model $t"; continue; }
+    same_logits "(b) $t: make-model GGUF vs converted ($s folder)" "$d" "$DIR/conv-$s-$t.gguf"
+    same_tensors "(b) $t: make-model GGUF vs converted ($s folder)" "$d" "$DIR/conv-$s-$t.gguf"
+done
+
+# Metadata: the release's 32 keys (arch doc §3.1), chat template included.
+keys=$("$GLINT_BIN" inspect --json "$DIR/conv-F32-Q4_K_M.gguf" 2>/dev/null |
+    "$PY" -c 'import json,sys; print(" ".join(k["key"] for k in json.load(sys.stdin)["kv"]))')
+want="general.architecture general.type general.name general.size_label general.quantization_version general.file_type muse-glimmer.context_length muse-glimmer.embedding_length muse-glimmer.block_count muse-glimmer.feed_forward_length muse-glimmer.attention.head_count muse-glimmer.attention.head_count_kv muse-glimmer.attention.key_length muse-glimmer.attention.value_length muse-glimmer.attention.layer_norm_rms_epsilon muse-glimmer.rope.freq_base muse-glimmer.final_logit_softcapping muse-glimmer.logit_scale muse-glimmer.attention.sliding_window muse-glimmer.attention.sliding_window_pattern tokenizer.ggml.model tokenizer.ggml.pre tokenizer.ggml.tokens tokenizer.ggml.token_type tokenizer.ggml.merges tokenizer.ggml.bos_token_id tokenizer.ggml.eos_token_id tokenizer.ggml.eot_token_id tokenizer.ggml.padding_token_id tokenizer.ggml.add_bos_token tokenizer.ggml.add_sep_token tokenizer.chat_template"
+[ "$keys" = "$want" ] && ok "metadata: the release's 32 keys, in order" ||
+    fail "metadata keys: got [$keys]"
+"$GLINT_BIN" inspect "$DIR/conv-F32-Q4_K_M.gguf" 2>/dev/null |
+    grep -E 'general\.(file_type|size_label|name)|^tensors:' | sed 's/^/   /'
+
+# ---- (c) llama.cpp ----
+if [ -d "$HERE/node_modules/node-llama-cpp" ]; then
+    if out=$(cd "$HERE" && node writer_check.mjs logits 20 "$DIR/conv-F32-F32.gguf" \
+        "$DIR/conv-F32-Q8_0.gguf:0.98" "$DIR/conv-F32-Q4_K_M.gguf:0.6"); then
+        ok "(c) llama.cpp loads the converted F32 / Q8_0 / Q4_K_M GGUFs, healthy logits"
+    else
+        fail "(c) llama.cpp load / logit health of the converted GGUFs"
+    fi
+    echo "$out" | "$PY" -c '
+import json, sys
+for line in sys.stdin:
+    o = json.loads(line)
+    print("   %-22s std=%.2f p1=%.4f corr_min=%.3f argmax_agree=%d/%d" % (o["model"].rsplit("/", 1)[-1],
+          o["std_median"], o["p1_median"], o["corr_min"], o["argmax_agree"], o["n_prompt"]))' 2>/dev/null
+    if [ "${GLINT_CONVERT_PARITY:-1}" != 0 ]; then
+        ctl="$GLINT_TEST_DIR/tiny-F32-seed77.gguf"
+        [ -s "$ctl" ] || { "$GLINT_BIN" make-model --preset tiny --type F32 --seed 77 \
+            --out "$ctl.tmp" >/dev/null 2>&1 && mv "$ctl.tmp" "$ctl"; }
+        GLINT_ORACLE_THREADS="${GLINT_ORACLE_THREADS:-1}" "$PY" "$HERE/parity_run.py" \
+            --glint "$GLINT_BIN" --control "$ctl" --model "F32=$DIR/conv-F32-F32.gguf" \
+            --model "Q8_0=$DIR/conv-F32-Q8_0.gguf" --model "Q4_K_M=$DIR/conv-F32-Q4_K_M.gguf" \
+            >"$DIR/parity.log" 2>&1
+        rc=$?
+        sed -n '/parity summary/,$p' "$DIR/parity.log" | sed 's/^/   /'
+        [ $rc -eq 0 ] && ok "(c) converted GGUFs: glint vs llama.cpp parity passed" ||
+            fail "(c) parity (see $DIR/parity.log)"
+    fi
+else
+    echo "SKIP: (c) node-llama-cpp missing (cd tests/oracle && npm install)"
+fi
+
+# ---- (d) the vision GGUF ----
+vis="$DIR/conv-F32-vision.gguf"
+if info=$("$GLINT_BIN" inspect "$vis" 2>&1); then
+    grep -q '"v.patch_embd.weight" F32   ne=\[196, 3, 2, 64\]' <<<"$info" &&
+        grep -q '^vision: patch embedding keeps 2 temporal slabs' <<<"$info" &&
+        grep -q '^tensors: 41$' <<<"$info" &&
+        ok "(d) vision GGUF: 41 tensors, v.patch_embd.weight ne [196, 3, 2, 64] (temporal axis kept)" ||
+        fail "(d) vision GGUF layout: $(grep -E 'patch_embd|^tensors|^vision' <<<"$info")"
+else
+    fail "(d) glint inspect refused the vision GGUF: $info"
+fi
+"$GLINT_BIN" inspect --json "$vis" >"$DIR/vis.json" 2>/dev/null
+if msg=$("$PY" - "$vis" "$DIR/vis.json" "$DIR/hf-F32/model.safetensors" 2>&1 <<'EOF'
+import json, struct, sys
+gg, js, st = sys.argv[1:4]
+j = json.load(open(js))
+kv = {k["key"]: k.get("value") for k in j["kv"]}
+assert kv["general.architecture"] == "muse-glimmer-vision", kv["general.architecture"]
+assert kv["muse-glimmer-vision.format"] == "temporal-v1"
+assert kv["muse-glimmer-vision.patch_temporal"] == 2
+assert kv["muse-glimmer-vision.rope_layout"] == "rotate_half"
+t = {x["name"]: x for x in j["tensors"]}
+f = open(st, "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+h = json.loads(f.read(n))
+def hf(name):
+    e = h[name]; a, b = e["data_offsets"]; f.seek(8 + n + a); return e["shape"], f.read(b - a)
+def gguf(name):
+    x = t[name]; g = open(gg, "rb"); g.seek(x["file_offset"]); return x["ne"], g.read(x["n_bytes"])
+checks = [("v.patch_embd.weight", "model.vision_tower.patch_embedder.patch_embedding.weight"),
+          ("v.blk.1.attn_q.weight", "model.vision_tower.layers.1.attn.q_proj.weight"),
+          ("v.blk.0.ffn_down.bias", "model.vision_tower.layers.0.mlp.fc2.bias"),
+          ("mm.2.weight", "model.vision_projection.weight")]
+for g, s in checks:
+    (ne, gb), (shape, sb) = gguf(g), hf(s)
+    assert gb == sb, f"{g} bytes differ from {s}"
+    assert list(reversed(shape)) == ne or (g == "v.patch_embd.weight" and ne[3] == shape[0]), (g, ne, shape)
+print(f"patch embedding ne {t['v.patch_embd.weight']['ne']} = HF {h[checks[0][1]]['shape']} bytes; "
+      f"{len(checks)} tensors byte-equal to the HF ones; format keys present")
+EOF
+); then ok "(d) $msg"; else fail "(d) vision content: $msg"; fi
+# Whole outputs first: `inspect | grep -q` under pipefail fails when grep quits early (SIGPIPE).
+info=$("$GLINT_BIN" inspect "$DIR/conv-BF16-vision.gguf" 2>/dev/null)
+grep -q '"v.blk.0.attn_q.weight" BF16' <<<"$info" &&
+    ok "(d) BF16 vision GGUF: matrices BF16 (default --vision-type)" || fail "(d) BF16 vision GGUF types"
+
+# ---- (e) mmproj-style files are refused ----
+mm="$DIR/mmproj-summed.gguf"
+"$PY" - "$DIR/hf-F32/model.safetensors" "$mm" <<'EOF' || fail "(e) writing the mmproj-style file"
+# llama.cpp's mmproj form of the patch embedding: the two temporal slabs summed (arch doc §6.3),
+# stored as a conv2d kernel ne [14, 14, 3, hidden] under general.architecture "clip".
+import array, json, struct, sys
+f = open(sys.argv[1], "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+h = json.loads(f.read(n))
+e = h["model.vision_tower.patch_embedder.patch_embedding.weight"]
+a, b = e["data_offsets"]; f.seek(8 + n + a)
+w = array.array("f"); w.frombytes(f.read(b - a))
+hidden, k = e["shape"]; slab = k // 2
+summed = array.array("f", (w[o * k + i] + w[o * k + slab + i] for o in range(hidden) for i in range(slab)))
+s = lambda x: struct.pack("<Q", len(x.encode())) + x.encode()
+kvs = [s("general.architecture") + struct.pack("<I", 8) + s("clip"),
+       s("clip.projector_type") + struct.pack("<I", 8) + s("muse-glimmer"),
+       s("clip.vision.patch_size") + struct.pack("<I", 4) + struct.pack("<I", 14)]
+info = s("v.patch_embd.weight") + struct.pack("<I4QIQ", 4, 14, 14, 3, hidden, 0, 0)
+out = b"GGUF" + struct.pack("<IQQ", 3, 1, len(kvs)) + b"".join(kvs) + info
+out += b"\0" * (-len(out) % 32)
+open(sys.argv[2], "wb").write(out + summed.tobytes())
+EOF
+refused() { # WHAT FILE NEEDLE...
+    local what="$1" f="$2" msg rc
+    shift 2
+    msg=$("$GLINT_BIN" inspect "$f" 2>&1 >/dev/null)
+    rc=$?
+    [ $rc -eq 1 ] || { fail "(e) $what: glint inspect exit $rc, want 1"; return; }
+    for n in "$@"; do grep -qF -- "$n" <<<"$msg" || { fail "(e) $what: '$n' not in: $msg"; return; }; done
+    ok "(e) $what refused: $msg"
+}
+refused "mmproj with the temporal axis summed" "$mm" "no temporal axis" "video cannot work" \
+    "glint convert HF_DIR --out TEXT.gguf --vision-out VISION.gguf"
+cp "$vis" "$DIR/mmproj-kquant.gguf"
+refused "a file named mmproj-kquant.gguf" "$DIR/mmproj-kquant.gguf" "mmproj-kquant.gguf refused" \
+    "temporal axis summed away" "--vision-out"
+refused "mmproj-kquant.gguf that does not exist" "$DIR/nowhere/mmproj-kquant.gguf" "refused"
+info=$("$GLINT_BIN" inspect --no-vision-check "$mm" 2>/dev/null)
+grep -q 'ne=\[14, 14, 3, 64\]' <<<"$info" &&
+    ok "(e) --no-vision-check still dumps the mmproj" || fail "(e) --no-vision-check"
+
+# ---- CLI refusals ----
+"$GLINT_BIN" convert "$DIR/no-such-folder" --out "$DIR/x.gguf" --type F32 >/dev/null 2>&1
+[ $? -eq 1 ] && [ ! -e "$DIR/x.gguf" ] && ok "convert of a missing folder: exit 1, no output" ||
+    fail "convert of a missing folder"
+"$GLINT_BIN" convert "$DIR/hf-F32" --out "$DIR/x.gguf" --type Q3_K >/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e "$DIR/x.gguf" ] && ok "convert --type Q3_K: exit 2" || fail "convert --type Q3_K"
+
+[ "$fails" -eq 0 ] && echo "check_convert: all passed" || echo "check_convert: $fails failure(s)"
+[ "$fails" -eq 0 ]
