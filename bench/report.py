@@ -412,12 +412,17 @@ def write_doc(doc, body_main, full_section):
             f.write(text)
 
 
+VISION_BEGIN = "<!-- vision:begin -->"  # the vision encoder section (bench/README.md), by hand
+
+
 def existing_full(doc):
+    """The sections make bench does not write: the 52-layer one and the vision one, kept as they
+    are (from the first of their markers to the end of the page)."""
     if doc == "-" or not os.path.exists(doc):
         return ""
     t = open(doc).read()
-    a, b = t.find(FULL_BEGIN), t.find(FULL_END)
-    return t[a:b + len(FULL_END)] if a >= 0 and b > a else ""
+    at = [i for i in (t.find(FULL_BEGIN), t.find(VISION_BEGIN)) if i >= 0]
+    return t[min(at):] if at else ""
 
 
 def main_bench(rund, doc):
