@@ -459,32 +459,6 @@ static gl_status write_plan(struct gl_gguf_writer *w, const struct cv_plan *pl, 
 
 // ---- metadata ----
 
-struct kv_list {
-    struct gl_gguf_writer *w;
-    gl_status st;
-};
-
-static void kv_u32(struct kv_list *kv, const char *key, uint32_t v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_u32(kv->w, key, v);
-}
-static void kv_f32(struct kv_list *kv, const char *key, float v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_f32(kv->w, key, v);
-}
-static void kv_str(struct kv_list *kv, const char *key, const char *v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_str(kv->w, key, v);
-}
-static void kv_bool(struct kv_list *kv, const char *key, int v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_bool(kv->w, key, v);
-}
-
 // llama.cpp's size label (gguf-py model_weight_count_rounded_notation, min 2 digits): 27.85e9
 // -> "28B", 1.034e8 -> "103M", 5.5e9 -> "5.5B".
 static void size_label(uint64_t n, char *buf, size_t cap)
@@ -559,28 +533,28 @@ static gl_status add_text_keys(struct gl_gguf_writer *w, const struct cv_text *t
                                const char *label, struct gl_err *err)
 {
     const struct gl_model_config *c = &tx->m.cfg;
-    struct kv_list kv = {w, GL_OK};
-    kv_str(&kv, "general.architecture", ARCH);
-    kv_str(&kv, "general.type", "model");
-    kv_str(&kv, "general.name", name);
-    kv_str(&kv, "general.size_label", label);
-    kv_u32(&kv, "general.quantization_version", 2);
-    kv_u32(&kv, "general.file_type", tx->file_type);
-    kv_u32(&kv, ARCH ".context_length", (uint32_t)c->n_ctx_train);
-    kv_u32(&kv, ARCH ".embedding_length", (uint32_t)c->n_embd);
-    kv_u32(&kv, ARCH ".block_count", (uint32_t)c->n_layer);
-    kv_u32(&kv, ARCH ".feed_forward_length", (uint32_t)c->n_ff);
-    kv_u32(&kv, ARCH ".attention.head_count", (uint32_t)c->n_head);
-    kv_u32(&kv, ARCH ".attention.head_count_kv", (uint32_t)c->n_head_kv);
-    kv_u32(&kv, ARCH ".attention.key_length", (uint32_t)c->head_dim);
-    kv_u32(&kv, ARCH ".attention.value_length", (uint32_t)c->head_dim);
-    kv_f32(&kv, ARCH ".attention.layer_norm_rms_epsilon", c->rms_eps);
-    kv_f32(&kv, ARCH ".rope.freq_base", c->rope_base);
-    kv_f32(&kv, ARCH ".final_logit_softcapping", c->softcap); // 0 = disabled (never 30)
-    kv_f32(&kv, ARCH ".logit_scale", c->logit_scale);
+    struct gl_gguf_keys kv = {w, GL_OK};
+    gl_gguf_keys_str(&kv, "general.architecture", ARCH);
+    gl_gguf_keys_str(&kv, "general.type", "model");
+    gl_gguf_keys_str(&kv, "general.name", name);
+    gl_gguf_keys_str(&kv, "general.size_label", label);
+    gl_gguf_keys_u32(&kv, "general.quantization_version", 2);
+    gl_gguf_keys_u32(&kv, "general.file_type", tx->file_type);
+    gl_gguf_keys_u32(&kv, ARCH ".context_length", (uint32_t)c->n_ctx_train);
+    gl_gguf_keys_u32(&kv, ARCH ".embedding_length", (uint32_t)c->n_embd);
+    gl_gguf_keys_u32(&kv, ARCH ".block_count", (uint32_t)c->n_layer);
+    gl_gguf_keys_u32(&kv, ARCH ".feed_forward_length", (uint32_t)c->n_ff);
+    gl_gguf_keys_u32(&kv, ARCH ".attention.head_count", (uint32_t)c->n_head);
+    gl_gguf_keys_u32(&kv, ARCH ".attention.head_count_kv", (uint32_t)c->n_head_kv);
+    gl_gguf_keys_u32(&kv, ARCH ".attention.key_length", (uint32_t)c->head_dim);
+    gl_gguf_keys_u32(&kv, ARCH ".attention.value_length", (uint32_t)c->head_dim);
+    gl_gguf_keys_f32(&kv, ARCH ".attention.layer_norm_rms_epsilon", c->rms_eps);
+    gl_gguf_keys_f32(&kv, ARCH ".rope.freq_base", c->rope_base);
+    gl_gguf_keys_f32(&kv, ARCH ".final_logit_softcapping", c->softcap); // 0 = disabled (never 30)
+    gl_gguf_keys_f32(&kv, ARCH ".logit_scale", c->logit_scale);
     // sliding_window null (0 here) = no window: a window of the whole context is the same.
-    kv_u32(&kv, ARCH ".attention.sliding_window",
-           (uint32_t)(c->window > 0 ? c->window : c->n_ctx_train));
+    gl_gguf_keys_u32(&kv, ARCH ".attention.sliding_window",
+                     (uint32_t)(c->window > 0 ? c->window : c->n_ctx_train));
     if (kv.st == GL_OK) {
         uint8_t pat[GL_MODEL_MAX_LAYERS]; // true = sliding layer (RoPE + window)
         for (int i = 0; i < c->n_layer; i++)
@@ -609,15 +583,15 @@ static gl_status add_tokenizer_keys(struct gl_gguf_writer *w, const char *dir, i
     if (st == GL_OK)
         st = gl_make_model_add_vocab(w, tok, err);
     gl_tokenizer_free(tok);
-    struct kv_list kv = {w, st};
-    kv_bool(&kv, "tokenizer.ggml.add_sep_token", 0);
+    struct gl_gguf_keys kv = {w, st};
+    gl_gguf_keys_bool(&kv, "tokenizer.ggml.add_sep_token", 0);
     if (kv.st != GL_OK)
         return st != GL_OK ? st : gl_err_set(err, kv.st, "convert: adding tokenizer keys failed");
     char *tmpl = read_chat_template(dir, err, &st);
     if (st != GL_OK)
         return st;
     if (tmpl) {
-        kv_str(&kv, "tokenizer.chat_template", tmpl);
+        gl_gguf_keys_str(&kv, "tokenizer.chat_template", tmpl);
         gl_free(tmpl);
     } else {
         GL_LOGW("convert: %s has no chat_template.jinja or tokenizer_config.json chat_template; "
@@ -633,33 +607,36 @@ static gl_status add_vision_keys(struct gl_gguf_writer *w, const struct gl_visio
                                  const char *name, enum gl_type type, struct gl_err *err)
 {
     static const float half3[3] = {0.5f, 0.5f, 0.5f}; // IMAGENET_STANDARD mean and std (§6.2)
-    struct kv_list kv = {w, GL_OK};
+    struct gl_gguf_keys kv = {w, GL_OK};
     char nm[256];
     snprintf(nm, sizeof nm, "%.240s vision", name);
 #define VK(s) GL_VGGUF_ARCH "." s
-    kv_str(&kv, "general.architecture", GL_VGGUF_ARCH);
-    kv_str(&kv, "general.type", "mmproj");
-    kv_str(&kv, "general.name", nm);
-    kv_u32(&kv, "general.file_type", type == GL_TYPE_F32 ? 0 : type == GL_TYPE_F16 ? 1 : 32);
-    kv_str(&kv, GL_VGGUF_KEY_FORMAT, GL_VGGUF_FORMAT);
-    kv_u32(&kv, GL_VGGUF_KEY_TEMPORAL, (uint32_t)vc->patch_frames);
-    kv_u32(&kv, VK("patch_size"), (uint32_t)vc->patch_size);
-    kv_u32(&kv, VK("embedding_length"), (uint32_t)vc->hidden);
-    kv_u32(&kv, VK("feed_forward_length"), (uint32_t)vc->ffn);
-    kv_u32(&kv, VK("block_count"), (uint32_t)vc->n_layers);
-    kv_u32(&kv, VK("attention.head_count"), (uint32_t)vc->n_heads);
-    kv_f32(&kv, VK("attention.layer_norm_epsilon"), vc->ln_eps);
+    gl_gguf_keys_str(&kv, "general.architecture", GL_VGGUF_ARCH);
+    gl_gguf_keys_str(&kv, "general.type", "mmproj");
+    gl_gguf_keys_str(&kv, "general.name", nm);
+    gl_gguf_keys_u32(&kv, "general.file_type",
+                     type == GL_TYPE_F32   ? 0
+                     : type == GL_TYPE_F16 ? 1
+                                           : 32);
+    gl_gguf_keys_str(&kv, GL_VGGUF_KEY_FORMAT, GL_VGGUF_FORMAT);
+    gl_gguf_keys_u32(&kv, GL_VGGUF_KEY_TEMPORAL, (uint32_t)vc->patch_frames);
+    gl_gguf_keys_u32(&kv, VK("patch_size"), (uint32_t)vc->patch_size);
+    gl_gguf_keys_u32(&kv, VK("embedding_length"), (uint32_t)vc->hidden);
+    gl_gguf_keys_u32(&kv, VK("feed_forward_length"), (uint32_t)vc->ffn);
+    gl_gguf_keys_u32(&kv, VK("block_count"), (uint32_t)vc->n_layers);
+    gl_gguf_keys_u32(&kv, VK("attention.head_count"), (uint32_t)vc->n_heads);
+    gl_gguf_keys_f32(&kv, VK("attention.layer_norm_epsilon"), vc->ln_eps);
     // Layer i attends over the whole image iff (i + 1) % interval == 0 or it is the last layer;
     // the others within position-table-sized windows (§6.1, §6.3).
-    kv_u32(&kv, VK("full_attention_interval"), 4);
-    kv_u32(&kv, VK("position_embedding_height"), (uint32_t)vc->pos_h);
-    kv_u32(&kv, VK("position_embedding_width"), (uint32_t)vc->pos_w);
-    kv_u32(&kv, VK("spatial_merge_size"), (uint32_t)vc->merge);
-    kv_f32(&kv, VK("rope.freq_base"), vc->rope_theta);
-    kv_str(&kv, VK("rope_layout"), "rotate_half");
-    kv_u32(&kv, VK("projector.hidden_size"), (uint32_t)vc->adapter);
-    kv_u32(&kv, VK("projection_dim"), (uint32_t)vc->out_dim);
-    kv_f32(&kv, VK("rms_norm_epsilon"), vc->rms_eps);
+    gl_gguf_keys_u32(&kv, VK("full_attention_interval"), 4);
+    gl_gguf_keys_u32(&kv, VK("position_embedding_height"), (uint32_t)vc->pos_h);
+    gl_gguf_keys_u32(&kv, VK("position_embedding_width"), (uint32_t)vc->pos_w);
+    gl_gguf_keys_u32(&kv, VK("spatial_merge_size"), (uint32_t)vc->merge);
+    gl_gguf_keys_f32(&kv, VK("rope.freq_base"), vc->rope_theta);
+    gl_gguf_keys_str(&kv, VK("rope_layout"), "rotate_half");
+    gl_gguf_keys_u32(&kv, VK("projector.hidden_size"), (uint32_t)vc->adapter);
+    gl_gguf_keys_u32(&kv, VK("projection_dim"), (uint32_t)vc->out_dim);
+    gl_gguf_keys_f32(&kv, VK("rms_norm_epsilon"), vc->rms_eps);
     if (kv.st == GL_OK)
         kv.st = gl_gguf_writer_add_arr(w, VK("image_mean"), GL_GGUF_F32, half3, 3);
     if (kv.st == GL_OK)

@@ -134,6 +134,16 @@ gl_status gl_gguf_writer_add_u64(struct gl_gguf_writer *w, const char *key, uint
 gl_status gl_gguf_writer_add_f32(struct gl_gguf_writer *w, const char *key, float v);
 gl_status gl_gguf_writer_add_bool(struct gl_gguf_writer *w, const char *key, int v);
 gl_status gl_gguf_writer_add_str(struct gl_gguf_writer *w, const char *key, const char *v);
+// A run of metadata adds with one sticky status: each add is a no-op once one has failed, and st
+// holds the first failure, so a writer of many keys checks once at the end.
+struct gl_gguf_keys {
+    struct gl_gguf_writer *w;
+    gl_status st;
+};
+void gl_gguf_keys_u32(struct gl_gguf_keys *k, const char *key, uint32_t v);
+void gl_gguf_keys_f32(struct gl_gguf_keys *k, const char *key, float v);
+void gl_gguf_keys_bool(struct gl_gguf_keys *k, const char *key, int v);
+void gl_gguf_keys_str(struct gl_gguf_keys *k, const char *key, const char *v);
 // Scalar array: n elements of elem_type packed in data (elem_type != STR, ARR).
 gl_status gl_gguf_writer_add_arr(struct gl_gguf_writer *w, const char *key,
                                  enum gl_gguf_vtype elem_type, const void *data, uint64_t n);

@@ -458,3 +458,29 @@ gl_status gl_gguf_writer_write(struct gl_gguf_writer *w, const char *path, int h
         unlink(path);
     return st;
 }
+
+// ---- sticky-status key runs ----
+
+void gl_gguf_keys_u32(struct gl_gguf_keys *k, const char *key, uint32_t v)
+{
+    if (k->st == GL_OK)
+        k->st = gl_gguf_writer_add_u32(k->w, key, v);
+}
+
+void gl_gguf_keys_f32(struct gl_gguf_keys *k, const char *key, float v)
+{
+    if (k->st == GL_OK)
+        k->st = gl_gguf_writer_add_f32(k->w, key, v);
+}
+
+void gl_gguf_keys_bool(struct gl_gguf_keys *k, const char *key, int v)
+{
+    if (k->st == GL_OK)
+        k->st = gl_gguf_writer_add_bool(k->w, key, v);
+}
+
+void gl_gguf_keys_str(struct gl_gguf_keys *k, const char *key, const char *v)
+{
+    if (k->st == GL_OK)
+        k->st = gl_gguf_writer_add_str(k->w, key, v);
+}

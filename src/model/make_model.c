@@ -740,63 +740,37 @@ static gl_status fill_rows(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, 
 
 // ---- metadata ----
 
-// Accumulates the first failure so the long key list reads as a list.
-struct kv_list {
-    struct gl_gguf_writer *w;
-    gl_status st;
-};
-
 static const char *arch_key(char *buf, size_t cap, const char *suffix)
 {
     snprintf(buf, cap, ARCH ".%s", suffix);
     return buf;
 }
 
-static void kv_u32(struct kv_list *kv, const char *key, uint32_t v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_u32(kv->w, key, v);
-}
-static void kv_f32(struct kv_list *kv, const char *key, float v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_f32(kv->w, key, v);
-}
-static void kv_str(struct kv_list *kv, const char *key, const char *v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_str(kv->w, key, v);
-}
-static void kv_bool(struct kv_list *kv, const char *key, int v)
-{
-    if (kv->st == GL_OK)
-        kv->st = gl_gguf_writer_add_bool(kv->w, key, v);
-}
-static void kv_arch_u32(struct kv_list *kv, const char *suffix, uint32_t v)
+static void kv_arch_u32(struct gl_gguf_keys *kv, const char *suffix, uint32_t v)
 {
     char key[96];
-    kv_u32(kv, arch_key(key, sizeof key, suffix), v);
+    gl_gguf_keys_u32(kv, arch_key(key, sizeof key, suffix), v);
 }
-static void kv_arch_f32(struct kv_list *kv, const char *suffix, float v)
+static void kv_arch_f32(struct gl_gguf_keys *kv, const char *suffix, float v)
 {
     char key[96];
-    kv_f32(kv, arch_key(key, sizeof key, suffix), v);
+    gl_gguf_keys_f32(kv, arch_key(key, sizeof key, suffix), v);
 }
 
 static gl_status add_model_keys(struct gl_gguf_writer *w, const struct mm_plan *pl,
                                 struct gl_err *err)
 {
     const struct gl_make_model_hparams *hp = &pl->hp;
-    struct kv_list kv = {w, GL_OK};
+    struct gl_gguf_keys kv = {w, GL_OK};
     char name[160], key[96];
     snprintf(name, sizeof name, "Muse-Glimmer %s (random weights, glint make-model seed %llu)",
              pl->p.preset == GL_MAKE_MODEL_TINY ? "tiny" : "30b-shape",
              (unsigned long long)pl->p.seed);
-    kv_str(&kv, "general.architecture", ARCH);
-    kv_str(&kv, "general.name", name);
-    kv_u32(&kv, "general.file_type", hp->file_type);
-    kv_u32(&kv, "general.quantization_version", 2);
-    kv_u32(&kv, "general.alignment", 32);
+    gl_gguf_keys_str(&kv, "general.architecture", ARCH);
+    gl_gguf_keys_str(&kv, "general.name", name);
+    gl_gguf_keys_u32(&kv, "general.file_type", hp->file_type);
+    gl_gguf_keys_u32(&kv, "general.quantization_version", 2);
+    gl_gguf_keys_u32(&kv, "general.alignment", 32);
     kv_arch_u32(&kv, "context_length", (uint32_t)hp->n_ctx);
     kv_arch_u32(&kv, "embedding_length", (uint32_t)hp->n_embd);
     kv_arch_u32(&kv, "block_count", (uint32_t)hp->n_layers);
@@ -813,7 +787,7 @@ static gl_status add_model_keys(struct gl_gguf_writer *w, const struct mm_plan *
     kv_arch_u32(&kv, "attention.sliding_window", (uint32_t)hp->window);
     arch_key(key, sizeof key, "attention.sliding_window_pattern");
     if (pl->p.pattern_period) {
-        kv_u32(&kv, key, MM_SWA_PERIOD);
+        gl_gguf_keys_u32(&kv, key, MM_SWA_PERIOD);
     } else if (kv.st == GL_OK) {
         // HF rule (arch doc §1): layer i is full attention iff (n - 1 - i) % 4 == 0, counted from
         // the last layer; true = sliding.
@@ -969,9 +943,9 @@ gl_status gl_make_model_add_vocab(struct gl_gguf_writer *w, const struct gl_toke
     gl_status st = vocab_strs_build(&v, tok, n, &bm, err);
     if (st != GL_OK)
         return st;
-    struct kv_list kv = {w, GL_OK};
-    kv_str(&kv, "tokenizer.ggml.model", "gpt2");
-    kv_str(&kv, "tokenizer.ggml.pre", "llama4");
+    struct gl_gguf_keys kv = {w, GL_OK};
+    gl_gguf_keys_str(&kv, "tokenizer.ggml.model", "gpt2");
+    gl_gguf_keys_str(&kv, "tokenizer.ggml.pre", "llama4");
     if (kv.st == GL_OK)
         kv.st = gl_gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", v.strs, v.lens, (uint64_t)n);
     if (kv.st == GL_OK)
@@ -985,11 +959,11 @@ gl_status gl_make_model_add_vocab(struct gl_gguf_writer *w, const struct gl_toke
     st = add_merges(w, tok, &v, n, err);
     if (st != GL_OK)
         goto done;
-    kv_u32(&kv, "tokenizer.ggml.bos_token_id", GL_TOK_BOS);
-    kv_u32(&kv, "tokenizer.ggml.eos_token_id", GL_TOK_EOS);
-    kv_u32(&kv, "tokenizer.ggml.eot_token_id", GL_TOK_EOT);
-    kv_u32(&kv, "tokenizer.ggml.padding_token_id", GL_TOK_PAD);
-    kv_bool(&kv, "tokenizer.ggml.add_bos_token", 1);
+    gl_gguf_keys_u32(&kv, "tokenizer.ggml.bos_token_id", GL_TOK_BOS);
+    gl_gguf_keys_u32(&kv, "tokenizer.ggml.eos_token_id", GL_TOK_EOS);
+    gl_gguf_keys_u32(&kv, "tokenizer.ggml.eot_token_id", GL_TOK_EOT);
+    gl_gguf_keys_u32(&kv, "tokenizer.ggml.padding_token_id", GL_TOK_PAD);
+    gl_gguf_keys_bool(&kv, "tokenizer.ggml.add_bos_token", 1);
     if (kv.st != GL_OK)
         st = gl_err_set(err, kv.st, "make-model: adding tokenizer ids failed (%s)",
                         gl_status_name(kv.st));
