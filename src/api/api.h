@@ -69,9 +69,8 @@ struct gl_api_config {
     int32_t n_eos;
     int framing; // 1: chat requests run the whole-turn grammar (default)
     // Media parts (image_url, video_url): where their bytes may come from and the default image
-    // cap. Images need model (with a vision tower: gl_model_vision) and media_pool, on which the
-    // encoder runs at parse time, one request at a time (media_lock). Video parts are fetched
-    // (so a malformed one is named) and then refused: not wired yet.
+    // cap. They need model (with a vision tower: gl_model_vision) and media_pool, on which the
+    // encoder runs at parse time, one request at a time (media_lock).
     struct gl_api_media_opts media;
     int32_t max_image_tokens; // default cap on merged tokens per image (4096)
     const struct gl_model *model;
@@ -122,11 +121,15 @@ struct gl_api_req {
     int include_reasoning;
     int skip_special_tokens;
     int parallel_tool_calls;
-    int32_t max_image_tokens; // mm_processor_kwargs.max_image_tokens, else the server's
-    // chat images: their bytes (owned) while the request is parsed, then the expanded prompt's
-    // soft-token rows (prompts[0] holds its ids), handed to the engine at submit
-    struct gl_media_image *images;
-    int32_t n_images;
+    // media caps: the server's, then mm_processor_kwargs (max_image_tokens, fps, num_frames,
+    // max_video_frame_tokens)
+    struct gl_media_params mm;
+    // chat images and videos while the request is parsed: each part's bytes (owned), a video's
+    // preprocessed clip in clips[k] (owned; parts[k].clip points at it); then the expanded
+    // prompt's soft-token rows (prompts[0] holds its ids), handed to the engine at submit
+    struct gl_media_part *parts; // [GL_MEDIA_MAX_PARTS]
+    struct gl_video *clips;      // [GL_MEDIA_MAX_PARTS]
+    int32_t n_parts;
     struct gl_media_prompt media;
     char *chat_stop[GL_SAMPLE_MAX_STOP]; // applied to content by the server (sp.n_stop = 0)
     int32_t n_chat_stop;

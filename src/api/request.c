@@ -507,14 +507,15 @@ static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req
 
 // ---- chat ----
 
-// An image or video part: its URL's bytes fetched and an image decoded, so that a malformed part
-// is a 400 naming it (truncated, not an image, zero-sized, over the byte or pixel limits, a path
-// outside --allowed-local-media-path). An image's bytes join r->images (the prompt expansion
-// encodes them); a video part is refused after the check: not wired yet.
+// An image or video part: its URL's bytes fetched and decoded, so that a malformed part is a 400
+// naming it (truncated, not an image or video, zero-sized, over the byte, pixel, frame or duration
+// limits, a path outside --allowed-local-media-path). A video is preprocessed here, once (decode,
+// sampling, resize under r->mm's video caps); an image is only decoded (the expansion resizes it
+// under the final max_image_tokens). The part joins r->parts; the prompt expansion encodes it.
 static gl_status check_media_part(const struct gl_api_config *c, json_t *part, const char *ty,
                                   size_t i, size_t j, struct gl_api_req *r, struct gl_api_error *e)
 {
-    int video = strstr(ty, "video") != NULL;
+    const int video = strstr(ty, "video") != NULL;
     const char *key = video ? "video_url" : "image_url";
     char param[96];
     snprintf(param, sizeof param, "messages[%zu].content[%zu].%s", i, j, key);
@@ -524,38 +525,58 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
     if (!json_is_string(u))
         return FAIL("messages", "%s: expected a URL string (or an object with a string url)",
                     param);
-    if (!video && r->n_images >= GL_MEDIA_MAX_IMAGES)
-        return FAIL("messages", "%s: more than %d images in one request", param,
-                    GL_MEDIA_MAX_IMAGES);
+    if (r->n_parts >= r->mm.max_parts)
+        return FAIL("messages", "%s: more than %d images and videos in one request", param,
+                    r->mm.max_parts);
+    if (!r->parts && (!(r->parts = gl_calloc((size_t)r->mm.max_parts, sizeof *r->parts)) ||
+                      !(r->clips = gl_calloc((size_t)r->mm.max_parts, sizeof *r->clips))))
+        return NOMEM();
     uint8_t *bytes = NULL;
     size_t n = 0;
     gl_status st = gl_api_media_load(&c->media, json_string_value(u), json_string_length(u), param,
                                      &bytes, &n, e);
     if (st != GL_OK)
         return st;
+    struct gl_err err = {0};
+    struct gl_video *clip = &r->clips[r->n_parts];
+    const int tower = c->model && gl_model_vision(c->model) && c->media_pool;
     if (!video) {
         struct gl_image img = {0};
-        struct gl_err err = {0};
-        st = gl_image_decode(bytes, n, NULL, &img, &err);
+        st = gl_image_decode(bytes, n, &r->mm.limits, &img, &err);
         gl_image_free(&img);
-        if (st == GL_E_NOMEM)
-            st = gl_api_fail(e, 500, "messages", "%s: %s", param, err.msg);
-        else if (st != GL_OK)
-            st = FAIL("messages", "%s: %s", param, err.msg);
-    } else {
-        st = FAIL("messages", "%s: video content is not served yet", param);
+    } else if (tower) { // a video is decoded only for a model that can use it
+        st = gl_video_preprocess(bytes, n, &r->mm.video_limits, &r->mm.video, clip, &err);
     }
-    if (st == GL_OK && !(c->model && gl_model_vision(c->model) && c->media_pool))
-        st = FAIL("messages", "%s: this model has no vision tower: it takes text only", param);
-    if (st == GL_OK && !r->images &&
-        !(r->images = gl_calloc(GL_MEDIA_MAX_IMAGES, sizeof *r->images)))
-        st = NOMEM();
+    if (st == GL_OK && !tower) {
+        gl_free(bytes);
+        return FAIL("messages", "%s: this model has no vision tower: it takes text only", param);
+    }
     if (st != GL_OK) {
         gl_free(bytes);
-        return st;
+        return st == GL_E_NOMEM ? gl_api_fail(e, 500, "messages", "%s: %s", param, err.msg)
+                                : FAIL("messages", "%s: %s", param, err.msg);
     }
-    r->images[r->n_images++] = (struct gl_media_image){bytes, n};
+    r->parts[r->n_parts++] = (struct gl_media_part){
+        .data = bytes,
+        .n = n,
+        .kind = video ? GL_MEDIA_VIDEO : GL_MEDIA_IMAGE,
+        .clip = video ? clip : NULL,
+    };
     return GL_OK;
+}
+
+// Frees the parts' bytes and clips.
+static void free_parts(struct gl_api_req *r)
+{
+    for (int32_t i = 0; i < r->n_parts; i++) {
+        gl_free((void *)r->parts[i].data);
+        gl_video_free(&r->clips[i]);
+    }
+    gl_free(r->parts);
+    gl_free(r->clips);
+    r->parts = NULL;
+    r->clips = NULL;
+    r->n_parts = 0;
 }
 
 static gl_status check_messages(const struct gl_api_config *c, json_t *msgs, struct gl_api_req *r,
@@ -677,23 +698,18 @@ static gl_status encode(const struct gl_api_config *c, const char *text, size_t 
     return GL_OK;
 }
 
-// Each image's <|patch|> in prompts[0] expanded into its soft-token run (media/), the encoder
-// running on the shared media pool; the image bytes are dropped after.
-static gl_status expand_images(const struct gl_api_config *c, struct gl_api_req *r,
-                               struct gl_api_error *e)
+// Each part's placeholder in prompts[0] (<|patch|> for an image, <|video|> for a video) expanded
+// into its soft-token run (media/), the encoder running on the shared media pool; the parts'
+// bytes and clips are dropped after.
+static gl_status expand_media(const struct gl_api_config *c, struct gl_api_req *r,
+                              struct gl_api_error *e)
 {
-    struct gl_media_params mp = gl_media_default_params();
-    mp.max_image_tokens = r->max_image_tokens;
     struct gl_err err = {0};
     pthread_mutex_lock(c->media_lock);
-    gl_status st = gl_media_expand(c->model, c->media_pool, r->prompts[0].ids, r->prompts[0].n,
-                                   r->images, r->n_images, &mp, &r->media, &err);
+    gl_status st = gl_media_expand(c->model, c->tok, c->media_pool, r->prompts[0].ids,
+                                   r->prompts[0].n, r->parts, r->n_parts, &r->mm, &r->media, &err);
     pthread_mutex_unlock(c->media_lock);
-    for (int32_t i = 0; i < r->n_images; i++)
-        gl_free((void *)r->images[i].data);
-    gl_free(r->images);
-    r->images = NULL;
-    r->n_images = 0;
+    free_parts(r);
     if (st != GL_OK)
         return st == GL_E_NOMEM ? NOMEM() : FAIL("messages", "%s", err.msg);
     gl_free(r->prompts[0].ids); // the expanded ids take its place
@@ -703,11 +719,14 @@ static gl_status expand_images(const struct gl_api_config *c, struct gl_api_req 
     return GL_OK;
 }
 
-// mm_processor_kwargs (vLLM): {"max_image_tokens": N} caps each image's merged tokens (§6.2).
+// mm_processor_kwargs (vLLM passes them to the HF processor, so these are its names):
+// max_image_tokens caps each image's merged tokens (§6.2); fps, num_frames and
+// max_video_frame_tokens are the video sampling rate, frame cap and per-frame token cap (§6.5).
 static gl_status parse_mm_kwargs(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
                                  struct gl_api_error *e)
 {
-    r->max_image_tokens = c->max_image_tokens;
+    r->mm = gl_media_default_params();
+    r->mm.max_image_tokens = c->max_image_tokens;
     json_t *kw = json_object_get(b, "mm_processor_kwargs"), *v;
     if (!kw || json_is_null(kw))
         return GL_OK;
@@ -716,16 +735,34 @@ static gl_status parse_mm_kwargs(const struct gl_api_config *c, json_t *b, struc
     const char *key;
     json_object_foreach(kw, key, v)
     {
-        if (strcmp(key, "max_image_tokens") != 0)
+        int32_t *dst = !strcmp(key, "max_image_tokens")         ? &r->mm.max_image_tokens
+                       : !strcmp(key, "num_frames")             ? &r->mm.video.max_frames
+                       : !strcmp(key, "max_video_frame_tokens") ? &r->mm.video.max_frame_tokens
+                                                                : NULL;
+        const int32_t hi =
+            dst == &r->mm.video.max_frames ? GL_VIDEO_MAX_FRAMES_LIMIT : GL_IMAGE_MAX_TOKENS_LIMIT;
+        if (!strcmp(key, "fps")) {
+            if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1000)
+                return FAIL("mm_processor_kwargs",
+                            "mm_processor_kwargs.fps: expected a number in (0, 1000]");
+            r->mm.video.fps = json_number_value(v);
+        } else if (!dst) {
             return FAIL("mm_processor_kwargs",
-                        "mm_processor_kwargs.%.40s: not supported (only max_image_tokens)", key);
-        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            json_integer_value(v) > GL_IMAGE_MAX_TOKENS_LIMIT)
+                        "mm_processor_kwargs.%.40s: not supported (max_image_tokens, fps, "
+                        "num_frames, max_video_frame_tokens are)",
+                        key);
+        } else if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > hi) {
             return FAIL("mm_processor_kwargs",
-                        "mm_processor_kwargs.max_image_tokens: expected an integer in 1..%d",
-                        GL_IMAGE_MAX_TOKENS_LIMIT);
-        r->max_image_tokens = (int32_t)json_integer_value(v);
+                        "mm_processor_kwargs.%s: expected an integer in 1..%d", key, (int)hi);
+        } else {
+            *dst = (int32_t)json_integer_value(v);
+        }
     }
+    if ((int64_t)r->mm.video.max_frames * r->mm.video.max_frame_tokens > GL_VIDEO_MAX_CLIP_TOKENS)
+        return FAIL("mm_processor_kwargs",
+                    "mm_processor_kwargs: num_frames x max_video_frame_tokens = %lld is over %d",
+                    (long long)r->mm.video.max_frames * r->mm.video.max_frame_tokens,
+                    GL_VIDEO_MAX_CLIP_TOKENS);
     return GL_OK;
 }
 
@@ -817,8 +854,8 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
     // The template writes <|begin_of_text|> itself: specials parsed, no BOS added (vLLM).
     st = encode(c, text, text_len, 1, 0, &r->prompts[0], e);
     gl_free(text);
-    if (st == GL_OK && r->n_images > 0)
-        st = expand_images(c, r, e);
+    if (st == GL_OK && r->n_parts > 0)
+        st = expand_media(c, r, e);
     if (st != GL_OK)
         return st;
 
@@ -1073,9 +1110,7 @@ void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r)
         gl_free(r->prompts[i].text);
     }
     gl_free(r->prompts);
-    for (int32_t i = 0; i < r->n_images; i++)
-        gl_free((void *)r->images[i].data);
-    gl_free(r->images);
+    free_parts(r);
     gl_media_prompt_free(&r->media);
     for (int i = 0; i < GL_SAMPLE_MAX_STOP; i++)
         gl_free(r->stops[i]);

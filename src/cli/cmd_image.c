@@ -14,7 +14,7 @@
 #include <string.h>
 
 struct opts {
-    const char *image, *out, *decoded, *patches, *model, *rows;
+    const char *image, *out, *decoded, *patches, *model, *rows, *mmproj;
     int max_tokens;
 };
 
@@ -29,6 +29,7 @@ static void usage(FILE *f)
             "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
             "  --model DIR --rows FILE  encode with the model's vision tower (media/) and write\n"
             "                         the soft-token rows, float32 [n_tokens][n_embd]\n"
+            "  --mmproj F             with a GGUF --model: its vision GGUF (glint convert)\n"
             "prints {\"width\", \"height\", \"grid_thw\", \"n_tokens\", \"src_width\", "
             "\"src_height\"} as one JSON line\n",
             GL_IMAGE_MAX_TOKENS, GL_IMAGE_MAX_TOKENS_LIMIT);
@@ -61,6 +62,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->patches = argv[++i];
         } else if (!strcmp(a, "--model") && more) {
             o->model = argv[++i];
+        } else if (!strcmp(a, "--mmproj") && more) {
+            o->mmproj = argv[++i];
         } else if (!strcmp(a, "--rows") && more) {
             o->rows = argv[++i];
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -103,8 +106,9 @@ static int write_rows(const struct opts *o, const uint8_t *data, size_t n)
 {
     struct gl_model *m = NULL;
     struct gl_model_params mp = gl_model_default_params();
+    mp.mmproj = o->mmproj;
     struct gl_media_params p = gl_media_default_params();
-    struct gl_media_image img = {data, n};
+    struct gl_media_part img = {.data = data, .n = n};
     struct gl_request_media rows = {0};
     struct gl_err err = {0};
     p.max_image_tokens = o->max_tokens;

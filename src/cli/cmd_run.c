@@ -30,11 +30,12 @@ struct cli_model {
     struct gl_kv_cache *kv;
 };
 
-static gl_status cli_model_open(struct cli_model *cm, const char *path, int want_tok,
-                                struct gl_err *err)
+static gl_status cli_model_open(struct cli_model *cm, const char *path, const char *mmproj,
+                                int want_tok, struct gl_err *err)
 {
     memset(cm, 0, sizeof *cm);
     struct gl_model_params mp = gl_model_default_params();
+    mp.mmproj = mmproj;
     gl_status st = gl_model_open(&cm->model, path, &mp, err);
     if (st == GL_OK && want_tok)
         st = gl_model_load_tokenizer(cm->model, &cm->tok, err);
@@ -64,7 +65,7 @@ static int usage_run(FILE *f)
     fprintf(f, "usage: glint run --model F (--prompt P | --prompt-ids \"1 2 3\") [-n N]\n"
                "                 [--temp T] [--top-p P] [--top-k K] [--min-p M] [--seed S]\n"
                "                 [--ids] [--special] [--threads N] [--show-tensors]\n"
-               "                 [--image FILE]...\n"
+               "                 [--image FILE | --video FILE]...\n"
                "  --prompt      text, tokenized with BOS per tokenizer.ggml.add_bos_token;\n"
                "                special-token names are parsed only with --special\n"
                "  --prompt-ids  token ids used verbatim (no BOS added)\n"
@@ -77,6 +78,10 @@ static int usage_run(FILE *f)
                "  --image FILE  PNG or JPEG for the next <|patch|> of the prompt (repeatable;\n"
                "                <|patch|> in --prompt needs --special; id 200092); needs a\n"
                "                model with a vision tower (an HF folder)\n"
+               "  --video FILE  a video for the next <|video|> (id 200091), sampled at 2 fps\n"
+               "                (at most 96 frames, 144 tokens a frame); --image and --video\n"
+               "                parts fill the placeholders in the order given\n"
+               "  --mmproj F    vision GGUF (glint convert --vision-out) for a GGUF --model\n"
                "batch: glint run --model F --batch IN.jsonl [--out OUT.jsonl] [--threads N]\n"
                "                 [--max-num-seqs 16] [--max-num-batched-tokens 512]\n"
                "                 [--kv-cache-memory BYTES] [--kv-cache-dtype f16|bf16|fp8|f32]\n"
@@ -158,8 +163,10 @@ struct run_opts {
     long long n_gen, threads;
     struct gl_sample_params sp;
     int print_ids, special, show_tensors;
-    const char *images[GL_MEDIA_MAX_IMAGES]; // --image files, in placeholder order
-    int n_images;
+    const char *mmproj;                    // --mmproj: vision GGUF for a GGUF model
+    const char *media[GL_MEDIA_MAX_PARTS]; // --image / --video files, in placeholder order
+    enum gl_media_kind media_kind[GL_MEDIA_MAX_PARTS];
+    int n_media;
 };
 
 static int stream_bytes(const char *buf, int n)
@@ -606,9 +613,9 @@ done:
     return rc;
 }
 
-// --image: the whole file, at most max + 1 bytes (an over-limit file then fails the decoder's
-// byte limit with its own message). NULL if it cannot be read.
-static uint8_t *read_image(const char *path, size_t max, size_t *len)
+// --image / --video: the whole file, at most max + 1 bytes (an over-limit file then fails the
+// decoder's byte limit with its own message). NULL if it cannot be read.
+static uint8_t *read_media(const char *path, size_t max, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -640,21 +647,25 @@ static uint8_t *read_image(const char *path, size_t max, size_t *len)
     return buf;
 }
 
-// Expands the prompt's <|patch|> placeholders with the --image files (media/): *prompt becomes
-// the expanded ids, *embd ([n_prompt] pointers, NULL for text positions) points into mp's rows.
-static gl_status expand_images(const struct cli_model *cm, const struct run_opts *o,
-                               int32_t **prompt, int64_t *n_prompt, struct gl_media_prompt *mp,
-                               const float ***embd, struct gl_err *err)
+// Expands the prompt's <|patch|> / <|video|> placeholders with the --image / --video files
+// (media/): *prompt becomes the expanded ids, *embd ([n_prompt] pointers, NULL for text
+// positions) points into mp's rows.
+static gl_status expand_media(const struct cli_model *cm, const struct run_opts *o,
+                              int32_t **prompt, int64_t *n_prompt, struct gl_media_prompt *mp,
+                              const float ***embd, struct gl_err *err)
 {
     const struct gl_media_params p = gl_media_default_params();
-    struct gl_media_image im[GL_MEDIA_MAX_IMAGES];
-    uint8_t *bytes[GL_MEDIA_MAX_IMAGES] = {0};
+    struct gl_media_part parts[GL_MEDIA_MAX_PARTS];
+    uint8_t *bytes[GL_MEDIA_MAX_PARTS] = {0};
     gl_status st = GL_OK;
-    for (int i = 0; i < o->n_images && st == GL_OK; i++) {
+    for (int i = 0; i < o->n_media && st == GL_OK; i++) {
+        const int video = o->media_kind[i] == GL_MEDIA_VIDEO;
         size_t n = 0;
-        if (!(bytes[i] = read_image(o->images[i], p.limits.max_bytes, &n)))
-            st = gl_err_set(err, GL_E_IO, "--image %s: cannot read it", o->images[i]);
-        im[i] = (struct gl_media_image){bytes[i], n};
+        if (!(bytes[i] = read_media(o->media[i],
+                                    video ? p.video_limits.max_bytes : p.limits.max_bytes, &n)))
+            st = gl_err_set(err, GL_E_IO, "--%s %s: cannot read it", video ? "video" : "image",
+                            o->media[i]);
+        parts[i] = (struct gl_media_part){.data = bytes[i], .n = n, .kind = o->media_kind[i]};
     }
     struct gl_pool *pool = st == GL_OK ? gl_pool_new((int)o->threads) : NULL;
     if (st == GL_OK && !pool)
@@ -662,10 +673,10 @@ static gl_status expand_images(const struct cli_model *cm, const struct run_opts
     if (st == GL_OK && *n_prompt > INT32_MAX)
         st = gl_err_set(err, GL_E_LIMIT, "prompt of %lld tokens", (long long)*n_prompt);
     if (st == GL_OK)
-        st = gl_media_expand(cm->model, pool, *prompt, (int32_t)*n_prompt, im, o->n_images, &p, mp,
-                             err);
+        st = gl_media_expand(cm->model, cm->tok, pool, *prompt, (int32_t)*n_prompt, parts,
+                             o->n_media, &p, mp, err);
     gl_pool_delete(pool);
-    for (int i = 0; i < o->n_images; i++)
+    for (int i = 0; i < o->n_media; i++)
         gl_free(bytes[i]);
     if (st == GL_OK && !(*embd = gl_calloc((size_t)mp->n_ids, sizeof **embd)))
         st = gl_err_set(err, GL_E_NOMEM, "no memory for %d row pointers", mp->n_ids);
@@ -724,10 +735,13 @@ int gl_cmd_run(int argc, char **argv)
             o.prompt_ids = v;
         else if (!strcmp(a, "--batch"))
             o.batch = v;
-        else if (!strcmp(a, "--image") && o.n_images < GL_MEDIA_MAX_IMAGES)
-            o.images[o.n_images++] = v;
+        else if ((!strcmp(a, "--image") || !strcmp(a, "--video")) && o.n_media < GL_MEDIA_MAX_PARTS)
+            o.media_kind[o.n_media] = a[2] == 'v' ? GL_MEDIA_VIDEO : GL_MEDIA_IMAGE,
+            o.media[o.n_media++] = v;
         else if (!strcmp(a, "--out"))
             o.out = v;
+        else if (!strcmp(a, "--mmproj"))
+            o.mmproj = v;
         else if (!strcmp(a, "--max-num-seqs") && !gl_cli_parse_int(v, 1, 4096, &x))
             o.max_seqs = x;
         else if (!strcmp(a, "--max-num-batched-tokens") && !gl_cli_parse_int(v, 1, 65536, &x))
@@ -755,8 +769,9 @@ int gl_cmd_run(int argc, char **argv)
             return usage_run(stderr);
         }
     }
-    if (o.batch && o.n_images > 0) {
-        fprintf(stderr, "glint run: --image works with --prompt / --prompt-ids, not --batch\n");
+    if (o.batch && o.n_media > 0) {
+        fprintf(stderr,
+                "glint run: --image / --video work with --prompt / --prompt-ids, not --batch\n");
         return usage_run(stderr);
     }
     if (!o.model || (!o.prompt + !o.prompt_ids + !o.batch != 2)) {
@@ -776,7 +791,7 @@ int gl_cmd_run(int argc, char **argv)
     struct gl_sample_work smp = {0};
     struct gl_rng rng;
     gl_rng_seed(&rng, o.sp.seed);
-    if (cli_model_open(&cm, o.model, 1, &err) != GL_OK) {
+    if (cli_model_open(&cm, o.model, o.mmproj, 1, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
         cli_model_close(&cm);
         return 1;
@@ -815,7 +830,7 @@ int gl_cmd_run(int argc, char **argv)
         rc = 2;
         goto done;
     }
-    if (o.n_images > 0 && expand_images(&cm, &o, &prompt, &n_prompt, &mp, &embd, &err) != GL_OK) {
+    if (o.n_media > 0 && expand_media(&cm, &o, &prompt, &n_prompt, &mp, &embd, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
         goto done;
     }
@@ -973,7 +988,7 @@ int gl_cmd_eval(int argc, char **argv)
     int rc = 1;
     float *logits = NULL;
     struct dump_files df = {0};
-    if (cli_model_open(&cm, model, 0, &err) != GL_OK) {
+    if (cli_model_open(&cm, model, NULL, 0, &err) != GL_OK) {
         fprintf(stderr, "glint eval: %s\n", err.msg);
         cli_model_close(&cm);
         gl_free(ids);

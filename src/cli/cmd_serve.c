@@ -31,6 +31,8 @@ static int usage(FILE *f)
                "  --allowed-local-media-path DIR   image/video parts may name files under DIR\n"
                "                              (absolute path or file:// URL; default: none)\n"
                "  --max-media-bytes BYTES     per image or video part (default 20MiB)\n"
+               "  --mmproj F                  vision GGUF from glint convert --vision-out, for a\n"
+               "                              GGUF --model (an HF folder brings its own tower)\n"
                "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
                "                              mm_processor_kwargs.max_image_tokens overrides)\n"
                "  --no-framing-grammar        unconstrained chat requests run without the\n"
@@ -64,6 +66,8 @@ int gl_cmd_serve(int argc, char **argv)
         int bad = 0;
         if (!strcmp(a, "--model"))
             p.model_path = v;
+        else if (!strcmp(a, "--mmproj"))
+            p.mmproj = v;
         else if (!strcmp(a, "--host"))
             p.host = v;
         else if (!strcmp(a, "--port"))

@@ -4,6 +4,7 @@
 // for the oracle checks and prints one JSON line with the geometry, indices and timestamps.
 #include "cli.h"
 
+#include "media/media.h"
 #include "video/video.h"
 
 #include <errno.h>
@@ -12,7 +13,7 @@
 #include <string.h>
 
 struct opts {
-    const char *video, *out, *patches;
+    const char *video, *out, *patches, *model, *rows, *mmproj;
     int prompt;
     struct gl_video_params par;
 };
@@ -29,6 +30,9 @@ static void usage(FILE *f)
         "  --out FILE             write the T resized 8-bit RGB frames (no header)\n"
         "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
         "  --prompt               add \"prompt\": the expanded placeholder text, specials by name\n"
+        "  --model DIR --rows FILE  write the soft-token rows of every temporal group through\n"
+        "                         the model's vision tower, float32 [groups * gh * gw][n_embd]\n"
+        "  --mmproj F             with a GGUF --model: its vision GGUF (glint convert)\n"
         "prints {\"frames\", \"width\", \"height\", \"grid_thw\", \"timestamps\", "
         "\"n_tokens\", \"sampled\", \"indices\", \"total_frames\", \"src_fps\", "
         "\"fps_known\", \"src_width\", \"src_height\"} as one JSON line\n",
@@ -75,6 +79,15 @@ static int parse_opt(int argc, char **argv, int *i, struct opts *o)
     } else if (!strcmp(a, "--patches") && more) {
         o->patches = argv[++*i];
         return -1;
+    } else if (!strcmp(a, "--model") && more) {
+        o->model = argv[++*i];
+        return -1;
+    } else if (!strcmp(a, "--mmproj") && more) {
+        o->mmproj = argv[++*i];
+        return -1;
+    } else if (!strcmp(a, "--rows") && more) {
+        o->rows = argv[++*i];
+        return -1;
     } else if (!strcmp(a, "--prompt")) {
         o->prompt = 1;
         return -1;
@@ -106,7 +119,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         if (rc >= 0)
             return rc;
     }
-    if (!o->video) {
+    if (!o->video || !o->model != !o->rows) {
+        if (o->video)
+            fprintf(stderr, "glint video: --model and --rows go together\n");
         usage(stderr);
         return 2;
     }
@@ -189,6 +204,47 @@ static int print_json(const struct gl_video *v, int prompt)
     return 0;
 }
 
+// --model/--rows: the clip through media/ (one <|video|> expanded, each temporal group encoded by
+// the model's vision tower), the rows of every group in order, for the vision-loading oracle.
+static int write_rows(const struct opts *o, const struct gl_video *v)
+{
+    struct gl_model *m = NULL;
+    struct gl_tokenizer *tok = NULL;
+    struct gl_model_params mp = gl_model_default_params();
+    mp.mmproj = o->mmproj;
+    struct gl_media_params p = gl_media_default_params();
+    p.video = o->par;
+    const struct gl_media_part part = {.kind = GL_MEDIA_VIDEO, .clip = v};
+    const int32_t ph = GL_VIDEO_TOK_VIDEO;
+    struct gl_media_prompt out = {0};
+    struct gl_err err = {0};
+    struct gl_pool *pool = gl_pool_new(2);
+    int rc = 1;
+    if (!pool) {
+        fprintf(stderr, "glint video: cannot start threads\n");
+    } else if (gl_model_open(&m, o->model, &mp, &err) != GL_OK ||
+               gl_model_load_tokenizer(m, &tok, &err) != GL_OK ||
+               gl_media_expand(m, tok, pool, &ph, 1, &part, 1, &p, &out, &err) != GL_OK) {
+        fprintf(stderr, "glint video: %s\n", err.msg);
+    } else {
+        rc = 0;
+        FILE *f = fopen(o->rows, "wb");
+        const size_t E = (size_t)m->cfg.n_embd;
+        for (int32_t i = 0; f && i < out.n_media && !rc; i++)
+            rc = fwrite(out.media[i].embd, sizeof(float) * E, (size_t)out.media[i].n_rows, f) !=
+                 (size_t)out.media[i].n_rows;
+        if (!f || fclose(f) != 0 || rc) {
+            fprintf(stderr, "glint video: cannot write %s\n", o->rows);
+            rc = 1;
+        }
+    }
+    gl_media_prompt_free(&out);
+    gl_tokenizer_free(tok);
+    gl_model_delete(m);
+    gl_pool_delete(pool);
+    return rc;
+}
+
 int gl_cmd_video(int argc, char **argv)
 {
     struct opts o;
@@ -210,7 +266,7 @@ int gl_cmd_video(int argc, char **argv)
     } else if (!(o.out &&
                  gl_cli_write_file("glint video", o.out, v.rgb,
                                    3 * (size_t)v.width * (size_t)v.height * (size_t)v.n_frames)) &&
-               !(o.patches && write_patches(o.patches, &v))) {
+               !(o.patches && write_patches(o.patches, &v)) && !(o.rows && write_rows(&o, &v))) {
         rc = print_json(&v, o.prompt);
     }
     gl_video_free(&v);

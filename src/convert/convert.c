@@ -258,6 +258,15 @@ static gl_status add_patch(struct cv_plan *pl, const struct gl_vision_config *vc
     return plan_push(pl, GL_VGGUF_PATCH, hn, t, 4, ne, type, CV_PLAIN, 0.0f, err);
 }
 
+// One vision tensor under its GGUF name (gl_vgguf_tensor_name: the map the loader reads back).
+static gl_status add_vis(struct cv_plan *pl, const char *hf, int64_t n_out, int64_t n_in,
+                         enum gl_type type, struct gl_err *err)
+{
+    char gg[128];
+    GL_ASSERT_MSG(gl_vgguf_tensor_name(hf, gg, sizeof gg) == 0, "no GGUF name for %s", hf);
+    return add_hf(pl, gg, hf, n_out, n_in, type, CV_PLAIN, err);
+}
+
 static gl_status plan_vision(struct cv_plan *pl, const struct gl_vision_config *vc,
                              enum gl_type type, struct gl_err *err)
 {
@@ -265,42 +274,34 @@ static gl_status plan_vision(struct cv_plan *pl, const struct gl_vision_config *
     gl_status st;
     if ((st = add_patch(pl, vc, type, err)) ||
         // A lookup table read as f32 rows by the encoder: always F32.
-        (st = add_hf(pl, "v.position_embd.weight",
-                     VT "patch_embedder.position_embedding_table.weight",
-                     (int64_t)vc->pos_h * vc->pos_w, H, GL_TYPE_F32, CV_PLAIN, err)) ||
-        (st = add_hf(pl, "v.pre_ln.weight", VT "ln_pre.weight", 0, H, type, CV_PLAIN, err)) ||
-        (st = add_hf(pl, "v.pre_ln.bias", VT "ln_pre.bias", 0, H, type, CV_PLAIN, err)))
+        (st = add_vis(pl, VT "patch_embedder.position_embedding_table.weight",
+                      (int64_t)vc->pos_h * vc->pos_w, H, GL_TYPE_F32, err)) ||
+        (st = add_vis(pl, VT "ln_pre.weight", 0, H, type, err)) ||
+        (st = add_vis(pl, VT "ln_pre.bias", 0, H, type, err)))
         return st;
     static const struct {
-        const char *gg, *hf;
+        const char *hf;
         int kind; // 0: LayerNorm [H]; 1: H -> H; 2: fc1 H -> FF; 3: fc2 FF -> H
-    } blk[] = {{"ln1", "norm1", 0},          {"attn_q", "attn.q_proj", 1},
-               {"attn_k", "attn.k_proj", 1}, {"attn_v", "attn.v_proj", 1},
-               {"attn_out", "attn.proj", 1}, {"ln2", "norm2", 0},
-               {"ffn_up", "mlp.fc1", 2},     {"ffn_down", "mlp.fc2", 3}};
+    } blk[] = {{"norm1", 0},     {"attn.q_proj", 1}, {"attn.k_proj", 1}, {"attn.v_proj", 1},
+               {"attn.proj", 1}, {"norm2", 0},       {"mlp.fc1", 2},     {"mlp.fc2", 3}};
     for (int l = 0; l < vc->n_layers; l++) {
         for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++) {
             const int64_t n_out = blk[i].kind == 2 ? FF : H, n_in = blk[i].kind == 3 ? FF : H;
-            char gg[96], hf[160];
-            snprintf(gg, sizeof gg, "v.blk.%d.%s.weight", l, blk[i].gg);
+            char hf[160];
             snprintf(hf, sizeof hf, VT "layers.%d.%s.weight", l, blk[i].hf);
-            if ((st = add_hf(pl, gg, hf, blk[i].kind ? n_out : 0, blk[i].kind ? n_in : H, type,
-                             CV_PLAIN, err)))
+            if ((st = add_vis(pl, hf, blk[i].kind ? n_out : 0, blk[i].kind ? n_in : H, type, err)))
                 return st;
-            snprintf(gg, sizeof gg, "v.blk.%d.%s.bias", l, blk[i].gg);
             snprintf(hf, sizeof hf, VT "layers.%d.%s.bias", l, blk[i].hf);
-            if ((st = add_hf(pl, gg, hf, 0, blk[i].kind ? n_out : H, type, CV_PLAIN, err)))
+            if ((st = add_vis(pl, hf, 0, blk[i].kind ? n_out : H, type, err)))
                 return st;
         }
     }
-    if ((st = add_hf(pl, "v.post_ln.weight", VT "ln_post.weight", 0, H, type, CV_PLAIN, err)) ||
-        (st = add_hf(pl, "v.post_ln.bias", VT "ln_post.bias", 0, H, type, CV_PLAIN, err)) ||
-        (st = add_hf(pl, "mm.0.weight", "model.vision_adapter.fc1.weight", A,
-                     (int64_t)vc->merge * vc->merge * H, type, CV_PLAIN, err)) ||
-        (st = add_hf(pl, "mm.1.weight", "model.vision_adapter.fc2.weight", A, A, type, CV_PLAIN,
-                     err)) ||
-        (st = add_hf(pl, "mm.2.weight", "model.vision_projection.weight", vc->out_dim, A, type,
-                     CV_PLAIN, err)))
+    if ((st = add_vis(pl, VT "ln_post.weight", 0, H, type, err)) ||
+        (st = add_vis(pl, VT "ln_post.bias", 0, H, type, err)) ||
+        (st = add_vis(pl, "model.vision_adapter.fc1.weight", A, (int64_t)vc->merge * vc->merge * H,
+                      type, err)) ||
+        (st = add_vis(pl, "model.vision_adapter.fc2.weight", A, A, type, err)) ||
+        (st = add_vis(pl, "model.vision_projection.weight", vc->out_dim, A, type, err)))
         return st;
     return GL_OK;
 }

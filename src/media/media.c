@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// media: image -> soft-token rows -> expanded prompt + the engine's media list (media.h).
-// Per image: decode + grid + resize (image/), digest of the resized pixels, patchify to
+// media: images and videos -> soft-token rows -> expanded prompt + the engine's media list
+// (media.h). Per image: decode + grid + resize (image/), digest of the resized pixels, patchify to
 // [(2gh)(2gw)][1176] floats, encode with the model's vision tower to [gh * gw][n_embd] rows
-// (vision/). The encoder's scratch is per call, so peak memory is one image's patches and
-// activations on top of the rows already produced.
+// (vision/). Per video: the same per temporal group from video/'s clip. The encoder's scratch is
+// per call, so peak memory is one part's patches and one encode's activations on top of the rows
+// already produced.
 #include "media/media.h"
 #include "tokenizer/tokenizer.h"
 
@@ -12,8 +13,10 @@
 struct gl_media_params gl_media_default_params(void)
 {
     return (struct gl_media_params){.max_image_tokens = GL_IMAGE_MAX_TOKENS,
-                                    .max_images = GL_MEDIA_MAX_IMAGES,
-                                    .limits = gl_image_default_limits()};
+                                    .max_parts = GL_MEDIA_MAX_PARTS,
+                                    .limits = gl_image_default_limits(),
+                                    .video = gl_video_default_params(),
+                                    .video_limits = gl_video_default_limits()};
 }
 
 static uint64_t mix64(uint64_t x)
@@ -23,20 +26,22 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-// Content id of a preprocessed image: its grid, then every RGB byte, 8 bytes per mixing round.
-static uint64_t image_digest(const struct gl_image *img, const struct gl_image_grid *g)
+// Content id of preprocessed pixels: a kind tag and the grid, then every RGB byte, 8 bytes per
+// mixing round.
+#define DIGEST_IMAGE 0x676C696E742D696Dull // "glint-im"
+#define DIGEST_VIDEO 0x676C696E742D7669ull // "glint-vi"
+static uint64_t pixels_digest(uint64_t tag, const struct gl_image_grid *g, const uint8_t *rgb,
+                              size_t n)
 {
-    uint64_t h = mix64(0x676C696E742D696Dull ^ ((uint64_t)(uint32_t)g->gh << 32) ^
-                       (uint64_t)(uint32_t)g->gw);
-    const size_t n = (size_t)img->width * (size_t)img->height * 3;
+    uint64_t h = mix64(tag ^ ((uint64_t)(uint32_t)g->gh << 32) ^ (uint64_t)(uint32_t)g->gw);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
-        memcpy(&w, img->rgb + i, 8);
+        memcpy(&w, rgb + i, 8);
         h = mix64(h ^ w) + 0x9E3779B97F4A7C15ull;
     }
     uint64_t tail = 0;
-    memcpy(&tail, img->rgb + i, n - i);
+    memcpy(&tail, rgb + i, n - i);
     return mix64(h ^ tail ^ (uint64_t)n);
 }
 
@@ -58,7 +63,7 @@ static gl_status check_tower(const struct gl_model *m, struct gl_err *err)
 }
 
 gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
-                          const struct gl_media_image *img, const struct gl_media_params *p,
+                          const struct gl_media_part *img, const struct gl_media_params *p,
                           struct gl_request_media *out, struct gl_image_grid *grid,
                           struct gl_err *err)
 {
@@ -68,7 +73,7 @@ gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
     gl_status st = check_tower(m, err);
     if (st != GL_OK)
         return st;
-    if (!img || !img->data || !pool)
+    if (!img || !img->data || img->kind != GL_MEDIA_IMAGE || !pool)
         return gl_err_set(err, GL_E_INVAL, "no image data or no thread pool");
     struct gl_image px = {0};
     struct gl_image_grid g = {0};
@@ -78,7 +83,9 @@ gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
     float *patches = NULL;
     size_t n_patches = 0;
     st = gl_image_patchify(&px, &patches, &n_patches, err);
-    const uint64_t digest = st == GL_OK ? image_digest(&px, &g) : 0;
+    const uint64_t digest = st == GL_OK ? pixels_digest(DIGEST_IMAGE, &g, px.rgb,
+                                                        (size_t)px.width * (size_t)px.height * 3)
+                                        : 0;
     gl_image_free(&px);
     const int64_t n_rows = (int64_t)g.gh * g.gw, E = m->cfg.n_embd;
     float *rows = NULL;
@@ -121,91 +128,242 @@ void gl_media_prompt_free(struct gl_media_prompt *mp)
     memset(mp, 0, sizeof *mp);
 }
 
-// Checks the arguments and the placeholder count (an image per <|patch|>, in order).
-static gl_status check_expand(const struct gl_model *m, const int32_t *ids, int32_t n_ids,
-                              const struct gl_media_image *images, int32_t n_images,
-                              const struct gl_media_params *p, struct gl_err *err)
+static const char *kind_name(enum gl_media_kind k)
 {
-    if (!m || n_ids < 0 || (n_ids > 0 && !ids) || n_images < 0 || (n_images > 0 && !images))
-        return gl_err_set(err, GL_E_INVAL, "media: bad arguments (%d ids, %d images)", n_ids,
-                          n_images);
-    int32_t n_patch = 0;
-    for (int32_t i = 0; i < n_ids; i++)
-        n_patch += ids[i] == GL_TOK_PATCH;
-    if (n_patch < n_images)
-        return gl_err_set(err, GL_E_INVAL,
-                          "media: image %d: no <|patch|> placeholder for it (the prompt has %d, "
-                          "%d images were given)",
-                          n_patch, n_patch, n_images);
-    if (n_patch > n_images)
-        return gl_err_set(err, GL_E_INVAL,
-                          "media: <|patch|> placeholder %d has no image (the prompt has %d, %d "
-                          "images were given)",
-                          n_images, n_patch, n_images);
-    if (n_images > p->max_images)
-        return gl_err_set(err, GL_E_LIMIT,
-                          "media: image %d: over the limit of %d images per prompt", p->max_images,
-                          p->max_images);
-    struct gl_err inner = {0};
-    gl_status st = n_images > 0 ? check_tower(m, &inner) : GL_OK;
-    if (st != GL_OK)
-        return gl_err_set(err, st, "media: image 0: %.400s", inner.msg);
-    return GL_OK;
+    return k == GL_MEDIA_VIDEO ? "video" : "image";
 }
 
-// out->media is encoded: writes the expanded ids and each image's first soft position.
-static gl_status splice(const int32_t *ids, int32_t n_ids, struct gl_media_prompt *out,
-                        struct gl_err *err)
+// <|patch|> stands for an image, <|video|> for a video (the chat template's placeholders).
+static int placeholder_kind(int32_t id)
 {
-    int64_t total = n_ids;
-    for (int32_t i = 0; i < out->n_media; i++)
-        total += out->media[i].n_rows + 1; // <|patch|> -> start + rows + end
-    if (total > INT32_MAX)
-        return gl_err_set(err, GL_E_LIMIT, "media: the expanded prompt has %lld tokens",
-                          (long long)total);
-    if (!(out->ids = gl_malloc((size_t)(total > 0 ? total : 1) * sizeof *out->ids)))
-        return gl_err_set(err, GL_E_NOMEM, "media: no memory for a %lld-token prompt",
-                          (long long)total);
-    int32_t j = 0, k = 0;
+    return id == GL_TOK_PATCH ? GL_MEDIA_IMAGE : id == GL_VIDEO_TOK_VIDEO ? GL_MEDIA_VIDEO : -1;
+}
+
+// Checks the arguments and the placeholders: one per part, in order, of the part's kind.
+static gl_status check_expand(const struct gl_model *m, const struct gl_tokenizer *tok,
+                              const int32_t *ids, int32_t n_ids, const struct gl_media_part *parts,
+                              int32_t n_parts, const struct gl_media_params *p, struct gl_err *err)
+{
+    if (!m || n_ids < 0 || (n_ids > 0 && !ids) || n_parts < 0 || (n_parts > 0 && !parts))
+        return gl_err_set(err, GL_E_INVAL, "media: bad arguments (%d ids, %d parts)", n_ids,
+                          n_parts);
+    if (n_parts > p->max_parts)
+        return gl_err_set(err, GL_E_LIMIT,
+                          "media: part %d: over the limit of %d images and videos per prompt",
+                          p->max_parts, p->max_parts);
+    int32_t k = 0;
     for (int32_t i = 0; i < n_ids; i++) {
-        if (ids[i] != GL_TOK_PATCH) {
-            out->ids[j++] = ids[i];
+        const int kind = placeholder_kind(ids[i]);
+        if (kind < 0)
             continue;
-        }
-        out->ids[j++] = GL_TOK_IMAGE_START;
-        out->media[k].pos = j;
-        for (int32_t r = 0; r < out->media[k].n_rows; r++)
-            out->ids[j++] = GL_TOK_PATCH;
-        out->ids[j++] = GL_TOK_IMAGE_END;
+        if (k >= n_parts)
+            return gl_err_set(err, GL_E_INVAL,
+                              "media: placeholder %d (%s) has no part (the prompt has more "
+                              "<|patch|> and <|video|> placeholders than the %d parts given)",
+                              k, kind_name((enum gl_media_kind)kind), n_parts);
+        if (kind != (int)parts[k].kind)
+            return gl_err_set(
+                err, GL_E_INVAL, "media: part %d (%s): its placeholder is %s, which stands for %s",
+                k, kind_name(parts[k].kind), kind == GL_MEDIA_VIDEO ? "<|video|>" : "<|patch|>",
+                kind == GL_MEDIA_VIDEO ? "a video" : "an image");
+        if (parts[k].kind == GL_MEDIA_VIDEO && !tok)
+            return gl_err_set(err, GL_E_INVAL,
+                              "media: part %d (video): no tokenizer for its timestamps", k);
         k++;
     }
-    out->n_ids = j;
+    if (k < n_parts)
+        return gl_err_set(err, GL_E_INVAL,
+                          "media: part %d (%s): no placeholder for it (the prompt has %d, %d "
+                          "parts were given)",
+                          k, kind_name(parts[k].kind), k, n_parts);
+    struct gl_err inner = {0};
+    gl_status st = n_parts > 0 ? check_tower(m, &inner) : GL_OK;
+    if (st != GL_OK)
+        return gl_err_set(err, st, "media: part 0 (%s): %.400s", kind_name(parts[0].kind),
+                          inner.msg);
     return GL_OK;
 }
 
-gl_status gl_media_expand(const struct gl_model *m, struct gl_pool *pool, const int32_t *ids,
-                          int32_t n_ids, const struct gl_media_image *images, int32_t n_images,
+// The expanded prompt as it grows: out->ids / out->media with their capacities.
+struct build {
+    struct gl_media_prompt *out;
+    int64_t cap_ids;
+    int32_t cap_media;
+};
+
+// Appends count ids: src[0..count) or, with src NULL, count copies of id.
+static gl_status push_ids(struct build *b, const int32_t *src, int32_t id, int64_t count,
+                          struct gl_err *err)
+{
+    struct gl_media_prompt *o = b->out;
+    const int64_t need = (int64_t)o->n_ids + count;
+    if (need > INT32_MAX)
+        return gl_err_set(err, GL_E_LIMIT, "the expanded prompt has over %d tokens", INT32_MAX);
+    if (need > b->cap_ids) {
+        int64_t cap = b->cap_ids > 0 ? b->cap_ids : 256;
+        while (cap < need)
+            cap *= 2;
+        int32_t *ids = gl_realloc(o->ids, (size_t)cap * sizeof *ids);
+        if (!ids)
+            return gl_err_set(err, GL_E_NOMEM, "no memory for a %lld-token prompt",
+                              (long long)need);
+        o->ids = ids;
+        b->cap_ids = cap;
+    }
+    for (int64_t i = 0; i < count; i++)
+        o->ids[o->n_ids++] = src ? src[i] : id;
+    return GL_OK;
+}
+
+// Appends e (its rows start at the next id) and count soft tokens tok for it. Takes e->embd: on
+// failure it is freed.
+static gl_status push_rows(struct build *b, struct gl_request_media e, int32_t tok,
+                           struct gl_err *err)
+{
+    struct gl_media_prompt *o = b->out;
+    if (o->n_media == b->cap_media) {
+        const int32_t cap = b->cap_media > 0 ? 2 * b->cap_media : 4;
+        struct gl_request_media *a = gl_realloc(o->media, (size_t)cap * sizeof *a);
+        if (!a) {
+            gl_free(e.embd);
+            return gl_err_set(err, GL_E_NOMEM, "no memory for %d soft-token runs", (int)cap);
+        }
+        o->media = a;
+        b->cap_media = cap;
+    }
+    e.pos = o->n_ids;
+    o->media[o->n_media++] = e; // gl_media_prompt_free owns the rows from here
+    return push_ids(b, NULL, tok, e.n_rows, err);
+}
+
+// <|image_start|> <|patch|> x N <|image_end|> with the image's N rows.
+static gl_status expand_image(const struct gl_model *m, struct gl_pool *pool,
+                              const struct gl_media_part *part, const struct gl_media_params *p,
+                              struct build *b, struct gl_err *err)
+{
+    struct gl_request_media e;
+    gl_status st = gl_media_encode(m, pool, part, p, &e, NULL, err);
+    if (st == GL_OK)
+        st = push_ids(b, NULL, GL_TOK_IMAGE_START, 1, err);
+    if (st == GL_OK)
+        st = push_rows(b, e, GL_TOK_PATCH, err);
+    else
+        gl_free(e.embd);
+    if (st == GL_OK)
+        st = push_ids(b, NULL, GL_TOK_IMAGE_END, 1, err);
+    return st;
+}
+
+// The video's layout (gl_video_prompt_layout) with each temporal group's gh * gw rows, each group
+// encoded on its own from its patch vectors.
+static gl_status expand_video(const struct gl_model *m, const struct gl_tokenizer *tok,
+                              struct gl_pool *pool, const struct gl_media_part *part,
+                              const struct gl_media_params *p, struct build *b, struct gl_err *err)
+{
+    struct gl_video own = {0};
+    const struct gl_video *v = part->clip;
+    gl_status st = GL_OK;
+    if (!v) {
+        if (!part->data)
+            return gl_err_set(err, GL_E_INVAL, "no video data");
+        if ((st = gl_video_preprocess(part->data, part->n, &p->video_limits, &p->video, &own,
+                                      err)) != GL_OK)
+            return st;
+        v = &own;
+    }
+    float *patches = NULL;
+    size_t n_patches = 0;
+    struct gl_video_piece *pc = NULL;
+    const int groups = v->n_frames / GL_VIDEO_TEMPORAL;
+    const int64_t rows = (int64_t)v->grid.gh * v->grid.gw, E = m->cfg.n_embd;
+    const int64_t group_patches = 4 * rows; // (2gh) x (2gw) patch vectors per group
+    const size_t frame_bytes = (size_t)v->width * (size_t)v->height * 3;
+    if ((st = gl_video_patchify(v, &patches, &n_patches, err)) != GL_OK)
+        goto done;
+    GL_ASSERT(n_patches == (size_t)(groups * group_patches));
+    const int n_pc = gl_video_prompt_layout(v->timestamps, groups, (int)rows, NULL, 0);
+    GL_ASSERT(n_pc > 0);
+    if (!(pc = gl_malloc((size_t)n_pc * sizeof *pc))) {
+        st = gl_err_set(err, GL_E_NOMEM, "no memory for the prompt layout");
+        goto done;
+    }
+    GL_ASSERT(gl_video_prompt_layout(v->timestamps, groups, (int)rows, pc, n_pc) == n_pc);
+    int g = 0;
+    for (int i = 0; i < n_pc && st == GL_OK; i++) {
+        if (pc[i].kind == GL_VIDEO_PIECE_TEXT) {
+            gl_token *t = NULL;
+            size_t nt = 0;
+            st = gl_tokenizer_encode(tok, pc[i].text, strlen(pc[i].text), 0, 0, &t, &nt, err);
+            if (st == GL_OK)
+                st = push_ids(b, t, 0, (int64_t)nt, err);
+            gl_free(t);
+        } else if (pc[i].token != GL_VIDEO_TOK_VIDEO) {
+            st = push_ids(b, NULL, pc[i].token, pc[i].count, err);
+        } else {
+            GL_ASSERT(g < groups && pc[i].count == rows);
+            struct gl_request_media e = {.n_rows = (int32_t)rows};
+            if (!(e.embd = gl_malloc((size_t)(rows * E) * sizeof(float)))) {
+                st = gl_err_set(err, GL_E_NOMEM, "no memory for %lld x %lld soft-token rows",
+                                (long long)rows, (long long)E);
+                break;
+            }
+            st = gl_vision_encode(pool, gl_model_vision_config(m), gl_model_vision(m),
+                                  patches + (size_t)(g * group_patches) * GL_IMAGE_PATCH_DIM,
+                                  2 * (int64_t)v->grid.gh, 2 * (int64_t)v->grid.gw, e.embd, err);
+            if (st != GL_OK) {
+                gl_free(e.embd);
+                break;
+            }
+            // a group is frames 2g and 2g + 1, adjacent in v->rgb
+            e.digest = pixels_digest(DIGEST_VIDEO, &v->grid,
+                                     v->rgb + (size_t)(GL_VIDEO_TEMPORAL * g) * frame_bytes,
+                                     GL_VIDEO_TEMPORAL * frame_bytes);
+            st = push_rows(b, e, GL_VIDEO_TOK_VIDEO, err);
+            g++;
+        }
+    }
+    GL_ASSERT(st != GL_OK || g == groups);
+done:
+    gl_free(pc);
+    gl_free(patches);
+    gl_video_free(&own);
+    return st;
+}
+
+gl_status gl_media_expand(const struct gl_model *m, const struct gl_tokenizer *tok,
+                          struct gl_pool *pool, const int32_t *ids, int32_t n_ids,
+                          const struct gl_media_part *parts, int32_t n_parts,
                           const struct gl_media_params *p, struct gl_media_prompt *out,
                           struct gl_err *err)
 {
     memset(out, 0, sizeof *out);
     const struct gl_media_params dp = gl_media_default_params();
     p = p ? p : &dp;
-    gl_status st = check_expand(m, ids, n_ids, images, n_images, p, err);
+    gl_status st = check_expand(m, tok, ids, n_ids, parts, n_parts, p, err);
     if (st != GL_OK)
         return st;
-    if (n_images > 0 && !(out->media = gl_calloc((size_t)n_images, sizeof *out->media)))
-        return gl_err_set(err, GL_E_NOMEM, "media: no memory for %d images", n_images);
-    for (int32_t i = 0; i < n_images && st == GL_OK; i++) {
+    if (n_parts > 0 && !pool)
+        return gl_err_set(err, GL_E_INVAL, "media: no thread pool for the encoder");
+    struct build b = {.out = out};
+    int32_t k = 0;
+    for (int32_t i = 0; i < n_ids && st == GL_OK; i++) {
+        if (placeholder_kind(ids[i]) < 0) {
+            st = push_ids(&b, NULL, ids[i], 1, err);
+            continue;
+        }
         struct gl_err inner = {0};
-        st = gl_media_encode(m, pool, &images[i], p, &out->media[i], NULL, &inner);
+        const struct gl_media_part *pt = &parts[k];
+        st = pt->kind == GL_MEDIA_VIDEO ? expand_video(m, tok, pool, pt, p, &b, &inner)
+                                        : expand_image(m, pool, pt, p, &b, &inner);
         if (st != GL_OK)
-            gl_err_set(err, st, "media: image %d: %.400s", (int)i, inner.msg);
-        else
-            out->n_media++;
+            gl_err_set(err, st, "media: part %d (%s): %.400s", (int)k, kind_name(pt->kind),
+                       inner.msg);
+        k++;
     }
-    if (st == GL_OK)
-        st = splice(ids, n_ids, out, err);
+    if (st == GL_OK && !out->ids) // an empty prompt still gets an array
+        st = (out->ids = gl_malloc(sizeof *out->ids))
+                 ? GL_OK
+                 : gl_err_set(err, GL_E_NOMEM, "media: no memory");
     if (st != GL_OK)
         gl_media_prompt_free(out);
     return st;

@@ -719,10 +719,9 @@ static gl_status open_hf(struct gl_model **out, const char *dir,
     return model_bind(m, out, err);
 }
 
-gl_status gl_model_open(struct gl_model **out, const char *path,
-                        const struct gl_model_params *params, struct gl_err *err)
+static gl_status open_main(struct gl_model **out, const char *path,
+                           const struct gl_model_params *params, struct gl_err *err)
 {
-    *out = NULL;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return open_hf(out, path, params, err);
@@ -738,6 +737,19 @@ gl_status gl_model_open(struct gl_model **out, const char *path,
     }
     (*out)->owns_gguf = 1;
     return GL_OK;
+}
+
+gl_status gl_model_open(struct gl_model **out, const char *path,
+                        const struct gl_model_params *params, struct gl_err *err)
+{
+    *out = NULL;
+    gl_status st = open_main(out, path, params, err);
+    if (st == GL_OK && params && params->mmproj &&
+        (st = gl_model_attach_vision(*out, params->mmproj, err)) != GL_OK) {
+        gl_model_delete(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 gl_status gl_model_load_tokenizer(const struct gl_model *m, struct gl_tokenizer **out,
@@ -760,6 +772,8 @@ void gl_model_delete(struct gl_model *m)
     gl_free(m->huge);
     gl_free(m->layers);
     gl_free(m->vision_layers);
+    gl_gguf_close(m->vision_gguf);
+    gl_free(m->vision_path);
     if (m->owns_gguf)
         gl_gguf_close((struct gl_gguf *)m->gguf);
     gl_safetensors_close(m->st);

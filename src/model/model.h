@@ -112,15 +112,17 @@ struct gl_model {
     uint64_t r16_bytes; // bytes of weights repacked into resident memory
     int keep_quant;     // 0: every weight was expanded to F32 at load
     int repack;         // 1: Q4_K / Q6_K matrices were offered to the r16 layout
-    // Vision tower (arch doc §6): HF folders holding the §6.6 tensors only; GGUF files and
-    // text-only folders have none (has_vision 0). vision_cfg is parsed from config.json
-    // vision_config (absent keys: §6.1 values; out_dim = n_embd, rms_eps = the text rms_eps)
-    // whenever the folder has one; the weights borrow from the mapping (F32/F16/BF16 matrices)
-    // or from owned f32 copies (vectors not stored as aligned F32).
+    // Vision tower (arch doc §6): HF folders holding the §6.6 tensors, or a vision GGUF attached
+    // with gl_model_attach_vision; otherwise none (has_vision 0). vision_cfg is parsed from
+    // config.json vision_config (absent keys: §6.1 values; out_dim = n_embd, rms_eps = the text
+    // rms_eps) whenever the folder has one; the weights borrow from the mapping (F32/F16/BF16
+    // matrices) or from owned f32 copies (vectors not stored as aligned F32).
     int has_vision;
     struct gl_vision_config vision_cfg;
     struct gl_vision_weights vision;
     struct gl_vision_layer *vision_layers; // [vision_cfg.n_layers], owned
+    struct gl_gguf *vision_gguf;           // gl_model_attach_vision's file (owned), or NULL
+    char *vision_path;                     // its path (owned), for messages
     char vision_unsupported[256]; // non-empty: why the encoder cannot run vision_cfg (checked at
                                   // bind time, only when the folder has the tower's tensors)
 };
@@ -132,6 +134,9 @@ struct gl_model_params {
     // resident memory (gl_alloc_huge); the file's pages are then released. This is also how the
     // model ends up resident rather than paged in from the mapping on every pass.
     int repack;
+    // gl_model_open only: a vision GGUF to attach after loading (gl_model_attach_vision), or
+    // NULL. Borrowed.
+    const char *mmproj;
 };
 struct gl_model_params gl_model_default_params(void);
 
@@ -172,6 +177,16 @@ struct gl_tokenizer;
 GL_MUST_USE gl_status gl_model_load_tokenizer(const struct gl_model *m, struct gl_tokenizer **out,
                                               struct gl_err *err);
 void gl_model_delete(struct gl_model *m); // NULL-safe
+// Attaches glint's vision GGUF (`glint convert --vision-out`, src/vision/vision_gguf.h) as m's
+// vision tower: its config from the file's keys, its tensors bound from the file's mapping (the
+// model owns the file from here). Refused: a model that already has a tower (GL_E_INVAL); the
+// released mmproj-kquant.gguf by name and any projector without the temporal axis
+// (GL_E_UNSUPPORTED, gl_vgguf_check's message); a file that is not a vision GGUF, a
+// projection_dim other than the text width, or a missing or mis-shaped tensor (GL_E_FORMAT,
+// naming it); matrix types other than F32/F16/BF16 (GL_E_UNSUPPORTED). On error m is unchanged.
+GL_MUST_USE gl_status gl_model_attach_vision(struct gl_model *m, const char *path,
+                                             struct gl_err *err);
+
 // The vision tower's weights (borrowed: valid while m lives), or NULL when the model has none
 // (a GGUF, or an HF folder without model.vision_tower.* tensors).
 const struct gl_vision_weights *gl_model_vision(const struct gl_model *m);

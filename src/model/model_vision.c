@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-// model: the vision tower's weights from an HF folder (arch doc §6.6 names) bound into the
+// model: the vision tower's weights from an HF folder (arch doc §6.6 names), or from glint's vision
+// GGUF attached to a model (gl_model_attach_vision; the same tensors under the names of
+// vision/vision_gguf.h, matrices [in, out] in ne order = the same bytes), bound into the
 // encoder's struct gl_vision_weights. HF stores Linear weights as [out, in] row-major, which is
 // the encoder's W[n_out][n_in] row layout, and the vision Q/K rows stay in HF's rotate-half
 // order (the encoder applies RoPE in that layout, §6.3 step 5), so matrices are borrowed from
@@ -8,65 +10,124 @@
 // aligned F32, else converted into owned copies).
 #include "model/model.h"
 #include "model/model_int.h"
+#include "vision/vision_gguf.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #define VT "model.vision_tower."
 
-// The tensor `name` with shape [d0] (d1 == 0) or [d0, d1] (HF order), else GL_E_FORMAT naming
-// the expected and actual shape.
-static gl_status vis_find(const struct gl_model *m, const char *name, int64_t d0, int64_t d1,
-                          const struct gl_safetensors_tensor **out, struct gl_err *err)
+// One vision tensor from either source, shaped as HF stores it: [out, in] for a matrix (a GGUF
+// ne list reversed, its trailing dims merged into in: the patch embedding's ne [196, 3, 2, hidden]
+// is [hidden, 1176]), [n] for a vector.
+struct vis_tensor {
+    enum gl_type type;
+    const void *data;
+    int ndim;
+    int64_t shape[2];
+    size_t nbytes;
+};
+
+// 0 when the folder has no such tensor.
+static int vis_from_safetensors(const struct gl_model *m, const char *name, struct vis_tensor *vt)
 {
     const struct gl_safetensors_tensor *t = gl_safetensors_find(m->st, name);
     if (!t)
-        return gl_err_set(err, GL_E_FORMAT, "model: vision tensor %s is missing in %s", name,
-                          m->hf_dir);
+        return 0;
+    vt->type = t->dtype == GL_SAFETENSORS_DTYPE_F32   ? GL_TYPE_F32
+               : t->dtype == GL_SAFETENSORS_DTYPE_F16 ? GL_TYPE_F16
+                                                      : GL_TYPE_BF16;
+    vt->data = t->data;
+    vt->nbytes = (size_t)t->nbytes;
+    vt->ndim = t->ndim > 2 ? 3 : t->ndim; // 3: more dims than any binding wants
+    vt->shape[0] = t->ndim > 0 ? t->shape[0] : 1;
+    vt->shape[1] = t->ndim > 1 ? t->shape[1] : 0;
+    return 1;
+}
+
+// *found = 0 when the file has no such tensor; GL_E_UNSUPPORTED for a type the encoder lacks.
+static gl_status vis_from_gguf(const struct gl_model *m, const char *name, int want_nd,
+                               struct vis_tensor *vt, int *found, struct gl_err *err)
+{
+    char gg[128];
+    const struct gl_gguf_tensor *t = gl_vgguf_tensor_name(name, gg, sizeof gg) == 0
+                                         ? gl_gguf_find_tensor(m->vision_gguf, gg)
+                                         : NULL;
+    *found = t != NULL;
+    if (!t)
+        return GL_OK;
+    if (t->type != GL_TYPE_F32 && t->type != GL_TYPE_F16 && t->type != GL_TYPE_BF16) {
+        const struct gl_type_traits *tr = gl_type_traits_of(t->type);
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "model: vision tensor %s in %s is %s; the encoder takes F32, F16 or BF16",
+                          gg, m->vision_path, tr && tr->name ? tr->name : "an unknown type");
+    }
+    vt->type = (enum gl_type)t->type;
+    vt->data = t->data;
+    vt->nbytes = (size_t)t->n_bytes;
+    const uint32_t nd = t->n_dims;
+    vt->shape[0] = t->ne[nd - 1];
+    vt->shape[1] = 1;
+    for (uint32_t d = 0; d + 1 < nd; d++)
+        vt->shape[1] *= t->ne[d];
+    vt->ndim = nd == 1 ? 1 : want_nd == 2 ? 2 : 3;
+    if (nd == 1)
+        vt->shape[1] = 0;
+    return GL_OK;
+}
+
+// The tensor HF calls `name` with shape [d0] (d1 == 0) or [d0, d1] (HF order), from the folder
+// or from the attached vision GGUF; else GL_E_FORMAT naming the expected and actual shape.
+static gl_status vis_find(const struct gl_model *m, const char *name, int64_t d0, int64_t d1,
+                          struct vis_tensor *vt, struct gl_err *err)
+{
     const int nd = d1 ? 2 : 1;
-    if (t->ndim != nd || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
+    const char *file = m->vision_gguf ? m->vision_path : m->hf_dir;
+    int found = 0;
+    gl_status st = GL_OK;
+    if (m->vision_gguf)
+        st = vis_from_gguf(m, name, nd, vt, &found, err);
+    else
+        found = vis_from_safetensors(m, name, vt);
+    if (st != GL_OK)
+        return st;
+    if (!found)
+        return gl_err_set(err, GL_E_FORMAT, "model: vision tensor %s is missing in %s", name, file);
+    if (vt->ndim != nd || vt->shape[0] != d0 || (d1 && vt->shape[1] != d1)) {
         char want[64], have[64];
         snprintf(want, sizeof want, "[%lld", (long long)d0);
         if (d1)
             snprintf(want + strlen(want), sizeof want - strlen(want), ", %lld", (long long)d1);
-        snprintf(have, sizeof have, "[%lld", (long long)(t->ndim > 0 ? t->shape[0] : 1));
-        if (t->ndim > 1)
+        snprintf(have, sizeof have, "[%lld", (long long)vt->shape[0]);
+        if (vt->ndim > 1)
             snprintf(have + strlen(have), sizeof have - strlen(have), ", %lld%s",
-                     (long long)t->shape[1], t->ndim > 2 ? ", ..." : "");
+                     (long long)vt->shape[1], vt->ndim > 2 ? ", ..." : "");
         strcat(want, "]");
         strcat(have, "]");
         return gl_err_set(err, GL_E_FORMAT,
-                          "model: vision tensor %s in %s has shape %s (%d dims), expected %s "
-                          "(vision_config)",
-                          name, m->hf_dir, have, t->ndim, want);
+                          "model: vision tensor %s in %s has shape %s (HF order), expected %s "
+                          "(the vision config)",
+                          name, file, have, want);
     }
-    *out = t;
     return GL_OK;
-}
-
-static enum gl_type st_type(enum gl_safetensors_dtype d)
-{
-    return d == GL_SAFETENSORS_DTYPE_F32   ? GL_TYPE_F32
-           : d == GL_SAFETENSORS_DTYPE_F16 ? GL_TYPE_F16
-                                           : GL_TYPE_BF16;
 }
 
 // A matrix [n_out][n_in]: borrowed, or copied when its data is not element-aligned.
 static gl_status vis_mat(struct gl_model *m, const char *name, int64_t n_out, int64_t n_in,
                          struct gl_vision_mat *out, struct gl_err *err)
 {
-    const struct gl_safetensors_tensor *t;
+    struct vis_tensor t;
     gl_status st = vis_find(m, name, n_out, n_in, &t, err);
     if (st != GL_OK)
         return st;
-    out->type = st_type(t->dtype);
-    out->data = t->data;
-    const size_t esz = gl_safetensors_dtype_size(t->dtype);
-    if ((uintptr_t)t->data % esz != 0) {
-        void *c = gl_model__own(m, (size_t)t->nbytes);
+    out->type = t.type;
+    out->data = t.data;
+    const size_t esz = t.type == GL_TYPE_F32 ? 4 : 2;
+    if ((uintptr_t)t.data % esz != 0) {
+        void *c = gl_model__own(m, t.nbytes);
         if (!c)
             return gl_err_set(err, GL_E_NOMEM, "model: no memory for a copy of %s", name);
-        memcpy(c, t->data, (size_t)t->nbytes);
+        memcpy(c, t.data, t.nbytes);
         out->data = c;
     }
     return GL_OK;
@@ -76,22 +137,22 @@ static gl_status vis_mat(struct gl_model *m, const char *name, int64_t n_out, in
 static gl_status vis_f32(struct gl_model *m, const char *name, int64_t d0, int64_t d1,
                          const float **out, struct gl_err *err)
 {
-    const struct gl_safetensors_tensor *t;
+    struct vis_tensor t;
     gl_status st = vis_find(m, name, d0, d1, &t, err);
     if (st != GL_OK)
         return st;
-    if (t->dtype == GL_SAFETENSORS_DTYPE_F32 && (uintptr_t)t->data % sizeof(float) == 0) {
-        *out = t->data;
+    if (t.type == GL_TYPE_F32 && (uintptr_t)t.data % sizeof(float) == 0) {
+        *out = t.data;
         return GL_OK;
     }
     const int64_t n = d0 * (d1 ? d1 : 1);
     float *f = gl_model__own(m, (size_t)n * sizeof(float));
     if (!f)
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for an f32 copy of %s", name);
-    if (t->dtype == GL_SAFETENSORS_DTYPE_F32)
-        memcpy(f, t->data, (size_t)n * sizeof(float));
+    if (t.type == GL_TYPE_F32)
+        memcpy(f, t.data, (size_t)n * sizeof(float));
     else // as bind_norm does for HF F16/BF16 norms
-        gl_kernels_get()->to_float[st_type(t->dtype)](t->data, f, n);
+        gl_kernels_get()->to_float[t.type](t.data, f, n);
     *out = f;
     return GL_OK;
 }
@@ -130,13 +191,10 @@ static gl_status bind_layer(struct gl_model *m, int l, struct gl_vision_layer *L
     return st;
 }
 
-gl_status gl_model__bind_vision(struct gl_model *m, struct gl_err *err)
+// Binds every tower tensor (from the folder, or from m->vision_gguf when set) against
+// m->vision_cfg.
+static gl_status bind_tower(struct gl_model *m, struct gl_err *err)
 {
-    m->has_vision = 0;
-    if (!gl_safetensors_find(m->st, VT "patch_embedder.patch_embedding.weight"))
-        return GL_OK; // a text-only folder (a vision_config alone does not make a tower)
-    if (m->vision_unsupported[0])
-        return gl_err_set(err, GL_E_UNSUPPORTED, "model: %s: %s", m->hf_dir, m->vision_unsupported);
     const struct gl_vision_config *c = &m->vision_cfg;
     struct gl_vision_weights *w = &m->vision;
     const int64_t H = c->hidden;
@@ -167,6 +225,66 @@ gl_status gl_model__bind_vision(struct gl_model *m, struct gl_err *err)
     w->layers = m->vision_layers;
     m->has_vision = 1;
     return GL_OK;
+}
+
+gl_status gl_model__bind_vision(struct gl_model *m, struct gl_err *err)
+{
+    m->has_vision = 0;
+    if (!gl_safetensors_find(m->st, VT "patch_embedder.patch_embedding.weight"))
+        return GL_OK; // a text-only folder (a vision_config alone does not make a tower)
+    if (m->vision_unsupported[0])
+        return gl_err_set(err, GL_E_UNSUPPORTED, "model: %s: %s", m->hf_dir, m->vision_unsupported);
+    return bind_tower(m, err);
+}
+
+gl_status gl_model_attach_vision(struct gl_model *m, const char *path, struct gl_err *err)
+{
+    if (!m || !path)
+        return gl_err_set(err, GL_E_INVAL, "model: no model or no vision GGUF path");
+    if (m->has_vision || m->vision_gguf)
+        return gl_err_set(err, GL_E_INVAL,
+                          "model: %s: the model already has a vision tower (an HF folder brings "
+                          "its own)",
+                          path);
+    gl_status st = gl_vgguf_check(path, NULL, err); // the released mmproj, by name, unopened
+    if (st != GL_OK)
+        return st;
+    struct gl_gguf *g = NULL;
+    struct gl_gguf_open_params op = gl_gguf_default_open_params();
+    if ((st = gl_gguf_open(&g, path, &op, err)) != GL_OK)
+        return st;
+    struct gl_vision_config cfg;
+    struct gl_err inner = {0};
+    if (gl_vgguf_kind(g, NULL) == GL_VGGUF_NOT_VISION)
+        st = gl_err_set(err, GL_E_FORMAT, "model: %s has no " GL_VGGUF_PATCH ": not a vision GGUF",
+                        path);
+    else if ((st = gl_vgguf_check(path, g, err)) == GL_OK &&
+             (st = gl_vgguf_config(g, &cfg, &inner)) != GL_OK)
+        gl_err_set(err, st, "model: %s: %.400s", path, inner.msg);
+    if (st == GL_OK && cfg.out_dim != m->cfg.n_embd)
+        st = gl_err_set(err, GL_E_FORMAT,
+                        "model: %s: projection_dim %d is not the text model's embedding width %d "
+                        "(a vision GGUF of another model?)",
+                        path, (int)cfg.out_dim, (int)m->cfg.n_embd);
+    if (st == GL_OK && !(m->vision_path = gl_strdup(path)))
+        st = gl_err_set(err, GL_E_NOMEM, "model: no memory");
+    if (st != GL_OK) {
+        gl_gguf_close(g);
+        return st;
+    }
+    m->vision_gguf = g;
+    m->vision_cfg = cfg;
+    if ((st = bind_tower(m, err)) != GL_OK) {
+        // leave the model as it was: text only
+        m->has_vision = 0;
+        gl_free(m->vision_layers);
+        m->vision_layers = NULL;
+        gl_gguf_close(m->vision_gguf);
+        m->vision_gguf = NULL;
+        gl_free(m->vision_path);
+        m->vision_path = NULL;
+    }
+    return st;
 }
 
 const struct gl_vision_weights *gl_model_vision(const struct gl_model *m)

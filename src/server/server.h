@@ -18,6 +18,7 @@
 
 struct gl_server_params {
     const char *model_path;
+    const char *mmproj;            // vision GGUF to attach (gl_model_attach_vision), or NULL
     const char *host;              // default 127.0.0.1... as given; "0.0.0.0" binds every interface
     int port;                      // default 8000
     const char *api_key;           // NULL: no auth (VLLM_API_KEY is read by the CLI)

@@ -30,6 +30,9 @@
 
 #include "base/base.h"
 #include "gguf/gguf.h"
+#include "vision/vision.h"
+
+#include <stddef.h>
 
 #define GL_VGGUF_ARCH         "muse-glimmer-vision"
 #define GL_VGGUF_KEY_FORMAT   "muse-glimmer-vision.format"
@@ -58,3 +61,14 @@ enum gl_vgguf_kind gl_vgguf_kind(const struct gl_gguf *g, int64_t *frames);
 // unexpected size (UNKNOWN). GL_E_UNSUPPORTED (FORMAT for UNKNOWN); GL_OK for our layout and for
 // GGUFs that are not vision GGUFs.
 GL_MUST_USE gl_status gl_vgguf_check(const char *path, const struct gl_gguf *g, struct gl_err *err);
+
+// The GGUF name of an HF vision tensor (arch doc §6.6 -> the layout above), written to out[cap].
+// Returns 0, or -1 for a name outside the map or one that does not fit.
+int gl_vgguf_tensor_name(const char *hf, char *out, size_t cap);
+
+// Reads a vision GGUF's config (keys absent take the §6.1 values): general.architecture must be
+// GL_VGGUF_ARCH and the format GL_VGGUF_FORMAT (else GL_E_FORMAT / GL_E_UNSUPPORTED), q/k rows
+// rotate-half, sizes plausible; a head size that is not a multiple of 16 or a merge other than 2
+// is GL_E_UNSUPPORTED (the encoder's limits). Tensor shapes are the loader's to check.
+GL_MUST_USE gl_status gl_vgguf_config(const struct gl_gguf *g, struct gl_vision_config *cfg,
+                                      struct gl_err *err);

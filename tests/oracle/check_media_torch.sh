@@ -6,7 +6,10 @@
 # patchify, the tower bound from the folder) writes the soft-token rows; media_ref.py runs
 # vision_ref.py's float64 encoder on glint's patches with the folder's tensors read by its own
 # safetensors parser. Tolerance max|diff| <= 1e-5 * max|ref|. Negative controls: the same
-# comparison with norm1/norm2 or q_proj/k_proj swapped must FAIL.
+# comparison with norm1/norm2 or q_proj/k_proj swapped must FAIL. Then a video clip through the
+# same path (`glint video preprocess --model --rows`: three temporal groups of two different
+# frames, each encoded on its own), against the reference per group; a control that feeds the
+# reference each patch's first frame twice (a time-summed kernel) must FAIL.
 # Env: GLINT_BUILD_DIR (default build), GLINT_TEST_DIR (default build/testdata).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -44,6 +47,23 @@ for control in swap_norms swap_qk; do
         echo "ok control $control: fails as it must (${out#*: })"
     fi
 done
+# Video (§6.5): a 3 s testsrc2 clip, 6 frames sampled at 2 fps, 3 temporal groups of a 4x6 patch
+# grid whose two frames differ; each group encoded on its own. The "still" control (second
+# temporal slab replaced by the first, what a time-summed patch kernel sees) must FAIL.
+clip=tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4
+vgeo=$("$GLINT" video preprocess "$clip" --patches "$WORK/vpatches.f32" \
+    --model "$WORK/hf" --rows "$WORK/vrows.f32" 2>/dev/null)
+read -r vt vh2 vw2 < <(echo "$vgeo" | /usr/bin/python3 -c \
+    'import json,sys; g=json.load(sys.stdin)["grid_thw"]; print(*g)')
+/usr/bin/python3 tests/oracle/media_ref.py "$WORK/hf" "$WORK/vpatches.f32" "$WORK/vrows.f32" \
+    "$vh2" "$vw2" --groups "$vt" || status=1
+if out=$(/usr/bin/python3 tests/oracle/media_ref.py "$WORK/hf" "$WORK/vpatches.f32" \
+    "$WORK/vrows.f32" "$vh2" "$vw2" --groups "$vt" --control still); then
+    echo "not ok control still: glint's video rows match a time-summed patch kernel ($out)"
+    status=1
+else
+    echo "ok control still: fails as it must (${out#*: })"
+fi
 rm -rf "$WORK/hf"
 [ "$status" = 0 ] && echo "media torch PASSED" || echo "media torch FAILED"
 exit "$status"

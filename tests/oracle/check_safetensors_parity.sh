@@ -9,7 +9,8 @@
 # Also: the BF16 folder is sharded (index + 4 shards); every shard passes the HF reader's own
 # layout rules (contiguous offsets covering the data area); a copy renamed to the legacy
 # `model.layers.N.*` names loads to the same logits; `glint run` greedy ids match (tokenizer.model
-# + BOS); a seed-77 folder (negative control) differs.
+# + BOS); a seed-77 folder (negative control) differs. The vision tower loaded from glint's vision
+# GGUF (convert --vision-out, then --mmproj) gives the folder's soft-token rows byte for byte.
 # Env: GLINT_BIN (default build/glint), GLINT_TEST_DIR (default build/testdata/st-parity).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -119,6 +120,48 @@ ids() { "$GLINT_BIN" run --model "$1" -n 8 --temp 0 --ids --prompt "The capital 
 a=$(ids "$DIR/tiny-F32.gguf") b=$(ids "$DIR/tiny-F32-hf")
 [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: glint run greedy ids equal ($a)" ||
     fail "glint run ids differ: gguf '$a' vs safetensors '$b'"
+
+# The vision tower from GGUF: each folder converted to a text GGUF plus glint's vision GGUF
+# (matrices in the folder's own type) gives byte-identical soft-token rows for an image and for a
+# video (3 temporal groups) as the folder itself; the released mmproj's name, a text GGUF as
+# --mmproj and --mmproj on a folder that has its own tower are refused.
+vclip=tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4
+vimg="$DIR/vis.png"
+"$PY" -c 'import sys; from PIL import Image; im = Image.new("RGB", (150, 97)); im.putdata([((x * 5 + y) % 256, (x * y) % 256, (255 - 2 * y) % 256) for y in range(97) for x in range(150)]); im.save(sys.argv[1])' "$vimg" || fail "cannot write $vimg"
+for t in F32 BF16; do
+    h="$DIR/tiny-$t-hf" tg="$DIR/vis-$t-text.gguf" vg="$DIR/vis-$t-vision.gguf"
+    if ! "$GLINT_BIN" convert "$h" --out "$tg" --type Q8_0 --vision-out "$vg" --vision-type "$t" \
+        >/dev/null 2>"$DIR/vis-$t.log"; then
+        fail "convert --vision-out $t: $(tail -1 "$DIR/vis-$t.log")"
+        continue
+    fi
+    for kind in image video; do
+        src=$vimg
+        [ "$kind" = video ] && src=$vclip
+        "$GLINT_BIN" "$kind" preprocess "$src" --model "$h" --rows "$DIR/vr-hf" >/dev/null 2>&1 &&
+            "$GLINT_BIN" "$kind" preprocess "$src" --model "$tg" --mmproj "$vg" --rows "$DIR/vr-gg" \
+                >/dev/null 2>"$DIR/vr.log" ||
+            { fail "$t $kind rows: $(tail -1 "$DIR/vr.log")"; continue; }
+        [ -s "$DIR/vr-hf" ] && cmp -s "$DIR/vr-hf" "$DIR/vr-gg" &&
+            echo "ok: $t $kind soft-token rows identical from the folder and from GGUF + vision GGUF ($(stat -c %s "$DIR/vr-hf") bytes)" ||
+            fail "$t $kind rows differ between the folder and GGUF + vision GGUF"
+    done
+done
+refused() { # WHAT EXPECTED_TEXT MODEL MMPROJ
+    local out
+    if out=$("$GLINT_BIN" video preprocess "$vclip" --model "$3" --mmproj "$4" --rows "$DIR/vr-x" 2>&1); then
+        fail "$1: accepted"
+    elif grep -q -- "$2" <<<"$out"; then
+        echo "ok: $1 refused ($(grep -m1 -o -- "$2.\{0,60\}" <<<"$out"))"
+    else
+        fail "$1: refused without '$2': $(tail -1 <<<"$out")"
+    fi
+}
+cp "$DIR/vis-F32-vision.gguf" "$DIR/mmproj-kquant.gguf"
+refused "the released mmproj name" "temporal axis" "$DIR/vis-F32-text.gguf" "$DIR/mmproj-kquant.gguf"
+refused "a text GGUF as --mmproj" "not a vision GGUF" "$DIR/vis-F32-text.gguf" "$DIR/vis-F32-text.gguf"
+refused "--mmproj on a folder with a tower" "already has a vision tower" "$DIR/tiny-F32-hf" "$DIR/vis-F32-vision.gguf"
+rm -f "$DIR"/vis-*.gguf "$DIR/mmproj-kquant.gguf" "$DIR"/vr-* "$vimg"
 
 # Negative control: other weights must not compare equal.
 ctl="$DIR/tiny-F32-seed77-hf"

@@ -6,9 +6,12 @@ vision_ref.py's float64 transcription of the encoder (§6.3) on the patch vector
 media/ path produced from the same folder (`--model DIR --rows R`): the binding of every tensor
 (names, [out, in] layout, rotate-half Q/K kept as stored, adapter / projection, the final RMS
 over the text width) is what differs between the two sides.
-Usage: media_ref.py DIR PATCHES ROWS GH2 GW2 [--control swap_norms|swap_qk]
-(GH2 x GW2: the patch grid, grid_thw[1:] of glint image preprocess). --control maps two tensors
-the wrong way round: the comparison must then FAIL. Exit 0 when max|diff| <= 1e-5 * max|ref|.
+Usage: media_ref.py DIR PATCHES ROWS GH2 GW2 [--groups G] [--control swap_norms|swap_qk|still]
+(GH2 x GW2: the patch grid, grid_thw[1:] of glint image / video preprocess). --groups G: a
+video's G temporal groups, each GH2 x GW2 patches encoded on its own (§6.5), rows in group order.
+--control swap_norms / swap_qk maps two tensors the wrong way round; still replaces each patch's
+second temporal slab by its first (what a conv kernel summed over time computes, right only for a
+still image): the comparison must then FAIL. Exit 0 when max|diff| <= 1e-5 * max|ref|.
 """
 import json
 import os
@@ -63,10 +66,13 @@ def load_folder(d):
 
 def main():
     args = sys.argv[1:]
-    control = None
-    if len(args) == 7 and args[5] == "--control":
-        control = args[6]
-        args = args[:5]
+    control, groups = None, 1
+    while len(args) >= 7 and args[5] in ("--control", "--groups"):
+        if args[5] == "--control":
+            control = args[6]
+        else:
+            groups = int(args[6])
+        args = args[:5] + args[7:]
     if len(args) != 5:
         sys.exit(__doc__)
     d, patches_path, rows_path, gh2, gw2 = args[0], args[1], args[2], int(args[3]), int(args[4])
@@ -94,7 +100,7 @@ def main():
         n1, n2 = n2, n1
     elif control == "swap_qk":
         q, k = k, q
-    elif control is not None:
+    elif control not in (None, "still"):
         sys.exit("media_ref: unknown control " + control)
     for l in range(c["n_layers"]):
         p = f"{vt}layers.{l}."
@@ -108,8 +114,11 @@ def main():
             W[f"{l}.{key}.b"] = t[p + "mlp." + key + ".bias"]
     pdim = c["patch_frames"] * 3 * c["patch_size"] ** 2
     patches = torch.from_numpy(np.fromfile(patches_path, "<f4").astype(np.float64))
-    patches = patches.reshape(gh2 * gw2, pdim)
-    ref = vision_ref.forward(W, patches, gh2, gw2)
+    patches = patches.reshape(groups, gh2 * gw2, pdim)
+    if control == "still":
+        half = pdim // c["patch_frames"]
+        patches[:, :, half:2 * half] = patches[:, :, :half]
+    ref = torch.cat([vision_ref.forward(W, patches[g], gh2, gw2) for g in range(groups)])
     got = torch.from_numpy(np.fromfile(rows_path, "<f4").astype(np.float64))
     if got.numel() != ref.numel():
         sys.exit(f"media_ref: glint wrote {got.numel()} values, the reference has {ref.numel()}")
@@ -117,7 +126,7 @@ def main():
     rel = float((got - ref).abs().max() / ref.abs().max())
     ok = rel <= 1e-5
     print(f"{'ok' if ok else 'not ok'} media rows {ref.shape[0]}x{ref.shape[1]} "
-          f"(patch grid {gh2}x{gw2}{', control ' + control if control else ''}): "
+          f"({groups} x patch grid {gh2}x{gw2}{', control ' + control if control else ''}): "
           f"max rel {rel:.2e}")
     sys.exit(0 if ok else 1)
 

@@ -5,7 +5,11 @@
 //  - the prefix cache, read from /metrics: the same image twice hits past the image, a different
 //    image of the same size misses from the image on (so two images never share KV);
 //  - mm_processor_kwargs.max_image_tokens changes the prompt's token count as the grid says;
-//  - a local file under --allowed-local-media-path works; a video part is refused by name.
+//  - a local file under --allowed-local-media-path works;
+//  - a video (a 3 s testsrc2 clip: 6 frames at 2 fps, 3 temporal groups) under a JSON schema
+//    validates; the same clip twice hits the prefix cache past the video, while the same clip
+//    sampled at other frames (num_frames 4: its first group's second frame differs) misses from
+//    that group on; a broken clip and bad mm_processor_kwargs are 400s that name the field.
 // usage: node tests/server/vision.mjs HF_DIR
 import fs from "node:fs";
 import os from "node:os";
@@ -112,9 +116,45 @@ try {
         const viaData = await ask(dataUrl(imgA), { max_tokens: 4 });
         assert(viaFile.choices[0].message.content === viaData.choices[0].message.content, "a local file and the same bytes inline answer differently");
     });
-    await check("vision.video_refused", async () => {
-        const r = await http(srv.base, "POST", "/v1/chat/completions", { body: { model: "v", max_tokens: 4, messages: [{ role: "user", content: [{ type: "video_url", video_url: { url: "data:video/mp4;base64,AAAA" } }] }] } });
-        expectError(r, 400, ["messages[0].content[0].video_url"], "video: ");
+    const clip = fs.readFileSync(new URL("../fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4", import.meta.url));
+    const clipUrl = "data:video/mp4;base64," + clip.toString("base64");
+    const askVideo = (extra = {}) =>
+        client.chat.completions.create({
+            model: "v", max_tokens: 48, temperature: 0,
+            messages: [{ role: "user", content: [{ type: "video_url", video_url: { url: clipUrl } }, { type: "text", text: TEXT }] }],
+            ...extra,
+        });
+    await check("video.json_schema_valid", async () => {
+        const schema = { type: "object", properties: { moving: { type: "boolean" }, objects: { type: "array", items: { enum: ["ball", "box", "text"] }, maxItems: 3 } }, required: ["moving", "objects"], additionalProperties: false };
+        const r = await askVideo({ response_format: { type: "json_schema", json_schema: { name: "clip", schema } } });
+        const c = r.choices[0];
+        assert(c.finish_reason === "stop", `finish_reason ${c.finish_reason}: ${short(c.message.content)}`);
+        const problem = schemaValidator(schema)(JSON.parse(c.message.content));
+        assert(!problem, `invalid: ${short(c.message.content)}: ${problem}`);
+        // 3 groups x (2 x 3 merged tokens + "Time: X.Xs" + a separator or the end) + vid_start
+        assert(r.usage.prompt_tokens > 3 * 6 + 3 * 4, `prompt_tokens ${r.usage.prompt_tokens}`);
+    });
+    await check("video.prefix_cache_same_hits_other_frames_miss", async () => {
+        const h0 = await hits();
+        const r1 = await askVideo(); // the clip of the check above
+        const h1 = await hits();
+        const r2 = await askVideo({ mm_processor_kwargs: { num_frames: 4 } }); // frames 0, 24 | 49, 74
+        const h2 = await hits();
+        const n = r1.usage.prompt_tokens;
+        console.log(`  prompt ${n} tokens (${r2.usage.prompt_tokens} at num_frames 4); hits: same clip +${h1 - h0}, other frames +${h2 - h1}`);
+        assert(h1 - h0 >= 16 * Math.floor((n - 1) / 16) - 16, `same clip: +${h1 - h0} hits of ${n}`);
+        assert(h2 - h1 <= 48 && h2 - h1 < h1 - h0 - 32, `other frames reused too much (+${h2 - h1} vs +${h1 - h0})`);
+    });
+    await check("video.errors_name_the_field", async () => {
+        const body = (url, extra = {}) => ({ body: { model: "v", max_tokens: 4, messages: [{ role: "user", content: [{ type: "text", text: "x" }, { type: "video_url", video_url: { url } }] }], ...extra } });
+        let r = await http(srv.base, "POST", "/v1/chat/completions", body("data:video/mp4;base64," + clip.subarray(0, 2000).toString("base64")));
+        expectError(r, 400, ["messages[0].content[1].video_url", "video:"]);
+        r = await http(srv.base, "POST", "/v1/chat/completions", body("data:video/mp4;base64,AAAA"));
+        expectError(r, 400, ["messages[0].content[1].video_url", "video:"]);
+        r = await http(srv.base, "POST", "/v1/chat/completions", body(clipUrl, { mm_processor_kwargs: { num_frames: 0 } }));
+        expectError(r, 400, ["mm_processor_kwargs.num_frames"]);
+        r = await http(srv.base, "POST", "/v1/chat/completions", body(clipUrl, { mm_processor_kwargs: { fps: "fast" } }));
+        expectError(r, 400, ["mm_processor_kwargs.fps"]);
     });
 } finally {
     await srv.stop();

@@ -280,6 +280,54 @@ TEST(test_vision_gguf_check)
     CHECK(gl_vgguf_check("/nowhere/model.gguf", NULL, &err) == GL_OK);
 }
 
+// The HF -> GGUF vision name map (the one convert writes and the loader reads back) and the
+// config reader's refusals.
+TEST(test_vision_gguf_names_and_config)
+{
+    char gg[128];
+    static const char *const pairs[][2] = {
+        {"model.vision_tower.patch_embedder.patch_embedding.weight", "v.patch_embd.weight"},
+        {"model.vision_tower.patch_embedder.position_embedding_table.weight",
+         "v.position_embd.weight"},
+        {"model.vision_tower.ln_post.bias", "v.post_ln.bias"},
+        {"model.vision_tower.layers.0.norm1.weight", "v.blk.0.ln1.weight"},
+        {"model.vision_tower.layers.12.attn.q_proj.bias", "v.blk.12.attn_q.bias"},
+        {"model.vision_tower.layers.49.attn.proj.weight", "v.blk.49.attn_out.weight"},
+        {"model.vision_tower.layers.7.mlp.fc2.weight", "v.blk.7.ffn_down.weight"},
+        {"model.vision_adapter.fc1.weight", "mm.0.weight"},
+        {"model.vision_projection.weight", "mm.2.weight"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        CHECKF(gl_vgguf_tensor_name(pairs[i][0], gg, sizeof gg) == 0 && !strcmp(gg, pairs[i][1]),
+               "%s -> %s", pairs[i][0], gg);
+    static const char *const bad[] = {
+        "model.vision_tower.layers.x.norm1.weight", "model.vision_tower.layers.3.norm3.weight",
+        "model.vision_tower.layers.3.norm1.scale",  "model.vision_tower.layers.3",
+        "model.language_model.embed_tokens.weight", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECKF(gl_vgguf_tensor_name(bad[i], gg, sizeof gg) == -1, "'%s' mapped to %s", bad[i], gg);
+    CHECK(gl_vgguf_tensor_name(pairs[3][0], gg, 8) == -1); // does not fit
+    // config: ours with defaults for absent keys; a clip mmproj is not ours
+    char p[256];
+    struct gl_err err = {0};
+    const int64_t temporal[4] = {196, 3, 2, 8};
+    struct gl_vision_config cfg;
+    struct gl_gguf *g = NULL;
+    struct gl_gguf_open_params op = gl_gguf_default_open_params();
+    path_of(p, sizeof p, "vision-temporal.gguf");
+    write_vision(p, 4, temporal, 1);
+    REQUIRE(gl_gguf_open(&g, p, &op, &err) == GL_OK);
+    CHECKF(gl_vgguf_config(g, &cfg, &err) == GL_OK && cfg.hidden == 1536 && cfg.n_layers == 50 &&
+               cfg.head_dim == 96 && cfg.patch_frames == 2,
+           "%s", err.msg);
+    gl_gguf_close(g);
+    path_of(p, sizeof p, "mmproj-summed.gguf");
+    write_vision(p, 4, temporal, 0);
+    REQUIRE(gl_gguf_open(&g, p, &op, &err) == GL_OK);
+    CHECK(gl_vgguf_config(g, &cfg, &err) == GL_E_FORMAT);
+    CHECKF(strstr(err.msg, "not a vision GGUF written by glint convert"), "%s", err.msg);
+    gl_gguf_close(g);
+}
+
 static void cleanup(void)
 {
     static const char *const files[] = {"config.json",          "model.safetensors",
@@ -301,5 +349,6 @@ int main(void)
     mkdir(g_dir, 0755);
     atexit(cleanup);
     RUN_TESTS(test_missing_tensor, test_wrong_shape, test_unsupported_dtype,
-              test_block_size_and_type, test_tokenizer_mismatch, test_vision_gguf_check);
+              test_block_size_and_type, test_tokenizer_mismatch, test_vision_gguf_check,
+              test_vision_gguf_names_and_config);
 }

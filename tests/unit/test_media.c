@@ -282,20 +282,20 @@ static struct mem make_png(int w, int h, int kind)
 // (2 x 2 = 4 rows).
 static struct mem g_png_a, g_png_b, g_png_c;
 
-static struct gl_media_image img_of(const struct mem *m)
+static struct gl_media_part img_of(const struct mem *m)
 {
-    return (struct gl_media_image){m->p, m->n};
+    return (struct gl_media_part){.data = m->p, .n = m->n};
 }
 
 // Expands ids with the given images (asserting success).
 static void expand(const int32_t *ids, int32_t n, const struct mem *const *imgs, int32_t n_img,
                    struct gl_media_prompt *out)
 {
-    struct gl_media_image im[4];
+    struct gl_media_part im[4];
     for (int32_t i = 0; i < n_img; i++)
         im[i] = img_of(imgs[i]);
     struct gl_err err = {0};
-    gl_status st = gl_media_expand(g_model, g_pool, ids, n, im, n_img, NULL, out, &err);
+    gl_status st = gl_media_expand(g_model, NULL, g_pool, ids, n, im, n_img, NULL, out, &err);
     GL_ASSERT_MSG(st == GL_OK, "expand: %s", err.msg);
 }
 
@@ -319,10 +319,10 @@ TEST(test_vision_load)
     REQUIRE(gl_model_open(&m, g_dir_text, &mp, &err) == GL_OK);
     CHECK(!gl_model_vision(m) && !gl_model_vision_config(m));
     const int32_t ids[3] = {1, GL_TOK_PATCH, 2};
-    struct gl_media_image im = img_of(&g_png_b);
+    struct gl_media_part im = img_of(&g_png_b);
     struct gl_media_prompt mpr;
-    CHECK(gl_media_expand(m, g_pool, ids, 3, &im, 1, NULL, &mpr, &err) == GL_E_UNSUPPORTED);
-    CHECKF(strstr(err.msg, "image 0") && strstr(err.msg, "no vision tower"), "%s", err.msg);
+    CHECK(gl_media_expand(m, NULL, g_pool, ids, 3, &im, 1, NULL, &mpr, &err) == GL_E_UNSUPPORTED);
+    CHECKF(strstr(err.msg, "part 0 (image)") && strstr(err.msg, "no vision tower"), "%s", err.msg);
     CHECK(mpr.ids == NULL && mpr.media == NULL);
     gl_model_delete(m);
     // A misshapen vision tensor is named.
@@ -393,34 +393,34 @@ TEST(test_expand_errors)
     struct gl_media_prompt mp;
     struct gl_err err = {0};
     const int32_t ids[4] = {GL_TOK_BOS, GL_TOK_PATCH, 5, GL_TOK_PATCH};
-    struct gl_media_image im[3] = {img_of(&g_png_a), img_of(&g_png_b), img_of(&g_png_c)};
-    CHECK(gl_media_expand(g_model, g_pool, ids, 4, im, 3, NULL, &mp, &err) == GL_E_INVAL);
-    CHECKF(strstr(err.msg, "image 2"), "%s", err.msg);
-    CHECK(gl_media_expand(g_model, g_pool, ids, 4, im, 1, NULL, &mp, &err) == GL_E_INVAL);
+    struct gl_media_part im[3] = {img_of(&g_png_a), img_of(&g_png_b), img_of(&g_png_c)};
+    CHECK(gl_media_expand(g_model, NULL, g_pool, ids, 4, im, 3, NULL, &mp, &err) == GL_E_INVAL);
+    CHECKF(strstr(err.msg, "part 2 (image)"), "%s", err.msg);
+    CHECK(gl_media_expand(g_model, NULL, g_pool, ids, 4, im, 1, NULL, &mp, &err) == GL_E_INVAL);
     CHECKF(strstr(err.msg, "placeholder 1"), "%s", err.msg);
     // A corrupt second image is named by its index; nothing stays allocated.
     const uint8_t junk[16] = {0x89, 'P', 'N', 'G', 1, 2, 3};
-    im[1] = (struct gl_media_image){junk, sizeof junk};
-    CHECK(gl_media_expand(g_model, g_pool, ids, 4, im, 2, NULL, &mp, &err) != GL_OK);
-    CHECKF(strstr(err.msg, "media: image 1:"), "%s", err.msg);
+    im[1] = (struct gl_media_part){.data = junk, .n = sizeof junk};
+    CHECK(gl_media_expand(g_model, NULL, g_pool, ids, 4, im, 2, NULL, &mp, &err) != GL_OK);
+    CHECKF(strstr(err.msg, "media: part 1 (image):"), "%s", err.msg);
     CHECK(mp.ids == NULL && mp.media == NULL && mp.n_media == 0);
     // Over the image count limit.
     struct gl_media_params p = gl_media_default_params();
-    p.max_images = 1;
+    p.max_parts = 1;
     im[1] = img_of(&g_png_b);
-    CHECK(gl_media_expand(g_model, g_pool, ids, 4, im, 2, &p, &mp, &err) == GL_E_LIMIT);
-    CHECKF(strstr(err.msg, "image 1"), "%s", err.msg);
+    CHECK(gl_media_expand(g_model, NULL, g_pool, ids, 4, im, 2, &p, &mp, &err) == GL_E_LIMIT);
+    CHECKF(strstr(err.msg, "part 1"), "%s", err.msg);
     // max_image_tokens caps the grid: A (3 x 4) at most 6 tokens.
     p = gl_media_default_params();
     p.max_image_tokens = 6;
     const int32_t one[1] = {GL_TOK_PATCH};
-    REQUIRE(gl_media_expand(g_model, g_pool, one, 1, im, 1, &p, &mp, &err) == GL_OK);
+    REQUIRE(gl_media_expand(g_model, NULL, g_pool, one, 1, im, 1, &p, &mp, &err) == GL_OK);
     CHECKF(mp.media[0].n_rows <= 6 && mp.n_ids == mp.media[0].n_rows + 2, "%d rows",
            mp.media[0].n_rows);
     gl_media_prompt_free(&mp);
     // No images, no placeholders: a plain copy.
     const int32_t txt[3] = {1, 2, 3};
-    REQUIRE(gl_media_expand(g_model, g_pool, txt, 3, NULL, 0, NULL, &mp, &err) == GL_OK);
+    REQUIRE(gl_media_expand(g_model, NULL, g_pool, txt, 3, NULL, 0, NULL, &mp, &err) == GL_OK);
     CHECK(mp.n_ids == 3 && mp.n_media == 0 && memcmp(mp.ids, txt, sizeof txt) == 0);
     gl_media_prompt_free(&mp);
 }
@@ -493,6 +493,131 @@ TEST(test_soft_rows_reach_forward)
     gl_media_prompt_free(&pc);
     gl_media_prompt_free(&pa2);
     free(la);
+}
+
+// ---- video ----
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *p = NULL;
+    long len = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (p = malloc((size_t)len)) && fread(p, 1, (size_t)len, f) != (size_t)len) {
+        free(p);
+        p = NULL;
+    }
+    if (f)
+        fclose(f);
+    *n = p ? (size_t)len : 0;
+    return p;
+}
+
+// A clip (96x64, 25 fps, 3 s: 6 frames sampled, 3 temporal groups of 2 x 3 merged tokens) through
+// the expansion: the §6.4 layout with each "Time: X.Xs" tokenized on its own, one media entry per
+// group at its <|video|> run, each group's rows the encoder's output for that group's patch
+// vectors (the right slice: group g, not group 0), different groups different digests, the same
+// clip preprocessed by the caller the same result; and the errors.
+TEST(test_expand_video)
+{
+    struct gl_err err = {0};
+    struct gl_tokenizer *tok = NULL;
+    REQUIRE(gl_tokenizer_load_tiktoken(&tok, t_vocab_path(), &err) == GL_OK);
+    size_t n = 0;
+    uint8_t *clip_bytes = slurp("tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4", &n);
+    REQUIRE(clip_bytes);
+    struct gl_video v = {0};
+    REQUIRE(gl_video_preprocess(clip_bytes, n, NULL, NULL, &v, &err) == GL_OK);
+    const int groups = v.n_frames / 2, rows = v.grid.gh * v.grid.gw;
+    REQUIRE(groups == 3 && v.grid.gh == 2 && v.grid.gw == 3);
+
+    const int32_t ids[4] = {GL_TOK_BOS, 11, GL_VIDEO_TOK_VIDEO, 12};
+    struct gl_media_part part = {.data = clip_bytes, .n = n, .kind = GL_MEDIA_VIDEO};
+    struct gl_media_prompt mp, mp2;
+    REQUIRE(gl_media_expand(g_model, tok, g_pool, ids, 4, &part, 1, NULL, &mp, &err) == GL_OK);
+    // expected ids: BOS 11 <|vid_start|> (Time, <|video|> x rows, sep)... <|vid_end|> 12
+    int32_t want[128];
+    int nw = 0;
+    want[nw++] = GL_TOK_BOS;
+    want[nw++] = 11;
+    want[nw++] = GL_VIDEO_TOK_START;
+    for (int g = 0; g < groups; g++) {
+        char text[32];
+        gl_video_time_text(v.timestamps[g], text);
+        gl_token *t = NULL;
+        size_t nt = 0;
+        REQUIRE(gl_tokenizer_encode(tok, text, strlen(text), 0, 0, &t, &nt, &err) == GL_OK);
+        REQUIRE(nt >= 3 && nw + (int)nt + rows + 3 < 128);
+        for (size_t i = 0; i < nt; i++)
+            want[nw++] = t[i];
+        gl_free(t);
+        CHECK(mp.media[g].pos == nw && mp.media[g].n_rows == rows);
+        for (int r = 0; r < rows; r++)
+            want[nw++] = GL_VIDEO_TOK_VIDEO;
+        want[nw++] = g + 1 < groups ? GL_VIDEO_TOK_SEP : GL_VIDEO_TOK_END;
+    }
+    want[nw++] = 12;
+    REQUIRE(mp.n_media == groups);
+    CHECKF(mp.n_ids == nw && memcmp(mp.ids, want, sizeof(int32_t) * (size_t)nw) == 0,
+           "%d ids, want %d", mp.n_ids, nw);
+    // rows: the encoder on each group's own patch vectors
+    float *patches = NULL;
+    size_t n_patches = 0;
+    REQUIRE(gl_video_patchify(&v, &patches, &n_patches, &err) == GL_OK);
+    REQUIRE(n_patches == (size_t)(groups * 4 * rows));
+    float *want_rows = malloc(sizeof(float) * (size_t)rows * T_E);
+    REQUIRE(want_rows);
+    for (int g = 0; g < groups; g++) {
+        REQUIRE(gl_vision_encode(g_pool, gl_model_vision_config(g_model), gl_model_vision(g_model),
+                                 patches + (size_t)g * 4 * rows * GL_IMAGE_PATCH_DIM, 2 * v.grid.gh,
+                                 2 * v.grid.gw, want_rows, &err) == GL_OK);
+        CHECKF(memcmp(mp.media[g].embd, want_rows, sizeof(float) * (size_t)rows * T_E) == 0,
+               "group %d rows", g);
+        for (int h = 0; h < g; h++)
+            CHECKF(mp.media[g].digest != mp.media[h].digest, "groups %d and %d share a digest", h,
+                   g);
+    }
+    CHECK(memcmp(mp.media[0].embd, mp.media[2].embd, sizeof(float) * (size_t)rows * T_E) != 0);
+    // the caller's preprocessed clip: the same prompt
+    part = (struct gl_media_part){.kind = GL_MEDIA_VIDEO, .clip = &v};
+    REQUIRE(gl_media_expand(g_model, tok, g_pool, ids, 4, &part, 1, NULL, &mp2, &err) == GL_OK);
+    CHECK(mp2.n_ids == mp.n_ids && memcmp(mp2.ids, mp.ids, sizeof(int32_t) * (size_t)nw) == 0);
+    for (int g = 0; g < groups; g++)
+        CHECK(mp2.media[g].digest == mp.media[g].digest &&
+              memcmp(mp2.media[g].embd, mp.media[g].embd, sizeof(float) * (size_t)rows * T_E) == 0);
+    gl_media_prompt_free(&mp2);
+    // an image then a video: both kinds in order
+    const int32_t mixed[3] = {GL_TOK_PATCH, 5, GL_VIDEO_TOK_VIDEO};
+    struct gl_media_part two[2] = {img_of(&g_png_b), part};
+    REQUIRE(gl_media_expand(g_model, tok, g_pool, mixed, 3, two, 2, NULL, &mp2, &err) == GL_OK);
+    CHECK(mp2.n_media == 1 + groups && mp2.media[0].pos == 1 && mp2.media[0].n_rows == 4 &&
+          mp2.ids[6] == 5 && mp2.ids[7] == GL_VIDEO_TOK_START);
+    CHECK(mp2.media[1].digest == mp.media[0].digest); // position does not enter the digest
+    gl_media_prompt_free(&mp2);
+    // errors: a kind that does not match its placeholder, no tokenizer, an undecodable clip
+    const int32_t patch_only[1] = {GL_TOK_PATCH};
+    CHECK(gl_media_expand(g_model, tok, g_pool, patch_only, 1, &part, 1, NULL, &mp2, &err) ==
+          GL_E_INVAL);
+    CHECKF(strstr(err.msg, "part 0 (video)") && strstr(err.msg, "<|patch|>"), "%s", err.msg);
+    CHECK(gl_media_expand(g_model, NULL, g_pool, ids, 4, &part, 1, NULL, &mp2, &err) == GL_E_INVAL);
+    CHECKF(strstr(err.msg, "tokenizer"), "%s", err.msg);
+    uint8_t junk[64] = {0};
+    part = (struct gl_media_part){.data = junk, .n = sizeof junk, .kind = GL_MEDIA_VIDEO};
+    CHECK(gl_media_expand(g_model, tok, g_pool, ids, 4, &part, 1, NULL, &mp2, &err) != GL_OK);
+    CHECKF(strstr(err.msg, "media: part 0 (video): video: "), "%s", err.msg);
+    CHECK(mp2.ids == NULL && mp2.media == NULL);
+    struct gl_media_params p = gl_media_default_params();
+    p.video.max_frames = 2; // one group
+    part = (struct gl_media_part){.data = clip_bytes, .n = n, .kind = GL_MEDIA_VIDEO};
+    REQUIRE(gl_media_expand(g_model, tok, g_pool, ids, 4, &part, 1, &p, &mp2, &err) == GL_OK);
+    CHECK(mp2.n_media == 1 && mp2.media[0].n_rows == rows);
+    gl_media_prompt_free(&mp2);
+    gl_media_prompt_free(&mp);
+    free(want_rows);
+    gl_free(patches);
+    gl_video_free(&v);
+    free(clip_bytes);
+    gl_tokenizer_free(tok);
 }
 
 // ---- engine ----
@@ -798,7 +923,7 @@ int main(void)
     g_png_b = make_png(56, 56, 1);
     g_png_c = make_png(112, 84, 2);
     atexit(cleanup);
-    RUN_TESTS(test_vision_load, test_expand_one_and_two, test_expand_errors,
+    RUN_TESTS(test_vision_load, test_expand_one_and_two, test_expand_errors, test_expand_video,
               test_soft_rows_reach_forward, test_engine_exact, test_prefix_cache,
               test_engine_choices_and_cancel, test_engine_refuses_bad_media);
 }
