@@ -45,14 +45,16 @@ enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS };
 
 // The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
 // (strict padded base64), or a local file, as an absolute path or a file:// URL, that lies inside
-// local_root once "..", "." and symlinks are resolved (NULL local_root: no local files). http(s)
-// URLs are refused: glint fetches nothing remote. On GL_OK *bytes (gl_malloc'ed, the caller
-// frees) holds *n > 0 bytes, at most max_bytes; else e is a 400 whose message starts with param
-// (e.g. "messages[0].content[1].image_url") and says what is wrong (500 only for out of memory
-// or an unresolvable local_root).
+// local_root once "..", "." and symlinks are resolved (NULL local_root: no local files), or an
+// http(s) URL whose host is in allowed_domains (gl_api_media_fetch; NULL: remote URLs refused).
+// On GL_OK *bytes (gl_malloc'ed, the caller frees) holds *n > 0 bytes, at most max_bytes; else e
+// is a 400 whose message starts with param (e.g. "messages[0].content[1].image_url") and says
+// what is wrong (500 only for out of memory or an unresolvable local_root).
 struct gl_api_media_opts {
-    const char *local_root; // --allowed-local-media-path, or NULL
-    size_t max_bytes;       // per part
+    const char *local_root;      // --allowed-local-media-path, or NULL
+    size_t max_bytes;            // per part
+    const char *allowed_domains; // --allowed-media-domains: "host1,host2" or "*"; NULL: none
+    long fetch_timeout_ms;       // whole remote transfer; <= 0: 10 s
 };
 
 // Server-wide settings, read-only while requests are parsed (shared by HTTP threads).
@@ -93,6 +95,11 @@ gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const
     GL_PRINTF(4, 5);
 
 // gl_api_media_load: see gl_api_media_opts above.
+// gl_api_media_fetch: the http(s) branch (url NUL-terminated): libcurl, http/https only, no
+// redirects followed, the body cut past max_bytes, fetch_timeout_ms for the whole transfer.
+GL_MUST_USE gl_status gl_api_media_fetch(const struct gl_api_media_opts *o, const char *url,
+                                         const char *param, uint8_t **bytes, size_t *n,
+                                         struct gl_api_error *e);
 GL_MUST_USE gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url,
                                         size_t len, const char *param, uint8_t **bytes, size_t *n,
                                         struct gl_api_error *e);

@@ -4,8 +4,8 @@
 // operator's --allowed-local-media-path. The path check resolves the candidate with realpath()
 // (every "..", "." and symlink) and requires the result to lie inside the resolved root, then
 // opens that resolved path with O_NOFOLLOW and re-checks the opened file is a regular file: a
-// symlink inside the root that points outside is refused like a "../" path. Remote URLs are
-// refused: glint fetches nothing over the network.
+// symlink inside the root that points outside is refused like a "../" path. http(s) URLs go to
+// media_fetch.c (only hosts in --allowed-media-domains).
 #include "api/api.h"
 
 #include <errno.h>
@@ -135,15 +135,14 @@ gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url, 
         return MEDIA_FAIL("%s: the URL contains a NUL byte", param);
     if (len > 5 && strncasecmp(url, "data:", 5) == 0)
         return load_data_url(o, url, len, param, bytes, n, e);
-    if (len > 7 && (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0))
-        return MEDIA_FAIL("%s: remote media URLs are not fetched by glint: send the bytes as a "
-                          "data: URL (data:<type>;base64,...)",
-                          param);
     if (len >= PATH_MAX + 7)
-        return MEDIA_FAIL("%s: the path is too long", param);
+        return MEDIA_FAIL("%s: the %s is too long", param,
+                          strncasecmp(url, "http", 4) == 0 ? "URL" : "path");
     char path[PATH_MAX + 8];
     memcpy(path, url, len);
     path[len] = 0;
+    if (len > 7 && (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0))
+        return gl_api_media_fetch(o, path, param, bytes, n, e);
     const char *p = path;
     if (len > 7 && strncasecmp(path, "file://", 7) == 0)
         p = path + 7;

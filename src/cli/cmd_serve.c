@@ -31,6 +31,9 @@ static int usage(FILE *f)
                "  --allowed-local-media-path DIR   image/video parts may name files under DIR\n"
                "                              (absolute path or file:// URL; default: none)\n"
                "  --max-media-bytes BYTES     per image or video part (default 20MiB)\n"
+               "  --allowed-media-domains H   fetch http(s) image/video URLs from these hosts\n"
+               "                              (comma-separated; * = any; default: refused)\n"
+               "  --media-fetch-timeout S     per remote part (default 10)\n"
                "  --mmproj F                  vision GGUF from glint convert --vision-out, for a\n"
                "                              GGUF --model (an HF folder brings its own tower)\n"
                "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
@@ -100,6 +103,10 @@ int gl_cmd_serve(int argc, char **argv)
             bad = gl_cli_parse_bytes(v, &bytes) || (p.max_body_bytes = (size_t)bytes, 0);
         else if (!strcmp(a, "--allowed-local-media-path"))
             p.allowed_local_media_path = v;
+        else if (!strcmp(a, "--allowed-media-domains"))
+            p.allowed_media_domains = v;
+        else if (!strcmp(a, "--media-fetch-timeout"))
+            bad = gl_cli_parse_int(v, 1, 3600, &x) || (p.media_fetch_timeout_s = (double)x, 0);
         else if (!strcmp(a, "--max-image-tokens"))
             bad = gl_cli_parse_int(v, 1, GL_IMAGE_MAX_TOKENS_LIMIT, &x) ||
                   (p.max_image_tokens = (int32_t)x, 0);

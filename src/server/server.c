@@ -821,6 +821,7 @@ struct gl_server_params gl_server_default_params(void)
     p.max_body_bytes = (size_t)32 << 20;
     p.max_connections = 1024;
     p.max_media_bytes = (size_t)20 << 20;
+    p.media_fetch_timeout_s = 10.0;
     p.max_image_tokens = GL_IMAGE_MAX_TOKENS;
     p.engine = gl_engine_default_params(NULL);
     p.engine.max_model_len = 0;
@@ -916,7 +917,12 @@ static gl_status load(struct server *S, struct gl_err *err)
     memcpy(S->api.eos_ids, ep.eos_ids, sizeof S->api.eos_ids);
     S->api.n_eos = ep.n_eos;
     S->api.framing = S->p.framing;
-    S->api.media = (struct gl_api_media_opts){S->p.allowed_local_media_path, S->p.max_media_bytes};
+    S->api.media = (struct gl_api_media_opts){
+        .local_root = S->p.allowed_local_media_path,
+        .max_bytes = S->p.max_media_bytes,
+        .allowed_domains = S->p.allowed_media_domains,
+        .fetch_timeout_ms = (long)(S->p.media_fetch_timeout_s * 1000.0),
+    };
     S->api.max_image_tokens = S->p.max_image_tokens;
     S->api.model = S->model;
     S->api.media_lock = &S->media_lock;

@@ -34,6 +34,9 @@ struct gl_server_params {
     int max_connections;                  // default 1024
     const char *allowed_local_media_path; // media parts may name files under it (NULL: none)
     size_t max_media_bytes;               // per image or video part (default 20 MiB)
+    const char *allowed_media_domains;    // hosts http(s) parts may come from ("*": any; NULL:
+                                          // remote URLs refused)
+    double media_fetch_timeout_s;         // per remote part (default 10)
     int32_t max_image_tokens;             // default cap per image (4096; requests may lower
                                           // or raise it: mm_processor_kwargs)
 };

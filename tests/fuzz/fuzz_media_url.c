@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!url)
         return 0;
     memcpy(url, data, size);
-    struct gl_api_media_opts o = {NULL, 1 << 16};
+    struct gl_api_media_opts o = {.max_bytes = 1 << 16};
     struct gl_api_error e = {0};
     uint8_t *b = NULL;
     size_t n = 0;

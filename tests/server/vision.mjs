@@ -9,12 +9,16 @@
 //  - a video (a 3 s testsrc2 clip: 6 frames at 2 fps, 3 temporal groups) under a JSON schema
 //    validates; the same clip twice hits the prefix cache past the video, while the same clip
 //    sampled at other frames (num_frames 4: its first group's second frame differs) misses from
-//    that group on; a broken clip and bad mm_processor_kwargs are 400s that name the field.
+//    that group on; a broken clip and bad mm_processor_kwargs are 400s that name the field;
+//  - remote parts (--allowed-media-domains 127.0.0.1, a loopback HTTP server of the test's own):
+//    an http URL answers like the same bytes inline; another host, a 404, a redirect, a body over
+//    --max-media-bytes and a stalled reply (--media-fetch-timeout 1) are 400s that say which.
 // usage: node tests/server/vision.mjs HF_DIR
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import zlib from "node:zlib";
+import httpServer from "node:http";
 import { OpenAI, startServer, getMetrics, metricValue, schemaValidator, http, expectError, short } from "./lib.mjs";
 
 const dir = process.argv[2];
@@ -69,7 +73,19 @@ const imgA = png(56, 56, (x, y) => [(x * 4) & 255, (y * 4) & 255, 128]);
 const imgB = png(56, 56, (x, y) => [255 - ((x * 4) & 255), 40, (y * 4) & 255]);
 const imgBig = png(112, 112, (x, y) => [x & 255, y & 255, (x + y) & 255]);
 fs.writeFileSync(path.join(media, "a.png"), imgA);
-const srv = await startServer({ model: dir, args: ["--served-model-name", "v", "--max-model-len", "4096", "--allowed-local-media-path", media, "--deep-health-interval", "0"] });
+// The remote media host: loopback only, every reply bounded (the stalled one is closed at exit).
+const stalled = [];
+const host = httpServer.createServer((req, res) => {
+    if (req.url === "/a.png") return res.end(imgA);
+    if (req.url === "/redirect") { res.writeHead(302, { location: "/a.png" }); return res.end(); }
+    if (req.url === "/big") { res.writeHead(200); for (let i = 0; i < 40; i++) res.write(Buffer.alloc(65536, 7)); return res.end(); }
+    if (req.url === "/slow") { stalled.push(res); return; }
+    res.writeHead(404);
+    res.end("no");
+});
+await new Promise((ok) => host.listen(0, "127.0.0.1", ok));
+const hostUrl = `http://127.0.0.1:${host.address().port}`;
+const srv = await startServer({ model: dir, args: ["--served-model-name", "v", "--max-model-len", "4096", "--allowed-local-media-path", media, "--deep-health-interval", "0", "--allowed-media-domains", "127.0.0.1", "--media-fetch-timeout", "1", "--max-media-bytes", "1MiB"] });
 const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: "none", timeout: 60000, maxRetries: 0 });
 const hits = async () => metricValue((await getMetrics(srv.base)).series, "vllm:prefix_cache_hits_total");
 // The image comes before a long text, so full 16-token KV blocks follow it: they may be reused
@@ -156,7 +172,31 @@ try {
         r = await http(srv.base, "POST", "/v1/chat/completions", body(clipUrl, { mm_processor_kwargs: { fps: "fast" } }));
         expectError(r, 400, ["mm_processor_kwargs.fps"]);
     });
+    await check("remote.same_as_inline", async () => {
+        const viaHttp = await ask(`${hostUrl}/a.png`, { max_tokens: 4 });
+        const viaData = await ask(dataUrl(imgA), { max_tokens: 4 });
+        assert(viaHttp.choices[0].message.content === viaData.choices[0].message.content, "an http URL and the same bytes inline answer differently");
+    });
+    await check("remote.refusals_say_why", async () => {
+        const body = (url) => ({ body: { model: "v", max_tokens: 4, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url } }] }] } });
+        const cases = [
+            [`http://localhost:${host.address().port}/a.png`, "not in --allowed-media-domains"],
+            [`${hostUrl}/missing.png`, "HTTP 404"],
+            [`${hostUrl}/redirect`, "redirects are not followed"],
+            [`${hostUrl}/big`, "media limit"],
+            [`${hostUrl}/slow`, "timed out"],
+            [`ftp://127.0.0.1/a.png`, "scheme"],
+        ];
+        for (const [url, want] of cases) {
+            const t0 = Date.now();
+            const r = await http(srv.base, "POST", "/v1/chat/completions", body(url));
+            expectError(r, 400, ["messages[0].content[0].image_url", want], `${url}: `);
+            assert(Date.now() - t0 < 5000, `${url}: answered after ${Date.now() - t0} ms`);
+        }
+    });
 } finally {
+    for (const r of stalled) r.destroy();
+    host.close();
     await srv.stop();
     fs.rmSync(media, { recursive: true, force: true });
 }

@@ -34,7 +34,7 @@ static void write_file(const char *path, const char *data, size_t n)
 
 TEST(test_data_urls)
 {
-    struct gl_api_media_opts o = {NULL, 16};
+    struct gl_api_media_opts o = {.max_bytes = 16};
     uint8_t *b = NULL;
     size_t n = 0;
     // "hello, world" = aGVsbG8sIHdvcmxk; "hi!?" = aGkhPw==
@@ -60,7 +60,7 @@ TEST(test_data_urls)
 
 TEST(test_remote_and_schemes_refused)
 {
-    struct gl_api_media_opts o = {g_dir, 1 << 20};
+    struct gl_api_media_opts o = {.local_root = g_dir, .max_bytes = 1 << 20};
     uint8_t *b = NULL;
     size_t n = 0;
     CHECK(load(&o, "http://127.0.0.1/cat.png", &b, &n) == 400);
@@ -92,7 +92,9 @@ TEST(test_local_paths)
 
     uint8_t *b = NULL;
     size_t n = 0;
-    struct gl_api_media_opts none = {NULL, 1 << 20}, o = {root, 1 << 20}, tiny = {root, 4};
+    struct gl_api_media_opts none = {.max_bytes = 1 << 20},
+                             o = {.local_root = root, .max_bytes = 1 << 20},
+                             tiny = {.local_root = root, .max_bytes = 4};
     snprintf(url, sizeof url, "%s/sub/a.png", root);
     CHECK(load(&none, url, &b, &n) == 400); // no root configured
     CHECK(load(&o, url, &b, &n) == 0 && n == 7 && memcmp(b, "PNGDATA", 7) == 0);
