@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev libpng-dev libjpeg62-turbo-dev clang-14 libclang-rt-14-dev
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libcurl4-gnutls-dev
-clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2 python3-pil ffmpeg"
+clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2 python3-pil ffmpeg
+openssl"
 [ "${1:-}" = --bench ] && DEB_PKGS="$DEB_PKGS gnuplot-nox curl time"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
 # package): install Debian's only when the commands are missing.

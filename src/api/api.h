@@ -44,12 +44,14 @@
 enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS };
 
 // The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
-// (strict padded base64), or a local file, as an absolute path or a file:// URL, that lies inside
-// local_root once "..", "." and symlinks are resolved (NULL local_root: no local files), or an
-// http(s) URL whose host is in allowed_domains (gl_api_media_fetch; NULL: remote URLs refused).
-// On GL_OK *bytes (gl_malloc'ed, the caller frees) holds *n > 0 bytes, at most max_bytes; else e
-// is a 400 whose message starts with param (e.g. "messages[0].content[1].image_url") and says
-// what is wrong (500 only for out of memory or an unresolvable local_root).
+// (strict padded base64), or a local regular file, as an absolute path or a file:// URL
+// (percent-decoded), that lies inside local_root both as written and once "..", "." and symlinks
+// are resolved (NULL local_root: no local files); FIFOs, devices and directories are refused
+// without blocking (media_url.c says how each escape is closed). Or an http(s) URL whose host is
+// in allowed_domains (gl_api_media_fetch; NULL: remote URLs refused). On GL_OK *bytes
+// (gl_malloc'ed, the caller frees) holds *n > 0 bytes, at most max_bytes; else e is a 400 whose
+// message starts with param (e.g. "messages[0].content[1].image_url") and says what is wrong (500
+// only for out of memory or an unresolvable local_root).
 struct gl_api_media_opts {
     const char *local_root;      // --allowed-local-media-path, or NULL
     size_t max_bytes;            // per part
@@ -118,6 +120,7 @@ struct gl_api_req {
     int stream, include_usage, continuous_usage;
     int echo;             // completions
     int return_token_ids; // vLLM extra: choices carry token_ids (and prompt_token_ids)
+    uint64_t cache_salt;  // vLLM extra cache_salt: keyed hash of the string, 0 when absent
     struct gl_api_prompt *prompts;
     int32_t n_prompts;          // chat: 1
     struct gl_sample_params sp; // engine parameters; arrays point into the storage below

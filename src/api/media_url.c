@@ -1,20 +1,30 @@
 // SPDX-License-Identifier: MIT
 // api/media_url: the bytes behind an image_url / video_url part (api.h, gl_api_media_load).
 // Sources, as vLLM takes them: a data: URL with a base64 payload, or a local file under the
-// operator's --allowed-local-media-path. The path check resolves the candidate with realpath()
-// (every "..", "." and symlink) and requires the result to lie inside the resolved root, then
-// opens that resolved path with O_NOFOLLOW and re-checks the opened file is a regular file: a
-// symlink inside the root that points outside is refused like a "../" path. http(s) URLs go to
-// media_fetch.c (only hosts in --allowed-media-domains).
+// operator's --allowed-local-media-path. Local paths are checked three times, each closing a
+// hole the others leave (docs/SECURITY.md):
+//  1. lexically ("." and ".." folded, nothing touched on disk): a path that does not name
+//     something under the root is refused before any file-system call, so a client cannot probe
+//     which files exist elsewhere through the difference between "no such file" and "outside";
+//  2. realpath() (every symlink): the resolved file must still lie inside the resolved root, so
+//     a symlink inside the root that points outside is refused like a "../" path;
+//  3. the open itself: openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) of the resolved path
+//     relative to the root, so a directory swapped for a symlink between 2 and 3 is refused
+//     (plain open with O_NOFOLLOW where the kernel lacks openat2). O_NONBLOCK keeps a FIFO from
+//     blocking the open; anything but a regular file is then refused.
+// file:// URLs are percent-decoded (RFC 8089) before these checks; plain paths are taken as is.
+// http(s) URLs go to media_fetch.c (only hosts in --allowed-media-domains).
 #include "api/api.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MEDIA_FAIL(...) gl_api_fail(e, 400, param, __VA_ARGS__)
@@ -63,8 +73,72 @@ static gl_status load_data_url(const struct gl_api_media_opts *o, const char *ur
     return GL_OK;
 }
 
+// Folds "//", "/./" and "/../" of the absolute path p in place, as a path string ("/.." stays
+// "/"); no file-system access.
+static void lexical_normalize(char *p)
+{
+    char *out = p; // p[0] == '/'
+    const char *in = p;
+    while (*in) {
+        while (*in == '/')
+            in++;
+        const char *seg = in;
+        while (*in && *in != '/')
+            in++;
+        size_t n = (size_t)(in - seg);
+        if (n == 0 || (n == 1 && seg[0] == '.'))
+            continue;
+        if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+            while (out > p && *--out != '/') {
+            }
+            continue;
+        }
+        *out++ = '/';
+        memmove(out, seg, n);
+        out += n;
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = 0;
+}
+
+// 1 when path is root or lies below it (both normalized, absolute).
+static int path_under(const char *path, const char *root)
+{
+    size_t rl = strlen(root);
+    if (rl == 1) // root is "/"
+        return 1;
+    return strncmp(path, root, rl) == 0 && (path[rl] == '/' || path[rl] == 0);
+}
+
+// Opens the symlink-free path real (inside root) for reading, without following any symlink
+// and without blocking on a FIFO. -1 with errno on failure.
+static int open_beneath(const char *root, const char *real)
+{
+    size_t rl = strlen(root);
+    const char *rel = real + (rl == 1 ? 1 : rl + (real[rl] == '/'));
+    int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+#ifdef SYS_openat2
+    int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    struct open_how how = {.flags = (uint64_t)flags,
+                           .resolve =
+                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, dfd, rel[0] ? rel : ".", &how, sizeof how);
+    int saved = errno;
+    close(dfd);
+    errno = saved;
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+        return fd;
+#else
+    (void)rel;
+#endif
+    return open(real, flags | O_NOFOLLOW); // kernels before 5.6: the last component only
+}
+
 // A local path (absolute, or file:// + absolute) inside o->local_root.
-static gl_status load_local(const struct gl_api_media_opts *o, const char *path, const char *param,
+static gl_status load_local(const struct gl_api_media_opts *o, char *path, const char *param,
                             uint8_t **bytes, size_t *n, struct gl_api_error *e)
 {
     if (!o->local_root)
@@ -73,26 +147,32 @@ static gl_status load_local(const struct gl_api_media_opts *o, const char *path,
                           param);
     if (path[0] != '/')
         return MEDIA_FAIL("%s: a local media path must be absolute", param);
-    char root[PATH_MAX], real[PATH_MAX];
+    char root[PATH_MAX], given[PATH_MAX], real[PATH_MAX];
     if (!realpath(o->local_root, root))
         return gl_api_fail(e, 500, param, "%s: the allowed local media path cannot be resolved: %s",
                            param, strerror(errno));
+    snprintf(given, sizeof given, "%s", o->local_root);
+    lexical_normalize(given);
+    lexical_normalize(path);
+    if (!path_under(path, root) && !path_under(path, given))
+        return MEDIA_FAIL("%s: the path is outside the allowed local media path", param);
     if (!realpath(path, real))
         return MEDIA_FAIL("%s: cannot open the local file: %s", param, strerror(errno));
-    size_t rl = strlen(root);
-    int inside = strncmp(real, root, rl) == 0 && (real[rl] == '/' || (rl == 1 && root[0] == '/'));
-    if (!inside)
+    if (!path_under(real, root))
         return MEDIA_FAIL("%s: the file is outside the allowed local media path (after resolving "
-                          "'..' and symlinks)",
+                          "symlinks)",
                           param);
-    int fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_beneath(root, real);
     if (fd < 0)
-        return MEDIA_FAIL("%s: cannot open the local file: %s", param, strerror(errno));
+        return MEDIA_FAIL("%s: cannot open the local file: %s", param,
+                          errno == ELOOP || errno == EXDEV
+                              ? "a path component changed into a symlink while it was opened"
+                              : strerror(errno));
     struct stat sb;
     gl_status st = GL_OK;
     uint8_t *buf = NULL;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = MEDIA_FAIL("%s: not a regular file", param);
+        st = MEDIA_FAIL("%s: not a regular file (a directory, FIFO, socket or device)", param);
     } else if ((uint64_t)sb.st_size > o->max_bytes) {
         st = MEDIA_FAIL("%s: the file's %lld bytes are over the %zu-byte limit for one media part",
                         param, (long long)sb.st_size, o->max_bytes);
@@ -124,6 +204,34 @@ static gl_status load_local(const struct gl_api_media_opts *o, const char *path,
     return st;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+// Decodes %XX escapes of a file:// URL's path in place (RFC 3986 §2.1). 0, or -1 for a
+// malformed escape or an encoded NUL.
+static int percent_decode(char *s)
+{
+    char *o = s;
+    for (const char *p = s; *p; p++) {
+        if (*p != '%') {
+            *o++ = *p;
+            continue;
+        }
+        int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
+        if (lo < 0 || (hi == 0 && lo == 0))
+            return -1;
+        *o++ = (char)(hi << 4 | lo);
+        p += 2;
+    }
+    *o = 0;
+    return 0;
+}
+
 gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url, size_t len,
                             const char *param, uint8_t **bytes, size_t *n, struct gl_api_error *e)
 {
@@ -143,12 +251,15 @@ gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url, 
     path[len] = 0;
     if (len > 7 && (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0))
         return gl_api_media_fetch(o, path, param, bytes, n, e);
-    const char *p = path;
-    if (len > 7 && strncasecmp(path, "file://", 7) == 0)
+    char *p = path;
+    if (len > 7 && strncasecmp(path, "file://", 7) == 0) {
         p = path + 7;
-    else if (strchr(path, ':') && path[0] != '/')
+        if (percent_decode(p) != 0)
+            return MEDIA_FAIL("%s: the file:// URL has a malformed or NUL %%-escape", param);
+    } else if (strchr(path, ':') && path[0] != '/') {
         return MEDIA_FAIL("%s: unsupported URL scheme (data: URLs, or local paths under "
                           "--allowed-local-media-path)",
                           param);
+    }
     return load_local(o, p, param, bytes, n, e);
 }

@@ -91,6 +91,7 @@ static const struct field k_fields[] = {
     {"allowed_token_ids", F_BOTH},
     {"user", F_BOTH},
     {"request_id", F_BOTH},
+    {"cache_salt", F_BOTH},
     {"return_token_ids", F_BOTH},
     {"use_beam_search", F_BOTH},
     {"add_special_tokens", F_BOTH},
@@ -113,6 +114,24 @@ static const struct field k_fields[] = {
     {"continue_final_message", F_CHAT},
     {"mm_processor_kwargs", F_CHAT},
 };
+
+// vLLM's cache_salt: a non-empty string; only requests with the same salt share prefix-cache
+// blocks. Kept as a keyed hash (base.h), never as the string.
+static gl_status parse_cache_salt(json_t *b, struct gl_api_req *r, struct gl_api_error *e)
+{
+    json_t *v = json_object_get(b, "cache_salt");
+    if (!v || json_is_null(v))
+        return GL_OK;
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return FAIL("cache_salt", "cache_salt: expected a non-empty string");
+    struct gl_siphash h;
+    gl_siphash_init(&h, gl_hash_key());
+    gl_siphash_update(&h, json_string_value(v), json_string_length(v));
+    r->cache_salt = gl_siphash_final(&h);
+    if (r->cache_salt == 0) // 0 means "no salt"
+        r->cache_salt = 1;
+    return GL_OK;
+}
 
 static gl_status check_fields(json_t *body, enum gl_api_endpoint ep, struct gl_api_error *e)
 {
@@ -1056,6 +1075,8 @@ gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep, c
         st = FAIL(user && !json_is_string(user) ? "user" : "request_id", "expected a string");
         goto done;
     }
+    if ((st = parse_cache_salt(b, r, e)) != GL_OK)
+        goto done;
     if ((st = parse_sampling(c, b, r, e)) != GL_OK || (st = parse_constraint(b, &k, e)) != GL_OK)
         goto done;
     st = ep == GL_API_CHAT ? parse_chat(c, b, r, &k, e) : parse_completion(c, b, r, &k, e);

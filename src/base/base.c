@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "base.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <time.h>
 
 gl_status gl_err_set(struct gl_err *err, gl_status code, const char *fmt, ...)
@@ -310,4 +313,113 @@ long gl_b64_decode(const uint8_t *s, size_t n, uint8_t *dst, size_t *bad)
             dst[o++] = (uint8_t)v;
     }
     return o;
+}
+
+int gl_secret_equal(const void *given, size_t n, const void *secret, size_t secret_len)
+{
+    // volatile: the compiler may not turn the loop into memcmp or stop early once diff != 0.
+    const volatile uint8_t *g = given, *s = secret;
+    volatile size_t diff = n ^ secret_len;
+    if (secret_len == 0) // nothing to read from (and nothing to leak)
+        return n == 0;
+    for (size_t i = 0; i < n; i++) {
+        // inside: all ones while i < secret_len, else 0; past the secret, byte 0 is read, so the
+        // addresses touched do not show where the secret ends (diff already records the
+        // length mismatch).
+        size_t inside = (size_t)0 - (size_t)(i < secret_len);
+        diff |= (size_t)(g[i] ^ s[i & inside]);
+    }
+    return diff == 0;
+}
+
+#define ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+
+static void sip_round(uint64_t *v)
+{
+    v[0] += v[1];
+    v[1] = ROTL64(v[1], 13) ^ v[0];
+    v[0] = ROTL64(v[0], 32);
+    v[2] += v[3];
+    v[3] = ROTL64(v[3], 16) ^ v[2];
+    v[0] += v[3];
+    v[3] = ROTL64(v[3], 21) ^ v[0];
+    v[2] += v[1];
+    v[1] = ROTL64(v[1], 17) ^ v[2];
+    v[2] = ROTL64(v[2], 32);
+}
+
+static uint64_t load_le64(const uint8_t *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    return x;
+}
+
+static void sip_block(struct gl_siphash *h, uint64_t m)
+{
+    h->v[3] ^= m;
+    sip_round(h->v);
+    sip_round(h->v);
+    h->v[0] ^= m;
+}
+
+void gl_siphash_init(struct gl_siphash *h, const uint8_t key[16])
+{
+    uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+    h->v[0] = k0 ^ 0x736f6d6570736575ull;
+    h->v[1] = k1 ^ 0x646f72616e646f6dull;
+    h->v[2] = k0 ^ 0x6c7967656e657261ull;
+    h->v[3] = k1 ^ 0x7465646279746573ull;
+    h->tail = 0;
+    h->n = 0;
+}
+
+void gl_siphash_update(struct gl_siphash *h, const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    size_t i = 0;
+    while (i < n && (h->n & 7)) { // finish a partial word
+        h->tail |= (uint64_t)p[i++] << (8 * (h->n & 7));
+        if ((++h->n & 7) == 0) {
+            sip_block(h, h->tail);
+            h->tail = 0;
+        }
+    }
+    for (; i + 8 <= n; i += 8, h->n += 8)
+        sip_block(h, load_le64(p + i));
+    for (; i < n; i++, h->n++)
+        h->tail |= (uint64_t)p[i] << (8 * (h->n & 7));
+}
+
+uint64_t gl_siphash_final(struct gl_siphash *h)
+{
+    sip_block(h, h->tail | (uint64_t)(h->n & 0xff) << 56);
+    h->v[2] ^= 0xff;
+    for (int r = 0; r < 4; r++)
+        sip_round(h->v);
+    return h->v[0] ^ h->v[1] ^ h->v[2] ^ h->v[3];
+}
+
+static uint8_t g_hash_key[16];
+static pthread_once_t g_hash_key_once = PTHREAD_ONCE_INIT;
+
+static void hash_key_init(void)
+{
+    size_t got = 0;
+    while (got < sizeof g_hash_key) {
+        ssize_t r = getrandom(g_hash_key + got, sizeof g_hash_key - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        GL_ASSERT_MSG(r > 0, "getrandom failed: errno %d", errno);
+        got += (size_t)r;
+    }
+}
+
+const uint8_t *gl_hash_key(void)
+{
+    pthread_once(&g_hash_key_once, hash_key_init);
+    return g_hash_key;
 }

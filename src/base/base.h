@@ -98,6 +98,26 @@ int64_t gl_time_us(void);
 // for n / 4 * 3 bytes. Returns the byte count, or -1 with *bad = the offending offset (n when n
 // is 0 or not a multiple of 4).
 long gl_b64_decode(const uint8_t *s, size_t n, uint8_t *dst, size_t *bad);
+// SipHash-2-4 (Aumasson & Bernstein, 2012): a keyed 64-bit PRF. Content keys that clients can
+// choose inputs for (the prefix cache's block keys, image digests) use it with gl_hash_key(), so
+// nobody without the key can compute a key offline, let alone craft a second input with the key
+// of someone else's prompt or image (cache poisoning). Incremental: init, update*, final.
+struct gl_siphash {
+    uint64_t v[4];
+    uint64_t tail; // pending bytes, little-endian
+    size_t n;      // bytes absorbed so far
+};
+void gl_siphash_init(struct gl_siphash *h, const uint8_t key[16]);
+void gl_siphash_update(struct gl_siphash *h, const void *data, size_t n);
+uint64_t gl_siphash_final(struct gl_siphash *h);
+// A random 16-byte key drawn once per process (getrandom); aborts if the kernel has none.
+const uint8_t *gl_hash_key(void);
+
+// Compares a presented credential given[0..n) with secret[0..secret_len) in constant time: 1 when
+// equal. The work (loads, their addresses, branches) depends only on n, which the presenter
+// already knows: no exit at the first differing byte, and neither the secret's bytes nor its
+// length change the timing (an API key cannot be guessed byte by byte, nor its length probed).
+int gl_secret_equal(const void *given, size_t n, const void *secret, size_t secret_len);
 
 static inline uint64_t gl_fnv1a(const void *p, size_t n)
 {

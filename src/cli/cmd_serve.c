@@ -15,6 +15,10 @@ static int usage(FILE *f)
                "  --host H                    IPv4 address to bind (default 127.0.0.1)\n"
                "  --port P                    default 8000 (0: any free port, printed at start)\n"
                "  --api-key K                 required Bearer key on /v1/* (or VLLM_API_KEY)\n"
+               "  --ssl-certfile F            PEM certificate chain: serve HTTPS (needs\n"
+               "                              --ssl-keyfile)\n"
+               "  --ssl-keyfile F             PEM private key of the certificate\n"
+               "  --ssl-keyfile-password P    passphrase of an encrypted --ssl-keyfile\n"
                "  --served-model-name N       the model id clients send (default: the path)\n"
                "  --max-model-len N           prompt + output tokens (default: the model's)\n"
                "  --max-num-seqs N            sequences per step (default 16)\n"
@@ -77,7 +81,16 @@ int gl_cmd_serve(int argc, char **argv)
             bad = gl_cli_parse_int(v, 0, 65535, &x) || (p.port = (int)x, 0);
         else if (!strcmp(a, "--api-key"))
             p.api_key = v;
-        else if (!strcmp(a, "--served-model-name"))
+        else if (!strcmp(a, "--ssl-certfile"))
+            p.ssl_certfile = v;
+        else if (!strcmp(a, "--ssl-keyfile"))
+            p.ssl_keyfile = v;
+        else if (!strcmp(a, "--ssl-keyfile-password"))
+            p.ssl_keyfile_password = v;
+        else if (!strcmp(a, "--ssl-ca-certs") || !strcmp(a, "--ssl-cert-reqs")) {
+            fprintf(stderr, "glint serve: %s: client certificates are not supported\n", a);
+            return 2;
+        } else if (!strcmp(a, "--served-model-name"))
             p.served_model_name = v;
         else if (!strcmp(a, "--generation-config"))
             p.generation_config = v;

@@ -472,8 +472,10 @@ gl_status gl_engine_submit(struct gl_engine *e, const struct gl_request *r, uint
     // calloc: req_free below must see no processor (their users are freed from r) and no rows.
     q->procs = r->procs ? gl_calloc((size_t)r->sp.n, sizeof *q->procs) : NULL;
     q->media = n_media > 0 ? gl_calloc((size_t)n_media, sizeof *q->media) : NULL;
-    q->keys = n_media > 0 ? gl_malloc((size_t)r->n_prompt * sizeof *q->keys) : NULL;
-    if (!q->prompt || (r->procs && !q->procs) || (n_media > 0 && (!q->media || !q->keys))) {
+    const int keyed = n_media > 0 || r->cache_salt != 0; // keys differ from the tokens
+    q->keys = keyed ? gl_malloc((size_t)r->n_prompt * sizeof *q->keys) : NULL;
+    if (!q->prompt || (r->procs && !q->procs) || (n_media > 0 && !q->media) ||
+        (keyed && !q->keys)) {
         free_procs(r);
         free_media(r);
         req_free(q);
@@ -482,14 +484,19 @@ gl_status gl_engine_submit(struct gl_engine *e, const struct gl_request *r, uint
     if (r->procs)
         memcpy(q->procs, r->procs, (size_t)r->sp.n * sizeof *q->procs);
     memcpy(q->prompt, r->prompt, (size_t)r->n_prompt * sizeof *q->prompt);
+    if (keyed)
+        memcpy(q->keys, r->prompt, (size_t)r->n_prompt * sizeof *q->keys);
     if (n_media > 0) { // the rows are the request's from here on (req_free frees them)
         memcpy(q->media, r->media, (size_t)n_media * sizeof *q->media);
         q->n_media = n_media;
-        memcpy(q->keys, r->prompt, (size_t)r->n_prompt * sizeof *q->keys);
         for (int32_t i = 0; i < n_media; i++)
             for (int32_t j = 0; j < q->media[i].n_rows; j++)
                 q->keys[q->media[i].pos + j] = media_key(q->media[i].digest, j);
     }
+    // cache_salt: two derived ids (62 bits) replace the first two keys; every block key chains
+    // from block 0, so no block is shared with another salt or with unsalted requests.
+    for (int32_t j = 0; r->cache_salt && j < 2 && j < r->n_prompt; j++)
+        q->keys[j] = media_key(r->cache_salt ^ 0x73616C74ull, j);
     q->n_prompt = r->n_prompt;
     q->on_event = r->on_event;
     q->user = r->user;

@@ -150,6 +150,10 @@ struct gl_request {
     const struct gl_request_media *media;
     int32_t n_media;
     struct gl_sample_params sp; // sampling.h: temperature... penalties, stops, n, logprobs, seed
+    // vLLM's cache_salt, as a keyed hash of the client's string (0: none). The prompt's first two
+    // prefix-cache key ids are derived from it, so its blocks are shared only with requests of
+    // the same salt (docs/SECURITY.md: the prefix cache's timing side channel).
+    uint64_t cache_salt;
     gl_event_fn on_event;
     void *user;
     // Optional: one processor per choice (n of them), created by the caller; ownership passes to

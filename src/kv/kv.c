@@ -17,8 +17,6 @@
 
 #include <string.h>
 
-#define KV_SEED 0x6A09E667F3BCC909ull
-
 struct kv_page {
     int32_t ref;
     int32_t group; // group of the key; -1: not keyed
@@ -200,14 +198,17 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-// h_i = H(h_{i-1}, tokens of block i): every token is folded through the mixer, so the key
-// depends on the whole prefix and on token order.
+// h_i = H(h_{i-1}, tokens of block i): the key depends on the whole prefix and on token order.
+// H is SipHash-2-4 under a random per-process key (base.h): block keys are shared between
+// clients, and with a public hash a client could craft a block with the key of another's
+// prefix and have its KV served to them (docs/SECURITY.md).
 static uint64_t chain_hash(uint64_t prev, const int32_t *tok, int32_t bs)
 {
-    uint64_t h = mix64(prev ^ KV_SEED);
-    for (int32_t i = 0; i < bs; i++)
-        h = mix64(h ^ ((uint64_t)(uint32_t)tok[i] + 0x9E3779B97F4A7C15ull));
-    return h;
+    struct gl_siphash h;
+    gl_siphash_init(&h, gl_hash_key());
+    gl_siphash_update(&h, &prev, sizeof prev);
+    gl_siphash_update(&h, tok, (size_t)bs * sizeof *tok);
+    return gl_siphash_final(&h);
 }
 
 static uint64_t ht_home(const struct gl_kv_pool *pool, uint64_t hash, int32_t group)

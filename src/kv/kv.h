@@ -15,7 +15,8 @@
 // blocks of its window-1+n positions until it is committed.
 //
 // Prefix caching: a FULL block of the prompt is keyed by h_i = H(h_{i-1}, tokens of block i)
-// (64-bit, chained from a seed, so equal keys mean equal whole prefixes). Released or finished
+// (64-bit SipHash-2-4 under a random per-process key, chained, so equal keys mean equal whole
+// prefixes and clients cannot craft a collision: docs/SECURITY.md). Released or finished
 // blocks stay keyed in an LRU of evictable pages until reused. A hit of k blocks is usable only
 // if every global group has blocks 0..k-1 cached and every sliding group has the blocks covering
 // positions k*bs-window+1..k*bs-1 (what the query at k*bs reads); the match is shortened until

@@ -19,30 +19,22 @@ struct gl_media_params gl_media_default_params(void)
                                     .video_limits = gl_video_default_limits()};
 }
 
-static uint64_t mix64(uint64_t x)
+// Content id of preprocessed pixels: a kind tag, the grid and the pixel size, then every RGB byte,
+// under the keyed SipHash of base.h. The prefix cache shares KV between requests whose digests
+// agree, so the digest must not be computable by clients: with a public mixing function, one could
+// craft different pixels with the digest of someone else's image (docs/SECURITY.md).
+#define DIGEST_IMAGE 1u
+#define DIGEST_VIDEO 2u // a temporal group: its two frames
+static uint64_t pixels_digest(uint32_t tag, const struct gl_image_grid *g, int width, int height,
+                              const uint8_t *rgb, size_t n)
 {
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-// Content id of preprocessed pixels: a kind tag and the grid, then every RGB byte, 8 bytes per
-// mixing round.
-#define DIGEST_IMAGE 0x676C696E742D696Dull // "glint-im"
-#define DIGEST_VIDEO 0x676C696E742D7669ull // "glint-vi"
-static uint64_t pixels_digest(uint64_t tag, const struct gl_image_grid *g, const uint8_t *rgb,
-                              size_t n)
-{
-    uint64_t h = mix64(tag ^ ((uint64_t)(uint32_t)g->gh << 32) ^ (uint64_t)(uint32_t)g->gw);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, rgb + i, 8);
-        h = mix64(h ^ w) + 0x9E3779B97F4A7C15ull;
-    }
-    uint64_t tail = 0;
-    memcpy(&tail, rgb + i, n - i);
-    return mix64(h ^ tail ^ (uint64_t)n);
+    struct gl_siphash h;
+    gl_siphash_init(&h, gl_hash_key());
+    const uint32_t head[5] = {tag, (uint32_t)g->gh, (uint32_t)g->gw, (uint32_t)width,
+                              (uint32_t)height};
+    gl_siphash_update(&h, head, sizeof head);
+    gl_siphash_update(&h, rgb, n);
+    return gl_siphash_final(&h);
 }
 
 // The model has a tower whose patch geometry is the image module's (14 px, 2 frames, 2x2
@@ -83,9 +75,10 @@ gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
     float *patches = NULL;
     size_t n_patches = 0;
     st = gl_image_patchify(&px, &patches, &n_patches, err);
-    const uint64_t digest = st == GL_OK ? pixels_digest(DIGEST_IMAGE, &g, px.rgb,
-                                                        (size_t)px.width * (size_t)px.height * 3)
-                                        : 0;
+    const uint64_t digest = st == GL_OK
+                                ? pixels_digest(DIGEST_IMAGE, &g, px.width, px.height, px.rgb,
+                                                (size_t)px.width * (size_t)px.height * 3)
+                                : 0;
     gl_image_free(&px);
     const int64_t n_rows = (int64_t)g.gh * g.gw, E = m->cfg.n_embd;
     float *rows = NULL;
@@ -315,7 +308,7 @@ static gl_status expand_video(const struct gl_model *m, const struct gl_tokenize
                 break;
             }
             // a group is frames 2g and 2g + 1, adjacent in v->rgb
-            e.digest = pixels_digest(DIGEST_VIDEO, &v->grid,
+            e.digest = pixels_digest(DIGEST_VIDEO, &v->grid, v->width, v->height,
                                      v->rgb + (size_t)(GL_VIDEO_TEMPORAL * g) * frame_bytes,
                                      GL_VIDEO_TEMPORAL * frame_bytes);
             st = push_rows(b, e, GL_VIDEO_TOK_VIDEO, err);

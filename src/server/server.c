@@ -328,6 +328,7 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
                                 .media = i == 0 ? q->media.media : NULL,
                                 .n_media = i == 0 ? q->media.n_media : 0,
                                 .sp = q->sp,
+                                .cache_salt = q->cache_salt,
                                 .on_event = on_event,
                                 .user = &r->pctx[i],
                                 .procs = procs};
@@ -513,13 +514,10 @@ static int authorized(struct server *S, struct MHD_Connection *c)
     if (!S->p.api_key || !S->p.api_key[0])
         return 1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    size_t kl = strlen(S->p.api_key);
-    if (!h || strncmp(h, "Bearer ", 7) != 0 || strlen(h + 7) != kl)
+    if (!h || strncmp(h, "Bearer ", 7) != 0) // the scheme is public: an early exit leaks nothing
         return 0;
-    unsigned diff = 0; // constant time in the key length
-    for (size_t i = 0; i < kl; i++)
-        diff |= (unsigned char)h[7 + i] ^ (unsigned char)S->p.api_key[i];
-    return diff == 0;
+    // Time depends only on the presented token's length, never on the key (base.h).
+    return gl_secret_equal(h + 7, strlen(h + 7), S->p.api_key, strlen(S->p.api_key));
 }
 
 struct route {
@@ -828,6 +826,112 @@ struct gl_server_params gl_server_default_params(void)
     return p;
 }
 
+// ---- TLS ----
+
+// PEM files are a few KiB; the bound keeps a wrong path (a model file) from being read whole.
+#define TLS_FILE_MAX ((size_t)1 << 20)
+// GnuTLS priority string: TLS 1.2 and 1.3 only (1.0 and 1.1 are deprecated by RFC 8996).
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+struct tls {
+    char *cert, *key; // NUL-terminated PEM text; alive until the daemon stops
+    size_t key_len;
+    unsigned flags;                // MHD_USE_TLS, or 0 for plain HTTP
+    struct MHD_OptionItem opts[5]; // for MHD_OPTION_ARRAY; always MHD_OPTION_END-terminated
+};
+
+// Reads the PEM file given to `flag` into *out (NUL-terminated) and checks it holds `what`
+// ("CERTIFICATE" or "PRIVATE KEY") in PEM armour.
+static gl_status read_pem(const char *flag, const char *path, const char *what, char **out,
+                          size_t *len, struct gl_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gl_err_set(err, GL_E_IO, "serve: %s %s: %s", flag, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > TLS_FILE_MAX) {
+        fclose(f);
+        return gl_err_set(err, GL_E_INVAL, "serve: %s %s: not a regular file of at most %zu bytes",
+                          flag, path, TLS_FILE_MAX);
+    }
+    char *buf = gl_malloc((size_t)sb.st_size + 1);
+    size_t n = buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
+    fclose(f);
+    if (!buf)
+        return gl_err_set(err, GL_E_NOMEM, "serve: %s: no memory", flag);
+    buf[n] = 0;
+    char armour[64];
+    snprintf(armour, sizeof armour, "%s-----", what);
+    if (n != (size_t)sb.st_size || memchr(buf, 0, n) || !strstr(buf, "-----BEGIN ") ||
+        !strstr(buf, armour)) {
+        explicit_bzero(buf, n);
+        gl_free(buf);
+        return gl_err_set(err, GL_E_INVAL,
+                          "serve: %s %s: no PEM %s in it (expected a '-----BEGIN ...%s' block; "
+                          "DER files can be converted with openssl)",
+                          flag, path, what, armour);
+    }
+    *out = buf;
+    *len = n;
+    return GL_OK;
+}
+
+// --ssl-certfile/--ssl-keyfile -> t (zeroed first). GL_OK with t->flags == 0 for plain HTTP.
+static gl_status tls_setup(const struct gl_server_params *p, struct tls *t, struct gl_err *err)
+{
+    memset(t, 0, sizeof *t);
+    t->opts[0].option = MHD_OPTION_END;
+    if (!p->ssl_certfile && !p->ssl_keyfile && !p->ssl_keyfile_password)
+        return GL_OK;
+    if (!p->ssl_certfile || !p->ssl_keyfile)
+        return gl_err_set(err, GL_E_INVAL, "serve: %s given without %s: HTTPS needs both",
+                          p->ssl_certfile  ? "--ssl-certfile"
+                          : p->ssl_keyfile ? "--ssl-keyfile"
+                                           : "--ssl-keyfile-password",
+                          p->ssl_certfile ? "--ssl-keyfile" : "--ssl-certfile");
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return gl_err_set(err, GL_E_INVAL,
+                          "serve: --ssl-certfile: this libmicrohttpd was built without TLS "
+                          "(GnuTLS) support");
+    if (p->ssl_keyfile_password &&
+        MHD_is_feature_supported(MHD_FEATURE_HTTPS_KEY_PASSWORD) != MHD_YES)
+        return gl_err_set(err, GL_E_INVAL,
+                          "serve: --ssl-keyfile-password: this libmicrohttpd cannot decrypt keys");
+    size_t cert_len = 0;
+    gl_status st =
+        read_pem("--ssl-certfile", p->ssl_certfile, "CERTIFICATE", &t->cert, &cert_len, err);
+    if (st == GL_OK)
+        st = read_pem("--ssl-keyfile", p->ssl_keyfile, "PRIVATE KEY", &t->key, &t->key_len, err);
+    if (st != GL_OK)
+        return st;
+    if (!p->ssl_keyfile_password && strstr(t->key, "-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+        return gl_err_set(err, GL_E_INVAL,
+                          "serve: --ssl-keyfile %s is encrypted: give --ssl-keyfile-password",
+                          p->ssl_keyfile);
+    struct stat sb;
+    if (stat(p->ssl_keyfile, &sb) == 0 && (sb.st_mode & 077))
+        GL_LOGW("serve: --ssl-keyfile %s is readable by other users (mode %03o); chmod 600 it",
+                p->ssl_keyfile, (unsigned)(sb.st_mode & 0777));
+    int i = 0;
+    t->opts[i++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, t->cert};
+    t->opts[i++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
+    t->opts[i++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES};
+    if (p->ssl_keyfile_password)
+        t->opts[i++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_KEY_PASSWORD, 0,
+                                               (void *)p->ssl_keyfile_password};
+    t->opts[i] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    t->flags = MHD_USE_TLS;
+    return GL_OK;
+}
+
+static void tls_free(struct tls *t)
+{
+    if (t->key)
+        explicit_bzero(t->key, t->key_len); // no private key left in freed heap memory
+    gl_free(t->key);
+    gl_free(t->cert);
+}
+
 // generation_config.json in a folder: sampling defaults and the EOS set (vLLM's
 // --generation-config).
 static gl_status load_generation_config(struct server *S, struct gl_engine_params *ep,
@@ -998,20 +1102,30 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     addr.sin_port = htons((uint16_t)p->port);
     gl_status st = GL_OK;
     struct MHD_Daemon *d = NULL;
+    struct tls tls = {.opts = {{MHD_OPTION_END, 0, NULL}}}; // plain HTTP until tls_setup
     if (inet_pton(AF_INET, p->host, &addr.sin_addr) != 1) {
         st = gl_err_set(err, GL_E_INVAL, "serve: --host %s is not an IPv4 address", p->host);
         goto out;
     }
+    if ((st = tls_setup(p, &tls, err)) != GL_OK)
+        goto out;
     // Listen first, so /health answers 503 while the model loads (llama.cpp does the same).
     d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                             MHD_USE_ITC | MHD_USE_ERROR_LOG,
+                             MHD_USE_ITC | MHD_USE_ERROR_LOG | tls.flags,
                          0, NULL, NULL, on_request, S, MHD_OPTION_SOCK_ADDR, &addr,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, S, MHD_OPTION_CONNECTION_LIMIT,
                          (unsigned)p->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
-                         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+                         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls.opts,
+                         MHD_OPTION_END);
     if (!d) {
-        st = gl_err_set(err, GL_E_IO, "serve: cannot listen on %s:%d: %s", p->host, p->port,
-                        strerror(errno));
+        st = tls.flags && errno != EADDRINUSE
+                 ? gl_err_set(err, GL_E_INVAL,
+                              "serve: cannot start HTTPS on %s:%d: GnuTLS refused the certificate "
+                              "or key (malformed, not a matching pair, or a wrong or missing "
+                              "--ssl-keyfile-password; libmicrohttpd's reason is logged above)",
+                              p->host, p->port)
+                 : gl_err_set(err, GL_E_IO, "serve: cannot listen on %s:%d: %s", p->host, p->port,
+                              strerror(errno));
         goto out;
     }
     if ((st = load(S, err)) != GL_OK)
@@ -1027,8 +1141,9 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
             S->probe_started = 1;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, "glint serve: serving '%s' at http://%s:%u (OpenAI API under /v1)\n",
-            S->model_name, p->host, di ? (unsigned)di->port : (unsigned)p->port);
+    fprintf(stderr, "glint serve: serving '%s' at %s://%s:%u (OpenAI API under /v1)\n",
+            S->model_name, tls.flags ? "https" : "http", p->host,
+            di ? (unsigned)di->port : (unsigned)p->port);
 
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -1046,6 +1161,7 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
 out:
     if (d)
         MHD_stop_daemon(d); // after the drain: connection threads are joined
+    tls_free(&tls);
     teardown(S);
     gl_metrics_destroy(&S->metrics);
     pthread_cond_destroy(&S->probe_cv);

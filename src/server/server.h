@@ -39,6 +39,12 @@ struct gl_server_params {
     double media_fetch_timeout_s;         // per remote part (default 10)
     int32_t max_image_tokens;             // default cap per image (4096; requests may lower
                                           // or raise it: mm_processor_kwargs)
+
+    // HTTPS (GnuTLS, through libmicrohttpd): both files or neither. PEM text, read once at start
+    // (at most 1 MiB each); the key may be encrypted (then ssl_keyfile_password).
+    const char *ssl_certfile;         // certificate chain, leaf first (NULL: plain HTTP)
+    const char *ssl_keyfile;          // the leaf's private key
+    const char *ssl_keyfile_password; // NULL: the key is not encrypted
 };
 struct gl_server_params gl_server_default_params(void);
 

@@ -1,16 +1,41 @@
 // SPDX-License-Identifier: MIT
-// Fuzz target for gl_api_media_load: the input is a part's URL (data: URLs, schemes, paths; no
-// local root, so no file is ever opened). A success must return between 1 and max_bytes bytes,
-// each of which is touched; a refusal must leave the outputs empty and name the part.
+// Fuzz target for gl_api_media_load: the input is a part's URL (data: URLs, schemes, paths,
+// file:// URLs with %-escapes). Odd-length inputs run with no local root; even-length ones with
+// an empty scratch directory as the root, so the path checks (lexical folding, realpath, the
+// open beneath the root) run on arbitrary paths while nothing but that empty directory could
+// ever be opened. A success must return between 1 and max_bytes bytes, each of which is
+// touched; a refusal must leave the outputs empty and name the part.
 #include "api/api.h"
 
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint64_t sink;
+static char g_root[PATH_MAX];
+
+static void remove_root(void)
+{
+    rmdir(g_root);
+}
+
+// The empty scratch root, made on first use.
+static const char *root(void)
+{
+    if (!g_root[0]) {
+        snprintf(g_root, sizeof g_root, "%s/glint_fuzz_media_XXXXXX",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(g_root))
+            abort();
+        atexit(remove_root);
+    }
+    return g_root;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -18,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!url)
         return 0;
     memcpy(url, data, size);
-    struct gl_api_media_opts o = {.max_bytes = 1 << 16};
+    struct gl_api_media_opts o = {.local_root = size % 2 ? NULL : root(), .max_bytes = 1 << 16};
     struct gl_api_error e = {0};
     uint8_t *b = NULL;
     size_t n = 0;

@@ -87,6 +87,8 @@ export function runGlint(argv, { timeoutMs = 30000, env = {} } = {}) {
 
 // Starts `glint serve --model MODEL --host 127.0.0.1 --port P ARGS...` and waits for the line
 // naming http://127.0.0.1:P, then for GET /health to answer 200 (unless waitHealthy is false).
+// With --ssl-certfile in ARGS the URL is https:// (the process must trust the certificate, e.g.
+// through NODE_EXTRA_CA_CERTS).
 // pollWhileLoading: GET /health every 25 ms until that line appears; the statuses answered
 // meanwhile are in srv.loadingHealth (the server listens before it loads the model).
 export async function startServer({ model, args = [], env = {}, timeoutMs = 90000, waitHealthy = true, pollWhileLoading = false } = {}) {
@@ -100,7 +102,7 @@ export async function startServer({ model, args = [], env = {}, timeoutMs = 9000
         log += d;
         if (log.length > 200000) log = log.slice(-100000);
     };
-    const needle = `http://${host}:${port}`;
+    const needle = `${args.includes("--ssl-certfile") ? "https" : "http"}://${host}:${port}`;
     const exited = new Promise((resolve) =>
         proc.on("close", (code, signal) => {
             children.delete(proc);

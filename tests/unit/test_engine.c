@@ -420,6 +420,45 @@ TEST(test_n_choices_share_prefix)
     gl_engine_free(e);
 }
 
+// cache_salt: one after another, the same 50-token prompt under salts 0, A, A, B, 0 and a
+// salted prompt after a media-free one: only equal salts share blocks (3 full blocks = 48 hit
+// tokens), and the output is the same whatever the salt (keys only, never the computation).
+TEST(test_cache_salt_isolates_prefixes)
+{
+    struct gl_err err = {0};
+    struct gl_engine_params p = eparams(GL_KV_F32, 16 << 20, 8, 64);
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    int32_t prompt[50];
+    for (int i = 0; i < 50; i++)
+        prompt[i] = (i * 23 + 5) % T_V;
+    const uint64_t salts[5] = {0, 0xA11CEull, 0xA11CEull, 0xB0Bull, 0};
+    const int64_t want_hits[5] = {0, 0, 48, 0, 48};
+    int32_t ref[4];
+    reference(prompt, 50, 4, ref);
+    int64_t before = 0;
+    for (int k = 0; k < 5; k++) {
+        struct result r;
+        memset(&r, 0, sizeof r);
+        struct gl_request rq = {.prompt = prompt,
+                                .n_prompt = 50,
+                                .sp = greedy(4),
+                                .cache_salt = salts[k],
+                                .on_event = on_event,
+                                .user = &r};
+        REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+        run_to_end(e);
+        struct gl_engine_stats st;
+        gl_engine_stats(e, &st);
+        CHECKF(st.prefix_hit_tokens - before == want_hits[k], "run %d (salt %llx): %lld hit tokens",
+               k, (unsigned long long)salts[k], (long long)(st.prefix_hit_tokens - before));
+        before = st.prefix_hit_tokens;
+        CHECKF(r.n_tok == 4 && memcmp(r.tok, ref, sizeof ref) == 0, "run %d output", k);
+    }
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+}
+
 struct submitter {
     struct gl_engine *e;
     struct result *res;
@@ -1378,10 +1417,10 @@ int main(void)
     GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err) == GL_OK, "%s", err.msg);
     atexit(cleanup_model);
     RUN_TESTS(test_batching_exact, test_pool_exhaustion_preempts, test_seeded_independent_of_batch,
-              test_n_choices_share_prefix, test_submit_from_thread_unseeded,
-              test_cancel_every_phase, test_overloaded_and_limits, test_stop_helpers, test_stops,
-              test_logprobs_and_processor, test_pool_is_length_limit, test_random_ops,
-              test_jump_forward_same_tokens_fewer_steps, test_jump_forward_length,
+              test_n_choices_share_prefix, test_cache_salt_isolates_prefixes,
+              test_submit_from_thread_unseeded, test_cancel_every_phase, test_overloaded_and_limits,
+              test_stop_helpers, test_stops, test_logprobs_and_processor, test_pool_is_length_limit,
+              test_random_ops, test_jump_forward_same_tokens_fewer_steps, test_jump_forward_length,
               test_jump_forward_stops, test_jump_forward_not_with_logprobs,
               test_partial_head_same_tokens);
 }

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 // Tests for gl_api_media_load (api/media_url.c): data: URLs decode exactly and every malformed
 // one is a 400 naming the part; local files load only from inside the allowed root, and "..",
-// symlinks that leave it, relative paths and other schemes are refused; remote URLs are refused.
+// symlinks that leave it, %2e%2e in file:// URLs, relative paths, directories, FIFOs (without
+// blocking), devices and other schemes are refused with a message saying why; paths outside the
+// root are refused before the file system is consulted (same message whether they exist or not);
+// remote URLs are refused.
 #include "api/api.h"
 #include "test.h"
 
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static char g_dir[PATH_MAX]; // the test's scratch directory: root/ inside it is the allowed root
 
@@ -23,6 +27,21 @@ static int load(const struct gl_api_media_opts *o, const char *url, uint8_t **b,
     CHECK(*b == NULL && *n == 0);
     return e.http;
 }
+
+// Loads url, which must be refused with a 400 whose message contains want.
+static void refused(const struct gl_api_media_opts *o, const char *url, const char *want, int line)
+{
+    struct gl_api_error e = {0};
+    uint8_t *b = NULL;
+    size_t n = 0;
+    gl_status st = gl_api_media_load(o, url, strlen(url), "p", &b, &n, &e);
+    if (st == GL_OK)
+        gl_free(b);
+    CHECKF(st != GL_OK && e.http == 400 && strstr(e.msg, want) != NULL,
+           "line %d: %s: got %s (HTTP %d), want a 400 containing '%s'", line, url,
+           st == GL_OK ? "success" : e.msg, e.http, want);
+}
+#define REFUSED(o, url, want) refused(o, url, want, __LINE__)
 
 static void write_file(const char *path, const char *data, size_t n)
 {
@@ -122,6 +141,82 @@ TEST(test_local_paths)
     CHECK(load(&o, url, &b, &n) == 400);
 }
 
+// The hostile cases of the security item, each with the reason the message must give.
+TEST(test_local_escapes)
+{
+    char root[PATH_MAX + 8], p[PATH_MAX + 64], url[PATH_MAX + 80];
+    snprintf(root, sizeof root, "%s/esc", g_dir);
+    REQUIRE(mkdir(root, 0700) == 0);
+    snprintf(p, sizeof p, "%s/sub", root);
+    REQUIRE(mkdir(p, 0700) == 0);
+    snprintf(p, sizeof p, "%s/a b.png", root);
+    write_file(p, "SPACED", 6);
+    snprintf(p, sizeof p, "%s/secret.txt", g_dir);
+    write_file(p, "SECRET", 6);
+    char link[PATH_MAX + 64];
+    snprintf(link, sizeof link, "%s/out.png", root); // a symlink inside pointing outside
+    REQUIRE(symlink(p, link) == 0);
+    snprintf(link, sizeof link, "%s/outdir", root); // a directory symlink pointing outside
+    REQUIRE(symlink(g_dir, link) == 0);
+    snprintf(p, sizeof p, "%s/fifo.png", root);
+    REQUIRE(mkfifo(p, 0600) == 0);
+    struct gl_api_media_opts o = {.local_root = root, .max_bytes = 1 << 20};
+
+    snprintf(url, sizeof url, "%s/../secret.txt", root);
+    REFUSED(&o, url, "outside the allowed local media path");
+    snprintf(url, sizeof url, "%s/sub/../../secret.txt", root);
+    REFUSED(&o, url, "outside the allowed local media path");
+    snprintf(url, sizeof url, "file://%s/%%2e%%2e/secret.txt", root); // "%2e%2e" is ".."
+    REFUSED(&o, url, "outside the allowed local media path");
+    snprintf(url, sizeof url, "file://%s/%%2E%%2e/%%2e%%2E/secret.txt", root);
+    REFUSED(&o, url, "outside the allowed local media path");
+    snprintf(url, sizeof url, "file://%s/sub%%2f..%%2f..%%2fsecret.txt", root); // "%2f" is "/"
+    REFUSED(&o, url, "outside the allowed local media path");
+    snprintf(url, sizeof url, "file://%s/a%%00.png", root);
+    REFUSED(&o, url, "malformed or NUL %-escape");
+    snprintf(url, sizeof url, "file://%s/a%%zz.png", root);
+    REFUSED(&o, url, "malformed or NUL %-escape");
+    snprintf(url, sizeof url, "%s/out.png", root);
+    REFUSED(&o, url, "outside the allowed local media path (after resolving symlinks)");
+    snprintf(url, sizeof url, "%s/outdir/secret.txt", root);
+    REFUSED(&o, url, "outside the allowed local media path (after resolving symlinks)");
+    snprintf(url, sizeof url, "%s/secret.txt", g_dir); // absolute, outside
+    REFUSED(&o, url, "outside the allowed local media path");
+    REFUSED(&o, "/etc/passwd", "outside the allowed local media path");
+    REFUSED(&o, "file:///etc/passwd", "outside the allowed local media path");
+    // A file that does not exist outside the root gets the same answer as one that does.
+    snprintf(url, sizeof url, "%s/no-such-file", g_dir);
+    REFUSED(&o, url, "outside the allowed local media path");
+    char rroot[PATH_MAX + 8];
+    snprintf(rroot, sizeof rroot, "%s/root", g_dir);
+    struct gl_api_media_opts r = {.local_root = rroot, .max_bytes = 1 << 20};
+    snprintf(url, sizeof url, "%s/rootX/sub/a.png", g_dir); // prefix sibling of .../root
+    REFUSED(&r, url, "outside the allowed local media path");
+    snprintf(url, sizeof url, "%s/sub", root);
+    REFUSED(&o, url, "not a regular file");
+    snprintf(url, sizeof url, "%s/", root);
+    REFUSED(&o, url, "not a regular file");
+    snprintf(url, sizeof url, "%s/fifo.png", root); // must not block waiting for a writer
+    REFUSED(&o, url, "not a regular file");
+    snprintf(url, sizeof url, "%s/missing.png", root);
+    REFUSED(&o, url, "No such file");
+    // A character device under the root (an operator who allowed /dev).
+    struct gl_api_media_opts dev = {.local_root = "/dev", .max_bytes = 1 << 20};
+    REFUSED(&dev, "/dev/null", "not a regular file");
+    REFUSED(&dev, "/dev/zero", "not a regular file");
+    // file:// URLs are percent-decoded; plain paths are taken literally.
+    uint8_t *b = NULL;
+    size_t n = 0;
+    snprintf(url, sizeof url, "file://%s/a%%20b.png", root);
+    CHECK(load(&o, url, &b, &n) == 0 && n == 6 && memcmp(b, "SPACED", 6) == 0);
+    gl_free(b);
+    snprintf(url, sizeof url, "%s/a b.png", root);
+    CHECK(load(&o, url, &b, &n) == 0 && n == 6);
+    gl_free(b);
+    snprintf(url, sizeof url, "%s/a%%20b.png", root);
+    REFUSED(&o, url, "No such file");
+}
+
 static void cleanup(void)
 {
     char cmd[PATH_MAX + 16];
@@ -143,5 +238,6 @@ int main(void)
     GL_ASSERT(mkdir(sib, 0700) == 0);
     snprintf(sib, sizeof sib, "%s/rootX/sub/a.png", g_dir);
     write_file(sib, "OTHER", 5);
-    RUN_TESTS(test_data_urls, test_remote_and_schemes_refused, test_local_paths);
+    RUN_TESTS(test_data_urls, test_remote_and_schemes_refused, test_local_paths,
+              test_local_escapes);
 }
