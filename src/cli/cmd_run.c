@@ -101,10 +101,13 @@ static int usage_eval(FILE *f)
     fprintf(f,
             "usage: glint eval --model F --prompt-ids \"1 2 3\" [--logits OUT.f32]\n"
             "                  [--dump-layers DIR] [--threads N] [--batch N]\n"
+            "                  [--image F | --video F]... [--mmproj F]\n"
             "  --logits       write n_tok x n_vocab float32 logits (row-major) to OUT\n"
             "  --dump-layers  write DIR/embed.f32, DIR/layer_XX.f32 (n_tok x n_embd) and\n"
             "                 DIR/logits.f32\n"
-            "  --batch N      process the prompt in chunks of N tokens (default: all at once)\n");
+            "  --batch N      process the prompt in chunks of N tokens (default: all at once)\n"
+            "  --image/--video  media for the prompt's <|patch|> / <|video|> ids (as glint run);\n"
+            "                 positions count the expanded prompt\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -944,6 +947,7 @@ int gl_cmd_eval(int argc, char **argv)
 {
     const char *model = NULL, *ids_s = NULL, *out = NULL, *dump_dir = NULL;
     long long threads = 2, batch = 0;
+    struct run_opts mo = {0}; // --image / --video / --mmproj, as glint run takes them
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -962,6 +966,12 @@ int gl_cmd_eval(int argc, char **argv)
             out = v;
         else if (!strcmp(a, "--dump-layers"))
             dump_dir = v;
+        else if (!strcmp(a, "--mmproj"))
+            mo.mmproj = v;
+        else if ((!strcmp(a, "--image") || !strcmp(a, "--video")) &&
+                 mo.n_media < GL_MEDIA_MAX_PARTS)
+            mo.media_kind[mo.n_media] = a[2] == 'v' ? GL_MEDIA_VIDEO : GL_MEDIA_IMAGE,
+            mo.media[mo.n_media++] = v;
         else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) &&
                  !gl_cli_parse_int(v, 1, 256, &threads))
             ;
@@ -988,10 +998,16 @@ int gl_cmd_eval(int argc, char **argv)
     int rc = 1;
     float *logits = NULL;
     struct dump_files df = {0};
-    if (cli_model_open(&cm, model, NULL, 0, &err) != GL_OK) {
+    struct gl_media_prompt mp = {0};
+    const float **embd = NULL; // --image / --video: input rows per prompt position
+    mo.threads = threads;
+    if (cli_model_open(&cm, model, mo.mmproj, mo.n_media > 0, &err) != GL_OK ||
+        (mo.n_media > 0 && expand_media(&cm, &mo, &ids, &n, &mp, &embd, &err) != GL_OK)) {
         fprintf(stderr, "glint eval: %s\n", err.msg);
         cli_model_close(&cm);
-        gl_free(ids);
+        gl_media_prompt_free(&mp);
+        gl_free(embd);
+        gl_free(ids); // still the parsed ids: expand_media swaps them only on success
         return 1;
     }
     const struct gl_model_config *cf = &cm.model->cfg;
@@ -1028,8 +1044,8 @@ int gl_cmd_eval(int argc, char **argv)
         }
     }
     int64_t t0 = gl_time_us();
-    if (gl_model_forward(cm.ctx, cm.kv, ids, n, 0, logits, 1, dump_dir ? &dump : NULL, &err) !=
-        GL_OK) {
+    if (gl_model_forward_embd(cm.ctx, cm.kv, ids, embd, n, 0, logits, 1, dump_dir ? &dump : NULL,
+                              &err) != GL_OK) {
         fprintf(stderr, "glint eval: %s\n", err.msg);
         goto done;
     }
@@ -1060,6 +1076,8 @@ done:
     }
     gl_free(logits);
     gl_free(ids);
+    gl_free(embd);
+    gl_media_prompt_free(&mp);
     cli_model_close(&cm);
     return rc;
 }

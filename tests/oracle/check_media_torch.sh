@@ -9,7 +9,8 @@
 # comparison with norm1/norm2 or q_proj/k_proj swapped must FAIL. Then a video clip through the
 # same path (`glint video preprocess --model --rows`: three temporal groups of two different
 # frames, each encoded on its own), against the reference per group; a control that feeds the
-# reference each patch's first frame twice (a time-summed kernel) must FAIL.
+# reference each patch's first frame twice (a time-summed kernel) must FAIL. Last, the text tower
+# fed those image rows (glint eval --image) against ref_forward.py (see the end).
 # Env: GLINT_BUILD_DIR (default build), GLINT_TEST_DIR (default build/testdata).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,6 +65,32 @@ if out=$(/usr/bin/python3 tests/oracle/media_ref.py "$WORK/hf" "$WORK/vpatches.f
 else
     echo "ok control still: fails as it must (${out#*: })"
 fi
-rm -rf "$WORK/hf"
+# The text tower with image rows (§2.1 step 3, §6.4): the folder converted to a text GGUF plus
+# glint's vision GGUF; `glint eval --image` expands one <|patch|> and runs the forward with the
+# soft rows; ref_forward.py (float64 torch, its own GGUF reader) builds the expanded ids itself
+# (<|image_start|> + N x <|patch|> + <|image_end|>, N from the grid), puts the rows glint's
+# folder path wrote (checked above) in place of those N lookups, and compares every layer and
+# the logits. Control: the same rows one position later must FAIL.
+if "$GLINT" convert "$WORK/hf" --out "$WORK/text.gguf" --type F32 --vision-out "$WORK/vision.gguf" \
+    --vision-type F32 >/dev/null 2>"$WORK/convert.log"; then
+    n_img=$(( gh2 / 2 * (gw2 / 2) ))
+    pre="200000 791 7290 315" post="13 578 4062 14198 39935 35308 927 220 17"
+    soft=$(printf '200092 %.0s' $(seq "$n_img"))
+    mkdir -p "$WORK/dump"
+    if "$GLINT" eval --model "$WORK/text.gguf" --mmproj "$WORK/vision.gguf" \
+        --prompt-ids "$pre 200092 $post" --image "$WORK/img.png" --dump-layers "$WORK/dump" \
+        >/dev/null 2>"$WORK/eval.log"; then
+        /usr/bin/python3 tests/oracle/ref_forward.py "$WORK/text.gguf" \
+            --ids "$pre 200080 ${soft}200081 $post" --rows "$WORK/rows.f32" --rows-at 5 \
+            --dump "$WORK/dump" --tol 2e-5 --rows-control | sed 's/^/  /' || status=1
+    else
+        echo "not ok glint eval --image: $(tail -1 "$WORK/eval.log")"
+        status=1
+    fi
+else
+    echo "not ok convert: $(tail -1 "$WORK/convert.log")"
+    status=1
+fi
+rm -rf "$WORK/hf" "$WORK"/*.gguf "$WORK/dump"
 [ "$status" = 0 ] && echo "media torch PASSED" || echo "media torch FAILED"
 exit "$status"

@@ -135,7 +135,7 @@ def swa_layers(kv, arch, n_layer):
     return [(l % int(pat)) < int(pat) - 1 for l in range(n_layer)]  # period p: last of each p full
 
 
-def forward(g, ids, window_delta=0):
+def forward(g, ids, window_delta=0, rows=None, rows_at=0):
     """All intermediate states of one prompt. window_delta != 0 builds a deliberately wrong
     model (sliding window off by that much) for the negative control."""
     kv = g.kv
@@ -155,7 +155,11 @@ def forward(g, ids, window_delta=0):
     pos = torch.arange(T)
     W = lambda n: g.tensor(n)  # noqa: E731
     states = {}
-    x = rms(g.tensor("token_embd.weight", rows=np.array(ids)), None, eps)
+    x = g.tensor("token_embd.weight", rows=np.array(ids))
+    if rows is not None:  # soft tokens (§2.1 step 3): given rows replace the lookups, then the RMS
+        x = x.clone()
+        x[rows_at:rows_at + rows.shape[0]] = rows
+    x = rms(x, None, eps)
     states["embed"] = x
     causal = pos[None, :] > pos[:, None]
     for l in range(L):
@@ -222,6 +226,11 @@ def main():
                     help="other logits file(s) [n_tok x n_vocab] float32 to compare")
     ap.add_argument("--tol", type=float, default=1e-4,
                     help="max|diff| / max|ref| allowed per tensor")
+    ap.add_argument("--rows", help="float32 [n x n_embd] input rows (soft tokens) to put in place "
+                    "of the token lookups at --rows-at .. --rows-at + n - 1")
+    ap.add_argument("--rows-at", type=int, default=0)
+    ap.add_argument("--rows-control", action="store_true",
+                    help="negative control: the rows one position later must NOT match --dump")
     ap.add_argument("--control", action="store_true",
                     help="negative control: a reference with the sliding window one wider must "
                          "NOT match the --dump logits")
@@ -230,7 +239,13 @@ def main():
     ids = [int(t) for t in a.ids.split()]
     t0 = time.perf_counter()
     g = Gguf(a.model)
-    st = forward(g, ids)
+    rows = None
+    if a.rows:
+        E = g.kv[g.kv["general.architecture"] + ".embedding_length"]
+        rows = torch.from_numpy(np.fromfile(a.rows, "<f4").astype(np.float64)).view(-1, E)
+        if a.rows_at < 0 or a.rows_at + rows.shape[0] > len(ids):
+            sys.exit(f"ref_forward: {rows.shape[0]} rows at {a.rows_at} do not fit {len(ids)} ids")
+    st = forward(g, ids, rows=rows, rows_at=a.rows_at)
     print(f"reference forward: {len(ids)} tokens, {len(st) - 2} layers, "
           f"{(time.perf_counter() - t0) * 1000:.0f} ms (float64)")
     ok = True
@@ -247,6 +262,12 @@ def main():
         print(f"{'ok  ' if 'logits' in caught else 'FAIL'} negative control (window "
               f"{g.kv[g.kv['general.architecture'] + '.attention.sliding_window'] + 1} instead of "
               f"the file's): mismatch caught in {', '.join(caught) or 'nothing'}")
+    if a.rows_control and a.dump and rows is not None:
+        bad = forward(g, ids, rows=rows, rows_at=a.rows_at + 1)
+        caught = not compare("logits", f"{a.dump}/logits.f32", bad["logits"], a.tol, True)
+        ok &= caught
+        print(f"{'ok  ' if caught else 'FAIL'} negative control (the rows one position later): "
+              f"{'mismatch caught' if caught else 'NOT caught'}")
     if not a.dump and not a.logits:
         print("nothing to compare (give --dump and/or --logits)")
         ok = False
