@@ -147,6 +147,14 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
            (double)st->prefix_query_tokens);
     series(&o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.",
            model, (double)st->prefix_hit_tokens);
+    if (m->block_size > 0) // vLLM's info-style gauge: value 1, the configuration in labels
+        put(&o,
+            "# HELP vllm:cache_config_info Information of the KV cache configuration.\n"
+            "# TYPE vllm:cache_config_info gauge\n"
+            "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"%s\","
+            "enable_prefix_caching=\"%s\",num_gpu_blocks=\"%lld\",model_name=\"%s\"} 1\n",
+            (int)m->block_size, m->cache_dtype ? m->cache_dtype : "auto",
+            m->prefix_caching ? "True" : "False", (long long)st->kv_pages_total, model);
     pthread_mutex_lock(&m->mu);
     put(&o, "# HELP vllm:request_success_total Finished requests by finish reason.\n"
             "# TYPE vllm:request_success_total counter\n");

@@ -22,6 +22,12 @@ struct gl_metrics {
         double sum;
         int64_t count;
     } h[GL_HIST_N];
+    // The KV pool's configuration, set once after the engine starts and rendered as
+    // vllm:cache_config_info (the Gateway API Inference Extension's endpoint picker reads
+    // block_size from it for prefix-aware scoring). block_size 0: not rendered.
+    int32_t block_size;      // positions per KV page
+    int32_t prefix_caching;  // 1: on
+    const char *cache_dtype; // static string (gl_kv_dtype_name)
 };
 
 void gl_metrics_init(struct gl_metrics *m);

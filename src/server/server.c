@@ -1010,6 +1010,9 @@ static gl_status load(struct server *S, struct gl_err *err)
         return st;
     if ((st = gl_engine_new(&S->engine, S->model, S->tok, &ep, err)) != GL_OK)
         return st;
+    S->metrics.block_size = ep.kv.block_size;
+    S->metrics.prefix_caching = ep.kv.prefix_cache;
+    S->metrics.cache_dtype = gl_kv_dtype_name(ep.kv.dtype);
     S->max_waiting = ep.max_waiting;
     S->api.tok = S->tok;
     S->api.gvocab = S->gvocab;
