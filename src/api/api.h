@@ -80,6 +80,7 @@ struct gl_api_config {
     const struct gl_model *model;
     struct gl_pool *media_pool;
     pthread_mutex_t *media_lock;
+    struct gl_media_cache *media_cache; // encoded rows to reuse across requests, or NULL
 };
 
 // An error for the client: HTTP status, OpenAI error type, the offending field (or "") and a

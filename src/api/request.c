@@ -746,6 +746,7 @@ static gl_status parse_mm_kwargs(const struct gl_api_config *c, json_t *b, struc
 {
     r->mm = gl_media_default_params();
     r->mm.max_image_tokens = c->max_image_tokens;
+    r->mm.cache = c->media_cache;
     json_t *kw = json_object_get(b, "mm_processor_kwargs"), *v;
     if (!kw || json_is_null(kw))
         return GL_OK;

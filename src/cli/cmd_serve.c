@@ -11,39 +11,41 @@
 
 static int usage(FILE *f)
 {
-    fprintf(f, "usage: glint serve --model F [options]   (vLLM's flag names)\n"
-               "  --host H                    IPv4 address to bind (default 127.0.0.1)\n"
-               "  --port P                    default 8000 (0: any free port, printed at start)\n"
-               "  --api-key K                 required Bearer key on /v1/* (or VLLM_API_KEY)\n"
-               "  --ssl-certfile F            PEM certificate chain: serve HTTPS (needs\n"
-               "                              --ssl-keyfile)\n"
-               "  --ssl-keyfile F             PEM private key of the certificate\n"
-               "  --ssl-keyfile-password P    passphrase of an encrypted --ssl-keyfile\n"
-               "  --served-model-name N       the model id clients send (default: the path)\n"
-               "  --max-model-len N           prompt + output tokens (default: the model's)\n"
-               "  --max-num-seqs N            sequences per step (default 16)\n"
-               "  --max-num-batched-tokens N  tokens per step (default 512)\n"
-               "  --kv-cache-memory BYTES     KV pool size, e.g. 2GiB (default 1GiB)\n"
-               "  --kv-cache-dtype T          f16|bf16|fp8|f32 (default f16)\n"
-               "  --enable-prefix-caching / --no-enable-prefix-caching   (default on)\n"
-               "  --generation-config G       auto|vllm|FOLDER with generation_config.json\n"
-               "  --threads N                 kernel threads (default 2)\n"
-               "  --max-waiting N             queued sequences before 503 (default 256)\n"
-               "  --shutdown-timeout S        drain time after SIGTERM/SIGINT (default 30)\n"
-               "  --deep-health-interval S    deep probe period in seconds (default 600; 0: off)\n"
-               "  --max-body-bytes BYTES      request body limit (default 32MiB; over it: 413)\n"
-               "  --allowed-local-media-path DIR   image/video parts may name files under DIR\n"
-               "                              (absolute path or file:// URL; default: none)\n"
-               "  --max-media-bytes BYTES     per image or video part (default 20MiB)\n"
-               "  --allowed-media-domains H   fetch http(s) image/video URLs from these hosts\n"
-               "                              (comma-separated; * = any; default: refused)\n"
-               "  --media-fetch-timeout S     per remote part (default 10)\n"
-               "  --mmproj F                  vision GGUF from glint convert --vision-out, for a\n"
-               "                              GGUF --model (an HF folder brings its own tower)\n"
-               "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
-               "                              mm_processor_kwargs.max_image_tokens overrides)\n"
-               "  --no-framing-grammar        unconstrained chat requests run without the\n"
-               "                              whole-turn grammar\n");
+    fprintf(f,
+            "usage: glint serve --model F [options]   (vLLM's flag names)\n"
+            "  --host H                    IPv4 address to bind (default 127.0.0.1)\n"
+            "  --port P                    default 8000 (0: any free port, printed at start)\n"
+            "  --api-key K                 required Bearer key on /v1/* (or VLLM_API_KEY)\n"
+            "  --ssl-certfile F            PEM certificate chain: serve HTTPS (needs\n"
+            "                              --ssl-keyfile)\n"
+            "  --ssl-keyfile F             PEM private key of the certificate\n"
+            "  --ssl-keyfile-password P    passphrase of an encrypted --ssl-keyfile\n"
+            "  --served-model-name N       the model id clients send (default: the path)\n"
+            "  --max-model-len N           prompt + output tokens (default: the model's)\n"
+            "  --max-num-seqs N            sequences per step (default 16)\n"
+            "  --max-num-batched-tokens N  tokens per step (default 512)\n"
+            "  --kv-cache-memory BYTES     KV pool size, e.g. 2GiB (default 1GiB)\n"
+            "  --kv-cache-dtype T          f16|bf16|fp8|f32 (default f16)\n"
+            "  --enable-prefix-caching / --no-enable-prefix-caching   (default on)\n"
+            "  --generation-config G       auto|vllm|FOLDER with generation_config.json\n"
+            "  --threads N                 kernel threads (default 2)\n"
+            "  --max-waiting N             queued sequences before 503 (default 256)\n"
+            "  --shutdown-timeout S        drain time after SIGTERM/SIGINT (default 30)\n"
+            "  --deep-health-interval S    deep probe period in seconds (default 600; 0: off)\n"
+            "  --max-body-bytes BYTES      request body limit (default 32MiB; over it: 413)\n"
+            "  --allowed-local-media-path DIR   image/video parts may name files under DIR\n"
+            "                              (absolute path or file:// URL; default: none)\n"
+            "  --max-media-bytes BYTES     per image or video part (default 20MiB)\n"
+            "  --allowed-media-domains H   fetch http(s) image/video URLs from these hosts\n"
+            "                              (comma-separated; * = any; default: refused)\n"
+            "  --media-fetch-timeout S     per remote part (default 10)\n"
+            "  --mm-processor-cache-gb N   vision encoder output cache, GiB (default 4; 0: off)\n"
+            "  --mmproj F                  vision GGUF from glint convert --vision-out, for a\n"
+            "                              GGUF --model (an HF folder brings its own tower)\n"
+            "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
+            "                              mm_processor_kwargs.max_image_tokens overrides)\n"
+            "  --no-framing-grammar        unconstrained chat requests run without the\n"
+            "                              whole-turn grammar\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -118,6 +120,8 @@ int gl_cmd_serve(int argc, char **argv)
             p.allowed_local_media_path = v;
         else if (!strcmp(a, "--allowed-media-domains"))
             p.allowed_media_domains = v;
+        else if (!strcmp(a, "--mm-processor-cache-gb"))
+            bad = gl_cli_parse_int(v, 0, 1 << 20, &x) || (p.mm_cache_bytes = (size_t)x << 30, 0);
         else if (!strcmp(a, "--media-fetch-timeout"))
             bad = gl_cli_parse_int(v, 1, 3600, &x) || (p.media_fetch_timeout_s = (double)x, 0);
         else if (!strcmp(a, "--max-image-tokens"))

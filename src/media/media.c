@@ -8,6 +8,7 @@
 #include "media/media.h"
 #include "tokenizer/tokenizer.h"
 
+#include <pthread.h>
 #include <string.h>
 
 struct gl_media_params gl_media_default_params(void)
@@ -37,6 +38,112 @@ static uint64_t pixels_digest(uint32_t tag, const struct gl_image_grid *g, int w
     return gl_siphash_final(&h);
 }
 
+// ---- encode cache ----
+
+// One image's or temporal group's rows under its digest. Linear lookup: entries number in the
+// tens to hundreds (a released-size image's rows are 109 MB), far below where it would matter.
+struct cache_entry {
+    uint64_t digest;
+    int32_t n_rows;
+    int64_t n_embd;
+    float *rows; // [n_rows][n_embd]
+    uint64_t last_use;
+};
+
+struct gl_media_cache {
+    pthread_mutex_t mu;
+    size_t budget, bytes;
+    struct cache_entry *e;
+    int n, cap;
+    uint64_t tick, hits, misses;
+};
+
+gl_status gl_media_cache_new(size_t budget_bytes, struct gl_media_cache **out, struct gl_err *err)
+{
+    *out = gl_calloc(1, sizeof **out);
+    if (!*out)
+        return gl_err_set(err, GL_E_NOMEM, "media: no memory for the encode cache");
+    pthread_mutex_init(&(*out)->mu, NULL);
+    (*out)->budget = budget_bytes;
+    return GL_OK;
+}
+
+void gl_media_cache_free(struct gl_media_cache *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->n; i++)
+        gl_free(c->e[i].rows);
+    gl_free(c->e);
+    pthread_mutex_destroy(&c->mu);
+    gl_free(c);
+}
+
+void gl_media_cache_get_stats(struct gl_media_cache *c, struct gl_media_cache_stats *st)
+{
+    pthread_mutex_lock(&c->mu);
+    *st = (struct gl_media_cache_stats){c->hits, c->misses, c->n, c->bytes};
+    pthread_mutex_unlock(&c->mu);
+}
+
+// A copy of the cached rows into out (caller-allocated [n_rows][n_embd]); 0 on a miss.
+static int cache_get(struct gl_media_cache *c, uint64_t digest, int32_t n_rows, int64_t n_embd,
+                     float *out)
+{
+    pthread_mutex_lock(&c->mu);
+    int hit = 0;
+    for (int i = 0; i < c->n && !hit; i++) {
+        struct cache_entry *e = &c->e[i];
+        if (e->digest == digest && e->n_rows == n_rows && e->n_embd == n_embd) {
+            memcpy(out, e->rows, (size_t)n_rows * (size_t)n_embd * sizeof(float));
+            e->last_use = ++c->tick;
+            hit = 1;
+        }
+    }
+    hit ? c->hits++ : c->misses++;
+    pthread_mutex_unlock(&c->mu);
+    return hit;
+}
+
+// Keeps a copy of rows, evicting the least recently used entries to stay within the budget. Rows
+// larger than the whole budget, or no memory for the copy: not kept (the cache is an
+// optimisation, never an error).
+static void cache_put(struct gl_media_cache *c, uint64_t digest, int32_t n_rows, int64_t n_embd,
+                      const float *rows)
+{
+    const size_t nb = (size_t)n_rows * (size_t)n_embd * sizeof(float);
+    if (nb > c->budget)
+        return;
+    float *copy = gl_malloc(nb);
+    if (!copy)
+        return;
+    memcpy(copy, rows, nb);
+    pthread_mutex_lock(&c->mu);
+    while (c->n > 0 && c->bytes + nb > c->budget) {
+        int lru = 0;
+        for (int i = 1; i < c->n; i++)
+            if (c->e[i].last_use < c->e[lru].last_use)
+                lru = i;
+        c->bytes -= (size_t)c->e[lru].n_rows * (size_t)c->e[lru].n_embd * sizeof(float);
+        gl_free(c->e[lru].rows);
+        c->e[lru] = c->e[--c->n];
+    }
+    if (c->n == c->cap) {
+        const int cap = c->cap ? 2 * c->cap : 16;
+        struct cache_entry *e = gl_realloc(c->e, (size_t)cap * sizeof *e);
+        if (!e) {
+            pthread_mutex_unlock(&c->mu);
+            gl_free(copy);
+            return;
+        }
+        c->e = e;
+        c->cap = cap;
+    }
+    c->e[c->n++] = (struct cache_entry){digest, n_rows, n_embd, copy, ++c->tick};
+    c->bytes += nb;
+    pthread_mutex_unlock(&c->mu);
+}
+
 // The model has a tower whose patch geometry is the image module's (14 px, 2 frames, 2x2
 // merge: 1176-float patch vectors) and whose rows are text embeddings (out_dim = n_embd).
 static gl_status check_tower(const struct gl_model *m, struct gl_err *err)
@@ -52,6 +159,32 @@ static gl_status check_tower(const struct gl_model *m, struct gl_err *err)
                           (int)c->patch_size, (int)c->patch_frames, (int)c->merge, (int)c->out_dim,
                           GL_IMAGE_PATCH, GL_IMAGE_MERGE, (int)m->cfg.n_embd);
     return GL_OK;
+}
+
+// gh * gw soft-token rows of one image or temporal group from its (2gh) x (2gw) patch vectors:
+// from the cache when p->cache holds digest, else the encoder (then kept in the cache). *rows is
+// gl_malloc'ed; NULL on failure.
+static gl_status encode_rows(const struct gl_model *m, struct gl_pool *pool,
+                             const struct gl_media_params *p, uint64_t digest,
+                             const struct gl_image_grid *g, const float *patches, float **rows,
+                             struct gl_err *err)
+{
+    const int32_t n_rows = g->gh * g->gw;
+    const int64_t E = m->cfg.n_embd;
+    if (!(*rows = gl_malloc((size_t)n_rows * (size_t)E * sizeof(float))))
+        return gl_err_set(err, GL_E_NOMEM, "no memory for %d x %lld soft-token rows", (int)n_rows,
+                          (long long)E);
+    if (p->cache && cache_get(p->cache, digest, n_rows, E, *rows))
+        return GL_OK;
+    gl_status st = gl_vision_encode(pool, gl_model_vision_config(m), gl_model_vision(m), patches,
+                                    2 * (int64_t)g->gh, 2 * (int64_t)g->gw, *rows, err);
+    if (st != GL_OK) {
+        gl_free(*rows);
+        *rows = NULL;
+    } else if (p->cache) {
+        cache_put(p->cache, digest, n_rows, E, *rows);
+    }
+    return st;
 }
 
 gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
@@ -80,22 +213,14 @@ gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
                                                 (size_t)px.width * (size_t)px.height * 3)
                                 : 0;
     gl_image_free(&px);
-    const int64_t n_rows = (int64_t)g.gh * g.gw, E = m->cfg.n_embd;
+    const int64_t n_rows = (int64_t)g.gh * g.gw;
     float *rows = NULL;
-    if (st == GL_OK) {
-        GL_ASSERT(n_patches == (size_t)(4 * n_rows)); // (2gh) x (2gw) patches
-        if (!(rows = gl_malloc((size_t)(n_rows * E) * sizeof(float))))
-            st = gl_err_set(err, GL_E_NOMEM, "no memory for %lld x %lld soft-token rows",
-                            (long long)n_rows, (long long)E);
-    }
+    GL_ASSERT(st != GL_OK || n_patches == (size_t)(4 * n_rows)); // (2gh) x (2gw) patches
     if (st == GL_OK)
-        st = gl_vision_encode(pool, gl_model_vision_config(m), gl_model_vision(m), patches,
-                              2 * (int64_t)g.gh, 2 * (int64_t)g.gw, rows, err);
+        st = encode_rows(m, pool, p, digest, &g, patches, &rows, err);
     gl_free(patches);
-    if (st != GL_OK) {
-        gl_free(rows);
+    if (st != GL_OK)
         return st;
-    }
     out->n_rows = (int32_t)n_rows;
     out->embd = rows;
     out->digest = digest;
@@ -268,7 +393,7 @@ static gl_status expand_video(const struct gl_model *m, const struct gl_tokenize
     size_t n_patches = 0;
     struct gl_video_piece *pc = NULL;
     const int groups = v->n_frames / GL_VIDEO_TEMPORAL;
-    const int64_t rows = (int64_t)v->grid.gh * v->grid.gw, E = m->cfg.n_embd;
+    const int64_t rows = (int64_t)v->grid.gh * v->grid.gw;
     const int64_t group_patches = 4 * rows; // (2gh) x (2gw) patch vectors per group
     const size_t frame_bytes = (size_t)v->width * (size_t)v->height * 3;
     if ((st = gl_video_patchify(v, &patches, &n_patches, err)) != GL_OK)
@@ -295,22 +420,15 @@ static gl_status expand_video(const struct gl_model *m, const struct gl_tokenize
         } else {
             GL_ASSERT(g < groups && pc[i].count == rows);
             struct gl_request_media e = {.n_rows = (int32_t)rows};
-            if (!(e.embd = gl_malloc((size_t)(rows * E) * sizeof(float)))) {
-                st = gl_err_set(err, GL_E_NOMEM, "no memory for %lld x %lld soft-token rows",
-                                (long long)rows, (long long)E);
-                break;
-            }
-            st = gl_vision_encode(pool, gl_model_vision_config(m), gl_model_vision(m),
-                                  patches + (size_t)(g * group_patches) * GL_IMAGE_PATCH_DIM,
-                                  2 * (int64_t)v->grid.gh, 2 * (int64_t)v->grid.gw, e.embd, err);
-            if (st != GL_OK) {
-                gl_free(e.embd);
-                break;
-            }
             // a group is frames 2g and 2g + 1, adjacent in v->rgb
             e.digest = pixels_digest(DIGEST_VIDEO, &v->grid, v->width, v->height,
                                      v->rgb + (size_t)(GL_VIDEO_TEMPORAL * g) * frame_bytes,
                                      GL_VIDEO_TEMPORAL * frame_bytes);
+            st = encode_rows(m, pool, p, e.digest, &v->grid,
+                             patches + (size_t)(g * group_patches) * GL_IMAGE_PATCH_DIM, &e.embd,
+                             err);
+            if (st != GL_OK)
+                break;
             st = push_rows(b, e, GL_VIDEO_TOK_VIDEO, err);
             g++;
         }

@@ -40,12 +40,28 @@
 
 #define GL_MEDIA_MAX_PARTS 16 // default cap on images + videos per prompt
 
+// An LRU cache of encoded rows keyed by digest (vLLM's multimodal processor cache): the same image
+// or temporal group again skips the encoder (minutes per image at the released size). Holds at
+// most budget bytes of rows; thread-safe. Lookups hand out copies, so the rows a request takes
+// stay its own.
+struct gl_media_cache;
+GL_MUST_USE gl_status gl_media_cache_new(size_t budget_bytes, struct gl_media_cache **out,
+                                         struct gl_err *err);
+void gl_media_cache_free(struct gl_media_cache *c); // NULL-safe
+struct gl_media_cache_stats {
+    uint64_t hits, misses; // lookups that skipped / ran the encoder
+    int entries;
+    size_t bytes;
+};
+void gl_media_cache_get_stats(struct gl_media_cache *c, struct gl_media_cache_stats *st);
+
 struct gl_media_params {
     int32_t max_image_tokens;            // merged tokens per image (§6.2 cap); GL_IMAGE_MAX_TOKENS
     int32_t max_parts;                   // images + videos per prompt; GL_MEDIA_MAX_PARTS
     struct gl_image_limits limits;       // image decode limits; gl_image_default_limits()
     struct gl_video_params video;        // fps, frame and per-frame token caps (HF defaults)
     struct gl_video_limits video_limits; // gl_video_default_limits()
+    struct gl_media_cache *cache;        // encoded rows to reuse, or NULL (borrowed)
 };
 struct gl_media_params gl_media_default_params(void);
 

@@ -147,6 +147,17 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
            (double)st->prefix_query_tokens);
     series(&o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.",
            model, (double)st->prefix_hit_tokens);
+    if (m->mm_cache) {
+        struct gl_media_cache_stats mc;
+        gl_media_cache_get_stats(m->mm_cache, &mc);
+        series(&o, "glint:mm_cache_queries_total", "counter",
+               "Images and video frame pairs looked up in the encoder cache.", model,
+               (double)(mc.hits + mc.misses));
+        series(&o, "glint:mm_cache_hits_total", "counter",
+               "Encoder cache lookups that skipped the vision encoder.", model, (double)mc.hits);
+        series(&o, "glint:mm_cache_bytes", "gauge", "Soft-token rows held by the encoder cache.",
+               model, (double)mc.bytes);
+    }
     if (m->block_size > 0) // vLLM's info-style gauge: value 1, the configuration in labels
         put(&o,
             "# HELP vllm:cache_config_info Information of the KV cache configuration.\n"

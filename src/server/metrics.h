@@ -25,9 +25,10 @@ struct gl_metrics {
     // The KV pool's configuration, set once after the engine starts and rendered as
     // vllm:cache_config_info (the Gateway API Inference Extension's endpoint picker reads
     // block_size from it for prefix-aware scoring). block_size 0: not rendered.
-    int32_t block_size;      // positions per KV page
-    int32_t prefix_caching;  // 1: on
-    const char *cache_dtype; // static string (gl_kv_dtype_name)
+    int32_t block_size;              // positions per KV page
+    int32_t prefix_caching;          // 1: on
+    const char *cache_dtype;         // static string (gl_kv_dtype_name)
+    struct gl_media_cache *mm_cache; // the vision encoder's cache (glint:mm_cache_*), or NULL
 };
 
 void gl_metrics_init(struct gl_metrics *m);

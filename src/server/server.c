@@ -43,8 +43,9 @@ struct server {
     struct gl_gvocab *gvocab;
     struct gl_grammar_cache *gcache;
     pthread_mutex_t grammar_lock;
-    struct gl_pool *media_pool; // the vision encoder's threads (models with a tower)
-    pthread_mutex_t media_lock; // one image encode at a time on media_pool
+    struct gl_pool *media_pool;         // the vision encoder's threads (models with a tower)
+    struct gl_media_cache *media_cache; // its output cache (--mm-processor-cache-gb), or NULL
+    pthread_mutex_t media_lock;         // one image encode at a time on media_pool
     struct gl_engine *engine;
     struct gl_api_config api;
     struct gl_metrics metrics;
@@ -820,6 +821,7 @@ struct gl_server_params gl_server_default_params(void)
     p.max_connections = 1024;
     p.max_media_bytes = (size_t)20 << 20;
     p.media_fetch_timeout_s = 10.0;
+    p.mm_cache_bytes = (size_t)4 << 30;
     p.max_image_tokens = GL_IMAGE_MAX_TOKENS;
     p.engine = gl_engine_default_params(NULL);
     p.engine.max_model_len = 0;
@@ -1039,6 +1041,11 @@ static gl_status load(struct server *S, struct gl_err *err)
         if (!S->media_pool)
             return gl_err_set(err, GL_E_NOMEM, "serve: cannot start the vision encoder's threads");
         S->api.media_pool = S->media_pool;
+        if (S->p.mm_cache_bytes > 0 &&
+            (st = gl_media_cache_new(S->p.mm_cache_bytes, &S->media_cache, err)) != GL_OK)
+            return st;
+        S->api.media_cache = S->media_cache;
+        S->metrics.mm_cache = S->media_cache;
     }
     fprintf(stderr, "glint serve: ready in %.1f s (%d layers, vocabulary %d, max_model_len %d)\n",
             (double)(gl_time_us() - t0) / 1e6, S->model->cfg.n_layer, S->model->cfg.n_vocab,
@@ -1066,6 +1073,7 @@ static void teardown(struct server *S)
     gl_gvocab_free(S->gvocab); // after every grammar (grammar.h)
     gl_tokenizer_free(S->tok);
     gl_pool_delete(S->media_pool);
+    gl_media_cache_free(S->media_cache);
     gl_model_delete(S->model);
 }
 

@@ -37,6 +37,7 @@ struct gl_server_params {
     const char *allowed_media_domains;    // hosts http(s) parts may come from ("*": any; NULL:
                                           // remote URLs refused)
     double media_fetch_timeout_s;         // per remote part (default 10)
+    size_t mm_cache_bytes;                // encoder cache budget (default 4 GiB; 0: off)
     int32_t max_image_tokens;             // default cap per image (4096; requests may lower
                                           // or raise it: mm_processor_kwargs)
 

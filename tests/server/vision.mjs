@@ -4,6 +4,7 @@
 //  - an image chat request under a JSON schema ends with "stop" and the reply validates (ajv);
 //  - the prefix cache, read from /metrics: the same image twice hits past the image, a different
 //    image of the same size misses from the image on (so two images never share KV);
+//  - the encoder cache (/metrics glint:mm_cache_*): a known image is a hit, a new one a miss;
 //  - mm_processor_kwargs.max_image_tokens changes the prompt's token count as the grid says;
 //  - a local file under --allowed-local-media-path works;
 //  - a video (a 3 s testsrc2 clip: 6 frames at 2 fps, 3 temporal groups) under a JSON schema
@@ -120,6 +121,20 @@ try {
         // before the one holding its first soft token (the system header, < 48 tokens).
         assert(h1 - h0 >= 16 * Math.floor((n - 1) / 16) - 16, `same image: +${h1 - h0} hits of ${n}`);
         assert(h2 - h1 <= 48 && h2 - h1 < h1 - h0 - 32, `a different image reused too much (+${h2 - h1} vs +${h1 - h0})`);
+    });
+    await check("vision.encoder_cache", async () => {
+        const mm = async () => {
+            const m = (await getMetrics(srv.base)).series;
+            return [metricValue(m, "glint:mm_cache_queries_total"), metricValue(m, "glint:mm_cache_hits_total")];
+        };
+        const [q0, h0] = await mm();
+        await ask(dataUrl(imgA), { max_tokens: 1 }); // encoded by the checks above
+        const [q1, h1] = await mm();
+        const imgC = png(56, 56, (x, y) => [(x * 7) & 255, (y * 3) & 255, 9]);
+        await ask(dataUrl(imgC), { max_tokens: 1 }); // never seen
+        const [q2, h2] = await mm();
+        assert(q1 - q0 === 1 && h1 - h0 === 1, `a known image: +${q1 - q0} lookups, +${h1 - h0} hits`);
+        assert(q2 - q1 === 1 && h2 - h1 === 0, `a new image: +${q2 - q1} lookups, +${h2 - h1} hits`);
     });
     await check("vision.max_image_tokens", async () => {
         const big = await ask(dataUrl(imgBig), { max_tokens: 1 }); // 112 px: 4x4 = 16 tokens

@@ -620,6 +620,55 @@ TEST(test_expand_video)
     gl_tokenizer_free(tok);
 }
 
+// The encode cache: a repeated image or temporal group is a hit whose rows equal the encoder's;
+// LRU eviction within the byte budget; rows larger than the budget are never kept.
+TEST(test_encode_cache)
+{
+    struct gl_err err = {0};
+    struct gl_media_cache *c = NULL;
+    REQUIRE(gl_media_cache_new(1 << 20, &c, &err) == GL_OK);
+    struct gl_media_params p = gl_media_default_params();
+    p.cache = c;
+    const int32_t ids[2] = {GL_TOK_PATCH, GL_TOK_PATCH};
+    struct gl_media_part two[2] = {img_of(&g_png_a), img_of(&g_png_a)};
+    struct gl_media_prompt ref, mp;
+    expand(ids, 1, (const struct mem *[]){&g_png_a}, 1, &ref); // no cache
+    REQUIRE(gl_media_expand(g_model, NULL, g_pool, ids, 2, two, 2, &p, &mp, &err) == GL_OK);
+    struct gl_media_cache_stats st;
+    gl_media_cache_get_stats(c, &st);
+    CHECKF(st.misses == 1 && st.hits == 1 && st.entries == 1 && st.bytes == 12 * T_E * 4,
+           "misses %llu hits %llu entries %d bytes %zu", (unsigned long long)st.misses,
+           (unsigned long long)st.hits, st.entries, st.bytes);
+    const size_t nb = sizeof(float) * 12 * T_E;
+    CHECK(memcmp(mp.media[0].embd, ref.media[0].embd, nb) == 0);
+    CHECK(memcmp(mp.media[1].embd, ref.media[0].embd, nb) == 0);
+    CHECK(mp.media[0].embd != mp.media[1].embd); // each run owns its copy
+    gl_media_prompt_free(&mp);
+    gl_media_cache_free(c);
+    // a budget of one A (12 rows): B (4 rows) evicts A, so A misses again
+    REQUIRE(gl_media_cache_new(nb, &c, &err) == GL_OK);
+    p.cache = c;
+    const struct mem *seq[3] = {&g_png_a, &g_png_b, &g_png_a};
+    for (int i = 0; i < 3; i++) {
+        struct gl_media_part one = img_of(seq[i]);
+        REQUIRE(gl_media_expand(g_model, NULL, g_pool, ids, 1, &one, 1, &p, &mp, &err) == GL_OK);
+        gl_media_prompt_free(&mp);
+    }
+    gl_media_cache_get_stats(c, &st);
+    CHECKF(st.misses == 3 && st.hits == 0 && st.entries == 1, "misses %llu hits %llu entries %d",
+           (unsigned long long)st.misses, (unsigned long long)st.hits, st.entries);
+    gl_media_cache_free(c);
+    // a budget smaller than one image: nothing is kept
+    REQUIRE(gl_media_cache_new(nb - 1, &c, &err) == GL_OK);
+    p.cache = c;
+    REQUIRE(gl_media_expand(g_model, NULL, g_pool, ids, 2, two, 2, &p, &mp, &err) == GL_OK);
+    gl_media_cache_get_stats(c, &st);
+    CHECK(st.hits == 0 && st.entries == 0 && st.bytes == 0);
+    gl_media_prompt_free(&mp);
+    gl_media_prompt_free(&ref);
+    gl_media_cache_free(c);
+}
+
 // ---- engine ----
 
 struct result {
@@ -924,6 +973,6 @@ int main(void)
     g_png_c = make_png(112, 84, 2);
     atexit(cleanup);
     RUN_TESTS(test_vision_load, test_expand_one_and_two, test_expand_errors, test_expand_video,
-              test_soft_rows_reach_forward, test_engine_exact, test_prefix_cache,
+              test_encode_cache, test_soft_rows_reach_forward, test_engine_exact, test_prefix_cache,
               test_engine_choices_and_cancel, test_engine_refuses_bad_media);
 }
