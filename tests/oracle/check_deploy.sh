@@ -14,14 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
-case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
-export GLINT_BIN
-[ -x "$GLINT_BIN" ] || { echo "deploy: $GLINT_BIN not built"; exit 1; }
+gl_need_glint "deploy"
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 [ -x "$NGINX" ] || { echo "FAIL deploy: nginx not installed (scripts/install-deps.sh)"; exit 1; }
-[ -d tests/oracle/node_modules/kubernetes-models ] && [ -d tests/oracle/node_modules/yaml ] &&
-    [ -d tests/oracle/node_modules/@kubernetes-models/gateway-api ] ||
-    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+gl_need_npm kubernetes-models yaml @kubernetes-models/gateway-api
 MODEL="$(gl_tiny_model Q8_0)"
 
 rc=0

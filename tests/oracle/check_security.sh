@@ -11,12 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
-case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
-export GLINT_BIN
-[ -x "$GLINT_BIN" ] || { echo "security: $GLINT_BIN not built"; exit 1; }
+gl_need_glint "security"
 command -v openssl >/dev/null || { echo "FAIL security: the openssl CLI is missing (scripts/install-deps.sh)"; exit 1; }
-[ -d tests/oracle/node_modules/openai ] ||
-    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+gl_need_npm
 
 rc=0
 for t in test_secret_equal test_siphash test_media_url; do

@@ -12,16 +12,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
-case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
-export GLINT_BIN
-[ -x "$GLINT_BIN" ] || { echo "server: $GLINT_BIN not built"; exit 1; }
+gl_need_glint "server"
 if ! "$GLINT_BIN" serve --help >/dev/null 2>&1; then
     echo "FAIL server: '$GLINT_BIN serve --help' fails: no serve command"
     "$GLINT_BIN" serve --help 2>&1 | head -n 3 | sed 's/^/    /'
     exit 1
 fi
-[ -d tests/oracle/node_modules/openai ] && [ -d tests/oracle/node_modules/ajv-formats ] ||
-    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+gl_need_npm
 MODEL="$(gl_tiny_model Q8_0)"
 
 rc=0

@@ -8,10 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
-case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
-export GLINT_BIN
-[ -d tests/oracle/node_modules/openai ] && [ -d tests/oracle/node_modules/ajv-formats ] ||
-    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+gl_need_glint "server vision"
+gl_need_npm
 dir="$GLINT_TEST_DIR/tiny-hf-vision"
 if [ ! -f "$dir/config.json" ]; then
     rm -rf "$dir"

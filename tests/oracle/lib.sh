@@ -5,6 +5,10 @@
 # Models are shared between suites, so a sidecar TYPE.gguf.params records what made each file,
 # an flock serialises concurrent writers, and files appear atomically (write to .tmp, rename).
 # GL_TINY_GEN is bumped whenever make-model's output for the same flags changes.
+#   gl_need_glint NAME   makes $GLINT_BIN absolute and exported (node drivers start it from other
+#                        directories); exits 1 with "NAME: ... not built" when it is missing.
+#   gl_need_npm [MOD...] installs tests/oracle's pinned npm packages when openai, ajv, ajv-formats
+#                        or one of MOD is missing.
 
 GL_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 GLINT_BIN="${GLINT_BIN:-$GL_REPO_ROOT/build/glint}"
@@ -25,4 +29,20 @@ gl_tiny_model() { # TYPE
         fi
     ) 9>"$path.lock" || { echo "gl_tiny_model: writing $path failed" >&2; return 1; }
     echo "$path"
+}
+
+gl_need_glint() { # NAME
+    case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
+    export GLINT_BIN
+    [ -x "$GLINT_BIN" ] || { echo "$1: $GLINT_BIN not built"; exit 1; }
+}
+
+gl_need_npm() { # [MODULE...]
+    local m
+    for m in openai ajv ajv-formats "$@"; do
+        [ -d "$GL_REPO_ROOT/tests/oracle/node_modules/$m" ] && continue
+        (cd "$GL_REPO_ROOT/tests/oracle" &&
+            npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+        return
+    done
 }
