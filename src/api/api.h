@@ -40,6 +40,9 @@
 #define GL_API_MAX_PROMPTS  64 // prompts in one completions request
 #define GL_API_WS_MAX       16 // bytes per whitespace run when bounded whitespace is asked for
 #define GL_API_MAX_STOP_IDS 64 // request stop_token_ids
+// logit_bias entries per request (OpenAI allows 300, vLLM has no limit: 100,000 entries would be
+// parsed, copied per choice and applied at every step)
+#define GL_API_MAX_LOGIT_BIAS 1024
 
 enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS };
 
@@ -67,6 +70,10 @@ struct gl_api_config {
     pthread_mutex_t *grammar_lock;
     const char *model_name; // served name
     int32_t max_model_len;
+    // Bytes of the longest token (special names included; gl_api_max_token_bytes), or 0. A prompt
+    // text longer than 2 * max_token_bytes * max_model_len bytes cannot fit the context, and is
+    // refused before it is tokenized (tokenizing 10 MB takes seconds).
+    int32_t max_token_bytes;
     int32_t max_logprobs;               // top logprobs cap (vLLM --max-logprobs; 20)
     struct gl_sample_params defaults;   // generation_config defaults (temperature, top_p, ...)
     int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
@@ -162,6 +169,8 @@ GL_MUST_USE gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_en
                                    const char *body, size_t len, struct gl_api_req **out,
                                    struct gl_api_error *e);
 void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r); // NULL-safe
+// The longest token's byte length in tok (for gl_api_config.max_token_bytes).
+int32_t gl_api_max_token_bytes(const struct gl_tokenizer *tok);
 
 // Grammar mask times for metrics: a histogram with fixed upper bounds (µs), written by the
 // engine thread and read by /metrics.

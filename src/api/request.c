@@ -27,7 +27,9 @@ gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const
              : http == 401 ? "AuthenticationError"
              : http == 404 ? "NotFoundError"
              : http == 405 ? "MethodNotAllowed"
+             : http == 408 ? "RequestTimeout"
              : http == 413 ? "RequestTooLarge"
+             : http == 429 ? "TooManyRequests"
              : http == 503 ? "ServiceUnavailableError"
                            : "InternalServerError");
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
@@ -272,6 +274,9 @@ static gl_status parse_sampling(const struct gl_api_config *c, json_t *b, struct
         if (!json_is_object(lb))
             return FAIL("logit_bias", "logit_bias: expected an object of token id -> bias");
         size_t m = json_object_size(lb);
+        if (m > GL_API_MAX_LOGIT_BIAS)
+            return FAIL("logit_bias", "logit_bias: %zu entries, at most %d allowed", m,
+                        GL_API_MAX_LOGIT_BIAS);
         r->bias = gl_malloc((m ? m : 1) * sizeof *r->bias);
         if (!r->bias)
             return NOMEM();
@@ -513,9 +518,8 @@ static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req
     o.ws_max = ws_bounded ? GL_API_WS_MAX : 0;
     struct gl_err err = {0};
     int64_t t0 = gl_time_us();
-    pthread_mutex_lock(c->grammar_lock);
-    gl_status st = gl_grammar_cache_get(c->gcache, &r->grammar, kind, src, len, &o, &err);
-    pthread_mutex_unlock(c->grammar_lock);
+    gl_status st = gl_grammar_cache_get_locked(c->gcache, c->grammar_lock, &r->grammar, kind, src,
+                                               len, &o, &err);
     r->grammar_us = gl_time_us() - t0;
     if (st == GL_E_NOMEM)
         return NOMEM();
@@ -700,12 +704,32 @@ static gl_status parse_tools(json_t *b, json_t **tools, const char **mode, const
     return GL_OK;
 }
 
+int32_t gl_api_max_token_bytes(const struct gl_tokenizer *tok)
+{
+    size_t most = 0;
+    for (int32_t i = 0; i < gl_tokenizer_n_vocab(tok); i++) {
+        size_t len = 0;
+        (void)gl_tokenizer_token_bytes(tok, i, &len);
+        most = len > most ? len : most;
+    }
+    return most > INT32_MAX ? INT32_MAX : (int32_t)most;
+}
+
+// param: "prompt" or "messages", for the context-length error.
 static gl_status encode(const struct gl_api_config *c, const char *text, size_t len, int special,
-                        int bos, struct gl_api_prompt *p, struct gl_api_error *e)
+                        int bos, const char *param, struct gl_api_prompt *p, struct gl_api_error *e)
 {
     gl_token *ids = NULL;
     size_t n = 0;
     struct gl_err err = {0};
+    // Each token spells at most max_token_bytes of the text (x2 for normalisers that drop
+    // bytes): past that the prompt cannot fit, whatever its tokens (api.h).
+    if (c->max_token_bytes > 0 && len / 2 / (size_t)c->max_token_bytes >= (size_t)c->max_model_len)
+        return FAIL(param,
+                    "This model's maximum context length is %d tokens. However, your request "
+                    "has %zu bytes of input text, at least %zu tokens. Please reduce the length "
+                    "of the input messages.",
+                    c->max_model_len, len, len / 2 / (size_t)c->max_token_bytes);
     if (gl_tokenizer_encode(c->tok, text, len, special, bos, &ids, &n, &err) != GL_OK)
         return err.code == GL_E_NOMEM ? NOMEM() : FAIL("prompt", "prompt: %s", err.msg);
     if (n > INT32_MAX / 2) {
@@ -872,7 +896,7 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
     }
     r->n_prompts = 1;
     // The template writes <|begin_of_text|> itself: specials parsed, no BOS added (vLLM).
-    st = encode(c, text, text_len, 1, 0, &r->prompts[0], e);
+    st = encode(c, text, text_len, 1, 0, "messages", &r->prompts[0], e);
     gl_free(text);
     if (st == GL_OK && r->n_parts > 0)
         st = expand_media(c, r, e);
@@ -981,7 +1005,7 @@ static gl_status parse_completion(const struct gl_api_config *c, json_t *b, stru
         struct gl_api_prompt *pr = &r->prompts[i];
         if (json_is_string(x)) {
             st = encode(c, json_string_value(x), json_string_length(x), 1,
-                        add_special && gl_tokenizer_add_bos(c->tok), pr, e);
+                        add_special && gl_tokenizer_add_bos(c->tok), "prompt", pr, e);
             if (st == GL_OK && pr->n == 0)
                 st = FAIL("prompt", "prompt[%zu]: empty", i);
             if (st == GL_OK && r->echo) {

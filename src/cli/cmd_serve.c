@@ -33,6 +33,17 @@ static int usage(FILE *f)
             "  --shutdown-timeout S        drain time after SIGTERM/SIGINT (default 30)\n"
             "  --deep-health-interval S    deep probe period in seconds (default 600; 0: off)\n"
             "  --max-body-bytes BYTES      request body limit (default 32MiB; over it: 413)\n"
+            "  --limit-concurrency N       open connections (default 1024); over it a new one\n"
+            "                              is answered 503 and closed\n"
+            "  --limit-concurrency-per-ip N   open connections per client IPv4 address\n"
+            "                              (default 0: no limit; over it: 429 and closed;\n"
+            "                              16 over it: closed at once)\n"
+            "  --timeout-headers S         a request's headers must arrive within S seconds\n"
+            "                              of connecting (default 20; else 408 and closed)\n"
+            "  --timeout-body S            its body within S seconds of its headers\n"
+            "                              (default 60; else 408 and closed)\n"
+            "  --timeout-keep-alive S      close a connection idle S seconds between requests\n"
+            "                              (default 5)\n"
             "  --allowed-local-media-path DIR   image/video parts may name files under DIR\n"
             "                              (absolute path or file:// URL; default: none)\n"
             "  --max-media-bytes BYTES     per image or video part (default 20MiB)\n"
@@ -116,6 +127,16 @@ int gl_cmd_serve(int argc, char **argv)
             bad = gl_cli_parse_bytes(v, &bytes) || (p.engine.kv.budget_bytes = bytes, 0);
         else if (!strcmp(a, "--max-body-bytes"))
             bad = gl_cli_parse_bytes(v, &bytes) || (p.max_body_bytes = (size_t)bytes, 0);
+        else if (!strcmp(a, "--limit-concurrency"))
+            bad = gl_cli_parse_int(v, 1, 65536, &x) || (p.max_connections = (int)x, 0);
+        else if (!strcmp(a, "--limit-concurrency-per-ip"))
+            bad = gl_cli_parse_int(v, 0, 65536, &x) || (p.max_connections_per_ip = (int)x, 0);
+        else if (!strcmp(a, "--timeout-headers"))
+            bad = gl_cli_parse_int(v, 1, 86400, &x) || (p.timeout_headers_s = (int)x, 0);
+        else if (!strcmp(a, "--timeout-body"))
+            bad = gl_cli_parse_int(v, 1, 86400, &x) || (p.timeout_body_s = (int)x, 0);
+        else if (!strcmp(a, "--timeout-keep-alive"))
+            bad = gl_cli_parse_int(v, 1, 86400, &x) || (p.timeout_keep_alive_s = (int)x, 0);
         else if (!strcmp(a, "--allowed-local-media-path"))
             p.allowed_local_media_path = v;
         else if (!strcmp(a, "--allowed-media-domains"))

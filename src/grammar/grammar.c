@@ -10,6 +10,7 @@
 #include "grammar/mask.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,9 +405,42 @@ void gl_grammar_cache_free(struct gl_grammar_cache *c)
     gl_free(c);
 }
 
-gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl_grammar **out,
-                               enum gl_grammar_kind kind, const char *src, size_t len,
-                               const struct gl_grammar_opts *opts, struct gl_err *err)
+// A new reference to the cached grammar with this source key, or NULL.
+static struct gl_grammar *cache_find(struct gl_grammar_cache *c, uint64_t hash, const char *key,
+                                     size_t key_len)
+{
+    for (int32_t i = 0; i < c->n; i++) {
+        struct gl_grammar *g = c->e[i].g;
+        if (g->hash == hash && g->key_len == key_len && !memcmp(g->key, key, key_len)) {
+            c->e[i].stamp = ++c->clock;
+            return gl_grammar_ref(g);
+        }
+    }
+    return NULL;
+}
+
+static void cache_insert(struct gl_grammar_cache *c, struct gl_grammar *g)
+{
+    struct gl_gcentry *e;
+    if (c->n < c->cap) {
+        e = &c->e[c->n++];
+    } else {
+        e = &c->e[0];
+        for (int32_t i = 1; i < c->n; i++)
+            if (c->e[i].stamp < e->stamp)
+                e = &c->e[i];
+        gl_grammar_unref(e->g);
+    }
+    e->g = gl_grammar_ref(g);
+    e->stamp = ++c->clock;
+}
+
+// mu (may be NULL) guards the cache and every grammar's refcount: held for the lookup and the
+// insertion, never for the parse or the compile (a private grammar until inserted), so one
+// request's slow compile (up to compile_budget_us) stalls no other grammar user.
+static gl_status cache_get(struct gl_grammar_cache *c, pthread_mutex_t *mu, struct gl_grammar **out,
+                           enum gl_grammar_kind kind, const char *src, size_t len,
+                           const struct gl_grammar_opts *opts, struct gl_err *err)
 {
     *out = NULL;
     struct gl_grammar_opts def = gl_grammar_default_opts();
@@ -420,34 +454,48 @@ gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl_grammar **o
         gsrc_free(&s);
         return st;
     }
-    for (int32_t i = 0; i < c->n; i++) {
-        struct gl_grammar *g = c->e[i].g;
-        if (g->hash == s.hash && g->key_len == s.key_len && !memcmp(g->key, s.key, s.key_len)) {
-            c->e[i].stamp = ++c->clock;
-            *out = gl_grammar_ref(g);
-            gsrc_free(&s);
-            return GL_OK;
-        }
+    if (mu)
+        pthread_mutex_lock(mu);
+    *out = cache_find(c, s.hash, s.key, s.key_len);
+    if (mu)
+        pthread_mutex_unlock(mu);
+    if (*out) {
+        gsrc_free(&s);
+        return GL_OK;
     }
     struct gl_grammar *g = NULL;
     st = compile_parsed(&g, (int)kind, &s, src, len, NULL, -1, o, err);
-    gsrc_free(&s);
-    if (st != GL_OK)
+    if (st != GL_OK) {
+        gsrc_free(&s);
         return st;
-    struct gl_gcentry *e;
-    if (c->n < c->cap) {
-        e = &c->e[c->n++];
-    } else {
-        e = &c->e[0];
-        for (int32_t i = 1; i < c->n; i++)
-            if (c->e[i].stamp < e->stamp)
-                e = &c->e[i];
-        gl_grammar_unref(e->g);
     }
-    e->g = gl_grammar_ref(g);
-    e->stamp = ++c->clock;
-    *out = g;
+    if (mu)
+        pthread_mutex_lock(mu);
+    // compiled meanwhile by another thread: keep one copy (the key moved into g)
+    *out = cache_find(c, g->hash, g->key, g->key_len);
+    if (*out)
+        gl_grammar_unref(g);
+    else
+        cache_insert(c, *out = g);
+    if (mu)
+        pthread_mutex_unlock(mu);
+    gsrc_free(&s);
     return GL_OK;
+}
+
+gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl_grammar **out,
+                               enum gl_grammar_kind kind, const char *src, size_t len,
+                               const struct gl_grammar_opts *opts, struct gl_err *err)
+{
+    return cache_get(c, NULL, out, kind, src, len, opts, err);
+}
+
+gl_status gl_grammar_cache_get_locked(struct gl_grammar_cache *c, pthread_mutex_t *mu,
+                                      struct gl_grammar **out, enum gl_grammar_kind kind,
+                                      const char *src, size_t len,
+                                      const struct gl_grammar_opts *opts, struct gl_err *err)
+{
+    return cache_get(c, mu, out, kind, src, len, opts, err);
 }
 
 // ---- matcher ----

@@ -24,6 +24,7 @@
 #include "base/base.h"
 #include "tokenizer/tokenizer.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -109,6 +110,14 @@ void gl_grammar_cache_free(struct gl_grammar_cache *c);
 GL_MUST_USE gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl_grammar **out,
                                            enum gl_grammar_kind kind, const char *src, size_t len,
                                            const struct gl_grammar_opts *opts, struct gl_err *err);
+// The same for a cache shared by threads: mu guards the cache and the refcounts of its grammars
+// (the caller's grammar lock, not held on entry). It is held for the lookup and the insertion
+// only: a miss compiles without it, so a slow compile stalls no other user of the lock.
+GL_MUST_USE gl_status gl_grammar_cache_get_locked(struct gl_grammar_cache *c, pthread_mutex_t *mu,
+                                                  struct gl_grammar **out,
+                                                  enum gl_grammar_kind kind, const char *src,
+                                                  size_t len, const struct gl_grammar_opts *opts,
+                                                  struct gl_err *err);
 
 // Vocabulary index for one tokenizer: token byte strings in a trie, special-token set, and the
 // precomputed token classes of the string fast path. Built once (tens of ms), then read-only.

@@ -17,13 +17,17 @@
 #include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +39,7 @@
 #define GRAMMAR_CACHE     256
 
 enum state { ST_LOADING, ST_READY, ST_DRAINING, ST_FAILED };
+struct guard;
 
 struct server {
     struct gl_server_params p;
@@ -69,6 +74,12 @@ struct server {
     char probe_msg[768];
     int64_t probe_tokens;
     double probe_seconds;
+    // connection guard (limits and read deadlines, see guard_main)
+    pthread_mutex_t guard_mu;
+    pthread_cond_t guard_cv;
+    struct guard *guards; // every open connection
+    int guard_stop, guard_started;
+    pthread_t guard_thread;
 };
 
 // Condition variables here wait with CLOCK_MONOTONIC deadlines (immune to clock changes).
@@ -190,6 +201,7 @@ struct conn {
     struct server *S;
     char *body;
     size_t len, cap;
+    size_t seen; // body bytes received, kept or not
     int too_large;
     int counted; // a generation request in S->in_flight until its answer is written
 };
@@ -275,6 +287,201 @@ static void timed_wait(struct sreq *r)
 {
     struct timespec ts = deadline_in(SLICE_MS / 1000.0);
     pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+}
+
+// ---- connection guard: connection limits and read deadlines ----
+// libmicrohttpd has only an idle timeout, which a client that trickles a byte at a time never
+// trips (slowloris), and a per-IP limit that closes without a word. The guard keeps one record
+// per open connection (MHD's socket context). A connection over --limit-concurrency is answered
+// 503, one over --limit-concurrency-per-ip 429; a request whose headers (--timeout-headers) or
+// body (--timeout-body) are not complete by their deadline is answered 408; a connection idle
+// past --timeout-keep-alive between requests is closed silently (keep-alive expiry). Each answer
+// is written straight to the socket, which is then shut down: MHD's thread reads end-of-file and
+// closes. MHD sends NOTIFY_CLOSED before it closes the descriptor and the record leaves the list
+// there under guard_mu, so the guard never writes to a descriptor that was reused.
+
+enum guard_phase { G_HEADERS, G_BODY, G_BUSY, G_KEEPALIVE, G_CLOSED };
+
+struct guard {
+    int fd;
+    int reniced;   // its MHD thread runs at CONN_NICE
+    uint32_t addr; // client IPv4 address, network order (0: not IPv4)
+    enum guard_phase phase;
+    int64_t deadline_us; // G_HEADERS, G_BODY, G_KEEPALIVE: when the phase times out
+    struct guard *prev, *next;
+};
+
+#define GUARD_TICK_MS 100 // deadline resolution
+// Connection threads (reading, parsing, tokenizing, compiling grammars) run this many nice levels
+// below the engine, so that a client's 10 MB body or 100,000-key object takes CPU from new input,
+// not from the tokens of admitted requests (on Linux nice is per thread).
+#define CONN_NICE 5
+
+// Writes one whole HTTP answer to fd without blocking (msg NULL: none), then shuts it down.
+static void guard_answer(int fd, int http, const char *reason, const char *msg)
+{
+    if (msg) {
+        struct gl_api_error e;
+        (void)gl_api_fail(&e, http, NULL, "%s", msg);
+        json_t *o = gl_api_error_json(&e);
+        char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        char buf[1024];
+        int n = snprintf(buf, sizeof buf,
+                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: "
+                         "%zu\r\nConnection: close\r\n%s\r\n%s",
+                         http, reason, body ? strlen(body) : 0,
+                         http == 408 ? "" : "Retry-After: 1\r\n", body ? body : "");
+        free(body);
+        if (n > 0 && (size_t)n < sizeof buf)
+            (void)send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    shutdown(fd, SHUT_RDWR);
+}
+
+// MHD_OPTION_NOTIFY_CONNECTION: a connection opened (admit or refuse it) or closed.
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct server *S = cls;
+    struct guard *g = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (!g)
+            return;
+        pthread_mutex_lock(&S->guard_mu);
+        if (g->prev)
+            g->prev->next = g->next;
+        else
+            S->guards = g->next;
+        if (g->next)
+            g->next->prev = g->prev;
+        pthread_mutex_unlock(&S->guard_mu);
+        gl_free(g);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *fi =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!fi || !(g = gl_calloc(1, sizeof *g)))
+        return; // unguarded (out of memory): MHD's own connection limit still holds
+    g->fd = fi->connect_fd;
+    if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
+        g->addr = ((const struct sockaddr_in *)(const void *)ai->client_addr)->sin_addr.s_addr;
+    int total = 0, same = 0;
+    pthread_mutex_lock(&S->guard_mu);
+    for (struct guard *x = S->guards; x; x = x->next)
+        if (x->phase != G_CLOSED) {
+            total++;
+            same += x->addr == g->addr;
+        }
+    int per_ip = S->p.max_connections_per_ip;
+    int http = total >= S->p.max_connections ? 503 : per_ip > 0 && same >= per_ip ? 429 : 0;
+    g->phase = http ? G_CLOSED : G_HEADERS;
+    g->deadline_us = gl_time_us() + (int64_t)S->p.timeout_headers_s * 1000000;
+    g->next = S->guards;
+    if (S->guards)
+        S->guards->prev = g;
+    S->guards = g;
+    pthread_mutex_unlock(&S->guard_mu);
+    *socket_context = g;
+    char msg[160];
+    if (http == 503)
+        snprintf(msg, sizeof msg,
+                 "The server has %d open connections, its limit (--limit-concurrency); retry "
+                 "later",
+                 total);
+    else if (http == 429)
+        snprintf(msg, sizeof msg,
+                 "Too many open connections from this address: %d, the limit "
+                 "(--limit-concurrency-per-ip); retry later",
+                 same);
+    if (http)
+        guard_answer(g->fd, http, http == 503 ? "Service Unavailable" : "Too Many Requests", msg);
+}
+
+// The request on c entered phase ph; its deadline is `seconds` from now (G_BUSY: none).
+static void guard_set(struct server *S, struct MHD_Connection *c, enum guard_phase ph, int seconds)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct guard *g = ci ? ci->socket_context : NULL;
+    if (!g)
+        return;
+    pthread_mutex_lock(&S->guard_mu);
+    if (g->phase != G_CLOSED) {
+        g->phase = ph;
+        g->deadline_us = gl_time_us() + (int64_t)seconds * 1000000;
+    }
+    int renice = ph == G_BODY && !g->reniced;
+    g->reniced = 1;
+    pthread_mutex_unlock(&S->guard_mu);
+    if (renice) { // first request on this connection, on its own thread
+        id_t tid = (id_t)syscall(SYS_gettid);
+        errno = 0;
+        int cur = getpriority(PRIO_PROCESS, tid);
+        if (errno == 0)
+            (void)setpriority(PRIO_PROCESS, tid, cur + CONN_NICE);
+    }
+}
+
+// Every GUARD_TICK_MS: answers and shuts down each connection past its phase's deadline.
+static void *guard_main(void *arg)
+{
+    struct server *S = arg;
+    pthread_mutex_lock(&S->guard_mu);
+    while (!S->guard_stop) {
+        struct timespec ts = deadline_in(GUARD_TICK_MS / 1000.0);
+        pthread_cond_timedwait(&S->guard_cv, &S->guard_mu, &ts);
+        int64_t now = gl_time_us();
+        for (struct guard *g = S->guards; g; g = g->next) {
+            if (g->phase == G_CLOSED || g->phase == G_BUSY || now < g->deadline_us)
+                continue;
+            char msg[160];
+            if (g->phase == G_HEADERS)
+                snprintf(msg, sizeof msg,
+                         "Request headers not complete within %d s of connecting "
+                         "(--timeout-headers)",
+                         S->p.timeout_headers_s);
+            else
+                snprintf(msg, sizeof msg,
+                         "Request body not complete within %d s of its headers (--timeout-body)",
+                         S->p.timeout_body_s);
+            guard_answer(g->fd, 408, "Request Timeout", g->phase == G_KEEPALIVE ? NULL : msg);
+            g->phase = G_CLOSED;
+        }
+    }
+    pthread_mutex_unlock(&S->guard_mu);
+    return NULL;
+}
+
+// guard_started: 0 nothing, 1 lock and condition made, 2 the thread runs too.
+static gl_status guard_start(struct server *S, struct gl_err *err)
+{
+    pthread_mutex_init(&S->guard_mu, NULL);
+    cond_init_monotonic(&S->guard_cv);
+    S->guard_started = 1;
+    if (pthread_create(&S->guard_thread, NULL, guard_main, S) != 0)
+        return gl_err_set(err, GL_E_INTERNAL, "serve: cannot start the connection guard thread");
+    S->guard_started = 2;
+    return GL_OK;
+}
+
+// After MHD_stop_daemon (every connection has been notified closed).
+static void guard_stop(struct server *S)
+{
+    if (S->guard_started == 2) {
+        pthread_mutex_lock(&S->guard_mu);
+        S->guard_stop = 1;
+        pthread_cond_broadcast(&S->guard_cv);
+        pthread_mutex_unlock(&S->guard_mu);
+        pthread_join(S->guard_thread, NULL);
+    }
+    if (S->guard_started) {
+        pthread_cond_destroy(&S->guard_cv);
+        pthread_mutex_destroy(&S->guard_mu);
+    }
 }
 
 // ---- generation ----
@@ -420,6 +627,10 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     struct gl_api_req *req = NULL;
     if (gl_api_parse(&S->api, ep, cn->body, cn->len, &req, &e) != GL_OK)
         return send_error(c, &e);
+    if (client_gone(c)) { // it hung up during the parse (a grammar compile may take a second)
+        gl_api_req_free(&S->api, req);
+        return MHD_NO;
+    }
     if (req->grammar)
         gl_metrics_observe(&S->metrics, GL_HIST_GRAMMAR, (double)req->grammar_us / 1e6);
     struct sreq *r = sreq_new(S, req, &e);
@@ -538,6 +749,14 @@ static const struct route k_routes[] = {
     {"/detokenize", "POST", R_DETOK},
 };
 
+static enum MHD_Result body_too_large(struct server *S, struct MHD_Connection *c)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "request body over the %zu-byte limit (--max-body-bytes)",
+             S->p.max_body_bytes);
+    return fail(c, 413, NULL, msg);
+}
+
 static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int id, struct conn *cn)
 {
     struct gl_api_error e = {0};
@@ -558,11 +777,8 @@ static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int 
                     st == ST_LOADING    ? "Loading model"
                     : st == ST_DRAINING ? "Shutting down"
                                         : "Engine failed");
-    if (cn->too_large) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "request body over the %zu-byte limit", S->p.max_body_bytes);
-        return fail(c, 413, NULL, msg);
-    }
+    if (cn->too_large)
+        return body_too_large(S, c);
     json_t *o = NULL;
     switch (id) {
     case R_CHAT:
@@ -594,14 +810,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         cn->S = S;
         *con_cls = cn;
+        guard_set(S, c, G_BODY, S->p.timeout_body_s);
+        // Refused before the body is read: MHD then discards it and closes the connection.
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > S->p.max_body_bytes)
-            cn->too_large = 1;
+            return body_too_large(S, c);
         return MHD_YES;
     }
     if (*upload_size) {
         if (!cn->too_large && cn->len + *upload_size > S->p.max_body_bytes)
             cn->too_large = 1;
+        // A chunked body has no length up front: past twice the limit, stop reading and close.
+        cn->seen += *upload_size;
+        if (cn->seen > 2 * S->p.max_body_bytes)
+            return MHD_NO;
         if (!cn->too_large) {
             if (cn->len + *upload_size + 1 > cn->cap) {
                 size_t nc = cn->cap ? cn->cap : 4096;
@@ -620,6 +842,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    guard_set(S, c, G_BUSY, 0); // the request is read; generation has no deadline here
     if (strncmp(url, "/v1/", 4) == 0 && !authorized(S, c))
         return fail(c, 401, NULL,
                     "Unauthorized: a valid API key is required (Authorization: "
@@ -646,9 +869,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
     (void)toe;
+    struct server *S = cls;
+    guard_set(S, c, G_KEEPALIVE, S->p.timeout_keep_alive_s);
     struct conn *cn = *con_cls;
     if (cn) {
         if (cn->counted)
@@ -819,6 +1042,10 @@ struct gl_server_params gl_server_default_params(void)
     p.deep_health_interval_s = 600;
     p.max_body_bytes = (size_t)32 << 20;
     p.max_connections = 1024;
+    p.max_connections_per_ip = 0;
+    p.timeout_headers_s = 20;
+    p.timeout_body_s = 60;
+    p.timeout_keep_alive_s = 5;
     p.max_media_bytes = (size_t)20 << 20;
     p.media_fetch_timeout_s = 10.0;
     p.mm_cache_bytes = (size_t)4 << 30;
@@ -1022,6 +1249,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.grammar_lock = &S->grammar_lock;
     S->api.model_name = S->model_name;
     S->api.max_model_len = ep.max_model_len;
+    S->api.max_token_bytes = gl_api_max_token_bytes(S->tok);
     S->api.max_logprobs = GL_SAMPLE_MAX_LOGPROBS;
     memcpy(S->api.eos_ids, ep.eos_ids, sizeof S->api.eos_ids);
     S->api.n_eos = ep.n_eos;
@@ -1118,16 +1346,22 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
         st = gl_err_set(err, GL_E_INVAL, "serve: --host %s is not an IPv4 address", p->host);
         goto out;
     }
-    if ((st = tls_setup(p, &tls, err)) != GL_OK)
+    if ((st = tls_setup(p, &tls, err)) != GL_OK || (st = guard_start(S, err)) != GL_OK)
         goto out;
     // Listen first, so /health answers 503 while the model loads (llama.cpp does the same).
-    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                             MHD_USE_ITC | MHD_USE_ERROR_LOG | tls.flags,
-                         0, NULL, NULL, on_request, S, MHD_OPTION_SOCK_ADDR, &addr,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, S, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)p->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
-                         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls.opts,
-                         MHD_OPTION_END);
+    // MHD's own limits leave the guard room to answer the connections over ours (503/429); more
+    // than 16 over the per-address limit, MHD closes new ones at once, before it spends a thread
+    // on each (a connection flood from one address then costs an accept and a close).
+    unsigned per_ip_hard =
+        p->max_connections_per_ip > 0 ? (unsigned)p->max_connections_per_ip + 16u : 0u;
+    d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+            MHD_USE_ERROR_LOG | tls.flags,
+        0, NULL, NULL, on_request, S, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, S, MHD_OPTION_NOTIFY_CONNECTION, on_connection, S,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections + 256u,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_hard, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
     if (!d) {
         st = tls.flags && errno != EADDRINUSE
                  ? gl_err_set(err, GL_E_INVAL,
@@ -1172,6 +1406,7 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
 out:
     if (d)
         MHD_stop_daemon(d); // after the drain: connection threads are joined
+    guard_stop(S);
     tls_free(&tls);
     teardown(S);
     gl_metrics_destroy(&S->metrics);

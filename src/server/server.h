@@ -8,6 +8,9 @@
 // choice (whichever comes last frees it), so neither side ever sees a freed request.
 // Errors: gl_server_run returns a status for start-up failures (bad flags, model, port); client
 // input never reaches it (api/ turns it into 4xx answers).
+// Hostile clients: a connection guard answers connections over max_connections (503) or
+// max_connections_per_ip (429), requests whose headers or body miss their deadline (408), and
+// closes connections idle past timeout_keep_alive_s between requests (server.c, guard_*).
 #pragma once
 
 #include "base/base.h"
@@ -31,7 +34,11 @@ struct gl_server_params {
     double shutdown_timeout_s;            // drain time after SIGTERM/SIGINT (default 30)
     double deep_health_interval_s;        // deep probe period (default 600); <= 0: never
     size_t max_body_bytes;                // default 32 MiB
-    int max_connections;                  // default 1024
+    int max_connections;                  // open connections (default 1024); above: 503, closed
+    int max_connections_per_ip;           // per client IPv4 address (default 0: no limit); 429
+    int timeout_headers_s;                // a request's headers within this of connecting (20)
+    int timeout_body_s;                   // its body within this of its headers (default 60)
+    int timeout_keep_alive_s;             // an idle connection's next request within (5)
     const char *allowed_local_media_path; // media parts may name files under it (NULL: none)
     size_t max_media_bytes;               // per image or video part (default 20 MiB)
     const char *allowed_media_domains;    // hosts http(s) parts may come from ("*": any; NULL:

@@ -10,6 +10,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -732,6 +733,34 @@ TEST(test_grammar_cache)
     gl_grammar_cache_free(cache);
 }
 
+// gl_grammar_cache_get_locked: the same cache semantics, the lock released on every return (a
+// hit, a miss that compiles, an error), and the copy compiled on a miss is the one cached.
+TEST(test_grammar_cache_locked)
+{
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    struct gl_grammar_cache *cache = NULL;
+    struct gl_err err = {0};
+    REQUIRE(gl_grammar_cache_new(&cache, 4, &err) == GL_OK);
+    const char *a = "{\"type\":\"integer\"}";
+    struct gl_grammar *x = NULL, *y = NULL, *bad = NULL;
+    CHECK(gl_grammar_cache_get_locked(cache, &mu, &x, GL_GRAMMAR_JSON_SCHEMA, a, strlen(a), NULL,
+                                      &err) == GL_OK);
+    CHECK(pthread_mutex_trylock(&mu) == 0 && pthread_mutex_unlock(&mu) == 0);
+    CHECK(gl_grammar_cache_get_locked(cache, &mu, &y, GL_GRAMMAR_JSON_SCHEMA, a, strlen(a), NULL,
+                                      &err) == GL_OK);
+    CHECK(x && x == y);
+    CHECK(pthread_mutex_trylock(&mu) == 0 && pthread_mutex_unlock(&mu) == 0);
+    const char *nonsense = "{\"type\":\"nonsense\"}"; // valid JSON: fails in the compile
+    CHECK(gl_grammar_cache_get_locked(cache, &mu, &bad, GL_GRAMMAR_JSON_SCHEMA, nonsense,
+                                      strlen(nonsense), NULL, &err) != GL_OK);
+    CHECK(!bad);
+    CHECK(pthread_mutex_trylock(&mu) == 0 && pthread_mutex_unlock(&mu) == 0);
+    gl_grammar_unref(x);
+    gl_grammar_unref(y);
+    gl_grammar_cache_free(cache);
+    pthread_mutex_destroy(&mu);
+}
+
 TEST(test_compile_errors)
 {
     struct gl_grammar *g = NULL;
@@ -773,5 +802,5 @@ int main(void)
               test_choice_masks, test_regex_masks, test_gbnf_masks, test_schema_masks,
               test_string_masks, test_token_literals, test_atem_tools, test_stop_and_special,
               test_rollback, test_forced_bytes, test_mask_cache, test_grammar_cache,
-              test_compile_errors);
+              test_grammar_cache_locked, test_compile_errors);
 }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Hostile-client suite (tests/hostile/hostile.mjs) against build/glint with the tiny random-weight
+# Q8_0 model: slowloris headers and bodies, 1,000 idle connections, oversized headers and bodies,
+# chunked garbage, cut bodies, JSON bombs, request-limit abuse, schema and regex bombs, a flood of
+# cancels and disconnects in every phase, while a well-behaved client (openai SDK, 127.0.0.1) sends
+# one request per second. Attackers connect from 127.0.0.2 (any 127.x.y.z is loopback on Linux).
+# Prints the table (attack, expected, got, ms to answer, server RSS before/after). Fails on an
+# attack not answered as expected, a server crash, a failed good request, or the good client's p99
+# under attack above 2 x max(baseline p99, 100 ms) (the floor absorbs the noise of a loaded 2-core
+# machine; hostile.mjs says why 100). About 35 s wall time (budget 75 s).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. tests/oracle/lib.sh
+case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
+export GLINT_BIN
+[ -x "$GLINT_BIN" ] || { echo "hostile: $GLINT_BIN not built"; exit 1; }
+if ! "$GLINT_BIN" serve --help 2>/dev/null | grep -q -- --timeout-headers; then
+    echo "FAIL hostile: '$GLINT_BIN serve --help' has no --timeout-headers"
+    exit 1
+fi
+[ -d tests/oracle/node_modules/openai ] ||
+    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+MODEL="$(gl_tiny_model Q8_0)"
+rc=0
+timeout -k 10 150 node tests/hostile/hostile.mjs "$MODEL" || rc=1
+[ "$rc" = 0 ] && echo "hostile: OK" || echo "hostile: FAILED"
+exit "$rc"
