@@ -12,15 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
-case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
-export GLINT_BIN
-[ -x "$GLINT_BIN" ] || { echo "hostile: $GLINT_BIN not built"; exit 1; }
+gl_need_glint "hostile"
 if ! "$GLINT_BIN" serve --help 2>/dev/null | grep -q -- --timeout-headers; then
     echo "FAIL hostile: '$GLINT_BIN serve --help' has no --timeout-headers"
     exit 1
 fi
-[ -d tests/oracle/node_modules/openai ] ||
-    (cd tests/oracle && npm install --no-audit --no-fund --omit=optional --loglevel=error >/dev/null)
+gl_need_npm
 MODEL="$(gl_tiny_model Q8_0)"
 rc=0
 timeout -k 10 150 node tests/hostile/hostile.mjs "$MODEL" || rc=1
