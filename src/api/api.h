@@ -197,8 +197,9 @@ GL_MUST_USE gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_
                                       const struct gl_api_req *r, struct gl_err *err);
 void gl_api_resp_free(struct gl_api_resp *s);
 // Folds one engine event of prompt `prompt` (completions list index; 0 for chat) into the
-// response. Returns 1 when this event made a chat stop string match (the caller cancels that
-// engine request: the choice is already finished), else 0.
+// response. Returns 1 when this event made a chat stop string match, or when it is an engine
+// error (GL_FINISH_ERROR: the response fails with a 500 error, gl_api_resp_fail): the caller
+// cancels that engine request (its other choices are of no use any more); else 0.
 int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_event *ev);
 // 1 when every choice has finished.
 int gl_api_resp_done(const struct gl_api_resp *s);

@@ -446,6 +446,17 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
     struct choice *ch = &s->ch[prompt * r->sp.n + ev->index];
     if (ch->finished || s->failed)
         return 0;
+    if (ev->finish == GL_FINISH_ERROR) {
+        // The engine failed this choice: the whole reply is an error, never a short answer
+        // (streaming: an error event then [DONE], as vLLM does when its generator raises).
+        struct gl_api_error e;
+        (void)gl_api_fail(&e, 500, NULL, "%s", ev->error ? ev->error : "engine error");
+        ch->finished = 1;
+        ch->finish = "error";
+        s->n_done++;
+        gl_api_resp_fail(s, &e);
+        return 1;
+    }
     int was_hit = ch->stop_hit;
     for (int32_t i = 0; i < ev->n_tokens; i++) {
         add_logprobs(ch, ev, i, ch->text.len);

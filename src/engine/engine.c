@@ -110,6 +110,8 @@ const char *gl_finish_name(enum gl_finish f)
         return "length";
     case GL_FINISH_ABORT:
         return "abort";
+    case GL_FINISH_ERROR:
+        return "error";
     default:
         return "none";
     }
@@ -326,7 +328,7 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK &&
         plan.pages_per_seq > e->pool_pages)
         GL_LOGW("engine: the KV pool (%lld pages) holds less than one %d-token sequence (%lld "
-                "pages); such sequences end with finish_reason length",
+                "pages); requests whose prompt + max_tokens cannot fit it are refused",
                 (long long)e->pool_pages, p->max_model_len, (long long)plan.pages_per_seq);
     e->st.kv_pages_total = e->pool_pages;
     e->st_pub = e->st;
@@ -433,14 +435,22 @@ static gl_status check_request(struct gl_engine *e, const struct gl_request *r, 
                           r->n_prompt, e->p.max_model_len);
     if (r->sp.n_stop > 0 && !e->tok)
         return gl_err_set(err, GL_E_INVAL, "engine: stop strings need a tokenizer");
+    // The whole sequence must fit the pool when it runs alone, else it could only end early
+    // (engine.h: no "length" that is really the pool). Positions: the prompt and every
+    // generated token (the last one is never computed: one spare position).
+    int32_t room = e->p.max_model_len - r->n_prompt;
+    int32_t max_tokens = r->sp.max_tokens < 0 || r->sp.max_tokens > room ? room : r->sp.max_tokens;
     struct gl_kv_plan plan;
-    st = gl_kv_plan_compute(&e->m->cfg, &e->p.kv, r->n_prompt + 1, &plan, err);
+    st = gl_kv_plan_compute(&e->m->cfg, &e->p.kv, (int64_t)r->n_prompt + max_tokens, &plan, err);
     if (st != GL_OK)
         return st;
     if (plan.pages_per_seq > e->pool_pages)
         return gl_err_set(err, GL_E_LIMIT,
-                          "engine: a prompt of %d tokens needs %lld KV pages, the pool has %lld",
-                          r->n_prompt, (long long)plan.pages_per_seq, (long long)e->pool_pages);
+                          "engine: a prompt of %d tokens plus max_tokens %d%s needs %lld KV pages; "
+                          "the pool has %lld: lower max_tokens or give the KV cache more memory",
+                          r->n_prompt, max_tokens,
+                          r->sp.max_tokens < 0 ? " (unset: up to max_model_len)" : "",
+                          (long long)plan.pages_per_seq, (long long)e->pool_pages);
     return GL_OK;
 }
 
@@ -602,10 +612,11 @@ static void retire(struct gl_engine *e, struct seq *s)
     req_free(r);
 }
 
-// Final event without a new token (abort, or a sequence that cannot continue).
-static void finish_now(struct gl_engine *e, struct seq *s, enum gl_finish f)
+// Final event without a new token (abort, or an error: why says what failed).
+static void finish_now(struct gl_engine *e, struct seq *s, enum gl_finish f, const char *why)
 {
     struct gl_event ev = {0};
+    ev.error = f == GL_FINISH_ERROR ? why : NULL;
     if (e->tok && held_reserve(s, 16) == 0)
         s->n_held += (size_t)gl_detok_flush(&s->dt, s->held + s->n_held, 16);
     ev.text = s->n_held ? s->held : "";
@@ -652,12 +663,13 @@ static void end_token(struct gl_engine *e, struct seq *s, int32_t t, struct gl_e
     const struct gl_sample_params *sp = &r->sp;
     size_t emit_len = 0;
     if (ev->finish != GL_FINISH_NONE) {
-        // aborted before any check
+        // failed before any check (ERROR)
     } else if (is_stop_id(r, t) && s->n_gen > sp->min_tokens) {
         ev->finish = GL_FINISH_STOP;
         ev->stop_token = t;
     } else if (feed_text(e, s, t)) {
-        ev->finish = GL_FINISH_ABORT;
+        ev->finish = GL_FINISH_ERROR;
+        ev->error = "engine: out of memory decoding the text";
     } else if (sp->n_stop > 0 && s->n_gen >= sp->min_tokens) {
         size_t at = 0;
         int32_t k = gl_stop_match(sp, s->held, s->n_held, &at);
@@ -721,16 +733,19 @@ static int32_t jump_forward(struct gl_engine *e, struct seq *s, struct gl_logits
         GL_LOGE("engine: request %llu: logits processor forced %d tokens (cap %d) or an id "
                 "outside the vocabulary",
                 (unsigned long long)r->id, n, cap);
-        ev->finish = GL_FINISH_ABORT;
+        ev->finish = GL_FINISH_ERROR;
+        ev->error = "engine: the logits processor (grammar) forced an invalid run of tokens";
         end_token(e, s, -1, ev);
         return 0;
     }
     int32_t added = 0;
     for (int32_t i = 0; i < n && ev->finish == GL_FINISH_NONE; i++) {
-        if (push_generated(e, s, buf[i]))
-            ev->finish = GL_FINISH_ABORT;
-        else
+        if (push_generated(e, s, buf[i])) {
+            ev->finish = GL_FINISH_ERROR;
+            ev->error = "engine: out of memory";
+        } else {
             added++;
+        }
         end_token(e, s, buf[i], ev);
     }
     return added;
@@ -767,12 +782,18 @@ static void sample_one(struct gl_engine *e, struct seq *s, float *row)
     }
     ev.stop_token = -1;
     int32_t n_new = 0;
-    if (push_generated(e, s, t))
-        ev.finish = GL_FINISH_ABORT;
-    else
+    if (push_generated(e, s, t)) {
+        ev.finish = GL_FINISH_ERROR;
+        ev.error = "engine: out of memory";
+    } else {
         n_new = 1;
-    if (ev.finish == GL_FINISH_NONE && proc && proc->accept && proc->accept(proc->user, t) != 0)
-        ev.finish = GL_FINISH_ABORT;
+    }
+    if (ev.finish == GL_FINISH_NONE && proc && proc->accept && proc->accept(proc->user, t) != 0) {
+        GL_LOGE("engine: request %llu: the logits processor refused sampled token %d",
+                (unsigned long long)r->id, t);
+        ev.finish = GL_FINISH_ERROR;
+        ev.error = "engine: the logits processor (grammar) refused the sampled token";
+    }
     end_token(e, s, t, &ev);
     // Jump-forward: never with logprobs (a forced token has no logits to report).
     if (ev.finish == GL_FINISH_NONE && proc && proc->forced && sp->logprobs < 0)
@@ -854,15 +875,17 @@ static int sched_running(struct gl_engine *e, struct seq *s, int64_t n, int32_t 
             continue;
         }
         // Alone and still no room: a smaller chunk may fit (a chunk holds window - 1 + chunk
-        // positions of each sliding group until committed); at one token the pool is its
-        // length limit.
+        // positions of each sliding group until committed). At one token nothing can help;
+        // not reached, since submit refuses sequences the pool cannot hold (engine.h).
         if (e->n_running == 1 && n > 1) {
             n /= 2;
             continue;
         }
         if (e->n_running == 1) {
+            GL_LOGE("engine: request %llu: no KV pages for position %lld even alone in the pool",
+                    (unsigned long long)s->req->id, (long long)s->n_computed);
             remove_from(e->running, &e->n_running, s);
-            finish_now(e, s, GL_FINISH_LENGTH);
+            finish_now(e, s, GL_FINISH_ERROR, "engine: the KV pool cannot hold this sequence");
         } else {
             preempt(e, s, budget);
         }
@@ -886,10 +909,16 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
         e->p.kv.prefix_cache ? gl_kv_seq_reuse_prefix(s->kv, seq_keys(s), s->n_tok) : 0;
     int64_t n = s->n_tok - reused;
     n = n < *budget ? n : *budget;
-    if (gl_kv_seq_reserve(s->kv, n, NULL) != GL_OK) {
-        gl_kv_seq_free(s->kv);
-        s->kv = NULL;
-        return 0;
+    // Into an empty pool a first chunk too big for it is split (each sliding group holds the
+    // blocks of window - 1 + n positions until the chunk is committed, far more than the
+    // sequence needs later); with others running, it waits for their pages instead (FCFS).
+    while (gl_kv_seq_reserve(s->kv, n, NULL) != GL_OK) {
+        if (e->n_running > 0 || n == 1) {
+            gl_kv_seq_free(s->kv);
+            s->kv = NULL;
+            return 0;
+        }
+        n = (n + 1) / 2;
     }
     memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
     e->n_waiting--;
@@ -929,7 +958,7 @@ static void schedule(struct gl_engine *e)
                     (unsigned long long)s->req->id);
             memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
             e->n_waiting--;
-            finish_now(e, s, GL_FINISH_ABORT);
+            finish_now(e, s, GL_FINISH_ERROR, "engine: the KV pool cannot hold this prompt");
             continue;
         }
         break;
@@ -997,7 +1026,7 @@ static gl_status drain_inbox(struct gl_engine *e, struct gl_err *err)
                     continue;
                 remove_from(arr, n, s);
                 i--;
-                finish_now(e, s, GL_FINISH_ABORT);
+                finish_now(e, s, GL_FINISH_ABORT, NULL);
             }
         }
     }
@@ -1135,11 +1164,11 @@ void gl_engine_free(struct gl_engine *e)
         (void)drain_inbox(e, NULL);
         while (e->n_running > 0) {
             struct seq *s = e->running[--e->n_running];
-            finish_now(e, s, GL_FINISH_ABORT);
+            finish_now(e, s, GL_FINISH_ABORT, NULL);
         }
         while (e->n_waiting > 0) {
             struct seq *s = e->waiting[--e->n_waiting];
-            finish_now(e, s, GL_FINISH_ABORT);
+            finish_now(e, s, GL_FINISH_ABORT, NULL);
         }
     }
     gl_free(e->waiting);

@@ -26,9 +26,14 @@
 //   rows live until the request retires (N x n_embd floats per image). The prefix cache needs no
 //   change: blocks are keyed by a parallel array of key ids in which media positions carry ids
 //   derived from the content digest (negative, never a token id), so kv.c stays token-agnostic.
-// - A sequence that cannot grow even when it is the only one running (pool smaller than one
-//   max_model_len sequence) finishes with "length", like reaching max_model_len; a prompt that
-//   cannot fit an empty pool is refused at submit (GL_E_LIMIT).
+// - Nothing is lost silently. A request whose prompt + max_tokens (unset: max_model_len - prompt)
+//   cannot fit the whole pool is refused at submit (GL_E_LIMIT): it could never finish, and
+//   ending it early with "length" would pass the pool off as a length limit (vLLM refuses to
+//   start with such a pool; glint starts, warns, and refuses only the requests that cannot fit).
+//   "length" therefore always means max_tokens or max_model_len. Whatever fails inside the
+//   engine for one sequence (out of memory, a logits processor refusing or forcing a bad token,
+//   no pages even alone) ends it with GL_FINISH_ERROR and a message, which the caller must turn
+//   into an explicit error; GL_FINISH_ABORT means cancelled (gl_engine_cancel, gl_engine_free).
 #pragma once
 
 #include "base/base.h"
@@ -63,7 +68,7 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
 // with the sequence's logits (n_vocab floats, modifiable: set -INFINITY to ban), before bias,
 // penalties and the min_tokens stop mask; accept after a token is chosen; free once, when the
 // request ends (all its choices). Returning non-zero from accept aborts the sequence with
-// finish_reason "abort". A preempted sequence keeps its processor state: recompute replays
+// finish GL_FINISH_ERROR. A preempted sequence keeps its processor state: recompute replays
 // no tokens through it.
 //
 // Jump-forward (forced): when a processor knows that the next tokens are each the only allowed
@@ -81,7 +86,7 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
 // differences are that a forced token bypasses the request's allowed_ids / bad_ids and the
 // min_tokens stop-id mask (the processor is trusted), and that no logits exist for it.
 // cap is at most GL_ENGINE_MAX_FORCED and never more than the max_tokens / max_model_len room
-// left. Returning < 0, > cap or an id outside [0, n_vocab) aborts the sequence ("abort").
+// left. Returning < 0, > cap or an id outside [0, n_vocab) ends the sequence (GL_FINISH_ERROR).
 // forced is never called when the request asks for logprobs (sp.logprobs >= 0): a forced token's
 // logprob cannot be reported without computing the logits it skips; such requests decode every
 // token (mask still restricts each position, so the output is the same).
@@ -102,8 +107,16 @@ struct gl_logits_processor {
     const uint32_t *(*allowed)(void *user, int32_t n_vocab);  // optional: partial head, above
 };
 
-enum gl_finish { GL_FINISH_NONE, GL_FINISH_STOP, GL_FINISH_LENGTH, GL_FINISH_ABORT };
-const char *gl_finish_name(enum gl_finish f); // "stop" "length" "abort"
+// ABORT: cancelled by the caller. ERROR: the engine failed this sequence (gl_event.error says
+// why); never a finished reply -- the caller reports an error.
+enum gl_finish {
+    GL_FINISH_NONE,
+    GL_FINISH_STOP,
+    GL_FINISH_LENGTH,
+    GL_FINISH_ABORT,
+    GL_FINISH_ERROR
+};
+const char *gl_finish_name(enum gl_finish f); // "stop" "length" "abort" "error"
 
 // Valid only during the callback (tokens and text point into engine buffers).
 struct gl_event {
@@ -122,6 +135,7 @@ struct gl_event {
     const char *stop_matched;      // the stop string, or NULL
     int32_t stop_token;            // the stop token id that ended it, or -1
     int32_t n_prompt, n_generated; // usage so far
+    const char *error;             // finish ERROR: what failed (engine text); else NULL
 };
 typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
 
@@ -168,8 +182,8 @@ GL_MUST_USE gl_status gl_engine_new(struct gl_engine **out, const struct gl_mode
 void gl_engine_free(struct gl_engine *e); // aborts everything still queued (events "abort")
 
 // Queues a request. GL_E_AGAIN ("overloaded": waiting queue full -> HTTP 503), GL_E_INVAL for
-// bad parameters or a prompt longer than max_model_len, GL_E_LIMIT when the prompt alone can
-// never fit the pool. *id identifies it for cancel.
+// bad parameters or a prompt longer than max_model_len, GL_E_LIMIT when one sequence of prompt +
+// max_tokens (unset: up to max_model_len) can never fit the pool. *id identifies it for cancel.
 GL_MUST_USE gl_status gl_engine_submit(struct gl_engine *e, const struct gl_request *r,
                                        uint64_t *id, struct gl_err *err);
 // Cancels in any phase; its pages are freed at once (queued) or at the start of the next step

@@ -884,23 +884,30 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 // ---- engine and probe threads ----
 
-// A failed step: /health turns 503 and every live request ends with an error (an SSE error event
-// then [DONE] when streaming, a 500 otherwise); nothing new is admitted.
+// Ends every live request with error e (an SSE error event then [DONE] when streaming, the HTTP
+// error otherwise) and cancels its engine work.
+static void fail_all(struct server *S, const struct gl_api_error *e)
+{
+    pthread_mutex_lock(&S->reg_mu);
+    for (struct sreq *r = S->reg; r; r = r->reg_next) {
+        pthread_mutex_lock(&r->mu);
+        gl_api_resp_fail(r->resp, e);
+        cancel_all(r);
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
+    pthread_mutex_unlock(&S->reg_mu);
+}
+
+// A failed step: /health turns 503 and every live request ends with a 500 error; nothing new
+// is admitted.
 static void engine_failed(struct server *S, const char *why)
 {
     GL_LOGE("serve: engine step failed: %s", why);
     atomic_store(&S->state, ST_FAILED);
     struct gl_api_error e;
     (void)gl_api_fail(&e, 500, NULL, "engine failure: %s", why);
-    pthread_mutex_lock(&S->reg_mu);
-    for (struct sreq *r = S->reg; r; r = r->reg_next) {
-        pthread_mutex_lock(&r->mu);
-        gl_api_resp_fail(r->resp, &e);
-        cancel_all(r);
-        pthread_cond_broadcast(&r->cv);
-        pthread_mutex_unlock(&r->mu);
-    }
-    pthread_mutex_unlock(&S->reg_mu);
+    fail_all(S, &e);
 }
 
 static void *engine_main(void *arg)
@@ -1402,6 +1409,23 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     while (atomic_load(&S->in_flight) > 0 && gl_time_us() < until) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&S->in_flight) > 0) {
+        // Drain time is up: what still runs ends with an explicit 503, not a cut stream; up to
+        // 2 s more for those answers to be written.
+        GL_LOGW("serve: %lld requests unfinished after the %.0f s drain: failing them",
+                (long long)atomic_load(&S->in_flight), p->shutdown_timeout_s);
+        struct gl_api_error e;
+        (void)gl_api_fail(&e, 503, NULL,
+                          "the server is shutting down: its %.0f s drain time (--shutdown-timeout) "
+                          "ran out before this request finished",
+                          p->shutdown_timeout_s);
+        fail_all(S, &e);
+        until = gl_time_us() + 2000000;
+        while (atomic_load(&S->in_flight) > 0 && gl_time_us() < until) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
 out:
     if (d)

@@ -877,7 +877,7 @@ TEST(test_logprobs_and_processor)
                             .procs = &proc};
     REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
     run_to_end(e);
-    CHECK(pr.finish == GL_FINISH_ABORT && pr.n_tok == 3 && ps.n_mask == 3 && ps.n_free == 1);
+    CHECK(pr.finish == GL_FINISH_ERROR && pr.n_tok == 3 && ps.n_mask == 3 && ps.n_free == 1);
     for (int i = 0; i < pr.n_tok; i++)
         CHECK(pr.tok[i] >= 256);
     // Rejected at submit: the processor is still freed.
@@ -886,8 +886,12 @@ TEST(test_logprobs_and_processor)
     gl_engine_free(e);
 }
 
-// A pool too small for one long sequence: it ends with "length" instead of crashing or looping.
-TEST(test_pool_is_length_limit)
+// A pool too small for one long sequence: nothing ends early with a "length" that is really the
+// pool. Submit refuses what cannot fit (GL_E_LIMIT: max_tokens too large, or unset and so up to
+// max_model_len); what fits runs to its real max_tokens, alone or preempted by others. A long
+// prompt whose first chunk alone would overflow the pool (sliding groups hold window - 1 +
+// chunk positions until committed) is admitted in smaller chunks, not failed.
+TEST(test_pool_too_small_is_refused)
 {
     struct gl_err err = {0};
     struct gl_engine_params p = eparams(GL_KV_F32, 1 << 20, 2, 64);
@@ -897,12 +901,46 @@ TEST(test_pool_is_length_limit)
     struct gl_engine *e = NULL;
     REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
     const int32_t prompt[4] = {9, 8, 7, 6};
-    struct result r;
-    memset(&r, 0, sizeof r);
+    struct result r[3];
+    memset(r, 0, sizeof r);
     struct gl_sample_params sp = greedy(200);
-    submit(e, prompt, 4, &sp, &r, NULL);
+    struct gl_request rq = {.prompt = prompt, .n_prompt = 4, .sp = sp, .on_event = on_event};
+    rq.user = &r[0];
+    CHECKF(gl_engine_submit(e, &rq, NULL, &err) == GL_E_LIMIT && strstr(err.msg, "pool") &&
+               strstr(err.msg, "max_tokens 200"),
+           "%s", err.msg);
+    rq.sp.max_tokens = -1; // unset: up to max_model_len, which the pool cannot hold either
+    CHECK(gl_engine_submit(e, &rq, NULL, &err) == GL_E_LIMIT && strstr(err.msg, "unset"));
+    // Two that each fit alone but not together: one is preempted; both reach max_tokens.
+    sp = greedy(30);
+    submit(e, prompt, 4, &sp, &r[0], NULL);
+    submit(e, prompt + 1, 3, &sp, &r[1], NULL);
     run_to_end(e);
-    CHECKF(r.finish == GL_FINISH_LENGTH && r.n_tok >= 36 && r.n_tok < 200, "%d tokens", r.n_tok);
+    CHECKF(r[0].finish == GL_FINISH_LENGTH && r[0].n_tok == 30, "%d tokens", r[0].n_tok);
+    CHECKF(r[1].finish == GL_FINISH_LENGTH && r[1].n_tok == 30, "%d tokens", r[1].n_tok);
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    CHECK(st.n_preempted_total >= 1 && st.kv_pages_used == 0);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+    // A 200-token prompt, a 256-token step budget, a pool that holds the sequence but not a
+    // 200-token chunk's sliding blocks: split at admission, same tokens as the reference.
+    p = eparams(GL_KV_F32, 1 << 20, 2, 256);
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 208, &plan, &err) == GL_OK);
+    p.kv.budget_bytes = (int64_t)plan.page_bytes * plan.pages_per_seq;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    static int32_t longp[200];
+    for (int k = 0; k < 200; k++)
+        longp[k] = (k * 37 + 11) % T_V;
+    sp = greedy(8);
+    memset(&r[2], 0, sizeof r[2]);
+    submit(e, longp, 200, &sp, &r[2], NULL);
+    run_to_end(e);
+    int32_t ref[8];
+    reference(longp, 200, 8, ref);
+    CHECKF(r[2].finish == GL_FINISH_LENGTH && r[2].n_tok == 8 &&
+               memcmp(r[2].tok, ref, sizeof ref) == 0,
+           "finish %d, %d tokens", (int)r[2].finish, r[2].n_tok);
     CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
     gl_engine_free(e);
 }
@@ -1154,12 +1192,12 @@ TEST(test_jump_forward_length)
     jf_run(&q, 1, &p, 1, &st);
     CHECK(q.res.finish == GL_FINISH_LENGTH && q.res.n_tok == 4 && q.st.n_forced_tokens == 2);
     // A processor that claims more than cap (at its first call, after token 0): the sequence
-    // aborts, nothing leaks.
+    // ends with an error (not a reply), nothing leaks.
     p.max_model_len = T_CTX;
     q.sp.max_tokens = 10;
     q.ps.lie = 1;
     jf_run(&q, 1, &p, 1, &st);
-    CHECK(q.res.finish == GL_FINISH_ABORT && q.res.n_tok == 1 && q.st.n_forced_calls == 1);
+    CHECK(q.res.finish == GL_FINISH_ERROR && q.res.n_tok == 1 && q.st.n_forced_calls == 1);
     q.ps.lie = 0;
 }
 
@@ -1419,8 +1457,9 @@ int main(void)
     RUN_TESTS(test_batching_exact, test_pool_exhaustion_preempts, test_seeded_independent_of_batch,
               test_n_choices_share_prefix, test_cache_salt_isolates_prefixes,
               test_submit_from_thread_unseeded, test_cancel_every_phase, test_overloaded_and_limits,
-              test_stop_helpers, test_stops, test_logprobs_and_processor, test_pool_is_length_limit,
-              test_random_ops, test_jump_forward_same_tokens_fewer_steps, test_jump_forward_length,
+              test_stop_helpers, test_stops, test_logprobs_and_processor,
+              test_pool_too_small_is_refused, test_random_ops,
+              test_jump_forward_same_tokens_fewer_steps, test_jump_forward_length,
               test_jump_forward_stops, test_jump_forward_not_with_logprobs,
               test_partial_head_same_tokens);
 }
