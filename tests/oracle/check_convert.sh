@@ -10,7 +10,8 @@
 #      only in metadata: convert writes the release's 32 keys, make-model its own set);
 #  (c) the converted F32 / Q8_0 / Q4_K_M GGUFs load in llama.cpp (node-llama-cpp 3.22.1) and
 #      agree with glint under check_parity.sh's tolerances (tests/oracle/parity_run.py: logits
-#      per type, tokenizer battery, greedy battery with near-tie splits), with its negative control;
+#      per type and the tokenizer battery, with its negative control; not the greedy battery,
+#      which check_parity.sh runs on make-model's files, whose tensors (b) shows are these bytes);
 #  (d) the vision GGUF (--vision-out) has every vision tensor, the patch embedding with its
 #      temporal axis (ne [196, 3, 2, 64]) holding exactly the HF tensor's values, and the
 #      metadata that names the layout; glint inspect reports it video-capable;
@@ -157,7 +158,7 @@ for line in sys.stdin:
         GLINT_ORACLE_THREADS="${GLINT_ORACLE_THREADS:-1}" "$PY" "$HERE/parity_run.py" \
             --glint "$GLINT_BIN" --control "$ctl" --model "F32=$DIR/conv-F32-F32.gguf" \
             --model "Q8_0=$DIR/conv-F32-Q8_0.gguf" --model "Q4_K_M=$DIR/conv-F32-Q4_K_M.gguf" \
-            >"$DIR/parity.log" 2>&1
+            --logits-only >"$DIR/parity.log" 2>&1
         rc=$?
         sed -n '/parity summary/,$p' "$DIR/parity.log" | sed 's/^/   /'
         [ $rc -eq 0 ] && ok "(c) converted GGUFs: glint vs llama.cpp parity passed" ||

@@ -133,13 +133,13 @@ def logit_stats(ours_path, ref_path, n_tok, n_vocab):
                 worst=int(d.max(1).argmax()))
 
 
-def check_type(glint, qtype, model, tmp, toks, control_model):
+def check_type(glint, qtype, model, tmp, toks, control_model, logits_only=False):
     """Returns (ok, summary line)."""
     ok = True
     tol = TOL.get(qtype, 5e-2)
     log(f"== {qtype}: {model}")
     lp = LOGIT_PROMPTS.get(qtype, LOGIT_PROMPTS["default"])
-    battery = qtype not in LOGITS_ONLY
+    battery = qtype not in LOGITS_ONLY and not logits_only
     job = {"logits": [{"ids": toks[i], "out": os.path.join(tmp, f"ref{i}.f32")} for i in lp],
            "greedy": [{"ids": t, "n": N_GEN} for t in toks] if battery else []}
     ref, dt = oracle(model, job, tmp)
@@ -216,6 +216,9 @@ def main():
     ap.add_argument("--glint", required=True)
     ap.add_argument("--model", action="append", required=True, help="TYPE=PATH, first is F32")
     ap.add_argument("--control", help="F32 model with another seed (negative control)")
+    ap.add_argument("--logits-only", action="store_true",
+                    help="logits and tokenizer only, no greedy battery (for files whose tensors "
+                         "another run's battery already covers)")
     a = ap.parse_args()
     glint = Glint(a.glint)
     models = [m.split("=", 1) for m in a.model]
@@ -245,7 +248,8 @@ def main():
         log(summaries[-1])
         for i, (qtype, path) in enumerate(models):
             try:
-                r, s = check_type(glint, qtype, path, tmp, toks, a.control if i == 0 else None)
+                r, s = check_type(glint, qtype, path, tmp, toks, a.control if i == 0 else None,
+                                  a.logits_only)
             except RuntimeError as e:
                 r, s = False, f"{qtype:7s} ERROR {e}"
                 log(s)
