@@ -318,9 +318,12 @@ struct guard {
 #define CONN_NICE 5
 
 // Writes one whole HTTP answer to fd without blocking (msg NULL: none), then shuts it down.
-static void guard_answer(int fd, int http, const char *reason, const char *msg)
+// Over TLS the guard cannot speak (the bytes would have to go through the connection's GnuTLS
+// session, which its MHD thread owns): the connection is only shut down.
+static void guard_answer(const struct server *S, int fd, int http, const char *reason,
+                         const char *msg)
 {
-    if (msg) {
+    if (msg && !S->p.ssl_certfile) {
         struct gl_api_error e;
         (void)gl_api_fail(&e, http, NULL, "%s", msg);
         json_t *o = gl_api_error_json(&e);
@@ -398,7 +401,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
                  "(--limit-concurrency-per-ip); retry later",
                  same);
     if (http)
-        guard_answer(g->fd, http, http == 503 ? "Service Unavailable" : "Too Many Requests", msg);
+        guard_answer(S, g->fd, http, http == 503 ? "Service Unavailable" : "Too Many Requests",
+                     msg);
 }
 
 // The request on c entered phase ph; its deadline is `seconds` from now (G_BUSY: none).
@@ -448,7 +452,7 @@ static void *guard_main(void *arg)
                 snprintf(msg, sizeof msg,
                          "Request body not complete within %d s of its headers (--timeout-body)",
                          S->p.timeout_body_s);
-            guard_answer(g->fd, 408, "Request Timeout", g->phase == G_KEEPALIVE ? NULL : msg);
+            guard_answer(S, g->fd, 408, "Request Timeout", g->phase == G_KEEPALIVE ? NULL : msg);
             g->phase = G_CLOSED;
         }
     }
