@@ -109,7 +109,7 @@ let srv = null;
 await check("tls.start", async () => {
     srv = await startServer({
         model: MODEL,
-        args: ["--ssl-certfile", CERT, "--ssl-keyfile", KEY_PEM, "--api-key", API_KEY, "--served-model-name", NAME, "--max-model-len", "512", "--deep-health-interval", "0"],
+        args: ["--ssl-certfile", CERT, "--ssl-keyfile", KEY_PEM, "--api-key", API_KEY, "--served-model-name", NAME, "--max-model-len", "512", "--deep-health-interval", "0", "--timeout-headers", "2"],
         env: { GLINT_LOG: "debug" },
         timeoutMs: 30000,
     });
@@ -172,6 +172,32 @@ await check("tls.versions", async () => {
     assert(/Protocol\s*: TLSv1\.2/.test(v12) && /Verify return code: 0 \(ok\)/.test(v12), `TLS 1.2 handshake: ${tail(v12)}`);
     const v11 = await sClient(srv.port, ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"]);
     assert(/Cipher is \(NONE\)/.test(v11), `TLS 1.1 was accepted: ${tail(v11)}`);
+});
+
+// The connection guard over TLS: a client that never finishes its headers is disconnected at
+// --timeout-headers (2 s here) without plaintext written into its TLS stream (which the client
+// would report as a record / decryption error rather than a clean end).
+await check("tls.slow_headers_closed", async () => {
+    const t0 = Date.now();
+    const r = await new Promise((resolve) => {
+        let data = "", err = null, done = false;
+        const end = (e) => {
+            if (done) return;
+            done = true;
+            resolve({ data, err: e ?? err, ms: Date.now() - t0 });
+        };
+        const s = tls.connect({ host: "127.0.0.1", port: srv.port, ca: fs.readFileSync(CERT) }, () => s.write("GET /health HTTP/1.1\r\nHost: x\r\n"));
+        s.on("data", (d) => (data += d));
+        s.on("error", (e) => (err = e));
+        s.on("close", () => end());
+        setTimeout(() => {
+            s.destroy();
+            end(new Error("not closed within 6 s"));
+        }, 6000);
+    });
+    assert(!r.err || r.err.code === "ECONNRESET", `the TLS stream ended with ${r.err?.code ?? ""} ${r.err?.message}`);
+    assert(r.ms >= 1500 && r.ms < 5000, `closed after ${r.ms} ms (--timeout-headers 2)`);
+    assert(!r.data.includes("200 OK"), `a half-sent request was answered: ${tail(r.data)}`);
 });
 
 await check("tls.serves_after_failed_handshakes", async () => {
