@@ -36,6 +36,24 @@ static int t_failures_in_test;
         }                                                                                          \
     } while (0)
 
+// The whole file at path in a malloc'd buffer (caller frees with free), *n its size; NULL (and
+// *n = 0) when it cannot be read, is empty or reads short.
+static inline void *t_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    void *p = NULL;
+    long len = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (p = malloc((size_t)len)) && fread(p, 1, (size_t)len, f) != (size_t)len) {
+        free(p);
+        p = NULL;
+    }
+    if (f)
+        fclose(f);
+    *n = p ? (size_t)len : 0;
+    return p;
+}
+
 // The real vocabulary (Llama 4's tiktoken ranks): $GLINT_VOCAB, else shared/ beside the
 // repository (tests run from its root), else the workspace's copy.
 static inline const char *t_vocab_path(void)

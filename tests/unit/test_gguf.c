@@ -33,20 +33,6 @@ static int write_file(const char *path, const void *p, size_t n)
     return fclose(f) == 0 && w == n;
 }
 
-static uint8_t *read_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = p ? fread(p, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return p;
-}
-
 static int contains(const char *hay, const char *needle)
 {
     return needle == NULL || strstr(hay, needle) != NULL;
@@ -395,7 +381,7 @@ TEST(test_roundtrip_mmap_heap_memory)
         gl_gguf_close(g);
     }
     size_t n;
-    uint8_t *bytes = read_file(path, &n);
+    uint8_t *bytes = t_read_file(path, &n);
     REQUIRE(bytes);
     struct gl_gguf *g = NULL;
     void *keep;
@@ -461,7 +447,7 @@ TEST(test_truncated_everywhere)
     tmp_path(path, sizeof path);
     REQUIRE(build_ref(path, 0, 0, &fc, &err) == GL_OK);
     size_t n;
-    uint8_t *bytes = read_file(path, &n);
+    uint8_t *bytes = t_read_file(path, &n);
     REQUIRE(bytes);
     struct gl_gguf *g = NULL;
     void *keep;

@@ -497,22 +497,6 @@ TEST(test_soft_rows_reach_forward)
 
 // ---- video ----
 
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *p = NULL;
-    long len = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (p = malloc((size_t)len)) && fread(p, 1, (size_t)len, f) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    if (f)
-        fclose(f);
-    *n = p ? (size_t)len : 0;
-    return p;
-}
-
 // A clip (96x64, 25 fps, 3 s: 6 frames sampled, 3 temporal groups of 2 x 3 merged tokens) through
 // the expansion: the §6.4 layout with each "Time: X.Xs" tokenized on its own, one media entry per
 // group at its <|video|> run, each group's rows the encoder's output for that group's patch
@@ -524,7 +508,7 @@ TEST(test_expand_video)
     struct gl_tokenizer *tok = NULL;
     REQUIRE(gl_tokenizer_load_tiktoken(&tok, t_vocab_path(), &err) == GL_OK);
     size_t n = 0;
-    uint8_t *clip_bytes = slurp("tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4", &n);
+    uint8_t *clip_bytes = t_read_file("tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4", &n);
     REQUIRE(clip_bytes);
     struct gl_video v = {0};
     REQUIRE(gl_video_preprocess(clip_bytes, n, NULL, NULL, &v, &err) == GL_OK);

@@ -14,24 +14,6 @@
 
 #define CORPUS "tests/fuzz/corpus/video/"
 
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = len > 0 ? malloc((size_t)len) : NULL;
-    if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *n = p ? (size_t)len : 0;
-    return p;
-}
-
 static int is_zeroed(const struct gl_video *v)
 {
     return !v->rgb && !v->indices && !v->timestamps && v->n_frames == 0 && v->width == 0;
@@ -134,7 +116,7 @@ TEST(test_prompt_layout)
 TEST(test_decode_clip)
 {
     size_t n;
-    uint8_t *p = slurp(CORPUS "testsrc2_96x64_25fps_3s.mp4", &n);
+    uint8_t *p = t_read_file(CORPUS "testsrc2_96x64_25fps_3s.mp4", &n);
     REQUIRE(p);
     struct gl_video v;
     struct gl_err err = {0};
@@ -172,7 +154,7 @@ TEST(test_decode_clip)
 TEST(test_one_frame_is_padded)
 {
     size_t n;
-    uint8_t *p = slurp(CORPUS "one_frame_40x30.mkv", &n);
+    uint8_t *p = t_read_file(CORPUS "one_frame_40x30.mkv", &n);
     REQUIRE(p);
     struct gl_video v;
     struct gl_err err = {0};
@@ -207,7 +189,7 @@ TEST(test_refusals)
 TEST(test_truncations)
 {
     size_t n;
-    uint8_t *p = slurp(CORPUS "testsrc2_96x64_25fps_3s.mp4", &n);
+    uint8_t *p = t_read_file(CORPUS "testsrc2_96x64_25fps_3s.mp4", &n);
     REQUIRE(p);
     // Every prefix (a coarse stride, then the last bytes one by one): success or a clean
     // refusal, never a crash; a success still has a consistent geometry.
@@ -235,7 +217,7 @@ TEST(test_truncations)
 TEST(test_limits_and_params)
 {
     size_t n;
-    uint8_t *p = slurp(CORPUS "testsrc2_96x64_25fps_3s.mp4", &n);
+    uint8_t *p = t_read_file(CORPUS "testsrc2_96x64_25fps_3s.mp4", &n);
     REQUIRE(p);
     const struct gl_video_limits d = gl_video_default_limits();
     struct gl_video_limits l;
