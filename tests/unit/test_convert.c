@@ -10,6 +10,7 @@
 // tests/oracle/check_convert.sh.
 #include "convert/convert.h"
 #include "gguf/gguf.h"
+#include "hf_fixture.h"
 #include "safetensors/safetensors.h"
 #include "test.h"
 #include "vision/vision_gguf.h"
@@ -49,70 +50,12 @@ static void write_config(void)
                "\"max_position_embeddings\": 256, \"sliding_window\": 4}}");
 }
 
-static gl_status fill_zero(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
-                           struct gl_err *err)
-{
-    (void)ctx;
-    (void)ti;
-    (void)row0;
-    (void)n_rows;
-    (void)dst;
-    (void)err;
-    return GL_OK; // the writer's buffer is zeroed: values do not matter for these refusals
-}
-
-// Writes model.safetensors with the HF names. skip: a name left out; bad: a name written with
-// one extra output row (a wrong shape).
+// Writes model.safetensors with the HF names and zero values (they do not matter for these
+// refusals). skip: a name left out; bad: a name written with one extra output row (a wrong shape).
 static void write_weights(const char *skip, const char *bad)
 {
-    struct gl_safetensors_writer *w = gl_safetensors_writer_new();
-    struct gl_err err = {0};
-    const char *pre = "model.language_model.";
-    char nm[160];
-#define ADD(rows, cols)                                                                            \
-    do {                                                                                           \
-        if (!skip || strcmp(skip, nm) != 0) {                                                      \
-            const int64_t sh[2] = {(rows) + (bad && !strcmp(bad, nm)), cols};                      \
-            const int nd = (rows) ? 2 : 1;                                                         \
-            GL_ASSERT(gl_safetensors_writer_add_tensor(w, nm, GL_SAFETENSORS_DTYPE_F32, nd,        \
-                                                       (rows) ? sh : &sh[1], &err) >= 0);          \
-        }                                                                                          \
-    } while (0)
-    snprintf(nm, sizeof nm, "%sembed_tokens.weight", pre);
-    ADD(T_V, T_E);
-    snprintf(nm, sizeof nm, "%snorm.weight", pre);
-    ADD(0, T_E);
-    snprintf(nm, sizeof nm, "lm_head.weight");
-    ADD(T_V, T_E);
-    static const char *const norms[] = {"input_layernorm", "post_attention_layernorm",
-                                        "pre_feedforward_layernorm", "post_feedforward_layernorm"};
-    for (int l = 0; l < T_L; l++) {
-        for (int i = 0; i < 4; i++) {
-            snprintf(nm, sizeof nm, "%slayers.%d.%s.weight", pre, l, norms[i]);
-            ADD(0, T_E);
-        }
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.q_proj.weight", pre, l);
-        ADD(T_H * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.k_proj.weight", pre, l);
-        ADD(T_HKV * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.v_proj.weight", pre, l);
-        ADD(T_HKV * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.gate_proj.weight", pre, l);
-        ADD(T_H * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.o_proj.weight", pre, l);
-        ADD(T_E, T_H * T_D);
-        snprintf(nm, sizeof nm, "%slayers.%d.mlp.gate_proj.weight", pre, l);
-        ADD(T_F, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.mlp.up_proj.weight", pre, l);
-        ADD(T_F, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.mlp.down_proj.weight", pre, l);
-        ADD(T_E, T_F);
-    }
-#undef ADD
-    char p[256];
-    path_of(p, sizeof p, "model.safetensors");
-    GL_ASSERT(gl_safetensors_writer_write(w, p, fill_zero, NULL, &err) == GL_OK);
-    gl_safetensors_writer_delete(w);
+    static const struct t_hf_shape shape = {T_V, T_E, T_H, T_HKV, T_D, T_F, T_L};
+    t_hf_write_weights(g_dir, &shape, 0, skip, bad, NULL, NULL, 0);
 }
 
 // Runs gl_convert on the folder; checks the status, that the message names `needle` and that

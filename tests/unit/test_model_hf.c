@@ -4,6 +4,7 @@
 // stop ids (an int or a list), the legacy model.layers.N.* names, HF layout transforms (Q/K row
 // permutation, centered norms +1, synthesised QK-norm weights), and refusals naming the key or
 // tensor. Cross-format logit parity is tests/oracle/check_safetensors_parity.sh.
+#include "hf_fixture.h"
 #include "model/model.h"
 #include "safetensors/safetensors.h"
 #include "test.h"
@@ -71,60 +72,9 @@ static gl_status fill(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void 
 // Writes model.safetensors with the HF (legacy = 0) or legacy names; skip: a name left out.
 static void write_weights(int legacy, const char *skip)
 {
-    struct gl_safetensors_writer *w = gl_safetensors_writer_new();
-    struct gl_err err = {0};
-    const char *pre = legacy ? "model." : "model.language_model.";
-    int n = 0;
-    char nm[160];
-#define ADD(rows, cols)                                                                            \
-    do {                                                                                           \
-        if (!skip || strcmp(skip, nm) != 0) {                                                      \
-            const int64_t sh[2] = {rows, cols};                                                    \
-            int nd = (rows) ? 2 : 1;                                                               \
-            const int64_t *s = (rows) ? sh : &sh[1];                                               \
-            GL_ASSERT(gl_safetensors_writer_add_tensor(w, nm, GL_SAFETENSORS_DTYPE_F32, nd, s,     \
-                                                       &err) == n);                                \
-            g_row_len[n++] = cols;                                                                 \
-        }                                                                                          \
-    } while (0)
-    snprintf(nm, sizeof nm, "%sembed_tokens.weight", pre);
-    ADD(T_V, T_E);
-    snprintf(nm, sizeof nm, "%snorm.weight", pre);
-    ADD(0, T_E);
-    snprintf(nm, sizeof nm, "lm_head.weight");
-    ADD(T_V, T_E);
-    static const char *const hf[] = {"input_layernorm", "post_attention_layernorm",
-                                     "pre_feedforward_layernorm", "post_feedforward_layernorm"};
-    static const char *const lg[] = {"input_layernorm", "post_attn_norm",
-                                     "post_attention_layernorm", "post_ffn_norm"};
-    for (int l = 0; l < T_L; l++) {
-        for (int i = 0; i < 4; i++) {
-            snprintf(nm, sizeof nm, "%slayers.%d.%s.weight", pre, l, legacy ? lg[i] : hf[i]);
-            ADD(0, T_E);
-        }
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.q_proj.weight", pre, l);
-        ADD(T_H * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.k_proj.weight", pre, l);
-        ADD(T_HKV * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.v_proj.weight", pre, l);
-        ADD(T_HKV * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.%s.weight", pre, l,
-                 legacy ? "output_gate_proj" : "gate_proj");
-        ADD(T_H * T_D, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.self_attn.o_proj.weight", pre, l);
-        ADD(T_E, T_H * T_D);
-        snprintf(nm, sizeof nm, "%slayers.%d.mlp.gate_proj.weight", pre, l);
-        ADD(T_F, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.mlp.up_proj.weight", pre, l);
-        ADD(T_F, T_E);
-        snprintf(nm, sizeof nm, "%slayers.%d.mlp.down_proj.weight", pre, l);
-        ADD(T_E, T_F);
-    }
-#undef ADD
-    char p[256];
-    snprintf(p, sizeof p, "%s/model.safetensors", g_dir);
-    GL_ASSERT(gl_safetensors_writer_write(w, p, fill, NULL, &err) == GL_OK);
-    gl_safetensors_writer_delete(w);
+    static const struct t_hf_shape shape = {T_V, T_E, T_H, T_HKV, T_D, T_F, T_L};
+    t_hf_write_weights(g_dir, &shape, legacy, skip, NULL, fill, g_row_len,
+                       (int)(sizeof g_row_len / sizeof g_row_len[0]));
 }
 
 static gl_status open_model(struct gl_model **m, struct gl_err *err)
