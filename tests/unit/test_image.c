@@ -5,6 +5,7 @@
 // and each limit must return an error with an "image: " message, never crash or leak (ASan build).
 // Pixel parity with Pillow is the oracle's job (tests/oracle/check_image_pillow.sh).
 #include "image/image.h"
+#include "png_fixture.h"
 #include "test.h"
 
 #include <stdio.h> // before jpeglib.h
@@ -14,50 +15,6 @@
 #include <png.h>
 
 // ---- writing test files in memory --------------------------------------------------------------
-
-struct mem {
-    uint8_t *p;
-    size_t n, cap;
-};
-
-static void mem_write(png_structp png, png_bytep d, size_t n)
-{
-    struct mem *m = png_get_io_ptr(png);
-    if (m->n + n > m->cap) {
-        m->cap = (m->n + n) * 2;
-        m->p = realloc(m->p, m->cap);
-    }
-    memcpy(m->p + m->n, d, n);
-    m->n += n;
-}
-
-static void mem_flush(png_structp png)
-{
-    (void)png;
-}
-
-// A w x h PNG of colour type `color` (8-bit) with pixel bytes from px (channels per type).
-static struct mem make_png(int w, int h, int color, const uint8_t *px)
-{
-    struct mem m = {0};
-    int ch = color == PNG_COLOR_TYPE_GRAY         ? 1
-             : color == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
-             : color == PNG_COLOR_TYPE_RGB        ? 3
-                                                  : 4;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(png);
-    if (setjmp(png_jmpbuf(png)))
-        abort();
-    png_set_write_fn(png, &m, mem_write, mem_flush);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, color, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < h; y++)
-        png_write_row(png, px + (size_t)y * (size_t)w * (size_t)ch);
-    png_write_end(png, info);
-    png_destroy_write_struct(&png, &info);
-    return m;
-}
 
 static struct mem make_jpeg(int w, int h, int comps, const uint8_t *px, int progressive)
 {

@@ -15,6 +15,7 @@
 // media are refused by index (the engine frees their rows).
 #include "engine/engine.h"
 #include "media/media.h"
+#include "png_fixture.h"
 #include "safetensors/safetensors.h"
 #include "test.h"
 #include "tokenizer/tokenizer.h"
@@ -227,30 +228,8 @@ static void remove_folder(const char *dir)
 
 // ---- images (PNG in memory) ----
 
-struct mem {
-    uint8_t *p;
-    size_t n, cap;
-};
-
-static void mem_write(png_structp png, png_bytep d, size_t n)
-{
-    struct mem *m = png_get_io_ptr(png);
-    if (m->n + n > m->cap) {
-        m->cap = (m->n + n) * 2;
-        m->p = realloc(m->p, m->cap);
-        GL_ASSERT(m->p);
-    }
-    memcpy(m->p + m->n, d, n);
-    m->n += n;
-}
-
-static void mem_flush(png_structp png)
-{
-    (void)png;
-}
-
 // A w x h RGB PNG whose pixels follow pattern `kind` (different kinds: different pixels).
-static struct mem make_png(int w, int h, int kind)
+static struct mem pattern_png(int w, int h, int kind)
 {
     uint8_t *px = malloc((size_t)w * (size_t)h * 3);
     GL_ASSERT(px);
@@ -261,19 +240,7 @@ static struct mem make_png(int w, int h, int kind)
                     (uint8_t)(kind == 0   ? x * 2 + c * 60
                               : kind == 1 ? (x ^ y) * 3 + c * 40
                                           : 255 - y * 2 - c * 30);
-    struct mem m = {0};
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(png);
-    if (setjmp(png_jmpbuf(png)))
-        abort();
-    png_set_write_fn(png, &m, mem_write, mem_flush);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < h; y++)
-        png_write_row(png, px + (size_t)y * (size_t)w * 3);
-    png_write_end(png, info);
-    png_destroy_write_struct(&png, &info);
+    struct mem m = make_png(w, h, PNG_COLOR_TYPE_RGB, px);
     free(px);
     return m;
 }
@@ -952,9 +919,9 @@ int main(void)
     GL_ASSERT_MSG(gl_model_open(&g_model, g_dir, &mp, &err) == GL_OK, "%s", err.msg);
     g_pool = gl_pool_new(2);
     GL_ASSERT(g_pool);
-    g_png_a = make_png(112, 84, 0);
-    g_png_b = make_png(56, 56, 1);
-    g_png_c = make_png(112, 84, 2);
+    g_png_a = pattern_png(112, 84, 0);
+    g_png_b = pattern_png(56, 56, 1);
+    g_png_c = pattern_png(112, 84, 2);
     atexit(cleanup);
     RUN_TESTS(test_vision_load, test_expand_one_and_two, test_expand_errors, test_expand_video,
               test_encode_cache, test_soft_rows_reach_forward, test_engine_exact, test_prefix_cache,
