@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev libpng-dev libjpeg62-turbo-dev clang-14 libclang-rt-14-dev
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libcurl4-gnutls-dev
 clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2 python3-pil ffmpeg
-openssl nginx"
+openssl nginx python3-pydantic"
 [ "${1:-}" = --bench ] && DEB_PKGS="$DEB_PKGS gnuplot-nox curl time"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
 # package): install Debian's only when the commands are missing.
@@ -26,12 +26,13 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-# npm oracles (test-only): node-llama-cpp (llama.cpp), js-tiktoken, ajv + ajv-formats (JSON Schema
+# npm oracles (test-only): node-llama-cpp (llama.cpp), js-tiktoken, zod (the SDK's structured-output
+# helpers), ajv + ajv-formats (JSON Schema
 # validity), openai (the official SDK, client of the server suite tests/server/), kubernetes-models
 # + @kubernetes-models/gateway-api (Kubernetes / Gateway API schemas, offline) and yaml (manifest
 # parsing) for tests/deploy/. Pinned in tests/oracle/package.json.
 npm_missing=0
-for m in node-llama-cpp js-tiktoken ajv ajv-formats openai kubernetes-models @kubernetes-models/gateway-api yaml; do
+for m in node-llama-cpp js-tiktoken ajv ajv-formats openai zod kubernetes-models @kubernetes-models/gateway-api yaml; do
     [ -d "tests/oracle/node_modules/$m" ] || npm_missing=1
 done
 if [ "$npm_missing" = 1 ]; then
