@@ -14,10 +14,14 @@
 // grabbed right back).
 // Stop strings: decoded text is held back while its tail could still begin a stop string, so
 // a match across token boundaries is cut before any of it was emitted.
+#define _GNU_SOURCE // pthread_setaffinity_np
 #include "engine/engine.h"
+
+#include "base/host.h"
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,7 +60,9 @@ struct seq {
     char *held; // text decoded but not emitted (may start a stop string)
     size_t n_held, cap_held;
     int32_t n_gen;
-    int64_t chunk; // tokens scheduled this step (0: not scheduled)
+    int64_t chunk;           // tokens scheduled this step (0: not scheduled)
+    int64_t t_scheduled_us;  // first admission to the running set (gl_time_us; 0: never)
+    int64_t n_prompt_cached; // prompt positions reused from the prefix cache at that admission
     int32_t logits_row;
 };
 
@@ -68,6 +74,7 @@ struct gl_engine {
     struct gl_kv_pool *pool;
     struct gl_model_ctx *ctx;
     int64_t pool_pages;
+    int pin_caller; // 1: the next gl_engine_step pins its thread to p.cpus[0]
     // step thread
     struct seq **waiting; // FIFO, [0] first; capacity cap_seqs
     int32_t n_waiting;
@@ -131,7 +138,11 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
     p.max_num_batched_tokens = 512;
     p.max_model_len = m ? m->cfg.n_ctx_train : 4096;
     p.max_waiting = 256;
-    p.n_threads = 2;
+    // One kernel thread per physical core this process may use (base/host.h), pinned there.
+    const struct gl_host_cpus *hc = gl_host_cpus();
+    p.n_threads = hc->n < 256 ? hc->n : 256; // gl_model_ctx_new's limit
+    p.cpus = hc->cpus[0] >= 0 ? hc->cpus : NULL;
+    p.n_cpus = hc->cpus[0] >= 0 ? hc->n : 0;
     // The model's stop ids (GGUF eos/eot keys, or an HF folder's generation_config.json).
     for (int i = 0; m && i < m->n_stop && p.n_eos < (int)(sizeof p.eos_ids / sizeof p.eos_ids[0]);
          i++)
@@ -301,6 +312,10 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     if (st == GL_OK)
         st = gl_model_ctx_new(&e->ctx, m, p->max_num_batched_tokens, p->n_threads, p->max_model_len,
                               err);
+    if (st == GL_OK && p->cpus && p->n_threads <= p->n_cpus) {
+        (void)gl_pool_pin(gl_model_ctx_pool(e->ctx), p->cpus, p->n_cpus);
+        e->pin_caller = 1;
+    }
     if (st == GL_OK)
         st = gl_sample_work_init(&e->work, e->n_vocab, err);
     if (st != GL_OK) {
@@ -581,6 +596,8 @@ static void emit(struct seq *s, struct gl_event *ev)
     ev->index = s->index;
     ev->n_prompt = s->req->n_prompt;
     ev->n_generated = s->n_gen;
+    ev->t_scheduled_us = s->t_scheduled_us;
+    ev->n_prompt_cached = s->n_prompt_cached;
     if (s->req->on_event)
         s->req->on_event(s->req->user, ev);
 }
@@ -923,6 +940,10 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
     memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
     e->n_waiting--;
     s->n_computed = reused;
+    if (!s->t_scheduled_us) { // a preempted sequence keeps its first admission
+        s->t_scheduled_us = gl_time_us();
+        s->n_prompt_cached = reused;
+    }
     e->st.prefix_hit_tokens += reused;
     e->st.prefix_query_tokens += e->p.kv.prefix_cache ? s->n_tok : 0;
     e->running[e->n_running++] = s;
@@ -1057,8 +1078,24 @@ static const uint32_t *head_mask(const struct gl_engine *e, const struct seq *s)
     return proc->allowed ? proc->allowed(proc->user, e->n_vocab) : NULL;
 }
 
+// The stepping thread runs pool slot 0: it takes cpus[0] (engine.h), once.
+static void pin_caller(struct gl_engine *e)
+{
+    e->pin_caller = 0;
+    if (e->p.cpus[0] < 0 || e->p.cpus[0] >= CPU_SETSIZE)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(e->p.cpus[0], &set);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc != 0)
+        GL_LOGW("engine: cannot pin the step thread to cpu %d: errno %d", (int)e->p.cpus[0], rc);
+}
+
 gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
 {
+    if (e->pin_caller)
+        pin_caller(e);
     gl_status st = drain_inbox(e, err);
     if (st == GL_OK)
         schedule(e);
@@ -1086,6 +1123,9 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
                                              .embd = embd};
         }
         st = gl_model_forward_batch(e->ctx, e->bs, e->n_sched, e->logits, err);
+        e->st.last_step_tokens = 0;
+        for (int32_t i = 0; i < e->n_sched; i++)
+            e->st.last_step_tokens += e->sched[i]->chunk;
         for (int32_t i = 0; st == GL_OK && i < e->n_sched; i++) {
             struct seq *s = e->sched[i];
             gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, s->chunk);

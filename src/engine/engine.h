@@ -53,7 +53,13 @@ struct gl_engine_params {
     int32_t max_num_batched_tokens; // tokens per step (decodes + prefill chunks); default 512
     int32_t max_model_len;          // prompt + output positions per sequence; default n_ctx_train
     int32_t max_waiting;            // queued choices bound; submit past it is GL_E_AGAIN; def 256
-    int32_t n_threads;              // kernel threads; default 2
+    int32_t n_threads;              // kernel threads; default: the physical cores this
+                                    // process may use (base/host.h gl_host_cpus)
+    // Cores to pin the kernel threads to (borrowed, [n_cpus]; NULL: no pinning): the thread
+    // that calls gl_engine_step takes cpus[0], pool worker i cpus[i]. Used only when n_threads <=
+    // n_cpus (more threads than cores are left to the OS). Default: gl_host_cpus.
+    const int32_t *cpus;
+    int32_t n_cpus;
     // The model's stop set besides the tokenizer EOS: generation_config / GGUF EOS ids
     // (the release: <|end_of_text|> 200001, <|eot|> 200008). <|eom|> never belongs here.
     int32_t eos_ids[GL_ENGINE_MAX_EOS];
@@ -61,7 +67,7 @@ struct gl_engine_params {
     uint64_t seed; // base of the unseeded-request seed counter (default 0)
 };
 // Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
-// GGUF; kv: 1 GiB of f16, block 16, prefix cache on.
+// GGUF; kv: 1 GiB of f16, block 16, prefix cache on; threads and cpus from gl_host_cpus.
 struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
 
 // Per-sequence logits processor (the grammar plugs in here): mask is called before sampling
@@ -136,6 +142,9 @@ struct gl_event {
     int32_t stop_token;            // the stop token id that ended it, or -1
     int32_t n_prompt, n_generated; // usage so far
     const char *error;             // finish ERROR: what failed (engine text); else NULL
+    int64_t t_scheduled_us;        // when the choice first entered the running batch
+                                   // (gl_time_us; 0: not yet): queue time ends, prefill begins
+    int64_t n_prompt_cached;       // prompt positions the prefix cache supplied then
 };
 typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
 
@@ -203,6 +212,7 @@ struct gl_engine_stats {
     int64_t steps, prompt_tokens, generated_tokens;
     int64_t prefix_query_tokens, prefix_hit_tokens; // looked up / reused at admission
     int64_t kv_pages_used, kv_pages_total;
+    int64_t last_step_tokens; // tokens computed by the latest step (prefill chunks + decodes)
 };
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
 // The pool, for audits in tests.

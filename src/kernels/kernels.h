@@ -68,6 +68,10 @@ void gl_pool_delete(struct gl_pool *p);
 int gl_pool_size(const struct gl_pool *p);
 typedef void (*gl_pool_fn)(void *ctx, int ith, int nth);
 void gl_pool_run(struct gl_pool *p, gl_pool_fn fn, void *ctx);
+// Pins worker ith (1..nth-1) to cpus[ith] (the caller, thread 0, pins itself: cpus[0]), so the
+// OS does not move threads between cores mid-step or stack two on one core. n must be >= nth;
+// ids < 0 are skipped. Returns the number of workers pinned (a refused pin is logged once).
+int gl_pool_pin(struct gl_pool *p, const int32_t *cpus, int n);
 
 // ---- matmul ----
 // out[t][r] = dot(W row r, act row t) for r < n_rows, t < n_tok.

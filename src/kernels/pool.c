@@ -7,6 +7,7 @@
 // share), only the thread that executes a slot varies. Waits spin briefly (decode issues
 // hundreds of small jobs per token), then sleep on a futex; sleepers are counted so that a run
 // whose workers are all spinning makes no system call. One run at a time (asserted).
+#define _GNU_SOURCE // pthread_setaffinity_np
 #include "kernels/kernels.h"
 
 #include "base/base.h"
@@ -14,6 +15,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -168,6 +170,23 @@ struct gl_pool *gl_pool_new(int n_threads)
 fail:
     gl_pool_delete(p);
     return NULL;
+}
+
+int gl_pool_pin(struct gl_pool *p, const int32_t *cpus, int n)
+{
+    int pinned = 0;
+    for (int i = 1; i < p->n_threads && i < n; i++) {
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE)
+            continue;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpus[i], &set);
+        int rc = pthread_setaffinity_np(p->threads[i - 1], sizeof set, &set);
+        if (rc != 0 && pinned == 0)
+            GL_LOGW("pool: cannot pin worker %d to cpu %d: errno %d", i, (int)cpus[i], rc);
+        pinned += rc == 0;
+    }
+    return pinned;
 }
 
 void gl_pool_delete(struct gl_pool *p)

@@ -186,6 +186,76 @@ gl_status gl_kv_plan_compute(const struct gl_model_config *cfg, const struct gl_
     return GL_OK;
 }
 
+// Pages one sequence of len positions needs (gl_kv_plan_compute's pages_per_seq).
+static int64_t seq_pages(const struct gl_model_config *cfg, const struct gl_kv_params *p,
+                         int64_t len)
+{
+    struct gl_kv_params q = *p;
+    q.budget_bytes = 1;
+    struct gl_kv_plan pl;
+    GL_ASSERT(gl_kv_plan_compute(cfg, &q, len, &pl, NULL) == GL_OK); // checked by the caller
+    return pl.pages_per_seq;
+}
+
+gl_status gl_kv_fit_compute(const struct gl_model_config *cfg, const struct gl_kv_params *p,
+                            const struct gl_kv_fit_in *in, struct gl_kv_fit *out,
+                            struct gl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!(in->utilization > 0.0 && in->utilization <= 1.0) || in->max_model_len < 1 ||
+        in->max_num_seqs < 1)
+        return gl_err_set(err, GL_E_INVAL,
+                          "kv: fit: utilization %g not in (0, 1], max_model_len %lld or "
+                          "max_num_seqs %d < 1",
+                          in->utilization, (long long)in->max_model_len, (int)in->max_num_seqs);
+    struct gl_kv_params q = *p;
+    q.budget_bytes = 1;
+    struct gl_kv_plan pl;
+    gl_status st = gl_kv_plan_compute(cfg, &q, in->max_model_len, &pl, err);
+    if (st != GL_OK)
+        return st;
+    const int64_t page = (int64_t)pl.page_bytes;
+    int64_t pages;
+    if (in->budget_fixed > 0) {
+        pages = in->budget_fixed / page;
+    } else {
+        const double usable = (double)(in->mem_free > 0 ? in->mem_free : 0) * in->utilization;
+        pages = (int64_t)(usable / (double)page);
+        const int64_t want = pl.pages_per_seq * in->max_num_seqs;
+        if (pages > want) {
+            pages = want;
+            out->capped = 1;
+        }
+    }
+    // The smallest pool that holds anything: one block of every group.
+    if (pages < pl.n_groups)
+        return gl_err_set(err, GL_E_LIMIT,
+                          "kv: %s %lld bytes hold %lld KV pages of %lld bytes; even one block of "
+                          "every layer group needs %d pages (%lld bytes)",
+                          in->budget_fixed > 0 ? "--kv-cache-memory"
+                                               : "the memory free after "
+                                                 "the weights allows",
+                          (long long)(in->budget_fixed > 0 ? in->budget_fixed : in->mem_free),
+                          (long long)pages, (long long)page, (int)pl.n_groups,
+                          (long long)pl.n_groups * page);
+    out->budget_bytes = pages * page;
+    out->max_model_len = in->max_model_len;
+    if (pl.pages_per_seq > pages && !in->max_len_fixed) {
+        // Longest length whose sequence fits: pages_per_seq is monotonic in the length.
+        int64_t lo = 1, hi = in->max_model_len; // seq_pages(lo) <= pages < seq_pages(hi)
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (seq_pages(cfg, p, mid) <= pages)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        out->max_model_len = lo;
+        out->lowered = 1;
+    }
+    return GL_OK;
+}
+
 // ---- key table ----
 
 static uint64_t mix64(uint64_t x)

@@ -62,6 +62,33 @@ GL_MUST_USE gl_status gl_kv_plan_compute(const struct gl_model_config *cfg,
                                          const struct gl_kv_params *p, int64_t max_model_len,
                                          struct gl_kv_plan *out, struct gl_err *err);
 
+// Default pool sizing (glint serve and glint plan without --kv-cache-memory), llama.cpp-style
+// fitting: the pool takes `utilization` of the memory free after the weights, but no more than
+// max_num_seqs sequences of max_model_len need (more could only hold prefix-cache pages). When
+// that pool cannot hold one sequence of max_model_len and the length is not the user's,
+// max_model_len is lowered to the longest that fits (vLLM refuses to start instead); a
+// user-given length is kept (the engine then refuses only requests that cannot fit).
+struct gl_kv_fit_in {
+    int64_t mem_free;      // bytes free for the pool after the weights (base/host.h)
+    double utilization;    // fraction of mem_free to take, (0, 1] (--gpu-memory-utilization)
+    int64_t budget_fixed;  // > 0: the pool is this size (--kv-cache-memory); only the length fits
+    int64_t max_model_len; // wanted positions per sequence
+    int max_len_fixed;     // 1: max_model_len is the user's: never lowered
+    int32_t max_num_seqs;  // sequences of max_model_len worth holding at once
+};
+struct gl_kv_fit {
+    int64_t budget_bytes;  // whole pages
+    int64_t max_model_len; // <= the wanted one
+    int lowered;           // 1: max_model_len was lowered to fit the pool
+    int capped;            // 1: the budget is max_num_seqs full sequences, not the free memory
+};
+// GL_E_LIMIT (saying how much memory is free and what one block needs) when not even one block
+// of every layer group fits; GL_E_INVAL for bad parameters. p: block_size and dtype (its
+// budget_bytes is ignored).
+GL_MUST_USE gl_status gl_kv_fit_compute(const struct gl_model_config *cfg,
+                                        const struct gl_kv_params *p, const struct gl_kv_fit_in *in,
+                                        struct gl_kv_fit *out, struct gl_err *err);
+
 struct gl_kv_pool;
 struct gl_kv_seq;
 

@@ -55,6 +55,11 @@ struct gl_model_ctx {
     int partial_head;
 };
 
+struct gl_pool *gl_model_ctx_pool(struct gl_model_ctx *c)
+{
+    return c->pool;
+}
+
 const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c)
 {
     return c->k;

@@ -251,6 +251,7 @@ GL_MUST_USE gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct g
                                        struct gl_err *err);
 void gl_model_ctx_delete(struct gl_model_ctx *c); // NULL-safe
 const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c);
+struct gl_pool *gl_model_ctx_pool(struct gl_model_ctx *c); // its threads (for pinning)
 
 // One sequence's part of a batched step: n tokens at positions pos0.. whose K/V are written
 // through views[layer]. Each view must map the blocks of those positions and of every key they

@@ -861,13 +861,63 @@ TEST(test_forward_batch_logit_rows)
     gl_model_ctx_delete(c);
 }
 
+// Default pool sizing (gl_kv_fit_compute) on the release shape, f16: 212,992-byte pages, 8,579
+// pages for one 131,072-token sequence; 1 GiB holds 5,041 (the issue-19 start-up).
+TEST(test_fit_release_shape)
+{
+    struct gl_model_config cfg = release_config();
+    struct gl_kv_params p = {0, 16, GL_KV_F16, 1};
+    struct gl_kv_fit_in in = {.mem_free = (int64_t)1 << 30,
+                              .utilization = 1.0,
+                              .max_model_len = 131072,
+                              .max_num_seqs = 16};
+    struct gl_kv_fit f;
+    struct gl_err err;
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECK(f.budget_bytes == (int64_t)5041 * 212992 && !f.capped);
+    // The longest sequence 5,041 pages hold: 4,654 global blocks + 3 x 129 sliding ones.
+    CHECKF(f.lowered && f.max_model_len == 4654 * 16, "%lld", (long long)f.max_model_len);
+    struct gl_kv_plan pl;
+    p.budget_bytes = f.budget_bytes;
+    REQUIRE(gl_kv_plan_compute(&cfg, &p, f.max_model_len, &pl, &err) == GL_OK);
+    CHECK(pl.pages_per_seq == pl.n_pages);
+    REQUIRE(gl_kv_plan_compute(&cfg, &p, f.max_model_len + 1, &pl, &err) == GL_OK);
+    CHECK(pl.pages_per_seq == pl.n_pages + 1); // one position more no longer fits
+    // Utilization scales the free memory; the user's length is never lowered.
+    in.utilization = 0.5;
+    in.max_len_fixed = 1;
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECK(f.budget_bytes == (int64_t)2520 * 212992 && !f.lowered && f.max_model_len == 131072);
+    // Plenty of memory: the pool stops at max_num_seqs full sequences.
+    in = (struct gl_kv_fit_in){.mem_free = (int64_t)1 << 40,
+                               .utilization = 0.9,
+                               .max_model_len = 131072,
+                               .max_num_seqs = 16};
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECK(f.capped && !f.lowered && f.budget_bytes == (int64_t)16 * 8579 * 212992);
+    // A fixed pool (--kv-cache-memory) fits the length only, whatever memory is free.
+    in.budget_fixed = (int64_t)1 << 30;
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECK(f.budget_bytes == (int64_t)5041 * 212992 && f.lowered && f.max_model_len == 74464);
+    // Refusals: not one block per group (4 pages), bad utilization.
+    in = (struct gl_kv_fit_in){
+        .mem_free = 3 * 212992, .utilization = 1.0, .max_model_len = 131072, .max_num_seqs = 1};
+    CHECK(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_E_LIMIT);
+    CHECKF(strstr(err.msg, "4 pages") != NULL, "%s", err.msg);
+    in.mem_free = 4 * 212992;
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECK(f.max_model_len == 16 && f.lowered);
+    in.utilization = 1.5;
+    CHECK(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_E_INVAL);
+}
+
 static int run_all(void)
 {
     RUN_TESTS(test_fp8_codes, test_fp8_row_scale, test_plan_release_shape,
               test_pool_accounting_random, test_reserve_failure_changes_nothing,
               test_sliding_pages_follow_window, test_prefix_cache_hit_logits,
               test_prefix_sliding_rule, test_fp8_rows_in_pool, test_forward_batch_equals_alone,
-              test_forward_batch_refusals, test_forward_batch_logit_rows);
+              test_forward_batch_refusals, test_forward_batch_logit_rows, test_fit_release_shape);
 }
 
 int main(void)
