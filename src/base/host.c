@@ -8,12 +8,14 @@
 #include "base/base.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int gl_host_parse_cpulist(const char *s, uint8_t *set, int max_cpu)
 {
@@ -274,4 +276,27 @@ int64_t gl_host_mem_available(void)
     int64_t room = gl_host_mem_room(slurp("/proc/meminfo", mi, sizeof mi), l, u);
     int64_t cap = env_cap();
     return cap >= 0 && (room < 0 || cap < room) ? cap : room;
+}
+
+int64_t gl_host_model_bytes(const char *path)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0)
+        return 0;
+    if (S_ISREG(sb.st_mode))
+        return (int64_t)sb.st_size;
+    DIR *d = S_ISDIR(sb.st_mode) ? opendir(path) : NULL;
+    int64_t total = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        char p[4352];
+        if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors") != 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode))
+            total += (int64_t)sb.st_size;
+    }
+    if (d)
+        closedir(d);
+    return total;
 }

@@ -44,6 +44,10 @@ struct gl_host_cpus {
 // The process's cores, detected once (thread-safe); never NULL.
 const struct gl_host_cpus *gl_host_cpus(void);
 
+// Bytes of a model on disk: a file's size, or the sum over a folder's *.safetensors files; 0 when
+// unreadable. (What mmapped weights will keep resident: MemAvailable counts page cache as free.)
+int64_t gl_host_model_bytes(const char *path);
+
 // gl_host_mem_room over the real files, read now. GLINT_MEM_AVAILABLE=BYTES caps it (tests, and a
 // way to keep glint's KV pool below what the machine has free).
 int64_t gl_host_mem_available(void);

@@ -13,7 +13,8 @@ static int usage(FILE *f)
 {
     fprintf(f,
             "usage: glint serve --model F [options]   (vLLM's flag names)\n"
-            "  --host H                    IPv4 address to bind (default 127.0.0.1)\n"
+            "  --host H                    IPv4 or IPv6 address to bind (default 127.0.0.1;\n"
+            "                              0.0.0.0: every IPv4 interface; ::: every interface)\n"
             "  --port P                    default 8000 (0: any free port, printed at start)\n"
             "  --api-key K                 required Bearer key on /v1/* (or VLLM_API_KEY)\n"
             "  --ssl-certfile F            PEM certificate chain: serve HTTPS (needs\n"
@@ -21,21 +22,45 @@ static int usage(FILE *f)
             "  --ssl-keyfile F             PEM private key of the certificate\n"
             "  --ssl-keyfile-password P    passphrase of an encrypted --ssl-keyfile\n"
             "  --served-model-name N       the model id clients send (default: the path)\n"
-            "  --max-model-len N           prompt + output tokens (default: the model's)\n"
+            "  --max-model-len N           prompt + output tokens (default: the model's, lowered\n"
+            "                              to what the KV pool holds; said at start)\n"
             "  --max-num-seqs N            sequences per step (default 16)\n"
             "  --max-num-batched-tokens N  tokens per step (default 512)\n"
-            "  --kv-cache-memory BYTES     KV pool size, e.g. 2GiB (default 1GiB)\n"
-            "  --kv-cache-dtype T          f16|bf16|fp8|f32 (default f16)\n"
+            "  --kv-cache-memory-bytes B   KV pool size, e.g. 2GiB (also --kv-cache-memory;\n"
+            "                              default: sized from the memory free after the\n"
+            "                              weights, at most --max-num-seqs full sequences)\n"
+            "  --gpu-memory-utilization F  share of the memory free after the weights that the\n"
+            "                              default KV pool takes, (0, 1] (default 0.9; on CPU\n"
+            "                              it is not a share of total memory as in vLLM)\n"
+            "  --kv-cache-dtype T          auto|f16|bf16|fp8|f32 (default auto = f16)\n"
+            "  --block-size N              positions per KV page (default 16)\n"
             "  --enable-prefix-caching / --no-enable-prefix-caching   (default on)\n"
-            "  --generation-config G       auto|vllm|FOLDER with generation_config.json\n"
-            "  --threads N                 kernel threads (default 2)\n"
-            "  --max-waiting N             queued sequences before 503 (default 256)\n"
+            "  --generation-config G       auto (default: generation_config.json of an HF\n"
+            "                              --model folder) | vllm (vLLM's defaults) | FOLDER\n"
+            "  --seed N                    base seed of unseeded requests (default 0)\n"
+            "  --threads N                 kernel threads (default: the physical cores this\n"
+            "                              process may use, one pinned per core)\n"
+            "  --max-waiting N             queued sequences before 503 (default 256)\n");
+    fprintf(f, // (split: C99 string literal limit)
+            "  --tensor-parallel-size 1, --pipeline-parallel-size 1, --data-parallel-size 1\n"
+            "                              accepted for vLLM command lines (1 only)\n"
+            "  --allowed-origins L         CORS: JSON list or comma-separated (default [\"*\"])\n"
+            "  --allowed-methods L         CORS methods (default [\"*\"])\n"
+            "  --allowed-headers L         CORS request headers (default [\"*\"])\n"
+            "  --allow-credentials         CORS: allow credentials (default off)\n"
+            "  --disable-uvicorn-access-log / --disable-log-requests\n"
+            "                              no per-request access line on stdout (default on:\n"
+            "                              method, path, status, latency, tokens; never bodies)\n"
+            "  --uvicorn-log-level L       debug|info|trace: access lines; warning|error|\n"
+            "                              critical: none\n"
+            "  --enable-log-requests, --disable-log-stats, --trust-remote-code   accepted for\n"
+            "                              vLLM command lines; change nothing\n"
             "  --shutdown-timeout S        drain time after SIGTERM/SIGINT (default 30)\n"
             "  --deep-health-interval S    deep probe period in seconds (default 600; 0: off)\n"
             "  --max-body-bytes BYTES      request body limit (default 32MiB; over it: 413)\n"
             "  --limit-concurrency N       open connections (default 1024); over it a new one\n"
             "                              is answered 503 and closed\n"
-            "  --limit-concurrency-per-ip N   open connections per client IPv4 address\n"
+            "  --limit-concurrency-per-ip N   open connections per client address (IPv4 or IPv6)\n"
             "                              (default 0: no limit; over it: 429 and closed;\n"
             "                              16 over it: closed at once)\n"
             "  --timeout-headers S         a request's headers must arrive within S seconds\n"
@@ -60,6 +85,31 @@ static int usage(FILE *f)
     return f == stdout ? 0 : 2;
 }
 
+// vLLM's --gpu-memory-utilization: a fraction in (0, 1].
+static int parse_fraction(const char *v, double *out)
+{
+    char *end;
+    double f = strtod(v, &end);
+    if (end == v || *end || !(f > 0.0 && f <= 1.0))
+        return -1;
+    *out = f;
+    return 0;
+}
+
+// uvicorn's levels: its access log is written at info, so warning and above silence it.
+static int log_level(const char *v, int *access_log)
+{
+    static const char *const on[] = {"trace", "debug", "info"};
+    static const char *const off[] = {"warning", "error", "critical"};
+    for (int i = 0; i < 3; i++) {
+        if (!strcmp(v, on[i]))
+            return *access_log = 1, 0;
+        if (!strcmp(v, off[i]))
+            return *access_log = 0, 0;
+    }
+    return -1;
+}
+
 int gl_cmd_serve(int argc, char **argv)
 {
     struct gl_server_params p = gl_server_default_params();
@@ -76,6 +126,17 @@ int gl_cmd_serve(int argc, char **argv)
             p.framing = 0;
             continue;
         }
+        if (!strcmp(a, "--allow-credentials")) {
+            p.allow_credentials = 1;
+            continue;
+        }
+        if (!strcmp(a, "--disable-uvicorn-access-log") || !strcmp(a, "--disable-log-requests")) {
+            p.access_log = 0;
+            continue;
+        }
+        if (!strcmp(a, "--enable-log-requests") || !strcmp(a, "--disable-log-stats") ||
+            !strcmp(a, "--trust-remote-code"))
+            continue; // glint logs no request bodies or periodic stats, and runs no model code
         if (i + 1 >= argc) {
             fprintf(stderr, "glint serve: unknown flag or missing value: '%s'\n", a);
             return usage(stderr);
@@ -123,7 +184,7 @@ int gl_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--deep-health-interval"))
             bad =
                 gl_cli_parse_int(v, 0, 86400 * 7, &x) || (p.deep_health_interval_s = (double)x, 0);
-        else if (!strcmp(a, "--kv-cache-memory"))
+        else if (!strcmp(a, "--kv-cache-memory") || !strcmp(a, "--kv-cache-memory-bytes"))
             bad = gl_cli_parse_bytes(v, &bytes) || (p.engine.kv.budget_bytes = bytes, 0);
         else if (!strcmp(a, "--max-body-bytes"))
             bad = gl_cli_parse_bytes(v, &bytes) || (p.max_body_bytes = (size_t)bytes, 0);
@@ -153,7 +214,32 @@ int gl_cmd_serve(int argc, char **argv)
                   (p.max_media_bytes = (size_t)bytes, 0);
         else if (!strcmp(a, "--kv-cache-dtype"))
             bad = gl_kv_dtype_parse(v, &p.engine.kv.dtype, NULL) != GL_OK;
-        else {
+        else if (!strcmp(a, "--gpu-memory-utilization"))
+            bad = parse_fraction(v, &p.kv_memory_fraction);
+        else if (!strcmp(a, "--block-size"))
+            bad = gl_cli_parse_int(v, 1, 1024, &x) || (p.engine.kv.block_size = (int32_t)x, 0);
+        else if (!strcmp(a, "--seed"))
+            bad = gl_cli_parse_int(v, 0, INT64_MAX, &x) || (p.engine.seed = (uint64_t)x, 0);
+        else if (!strcmp(a, "--allowed-origins"))
+            p.allowed_origins = v;
+        else if (!strcmp(a, "--allowed-methods"))
+            p.allowed_methods = v;
+        else if (!strcmp(a, "--allowed-headers"))
+            p.allowed_headers = v;
+        else if (!strcmp(a, "--uvicorn-log-level"))
+            bad = log_level(v, &p.access_log);
+        else if (!strcmp(a, "--tensor-parallel-size") || !strcmp(a, "-tp") ||
+                 !strcmp(a, "--pipeline-parallel-size") || !strcmp(a, "-pp") ||
+                 !strcmp(a, "--data-parallel-size") || !strcmp(a, "-dp")) {
+            if (strcmp(v, "1") != 0) {
+                fprintf(stderr,
+                        "glint serve: %s %s: glint runs one model replica in one process on the "
+                        "CPU; only 1 is supported (start more servers behind a load balancer "
+                        "for data parallelism)\n",
+                        a, v);
+                return 2;
+            }
+        } else {
             fprintf(stderr, "glint serve: unknown flag '%s'\n", a);
             return usage(stderr);
         }

@@ -81,7 +81,8 @@ gl_status gl_kv_dtype_parse(const char *s, enum gl_kv_dtype *out, struct gl_err 
     static const struct {
         const char *name;
         enum gl_kv_dtype t;
-    } names[] = {{"f32", GL_KV_F32},      {"float32", GL_KV_F32},      {"f16", GL_KV_F16},
+    } names[] = {{"auto", GL_KV_F16}, // vLLM: the model's dtype; glint's default choice is f16
+                 {"f32", GL_KV_F32},      {"float32", GL_KV_F32},      {"f16", GL_KV_F16},
                  {"float16", GL_KV_F16},  {"bf16", GL_KV_BF16},        {"bfloat16", GL_KV_BF16},
                  {"fp8", GL_KV_FP8_E4M3}, {"fp8_e4m3", GL_KV_FP8_E4M3}};
     for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
@@ -90,7 +91,7 @@ gl_status gl_kv_dtype_parse(const char *s, enum gl_kv_dtype *out, struct gl_err 
             return GL_OK;
         }
     return gl_err_set(err, GL_E_INVAL,
-                      "kv: cache dtype \"%.40s\" is not one of f32, f16, bf16, fp8, fp8_e4m3",
+                      "kv: cache dtype \"%.40s\" is not one of auto, f32, f16, bf16, fp8, fp8_e4m3",
                       s ? s : "(null)");
 }
 

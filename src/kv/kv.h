@@ -36,7 +36,8 @@
 
 // enum gl_kv_dtype lives in model/model.h (the view attention reads carries it).
 const char *gl_kv_dtype_name(enum gl_kv_dtype t);
-// "f32" | "f16" | "bf16" | "fp8" | "fp8_e4m3" (vLLM spelling); GL_E_INVAL naming the text.
+// "auto" (= f16, the default) | "f32" | "f16" | "bf16" | "fp8" | "fp8_e4m3" (vLLM spelling);
+// GL_E_INVAL naming the text.
 GL_MUST_USE gl_status gl_kv_dtype_parse(const char *s, enum gl_kv_dtype *out, struct gl_err *err);
 
 struct gl_kv_params {

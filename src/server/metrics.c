@@ -16,19 +16,50 @@ static const double k_e2e[] = {0.3,  0.5,  0.8,  1.0,  1.5,  2.0,  2.5,   5.0,  
                                30.0, 40.0, 50.0, 60.0, 120., 240., 480.0, 960.0, 1920., 7680.};
 static const double k_grammar[] = {0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                    0.025,  0.05,   0.1,   0.25,   0.5,   1.0};
+static const double k_iter[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+static const double k_n[] = {1, 2, 5, 10, 20};
 static const char *k_reasons[GL_REASON_N] = {"stop", "length", "tool_calls", "abort"};
 
 void gl_metrics_init(struct gl_metrics *m)
 {
     memset(m, 0, sizeof *m);
     pthread_mutex_init(&m->mu, NULL);
-    const double *b[GL_HIST_N] = {k_ttft, k_itl, k_e2e, k_grammar};
-    int n[GL_HIST_N] = {sizeof k_ttft / sizeof *k_ttft, sizeof k_itl / sizeof *k_itl,
-                        sizeof k_e2e / sizeof *k_e2e, sizeof k_grammar / sizeof *k_grammar};
-    for (int i = 0; i < GL_HIST_N; i++) {
-        GL_ASSERT(n[i] < 32);
-        m->h[i].bounds = b[i];
-        m->h[i].n = n[i];
+#define HB(a) a, (int)(sizeof a / sizeof *a)
+    static const struct {
+        int id;
+        const double *b;
+        int n;
+    } k[] = {{GL_HIST_TTFT, HB(k_ttft)},  {GL_HIST_ITL, HB(k_itl)},
+             {GL_HIST_E2E, HB(k_e2e)},    {GL_HIST_GRAMMAR, HB(k_grammar)},
+             {GL_HIST_QUEUE, HB(k_e2e)},  {GL_HIST_PREFILL, HB(k_e2e)},
+             {GL_HIST_DECODE, HB(k_e2e)}, {GL_HIST_INFERENCE, HB(k_e2e)},
+             {GL_HIST_ITER, HB(k_iter)},  {GL_HIST_PARAMS_N, HB(k_n)}};
+#undef HB
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        GL_ASSERT(k[i].n < 32);
+        m->h[k[i].id].bounds = k[i].b;
+        m->h[k[i].id].n = k[i].n;
+    }
+    m->h[GL_HIST_ITER].ints = m->h[GL_HIST_PARAMS_N].ints = 1;
+    gl_metrics_set_max_model_len(m, 1);
+}
+
+void gl_metrics_set_max_model_len(struct gl_metrics *m, int64_t max_model_len)
+{
+    int n = 0; // vLLM's build_1_2_5_buckets: 1, 2, 5 times powers of ten, up to the maximum
+    for (double e = 1; n < 31; e *= 10) {
+        const double mant[3] = {1, 2, 5};
+        int i = 0;
+        for (; i < 3 && mant[i] * e <= (double)max_model_len; i++)
+            m->b125[n++] = mant[i] * e;
+        if (i < 3)
+            break;
+    }
+    const int tok[] = {GL_HIST_PROMPT_TOK, GL_HIST_GEN_TOK, GL_HIST_MAX_TOK, GL_HIST_MAX_GEN};
+    for (size_t i = 0; i < sizeof tok / sizeof *tok; i++) {
+        m->h[tok[i]].bounds = m->b125;
+        m->h[tok[i]].n = n;
+        m->h[tok[i]].ints = 1;
     }
 }
 
@@ -110,7 +141,10 @@ static void hist(struct out *o, const char *name, const char *help, const char *
     int64_t cum = 0;
     for (int i = 0; i <= h->n; i++) {
         cum += h->counts[i];
-        if (i < h->n)
+        if (i < h->n && h->ints) // Prometheus' client prints integer bounds as "5.0"
+            put(o, "%s_bucket{le=\"%.1f\",model_name=\"%s\"} %lld\n", name, h->bounds[i], model,
+                (long long)cum);
+        else if (i < h->n)
             put(o, "%s_bucket{le=\"%g\",model_name=\"%s\"} %lld\n", name, h->bounds[i], model,
                 (long long)cum);
         else
@@ -178,6 +212,31 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
          &m->h[GL_HIST_ITL]);
     hist(&o, "vllm:e2e_request_latency_seconds", "Arrival to last token.", model,
          &m->h[GL_HIST_E2E]);
+    static const struct {
+        int id;
+        const char *name, *help;
+    } k_vllm[] = {
+        {GL_HIST_QUEUE, "vllm:request_queue_time_seconds",
+         "Histogram of time spent in WAITING phase for request."},
+        {GL_HIST_PREFILL, "vllm:request_prefill_time_seconds",
+         "Histogram of time spent in PREFILL phase for request."},
+        {GL_HIST_DECODE, "vllm:request_decode_time_seconds",
+         "Histogram of time spent in DECODE phase for request."},
+        {GL_HIST_INFERENCE, "vllm:request_inference_time_seconds",
+         "Histogram of time spent in RUNNING phase for request."},
+        {GL_HIST_PROMPT_TOK, "vllm:request_prompt_tokens", "Number of prefill tokens processed."},
+        {GL_HIST_GEN_TOK, "vllm:request_generation_tokens",
+         "Number of generation tokens processed."},
+        {GL_HIST_ITER, "vllm:iteration_tokens_total",
+         "Histogram of number of tokens per engine_step."},
+        {GL_HIST_MAX_GEN, "vllm:request_max_num_generation_tokens",
+         "Histogram of maximum number of requested generation tokens."},
+        {GL_HIST_PARAMS_N, "vllm:request_params_n", "Histogram of the n request parameter."},
+        {GL_HIST_MAX_TOK, "vllm:request_params_max_tokens",
+         "Histogram of the max_tokens request parameter."},
+    };
+    for (size_t i = 0; i < sizeof k_vllm / sizeof *k_vllm; i++)
+        hist(&o, k_vllm[i].name, k_vllm[i].help, model, &m->h[k_vllm[i].id]);
     hist(&o, "glint:grammar_compile_seconds", "Grammar compile or cache lookup per request.", model,
          &m->h[GL_HIST_GRAMMAR]);
     pthread_mutex_unlock(&m->mu);

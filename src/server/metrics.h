@@ -9,7 +9,25 @@
 #include <pthread.h>
 #include <stdint.h>
 
-enum { GL_HIST_TTFT, GL_HIST_ITL, GL_HIST_E2E, GL_HIST_GRAMMAR, GL_HIST_N };
+// Seconds histograms (fixed vLLM buckets) then token counts (vLLM's 1-2-5 buckets up to
+// max_model_len, set by gl_metrics_set_max_model_len).
+enum {
+    GL_HIST_TTFT,
+    GL_HIST_ITL,
+    GL_HIST_E2E,
+    GL_HIST_GRAMMAR,
+    GL_HIST_QUEUE,      // submit -> first admission to the running batch, per choice
+    GL_HIST_PREFILL,    // admission -> first token
+    GL_HIST_DECODE,     // first token -> last token
+    GL_HIST_INFERENCE,  // admission -> last token
+    GL_HIST_ITER,       // tokens computed per engine step
+    GL_HIST_PARAMS_N,   // the n parameter, per prompt
+    GL_HIST_PROMPT_TOK, // prompt tokens, per finished choice
+    GL_HIST_GEN_TOK,    // generated tokens, per finished choice
+    GL_HIST_MAX_TOK,    // the max_tokens parameter when given, per finished choice
+    GL_HIST_MAX_GEN,    // the most tokens any choice of a prompt generated, per prompt
+    GL_HIST_N
+};
 enum { GL_REASON_STOP, GL_REASON_LENGTH, GL_REASON_TOOLS, GL_REASON_ABORT, GL_REASON_N };
 
 struct gl_metrics {
@@ -19,6 +37,7 @@ struct gl_metrics {
         const double *bounds; // upper bounds, seconds
         int n;
         int64_t counts[32]; // per bucket (not cumulative); counts[n] is +Inf
+        int ints;           // bounds print as integers (token counts)
         double sum;
         int64_t count;
     } h[GL_HIST_N];
@@ -29,10 +48,14 @@ struct gl_metrics {
     int32_t prefix_caching;          // 1: on
     const char *cache_dtype;         // static string (gl_kv_dtype_name)
     struct gl_media_cache *mm_cache; // the vision encoder's cache (glint:mm_cache_*), or NULL
+    double b125[32];                 // 1, 2, 5, 10, ... <= max_model_len (token histograms)
 };
 
 void gl_metrics_init(struct gl_metrics *m);
 void gl_metrics_destroy(struct gl_metrics *m);
+// The token histograms' buckets (vLLM's build_1_2_5_buckets(max_model_len)); call once, before
+// any observation.
+void gl_metrics_set_max_model_len(struct gl_metrics *m, int64_t max_model_len);
 void gl_metrics_observe(struct gl_metrics *m, int hist, double seconds);
 void gl_metrics_finish(struct gl_metrics *m, const char *finish_reason);
 // The whole /metrics page (gl_malloc'ed text), with the grammar mask histogram ms.

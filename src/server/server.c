@@ -7,9 +7,11 @@
 #define _GNU_SOURCE // POLLRDHUP
 #include "server/server.h"
 #include "api/api.h"
+#include "base/host.h"
 #include "grammar/grammar.h"
 #include "image/image.h"
 #include "model/model.h"
+#include "server/cors.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
 
@@ -55,6 +57,7 @@ struct server {
     struct gl_api_config api;
     struct gl_metrics metrics;
     struct gl_api_mask_stats mask_stats;
+    struct gl_cors cors; // read-only after start
     _Atomic int state;
     _Atomic int stop_engine;
     _Atomic int64_t in_flight; // client requests not yet answered (the probe is not counted)
@@ -111,8 +114,13 @@ struct sreq {
     int32_t eng_live;     // choices the engine has not finished (it still calls back)
     int http_done;        // the HTTP side let go
     int cancelled;
-    int finished_noted; // metrics recorded
-    int64_t t_arrival, t_first, t_last;
+    int finished_noted;                 // metrics recorded
+    int64_t t_arrival, t_first, t_last; // t_arrival: the request's first byte (conn)
+    int64_t t_submit;                   // handed to the engine: queue time starts
+    int64_t *t_first_c;                 // [n_prompts * n] first token of each choice (0: none)
+    int32_t *max_gen;                   // [n_prompts] most tokens a choice of the prompt made
+    int64_t cached;                     // prompt positions the prefix cache supplied (choice 0s)
+    struct conn *cn;                    // the HTTP side's record (connection thread only)
     struct MHD_Connection *conn;
     struct sreq *reg_prev, *reg_next;
     char *pending; // SSE bytes taken from resp, not yet handed to MHD
@@ -134,6 +142,8 @@ static void sreq_free(struct sreq *r)
     gl_api_req_free(&r->S->api, r->req);
     gl_free(r->pctx);
     gl_free(r->eng_ids);
+    gl_free(r->t_first_c);
+    gl_free(r->max_gen);
     gl_free(r->pending);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
@@ -167,6 +177,40 @@ static void note_finished(struct sreq *r)
     for (int32_t i = 0; i < gl_api_resp_n_choices(r->resp); i++)
         gl_metrics_finish(m, gl_api_resp_finish(r->resp, i));
     gl_metrics_observe(m, GL_HIST_E2E, (double)(gl_time_us() - r->t_arrival) / 1e6);
+    for (int32_t i = 0; i < r->req->n_prompts; i++) { // vLLM: once per parent request
+        gl_metrics_observe(m, GL_HIST_PARAMS_N, r->req->sp.n);
+        gl_metrics_observe(m, GL_HIST_MAX_GEN, r->max_gen[i]);
+    }
+}
+
+// vLLM's per-request phase histograms, once per finished choice (vLLM v1 counts each of the n
+// samples as a request): queue = submit -> admission, prefill = admission -> first token,
+// decode = first -> last token, inference = admission -> last token. Caller holds r->mu.
+static void note_choice_done(struct sreq *r, int32_t prompt, const struct gl_event *ev, int64_t now)
+{
+    struct gl_metrics *m = &r->S->metrics;
+    if (ev->index == 0)
+        r->cached += ev->n_prompt_cached;
+    if (ev->n_generated > r->max_gen[prompt])
+        r->max_gen[prompt] = ev->n_generated;
+    if (ev->finish == GL_FINISH_ERROR)
+        return;
+    int64_t first = r->t_first_c[(size_t)prompt * (size_t)r->req->sp.n + (size_t)ev->index];
+    int64_t sched = ev->t_scheduled_us;
+    if (sched > 0) {
+        if (!first)
+            first = now;
+        gl_metrics_observe(m, GL_HIST_QUEUE, (double)(sched - r->t_submit) / 1e6);
+        gl_metrics_observe(m, GL_HIST_PREFILL, (double)(first - sched) / 1e6);
+        gl_metrics_observe(m, GL_HIST_DECODE, (double)(now - first) / 1e6);
+        gl_metrics_observe(m, GL_HIST_INFERENCE, (double)(now - sched) / 1e6);
+    }
+    gl_metrics_observe(m, GL_HIST_PROMPT_TOK, ev->n_prompt);
+    gl_metrics_observe(m, GL_HIST_GEN_TOK, ev->n_generated);
+    // vLLM observes the effective max_tokens (unset: what max_model_len leaves after the prompt).
+    int64_t room = (int64_t)r->S->api.max_model_len - ev->n_prompt;
+    int64_t mt = r->req->sp.max_tokens;
+    gl_metrics_observe(m, GL_HIST_MAX_TOK, (double)(mt >= 0 && mt < room ? mt : room));
 }
 
 // Engine thread.
@@ -177,6 +221,9 @@ static void on_event(void *user, const struct gl_event *ev)
     pthread_mutex_lock(&r->mu);
     int64_t now = gl_time_us();
     if (ev->n_tokens > 0) {
+        int64_t *tc = &r->t_first_c[(size_t)pc->idx * (size_t)r->req->sp.n + (size_t)ev->index];
+        if (!*tc)
+            *tc = now;
         if (!r->t_first) {
             r->t_first = now;
             gl_metrics_observe(&r->S->metrics, GL_HIST_TTFT, (double)(now - r->t_arrival) / 1e6);
@@ -185,6 +232,8 @@ static void on_event(void *user, const struct gl_event *ev)
         }
         r->t_last = now;
     }
+    if (ev->finish != GL_FINISH_NONE)
+        note_choice_done(r, pc->idx, ev, now);
     if (gl_api_resp_event(r->resp, pc->idx, ev))
         (void)gl_engine_cancel(r->S->engine, r->eng_ids[pc->idx]); // a chat stop string matched
     note_finished(r);
@@ -204,7 +253,28 @@ struct conn {
     size_t seen; // body bytes received, kept or not
     int too_large;
     int counted; // a generation request in S->in_flight until its answer is written
+    // The access-log line (never the body): filled on the connection thread.
+    int64_t t_arrival; // the request's first on_request call (its headers are in)
+    unsigned status;   // the status queued (0: none, the client went away first)
+    char method[16], path[256], client[64], id[48];
+    int64_t prompt_tokens, cached_tokens, completion_tokens; // -1: not a generation
 };
+
+// The request the calling connection thread serves (libmicrohttpd runs one thread per
+// connection, and a connection serves one request at a time): queue_response records the status
+// there for the access log without threading the record through every answer helper.
+static _Thread_local struct conn *tl_conn;
+
+// Every answer goes out here: the CORS headers of the request's Origin, and its status noted.
+static enum MHD_Result queue_response(struct MHD_Connection *c, unsigned status,
+                                      struct MHD_Response *res)
+{
+    if (tl_conn) {
+        tl_conn->status = status;
+        gl_cors_add_headers(&tl_conn->S->cors, c, res);
+    }
+    return MHD_queue_response(c, status, res);
+}
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type,
                                  const char *text, size_t len, const char *extra_header,
@@ -217,7 +287,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
     MHD_add_response_header(res, "Content-Type", type);
     if (extra_header)
         MHD_add_response_header(res, extra_header, extra_value);
-    enum MHD_Result ret = MHD_queue_response(c, status, res);
+    enum MHD_Result ret = queue_response(c, status, res);
     MHD_destroy_response(res);
     return ret;
 }
@@ -304,8 +374,8 @@ enum guard_phase { G_HEADERS, G_BODY, G_BUSY, G_KEEPALIVE, G_CLOSED };
 
 struct guard {
     int fd;
-    int reniced;   // its MHD thread runs at CONN_NICE
-    uint32_t addr; // client IPv4 address, network order (0: not IPv4)
+    int reniced;      // its MHD thread runs at CONN_NICE
+    uint8_t addr[16]; // client address: IPv6, or IPv4 as ::ffff:a.b.c.d (zero: unknown)
     enum guard_phase phase;
     int64_t deadline_us; // G_HEADERS, G_BODY, G_KEEPALIVE: when the phase times out
     struct guard *prev, *next;
@@ -370,14 +440,19 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     if (!fi || !(g = gl_calloc(1, sizeof *g)))
         return; // unguarded (out of memory): MHD's own connection limit still holds
     g->fd = fi->connect_fd;
-    if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
-        g->addr = ((const struct sockaddr_in *)(const void *)ai->client_addr)->sin_addr.s_addr;
+    const struct sockaddr *sa = ai ? ai->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET) {
+        g->addr[10] = g->addr[11] = 0xff;
+        memcpy(g->addr + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        memcpy(g->addr, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+    }
     int total = 0, same = 0;
     pthread_mutex_lock(&S->guard_mu);
     for (struct guard *x = S->guards; x; x = x->next)
         if (x->phase != G_CLOSED) {
             total++;
-            same += x->addr == g->addr;
+            same += memcmp(x->addr, g->addr, sizeof g->addr) == 0;
         }
     int per_ip = S->p.max_connections_per_ip;
     int http = total >= S->p.max_connections ? 503 : per_ip > 0 && same >= per_ip ? 429 : 0;
@@ -504,7 +579,10 @@ static struct sreq *sreq_new(struct server *S, struct gl_api_req *req, struct gl
     cond_init_monotonic(&r->cv);
     r->pctx = gl_calloc((size_t)req->n_prompts, sizeof *r->pctx);
     r->eng_ids = gl_calloc((size_t)req->n_prompts, sizeof *r->eng_ids);
-    if (!r->pctx || !r->eng_ids || gl_api_resp_new(&r->resp, &S->api, req, &err) != GL_OK) {
+    r->t_first_c = gl_calloc((size_t)req->n_prompts * (size_t)req->sp.n, sizeof *r->t_first_c);
+    r->max_gen = gl_calloc((size_t)req->n_prompts, sizeof *r->max_gen);
+    if (!r->pctx || !r->eng_ids || !r->t_first_c || !r->max_gen ||
+        gl_api_resp_new(&r->resp, &S->api, req, &err) != GL_OK) {
         r->req = NULL; // the caller still owns req
         sreq_free(r);
         (void)gl_api_fail(e, 500, NULL, "out of memory");
@@ -565,6 +643,18 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
     return st;
 }
 
+// The access log's token counts, taken when the answer is complete (caller holds r->mu; the
+// connection thread, while cn lives).
+static void note_usage(struct sreq *r)
+{
+    struct conn *cn = r->cn;
+    if (!cn)
+        return;
+    gl_api_resp_usage(r->resp, &cn->prompt_tokens, &cn->completion_tokens);
+    cn->cached_tokens = r->cached;
+    snprintf(cn->id, sizeof cn->id, "%s", r->req->id);
+}
+
 static void http_release(struct sreq *r)
 {
     pthread_mutex_lock(&r->mu);
@@ -573,6 +663,7 @@ static void http_release(struct sreq *r)
         cancel_all(r);
     }
     r->http_done = 1;
+    r->cn = NULL; // the connection's record may go once the HTTP side is done
     if (!sreq_release_locked(r))
         pthread_mutex_unlock(&r->mu);
 }
@@ -597,6 +688,7 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
         if (r->pending)
             continue;
         if (gl_api_resp_done(r->resp)) {
+            note_usage(r);
             pthread_mutex_unlock(&r->mu);
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
@@ -604,6 +696,7 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
         if (!gl_api_resp_done(r->resp) && client_gone(r->conn)) {
             r->cancelled = 1;
             cancel_all(r);
+            note_usage(r);
             pthread_mutex_unlock(&r->mu);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -643,7 +736,9 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         return send_error(c, &e);
     }
     r->conn = c;
-    r->t_arrival = gl_time_us();
+    r->cn = cn;
+    r->t_arrival = cn->t_arrival; // TTFT and E2E include the parse and the grammar compile
+    r->t_submit = gl_time_us();
     if (submit(S, r, &e) != GL_OK) {
         http_release(r);
         return send_error(c, &e);
@@ -657,7 +752,7 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         }
         MHD_add_response_header(res, "Content-Type", "text/event-stream");
         MHD_add_response_header(res, "Cache-Control", "no-cache");
-        enum MHD_Result ret = MHD_queue_response(c, 200, res);
+        enum MHD_Result ret = queue_response(c, 200, res);
         MHD_destroy_response(res);
         return ret;
     }
@@ -674,6 +769,7 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     if (fe)
         e = *fe;
     json_t *body = gone || fe ? NULL : gl_api_resp_json(r->resp);
+    note_usage(r);
     pthread_mutex_unlock(&r->mu);
     http_release(r);
     if (gone)
@@ -801,6 +897,54 @@ static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int 
     return o ? send_json(c, 200, o) : send_error(c, &e);
 }
 
+// A new request on c: what its access-log line will name.
+static void conn_start(struct conn *cn, struct server *S, struct MHD_Connection *c,
+                       const char *method, const char *url)
+{
+    cn->S = S;
+    cn->t_arrival = gl_time_us();
+    cn->prompt_tokens = cn->cached_tokens = cn->completion_tokens = -1;
+    snprintf(cn->method, sizeof cn->method, "%s", method);
+    snprintf(cn->path, sizeof cn->path, "%s", url);
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ai ? ai->client_addr : NULL;
+    snprintf(cn->client, sizeof cn->client, "-");
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, cn->client,
+                  sizeof cn->client);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, cn->client,
+                  sizeof cn->client);
+}
+
+// One line per request (uvicorn's access log, plus latency and tokens; never the body), on
+// stdout so container log collectors get it. Control characters in the path are escaped.
+static void access_log(const struct conn *cn)
+{
+    char path[sizeof cn->path * 4];
+    size_t j = 0;
+    for (size_t i = 0; cn->path[i] && j + 5 < sizeof path; i++) {
+        unsigned char ch = (unsigned char)cn->path[i];
+        if (ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\')
+            j += (size_t)snprintf(path + j, sizeof path - j, "\\x%02x", ch);
+        else
+            path[j++] = (char)ch;
+    }
+    path[j] = 0;
+    char tokens[160] = "";
+    if (cn->prompt_tokens >= 0)
+        snprintf(tokens, sizeof tokens,
+                 " prompt_tokens=%lld cached_tokens=%lld "
+                 "completion_tokens=%lld id=%s",
+                 (long long)cn->prompt_tokens, (long long)cn->cached_tokens,
+                 (long long)cn->completion_tokens, cn->id);
+    // 499 (nginx's "client closed request"): the client went away before an answer.
+    printf("glint access: %s \"%s %s\" %u %.3fs%s\n", cn->client, cn->method, path,
+           cn->status ? cn->status : 499u, (double)(gl_time_us() - cn->t_arrival) / 1e6, tokens);
+    fflush(stdout);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -812,8 +956,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn = gl_calloc(1, sizeof *cn);
         if (!cn)
             return MHD_NO;
-        cn->S = S;
+        conn_start(cn, S, c, method, url);
         *con_cls = cn;
+        tl_conn = cn;
         guard_set(S, c, G_BODY, S->p.timeout_body_s);
         // Refused before the body is read: MHD then discards it and closes the connection.
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -847,6 +992,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     guard_set(S, c, G_BUSY, 0); // the request is read; generation has no deadline here
+    tl_conn = cn;
+    unsigned pre_status = 0;
+    struct MHD_Response *pre = NULL;
+    if (gl_cors_preflight(&S->cors, c, method, &pre_status, &pre)) { // before auth, as vLLM
+        if (!pre)
+            return MHD_NO;
+        cn->status = pre_status;
+        enum MHD_Result ret = MHD_queue_response(c, pre_status, pre);
+        MHD_destroy_response(pre);
+        return ret;
+    }
     if (strncmp(url, "/v1/", 4) == 0 && !authorized(S, c))
         return fail(c, 401, NULL,
                     "Unauthorized: a valid API key is required (Authorization: "
@@ -878,6 +1034,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     guard_set(S, c, G_KEEPALIVE, S->p.timeout_keep_alive_s);
     struct conn *cn = *con_cls;
     if (cn) {
+        if (S->p.access_log)
+            access_log(cn);
+        if (tl_conn == cn)
+            tl_conn = NULL;
         if (cn->counted)
             atomic_fetch_sub(&cn->S->in_flight, 1);
         gl_free(cn->body);
@@ -917,10 +1077,16 @@ static void engine_failed(struct server *S, const char *why)
 static void *engine_main(void *arg)
 {
     struct server *S = arg;
+    int64_t steps = 0;
     for (int64_t step = 1; !atomic_load(&S->stop_engine); step++) {
         int n_active = 0;
         struct gl_err err = {0};
         gl_status st = gl_engine_step(S->engine, &n_active, &err);
+        struct gl_engine_stats es;
+        gl_engine_stats(S->engine, &es);
+        if (es.steps > steps) // a step that computed something (vllm:iteration_tokens_total)
+            gl_metrics_observe(&S->metrics, GL_HIST_ITER, (double)es.last_step_tokens);
+        steps = es.steps;
         if (st == GL_OK && step == S->fault_step)
             st = gl_err_set(&err, GL_E_INTERNAL, "injected fault at step %lld (GLINT_FAULT_STEP)",
                             (long long)step);
@@ -1063,6 +1229,9 @@ struct gl_server_params gl_server_default_params(void)
     p.max_image_tokens = GL_IMAGE_MAX_TOKENS;
     p.engine = gl_engine_default_params(NULL);
     p.engine.max_model_len = 0;
+    p.engine.kv.budget_bytes = 0;
+    p.kv_memory_fraction = 0.9;
+    p.access_log = 1;
     return p;
 }
 
@@ -1172,16 +1341,23 @@ static void tls_free(struct tls *t)
     gl_free(t->cert);
 }
 
-// generation_config.json in a folder: sampling defaults and the EOS set (vLLM's
-// --generation-config).
+// generation_config.json: sampling defaults and the EOS set, as vLLM's --generation-config:
+// "auto" reads it from an HF model folder (a GGUF carries none), "vllm" keeps vLLM's own
+// defaults, a folder path reads that folder's file. max_new_tokens becomes the default
+// max_tokens. What was applied is said at start.
 static gl_status load_generation_config(struct server *S, struct gl_engine_params *ep,
                                         struct gl_err *err)
 {
     const char *g = S->p.generation_config ? S->p.generation_config : "auto";
-    if (strcmp(g, "auto") == 0 || strcmp(g, "vllm") == 0)
-        return GL_OK; // the GGUF carries no sampling defaults; its EOS ids are already in ep
+    if (strcmp(g, "vllm") == 0)
+        return GL_OK;
+    struct stat sb;
+    int is_auto = strcmp(g, "auto") == 0;
+    const char *dir = is_auto ? S->p.model_path : g;
     char path[4096];
-    snprintf(path, sizeof path, "%s/generation_config.json", g);
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    if (is_auto && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(path, &sb) != 0))
+        return GL_OK; // a GGUF, or a folder without the file: vLLM's defaults
     json_error_t je;
     json_t *o = json_load_file(path, 0, &je);
     if (!json_is_object(o)) {
@@ -1200,6 +1376,9 @@ static gl_status load_generation_config(struct server *S, struct gl_engine_param
         d->min_p = (float)json_number_value(v);
     if (json_is_number(v = json_object_get(o, "repetition_penalty")))
         d->repetition_penalty = (float)json_number_value(v);
+    if (json_is_integer(v = json_object_get(o, "max_new_tokens")) && json_integer_value(v) > 0 &&
+        json_integer_value(v) <= INT32_MAX)
+        d->max_tokens = (int32_t)json_integer_value(v);
     v = json_object_get(o, "eos_token_id");
     if (json_is_integer(v) || json_is_array(v)) {
         ep->n_eos = 0;
@@ -1212,7 +1391,68 @@ static gl_status load_generation_config(struct server *S, struct gl_engine_param
     }
     json_decref(o);
     struct gl_sample_params chk = *d;
-    return gl_sample_params_check(&chk, S->model->cfg.n_vocab, err);
+    gl_status st = gl_sample_params_check(&chk, S->model->cfg.n_vocab, err);
+    if (st == GL_OK)
+        fprintf(stderr,
+                "glint serve: default sampling from %s: temperature %g, top_p %g, top_k %d, "
+                "min_p %g, repetition_penalty %g, max_tokens %d (-1: up to max_model_len)\n",
+                path, (double)d->temperature, (double)d->top_p, (int)d->top_k, (double)d->min_p,
+                (double)d->repetition_penalty, (int)d->max_tokens);
+    return st;
+}
+
+#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
+
+// The KV pool and max_model_len (gl_kv_fit_compute): the pool from the memory free now, after
+// the weights, unless --kv-cache-memory gave it; max_model_len lowered to what that pool holds
+// unless --max-model-len gave it. Says what it chose.
+static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t model_ctx,
+                         struct gl_err *err)
+{
+    const int len_fixed = ep->max_model_len > 0;
+    struct gl_kv_fit_in in = {.utilization = S->p.kv_memory_fraction,
+                              .budget_fixed = ep->kv.budget_bytes,
+                              .max_model_len = len_fixed ? ep->max_model_len : model_ctx,
+                              .max_len_fixed = len_fixed,
+                              .max_num_seqs = ep->max_num_seqs};
+    int64_t avail = -1, mapped = 0;
+    if (in.budget_fixed <= 0) {
+        avail = gl_host_mem_available();
+        // Weights still file-backed (mmapped, not repacked) count as free page cache in
+        // MemAvailable, yet must stay resident.
+        mapped = gl_host_model_bytes(S->p.model_path) - (int64_t)S->model->r16_bytes;
+        mapped = mapped > 0 ? mapped : 0;
+        in.mem_free = avail - mapped;
+        if (avail < 0) {
+            GL_LOGW("serve: free memory unknown (no MemAvailable, no cgroup limit): a 1 GiB KV "
+                    "pool");
+            in.budget_fixed = (int64_t)1 << 30;
+        }
+    }
+    struct gl_kv_fit f;
+    gl_status st = gl_kv_fit_compute(&S->model->cfg, &ep->kv, &in, &f, err);
+    if (st != GL_OK)
+        return st;
+    ep->kv.budget_bytes = f.budget_bytes;
+    ep->max_model_len = (int32_t)f.max_model_len;
+    if (avail >= 0)
+        fprintf(stderr,
+                "glint serve: KV pool %.2f GiB (%s): %s; %.2f GiB free after the weights "
+                "(MemAvailable or cgroup room %.2f GiB, %.2f GiB of weights file-backed)\n",
+                GIB(f.budget_bytes), gl_kv_dtype_name(ep->kv.dtype),
+                f.capped ? "enough for --max-num-seqs sequences of max_model_len"
+                         : "--gpu-memory-utilization of the free memory",
+                GIB(in.mem_free), GIB(avail), GIB(mapped));
+    else
+        fprintf(stderr, "glint serve: KV pool %.2f GiB (%s, --kv-cache-memory-bytes)\n",
+                GIB(f.budget_bytes), gl_kv_dtype_name(ep->kv.dtype));
+    if (f.lowered)
+        fprintf(stderr,
+                "glint serve: max_model_len lowered from %d to %lld, the longest sequence this "
+                "pool holds (more memory, --kv-cache-memory-bytes or --max-model-len change "
+                "it)\n",
+                (int)in.max_model_len, (long long)f.max_model_len);
+    return GL_OK;
 }
 
 static gl_status load(struct server *S, struct gl_err *err)
@@ -1242,9 +1482,14 @@ static gl_status load(struct server *S, struct gl_err *err)
     struct gl_engine_params def = gl_engine_default_params(S->model);
     memcpy(ep.eos_ids, def.eos_ids, sizeof ep.eos_ids);
     ep.n_eos = def.n_eos;
-    if (ep.max_model_len <= 0)
-        ep.max_model_len = def.max_model_len;
     ep.kv.prefix_cache = S->p.prefix_caching;
+    if ((st = size_kv(S, &ep, def.max_model_len, err)) != GL_OK)
+        return st;
+    gl_metrics_set_max_model_len(&S->metrics, ep.max_model_len);
+    const struct gl_host_cpus *hc = gl_host_cpus();
+    fprintf(stderr, "glint serve: %d kernel threads%s; the machine: %s\n", (int)ep.n_threads,
+            ep.cpus && ep.n_threads <= ep.n_cpus ? ", one pinned per core" : " (not pinned)",
+            hc->why);
     S->api.defaults = gl_sample_default_params();
     if ((st = load_generation_config(S, &ep, err)) != GL_OK)
         return st;
@@ -1348,16 +1593,31 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     signal(SIGPIPE, SIG_IGN);
 
     struct sockaddr_in addr = {0};
+    struct sockaddr_in6 addr6 = {0};
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)p->port);
+    addr6.sin6_family = AF_INET6;
+    addr6.sin6_port = htons((uint16_t)p->port);
     gl_status st = GL_OK;
     struct MHD_Daemon *d = NULL;
     struct tls tls = {.opts = {{MHD_OPTION_END, 0, NULL}}}; // plain HTTP until tls_setup
+    unsigned ip_flags = 0;                                  // IPv4
+    const struct sockaddr *bind_addr = (const struct sockaddr *)(const void *)&addr;
     if (inet_pton(AF_INET, p->host, &addr.sin_addr) != 1) {
-        st = gl_err_set(err, GL_E_INVAL, "serve: --host %s is not an IPv4 address", p->host);
-        goto out;
+        if (inet_pton(AF_INET6, p->host, &addr6.sin6_addr) != 1) {
+            st = gl_err_set(err, GL_E_INVAL,
+                            "serve: --host %s is not an IPv4 or IPv6 address (e.g. 127.0.0.1, "
+                            "0.0.0.0, ::1, ::)",
+                            p->host);
+            goto out;
+        }
+        // "::" takes IPv4 clients too (as uvicorn does on Linux); a specific address only its own.
+        ip_flags = IN6_IS_ADDR_UNSPECIFIED(&addr6.sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+        bind_addr = (const struct sockaddr *)(const void *)&addr6;
     }
-    if ((st = tls_setup(p, &tls, err)) != GL_OK || (st = guard_start(S, err)) != GL_OK)
+    if ((st = gl_cors_init(&S->cors, p->allowed_origins, p->allowed_methods, p->allowed_headers,
+                           p->allow_credentials, err)) != GL_OK ||
+        (st = tls_setup(p, &tls, err)) != GL_OK || (st = guard_start(S, err)) != GL_OK)
         goto out;
     // Listen first, so /health answers 503 while the model loads (llama.cpp does the same).
     // MHD's own limits leave the guard room to answer the connections over ours (503/429); more
@@ -1367,8 +1627,8 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
         p->max_connections_per_ip > 0 ? (unsigned)p->max_connections_per_ip + 16u : 0u;
     d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-            MHD_USE_ERROR_LOG | tls.flags,
-        0, NULL, NULL, on_request, S, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED,
+            MHD_USE_ERROR_LOG | tls.flags | ip_flags,
+        0, NULL, NULL, on_request, S, MHD_OPTION_SOCK_ADDR, bind_addr, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, S, MHD_OPTION_NOTIFY_CONNECTION, on_connection, S,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections + 256u,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_hard, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
@@ -1397,9 +1657,9 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
             S->probe_started = 1;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, "glint serve: serving '%s' at %s://%s:%u (OpenAI API under /v1)\n",
-            S->model_name, tls.flags ? "https" : "http", p->host,
-            di ? (unsigned)di->port : (unsigned)p->port);
+    fprintf(stderr, "glint serve: serving '%s' at %s://%s%s%s:%u (OpenAI API under /v1)\n",
+            S->model_name, tls.flags ? "https" : "http", ip_flags ? "[" : "", p->host,
+            ip_flags ? "]" : "", di ? (unsigned)di->port : (unsigned)p->port);
 
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -1437,6 +1697,7 @@ out:
     guard_stop(S);
     tls_free(&tls);
     teardown(S);
+    gl_cors_free(&S->cors);
     gl_metrics_destroy(&S->metrics);
     pthread_cond_destroy(&S->probe_cv);
     pthread_mutex_destroy(&S->probe_mu);

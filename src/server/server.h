@@ -21,14 +21,22 @@
 
 struct gl_server_params {
     const char *model_path;
-    const char *mmproj;            // vision GGUF to attach (gl_model_attach_vision), or NULL
-    const char *host;              // default 127.0.0.1... as given; "0.0.0.0" binds every interface
-    int port;                      // default 8000
-    const char *api_key;           // NULL: no auth (VLLM_API_KEY is read by the CLI)
-    const char *served_model_name; // NULL: the model path
-    const char *generation_config; // "auto" (default), "vllm", or a folder holding
-                                   // generation_config.json
-    struct gl_engine_params engine;       // max_model_len 0: the model's context length
+    const char *mmproj;             // vision GGUF to attach (gl_model_attach_vision), or NULL
+    const char *host;               // IPv4 or IPv6 address (default 127.0.0.1); "0.0.0.0" binds
+                                    // every IPv4 interface, "::" every interface (dual stack)
+    int port;                       // default 8000
+    const char *api_key;            // NULL: no auth (VLLM_API_KEY is read by the CLI)
+    const char *served_model_name;  // NULL: the model path
+    const char *generation_config;  // "auto" (default), "vllm", or a folder holding
+                                    // generation_config.json
+    struct gl_engine_params engine; // max_model_len 0: the model's context length (or
+                                    // less, to fit the pool); kv.budget_bytes 0: sized
+                                    // from free memory (gl_kv_fit_compute)
+    double kv_memory_fraction;      // of the memory free after the weights (0.9)
+    int access_log;                 // 1: one stdout line per request (default)
+    // CORS (vLLM's flags): JSON lists or comma-separated; NULL: ["*"].
+    const char *allowed_origins, *allowed_methods, *allowed_headers;
+    int allow_credentials;
     int prefix_caching;                   // 1 (default)
     int framing;                          // 1: chat requests run the whole-turn grammar (default)
     double shutdown_timeout_s;            // drain time after SIGTERM/SIGINT (default 30)
