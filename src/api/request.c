@@ -263,8 +263,10 @@ static gl_status parse_sampling(const struct gl_api_config *c, json_t *b, struct
     if ((st = get_i32(b, "max_tokens", 1, INT32_MAX, &mt, e)) != GL_OK ||
         (st = get_i32(b, "max_completion_tokens", 1, INT32_MAX, &mt, e)) != GL_OK)
         return st;
-    sp->max_tokens = mt;
     r->max_tokens_set = mt > 0;
+    // Unset: the server's default (generation_config.json's max_new_tokens, or -1), which the
+    // prompt loop below clips to the room max_model_len leaves, as vLLM does.
+    sp->max_tokens = mt > 0 ? mt : c->defaults.max_tokens;
     if (sp->min_tokens > 0 && mt > 0 && sp->min_tokens > mt)
         return FAIL("min_tokens", "min_tokens (%d) must be at most max_tokens (%d)", sp->min_tokens,
                     mt);
@@ -1117,6 +1119,8 @@ gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep, c
                       c->max_model_len, n);
             goto done;
         }
+        if (!r->max_tokens_set && r->sp.max_tokens > c->max_model_len - n)
+            r->sp.max_tokens = c->max_model_len - n;
         if (r->sp.max_tokens > 0 && (int64_t)n + r->sp.max_tokens > c->max_model_len) {
             st = FAIL("max_tokens",
                       "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's "

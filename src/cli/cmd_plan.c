@@ -7,6 +7,7 @@
 // request (with 16384 that reproduces the production report's 623,837 tokens / 4.7).
 #include "cli.h"
 
+#include "base/host.h"
 #include "gguf/gguf.h"
 #include "kv/kv.h"
 #include "model/model.h"
@@ -19,12 +20,17 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: glint plan --model F --kv-cache-memory BYTES [--kv-cache-dtype T]\n"
+            "usage: glint plan --model F [--kv-cache-memory BYTES] [--kv-cache-dtype T]\n"
             "                  [--max-model-len N] [--block-size N] [--max-num-batched-tokens N]\n"
+            "                  [--max-num-seqs N] [--gpu-memory-utilization F]\n"
             "                  [--vllm-batched-tokens N]\n"
-            "  --kv-cache-memory  pool bytes: an integer, optionally with K/M/G/T (or KiB, MiB,\n"
-            "                     GiB, TiB: powers of 1024) or KB/MB/GB/TB (powers of 1000);\n"
-            "                     decimals allowed (5.5GiB = 5905580032)\n"
+            "  --kv-cache-memory  pool bytes (also --kv-cache-memory-bytes): an integer,\n"
+            "                     optionally with K/M/G/T (or KiB, MiB, GiB, TiB: powers of\n"
+            "                     1024) or KB/MB/GB/TB (powers of 1000); decimals allowed\n"
+            "                     (5.5GiB = 5905580032). Without it: the pool glint serve would\n"
+            "                     choose now (memory free minus the model file, times\n"
+            "                     --gpu-memory-utilization 0.9, at most --max-num-seqs 16 full\n"
+            "                     sequences), and max_model_len lowered to fit it unless given\n"
             "  --kv-cache-dtype   f32|f16|bf16|fp8|fp8_e4m3 (default f16)\n"
             "  --max-model-len    positions per sequence (default: the model's context_length)\n"
             "  --block-size       positions per page (default 16)\n"
@@ -44,7 +50,8 @@ int gl_cmd_plan(int argc, char **argv)
 {
     const char *model = NULL, *dtype_s = "f16";
     int64_t budget = -1;
-    long long max_len = 0, bs = 16, mbt = 512, vllm_mbt = 16384;
+    long long max_len = 0, bs = 16, mbt = 512, vllm_mbt = 16384, max_seqs = 16;
+    double util = 0.9;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -62,7 +69,7 @@ int gl_cmd_plan(int argc, char **argv)
             model = v;
         else if (!strcmp(a, "--kv-cache-dtype"))
             dtype_s = v;
-        else if (!strcmp(a, "--kv-cache-memory"))
+        else if (!strcmp(a, "--kv-cache-memory") || !strcmp(a, "--kv-cache-memory-bytes"))
             bad = gl_cli_parse_bytes(v, &budget);
         else if (!strcmp(a, "--max-model-len"))
             bad = gl_cli_parse_int(v, 1, 1 << 30, &max_len);
@@ -70,7 +77,13 @@ int gl_cmd_plan(int argc, char **argv)
             bad = gl_cli_parse_int(v, 1, 4096, &bs);
         else if (!strcmp(a, "--max-num-batched-tokens"))
             bad = gl_cli_parse_int(v, 1, 1 << 24, &mbt);
-        else if (!strcmp(a, "--vllm-batched-tokens"))
+        else if (!strcmp(a, "--max-num-seqs"))
+            bad = gl_cli_parse_int(v, 1, 4096, &max_seqs);
+        else if (!strcmp(a, "--gpu-memory-utilization")) {
+            char *end;
+            util = strtod(v, &end);
+            bad = end == v || *end || !(util > 0.0 && util <= 1.0);
+        } else if (!strcmp(a, "--vllm-batched-tokens"))
             bad = gl_cli_parse_int(v, 1, 1 << 24, &vllm_mbt);
         else {
             fprintf(stderr, "glint plan: unknown option '%s'\n", a);
@@ -82,8 +95,8 @@ int gl_cmd_plan(int argc, char **argv)
             return 2;
         }
     }
-    if (!model || budget < 0) {
-        fprintf(stderr, "glint plan: --model and --kv-cache-memory are required\n");
+    if (!model) {
+        fprintf(stderr, "glint plan: --model is required\n");
         usage(stderr);
         return 2;
     }
@@ -104,8 +117,25 @@ int gl_cmd_plan(int argc, char **argv)
         return 1;
     }
     gl_gguf_close(g);
-    if (max_len == 0)
-        max_len = cfg.n_ctx_train;
+    // The serve defaults (server.c size_kv): the pool from the memory free after the weights,
+    // the length fitted to it.
+    struct gl_kv_fit_in in = {.utilization = util,
+                              .budget_fixed = budget > 0 ? budget : 0,
+                              .max_model_len = max_len > 0 ? max_len : cfg.n_ctx_train,
+                              .max_len_fixed = max_len > 0,
+                              .max_num_seqs = (int32_t)max_seqs};
+    int64_t avail = budget > 0 ? -1 : gl_host_mem_available();
+    in.mem_free = avail - gl_host_model_bytes(model);
+    if (budget <= 0 && avail < 0)
+        in.budget_fixed = (int64_t)1 << 30; // as serve: memory unknown, 1 GiB
+    struct gl_kv_fit fit;
+    if (gl_kv_fit_compute(&cfg, &p, &in, &fit, &err) != GL_OK) {
+        fprintf(stderr, "glint plan: %s\n", err.msg);
+        return 1;
+    }
+    budget = fit.budget_bytes;
+    p.budget_bytes = budget;
+    max_len = fit.max_model_len;
     struct gl_kv_plan pl;
     if (gl_kv_plan_compute(&cfg, &p, max_len, &pl, &err) != GL_OK) {
         fprintf(stderr, "glint plan: %s\n", err.msg);
@@ -143,6 +173,12 @@ int gl_cmd_plan(int argc, char **argv)
     printf("{\"kv_cache_memory\": %lld, \"kv_cache_dtype\": \"%s\", \"block_size\": %lld, "
            "\"max_model_len\": %lld,\n",
            (long long)budget, gl_kv_dtype_name(p.dtype), bs, max_len);
+    printf(" \"fit\": {\"memory_free_after_weights\": %lld, \"gpu_memory_utilization\": %g, "
+           "\"max_num_seqs\": %lld, \"capped_by_max_num_seqs\": %s, \"max_model_len_lowered\": "
+           "%s, \"wanted_max_model_len\": %lld},\n",
+           (long long)(avail >= 0 ? in.mem_free : -1), util, max_seqs,
+           fit.capped ? "true" : "false", fit.lowered ? "true" : "false",
+           (long long)in.max_model_len);
     printf(" \"n_layer\": %d, \"n_sliding_layers\": %d, \"n_global_layers\": %d, \"window\": %d,\n",
            cfg.n_layer, n_sliding, cfg.n_layer - n_sliding, cfg.window);
     printf(

@@ -1435,17 +1435,19 @@ static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t 
         return st;
     ep->kv.budget_bytes = f.budget_bytes;
     ep->max_model_len = (int32_t)f.max_model_len;
+    char what[160];
+    snprintf(what, sizeof what, "KV pool %lld bytes (%.2f GiB, %s)", (long long)f.budget_bytes,
+             GIB(f.budget_bytes), gl_kv_dtype_name(ep->kv.dtype));
     if (avail >= 0)
         fprintf(stderr,
-                "glint serve: KV pool %.2f GiB (%s): %s; %.2f GiB free after the weights "
-                "(MemAvailable or cgroup room %.2f GiB, %.2f GiB of weights file-backed)\n",
-                GIB(f.budget_bytes), gl_kv_dtype_name(ep->kv.dtype),
+                "glint serve: %s: %s; %.2f GiB free after the weights (MemAvailable or cgroup "
+                "room %.2f GiB, %.2f GiB of weights file-backed)\n",
+                what,
                 f.capped ? "enough for --max-num-seqs sequences of max_model_len"
                          : "--gpu-memory-utilization of the free memory",
                 GIB(in.mem_free), GIB(avail), GIB(mapped));
     else
-        fprintf(stderr, "glint serve: KV pool %.2f GiB (%s, --kv-cache-memory-bytes)\n",
-                GIB(f.budget_bytes), gl_kv_dtype_name(ep->kv.dtype));
+        fprintf(stderr, "glint serve: %s, given\n", what);
     if (f.lowered)
         fprintf(stderr,
                 "glint serve: max_model_len lowered from %d to %lld, the longest sequence this "
