@@ -749,7 +749,8 @@ int gl_cmd_run(int argc, char **argv)
             o.max_seqs = x;
         else if (!strcmp(a, "--max-num-batched-tokens") && !gl_cli_parse_int(v, 1, 65536, &x))
             o.max_tokens = x;
-        else if (!strcmp(a, "--kv-cache-memory") && !gl_cli_parse_int(v, 1, INT64_MAX, &kvb))
+        else if ((!strcmp(a, "--kv-cache-memory") || !strcmp(a, "--kv-cache-memory-bytes")) &&
+                 !gl_cli_parse_int(v, 1, INT64_MAX, &kvb))
             o.kv_bytes = kvb;
         else if (!strcmp(a, "--kv-cache-dtype") && gl_kv_dtype_parse(v, &o.kv_dtype, NULL) == GL_OK)
             ;
