@@ -92,6 +92,13 @@ void gl_metrics_finish(struct gl_metrics *m, const char *reason)
     pthread_mutex_unlock(&m->mu);
 }
 
+void gl_metrics_reject(struct gl_metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->rejected++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 struct out {
     char *p;
     size_t len, cap;
@@ -167,6 +174,8 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
     series(&o, "vllm:kv_cache_usage_perc", "gauge",
            "KV-cache usage, 0-1 (pages held by requests; prefix-cache-only pages count as free).",
            model, usage);
+    series(&o, "vllm:gpu_cache_usage_perc", "gauge",
+           "KV-cache usage, 0-1 (vLLM's older name of vllm:kv_cache_usage_perc).", model, usage);
     series(&o, "glint:kv_pages_held_by_requests", "gauge",
            "KV pages held by queued or running requests.", model, (double)st->kv_pages_used);
     series(&o, "glint:kv_pages_total", "gauge", "KV pages in the pool.", model,
@@ -206,9 +215,15 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
     for (int i = 0; i < GL_REASON_N; i++)
         put(&o, "vllm:request_success_total{finished_reason=\"%s\",model_name=\"%s\"} %lld\n",
             k_reasons[i], model, (long long)m->success[i]);
+    series(&o, "vllm:admission_rejections_total", "counter",
+           "Requests refused (503) because the waiting queue was full.", model,
+           (double)m->rejected);
     hist(&o, "vllm:time_to_first_token_seconds", "Time to first token.", model,
          &m->h[GL_HIST_TTFT]);
     hist(&o, "vllm:inter_token_latency_seconds", "Time between streamed token batches.", model,
+         &m->h[GL_HIST_ITL]);
+    hist(&o, "vllm:time_per_output_token_seconds",
+         "Time between streamed token batches (vLLM's older name of the above).", model,
          &m->h[GL_HIST_ITL]);
     hist(&o, "vllm:e2e_request_latency_seconds", "Arrival to last token.", model,
          &m->h[GL_HIST_E2E]);

@@ -33,6 +33,7 @@ enum { GL_REASON_STOP, GL_REASON_LENGTH, GL_REASON_TOOLS, GL_REASON_ABORT, GL_RE
 struct gl_metrics {
     pthread_mutex_t mu;
     int64_t success[GL_REASON_N];
+    int64_t rejected; // requests answered 503 because the waiting queue was full
     struct gl_hist {
         const double *bounds; // upper bounds, seconds
         int n;
@@ -58,6 +59,7 @@ void gl_metrics_destroy(struct gl_metrics *m);
 void gl_metrics_set_max_model_len(struct gl_metrics *m, int64_t max_model_len);
 void gl_metrics_observe(struct gl_metrics *m, int hist, double seconds);
 void gl_metrics_finish(struct gl_metrics *m, const char *finish_reason);
+void gl_metrics_reject(struct gl_metrics *m); // vllm:admission_rejections_total
 // The whole /metrics page (gl_malloc'ed text), with the grammar mask histogram ms.
 char *gl_metrics_render(struct gl_metrics *m, const char *model_name,
                         const struct gl_engine_stats *st, struct gl_api_mask_stats *ms,

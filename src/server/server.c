@@ -629,6 +629,7 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
         if (st == GL_OK) {
             r->eng_live += q->sp.n;
         } else if (st == GL_E_AGAIN) {
+            gl_metrics_reject(&S->metrics);
             (void)gl_api_fail(e, 503, NULL,
                               "The server is overloaded: %d requests are waiting; "
                               "retry later",
@@ -718,9 +719,11 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     struct gl_engine_stats st;
     gl_engine_stats(S->engine, &st);
     // Admission before any parsing (vLLM #58192): a full queue answers at once.
-    if (st.n_waiting >= S->max_waiting)
+    if (st.n_waiting >= S->max_waiting) {
+        gl_metrics_reject(&S->metrics);
         return fail(c, 503, NULL,
                     "The server is overloaded: the waiting queue is full; retry later");
+    }
     struct gl_api_req *req = NULL;
     if (gl_api_parse(&S->api, ep, cn->body, cn->len, &req, &e) != GL_OK)
         return send_error(c, &e);

@@ -169,6 +169,24 @@ await check("cors.defaults_and_quiet_log", async () => {
     }
 });
 
+await check("metrics.admission_rejections", async () => {
+    const s = await startServer({ model: MODEL, args: ["--max-model-len", "512", "--deep-health-interval", "0", "--max-num-seqs", "1", "--max-waiting", "1"] });
+    try {
+        const rs = await Promise.all(Array.from({ length: 6 }, () =>
+            http(s.base, "POST", "/v1/completions", { body: { model: MODEL, prompt: "x", max_tokens: 200, ignore_eos: true } })));
+        const n503 = rs.filter((r) => r.status === 503).length;
+        assert(rs.every((r) => r.status === 200 || r.status === 503), `statuses ${rs.map((r) => r.status)}`);
+        const m = (await getMetrics(s.base)).series;
+        const got = metricValue(m, "vllm:admission_rejections_total", { model_name: MODEL });
+        assert(n503 >= 1 && got === n503, `${n503} answers 503, admission_rejections_total ${got}`);
+        // The older vLLM names mirror the current ones.
+        assert(metricValue(m, "vllm:gpu_cache_usage_perc", { model_name: MODEL }) === metricValue(m, "vllm:kv_cache_usage_perc", { model_name: MODEL }), "gpu_cache_usage_perc");
+        assert(metricValue(m, "vllm:time_per_output_token_seconds_count", { model_name: MODEL }) === metricValue(m, "vllm:inter_token_latency_seconds_count", { model_name: MODEL }), "time_per_output_token_seconds");
+    } finally {
+        await s.stop();
+    }
+});
+
 await check("ipv6.loopback", async () => {
     const port = await freePort();
     const proc = spawn(GLINT_BIN, ["serve", "--model", MODEL, "--host", "::1", "--port", String(port), "--max-model-len", "256", "--deep-health-interval", "0"], { stdio: ["ignore", "pipe", "pipe"] });
