@@ -173,7 +173,7 @@ await check("metrics.admission_rejections", async () => {
     const s = await startServer({ model: MODEL, args: ["--max-model-len", "512", "--deep-health-interval", "0", "--max-num-seqs", "1", "--max-waiting", "1"] });
     try {
         const rs = await Promise.all(Array.from({ length: 6 }, () =>
-            http(s.base, "POST", "/v1/completions", { body: { model: MODEL, prompt: "x", max_tokens: 200, ignore_eos: true } })));
+            http(s.base, "POST", "/v1/completions", { body: { model: MODEL, prompt: "x", max_tokens: 64, ignore_eos: true } })));
         const n503 = rs.filter((r) => r.status === 503).length;
         assert(rs.every((r) => r.status === 200 || r.status === 503), `statuses ${rs.map((r) => r.status)}`);
         const m = (await getMetrics(s.base)).series;
