@@ -53,8 +53,10 @@ static int usage(FILE *f)
             "                              method, path, status, latency, tokens; never bodies)\n"
             "  --uvicorn-log-level L       debug|info|trace: access lines; warning|error|\n"
             "                              critical: none\n"
-            "  --enable-log-requests, --disable-log-stats, --trust-remote-code   accepted for\n"
-            "                              vLLM command lines; change nothing\n"
+            "  --enable-log-requests, --disable-log-stats, --trust-remote-code,\n"
+            "  --enable-auto-tool-choice, --enforce-eager, --disable-frontend-multiprocessing,\n"
+            "  --tool-call-parser P, --reasoning-parser P, --dtype auto   accepted for vLLM\n"
+            "                              command lines; change nothing\n"
             "  --shutdown-timeout S        drain time after SIGTERM/SIGINT (default 30)\n"
             "  --deep-health-interval S    deep probe period in seconds (default 600; 0: off)\n"
             "  --max-body-bytes BYTES      request body limit (default 32MiB; over it: 413)\n"
@@ -135,8 +137,10 @@ int gl_cmd_serve(int argc, char **argv)
             continue;
         }
         if (!strcmp(a, "--enable-log-requests") || !strcmp(a, "--disable-log-stats") ||
-            !strcmp(a, "--trust-remote-code"))
-            continue; // glint logs no request bodies or periodic stats, and runs no model code
+            !strcmp(a, "--trust-remote-code") || !strcmp(a, "--enable-auto-tool-choice") ||
+            !strcmp(a, "--enforce-eager") || !strcmp(a, "--disable-frontend-multiprocessing"))
+            continue; // glint logs no bodies or periodic stats, runs no model code, always
+                      // parses tool calls, and has no CUDA graphs or frontend processes
         if (i + 1 >= argc) {
             fprintf(stderr, "glint serve: unknown flag or missing value: '%s'\n", a);
             return usage(stderr);
@@ -220,6 +224,16 @@ int gl_cmd_serve(int argc, char **argv)
             bad = gl_cli_parse_int(v, 1, 1024, &x) || (p.engine.kv.block_size = (int32_t)x, 0);
         else if (!strcmp(a, "--seed"))
             bad = gl_cli_parse_int(v, 0, INT64_MAX, &x) || (p.engine.seed = (uint64_t)x, 0);
+        else if (!strcmp(a, "--tool-call-parser") || !strcmp(a, "--reasoning-parser"))
+            ; // any: glint parses Muse Glimmer's own turn format from token ids (docs/SERVER.md)
+        else if (!strcmp(a, "--dtype") && strcmp(v, "auto") != 0) {
+            fprintf(stderr,
+                    "glint serve: --dtype %s: only auto (the weights' own types; convert the "
+                    "model with glint convert --type for another)\n",
+                    v);
+            return 2;
+        } else if (!strcmp(a, "--dtype"))
+            ;
         else if (!strcmp(a, "--allowed-origins"))
             p.allowed_origins = v;
         else if (!strcmp(a, "--allowed-methods"))

@@ -69,8 +69,8 @@ int gl_pool_size(const struct gl_pool *p);
 typedef void (*gl_pool_fn)(void *ctx, int ith, int nth);
 void gl_pool_run(struct gl_pool *p, gl_pool_fn fn, void *ctx);
 // Pins worker ith (1..nth-1) to cpus[ith] (the caller, thread 0, pins itself: cpus[0]), so the
-// OS does not move threads between cores mid-step or stack two on one core. n must be >= nth;
-// ids < 0 are skipped. Returns the number of workers pinned (a refused pin is logged once).
+// OS does not move threads between cores mid-step or stack two on one core. Workers with ith >= n
+// and ids < 0 are left unpinned. Returns the number pinned (the first refusal is logged).
 int gl_pool_pin(struct gl_pool *p, const int32_t *cpus, int n);
 
 // ---- matmul ----

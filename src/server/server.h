@@ -43,7 +43,7 @@ struct gl_server_params {
     double deep_health_interval_s;        // deep probe period (default 600); <= 0: never
     size_t max_body_bytes;                // default 32 MiB
     int max_connections;                  // open connections (default 1024); above: 503, closed
-    int max_connections_per_ip;           // per client IPv4 address (default 0: no limit); 429
+    int max_connections_per_ip;           // per client address (default 0: no limit); 429
     int timeout_headers_s;                // a request's headers within this of connecting (20)
     int timeout_body_s;                   // its body within this of its headers (default 60)
     int timeout_keep_alive_s;             // an idle connection's next request within (5)
