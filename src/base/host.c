@@ -300,3 +300,13 @@ int64_t gl_host_model_bytes(const char *path)
         closedir(d);
     return total;
 }
+
+int gl_host_pin_thread(pthread_t t, int cpu)
+{
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return EINVAL;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(t, sizeof set, &set);
+}

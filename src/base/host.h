@@ -7,6 +7,7 @@
 // (missing or malformed files mean "no information", never a failure).
 #pragma once
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,10 @@ const struct gl_host_cpus *gl_host_cpus(void);
 // Bytes of a model on disk: a file's size, or the sum over a folder's *.safetensors files; 0 when
 // unreadable. (What mmapped weights will keep resident: MemAvailable counts page cache as free.)
 int64_t gl_host_model_bytes(const char *path);
+
+// Pins thread t to cpu (pthread_setaffinity_np); 0, or the errno (cpu < 0 or out of range:
+// EINVAL, nothing changed).
+int gl_host_pin_thread(pthread_t t, int cpu);
 
 // gl_host_mem_room over the real files, read now. GLINT_MEM_AVAILABLE=BYTES caps it (tests, and a
 // way to keep glint's KV pool below what the machine has free).

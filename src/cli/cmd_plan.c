@@ -133,7 +133,8 @@ int gl_cmd_plan(int argc, char **argv)
         fprintf(stderr, "glint plan: %s\n", err.msg);
         return 1;
     }
-    budget = fit.budget_bytes;
+    if (budget <= 0) // a given budget is printed as given (the pages are the same)
+        budget = fit.budget_bytes;
     p.budget_bytes = budget;
     max_len = fit.max_model_len;
     struct gl_kv_plan pl;

@@ -14,14 +14,12 @@
 // grabbed right back).
 // Stop strings: decoded text is held back while its tail could still begin a stop string, so
 // a match across token boundaries is cut before any of it was emitted.
-#define _GNU_SOURCE // pthread_setaffinity_np
 #include "engine/engine.h"
 
 #include "base/host.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -1082,12 +1080,7 @@ static const uint32_t *head_mask(const struct gl_engine *e, const struct seq *s)
 static void pin_caller(struct gl_engine *e)
 {
     e->pin_caller = 0;
-    if (e->p.cpus[0] < 0 || e->p.cpus[0] >= CPU_SETSIZE)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(e->p.cpus[0], &set);
-    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    int rc = e->p.cpus[0] >= 0 ? gl_host_pin_thread(pthread_self(), e->p.cpus[0]) : 0;
     if (rc != 0)
         GL_LOGW("engine: cannot pin the step thread to cpu %d: errno %d", (int)e->p.cpus[0], rc);
 }

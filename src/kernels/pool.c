@@ -7,15 +7,14 @@
 // share), only the thread that executes a slot varies. Waits spin briefly (decode issues
 // hundreds of small jobs per token), then sleep on a futex; sleepers are counted so that a run
 // whose workers are all spinning makes no system call. One run at a time (asserted).
-#define _GNU_SOURCE // pthread_setaffinity_np
 #include "kernels/kernels.h"
 
 #include "base/base.h"
+#include "base/host.h"
 
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -176,12 +175,9 @@ int gl_pool_pin(struct gl_pool *p, const int32_t *cpus, int n)
 {
     int pinned = 0;
     for (int i = 1; i < p->n_threads && i < n; i++) {
-        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE)
+        if (cpus[i] < 0)
             continue;
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpus[i], &set);
-        int rc = pthread_setaffinity_np(p->threads[i - 1], sizeof set, &set);
+        int rc = gl_host_pin_thread(p->threads[i - 1], cpus[i]);
         if (rc != 0 && pinned == 0)
             GL_LOGW("pool: cannot pin worker %d to cpu %d: errno %d", i, (int)cpus[i], rc);
         pinned += rc == 0;

@@ -2,9 +2,13 @@
 // base/host: core and memory detection over synthetic kernel text (sysfs topology, cgroup v1/v2,
 // /proc/meminfo), so the decisions are checked for machines this one is not (SMT pairs, odd
 // sibling numbering, quotas, containers), plus a smoke test of the real readers.
+#define _GNU_SOURCE // pthread_getaffinity_np
 #include "base/host.h"
 #include "test.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 TEST(test_cpulist)
@@ -94,6 +98,16 @@ TEST(test_real_machine)
     CHECK(c->n >= 1 && c->n <= GL_HOST_MAX_CPUS);
     CHECK(c->n <= c->n_allowed || c->cpus[0] < 0);
     CHECK(gl_host_cpus() == c); // detected once
+    // Pinning this thread to the first core chosen leaves exactly that cpu in its mask.
+    cpu_set_t before, after;
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0);
+    CHECK(gl_host_pin_thread(pthread_self(), -1) == EINVAL);
+    if (c->cpus[0] >= 0) {
+        CHECK(gl_host_pin_thread(pthread_self(), c->cpus[0]) == 0);
+        REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof after, &after) == 0);
+        CHECK(CPU_COUNT(&after) == 1 && CPU_ISSET(c->cpus[0], &after));
+        REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof before, &before) == 0);
+    }
     setenv("GLINT_MEM_AVAILABLE", "12345", 1);
     CHECK(gl_host_mem_available() == 12345);
     setenv("GLINT_MEM_AVAILABLE", "2M", 1);
