@@ -291,6 +291,15 @@ await check("generation_config.hf_folder", async () => {
                 await s.stop();
             }
         }
+        // A default over the room the prompt leaves is clipped to it (vLLM), not a 400.
+        fs.writeFileSync(gc, JSON.stringify({ ...g, max_new_tokens: 100000 }));
+        const s = await startServer({ model: path.join(dir, "m"), args: ["--deep-health-interval", "0", "--max-model-len", "64"] });
+        try {
+            const r = await http(s.base, "POST", "/v1/completions", { body: { model: path.join(dir, "m"), prompt: "x", ignore_eos: true } });
+            assert(r.status === 200 && r.json.usage.prompt_tokens + r.json.usage.completion_tokens === 64, `HTTP ${r.status} ${short(r.text)}`);
+        } finally {
+            await s.stop();
+        }
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }
