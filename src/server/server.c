@@ -603,6 +603,7 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
 {
     const struct gl_api_req *q = r->req;
     pthread_mutex_lock(&r->mu);
+    r->t_submit = gl_time_us(); // queue time starts (vllm:request_queue_time_seconds)
     gl_status st = GL_OK;
     for (int32_t i = 0; i < q->n_prompts && st == GL_OK; i++) {
         struct gl_err err = {0};
@@ -741,7 +742,6 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     r->conn = c;
     r->cn = cn;
     r->t_arrival = cn->t_arrival; // TTFT and E2E include the parse and the grammar compile
-    r->t_submit = gl_time_us();
     if (submit(S, r, &e) != GL_OK) {
         http_release(r);
         return send_error(c, &e);
