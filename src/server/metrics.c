@@ -3,6 +3,7 @@
 // are vLLM's, so dashboards built for vLLM read ours unchanged.
 #include "server/metrics.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,7 +41,6 @@ void gl_metrics_init(struct gl_metrics *m)
         m->h[k[i].id].bounds = k[i].b;
         m->h[k[i].id].n = k[i].n;
     }
-    m->h[GL_HIST_ITER].ints = m->h[GL_HIST_PARAMS_N].ints = 1;
     gl_metrics_set_max_model_len(m, 1);
 }
 
@@ -59,7 +59,6 @@ void gl_metrics_set_max_model_len(struct gl_metrics *m, int64_t max_model_len)
     for (size_t i = 0; i < sizeof tok / sizeof *tok; i++) {
         m->h[tok[i]].bounds = m->b125;
         m->h[tok[i]].n = n;
-        m->h[tok[i]].ints = 1;
     }
 }
 
@@ -148,13 +147,14 @@ static void hist(struct out *o, const char *name, const char *help, const char *
     int64_t cum = 0;
     for (int i = 0; i <= h->n; i++) {
         cum += h->counts[i];
-        if (i < h->n && h->ints) // Prometheus' client prints integer bounds as "5.0"
-            put(o, "%s_bucket{le=\"%.1f\",model_name=\"%s\"} %lld\n", name, h->bounds[i], model,
+        if (i < h->n) {
+            // Python's float repr, as vLLM's prometheus_client prints it: "1.0", "0.3", "2560.0"
+            char le[32];
+            double b = h->bounds[i];
+            snprintf(le, sizeof le, b == floor(b) && fabs(b) < 1e15 ? "%.1f" : "%g", b);
+            put(o, "%s_bucket{le=\"%s\",model_name=\"%s\"} %lld\n", name, le, model,
                 (long long)cum);
-        else if (i < h->n)
-            put(o, "%s_bucket{le=\"%g\",model_name=\"%s\"} %lld\n", name, h->bounds[i], model,
-                (long long)cum);
-        else
+        } else
             put(o, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %lld\n", name, model, (long long)cum);
     }
     put(o, "%s_sum{model_name=\"%s\"} %.17g\n%s_count{model_name=\"%s\"} %lld\n", name, model,

@@ -38,7 +38,6 @@ struct gl_metrics {
         const double *bounds; // upper bounds, seconds
         int n;
         int64_t counts[32]; // per bucket (not cumulative); counts[n] is +Inf
-        int ints;           // bounds print as integers (token counts)
         double sum;
         int64_t count;
     } h[GL_HIST_N];

@@ -37,6 +37,12 @@ async function check(name, fn, timeoutMs = 40000) {
 const assert = (c, m) => {
     if (!c) throw new Error(m);
 };
+// Access lines are written when libmicrohttpd reports the request complete, which may be just
+// after the client has read the answer: poll the log (bounded).
+async function waitLog(getLog, re, ms = 3000) {
+    for (const t0 = Date.now(); !re.test(getLog()) && Date.now() - t0 < ms;) await sleep(25);
+    return re.test(getLog());
+}
 const NAME = "ops";
 const chat = (content, extra = {}) => ({ model: NAME, messages: [{ role: "user", content }], ...extra });
 
@@ -54,7 +60,7 @@ await check("access_log.lines", async () => {
     assert(r.status === 200, `HTTP ${r.status} ${short(r.text)}`);
     const e = await http(B, "POST", "/v1/completions", { body: { model: NAME, prompt: "x", max_tokens: 0, bogus_field_ops: 1 } });
     assert(e.status === 400, `bad request: HTTP ${e.status}`);
-    await sleep(200);
+    await waitLog(srv.log, /"POST \/v1\/completions" 400/);
     const lines = srv.log().split("\n").filter((l) => l.startsWith("glint access: "));
     const ok = lines.find((l) => l.includes('"POST /v1/chat/completions" 200'));
     assert(ok, `no access line for the chat request; lines: ${lines.slice(-5).join(" | ")}`);
@@ -67,6 +73,9 @@ await check("access_log.lines", async () => {
 });
 
 await check("metrics.request_histograms", async () => {
+    // The engine thread observes a step's tokens when the step returns, just after the step's
+    // events have completed the answers: settle before each scrape.
+    await sleep(100);
     const before = (await getMetrics(B)).series;
     const sent = [
         { prompt: "one two three", max_tokens: 5, n: 1 },
@@ -88,6 +97,7 @@ await check("metrics.request_histograms", async () => {
         maxGen += s.max_tokens; // ignore_eos: every choice reaches max_tokens
         computed += s.n * u.prompt_tokens + u.completion_tokens - s.n; // the last token is never computed
     }
+    await sleep(100);
     const after = (await getMetrics(B)).series;
     const d = (name) => (metricValue(after, name, { model_name: NAME }) ?? NaN) - (metricValue(before, name, { model_name: NAME }) ?? 0);
     const want = {
@@ -110,7 +120,7 @@ await check("metrics.request_histograms", async () => {
     const iter = after.filter((s) => s.name === "vllm:iteration_tokens_total_bucket").map((s) => s.labels.le);
     assert(iter.length === 14 && iter[12] === "16384.0", `iteration buckets ${iter}`);
     const q = after.filter((s) => s.name === "vllm:request_queue_time_seconds_bucket").map((s) => s.labels.le);
-    assert(q[0] === "0.3" && q[20] === "7680" && q.length === 22, `queue buckets ${q}`);
+    assert(q[0] === "0.3" && q[3] === "1.0" && q[20] === "7680.0" && q.length === 22, `queue buckets ${q}`);
 });
 
 await check("metrics.ttft_from_arrival", async () => {
@@ -199,7 +209,7 @@ await check("ipv6.loopback", async () => {
         assert(log.includes(base), `no line naming ${base}: ${tail(log)}`);
         const r = await http(base, "POST", "/v1/completions", { body: { model: MODEL, prompt: "hi", max_tokens: 2 } });
         assert(r.status === 200, `HTTP ${r.status} ${short(r.text)}`);
-        for (let i = 0; i < 40 && !/glint access: ::1 "POST/.test(log); i++) await sleep(50);
+        await waitLog(() => log, /glint access: ::1 "POST/);
         assert(/glint access: ::1 "POST \/v1\/completions" 200/.test(log), "access line without the IPv6 client");
     } finally {
         proc.kill("SIGKILL");
