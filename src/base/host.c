@@ -111,14 +111,16 @@ int gl_host_pick_cpus(const uint8_t *allowed, int n_cpu, const char *const *sibl
     return n;
 }
 
-static int64_t meminfo_field(const char *meminfo, const char *key)
+// "KEY: N kB" (meminfo, unit 1024) or "KEY N" (cgroup memory.stat, unit 1) at a line start; -1
+// if absent or malformed.
+static int64_t text_field(const char *text, const char *key, char sep, int64_t unit)
 {
     size_t kl = strlen(key);
-    for (const char *p = meminfo; p && *p;) {
-        if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
-            long long kb;
-            if (sscanf(p + kl + 1, " %lld kB", &kb) == 1 && kb >= 0)
-                return (int64_t)kb * 1024;
+    for (const char *p = text; p && *p;) {
+        if (strncmp(p, key, kl) == 0 && p[kl] == sep) {
+            long long v;
+            if (sscanf(p + kl + 1, " %lld", &v) == 1 && v >= 0 && v <= INT64_MAX / unit)
+                return (int64_t)v * unit;
             return -1;
         }
         p = strchr(p, '\n');
@@ -128,14 +130,20 @@ static int64_t meminfo_field(const char *meminfo, const char *key)
     return -1;
 }
 
-int64_t gl_host_mem_room(const char *meminfo, const char *cg_limit, const char *cg_usage)
+int64_t gl_host_mem_room(const char *meminfo, const char *cg_limit, const char *cg_usage,
+                         const char *cg_stat)
 {
-    int64_t room = meminfo ? meminfo_field(meminfo, "MemAvailable") : -1;
+    int64_t room = meminfo ? text_field(meminfo, "MemAvailable", ':', 1024) : -1;
     int64_t lim, use = 0;
     // "max" (v2) or a huge v1 value (no limit: 2^63 rounded to pages) parse as no limit.
     if (parse_i64(cg_limit, &lim) == 0 && lim > 0 && lim < ((int64_t)1 << 60)) {
         if (parse_i64(cg_usage, &use) != 0 || use < 0)
             use = 0;
+        int64_t cache = cg_stat ? text_field(cg_stat, "inactive_file", ' ', 1) : -1;
+        if (cache < 0 && cg_stat)
+            cache = text_field(cg_stat, "total_inactive_file", ' ', 1); // v1
+        if (cache > 0)
+            use = cache < use ? use - cache : 0;
         int64_t cg = lim > use ? lim - use : 0;
         if (room < 0 || cg < room)
             room = cg;
@@ -265,15 +273,17 @@ static int64_t env_cap(void)
 
 int64_t gl_host_mem_available(void)
 {
-    char mi[8192], dir[4096], lim[64], use[64];
+    char mi[8192], dir[4096], lim[64], use[64], stat[8192];
     cgroup_dir(dir, sizeof dir);
     const char *l = cg_file(dir, "memory.max", lim, sizeof lim);
     const char *u = l ? cg_file(dir, "memory.current", use, sizeof use) : NULL;
+    const char *st = l ? cg_file(dir, "memory.stat", stat, sizeof stat) : NULL;
     if (!l) {
         l = slurp("/sys/fs/cgroup/memory/memory.limit_in_bytes", lim, sizeof lim);
         u = slurp("/sys/fs/cgroup/memory/memory.usage_in_bytes", use, sizeof use);
+        st = slurp("/sys/fs/cgroup/memory/memory.stat", stat, sizeof stat);
     }
-    int64_t room = gl_host_mem_room(slurp("/proc/meminfo", mi, sizeof mi), l, u);
+    int64_t room = gl_host_mem_room(slurp("/proc/meminfo", mi, sizeof mi), l, u, st);
     int64_t cap = env_cap();
     return cap >= 0 && (room < 0 || cap < room) ? cap : room;
 }

@@ -31,10 +31,12 @@ int gl_host_pick_cpus(const uint8_t *allowed, int n_cpu, const char *const *sibl
                       int32_t *out, int cap);
 
 // Bytes this process may still allocate: MemAvailable of meminfo (text of /proc/meminfo), capped
-// by the cgroup's room: v2 memory.max minus memory.current (limit "max": no cap), or v1
-// memory.limit_in_bytes minus memory.usage_in_bytes. Any text may be NULL. -1 when meminfo has no
-// MemAvailable and no cgroup limit is set.
-int64_t gl_host_mem_room(const char *meminfo, const char *cg_limit, const char *cg_usage);
+// by the cgroup's room: v2 memory.max minus the working set (memory.current less memory.stat's
+// inactive_file, the page cache the kernel reclaims first, as Kubernetes counts it; limit "max":
+// no cap), or v1 memory.limit_in_bytes minus memory.usage_in_bytes less total_inactive_file.
+// Any text may be NULL. -1 when meminfo has no MemAvailable and no cgroup limit is set.
+int64_t gl_host_mem_room(const char *meminfo, const char *cg_limit, const char *cg_usage,
+                         const char *cg_stat);
 
 struct gl_host_cpus {
     int32_t n;                      // >= 1

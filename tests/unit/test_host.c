@@ -80,16 +80,28 @@ TEST(test_mem_room)
 {
     const char *mi = "MemTotal:       32000000 kB\nMemFree:         1000000 kB\n"
                      "MemAvailable:   20000000 kB\nBuffers:           1000 kB\n";
-    CHECK(gl_host_mem_room(mi, NULL, NULL) == (int64_t)20000000 * 1024);
-    CHECK(gl_host_mem_room(mi, "max\n", "123\n") == (int64_t)20000000 * 1024);
+    CHECK(gl_host_mem_room(mi, NULL, NULL, NULL) == (int64_t)20000000 * 1024);
+    CHECK(gl_host_mem_room(mi, "max\n", "123\n", NULL) == (int64_t)20000000 * 1024);
     // A container limited to 8 GiB using 3 GiB has 5 GiB of room, whatever the host has.
-    CHECK(gl_host_mem_room(mi, "8589934592\n", "3221225472\n") == (int64_t)5 << 30);
-    CHECK(gl_host_mem_room(mi, "1000\n", "5000\n") == 0); // over its limit already
+    CHECK(gl_host_mem_room(mi, "8589934592\n", "3221225472\n", NULL) == (int64_t)5 << 30);
+    CHECK(gl_host_mem_room(mi, "1000\n", "5000\n", NULL) == 0); // over its limit already
     // cgroup v1's "no limit" is a huge number.
-    CHECK(gl_host_mem_room(mi, "9223372036854771712\n", "5\n") == (int64_t)20000000 * 1024);
-    CHECK(gl_host_mem_room("MemTotal: 5 kB\n", NULL, NULL) == -1);
-    CHECK(gl_host_mem_room("MemAvailable: junk\n", "4096\n", "0\n") == 4096);
-    CHECK(gl_host_mem_room(NULL, NULL, NULL) == -1);
+    CHECK(gl_host_mem_room(mi, "9223372036854771712\n", "5\n", NULL) == (int64_t)20000000 * 1024);
+    CHECK(gl_host_mem_room("MemTotal: 5 kB\n", NULL, NULL, NULL) == -1);
+    CHECK(gl_host_mem_room("MemAvailable: junk\n", "4096\n", "0\n", NULL) == 4096);
+    CHECK(gl_host_mem_room(NULL, NULL, NULL, NULL) == -1);
+    // The model file read into the page cache counts in memory.current, but its inactive pages
+    // are reclaimed first: 8 GiB limit, 7 GiB charged of which 4 GiB inactive file -> 5 GiB room.
+    const char *v2stat = "anon 3221225472\nfile 4294967296\nactive_file 0\n"
+                         "inactive_file 4294967296\n";
+    CHECK(gl_host_mem_room(mi, "8589934592\n", "7516192768\n", v2stat) == (int64_t)5 << 30);
+    const char *v1stat = "cache 4294967296\ninactive_file 9\ntotal_inactive_file 4294967296\n";
+    // v1 files carry both keys: the cgroup's own inactive_file is taken.
+    CHECK(gl_host_mem_room(mi, "8589934592\n", "7516192768\n", v1stat) == ((int64_t)1 << 30) + 9);
+    CHECK(gl_host_mem_room(mi, "8589934592\n", "7516192768\n", "total_inactive_file 5\n") ==
+          ((int64_t)1 << 30) + 5);
+    // Negative control: without memory.stat the same container looks 1 GiB from full.
+    CHECK(gl_host_mem_room(mi, "8589934592\n", "7516192768\n", NULL) == (int64_t)1 << 30);
 }
 
 TEST(test_real_machine)
