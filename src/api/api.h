@@ -44,7 +44,9 @@
 // parsed, copied per choice and applied at every step)
 #define GL_API_MAX_LOGIT_BIAS 1024
 
-enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS };
+// GL_API_RESPONSES (POST /v1/responses, responses.c) is translated into a chat request: the parsed
+// request has ep GL_API_CHAT and responses set, and its output is shaped as Responses objects.
+enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS, GL_API_RESPONSES };
 
 // The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
 // (strict padded base64), or a local regular file, as an absolute path or a file:// URL
@@ -139,6 +141,10 @@ struct gl_api_req {
     int include_reasoning;
     int skip_special_tokens;
     int parallel_tool_calls;
+    // Responses API (responses.c): the request came to /v1/responses; id is "resp_<hex>" and echo
+    // holds the request fields the response object repeats (instructions, tools, text, ...).
+    int responses;
+    json_t *resp_echo; // owned
     // media caps: the server's, then mm_processor_kwargs (max_image_tokens, fps, num_frames,
     // max_video_frame_tokens)
     struct gl_media_params mm;
