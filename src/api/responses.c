@@ -59,6 +59,7 @@ static const struct rs_field {
     {"request_id", RS_COPY, NULL},
     {"cache_salt", RS_COPY, NULL},
     {"thinking_token_budget", RS_COPY, NULL},
+    {"logit_bias", RS_COPY, NULL},
     {"previous_response_id", RS_STATELESS, NULL},
     {"conversation", RS_STATELESS, NULL},
     {"background", RS_STATELESS, NULL},

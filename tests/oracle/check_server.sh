@@ -5,7 +5,9 @@
 # the tiny random-weight Q8_0 model and runs its named checks (chat and completions, streaming
 # vs not, tools, every structured-output spelling validated with ajv, logprobs, stop strings,
 # usage vs /tokenize, every error code, auth, metrics, disconnect cancellation, the deep health
-# probe, SIGTERM drain). Fails if build/glint has no `serve` command.
+# probe, SIGTERM drain); tests/server/responses.mjs does the same for POST /v1/responses (the
+# SDK's responses.create / parse with zodTextFormat / stream). Fails if build/glint has no
+# `serve` command.
 # Optional, slower: GL_SERVER_GUIDED=1 adds tests/server/guided200.mjs (200 MaskBench schemas
 # through response_format); GL_SERVER_LOAD=1 adds tests/server/load.mjs (64 streaming clients for
 # GL_SERVER_LOAD_S seconds, default 60, then 32 disconnects; RSS growth and page leaks).
@@ -23,6 +25,7 @@ MODEL="$(gl_tiny_model Q8_0)"
 
 rc=0
 timeout -k 10 300 node tests/server/suite.mjs "$MODEL" || rc=1
+timeout -k 10 120 node tests/server/responses.mjs "$MODEL" || rc=1
 if [ "${GL_SERVER_GUIDED:-0}" = 1 ]; then
     timeout -k 10 900 node tests/server/guided200.mjs --model "$MODEL" || rc=1
 fi
