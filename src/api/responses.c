@@ -615,7 +615,8 @@ static json_t *echo_fields(json_t *b)
     if (o && json_is_null(json_object_get(o, "reasoning")))
         json_object_set_new(o, "reasoning", json_pack("{s:n,s:n}", "effort", "summary"));
     json_t *md = json_object_get(b, "metadata");
-    if (o && json_object_set(o, "metadata", json_is_object(md) ? md : json_object()))
+    if (o &&
+        json_object_set_new(o, "metadata", json_is_object(md) ? json_incref(md) : json_object()))
         json_decref(o), o = NULL;
     return o;
 }
