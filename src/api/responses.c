@@ -580,7 +580,9 @@ static void rename_error(struct gl_api_error *e)
             snprintf(rest, sizeof rest, "%s", e->param + n);
             snprintf(e->param, sizeof e->param, "%s%s", map[i][1], rest);
         }
-        if (strncmp(e->msg, map[i][0], n) == 0) {
+        // A chat message index is not an input index (instructions come first, calls merge):
+        // "messages[i]" stays in the message, the param says input.
+        if (strncmp(e->msg, map[i][0], n) == 0 && strcmp(map[i][0], "messages")) {
             char rest[sizeof e->msg];
             snprintf(rest, sizeof rest, "%s", e->msg + n);
             snprintf(e->msg, sizeof e->msg, "%s%s", map[i][1], rest);
