@@ -267,10 +267,19 @@ static gl_status input_output(json_t *it, size_t i, json_t **out, struct gl_api_
 // assistant message (or calls) that follows it, as the chat template renders them.
 struct conv {
     json_t *msgs;
+    json_t *origin;    // per message, the Responses field it came from ("input[3]"), for errors
     json_t *calls;     // tool_calls of the assistant message being extended (borrowed), or NULL
     json_t *reasoning; // a reasoning item's text waiting for its assistant output (owned)
     size_t reasoning_at;
 };
+
+// Appends message m (taken), which came from the field named origin.
+static gl_status conv_add(struct conv *v, json_t *m, const char *origin, struct gl_api_error *e)
+{
+    if (!m || json_array_append_new(v->msgs, m))
+        return NOMEM();
+    return json_array_append_new(v->origin, json_string(origin)) ? NOMEM() : GL_OK;
+}
 
 static gl_status conv_take_reasoning(struct conv *v, json_t *m, struct gl_api_error *e)
 {
@@ -295,6 +304,8 @@ static gl_status conv_item(struct conv *v, json_t *it, size_t i, struct gl_api_e
         return FAIL(f, "%s: expected a string", f);
     json_t *m = NULL, *x = NULL;
     gl_status st;
+    char at[32];
+    snprintf(at, sizeof at, "input[%zu]", i);
     if (!strcmp(ty, "reasoning")) {
         v->calls = NULL;
         if ((st = input_reasoning(it, i, &x, e)) != GL_OK)
@@ -309,12 +320,14 @@ static gl_status conv_item(struct conv *v, json_t *it, size_t i, struct gl_api_e
             return st;
         if (!v->calls) {
             m = json_pack("{s:s,s:n,s:[]}", "role", "assistant", "content", "tool_calls");
-            if (!m || (st = conv_take_reasoning(v, m, e)) != GL_OK ||
-                json_array_append_new(v->msgs, m)) {
+            st = m ? conv_take_reasoning(v, m, e) : NOMEM();
+            if (st != GL_OK || (st = conv_add(v, json_incref(m), at, e)) != GL_OK) {
+                json_decref(m);
                 json_decref(x);
-                return st != GL_OK ? st : NOMEM();
+                return st;
             }
             v->calls = json_object_get(m, "tool_calls");
+            json_decref(m); // msgs holds it
         }
         return json_array_append_new(v->calls, x) ? NOMEM() : GL_OK;
     }
@@ -341,28 +354,31 @@ static gl_status conv_item(struct conv *v, json_t *it, size_t i, struct gl_api_e
                     "function_call it led to",
                     f);
     }
-    if ((st = conv_take_reasoning(v, m, e)) != GL_OK || json_array_append_new(v->msgs, m))
-        return st != GL_OK ? st : NOMEM();
-    return GL_OK;
+    if ((st = conv_take_reasoning(v, m, e)) != GL_OK) {
+        json_decref(m);
+        return st;
+    }
+    return conv_add(v, m, at, e);
 }
 
-static gl_status convert_input(json_t *b, json_t *chat, struct gl_api_error *e)
+static gl_status convert_input(json_t *b, json_t *chat, json_t *origin, struct gl_api_error *e)
 {
-    struct conv v = {.msgs = json_array()};
+    struct conv v = {.msgs = json_array(), .origin = origin};
     if (!v.msgs || json_object_set_new(chat, "messages", v.msgs))
         return NOMEM();
     json_t *ins = json_object_get(b, "instructions");
     if (is_set(ins)) {
         if (!json_is_string(ins))
             return FAIL("instructions", "instructions: expected a string");
-        if (json_array_append_new(v.msgs, json_pack("{s:s,s:O}", "role", "system", "content", ins)))
-            return NOMEM();
+        gl_status st = conv_add(&v, json_pack("{s:s,s:O}", "role", "system", "content", ins),
+                                "instructions", e);
+        if (st != GL_OK)
+            return st;
     }
     json_t *in = json_object_get(b, "input");
     gl_status st = GL_OK;
     if (json_is_string(in)) {
-        if (json_array_append_new(v.msgs, json_pack("{s:s,s:O}", "role", "user", "content", in)))
-            return NOMEM();
+        st = conv_add(&v, json_pack("{s:s,s:O}", "role", "user", "content", in), "input", e);
     } else if (json_is_array(in) && json_array_size(in) > 0) {
         for (size_t i = 0; st == GL_OK && i < json_array_size(in); i++)
             st = conv_item(&v, json_array_get(in, i), i, e);
@@ -534,7 +550,7 @@ static gl_status check_options(json_t *b, struct gl_api_error *e)
 // ---- the whole request ----
 
 // The chat body of Responses body b, and the fields the response object repeats.
-static gl_status translate(json_t *b, json_t *chat, struct gl_api_error *e)
+static gl_status translate(json_t *b, json_t *chat, json_t *origin, struct gl_api_error *e)
 {
     const char *key;
     json_t *v;
@@ -554,7 +570,7 @@ static gl_status translate(json_t *b, json_t *chat, struct gl_api_error *e)
             return NOMEM();
     }
     gl_status st;
-    if ((st = check_options(b, e)) != GL_OK || (st = convert_input(b, chat, e)) != GL_OK ||
+    if ((st = check_options(b, e)) != GL_OK || (st = convert_input(b, chat, origin, e)) != GL_OK ||
         (st = convert_text(b, chat, e)) != GL_OK || (st = convert_tools(b, chat, e)) != GL_OK ||
         (st = convert_tool_choice(b, chat, e)) != GL_OK ||
         (st = convert_reasoning(b, chat, e)) != GL_OK)
@@ -562,8 +578,33 @@ static gl_status translate(json_t *b, json_t *chat, struct gl_api_error *e)
     return GL_OK;
 }
 
-// A chat-path error names the chat field; say the Responses one.
-static void rename_error(struct gl_api_error *e)
+// buf (cap bytes) with its first n bytes replaced by to.
+static void replace_head(char *buf, size_t cap, size_t n, const char *to)
+{
+    char rest[640];
+    snprintf(rest, sizeof rest, "%s", buf + n);
+    snprintf(buf, cap, "%s%s", to, rest);
+}
+
+// The length of a leading "messages[N]" or "messages" in s, the Responses field it stands for
+// in *to (origin[N]: where message N came from; "input" for messages as a whole); 0 if none.
+static size_t messages_head(const char *s, json_t *origin, const char **to)
+{
+    static const char k[] = "messages";
+    if (strncmp(s, k, sizeof k - 1))
+        return 0;
+    *to = "input";
+    const char *p = s + sizeof k - 1;
+    char *end = NULL;
+    unsigned long i = *p == '[' ? strtoul(p + 1, &end, 10) : 0;
+    if (!end || *end != ']' || !json_string_value(json_array_get(origin, i)))
+        return sizeof k - 1;
+    *to = json_string_value(json_array_get(origin, i));
+    return (size_t)(end + 1 - s);
+}
+
+// A chat-path error names the chat field; say the Responses one (origin: messages_head).
+static void rename_error(struct gl_api_error *e, json_t *origin)
 {
     static const char *map[][2] = {
         {"response_format.json_schema.schema", "text.format.schema"},
@@ -571,30 +612,31 @@ static void rename_error(struct gl_api_error *e)
         {"max_completion_tokens", "max_output_tokens"},
         {"max_tokens", "max_output_tokens"},
         {"reasoning_effort", "reasoning.effort"},
-        {"messages", "input"},
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         size_t n = strlen(map[i][0]);
-        if (strncmp(e->param, map[i][0], n) == 0) {
-            char rest[sizeof e->param];
-            snprintf(rest, sizeof rest, "%s", e->param + n);
-            snprintf(e->param, sizeof e->param, "%s%s", map[i][1], rest);
-        }
-        // A chat message index is not an input index (instructions come first, calls merge):
-        // "messages[i]" stays in the message, the param says input.
-        if (strncmp(e->msg, map[i][0], n) == 0 && strcmp(map[i][0], "messages")) {
-            char rest[sizeof e->msg];
-            snprintf(rest, sizeof rest, "%s", e->msg + n);
-            snprintf(e->msg, sizeof e->msg, "%s%s", map[i][1], rest);
-        }
+        if (strncmp(e->param, map[i][0], n) == 0)
+            replace_head(e->param, sizeof e->param, n, map[i][1]);
+        if (strncmp(e->msg, map[i][0], n) == 0)
+            replace_head(e->msg, sizeof e->msg, n, map[i][1]);
+    }
+    const char *to = NULL;
+    size_t n = messages_head(e->msg, origin, &to);
+    if (n)
+        replace_head(e->msg, sizeof e->msg, n, to);
+    // The chat parser's param for message errors is "messages": the message names the item.
+    if ((n = messages_head(e->param, origin, &to)) != 0) {
+        const char *m = e->msg;
+        size_t k = strcspn(m, ": ");
+        if (!strcmp(e->param, "messages") && strncmp(m, "input", 5) == 0 && k < sizeof e->param)
+            snprintf(e->param, sizeof e->param, "%.*s", (int)k, m);
+        else
+            replace_head(e->param, sizeof e->param, n, to);
     }
     const char *ep = "/v1/chat/completions";
     char *at = strstr(e->msg, ep);
-    if (at) {
-        char rest[sizeof e->msg];
-        snprintf(rest, sizeof rest, "%s", at + strlen(ep));
-        snprintf(at, sizeof e->msg - (size_t)(at - e->msg), "/v1/responses%s", rest);
-    }
+    if (at)
+        replace_head(at, sizeof e->msg - (size_t)(at - e->msg), strlen(ep), "/v1/responses");
 }
 
 // The request fields a response object repeats (the defaults when absent).
@@ -629,16 +671,15 @@ gl_status gl_api_responses_parse(const struct gl_api_config *c, json_t *b, struc
     *out = NULL;
     if (!json_is_object(b))
         return FAIL("", "request body: expected a JSON object");
-    json_t *chat = json_object();
-    if (!chat)
-        return NOMEM();
-    gl_status st = translate(b, chat, e);
+    json_t *chat = json_object(), *origin = json_array();
+    gl_status st = chat && origin ? translate(b, chat, origin, e) : NOMEM();
     if (st == GL_OK) {
         st = gl_api_parse_json(c, GL_API_CHAT, chat, out, e);
         if (st != GL_OK)
-            rename_error(e);
+            rename_error(e, origin);
     }
     json_decref(chat);
+    json_decref(origin);
     if (st != GL_OK)
         return st;
     struct gl_api_req *r = *out;

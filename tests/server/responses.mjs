@@ -88,6 +88,9 @@ function comparable(r) {
 }
 
 const srv = await startServer({ model: MODEL_FILE, args: ["--max-model-len", "2048"] });
+// A second server whose engine step 60 fails (server.c's GLINT_FAULT_STEP; its step counter runs
+// while idle too, at most 5 steps/s, so its request goes first).
+const faulty = await startServer({ model: MODEL_FILE, args: ["--max-model-len", "4096", "--deep-health-interval", "0"], env: { GLINT_FAULT_STEP: "60" } });
 const client = new OpenAI({ baseURL: srv.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: 60000 });
 const MODEL = (await client.models.list()).data[0].id;
 const THINK = { thinking_token_budget: 8 }; // keeps the tiny model's reasoning short (vLLM extra)
@@ -106,6 +109,37 @@ const TOOL = {
 };
 
 try {
+    await check("engine_failure_error_event", async () => {
+        const fc = new OpenAI({ baseURL: faulty.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: 60000 });
+        const req = { model: (await fc.models.list()).data[0].id, input: "A very long story", max_output_tokens: 3000, temperature: 1, seed: 9 };
+        // Two streams in flight when the engine fails: one through the SDK, which ends at the
+        // error event (finalResponse() rejects), one read raw, whose last event must be
+        // response.failed.
+        const sdk = (async () => {
+            const s = fc.responses.stream(req);
+            const events = [];
+            try {
+                for await (const ev of s) events.push(ev);
+                await s.finalResponse();
+            } catch (e) {
+                return { events, thrown: e };
+            }
+            return { events, thrown: null };
+        })();
+        const raw = fetch(faulty.base + "/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...req, stream: true, seed: 10 }) }).then((r) => r.text());
+        const [{ events, thrown }, text] = await Promise.all([sdk, raw]);
+        assert(thrown, `the SDK saw no failure: last events ${short(events.slice(-2))}`);
+        const err = events.findIndex((e) => e.type === "error");
+        assert(err > 0 && events[err].code === "server_error" && /fault/.test(events[err].message), `no error event: ${short(events.slice(-2))}`);
+        assert(events.some((e) => e.type === "response.output_text.delta"), "no text before the fault (did it hit before admission?)");
+        assert(!events.some((e) => e.type === "response.completed" || e.type === "response.incomplete"), "a failure looked like an end");
+        const blocks = text.split("\n\n").filter((b) => b).map((b) => JSON.parse(b.split("\n")[1].slice(6)));
+        const [e2, last] = blocks.slice(-2);
+        assert(e2.type === "error" && last.type === "response.failed" && last.response.status === "failed" && last.response.error.code === "server_error", `raw stream ends with ${short(blocks.slice(-2))}`);
+        blocks.forEach((b, i) => assert(b.sequence_number === i, `raw event ${i}: sequence_number ${b.sequence_number}`));
+    });
+    await faulty.stop();
+
     await check("create_string_input", async () => {
         const r = await client.responses.create({ model: MODEL, input: "Hello", max_output_tokens: 24, seed: 1, ...THINK });
         checkShape(r, "create");
@@ -352,6 +386,11 @@ try {
         const bad = await post({ input: [{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: [{ type: "input_audio", input_audio: {} }] }] });
         assert(expectError(bad, 400, ["input[2].content[0].type"]).param === "input[2].content[0].type", "param of a bad part");
         expectError(await post({ tools: [{ type: "web_search" }] }), 400, ["tools[0].type", "hosted"]);
+        // input_image goes to the chat path's media loader (this model has no vision tower).
+        // The error names the input item, not the chat message (instructions come first there).
+        const img = await post({ instructions: "x", input: [{ role: "user", content: "a" }, { role: "user", content: [{ type: "input_image", image_url: "data:image/png;base64,!!" }] }] });
+        const ie = expectError(img, 400, ["input[1].content[0].image_url"]);
+        assert(ie.param === "input[1].content[0].image_url" && !/messages/.test(ie.message), `input_image: ${short(img.json)}`);
         expectError(await post({ text: { format: { type: "json_schema", name: "x", schema: { type: "object", properties: { a: { type: "strin" } } } } } }), 400, ["text.format.schema"]);
         expectError(await post({ max_output_tokens: 0 }), 400, ["max_output_tokens"]);
         expectError(await post({ input: [{ type: "item_reference", id: "msg_1" }] }), 400, ["input[0]", "stateless"]);
@@ -370,6 +409,7 @@ try {
     });
 } finally {
     await srv.stop();
+    await faulty.stop();
 }
 console.log(failures ? `responses: ${failures} FAILED` : "responses: OK");
 process.exit(failures ? 1 : 0);
