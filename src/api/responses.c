@@ -633,10 +633,16 @@ static void rename_error(struct gl_api_error *e, json_t *origin)
         else
             replace_head(e->param, sizeof e->param, n, to);
     }
-    const char *ep = "/v1/chat/completions";
-    char *at = strstr(e->msg, ep);
-    if (at)
-        replace_head(at, sizeof e->msg - (size_t)(at - e->msg), strlen(ep), "/v1/responses");
+    static const char *inside[][2] = {
+        {"/v1/chat/completions", "/v1/responses"},
+        {"'max_tokens' or 'max_completion_tokens'", "'max_output_tokens'"},
+    };
+    for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
+        char *at = strstr(e->msg, inside[i][0]);
+        if (at)
+            replace_head(at, sizeof e->msg - (size_t)(at - e->msg), strlen(inside[i][0]),
+                         inside[i][1]);
+    }
 }
 
 // The request fields a response object repeats (the defaults when absent).
