@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// api: the OpenAI / vLLM protocol without I/O or threads. A request body (chat or completions)
-// becomes engine work (prompt token ids, sampling parameters, a grammar) or an error that says
+// api: the OpenAI / vLLM protocol without I/O or threads. A request body (chat, completions, or
+// the Responses API's, which is translated into the chat request it means: responses.c) becomes
+// engine work (prompt token ids, sampling parameters, a grammar) or an error that says
 // what, where and why with its HTTP status; engine events become response JSON or SSE chunks.
 // The server (server/) owns sockets, threads and the engine; this module only transforms.
 //
