@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// api: the OpenAI / vLLM protocol without I/O or threads. A request body (chat or completions)
-// becomes engine work (prompt token ids, sampling parameters, a grammar) or an error that says
+// api: the OpenAI / vLLM protocol without I/O or threads. A request body (chat, completions, or
+// the Responses API's, which is translated into the chat request it means: responses.c) becomes
+// engine work (prompt token ids, sampling parameters, a grammar) or an error that says
 // what, where and why with its HTTP status; engine events become response JSON or SSE chunks.
 // The server (server/) owns sockets, threads and the engine; this module only transforms.
 //
@@ -44,7 +45,9 @@
 // parsed, copied per choice and applied at every step)
 #define GL_API_MAX_LOGIT_BIAS 1024
 
-enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS };
+// GL_API_RESPONSES (POST /v1/responses, responses.c) is translated into a chat request: the parsed
+// request has ep GL_API_CHAT and responses set, and its output is shaped as Responses objects.
+enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS, GL_API_RESPONSES };
 
 // The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
 // (strict padded base64), or a local regular file, as an absolute path or a file:// URL
@@ -139,6 +142,10 @@ struct gl_api_req {
     int include_reasoning;
     int skip_special_tokens;
     int parallel_tool_calls;
+    // Responses API (responses.c): the request came to /v1/responses; id is "resp_<hex>" and echo
+    // holds the request fields the response object repeats (instructions, tools, text, ...).
+    int responses;
+    json_t *resp_echo; // owned
     // media caps: the server's, then mm_processor_kwargs (max_image_tokens, fps, num_frames,
     // max_video_frame_tokens)
     struct gl_media_params mm;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "api/api.h"
+#include "chat/atem_parse.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
@@ -26,3 +27,42 @@ gl_status gl_api_get_ids(json_t *v, const char *k, int32_t n_vocab, int32_t cap,
 json_t *gl_api_jstr(const char *p, size_t n);
 // The id of the one token that encodes text exactly (no specials, no BOS), or -1.
 int32_t gl_api_single_token(const struct gl_tokenizer *t, const char *text);
+
+// gl_api_parse after the body was loaded (b: a JSON value, borrowed); ep is chat or completions.
+gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint ep, json_t *b,
+                            struct gl_api_req **out, struct gl_api_error *e);
+
+// ---- the Responses API (responses.c) ----
+// Translates a /v1/responses body into the chat request it means and parses that
+// (gl_api_parse_json); errors name the Responses field (e.g. "input[2].content[0].type").
+gl_status gl_api_responses_parse(const struct gl_api_config *c, json_t *b, struct gl_api_req **out,
+                                 struct gl_api_error *e);
+
+// What a finished (or failed) chat choice becomes in a response object.
+struct gl_api_rs_result {
+    const struct gl_atem_accum *acc; // the parsed turn
+    const char *finish;              // "stop" "length" "tool_calls" "abort" "error"
+    int64_t input_tokens, output_tokens, reasoning_tokens;
+};
+// The response object: status "completed", "incomplete" (finish "length": incomplete_details
+// {reason: "max_output_tokens"}) or "failed" (error given); in_progress: the snapshot sent by
+// response.created (no output, no usage). NULL when out of memory.
+json_t *gl_api_rs_response(const struct gl_api_config *c, const struct gl_api_req *r,
+                           const struct gl_api_rs_result *res, const struct gl_api_error *error,
+                           int in_progress);
+
+// Streaming: which output item is open, so that deltas of one kind go to one item and a change
+// of kind closes it (reasoning, then the message or the calls: the whole-turn grammar's order).
+struct gl_api_rs_stream {
+    int open;        // 0 none, else the open item's kind (1 reasoning, 2 message, 3 call)
+    int call;        // the open call's index in acc->calls
+    int32_t n_items; // output items opened so far (the next output_index)
+};
+// Appends to ev the events (objects with a "type"; the caller numbers and sends them) for the
+// accumulator's deltas [from, to).
+void gl_api_rs_deltas(struct gl_api_rs_stream *st, const struct gl_api_req *r,
+                      const struct gl_atem_accum *acc, size_t from, size_t to, json_t *ev);
+// Appends the closing events: the open item's done events, then response.completed or
+// response.incomplete with the final object (final: gl_api_rs_response's, taken).
+void gl_api_rs_finish(struct gl_api_rs_stream *st, const struct gl_api_req *r,
+                      const struct gl_api_rs_result *res, json_t *final, json_t *ev);

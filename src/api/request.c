@@ -1048,6 +1048,16 @@ gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep, c
     if (!b)
         return FAIL("", "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
                     je.column);
+    gl_status st = ep == GL_API_RESPONSES ? gl_api_responses_parse(c, b, out, e)
+                                          : gl_api_parse_json(c, ep, b, out, e);
+    json_decref(b);
+    return st;
+}
+
+gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint ep, json_t *b,
+                            struct gl_api_req **out, struct gl_api_error *e)
+{
+    *out = NULL;
     struct gl_api_req *r = NULL;
     struct constraint k = {0};
     gl_status st;
@@ -1142,7 +1152,6 @@ gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep, c
     }
 done:
     gl_free(k.src);
-    json_decref(b);
     if (st != GL_OK) {
         gl_api_req_free(c, r);
         return st;
@@ -1168,6 +1177,7 @@ void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r)
     gl_free(r->stop_ids);
     gl_free(r->allowed_ids);
     gl_free(r->bad_ids);
+    json_decref(r->resp_echo);
     if (r->grammar) {
         pthread_mutex_lock(c->grammar_lock);
         gl_grammar_unref(r->grammar);

@@ -44,6 +44,7 @@ struct choice {
     const char *finish; // "stop" "length" "tool_calls" "abort"
     json_t *stop_reason;
     int32_t n_generated;
+    int32_t n_reasoning; // tokens of reasoning bodies (usage details)
     // chat
     struct gl_atem_parser *parser;
     struct gl_atem_accum acc;
@@ -69,6 +70,8 @@ struct gl_api_resp {
     int64_t prompt_tokens;
     struct gl_sample_params stop_sp; // chat stop strings, for the shared matcher
     struct sbuf sse;
+    struct gl_api_rs_stream rs; // Responses API streaming: the open output item
+    int64_t rs_seq;             // its events' sequence_number
     int failed;
     struct gl_api_error error; // when failed
 };
@@ -149,6 +152,11 @@ static json_t *tok_json(const struct gl_tokenizer *t, int32_t id, json_t **bytes
 // ---- construction ----
 
 static void chat_sink(void *user, const struct gl_atem_event *ev);
+// The Responses API's streaming (below, before the events).
+static void rs_start(struct gl_api_resp *s);
+static void rs_deltas(struct gl_api_resp *s, struct choice *ch);
+static void rs_end(struct gl_api_resp *s);
+static void rs_fail(struct gl_api_resp *s);
 
 gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *c,
                           const struct gl_api_req *r, struct gl_err *err)
@@ -196,9 +204,11 @@ gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *
             sb_add(&ch->text, p->text ? p->text : "", p->text_len);
         }
     }
-    if (st != GL_OK) {
+    if (st == GL_OK && r->responses && r->stream)
+        rs_start(s);
+    if (st != GL_OK || s->sse.oom) {
         gl_api_resp_free(s);
-        return st;
+        return st != GL_OK ? st : gl_err_set(err, GL_E_NOMEM, "api: no memory for events");
     }
     *out = s;
     return GL_OK;
@@ -354,6 +364,10 @@ static void sse_choice(struct gl_api_resp *s, struct choice *ch, json_t *choice)
 // Chunks for what this event added to choice ch (streaming only).
 static void stream_choice(struct gl_api_resp *s, struct choice *ch)
 {
+    if (s->r->responses) {
+        rs_deltas(s, ch);
+        return;
+    }
     if (s->r->ep == GL_API_CHAT) {
         int sent_lp = 0;
         size_t nd = ch->acc.n_deltas;
@@ -389,6 +403,10 @@ static void stream_choice(struct gl_api_resp *s, struct choice *ch)
 
 static void stream_end(struct gl_api_resp *s)
 {
+    if (s->r->responses) {
+        rs_end(s);
+        return;
+    }
     if (s->r->include_usage) {
         json_t *o = chunk_base(s);
         if (o) {
@@ -398,6 +416,96 @@ static void stream_end(struct gl_api_resp *s)
         sse_json(s, o);
     }
     sb_add(&s->sse, "data: [DONE]\n\n", 14);
+}
+
+// ---- the Responses API's events (responses.c builds them; here they are numbered and sent) ----
+
+// The one choice of a Responses request (n is always 1) as responses.c sees it.
+static struct gl_api_rs_result rs_result(const struct gl_api_resp *s)
+{
+    const struct choice *ch = &s->ch[0];
+    int64_t p = 0, c = 0;
+    gl_api_resp_usage(s, &p, &c);
+    return (struct gl_api_rs_result){.acc = &ch->acc,
+                                     .finish = ch->finish,
+                                     .input_tokens = p,
+                                     .output_tokens = c,
+                                     .reasoning_tokens = ch->n_reasoning};
+}
+
+// "event: TYPE\ndata: {...,"sequence_number": N}\n\n" for each event of ev (taken).
+static void rs_send(struct gl_api_resp *s, json_t *ev)
+{
+    if (!ev) {
+        s->sse.oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *o = json_array_get(ev, i);
+        const char *ty = json_string_value(json_object_get(o, "type"));
+        json_object_set_new(o, "sequence_number", json_integer(s->rs_seq++));
+        sb_add(&s->sse, "event: ", 7);
+        sb_add(&s->sse, ty ? ty : "", ty ? strlen(ty) : 0);
+        sb_add(&s->sse, "\n", 1);
+        sse_json(s, json_incref(o));
+    }
+    json_decref(ev);
+}
+
+static void rs_start(struct gl_api_resp *s)
+{
+    json_t *ev = json_array();
+    struct gl_api_rs_result res = rs_result(s);
+    json_t *snap = gl_api_rs_response(s->c, s->r, &res, NULL, 1);
+    if (ev && snap) {
+        json_array_append_new(ev,
+                              json_pack("{s:s,s:O}", "type", "response.created", "response", snap));
+        json_array_append_new(
+            ev, json_pack("{s:s,s:O}", "type", "response.in_progress", "response", snap));
+    }
+    json_decref(snap);
+    rs_send(s, ev);
+}
+
+static void rs_deltas(struct gl_api_resp *s, struct choice *ch)
+{
+    json_t *ev = json_array();
+    if (ev)
+        gl_api_rs_deltas(&s->rs, s->r, &ch->acc, ch->deltas_sent, ch->acc.n_deltas, ev);
+    ch->deltas_sent = ch->acc.n_deltas;
+    rs_send(s, ev);
+}
+
+static void rs_end(struct gl_api_resp *s)
+{
+    json_t *ev = json_array();
+    struct gl_api_rs_result res = rs_result(s);
+    json_t *final = gl_api_rs_response(s->c, s->r, &res, NULL, 0);
+    if (ev && final)
+        gl_api_rs_finish(&s->rs, s->r, &res, final, ev);
+    else
+        json_decref(final);
+    rs_send(s, ev);
+}
+
+// An error event, then response.failed (the stream's last event).
+static void rs_fail(struct gl_api_resp *s)
+{
+    const struct gl_api_error *e = &s->error;
+    json_t *ev = json_array();
+    struct gl_api_rs_result res = rs_result(s);
+    json_t *failed = gl_api_rs_response(s->c, s->r, &res, e, 0);
+    if (ev && failed) {
+        json_array_append_new(
+            ev, json_pack("{s:s,s:s,s:o,s:o}", "type", "error", "code",
+                          e->http == 500 ? "server_error" : "invalid_request", "message",
+                          gl_api_jstr(e->msg, strlen(e->msg)), "param",
+                          e->param[0] ? gl_api_jstr(e->param, strlen(e->param)) : json_null()));
+        json_array_append_new(
+            ev, json_pack("{s:s,s:O}", "type", "response.failed", "response", failed));
+    }
+    json_decref(failed);
+    rs_send(s, ev);
 }
 
 // ---- events ----
@@ -463,6 +571,7 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
         if (ch->ids)
             json_array_append_new(ch->ids, json_integer(ev->tokens[i]));
         if (r->ep == GL_API_CHAT && !ch->stop_hit) {
+            ch->n_reasoning += gl_atem_parser_state(ch->parser) == GL_ATEM_ST_REASONING;
             // GL_E_LIMIT (a header or call over its size limit) drops the excess and goes on.
             gl_status st = gl_atem_parser_feed(ch->parser, ev->tokens[i], NULL);
             (void)st;
@@ -536,6 +645,10 @@ void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
     s->error = *e;
     if (!s->r->stream)
         return;
+    if (s->r->responses) {
+        rs_fail(s);
+        return;
+    }
     sse_json(s, gl_api_error_json(e));
     sb_add(&s->sse, "data: [DONE]\n\n", 14);
 }
@@ -543,6 +656,10 @@ void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
 json_t *gl_api_resp_json(const struct gl_api_resp *s)
 {
     const struct gl_api_req *r = s->r;
+    if (r->responses) {
+        struct gl_api_rs_result res = rs_result(s);
+        return gl_api_rs_response(s->c, r, &res, NULL, 0);
+    }
     json_t *choices = json_array();
     for (int32_t i = 0; choices && i < s->n_ch; i++) {
         struct choice *ch = &s->ch[i];

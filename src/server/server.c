@@ -839,10 +839,11 @@ struct route {
     const char *path, *method;
     int id;
 };
-enum { R_CHAT, R_COMP, R_MODELS, R_HEALTH, R_PING, R_METRICS, R_VERSION, R_TOK, R_DETOK };
+enum { R_CHAT, R_COMP, R_RESP, R_MODELS, R_HEALTH, R_PING, R_METRICS, R_VERSION, R_TOK, R_DETOK };
 static const struct route k_routes[] = {
     {"/v1/chat/completions", "POST", R_CHAT},
     {"/v1/completions", "POST", R_COMP},
+    {"/v1/responses", "POST", R_RESP},
     {"/v1/models", "GET", R_MODELS},
     {"/health", "GET", R_HEALTH},
     {"/ping", "GET", R_PING},
@@ -888,6 +889,8 @@ static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int 
         return generate(S, c, GL_API_CHAT, cn);
     case R_COMP:
         return generate(S, c, GL_API_COMPLETIONS, cn);
+    case R_RESP:
+        return generate(S, c, GL_API_RESPONSES, cn);
     case R_MODELS:
         return send_json(c, 200, gl_api_models(&S->api, S->started));
     case R_TOK:

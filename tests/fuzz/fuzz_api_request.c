@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Fuzz target for the OpenAI request layer (src/api/): request body -> engine parameters, and
-// engine events -> response JSON / SSE. Input: the first byte's low bit selects the endpoint
-// (0 chat, 1 completions) and its other bits steer the synthetic output; the rest is the body.
+// engine events -> response JSON / SSE. Input: the first byte selects the endpoint (low bit 1:
+// completions; else low nibble 0xe: the Responses API, POST /v1/responses; else chat) and its
+// other bits steer the synthetic output; the rest is the body.
 // For each input: gl_api_parse; on success the logits processors are made (a few tokens accepted;
 // for 1 input in 64 also a few mask/accept/jump-forward steps) and freed, a response is built from
 // synthetic engine events (scripted ATEM turns with tokens replaced by input-derived ids and
@@ -9,7 +10,9 @@
 // engine failure midway), and the response JSON or SSE is produced; on error the error must be
 // 400/404/500 with a message and gl_api_error_json must succeed. gl_api_tokenize and
 // gl_api_detokenize run over the body too. Invariants: no crash, no leak, no sanitizer report;
-// every choice finishes; a finished stream ends with "data: [DONE]".
+// every choice finishes; a finished stream ends with "data: [DONE]"; a Responses stream is
+// `event: T` / `data: {"type": T, "sequence_number": 0, 1, ...}` blocks ending with
+// response.completed, response.incomplete or response.failed, and its object is a "response".
 // Vocabulary: $GLINT_VOCAB, else shared/ beside the repository (../shared/data/tokenizer/...
 // from the source dir, then from the working directory), else /work/shared; absent: no-op.
 #include "api/api.h"
@@ -139,12 +142,40 @@ static void check_error(const struct gl_api_error *e)
     json_decref(j);
 }
 
-static void take_sse(struct gl_api_resp *s, int *ended)
+// A Responses stream's events: each block "event: T\ndata: {...}\n\n" with data.type T and
+// sequence numbers counting from 0; *ended when the last is a terminal event.
+static int64_t rs_seq;
+static void check_rs_events(const char *p, size_t n, int *ended)
+{
+    while (n > 0) {
+        GL_ASSERT(n > 7 && memcmp(p, "event: ", 7) == 0);
+        const char *nl = memchr(p, '\n', n);
+        GL_ASSERT(nl && (size_t)(nl - p) + 7 < n && memcmp(nl + 1, "data: ", 6) == 0);
+        const char *data = nl + 7, *end = NULL;
+        for (const char *q = data; q + 1 < p + n && !end; q++)
+            if (q[0] == '\n' && q[1] == '\n')
+                end = q;
+        GL_ASSERT(end != NULL);
+        json_t *o = json_loadb(data, (size_t)(end - data), 0, NULL);
+        GL_ASSERT_MSG(o != NULL, "an event's data is not JSON");
+        const char *ty = json_string_value(json_object_get(o, "type"));
+        GL_ASSERT(ty && strlen(ty) == (size_t)(nl - p - 7) && memcmp(ty, p + 7, strlen(ty)) == 0);
+        GL_ASSERT(json_integer_value(json_object_get(o, "sequence_number")) == rs_seq++);
+        *ended = !strcmp(ty, "response.completed") || !strcmp(ty, "response.incomplete") ||
+                 !strcmp(ty, "response.failed");
+        json_decref(o);
+        n -= (size_t)(end + 2 - p);
+        p = end + 2;
+    }
+}
+static void take_sse(struct gl_api_resp *s, const struct gl_api_req *r, int *ended)
 {
     size_t n = 0;
     char *p = gl_api_resp_take_sse(s, &n);
     GL_ASSERT((p == NULL) == (n == 0));
-    if (p) {
+    if (p && r->responses) {
+        check_rs_events(p, n, ended);
+    } else if (p) {
         GL_ASSERT(n >= 6 && memcmp(p, "data: ", 6) == 0);
         static const char done[] = "data: [DONE]\n\n";
         if (n >= sizeof done - 1 && memcmp(p + n - (sizeof done - 1), done, sizeof done - 1) == 0)
@@ -236,7 +267,7 @@ static void run_choice(struct gl_api_resp *s, const struct gl_api_req *r, int32_
         hit = gl_api_resp_event(s, prompt, &ev);
         i += m;
         if (r->stream && (rng_next(rs) & 1))
-            take_sse(s, ended);
+            take_sse(s, r, ended);
     }
     // The final event: a stop token, a stop string, the length limit, or an abort.
     struct gl_event fin = {.request_id = 1,
@@ -282,6 +313,9 @@ static void run_response(const struct gl_api_req *r, const uint8_t *data, size_t
     uint64_t rs = seed;
     uint8_t ctl = data[0];
     int ended = 0, failed = 0;
+    rs_seq = 0;
+    if (r->responses && r->stream) // response.created and response.in_progress come first
+        take_sse(s, r, &ended);
     int32_t n_ch = gl_api_resp_n_choices(s);
     GL_ASSERT(n_ch == r->n_prompts * r->sp.n);
     for (int32_t c = 0; c < n_ch; c++) {
@@ -304,7 +338,7 @@ static void run_response(const struct gl_api_req *r, const uint8_t *data, size_t
     gl_api_resp_usage(s, &pt, &ct);
     GL_ASSERT(pt >= 0 && ct >= 0);
     if (r->stream) {
-        take_sse(s, &ended);
+        take_sse(s, r, &ended);
         GL_ASSERT_MSG(ended || failed, "a finished stream must end with [DONE]");
     } else {
         const struct gl_api_error *fe = gl_api_resp_error(s);
@@ -313,7 +347,11 @@ static void run_response(const struct gl_api_req *r, const uint8_t *data, size_t
             check_error(fe);
         json_t *o = gl_api_resp_json(s);
         GL_ASSERT(o != NULL);
-        GL_ASSERT(json_array_size(json_object_get(o, "choices")) == (size_t)n_ch);
+        if (r->responses)
+            GL_ASSERT(!strcmp(json_string_value(json_object_get(o, "object")), "response") &&
+                      json_is_array(json_object_get(o, "output")));
+        else
+            GL_ASSERT(json_array_size(json_object_get(o, "choices")) == (size_t)n_ch);
         char *t = json_dumps(o, JSON_COMPACT);
         GL_ASSERT(t != NULL);
         free(t);
@@ -386,7 +424,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
-    enum gl_api_endpoint ep = data[0] & 1 ? GL_API_COMPLETIONS : GL_API_CHAT;
+    enum gl_api_endpoint ep = data[0] & 1                ? GL_API_COMPLETIONS
+                              : (data[0] & 0x0f) == 0x0e ? GL_API_RESPONSES
+                                                         : GL_API_CHAT;
     uint64_t seed = 0xcbf29ce484222325ull; // FNV-1a of the input: the events' randomness
     for (size_t i = 0; i < size; i++)
         seed = (seed ^ data[i]) * 0x100000001b3ull;
@@ -396,7 +436,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&e, 0, sizeof e);
     gl_status st = gl_api_parse(&cfg, ep, body, len, &r, &e);
     if (st == GL_OK) {
-        GL_ASSERT(r != NULL && r->ep == ep);
+        // A Responses request is the chat request it means (responses.c).
+        GL_ASSERT(r != NULL && r->ep == (ep == GL_API_RESPONSES ? GL_API_CHAT : ep));
+        GL_ASSERT(r->responses == (ep == GL_API_RESPONSES));
+        GL_ASSERT(!r->responses || (r->sp.n == 1 && r->resp_echo != NULL));
         GL_ASSERT(r->n_prompts >= 1 && r->sp.n >= 1 && r->sp.n <= GL_SAMPLE_MAX_N);
         GL_ASSERT(ep == GL_API_COMPLETIONS || r->n_prompts == 1);
         for (int32_t i = 0; i < r->n_prompts; i++)

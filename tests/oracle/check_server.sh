@@ -6,7 +6,9 @@
 # vs not, tools, every structured-output spelling validated with ajv, logprobs, stop strings,
 # usage vs /tokenize, every error code, auth, metrics, disconnect cancellation, the deep health
 # probe, SIGTERM drain), then tests/server/ops.mjs (access log, request histograms, CORS, IPv6,
-# memory fitting, vLLM flag spellings). Fails if build/glint has no `serve` command.
+# memory fitting, vLLM flag spellings); tests/server/responses.mjs does the same for
+# POST /v1/responses (the SDK's responses.create / parse with zodTextFormat / stream). Fails if
+# build/glint has no `serve` command.
 # Optional, slower: GL_SERVER_GUIDED=1 adds tests/server/guided200.mjs (200 MaskBench schemas
 # through response_format); GL_SERVER_LOAD=1 adds tests/server/load.mjs (64 streaming clients for
 # GL_SERVER_LOAD_S seconds, default 60, then 32 disconnects; RSS growth and page leaks).
@@ -27,6 +29,7 @@ timeout -k 10 300 node tests/server/suite.mjs "$MODEL" || rc=1
 # Server operations (issue 19): access log, vLLM's request histograms, CORS, IPv6, memory fitting,
 # vLLM flag spellings, --generation-config (about 20 s).
 timeout -k 10 200 node tests/server/ops.mjs "$MODEL" || rc=1
+timeout -k 10 120 node tests/server/responses.mjs "$MODEL" || rc=1
 if [ "${GL_SERVER_GUIDED:-0}" = 1 ]; then
     timeout -k 10 900 node tests/server/guided200.mjs --model "$MODEL" || rc=1
 fi
