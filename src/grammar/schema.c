@@ -2419,7 +2419,9 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         goto out;
     }
     int32_t additional;
-    if (!v->addl || json_is_true(v->addl)) {
+    if (!v->addl && sc->c->opts && sc->c->opts->closed_objects) {
+        additional = SC_NEVER; // vLLM's closed default (grammar.h closed_objects)
+    } else if (!v->addl || json_is_true(v->addl)) {
         additional = sc_any(sc) == SC_FAIL ? SC_FAIL : sc->any;
     } else {
         additional = compile_child(sc, v->addl, "additionalProperties", NULL, 0);

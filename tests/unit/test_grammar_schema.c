@@ -845,6 +845,59 @@ TEST(test_acceptance)
     }
 }
 
+// closed_objects (vLLM's default in the server): an object schema without additionalProperties
+// takes no undeclared key -- the seed's empty-string key included; true / a schema / patterns /
+// required names and any-value schemas still open it. Each case: schema, doc, accepted open,
+// accepted closed.
+TEST(test_closed_objects)
+{
+    static const struct {
+        const char *schema, *doc;
+        int open, closed;
+    } k[] = {
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}", "{\"a\":\"x\"}", 1,
+         1},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}", "{\"\":\"answer\"}",
+         1, 0},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}",
+         "{\"a\":\"x\",\"b\":1}", 1, 0},
+        {"{\"type\":\"object\"}", "{}", 1, 1},
+        {"{\"type\":\"object\"}", "{\"b\":1}", 1, 0},
+        {"{\"properties\":{\"a\":{}},\"additionalProperties\":true}", "{\"\":1}", 1, 1},
+        {"{\"additionalProperties\":{\"type\":\"integer\"}}", "{\"z\":1}", 1, 1},
+        {"{\"additionalProperties\":{\"type\":\"integer\"}}", "{\"z\":\"s\"}", 0, 0},
+        {"{\"properties\":{\"o\":{\"type\":\"object\",\"properties\":{\"x\":{}}}}}",
+         "{\"o\":{\"y\":1}}", 1, 0},
+        {"{\"properties\":{\"a\":{}}}", "{\"a\":{\"zz\":[{\"\":1}]}}", 1, 1},
+        {"{\"properties\":{\"a\":true}}", "{\"a\":{\"zz\":1}}", 1, 1},
+        {"{\"patternProperties\":{\"^x\":{}}}", "{\"x1\":1}", 1, 1},
+        {"{\"patternProperties\":{\"^x\":{}}}", "{\"y\":1}", 1, 0},
+        {"{\"required\":[\"r\"]}", "{\"r\":1}", 1, 1},
+        {"{\"required\":[\"r\"]}", "{\"r\":1,\"s\":2}", 1, 0},
+        {"{\"items\":{\"properties\":{\"a\":{}}}}", "[{\"a\":1},{\"b\":2}]", 1, 0},
+        {"{\"anyOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", "{\"b\":1}", 1,
+         1},
+        {"{\"anyOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}",
+         "{\"a\":1,\"b\":1}", 1, 0},
+    };
+    struct gl_grammar_opts co = g_opts;
+    co.closed_objects = 1;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        json_t *j = json_loads(k[i].schema, 0, NULL);
+        REQUIRE(j);
+        for (int closed = 0; closed < 2; closed++) {
+            struct compiled c = compile_json(j, closed ? &co : &g_opts);
+            CHECKF(c.st == GL_OK, "%s: %s", k[i].schema, c.err.msg);
+            int want = closed ? k[i].closed : k[i].open;
+            if (c.st == GL_OK)
+                CHECKF(walk(&c, k[i].doc) == want, "%s %s closed=%d: want %d", k[i].schema,
+                       k[i].doc, closed, want);
+            compiled_free(&c);
+        }
+        json_decref(j);
+    }
+}
+
 int main(void)
 {
     g_opts = gl_grammar_default_opts();
@@ -853,5 +906,5 @@ int main(void)
               test_escaped_pointer_and_pattern_props, test_enum_const, test_types_and_any,
               test_arrays, test_ref_recursion_shares_nodes, test_allof_merge, test_oneof,
               test_errors_name_keyword_and_pointer, test_cycles, test_raw_strings_at_pointer,
-              test_hostile, test_acceptance);
+              test_hostile, test_acceptance, test_closed_objects);
 }
