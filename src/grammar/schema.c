@@ -2738,6 +2738,170 @@ static int32_t compile_array(struct sc *sc, const struct view *v)
 
 // Applies `not` schemas that have an exact effect on *v: not {} (nothing), not {type},
 // not {required: [k]}, not {enum of null/booleans}; with an enum, compile_enum checks them.
+// ---- not {enum}: the strings outside a finite set, as a regex ----
+
+#define SC_NOT_STR_MAX 4096 // code points over all strings of one negated enum
+
+struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = (b->n + n + 1) * 2;
+        char *np = gl_realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void sb_cp(struct sbuf *b, uint32_t cp)
+{
+    char t[16];
+    int n = snprintf(t, sizeof t, "\\u{%X}", (unsigned)cp);
+    sb_put(b, t, (size_t)n);
+}
+
+// One string of the set as code points (jansson strings are valid UTF-8).
+struct cps {
+    uint32_t *c;
+    size_t n;
+};
+
+static int cps_cmp(const void *a, const void *b)
+{
+    const struct cps *x = a, *y = b;
+    for (size_t i = 0; i < x->n && i < y->n; i++)
+        if (x->c[i] != y->c[i])
+            return x->c[i] < y->c[i] ? -1 : 1;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+static size_t utf8_decode_all(const char *s, size_t n, uint32_t *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = (uint8_t)s[i];
+        int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        uint32_t cp = len == 1 ? c : c & (0x3Fu >> (len - 1));
+        for (int j = 1; j < len && i + (size_t)j < n; j++)
+            cp = cp << 6 | ((uint8_t)s[i + (size_t)j] & 0x3Fu);
+        out[k++] = cp;
+        i += (size_t)len;
+    }
+    return k;
+}
+
+// Strings with prefix w[lo].c[0..d) that are not in w[lo..hi) (sorted): end here (unless a member
+// does), take a member's next code point and recurse, or leave the set's trie for good.
+static void not_set_regex(struct sbuf *b, const struct cps *w, size_t lo, size_t hi, size_t d)
+{
+    int member = 0;
+    while (lo < hi && w[lo].n == d) {
+        member = 1;
+        lo++;
+    }
+    sb_put(b, "(?:", 3);
+    if (!member)
+        sb_put(b, "|", 1); // the empty alternative: the string ends here
+    for (size_t i = lo; i < hi;) {
+        size_t j = i;
+        while (j < hi && w[j].c[d] == w[i].c[d])
+            j++;
+        sb_cp(b, w[i].c[d]);
+        not_set_regex(b, w, i, j, d + 1);
+        sb_put(b, "|", 1);
+        i = j;
+    }
+    if (lo == hi) {
+        sb_put(b, "[\\s\\S]+)", 8);
+        return;
+    }
+    sb_put(b, "[^", 2);
+    for (size_t i = lo; i < hi; i++)
+        if (i == lo || w[i].c[d] != w[i - 1].c[d])
+            sb_cp(b, w[i].c[d]);
+    sb_put(b, "][\\s\\S]*)", 9);
+}
+
+// `not {enum: [...]}` (const folded in; a sibling type filters the values): each value is removed
+// from v's language exactly -- null and both booleans by type, strings by an anchored pattern
+// that matches every string outside the set. GL_E_UNSUPPORTED (err untouched) when a value
+// cannot be removed: one boolean, a number, an object or array while v allows that type.
+static gl_status not_enum(struct sc *sc, struct view *v, const struct view *nv)
+{
+    unsigned rm = 0;
+    int has_t = 0, has_f = 0;
+    size_t n_str = 0, n_cp = 0;
+    for (size_t j = 0; j < json_array_size(nv->enumv); j++) {
+        json_t *x = json_array_get(nv->enumv, j);
+        unsigned vt = value_types(x);
+        if (!(vt & nv->types))
+            continue; // not in the negated schema's language: removes nothing
+        if (json_is_null(x))
+            rm |= T_NULL;
+        else if (json_is_boolean(x))
+            *(json_is_true(x) ? &has_t : &has_f) = 1;
+        else if (json_is_string(x) && (v->types & T_STR))
+            n_str++, n_cp += json_string_length(x);
+        else if (!json_is_string(x) && (v->types & vt))
+            return GL_E_UNSUPPORTED;
+    }
+    if (has_t != has_f && (v->types & T_BOOL))
+        return GL_E_UNSUPPORTED;
+    if (n_str && (n_cp > SC_NOT_STR_MAX || v->n_pat >= SC_MAX_LIST))
+        return GL_E_UNSUPPORTED;
+    if (has_t && has_f)
+        rm |= T_BOOL;
+    v->types &= ~rm;
+    if (!n_str)
+        return GL_OK;
+    struct cps *w = gl_calloc(n_str, sizeof *w);
+    uint32_t *pool = gl_calloc(n_cp + 1, sizeof *pool);
+    struct sbuf b = {0};
+    gl_status st = GL_OK;
+    if (!w || !pool) {
+        st = sc_nomem(sc);
+        goto out;
+    }
+    size_t k = 0, used = 0;
+    for (size_t j = 0; j < json_array_size(nv->enumv); j++) {
+        json_t *x = json_array_get(nv->enumv, j);
+        if (!json_is_string(x))
+            continue;
+        w[k].c = pool + used;
+        w[k].n = utf8_decode_all(json_string_value(x), json_string_length(x), w[k].c);
+        used += w[k++].n;
+    }
+    qsort(w, k, sizeof *w, cps_cmp);
+    sb_put(&b, "^", 1);
+    not_set_regex(&b, w, 0, k, 0);
+    sb_put(&b, "$", 1);
+    json_t *pat = b.oom ? NULL : sc_keep(sc, json_stringn(b.p, b.n));
+    if (!pat) {
+        st = sc_nomem(sc);
+        goto out;
+    }
+    v->pat[v->n_pat++] = pat;
+out:
+    gl_free(w);
+    gl_free(pool);
+    gl_free(b.p);
+    return st;
+}
+
 static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)
 {
     if (v->enumv)
@@ -2779,29 +2943,18 @@ static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)
         }
         t = *nv;
         t.enumv = NULL;
+        t.types = T_ALL;
         if (view_is_empty(&t) && nv->enumv) {
-            int ok = 1;
-            unsigned rm = 0;
-            int has_t = 0, has_f = 0;
-            for (size_t j = 0; j < json_array_size(nv->enumv) && ok; j++) {
-                json_t *x = json_array_get(nv->enumv, j);
-                if (json_is_null(x))
-                    rm |= T_NULL;
-                else if (json_is_true(x))
-                    has_t = 1;
-                else if (json_is_false(x))
-                    has_f = 1;
-                else
-                    ok = 0;
-            }
-            if (ok && has_t == has_f) {
-                v->types &= ~(rm | (has_t ? (unsigned)T_BOOL : 0u));
+            gl_status st = not_enum(sc, v, nv);
+            if (st == GL_OK)
                 continue;
-            }
+            if (st != GL_E_UNSUPPORTED)
+                return st;
         }
         size_t old = path_push(sc, "not", 3);
-        gl_status st =
-            sc_unsup(sc, "not", "only not {}, {type}, {required: [one]}, {enum: [null]}");
+        gl_status st = sc_unsup(sc, "not",
+                                "only not {}, {type}, {required: [one]}, {enum/const} of null, "
+                                "both booleans or strings");
         path_pop(sc, old);
         if (st != GL_OK)
             return st; // lenient: dropped

@@ -898,6 +898,51 @@ TEST(test_closed_objects)
     }
 }
 
+// not {enum/const}: the excluded values are refused exactly, everything else of the type stays.
+TEST(test_not_enum)
+{
+    static const struct {
+        const char *schema, *doc;
+        int ok;
+    } k[] = {
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"intramural\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"intramura\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"intramurals\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"a\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"ab\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"\\u00e9\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"abc\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"b\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"éa\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"a\\nb\"", 1},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"const\":null}}", "null", 0},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"const\":null}}", "\"x\"", 1},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"const\":\"x\"}}", "\"x\"", 0},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"const\":\"x\"}}", "\"xy\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"type\":\"string\",\"enum\":[\"a.b\",\"[\"]}}", "\"a.b\"",
+         0},
+        {"{\"type\":\"string\",\"not\":{\"type\":\"string\",\"enum\":[\"a.b\",\"[\"]}}", "\"axb\"",
+         1},
+        {"{\"type\":\"string\",\"not\":{\"type\":\"string\",\"enum\":[\"a.b\",\"[\"]}}", "\"[\"",
+         0},
+        {"{\"type\":\"integer\",\"not\":{\"enum\":[\"x\"]}}", "3", 1},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        struct compiled c = compile_text(k[i].schema);
+        CHECKF(c.st == GL_OK, "%s: %s", k[i].schema, c.err.msg);
+        if (c.st == GL_OK)
+            CHECKF(walk(&c, k[i].doc) == k[i].ok, "%s %s: want %d", k[i].schema, k[i].doc, k[i].ok);
+        compiled_free(&c);
+    }
+    // still refused: a number or a single boolean the type allows
+    CHECK(fails_with("{\"type\":\"integer\",\"not\":{\"enum\":[3]}}", GL_E_UNSUPPORTED, "'not'",
+                     "at /not"));
+    CHECK(fails_with("{\"type\":\"boolean\",\"not\":{\"const\":true}}", GL_E_UNSUPPORTED, "'not'",
+                     "at /not"));
+}
+
 int main(void)
 {
     g_opts = gl_grammar_default_opts();
@@ -906,5 +951,5 @@ int main(void)
               test_escaped_pointer_and_pattern_props, test_enum_const, test_types_and_any,
               test_arrays, test_ref_recursion_shares_nodes, test_allof_merge, test_oneof,
               test_errors_name_keyword_and_pointer, test_cycles, test_raw_strings_at_pointer,
-              test_hostile, test_acceptance, test_closed_objects);
+              test_hostile, test_acceptance, test_closed_objects, test_not_enum);
 }
