@@ -108,6 +108,7 @@ struct sc {
     size_t plen, pcap;
     int depth, cdepth, raw;
     int strict_int; // draft 3/4 document: an integer has no fraction ("1.0" is not one)
+    int pre7; // draft 3/4/6 document: if/then/else are not keywords there (draft 7 added them)
     unsigned tick;
     int32_t any, any_raw, never_node, null_node, bool_node;
     struct idname *ids; // $id / id / $anchor names, scanned on first non-local $ref
@@ -821,7 +822,7 @@ static gl_status parse_part(struct sc *sc, json_t *o, struct view *v)
     }
     if (contains_any && v->min_items < 1)
         v->min_items = 1;
-    if (if_s && (then_s || else_s)) {
+    if (if_s && (then_s || else_s) && !sc->pre7) {
         v->ifs[0][0] = if_s;
         v->ifs[0][1] = then_s;
         v->ifs[0][2] = else_s;
@@ -3458,6 +3459,9 @@ gl_status gl_schema_build_at(struct gl_gir_builder *b, struct gl_gctx *c, json_t
     if (json_is_string(dialect) && (strstr(json_string_value(dialect), "draft-04") ||
                                     strstr(json_string_value(dialect), "draft-03")))
         sc.strict_int = 1;
+    if (json_is_string(dialect) &&
+        (sc.strict_int || strstr(json_string_value(dialect), "draft-06")))
+        sc.pre7 = 1;
     sc.any = sc.any_raw = sc.never_node = sc.null_node = sc.bool_node = -1;
     sc.keep = json_array();
     sc.scratch = gl_arena_new();
