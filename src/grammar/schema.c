@@ -2286,6 +2286,8 @@ static int32_t compile_string(struct sc *sc, const struct view *v)
     return sc_add(sc, &n);
 }
 
+static char *mult_regex(double m, int integer, int nonneg);
+
 static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
 {
     struct gl_gnum g;
@@ -2370,8 +2372,24 @@ static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
                 return r;
             }
         }
+        // Unbounded (or only minimum 0): the multiples as a regex over the number's text.
+        int nonneg = g.has_min && !g.excl_min && g.min == 0 && !g.has_max;
+        char *rx = (!g.has_min && !g.has_max) || nonneg ? mult_regex(m, g.integer, nonneg) : NULL;
+        if (rx) {
+            int32_t re = sc_regex(sc, rx, strlen(rx), 0);
+            gl_free(rx);
+            if (re < 0)
+                return SC_FAIL;
+            struct gl_gnode n;
+            memset(&n, 0, sizeof n);
+            n.kind = GN_REGEX;
+            n.u.regex.re = re;
+            return sc_add(sc, &n);
+        }
         size_t old = path_push(sc, "multipleOf", 10);
-        gl_status st = sc_unsup(sc, "multipleOf", "only 1, or an integer over a bounded range");
+        gl_status st = sc_unsup(sc, "multipleOf",
+                                "only 1, an integer over a bounded range, or a / 10^s (a = 2^i 5^j "
+                                "<= 1000, s <= 6) unbounded or with minimum 0");
         path_pop(sc, old);
         if (st != GL_OK)
             return SC_FAIL;
@@ -2901,6 +2919,86 @@ out:
     gl_free(pool);
     gl_free(b.p);
     return st;
+}
+
+// multipleOf m = a / 10^s where every prime factor of a is 2 or 5 (0.01, 0.25, 0.5, 10, 1000):
+// whether a number is a multiple depends only on its last digits, so the multiples form a regex
+// over the number's text (exact decimal arithmetic, as the spec says; no exponent: a narrowing).
+// Write x as I.W (W possibly empty); with f = min(|W|, s) fraction digits counted (digits of W
+// past s must be 0), x * 10^s = D 0^(s-f) where D is the digit string I W[0..f). a | 10^k, so x
+// is a multiple iff the last j = k - (s - f) digits t of D (zero-padded) have t * 10^(s-f) % a
+// == 0: every written form is enumerated by f and t. Returns the regex text (owned) or NULL
+// when m has no such form (or the regex would be too large).
+#define SC_MULT_MAX_SCALE 6
+#define SC_MULT_MAX_K     3
+static char *mult_regex(double m, int integer, int nonneg)
+{
+    int s = -1;
+    double a = 0;
+    for (int i = 0; i <= SC_MULT_MAX_SCALE && s < 0; i++) {
+        double x = m * pow(10, i);
+        if (x < 1e6 && fabs(x - round(x)) <= 1e-9 * x)
+            s = i, a = round(x);
+    }
+    if (s < 0 || a < 1)
+        return NULL;
+    int k = 0;
+    int64_t ai = (int64_t)a, p10 = 1;
+    while (p10 % ai && k < SC_MULT_MAX_K)
+        k++, p10 *= 10;
+    if (p10 % ai)
+        return NULL; // a has a prime factor other than 2 and 5
+    struct sbuf b = {0};
+    sb_put(&b, nonneg ? "(?:" : "-?(?:", nonneg ? 3 : 5);
+    int first = 1;
+    for (int f = 0; f <= (integer ? 0 : s); f++) {
+        int j = k - (s - f);
+        int64_t scale = 1, span = 1;
+        for (int i = 0; i < s - f; i++)
+            scale *= 10;
+        for (int i = 0; i < j; i++)
+            span *= 10;
+        for (int64_t t = 0; t < span; t++) {
+            if (j > 0 && (t * scale) % ai)
+                continue;
+            char ts[24] = "";
+            if (j > 0)
+                snprintf(ts, sizeof ts, "%0*lld", j, (long long)t);
+            int jj = j > 0 ? j : 0, ip = jj > f ? jj - f : 0; // digits of t in I
+            char ipart[24], q[24];
+            memcpy(ipart, ts, (size_t)ip);
+            ipart[ip] = '\0';
+            const char *qs = ipart;
+            while (*qs == '0')
+                qs++;
+            snprintf(q, sizeof q, "%s", *qs ? qs : "0");
+            sb_put(&b, first ? "" : "|", first ? 0 : 1);
+            first = 0;
+            // I: any integer when t lies in the fraction, else one ending in t's head
+            if (ip == 0)
+                sb_put(&b, "(?:0|[1-9][0-9]*)", 17);
+            else {
+                char tmp[64];
+                int n = snprintf(tmp, sizeof tmp, "(?:%s|[1-9][0-9]*%s)", q, ipart);
+                sb_put(&b, tmp, (size_t)n);
+            }
+            if (f == 0 && s == 0 && !integer)
+                sb_put(&b, "(?:\\.0+)?", 9); // 10.0: an integral number written as a real
+            if (f > 0) {
+                char tmp[64];
+                int free_digits = f - (jj - ip);
+                int n = snprintf(tmp, sizeof tmp, "\\.[0-9]{%d}%s%s", free_digits, ts + ip,
+                                 f == s ? "0*" : "");
+                sb_put(&b, tmp, (size_t)n);
+            }
+        }
+    }
+    sb_put(&b, ")", 1);
+    if (b.oom) {
+        gl_free(b.p);
+        return NULL;
+    }
+    return b.p;
 }
 
 static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)

@@ -943,6 +943,48 @@ TEST(test_not_enum)
                      "at /not"));
 }
 
+// multipleOf a / 10^s (a = 2^i 5^j): exact decimal multiples, any spelling without exponent.
+TEST(test_multiple_of_decimal)
+{
+    static const struct {
+        const char *schema;
+        const char *ok[8], *bad[6];
+    } k[] = {
+        {"{\"type\":\"number\",\"multipleOf\":0.01}",
+         {"1", "1.5", "1.25", "1.250", "-3.07", "0.07", "0", NULL},
+         {"1.255", "1e2", "1.2501", "\"1\"", NULL}},
+        {"{\"type\":\"number\",\"multipleOf\":0.25}",
+         {"1", "1.25", "1.5", "1.50", "2.75", "0.0", "-0.75", NULL},
+         {"1.2", "1.125", "1.05", "0.3", NULL}},
+        {"{\"type\":\"number\",\"multipleOf\":10}",
+         {"10", "100", "0", "-20", "10.0", "1230", NULL},
+         {"5", "15", "10.5", "101", NULL}},
+        {"{\"type\":\"integer\",\"multipleOf\":1000}",
+         {"1000", "0", "-12000", NULL},
+         {"1000.0", "100", "1500", "10", NULL}},
+        {"{\"type\":\"number\",\"multipleOf\":0.5,\"minimum\":0}",
+         {"0.5", "3", "0", "12.50", NULL},
+         {"-0.5", "0.25", "-1", NULL}},
+        {"{\"type\":[\"number\",\"null\"],\"multipleOf\":0.1}",
+         {"null", "0.1", "12.3", "7", NULL},
+         {"0.15", "\"x\"", NULL}},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        struct compiled c = compile_text(k[i].schema);
+        CHECKF(c.st == GL_OK, "%s: %s", k[i].schema, c.err.msg);
+        for (int j = 0; c.st == GL_OK && k[i].ok[j]; j++)
+            CHECKF(walk(&c, k[i].ok[j]) == 1, "%s: %s refused", k[i].schema, k[i].ok[j]);
+        for (int j = 0; c.st == GL_OK && k[i].bad[j]; j++)
+            CHECKF(walk(&c, k[i].bad[j]) == 0, "%s: %s accepted", k[i].schema, k[i].bad[j]);
+        compiled_free(&c);
+    }
+    // a factor other than 2 and 5, or other bounds: still refused
+    CHECK(fails_with("{\"type\":\"number\",\"multipleOf\":0.03}", GL_E_UNSUPPORTED, "'multipleOf'",
+                     "/multipleOf"));
+    CHECK(fails_with("{\"type\":\"number\",\"multipleOf\":0.01,\"maximum\":5}", GL_E_UNSUPPORTED,
+                     "'multipleOf'", "/multipleOf"));
+}
+
 int main(void)
 {
     g_opts = gl_grammar_default_opts();
@@ -951,5 +993,6 @@ int main(void)
               test_escaped_pointer_and_pattern_props, test_enum_const, test_types_and_any,
               test_arrays, test_ref_recursion_shares_nodes, test_allof_merge, test_oneof,
               test_errors_name_keyword_and_pointer, test_cycles, test_raw_strings_at_pointer,
-              test_hostile, test_acceptance, test_closed_objects, test_not_enum);
+              test_hostile, test_acceptance, test_closed_objects, test_not_enum,
+              test_multiple_of_decimal);
 }
