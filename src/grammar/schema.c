@@ -3129,6 +3129,8 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
     if (!mv || mv->never)
         return NULL;
+    if (view_is_empty(mv))
+        return json_false(); // m takes every value: nothing fails it
     json_t *alts = json_array();
     if (!alts || !sc_keep(sc, alts)) {
         json_decref(alts);
@@ -3206,6 +3208,15 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                                                   name, "properties", k, "not", ps));
         }
     }
+    // A member with an enum (or const) of strings and null: a value outside it fails it (only
+    // when nothing else does: every alternative multiplies the branches).
+    int enum_negatable = mv->enumv != NULL;
+    for (size_t i = 0; enum_negatable && i < json_array_size(mv->enumv); i++) {
+        json_t *x = json_array_get(mv->enumv, i);
+        enum_negatable = json_is_string(x) || json_is_null(x);
+    }
+    if (enum_negatable && json_array_size(alts) == 0)
+        json_array_append_new(alts, json_pack("{s{sO}}", "not", "enum", mv->enumv));
     size_t n = json_array_size(alts);
     if (n == 0)
         return NULL;
