@@ -54,7 +54,7 @@ struct view {
     json_t *pnames;   // propertyNames schema or NULL
     json_t **parts;   // every schema object merged into this view (in sc->scratch)
     size_t n_parts;
-    json_t *pat[SC_MAX_LIST]; // pattern strings (search semantics)
+    json_t *pat[SC_MAX_LIST]; // pattern strings (search semantics), {"not": P} negated
     int n_pat;
     json_t *fmt[SC_MAX_LIST]; // format names
     int n_fmt;
@@ -344,6 +344,15 @@ static int32_t sc_regex(struct sc *sc, const char *src, size_t len, int flags)
     int32_t idx = gl_gir_add_regex(sc->b, re);
     e->i0 = idx;
     return idx;
+}
+
+// A `pattern` of a view: a string (search semantics), or {"not": string} for the strings that
+// `not: {pattern}` leaves (its complement, GL_RE_NEGATE).
+static int32_t sc_pattern(struct sc *sc, json_t *p)
+{
+    json_t *src = json_is_object(p) ? json_object_get(p, "not") : p;
+    return sc_regex(sc, json_string_value(src), json_string_length(src),
+                    GL_RE_SEARCH | (src != p ? GL_RE_NEGATE : 0));
 }
 
 static struct gl_regex *sc_re(struct sc *sc, int32_t idx)
@@ -1569,8 +1578,7 @@ static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
         if (c < v->min_len || (v->max_len >= 0 && c > v->max_len))
             return 0;
         for (int i = 0; i < v->n_pat; i++) {
-            int32_t re = sc_regex(sc, json_string_value(v->pat[i]), json_string_length(v->pat[i]),
-                                  GL_RE_SEARCH);
+            int32_t re = sc_pattern(sc, v->pat[i]);
             if (re < 0)
                 return V_ERROR;
             if (!gl_regex_match(sc_re(sc, re), s, n))
@@ -1784,8 +1792,7 @@ static int string_regexes(struct sc *sc, const struct view *v, int32_t *out)
 {
     int n = 0;
     for (int i = 0; i < v->n_pat; i++) {
-        out[n] =
-            sc_regex(sc, json_string_value(v->pat[i]), json_string_length(v->pat[i]), GL_RE_SEARCH);
+        out[n] = sc_pattern(sc, v->pat[i]);
         if (out[n++] < 0)
             return -1;
     }
@@ -2260,8 +2267,7 @@ static int32_t compile_string(struct sc *sc, const struct view *v)
     }
     for (int i = 0; i < v->n_pat; i++) {
         size_t old = path_push(sc, "pattern", 7);
-        int32_t re =
-            sc_regex(sc, json_string_value(v->pat[i]), json_string_length(v->pat[i]), GL_RE_SEARCH);
+        int32_t re = sc_pattern(sc, v->pat[i]);
         path_pop(sc, old);
         if (re < 0)
             return SC_FAIL;
@@ -2465,8 +2471,7 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         }
         if (view_is_empty(&t) && pv->n_pat == 1 && !v->pprops) {
             size_t old = path_push(sc, "propertyNames", 13);
-            pn_re = sc_regex(sc, json_string_value(pv->pat[0]), json_string_length(pv->pat[0]),
-                             GL_RE_SEARCH);
+            pn_re = sc_pattern(sc, pv->pat[0]);
             path_pop(sc, old);
             if (pn_re < 0)
                 goto out;
@@ -3041,6 +3046,23 @@ static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)
             continue;
         }
         t = *nv;
+        t.n_pat = 0;
+        t.types = T_ALL;
+        if (view_is_empty(&t) && nv->n_pat == 1 && json_is_string(nv->pat[0]) &&
+            v->n_pat < SC_MAX_LIST && (!(nt & T_INT) || (nt & T_NUM))) {
+            // not {type: nt, pattern: P}: values of nt's other types satisfy it (a pattern
+            // constrains strings only), so they go; strings stay when they fail P.
+            unsigned rm = nt & ~(unsigned)T_STR;
+            v->types &= ~(rm | ((rm & T_NUM) ? (unsigned)T_INT : 0u));
+            if (nt & T_STR) {
+                json_t *neg = json_pack("{sO}", "not", nv->pat[0]);
+                if (!neg || !sc_keep(sc, neg))
+                    return sc_nomem(sc);
+                v->pat[v->n_pat++] = neg;
+            }
+            continue;
+        }
+        t = *nv;
         t.enumv = NULL;
         t.types = T_ALL;
         if (view_is_empty(&t) && nv->enumv) {
@@ -3052,8 +3074,8 @@ static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)
         }
         size_t old = path_push(sc, "not", 3);
         gl_status st = sc_unsup(sc, "not",
-                                "only not {}, {type}, {required: [one]}, {enum/const} of null, "
-                                "both booleans or strings");
+                                "only not {}, {type}, {required: [one]}, {pattern}, {enum/const} "
+                                "of null, both booleans or strings");
         path_pop(sc, old);
         if (st != GL_OK)
             return st; // lenient: dropped
@@ -3208,8 +3230,8 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                                                   name, "properties", k, "not", ps));
         }
     }
-    // A member with an enum (or const) of strings and null: a value outside it fails it (only
-    // when nothing else does: every alternative multiplies the branches).
+    // Only when nothing else does (every alternative multiplies the branches): a member with an
+    // enum (or const) of strings and null: a value outside it fails it.
     int enum_negatable = mv->enumv != NULL;
     for (size_t i = 0; enum_negatable && i < json_array_size(mv->enumv); i++) {
         json_t *x = json_array_get(mv->enumv, i);
@@ -3217,6 +3239,14 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     }
     if (enum_negatable && json_array_size(alts) == 0)
         json_array_append_new(alts, json_pack("{s{sO}}", "not", "enum", mv->enumv));
+    // A member with patterns: a string failing one of them fails it (a negated one is P again).
+    for (int i = 0; i < mv->n_pat && json_array_size(alts) == 0; i++)
+        for (int j = 0; j < mv->n_pat; j++) {
+            json_t *p = mv->pat[j], *np = json_object_get(p, "not");
+            json_array_append_new(
+                alts, np ? json_pack("{sssO}", "type", "string", "pattern", np)
+                         : json_pack("{sss{sO}}", "type", "string", "not", "pattern", p));
+        }
     size_t n = json_array_size(alts);
     if (n == 0)
         return NULL;

@@ -70,6 +70,8 @@ static const struct gl_gnode *node(const struct compiled *c, int32_t i)
     return &c->ir.nodes[i];
 }
 
+static int walk(const struct compiled *c, const char *doc); // the recogniser on doc's bytes
+
 // Compiles and expects failure with code, the message containing both needles.
 static int fails_with(const char *schema, gl_status code, const char *n1, const char *n2)
 {
@@ -366,15 +368,22 @@ TEST(test_oneof)
     REQUIRE(c.st == GL_OK);
     CHECK(node(&c, c.root)->kind == GN_ALT);
     compiled_free(&c);
+    // overlapping patterns: each branch takes the strings that fail the other's pattern
+    c = compile_text("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"type\":\"string\","
+                     "\"pattern\":\"b\"}]}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(walk(&c, "\"xa\"") == 1 && walk(&c, "\"bx\"") == 1);
+    CHECK(walk(&c, "\"ab\"") == 0 && walk(&c, "\"c\"") == 0);
+    compiled_free(&c);
     // not provable: an error naming oneOf and where
-    CHECK(fails_with("{\"properties\":{\"p\":{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},"
-                     "{\"type\":\"string\",\"pattern\":\"b\"}]}}}",
+    CHECK(fails_with("{\"properties\":{\"p\":{\"oneOf\":[{\"type\":\"string\",\"minLength\":2},"
+                     "{\"type\":\"string\",\"maxLength\":5}]}}}",
                      GL_E_UNSUPPORTED, "'oneOf'", "/properties/p"));
     // lenient: compiled as anyOf with a warning
     struct gl_grammar_opts lo = g_opts;
     lo.lenient = 1;
-    json_t *j = json_loads("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"type\":"
-                           "\"string\",\"pattern\":\"b\"}],\"not\":{\"pattern\":\"z\"}}",
+    json_t *j = json_loads("{\"oneOf\":[{\"type\":\"string\",\"minLength\":2},{\"type\":"
+                           "\"string\",\"maxLength\":5}],\"not\":{\"minLength\":9}}",
                            0, NULL);
     c = compile_json(j, &lo);
     json_decref(j);
@@ -385,11 +394,11 @@ TEST(test_oneof)
 
 TEST(test_errors_name_keyword_and_pointer)
 {
-    CHECK(fails_with("{\"properties\":{\"a/b~\":{\"if\":{\"pattern\":\"a\"},\"then\":{}}}}", GL_E_UNSUPPORTED,
-                     "'if'", "/properties/a~1b~0"));
+    CHECK(fails_with("{\"properties\":{\"a/b~\":{\"if\":{\"minLength\":1},\"then\":{}}}}",
+                     GL_E_UNSUPPORTED, "'if'", "/properties/a~1b~0"));
     CHECK(fails_with("{\"items\":{\"contains\":{\"type\":\"null\"}}}", GL_E_UNSUPPORTED,
                      "'contains'", "/items/contains"));
-    CHECK(fails_with("{\"not\":{\"pattern\":\"x\"}}", GL_E_UNSUPPORTED, "'not'", "/not"));
+    CHECK(fails_with("{\"not\":{\"minLength\":2}}", GL_E_UNSUPPORTED, "'not'", "/not"));
     CHECK(fails_with("{\"unevaluatedProperties\":false}", GL_E_UNSUPPORTED,
                      "'unevaluatedProperties'", NULL));
     CHECK(fails_with("{\"type\":\"strin\"}", GL_E_INVAL, "'type'", NULL));
@@ -928,6 +937,20 @@ TEST(test_not_enum)
         {"{\"type\":\"string\",\"not\":{\"type\":\"string\",\"enum\":[\"a.b\",\"[\"]}}", "\"[\"",
          0},
         {"{\"type\":\"integer\",\"not\":{\"enum\":[\"x\"]}}", "3", 1},
+        // not {pattern}: strings that fail it; other types satisfy a pattern, so they go
+        {"{\"not\":{\"pattern\":\"\\\\$\"}}", "\"a$b\"", 0},
+        {"{\"not\":{\"pattern\":\"\\\\$\"}}", "\"ab\"", 1},
+        {"{\"not\":{\"pattern\":\"\\\\$\"}}", "1", 0},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"pattern\":\"^[.,* -]+$\"}}", "\"..\"", 0},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"pattern\":\"^[.,* -]+$\"}}", "\"J. Doe\"",
+         1},
+        {"{\"type\":\"string\",\"maxLength\":3,\"not\":{\"pattern\":\"^a\"}}", "\"bcd\"", 1},
+        {"{\"type\":\"string\",\"maxLength\":3,\"not\":{\"pattern\":\"^a\"}}", "\"abc\"", 0},
+        {"{\"type\":\"string\",\"maxLength\":3,\"not\":{\"pattern\":\"^a\"}}", "\"bcde\"", 0},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"pattern\":\"x\"}}", "null",
+         1},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"pattern\":\"x\"}}",
+         "\"axb\"", 0},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         struct compiled c = compile_text(k[i].schema);
