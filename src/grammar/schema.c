@@ -12,6 +12,7 @@
 #include "grammar/regex.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -3239,6 +3240,30 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     }
     if (enum_negatable && json_array_size(alts) == 0)
         json_array_append_new(alts, json_pack("{s{sO}}", "not", "enum", mv->enumv));
+    // A member with a count bound: a value of that type beyond it fails it.
+    if (json_array_size(alts) == 0) {
+        static const struct {
+            const char *type, *min_kw, *max_kw;
+            size_t lo, hi; // offsets of the view's min / max counts
+        } counts[] = {
+            {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
+             offsetof(struct view, max_props)},
+            {"array", "minItems", "maxItems", offsetof(struct view, min_items),
+             offsetof(struct view, max_items)},
+            {"string", "minLength", "maxLength", offsetof(struct view, min_len),
+             offsetof(struct view, max_len)},
+        };
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+            int64_t lo = *(const int64_t *)((const char *)mv + counts[i].lo);
+            int64_t hi = *(const int64_t *)((const char *)mv + counts[i].hi);
+            if (lo > 0)
+                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                      counts[i].max_kw, (json_int_t)(lo - 1)));
+            if (hi >= 0)
+                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                      counts[i].min_kw, (json_int_t)(hi + 1)));
+        }
+    }
     // A member with patterns: a string failing one of them fails it (a negated one is P again).
     for (int i = 0; i < mv->n_pat && json_array_size(alts) == 0; i++)
         for (int j = 0; j < mv->n_pat; j++) {
