@@ -76,6 +76,54 @@ static void gsrc_free(struct gl_gsrc *s)
     memset(s, 0, sizeof *s);
 }
 
+// A schema whose integer literal does not fit jansson's int64 (Snowplow's "maximum":
+// 9223372036854776000): parsed again with every integer literal of 19+ digits spelled as a real
+// (".0" appended), the same number to JSON Schema (1 and 1.0 are equal). Strings are skipped.
+// NULL when that does not parse either (the first error is reported).
+static json_t *load_big_ints_as_reals(const char *src, size_t len)
+{
+    char *t = gl_malloc(len + (len / 19 + 1) * 2 + 1);
+    if (!t)
+        return NULL;
+    size_t o = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len;) {
+        char c = src[i];
+        if (in_str) {
+            t[o++] = c;
+            i++;
+            if (c == '\\' && i < len)
+                t[o++] = src[i++];
+            else if (c == '"')
+                in_str = 0;
+            continue;
+        }
+        if (c == '"') {
+            in_str = 1;
+            t[o++] = src[i++];
+            continue;
+        }
+        if (c != '-' && (c < '0' || c > '9')) {
+            t[o++] = src[i++];
+            continue;
+        }
+        size_t j = i + (c == '-'), digits = 0;
+        while (j < len && src[j] >= '0' && src[j] <= '9')
+            j++, digits++;
+        int integer = j >= len || (src[j] != '.' && src[j] != 'e' && src[j] != 'E');
+        memcpy(t + o, src + i, j - i);
+        o += j - i;
+        if (integer && digits >= 19) {
+            t[o++] = '.';
+            t[o++] = '0';
+        }
+        i = j;
+    }
+    json_t *j = json_loadb(t, o, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    gl_free(t);
+    return j;
+}
+
 static gl_status gsrc_key(struct gl_gsrc *s, int kind, const struct gl_grammar_opts *o,
                           const char *body, size_t body_len, const char *tail, struct gl_err *err)
 {
@@ -122,6 +170,8 @@ static gl_status gsrc_parse(struct gl_gsrc *s, enum gl_grammar_kind kind, const 
     case GL_GRAMMAR_JSON_SCHEMA: {
         json_error_t je;
         s->json = json_loadb(src ? src : "", len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!s->json && strstr(je.text, "too big integer"))
+            s->json = load_big_ints_as_reals(src, len);
         if (!s->json)
             return gl_err_set(err, GL_E_INVAL,
                               "grammar: JSON Schema is not valid JSON: %s (line %d, column %d, "

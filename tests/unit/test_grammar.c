@@ -768,6 +768,18 @@ TEST(test_compile_errors)
     CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, "{\"type\":", 8, NULL, &err) ==
           GL_E_INVAL);
     CHECK(!g && strstr(err.msg, "not valid JSON") && strstr(err.msg, "line 1"));
+    // an integer literal beyond int64 is read as the same number spelled as a real; a string
+    // that looks like one stays a string, and other JSON errors are still reported
+    static const char big[] =
+        "{\"type\":\"integer\",\"maximum\":9223372036854776000,"
+        "\"description\":\"12345678901234567890123 \\\" 99999999999999999999\"}";
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, big, sizeof big - 1, NULL, &err) == GL_OK);
+    gl_grammar_unref(g);
+    g = NULL;
+    static const char big_bad[] = "{\"maximum\":99999999999999999999,}";
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, big_bad, sizeof big_bad - 1, NULL, &err) ==
+          GL_E_INVAL);
+    CHECK(!g && strstr(err.msg, "too big integer"));
     struct gl_grammar_opts o = gl_grammar_default_opts();
     o.ws_max = -1;
     CHECK(gl_grammar_compile(&g, GL_GRAMMAR_REGEX, "a", 1, &o, &err) == GL_E_INVAL);
