@@ -431,8 +431,10 @@ static gl_status parse_so_option(struct constraint *k, const char *key, json_t *
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         if (strcmp(key, flags[i]) != 0)
             continue;
+        char field[64];
+        snprintf(field, sizeof field, "structured_outputs.%s", flags[i]);
         if (!json_is_boolean(v))
-            return FAIL("structured_outputs", "structured_outputs.%s: expected true or false", key);
+            return FAIL(field, "%s: expected true or false", field);
         int on = json_is_true(v);
         if (i == 0) {
             k->ws_bounded = !on;
