@@ -2967,11 +2967,12 @@ static char *mult_regex(double m, int integer, int nonneg)
         for (int64_t t = 0; t < span; t++) {
             if (j > 0 && (t * scale) % ai)
                 continue;
-            char ts[24] = "";
-            if (j > 0)
-                snprintf(ts, sizeof ts, "%0*lld", j, (long long)t);
+            char ts[SC_MULT_MAX_K + 1] = ""; // t as j digits, zero-padded (j <= k)
+            for (int i = j, v = (int)t; i > 0; i--, v /= 10)
+                ts[i - 1] = (char)('0' + v % 10);
+            ts[j > 0 ? j : 0] = '\0';
             int jj = j > 0 ? j : 0, ip = jj > f ? jj - f : 0; // digits of t in I
-            char ipart[24], q[24];
+            char ipart[SC_MULT_MAX_K + 1], q[SC_MULT_MAX_K + 2];
             memcpy(ipart, ts, (size_t)ip);
             ipart[ip] = '\0';
             const char *qs = ipart;

@@ -1183,7 +1183,7 @@ TEST(test_negate)
             gl_regex_free(re);
             continue;
         }
-        char buf[8];
+        char buf[16]; // up to 5 characters of up to 2 bytes
         int bad = 0;
         for (int len = 0; len <= 5 && !bad; len++) {
             int total = 1;
