@@ -3202,15 +3202,22 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
         }
     }
     // A discriminator: the member's property p has finitely many values (enum/const) and so
-    // has the other branch's: p present with a value outside the member's set.
-    for (void *it = hint && hint->props && mv->props ? json_object_iter(mv->props) : NULL; it;
+    // has the other branch's: p present with a value outside the member's set. Negating an
+    // `if` (no other branch), the same when not_enum can remove the set (strings and null).
+    for (void *it = (!hint || hint->props) && mv->props ? json_object_iter(mv->props) : NULL; it;
          it = json_object_iter_next(mv->props, it)) {
         const char *k = json_object_iter_key(it);
         size_t kl = json_object_iter_key_len(it);
-        json_t *ps = json_object_iter_value(it), *hs = json_object_getn(hint->props, k, kl);
+        json_t *ps = json_object_iter_value(it);
+        json_t *hs = hint ? json_object_getn(hint->props, k, kl) : NULL;
         struct view *pv = json_is_object(ps) ? view_get(sc, ps) : NULL;
         struct view *hv = json_is_object(hs) ? view_get(sc, hs) : NULL;
-        if (pv && hv && pv->enumv && hv->enumv)
+        int plain = pv && pv->enumv;
+        for (size_t i = 0; plain && !hint && i < json_array_size(pv->enumv); i++) {
+            json_t *x = json_array_get(pv->enumv, i);
+            plain = json_is_string(x) || json_is_null(x);
+        }
+        if (pv && pv->enumv && ((hv && hv->enumv) || (!hint && plain)))
             json_array_append_new(alts,
                                   json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
                                             kl, "properties", k, kl, "not", ps));

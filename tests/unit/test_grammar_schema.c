@@ -382,6 +382,16 @@ TEST(test_oneof)
     CHECK(walk(&c, "\"a\"") == 1 && walk(&c, "\"abcdefg\"") == 1);
     CHECK(walk(&c, "\"abc\"") == 0 && walk(&c, "\"ab\"") == 0 && walk(&c, "\"abcde\"") == 0);
     compiled_free(&c);
+    // if/then/else decided by a discriminator: "not if" is kind absent or kind not "a"
+    c = compile_text("{\"type\":\"object\",\"properties\":{\"kind\":{\"enum\":[\"a\",\"b\"]}},"
+                     "\"if\":{\"properties\":{\"kind\":{\"const\":\"a\"}},\"required\":[\"kind\"]},"
+                     "\"then\":{\"required\":[\"x\"]},\"else\":{\"required\":[\"y\"]}}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(walk(&c, "{\"kind\":\"a\",\"x\":1}") == 1 && walk(&c, "{\"kind\":\"b\",\"y\":1}") == 1);
+    CHECK(walk(&c, "{\"y\":1}") == 1);
+    CHECK(walk(&c, "{\"kind\":\"a\",\"y\":1}") == 0 && walk(&c, "{\"kind\":\"b\",\"x\":1}") == 0);
+    CHECK(walk(&c, "{}") == 0 && walk(&c, "{\"kind\":\"c\",\"y\":1}") == 0);
+    compiled_free(&c);
     // not provable: an error naming oneOf and where
     CHECK(
         fails_with("{\"properties\":{\"p\":{\"oneOf\":[{\"type\":\"string\",\"format\":\"email\"},"
