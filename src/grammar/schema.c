@@ -3203,7 +3203,8 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     }
     // A discriminator: the member's property p has finitely many values (enum/const) and so
     // has the other branch's: p present with a value outside the member's set. Negating an
-    // `if` (no other branch), the same when not_enum can remove the set (strings and null).
+    // `if` (no other branch), the same when not_enum can remove the set (strings and null) and
+    // the `if` has `required` (without, the block below gives this alternative already).
     for (void *it = (!hint || hint->props) && mv->props ? json_object_iter(mv->props) : NULL; it;
          it = json_object_iter_next(mv->props, it)) {
         const char *k = json_object_iter_key(it);
@@ -3217,7 +3218,7 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
             json_t *x = json_array_get(pv->enumv, i);
             plain = json_is_string(x) || json_is_null(x);
         }
-        if (pv && pv->enumv && ((hv && hv->enumv) || (!hint && plain)))
+        if (pv && pv->enumv && ((hv && hv->enumv) || (!hint && plain && mv->required)))
             json_array_append_new(alts,
                                   json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
                                             kl, "properties", k, kl, "not", ps));
