@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Fuzz target for the JSON Schema compiler (src/grammar/schema.c). Input: JSON text (a schema);
-// the first byte's low bit selects lenient mode, its next bit closed objects (closed_objects). Invariants: no crash or hang within the node,
-// regex-state and time budgets; every failure carries a message; a schema that compiles gives
-// an IR that validates, and the recogniser runs over the input text itself without error.
+// the first byte's low bit selects lenient mode, its next bit closed objects (closed_objects).
+// Invariants: no crash or hang within the node, regex-state and time budgets; every failure carries
+// a message; a schema that compiles gives an IR that validates, and the recogniser runs over the
+// input text itself without error.
 #include "grammar/frontend.h"
 #include "grammar/match.h"
 
