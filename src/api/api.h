@@ -66,6 +66,28 @@ struct gl_api_media_opts {
 };
 
 // Server-wide settings, read-only while requests are parsed (shared by HTTP threads).
+// Structured-output defaults for every request (glint serve --structured-outputs-config, vLLM's
+// StructuredOutputsConfig); a request's structured_outputs fields of the same names override
+// them. All zero is glint's default: compact JSON, objects closed where the schema says nothing
+// about additionalProperties (vLLM's default xgrammar backend), unenforceable keywords refused.
+struct gl_api_so {
+    int ws_bounded;   // disable_any_whitespace false: runs of at most GL_API_WS_MAX bytes
+    int open_objects; // disable_additional_properties false: full JSON Schema semantics
+    int lenient;      // lenient_keywords true: drop what cannot be enforced, and say so
+};
+// Parses the --structured-outputs-config JSON object into *out (starting from *out): keys
+// backend (a string, accepted and ignored: glint has one engine; *backend_ignored set to 1),
+// disable_fallback (boolean, ignored: there is nothing to fall back to), disable_any_whitespace,
+// disable_additional_properties, lenient_keywords (booleans). vLLM's reasoning keys
+// (reasoning_parser, reasoning_parser_plugin, enable_in_reasoning) and unknown keys are
+// GL_E_INVAL naming the key: glint parses reasoning itself and never constrains it.
+GL_MUST_USE gl_status gl_api_so_config(const char *json, struct gl_api_so *out,
+                                       int *backend_ignored, struct gl_err *err);
+// The unenforced-keyword list of a lenient grammar as an HTTP header value: "keyword at
+// /pointer; ..." with bytes outside printable ASCII %XX-escaped (pointers quote schema keys) and
+// cut at cap - 1 bytes with "..."; "" when nothing was dropped. Writes into out[cap].
+void gl_api_unenforced_header(const struct gl_grammar *g, char *out, size_t cap);
+
 struct gl_api_config {
     const struct gl_tokenizer *tok;
     const struct gl_gvocab *gvocab;  // vocabulary index for grammars
@@ -81,7 +103,8 @@ struct gl_api_config {
     struct gl_sample_params defaults;   // generation_config defaults (temperature, top_p, ...)
     int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
     int32_t n_eos;
-    int framing; // 1: chat requests run the whole-turn grammar (default)
+    int framing;         // 1: chat requests run the whole-turn grammar (default)
+    struct gl_api_so so; // structured-output defaults
     // Media parts (image_url, video_url): where their bytes may come from and the default image
     // cap. They need model (with a vision tower: gl_model_vision) and media_pool, on which the
     // encoder runs at parse time, one request at a time (media_lock).

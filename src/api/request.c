@@ -352,7 +352,10 @@ struct constraint {
     enum gl_grammar_kind gkind;
     char *src; // owned source text
     size_t len;
-    int ws_bounded;
+    // options (gl_api_so defaults, then structured_outputs fields)
+    int ws_bounded, ws_set; // disable_any_whitespace (ws_set: the request gave it)
+    int32_t ws_pattern;     // whitespace_pattern's ws_max (gl_grammar_ws_pattern), or -1
+    int open_objects, lenient;
 };
 
 static gl_status set_constraint(struct constraint *k, const char *field, const char *kind,
@@ -402,6 +405,54 @@ static gl_status parse_choice_list(json_t *v, const char *field, struct constrai
         if (!json_is_string(json_array_get(v, i)))
             return FAIL(field, "%s[%zu]: expected a string", field, i);
     return set_constraint(k, field, "choice", GL_GRAMMAR_CHOICE, v, 1, e);
+}
+
+// whitespace_pattern (or the legacy guided_whitespace_pattern) at field.
+static gl_status parse_ws_pattern(struct constraint *k, const char *field, json_t *v,
+                                  struct gl_api_error *e)
+{
+    if (!json_is_string(v))
+        return FAIL(field, "%s: expected a string", field);
+    struct gl_err err = {0};
+    if (gl_grammar_ws_pattern(json_string_value(v), json_string_length(v), &k->ws_pattern, &err) !=
+        GL_OK)
+        return FAIL(field, "%s: %s", field, err.msg);
+    return GL_OK;
+}
+
+// The option fields of structured_outputs (vLLM's StructuredOutputsParams, plus glint's
+// lenient_keywords); disable_fallback is accepted and ignored (one engine, nothing to fall back
+// to).
+static gl_status parse_so_option(struct constraint *k, const char *key, json_t *v,
+                                 struct gl_api_error *e)
+{
+    static const char *const flags[] = {"disable_any_whitespace", "disable_additional_properties",
+                                        "lenient_keywords", "disable_fallback"};
+    if (strcmp(key, "whitespace_pattern") == 0)
+        return parse_ws_pattern(k, "structured_outputs.whitespace_pattern", v, e);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (strcmp(key, flags[i]) != 0)
+            continue;
+        char field[64];
+        snprintf(field, sizeof field, "structured_outputs.%s", flags[i]);
+        if (!json_is_boolean(v))
+            return FAIL(field, "%s: expected true or false", field);
+        int on = json_is_true(v);
+        if (i == 0) {
+            k->ws_bounded = !on;
+            k->ws_set = 1;
+        } else if (i == 1) {
+            k->open_objects = !on;
+        } else if (i == 2) {
+            k->lenient = on;
+        }
+        return GL_OK;
+    }
+    return FAIL("structured_outputs",
+                "structured_outputs.%.40s: not supported (json, regex, choice, grammar, "
+                "json_object, disable_any_whitespace, disable_additional_properties, "
+                "whitespace_pattern, lenient_keywords, disable_fallback)",
+                key);
 }
 
 static gl_status parse_constraint(json_t *b, struct constraint *k, struct gl_api_error *e)
@@ -466,16 +517,8 @@ static gl_status parse_constraint(json_t *b, struct constraint *k, struct gl_api
                          ? set_constraint(k, "structured_outputs.json_object", "json_object",
                                           GL_GRAMMAR_JSON_OBJECT, NULL, 0, e)
                          : GL_OK;
-            else if (strcmp(key, "disable_any_whitespace") == 0)
-                st = json_is_boolean(v) ? (k->ws_bounded = json_is_false(v), GL_OK)
-                                        : FAIL("structured_outputs.disable_any_whitespace",
-                                               "structured_outputs.disable_any_whitespace: "
-                                               "expected true or false");
             else
-                st = FAIL("structured_outputs",
-                          "structured_outputs.%.40s: not supported (json, regex, choice, grammar, "
-                          "json_object, disable_any_whitespace)",
-                          key);
+                st = parse_so_option(k, key, v, e);
             if (st != GL_OK)
                 return st;
         }
@@ -500,11 +543,9 @@ static gl_status parse_constraint(json_t *b, struct constraint *k, struct gl_api
     if (gc && !json_is_null(gc) && (st = parse_choice_list(gc, "guided_choice", k, e)) != GL_OK)
         return st;
     json_t *gw = json_object_get(b, "guided_whitespace_pattern");
-    if (gw && !json_is_null(gw))
-        return FAIL("guided_whitespace_pattern",
-                    "guided_whitespace_pattern: not supported; whitespace is compact, or bounded "
-                    "runs of at most %d bytes with structured_outputs.disable_any_whitespace=false",
-                    GL_API_WS_MAX);
+    if (gw && !json_is_null(gw) &&
+        (st = parse_ws_pattern(k, "guided_whitespace_pattern", gw, e)) != GL_OK)
+        return st;
     json_t *gb = json_object_get(b, "guided_decoding_backend");
     if (gb && !json_is_null(gb) && !json_is_string(gb))
         return FAIL("guided_decoding_backend", "guided_decoding_backend: expected a string");
@@ -512,12 +553,18 @@ static gl_status parse_constraint(json_t *b, struct constraint *k, struct gl_api
 }
 
 // Compiles (or finds in the cache) the grammar of kind/src; times it for metrics.
+// Whitespace: a whitespace_pattern decides unless the request asks for compact JSON outright.
 static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req *r,
                                 enum gl_grammar_kind kind, const char *src, size_t len,
-                                int ws_bounded, const char *field, struct gl_api_error *e)
+                                const struct constraint *k, const char *field,
+                                struct gl_api_error *e)
 {
     struct gl_grammar_opts o = gl_grammar_default_opts();
-    o.ws_max = ws_bounded ? GL_API_WS_MAX : 0;
+    o.ws_max = k->ws_bounded ? GL_API_WS_MAX : 0;
+    if (k->ws_pattern >= 0 && !(k->ws_set && !k->ws_bounded))
+        o.ws_max = k->ws_pattern;
+    o.closed_objects = !k->open_objects;
+    o.lenient = k->lenient;
     struct gl_err err = {0};
     int64_t t0 = gl_time_us();
     gl_status st = gl_grammar_cache_get_locked(c->gcache, c->grammar_lock, &r->grammar, kind, src,
@@ -938,7 +985,7 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
     json_decref(spec);
     if (!src)
         return NOMEM();
-    st = lookup_grammar(c, r, GL_GRAMMAR_ATEM_TURN, src, strlen(src), k->ws_bounded,
+    st = lookup_grammar(c, r, GL_GRAMMAR_ATEM_TURN, src, strlen(src), k,
                         k->field ? k->field
                         : tools  ? "tools"
                                  : "messages",
@@ -1033,7 +1080,7 @@ static gl_status parse_completion(const struct gl_api_config *c, json_t *b, stru
             return st;
     }
     if (k->field)
-        return lookup_grammar(c, r, k->gkind, k->src, k->len, k->ws_bounded, k->field, e);
+        return lookup_grammar(c, r, k->gkind, k->src, k->len, k, k->field, e);
     return GL_OK;
 }
 
@@ -1059,7 +1106,10 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
 {
     *out = NULL;
     struct gl_api_req *r = NULL;
-    struct constraint k = {0};
+    struct constraint k = {.ws_bounded = c->so.ws_bounded,
+                           .ws_pattern = -1,
+                           .open_objects = c->so.open_objects,
+                           .lenient = c->so.lenient};
     gl_status st;
     if (!json_is_object(b)) {
         st = FAIL("", "request body: expected a JSON object");

@@ -1486,7 +1486,7 @@ static const double cls_share[N_WCLS] = {0.45, 0.2, 0.25, 0.02, 0.04};
 struct sample_opts {
     const char *tokenizer, *schema;
     long long n, seed, max_tokens, ws_max;
-    int verbose;
+    int verbose, closed;
 };
 
 struct walker {
@@ -1856,6 +1856,8 @@ static void sample_usage(FILE *f)
                "  --max-tokens M   token budget per walk (default 512)\n"
                "  --ws N           whitespace runs of at most N bytes (default 0 = compact)\n"
                "  --compact        no whitespace at all (the default; same as --ws 0)\n"
+               "  --closed-objects objects without additionalProperties take no other key\n"
+               "                   (the server's default, vLLM's; default here: JSON Schema)\n"
                "  --verbose        print unfinished walks' text to stderr\n"
                "Prints each finished document on its own line (with --ws N > 0 as a JSON string\n"
                "literal of the document, so that newlines survive), then\n"
@@ -1879,6 +1881,8 @@ static int cmd_sample(int argc, char **argv)
             o.schema = argv[++i];
         else if (!strcmp(a, "--compact"))
             o.ws_max = 0;
+        else if (!strcmp(a, "--closed-objects"))
+            o.closed = 1;
         else if (!strcmp(a, "--verbose"))
             o.verbose = 1;
         else if (dst && more) {
@@ -1922,6 +1926,7 @@ static int cmd_sample(int argc, char **argv)
         goto out;
     struct gl_grammar_opts gopts = gl_grammar_default_opts();
     gopts.ws_max = (int32_t)o.ws_max;
+    gopts.closed_objects = o.closed;
     gl_status st = gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, src, slen, &gopts, &err);
     if (st != GL_OK) {
         fprintf(stderr, "glint grammar sample: %s: does not compile: %s: %s\n", o.schema,

@@ -83,7 +83,12 @@ static int usage(FILE *f)
             "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
             "                              mm_processor_kwargs.max_image_tokens overrides)\n"
             "  --no-framing-grammar        unconstrained chat requests run without the\n"
-            "                              whole-turn grammar\n");
+            "                              whole-turn grammar\n"
+            "  --structured-outputs-config JSON   vLLM's: {\"disable_any_whitespace\": B,\n"
+            "                              \"disable_additional_properties\": B, \"backend\": S\n"
+            "                              (ignored), \"lenient_keywords\": B (glint)}; default\n"
+            "                              compact, closed objects, unenforceable keywords\n"
+            "                              refused (docs/SERVER.md)\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -172,6 +177,8 @@ int gl_cmd_serve(int argc, char **argv)
             p.served_model_name = v;
         else if (!strcmp(a, "--generation-config"))
             p.generation_config = v;
+        else if (!strcmp(a, "--structured-outputs-config"))
+            p.structured_outputs_config = v;
         else if (!strcmp(a, "--max-model-len"))
             bad = gl_cli_parse_int(v, 2, INT32_MAX, &x) || (p.engine.max_model_len = (int32_t)x, 0);
         else if (!strcmp(a, "--max-num-seqs"))

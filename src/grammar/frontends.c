@@ -1057,7 +1057,7 @@ static gl_status turn_body_build(struct gl_gir_builder *b, struct gl_gctx *c, js
     if (!strcmp(kind, "json_schema")) {
         st = gl_schema_build(b, c, src, out, err);
     } else if (!strcmp(kind, "json_object")) {
-        json_t *obj = json_pack("{s:s}", "type", "object");
+        json_t *obj = json_pack("{s:s,s:b}", "type", "object", "additionalProperties", 1);
         if (!obj)
             return gl_err_set(err, GL_E_NOMEM, "body: out of memory");
         st = gl_schema_build(b, c, obj, out, err);

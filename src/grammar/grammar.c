@@ -8,6 +8,7 @@
 // Invariant: a matcher's mask allows exactly the tokens gl_matcher_accept accepts.
 #include "grammar/frontend.h"
 #include "grammar/mask.h"
+#include "grammar/regex.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -57,10 +58,10 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-// A parsed source and its canonical key: "<kind> <ws_max> <ordered> <lenient>\n" + source, where
-// JSON sources are re-serialised compactly with sorted keys (so key order, spacing and escape
-// spelling do not matter). The budgets (time, nodes, DFA states) only decide whether a compile
-// succeeds, not the language, so they are not part of the key.
+// A parsed source and its canonical key: "<kind> <ws_max> <ordered> <lenient> <closed>\n" +
+// source, where JSON sources are re-serialised compactly with sorted keys (so key order, spacing
+// and escape spelling do not matter). The budgets (time, nodes, DFA states) only decide whether a
+// compile succeeds, not the language, so they are not part of the key.
 struct gl_gsrc {
     json_t *json; // parsed JSON source (schema, choice list, tools), or NULL
     char *key;
@@ -75,12 +76,60 @@ static void gsrc_free(struct gl_gsrc *s)
     memset(s, 0, sizeof *s);
 }
 
+// A schema whose integer literal does not fit jansson's int64 (Snowplow's "maximum":
+// 9223372036854776000): parsed again with every integer literal of 19+ digits spelled as a real
+// (".0" appended), the same number to JSON Schema (1 and 1.0 are equal). Strings are skipped.
+// NULL when that does not parse either (the first error is reported).
+static json_t *load_big_ints_as_reals(const char *src, size_t len)
+{
+    char *t = gl_malloc(len + (len / 19 + 1) * 2 + 1);
+    if (!t)
+        return NULL;
+    size_t o = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len;) {
+        char c = src[i];
+        if (in_str) {
+            t[o++] = c;
+            i++;
+            if (c == '\\' && i < len)
+                t[o++] = src[i++];
+            else if (c == '"')
+                in_str = 0;
+            continue;
+        }
+        if (c == '"') {
+            in_str = 1;
+            t[o++] = src[i++];
+            continue;
+        }
+        if (c != '-' && (c < '0' || c > '9')) {
+            t[o++] = src[i++];
+            continue;
+        }
+        size_t j = i + (c == '-'), digits = 0;
+        while (j < len && src[j] >= '0' && src[j] <= '9')
+            j++, digits++;
+        int integer = j >= len || (src[j] != '.' && src[j] != 'e' && src[j] != 'E');
+        memcpy(t + o, src + i, j - i);
+        o += j - i;
+        if (integer && digits >= 19) {
+            t[o++] = '.';
+            t[o++] = '0';
+        }
+        i = j;
+    }
+    json_t *j = json_loadb(t, o, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    gl_free(t);
+    return j;
+}
+
 static gl_status gsrc_key(struct gl_gsrc *s, int kind, const struct gl_grammar_opts *o,
                           const char *body, size_t body_len, const char *tail, struct gl_err *err)
 {
     char head[96];
-    int hn = snprintf(head, sizeof head, "%d %d %d %d\n", kind, (int)o->ws_max,
-                      o->ordered_keys ? 1 : 0, o->lenient ? 1 : 0);
+    int hn = snprintf(head, sizeof head, "%d %d %d %d %d\n", kind, (int)o->ws_max,
+                      o->ordered_keys ? 1 : 0, o->lenient ? 1 : 0, o->closed_objects ? 1 : 0);
     size_t tn = tail ? strlen(tail) + 1 : 0;
     size_t n = (size_t)hn + body_len + tn;
     s->key = gl_malloc(n + 1);
@@ -121,6 +170,8 @@ static gl_status gsrc_parse(struct gl_gsrc *s, enum gl_grammar_kind kind, const 
     case GL_GRAMMAR_JSON_SCHEMA: {
         json_error_t je;
         s->json = json_loadb(src ? src : "", len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!s->json && strstr(je.text, "too big integer"))
+            s->json = load_big_ints_as_reals(src, len);
         if (!s->json)
             return gl_err_set(err, GL_E_INVAL,
                               "grammar: JSON Schema is not valid JSON: %s (line %d, column %d, "
@@ -129,7 +180,8 @@ static gl_status gsrc_parse(struct gl_gsrc *s, enum gl_grammar_kind kind, const 
         return gsrc_key_json(s, kind, o, s->json, NULL, err);
     }
     case GL_GRAMMAR_JSON_OBJECT:
-        s->json = json_pack("{s:s}", "type", "object");
+        // Open whatever closed_objects says: json_object asks for any object.
+        s->json = json_pack("{s:s,s:b}", "type", "object", "additionalProperties", 1);
         if (!s->json)
             return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the json_object schema");
         return gsrc_key(s, kind, o, NULL, 0, NULL, err);
@@ -357,6 +409,48 @@ void gl_grammar_unref(struct gl_grammar *g)
 const char *gl_grammar_warnings(const struct gl_grammar *g)
 {
     return g->warnings ? g->warnings : "";
+}
+
+// Every run of at most 16 whitespace bytes is matched iff every DFA state reachable
+// from the start by at most 16 of the bytes [ \t\n\r] accepts (acceptance does not depend on the
+// path), so a breadth-first walk over those states, at most 64 of them, decides it exactly.
+#define WS_PATTERN_RUN    16
+#define WS_PATTERN_STATES 64
+gl_status gl_grammar_ws_pattern(const char *src, size_t len, int32_t *ws_max, struct gl_err *err)
+{
+    static const uint8_t ws[4] = {' ', '\t', '\n', '\r'};
+    struct gl_regex *re = NULL;
+    gl_status st = gl_regex_compile(&re, src ? src : "", len, 0, 4096, err);
+    if (st != GL_OK)
+        return st;
+    uint32_t seen[WS_PATTERN_STATES];
+    int n = 0, all = 1;
+    seen[n++] = gl_regex_start(re);
+    for (int depth = 0, lo = 0; depth < WS_PATTERN_RUN && all; depth++) {
+        int hi = n;
+        for (int i = lo; i < hi && all; i++)
+            for (int b = 0; b < 4 && all; b++) {
+                uint32_t t = gl_regex_step(re, seen[i], ws[b]);
+                int known = 0;
+                for (int j = 0; j < n && !known; j++)
+                    known = seen[j] == t;
+                if (known)
+                    continue;
+                if (n == WS_PATTERN_STATES || !gl_regex_is_accept(re, t))
+                    all = 0;
+                else
+                    seen[n++] = t;
+            }
+        lo = hi;
+    }
+    int empty = gl_regex_is_accept(re, seen[0]);
+    gl_regex_free(re);
+    if (!empty)
+        return gl_err_set(err, GL_E_INVAL,
+                          "the pattern does not match the empty string, so compact JSON would "
+                          "break it (whitespace is optional everywhere in JSON)");
+    *ws_max = all ? WS_PATTERN_RUN : 0;
+    return GL_OK;
 }
 
 uint64_t gl_grammar_hash(const struct gl_grammar *g)

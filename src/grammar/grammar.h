@@ -82,9 +82,14 @@ enum gl_grammar_kind {
 // would read back as reasoning or the answer).
 
 struct gl_grammar_opts {
-    int32_t ws_max;            // bytes per whitespace run; 0 = compact; default 16
-    int32_t ordered_keys;      // 1: properties in schema order; default 0 (any order)
-    int32_t lenient;           // 1: drop unsupported keywords (listed by gl_grammar_warnings)
+    int32_t ws_max;       // bytes per whitespace run; 0 = compact; default 16
+    int32_t ordered_keys; // 1: properties in schema order; default 0 (any order)
+    int32_t lenient;      // 1: drop unsupported keywords (listed by gl_grammar_warnings)
+    // 1: an object schema that says nothing about additionalProperties takes no undeclared key
+    // (what vLLM's default xgrammar backend does); 0 (default): JSON Schema, such keys take any
+    // value. `additionalProperties: true` or a schema opens an object either way; json_object
+    // mode and the any-value schema ({} / true) stay open.
+    int32_t closed_objects;
     int64_t compile_budget_us; // default 1,000,000
     int32_t max_nodes;         // default 1,000,000
     int32_t max_regex_states;  // per regex DFA; default 65,536
@@ -99,6 +104,12 @@ struct gl_grammar *gl_grammar_ref(struct gl_grammar *g);
 void gl_grammar_unref(struct gl_grammar *g); // NULL-safe; frees at zero
 // Lenient mode: "keyword at /json/pointer; ..." for what was dropped, or "" (owned by g).
 const char *gl_grammar_warnings(const struct gl_grammar *g);
+// vLLM's whitespace_pattern: the ws_max (0..16) whose whitespace (runs of at most ws_max bytes of
+// [ \t\n\r], gl_grammar_opts) is always matched by the regex src (regex.h dialect, matched whole):
+// 16 when the pattern takes every such run, else 0 (compact) when it takes the empty string.
+// GL_E_INVAL when it takes neither (or does not compile); the message says why.
+GL_MUST_USE gl_status gl_grammar_ws_pattern(const char *src, size_t len, int32_t *ws_max,
+                                            struct gl_err *err);
 // Canonical hash of (kind, opts, source with JSON canonicalised) -- the cache key.
 uint64_t gl_grammar_hash(const struct gl_grammar *g);
 

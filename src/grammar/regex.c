@@ -2230,6 +2230,70 @@ static gl_status build_nfa(struct gl_regex *re, const char *src, size_t len, int
     return GL_OK;
 }
 
+// GL_RE_NEGATE (regex.h). d[s]: fewest bytes from state s to a state the complement accepts (a
+// live state the pattern does not accept, or the pattern's dead state), by relaxation to a fixed
+// point; UINT32_MAX when none is reachable (every continuation matches: the complement's dead).
+#define RE_NEG_WORK ((uint64_t)1 << 26) // state x class relaxations
+static gl_status dfa_negate(struct gl_regex *re, struct gl_err *err)
+{
+    if (re->n_look)
+        return gl_err_set(err, GL_E_UNSUPPORTED, "regex: a negated pattern with lookaheads");
+    gl_status st = gl_regex_build_all(re, err);
+    if (st != GL_OK)
+        return st;
+    uint32_t n = re->n_ds, nc = re->ncls, any = n;
+    uint32_t *d = gl_malloc((size_t)n * sizeof *d);
+    struct dstate *nds = gl_realloc(re->ds, ((size_t)n + 1) * sizeof *nds);
+    if (nds)
+        re->ds = nds;
+    uint32_t *nt = nds ? gl_realloc(re->trans, ((size_t)n + 1) * nc * sizeof *nt) : NULL;
+    if (nt)
+        re->trans = nt;
+    if (!d || !nds || !nt) {
+        gl_free(d);
+        return gl_err_set(err, GL_E_NOMEM, "regex: out of memory");
+    }
+    re->cap_ds = n + 1;
+    for (uint32_t s = 0; s < n; s++)
+        d[s] = s == GL_RE_DEAD || !re->ds[s].accept ? 0 : UINT32_MAX;
+    uint64_t work = 0;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t s = 1; s < n; s++) {
+            for (uint32_t c = 0; c < nc && d[s]; c++) {
+                uint32_t t = d[re->trans[(size_t)s * nc + c]];
+                if (t != UINT32_MAX && t + 1 < d[s]) {
+                    d[s] = t + 1;
+                    changed = 1;
+                }
+            }
+            if ((work += nc) > RE_NEG_WORK) {
+                gl_free(d);
+                return gl_err_set(err, GL_E_LIMIT, "regex: negated DFA of %u states too costly", n);
+            }
+        }
+    }
+    for (uint32_t s = 1; s < n; s++) {
+        for (uint32_t c = 0; c < nc; c++) {
+            uint32_t *t = &re->trans[(size_t)s * nc + c];
+            *t = *t == GL_RE_DEAD ? any : d[*t] == UINT32_MAX ? GL_RE_DEAD : *t;
+        }
+        struct dstate *ds = &re->ds[s];
+        int live = d[s] != UINT32_MAX;
+        ds->accept = live && d[s] == 0;
+        ds->min_chars = live ? (int32_t)(d[s] > INT32_MAX ? INT32_MAX : d[s]) : -1;
+        ds->unbounded = (uint8_t)live;
+    }
+    re->ds[any] = (struct dstate){.accept = 1, .min_chars = 0, .unbounded = 1};
+    for (uint32_t c = 0; c < nc; c++)
+        re->trans[(size_t)any * nc + c] = any;
+    re->n_ds = n + 1;
+    re->start = re->start == GL_RE_DEAD ? any : d[re->start] == UINT32_MAX ? GL_RE_DEAD : re->start;
+    re->any_body[0] = re->any_body[1] = RE_NONE; // the pattern's loops say nothing here
+    gl_free(d);
+    return GL_OK;
+}
+
 gl_status gl_regex_compile(struct gl_regex **out, const char *src, size_t len, int flags,
                            int32_t max_states, struct gl_err *err)
 {
@@ -2285,6 +2349,8 @@ gl_status gl_regex_compile(struct gl_regex **out, const char *src, size_t len, i
         goto fail;
     }
     if (re->n_look > 0 && (st = product_finish(re, err)) != GL_OK)
+        goto fail;
+    if ((flags & GL_RE_NEGATE) && (st = dfa_negate(re, err)) != GL_OK)
         goto fail;
     *out = re;
     return GL_OK;

@@ -35,6 +35,13 @@
 enum {
     GL_RE_SEARCH = 1,  // unanchored search semantics (JSON Schema `pattern`)
     GL_RE_LITERAL = 2, // the source is a literal byte string, not a pattern
+    // The complement: matches exactly the byte strings the pattern (with the other flags) does
+    // not (JSON Schema `not: {pattern}`). The DFA is built whole at compile time (GL_E_LIMIT past
+    // the state budget, GL_E_UNSUPPORTED with lookaheads), states from which every continuation
+    // matched the pattern become the dead state, and the pattern's dead state a state that takes
+    // everything. gl_regex_min_chars counts bytes there (at least the code points: a bound that
+    // only narrows maxLength), and gl_regex_takes_any answers 0.
+    GL_RE_NEGATE = 4,
 };
 
 struct gl_regex;

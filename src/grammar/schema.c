@@ -12,6 +12,7 @@
 #include "grammar/regex.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ struct view {
     json_t *pnames;   // propertyNames schema or NULL
     json_t **parts;   // every schema object merged into this view (in sc->scratch)
     size_t n_parts;
-    json_t *pat[SC_MAX_LIST]; // pattern strings (search semantics)
+    json_t *pat[SC_MAX_LIST]; // pattern strings (search semantics), {"not": P} negated
     int n_pat;
     json_t *fmt[SC_MAX_LIST]; // format names
     int n_fmt;
@@ -108,6 +109,7 @@ struct sc {
     size_t plen, pcap;
     int depth, cdepth, raw;
     int strict_int; // draft 3/4 document: an integer has no fraction ("1.0" is not one)
+    int pre7; // draft 3/4/6 document: if/then/else are not keywords there (draft 7 added them)
     unsigned tick;
     int32_t any, any_raw, never_node, null_node, bool_node;
     struct idname *ids; // $id / id / $anchor names, scanned on first non-local $ref
@@ -343,6 +345,15 @@ static int32_t sc_regex(struct sc *sc, const char *src, size_t len, int flags)
     int32_t idx = gl_gir_add_regex(sc->b, re);
     e->i0 = idx;
     return idx;
+}
+
+// A `pattern` of a view: a string (search semantics), or {"not": string} for the strings that
+// `not: {pattern}` leaves (its complement, GL_RE_NEGATE).
+static int32_t sc_pattern(struct sc *sc, json_t *p)
+{
+    json_t *src = json_is_object(p) ? json_object_get(p, "not") : p;
+    return sc_regex(sc, json_string_value(src), json_string_length(src),
+                    GL_RE_SEARCH | (src != p ? GL_RE_NEGATE : 0));
 }
 
 static struct gl_regex *sc_re(struct sc *sc, int32_t idx)
@@ -821,7 +832,7 @@ static gl_status parse_part(struct sc *sc, json_t *o, struct view *v)
     }
     if (contains_any && v->min_items < 1)
         v->min_items = 1;
-    if (if_s && (then_s || else_s)) {
+    if (if_s && (then_s || else_s) && !sc->pre7) {
         v->ifs[0][0] = if_s;
         v->ifs[0][1] = then_s;
         v->ifs[0][2] = else_s;
@@ -1568,8 +1579,7 @@ static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
         if (c < v->min_len || (v->max_len >= 0 && c > v->max_len))
             return 0;
         for (int i = 0; i < v->n_pat; i++) {
-            int32_t re = sc_regex(sc, json_string_value(v->pat[i]), json_string_length(v->pat[i]),
-                                  GL_RE_SEARCH);
+            int32_t re = sc_pattern(sc, v->pat[i]);
             if (re < 0)
                 return V_ERROR;
             if (!gl_regex_match(sc_re(sc, re), s, n))
@@ -1783,8 +1793,7 @@ static int string_regexes(struct sc *sc, const struct view *v, int32_t *out)
 {
     int n = 0;
     for (int i = 0; i < v->n_pat; i++) {
-        out[n] =
-            sc_regex(sc, json_string_value(v->pat[i]), json_string_length(v->pat[i]), GL_RE_SEARCH);
+        out[n] = sc_pattern(sc, v->pat[i]);
         if (out[n++] < 0)
             return -1;
     }
@@ -2259,8 +2268,7 @@ static int32_t compile_string(struct sc *sc, const struct view *v)
     }
     for (int i = 0; i < v->n_pat; i++) {
         size_t old = path_push(sc, "pattern", 7);
-        int32_t re =
-            sc_regex(sc, json_string_value(v->pat[i]), json_string_length(v->pat[i]), GL_RE_SEARCH);
+        int32_t re = sc_pattern(sc, v->pat[i]);
         path_pop(sc, old);
         if (re < 0)
             return SC_FAIL;
@@ -2284,6 +2292,8 @@ static int32_t compile_string(struct sc *sc, const struct view *v)
     n.u.str.raw = (uint8_t)sc->raw;
     return sc_add(sc, &n);
 }
+
+static char *mult_regex(double m, int integer, int nonneg);
 
 static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
 {
@@ -2369,8 +2379,24 @@ static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
                 return r;
             }
         }
+        // Unbounded (or only minimum 0): the multiples as a regex over the number's text.
+        int nonneg = g.has_min && !g.excl_min && g.min == 0 && !g.has_max;
+        char *rx = (!g.has_min && !g.has_max) || nonneg ? mult_regex(m, g.integer, nonneg) : NULL;
+        if (rx) {
+            int32_t re = sc_regex(sc, rx, strlen(rx), 0);
+            gl_free(rx);
+            if (re < 0)
+                return SC_FAIL;
+            struct gl_gnode n;
+            memset(&n, 0, sizeof n);
+            n.kind = GN_REGEX;
+            n.u.regex.re = re;
+            return sc_add(sc, &n);
+        }
         size_t old = path_push(sc, "multipleOf", 10);
-        gl_status st = sc_unsup(sc, "multipleOf", "only 1, or an integer over a bounded range");
+        gl_status st = sc_unsup(sc, "multipleOf",
+                                "only 1, an integer over a bounded range, or a / 10^s (a = 2^i 5^j "
+                                "<= 1000, s <= 6) unbounded or with minimum 0");
         path_pop(sc, old);
         if (st != GL_OK)
             return SC_FAIL;
@@ -2419,7 +2445,9 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         goto out;
     }
     int32_t additional;
-    if (!v->addl || json_is_true(v->addl)) {
+    if (!v->addl && sc->c->opts && sc->c->opts->closed_objects) {
+        additional = SC_NEVER; // vLLM's closed default (grammar.h closed_objects)
+    } else if (!v->addl || json_is_true(v->addl)) {
         additional = sc_any(sc) == SC_FAIL ? SC_FAIL : sc->any;
     } else {
         additional = compile_child(sc, v->addl, "additionalProperties", NULL, 0);
@@ -2444,8 +2472,7 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         }
         if (view_is_empty(&t) && pv->n_pat == 1 && !v->pprops) {
             size_t old = path_push(sc, "propertyNames", 13);
-            pn_re = sc_regex(sc, json_string_value(pv->pat[0]), json_string_length(pv->pat[0]),
-                             GL_RE_SEARCH);
+            pn_re = sc_pattern(sc, pv->pat[0]);
             path_pop(sc, old);
             if (pn_re < 0)
                 goto out;
@@ -2736,6 +2763,251 @@ static int32_t compile_array(struct sc *sc, const struct view *v)
 
 // Applies `not` schemas that have an exact effect on *v: not {} (nothing), not {type},
 // not {required: [k]}, not {enum of null/booleans}; with an enum, compile_enum checks them.
+// ---- not {enum}: the strings outside a finite set, as a regex ----
+
+#define SC_NOT_STR_MAX 4096 // code points over all strings of one negated enum
+
+struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = (b->n + n + 1) * 2;
+        char *np = gl_realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void sb_cp(struct sbuf *b, uint32_t cp)
+{
+    char t[16];
+    int n = snprintf(t, sizeof t, "\\u{%X}", (unsigned)cp);
+    sb_put(b, t, (size_t)n);
+}
+
+// One string of the set as code points (jansson strings are valid UTF-8).
+struct cps {
+    uint32_t *c;
+    size_t n;
+};
+
+static int cps_cmp(const void *a, const void *b)
+{
+    const struct cps *x = a, *y = b;
+    for (size_t i = 0; i < x->n && i < y->n; i++)
+        if (x->c[i] != y->c[i])
+            return x->c[i] < y->c[i] ? -1 : 1;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+static size_t utf8_decode_all(const char *s, size_t n, uint32_t *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = (uint8_t)s[i];
+        int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        uint32_t cp = len == 1 ? c : c & (0x3Fu >> (len - 1));
+        for (int j = 1; j < len && i + (size_t)j < n; j++)
+            cp = cp << 6 | ((uint8_t)s[i + (size_t)j] & 0x3Fu);
+        out[k++] = cp;
+        i += (size_t)len;
+    }
+    return k;
+}
+
+// Strings with prefix w[lo].c[0..d) that are not in w[lo..hi) (sorted): end here (unless a member
+// does), take a member's next code point and recurse, or leave the set's trie for good.
+static void not_set_regex(struct sbuf *b, const struct cps *w, size_t lo, size_t hi, size_t d)
+{
+    int member = 0;
+    while (lo < hi && w[lo].n == d) {
+        member = 1;
+        lo++;
+    }
+    sb_put(b, "(?:", 3);
+    if (!member)
+        sb_put(b, "|", 1); // the empty alternative: the string ends here
+    for (size_t i = lo; i < hi;) {
+        size_t j = i;
+        while (j < hi && w[j].c[d] == w[i].c[d])
+            j++;
+        sb_cp(b, w[i].c[d]);
+        not_set_regex(b, w, i, j, d + 1);
+        sb_put(b, "|", 1);
+        i = j;
+    }
+    if (lo == hi) {
+        sb_put(b, "[\\s\\S]+)", 8);
+        return;
+    }
+    sb_put(b, "[^", 2);
+    for (size_t i = lo; i < hi; i++)
+        if (i == lo || w[i].c[d] != w[i - 1].c[d])
+            sb_cp(b, w[i].c[d]);
+    sb_put(b, "][\\s\\S]*)", 9);
+}
+
+// `not {enum: [...]}` (const folded in; a sibling type filters the values): each value is removed
+// from v's language exactly -- null and both booleans by type, strings by an anchored pattern
+// that matches every string outside the set. GL_E_UNSUPPORTED (err untouched) when a value
+// cannot be removed: one boolean, a number, an object or array while v allows that type.
+static gl_status not_enum(struct sc *sc, struct view *v, const struct view *nv)
+{
+    unsigned rm = 0;
+    int has_t = 0, has_f = 0;
+    size_t n_str = 0, n_cp = 0;
+    for (size_t j = 0; j < json_array_size(nv->enumv); j++) {
+        json_t *x = json_array_get(nv->enumv, j);
+        unsigned vt = value_types(x);
+        if (!(vt & nv->types))
+            continue; // not in the negated schema's language: removes nothing
+        if (json_is_null(x))
+            rm |= T_NULL;
+        else if (json_is_boolean(x))
+            *(json_is_true(x) ? &has_t : &has_f) = 1;
+        else if (json_is_string(x) && (v->types & T_STR))
+            n_str++, n_cp += json_string_length(x);
+        else if (!json_is_string(x) && (v->types & vt))
+            return GL_E_UNSUPPORTED;
+    }
+    if (has_t != has_f && (v->types & T_BOOL))
+        return GL_E_UNSUPPORTED;
+    if (n_str && (n_cp > SC_NOT_STR_MAX || v->n_pat >= SC_MAX_LIST))
+        return GL_E_UNSUPPORTED;
+    if (has_t && has_f)
+        rm |= T_BOOL;
+    v->types &= ~rm;
+    if (!n_str)
+        return GL_OK;
+    struct cps *w = gl_calloc(n_str, sizeof *w);
+    uint32_t *pool = gl_calloc(n_cp + 1, sizeof *pool);
+    struct sbuf b = {0};
+    gl_status st = GL_OK;
+    if (!w || !pool) {
+        st = sc_nomem(sc);
+        goto out;
+    }
+    size_t k = 0, used = 0;
+    for (size_t j = 0; j < json_array_size(nv->enumv); j++) {
+        json_t *x = json_array_get(nv->enumv, j);
+        if (!json_is_string(x))
+            continue;
+        w[k].c = pool + used;
+        w[k].n = utf8_decode_all(json_string_value(x), json_string_length(x), w[k].c);
+        used += w[k++].n;
+    }
+    qsort(w, k, sizeof *w, cps_cmp);
+    sb_put(&b, "^", 1);
+    not_set_regex(&b, w, 0, k, 0);
+    sb_put(&b, "$", 1);
+    json_t *pat = b.oom ? NULL : sc_keep(sc, json_stringn(b.p, b.n));
+    if (!pat) {
+        st = sc_nomem(sc);
+        goto out;
+    }
+    v->pat[v->n_pat++] = pat;
+out:
+    gl_free(w);
+    gl_free(pool);
+    gl_free(b.p);
+    return st;
+}
+
+// multipleOf m = a / 10^s where every prime factor of a is 2 or 5 (0.01, 0.25, 0.5, 10, 1000):
+// whether a number is a multiple depends only on its last digits, so the multiples form a regex
+// over the number's text (exact decimal arithmetic, as the spec says; no exponent: a narrowing).
+// Write x as I.W (W possibly empty); with f = min(|W|, s) fraction digits counted (digits of W
+// past s must be 0), x * 10^s = D 0^(s-f) where D is the digit string I W[0..f). a | 10^k, so x
+// is a multiple iff the last j = k - (s - f) digits t of D (zero-padded) have t * 10^(s-f) % a
+// == 0: every written form is enumerated by f and t. Returns the regex text (owned) or NULL
+// when m has no such form (or the regex would be too large).
+#define SC_MULT_MAX_SCALE 6
+#define SC_MULT_MAX_K     3
+static char *mult_regex(double m, int integer, int nonneg)
+{
+    int s = -1;
+    double a = 0;
+    for (int i = 0; i <= SC_MULT_MAX_SCALE && s < 0; i++) {
+        double x = m * pow(10, i);
+        if (x < 1e6 && fabs(x - round(x)) <= 1e-9 * x)
+            s = i, a = round(x);
+    }
+    if (s < 0 || a < 1)
+        return NULL;
+    int k = 0;
+    int64_t ai = (int64_t)a, p10 = 1;
+    while (p10 % ai && k < SC_MULT_MAX_K)
+        k++, p10 *= 10;
+    if (p10 % ai)
+        return NULL; // a has a prime factor other than 2 and 5
+    struct sbuf b = {0};
+    sb_put(&b, nonneg ? "(?:" : "-?(?:", nonneg ? 3 : 5);
+    int first = 1;
+    for (int f = 0; f <= (integer ? 0 : s); f++) {
+        int j = k - (s - f);
+        int64_t scale = 1, span = 1;
+        for (int i = 0; i < s - f; i++)
+            scale *= 10;
+        for (int i = 0; i < j; i++)
+            span *= 10;
+        for (int64_t t = 0; t < span; t++) {
+            if (j > 0 && (t * scale) % ai)
+                continue;
+            char ts[SC_MULT_MAX_K + 1] = ""; // t as j digits, zero-padded (j <= k)
+            for (int i = j, v = (int)t; i > 0; i--, v /= 10)
+                ts[i - 1] = (char)('0' + v % 10);
+            ts[j > 0 ? j : 0] = '\0';
+            int jj = j > 0 ? j : 0, ip = jj > f ? jj - f : 0; // digits of t in I
+            char ipart[SC_MULT_MAX_K + 1], q[SC_MULT_MAX_K + 2];
+            memcpy(ipart, ts, (size_t)ip);
+            ipart[ip] = '\0';
+            const char *qs = ipart;
+            while (*qs == '0')
+                qs++;
+            snprintf(q, sizeof q, "%s", *qs ? qs : "0");
+            sb_put(&b, first ? "" : "|", first ? 0 : 1);
+            first = 0;
+            // I: any integer when t lies in the fraction, else one ending in t's head
+            if (ip == 0)
+                sb_put(&b, "(?:0|[1-9][0-9]*)", 17);
+            else {
+                char tmp[64];
+                int n = snprintf(tmp, sizeof tmp, "(?:%s|[1-9][0-9]*%s)", q, ipart);
+                sb_put(&b, tmp, (size_t)n);
+            }
+            if (f == 0 && s == 0 && !integer)
+                sb_put(&b, "(?:\\.0+)?", 9); // 10.0: an integral number written as a real
+            if (f > 0) {
+                char tmp[64];
+                int free_digits = f - (jj - ip);
+                int n = snprintf(tmp, sizeof tmp, "\\.[0-9]{%d}%s%s", free_digits, ts + ip,
+                                 f == s ? "0*" : "");
+                sb_put(&b, tmp, (size_t)n);
+            }
+        }
+    }
+    sb_put(&b, ")", 1);
+    if (b.oom) {
+        gl_free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
 static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)
 {
     if (v->enumv)
@@ -2776,30 +3048,36 @@ static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)
             continue;
         }
         t = *nv;
+        t.n_pat = 0;
+        t.types = T_ALL;
+        if (view_is_empty(&t) && nv->n_pat == 1 && json_is_string(nv->pat[0]) &&
+            v->n_pat < SC_MAX_LIST && (!(nt & T_INT) || (nt & T_NUM))) {
+            // not {type: nt, pattern: P}: values of nt's other types satisfy it (a pattern
+            // constrains strings only), so they go; strings stay when they fail P.
+            unsigned rm = nt & ~(unsigned)T_STR;
+            v->types &= ~(rm | ((rm & T_NUM) ? (unsigned)T_INT : 0u));
+            if (nt & T_STR) {
+                json_t *neg = json_pack("{sO}", "not", nv->pat[0]);
+                if (!neg || !sc_keep(sc, neg))
+                    return sc_nomem(sc);
+                v->pat[v->n_pat++] = neg;
+            }
+            continue;
+        }
+        t = *nv;
         t.enumv = NULL;
+        t.types = T_ALL;
         if (view_is_empty(&t) && nv->enumv) {
-            int ok = 1;
-            unsigned rm = 0;
-            int has_t = 0, has_f = 0;
-            for (size_t j = 0; j < json_array_size(nv->enumv) && ok; j++) {
-                json_t *x = json_array_get(nv->enumv, j);
-                if (json_is_null(x))
-                    rm |= T_NULL;
-                else if (json_is_true(x))
-                    has_t = 1;
-                else if (json_is_false(x))
-                    has_f = 1;
-                else
-                    ok = 0;
-            }
-            if (ok && has_t == has_f) {
-                v->types &= ~(rm | (has_t ? (unsigned)T_BOOL : 0u));
+            gl_status st = not_enum(sc, v, nv);
+            if (st == GL_OK)
                 continue;
-            }
+            if (st != GL_E_UNSUPPORTED)
+                return st;
         }
         size_t old = path_push(sc, "not", 3);
-        gl_status st =
-            sc_unsup(sc, "not", "only not {}, {type}, {required: [one]}, {enum: [null]}");
+        gl_status st = sc_unsup(sc, "not",
+                                "only not {}, {type}, {required: [one]}, {pattern}, {enum/const} "
+                                "of null, both booleans or strings");
         path_pop(sc, old);
         if (st != GL_OK)
             return st; // lenient: dropped
@@ -2875,6 +3153,8 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
     if (!mv || mv->never)
         return NULL;
+    if (view_is_empty(mv))
+        return json_false(); // m takes every value: nothing fails it
     json_t *alts = json_array();
     if (!alts || !sc_keep(sc, alts)) {
         json_decref(alts);
@@ -2922,15 +3202,23 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
         }
     }
     // A discriminator: the member's property p has finitely many values (enum/const) and so
-    // has the other branch's: p present with a value outside the member's set.
-    for (void *it = hint && hint->props && mv->props ? json_object_iter(mv->props) : NULL; it;
+    // has the other branch's: p present with a value outside the member's set. Negating an
+    // `if` (no other branch), the same when not_enum can remove the set (strings and null) and
+    // the `if` has `required` (without, the block below gives this alternative already).
+    for (void *it = (!hint || hint->props) && mv->props ? json_object_iter(mv->props) : NULL; it;
          it = json_object_iter_next(mv->props, it)) {
         const char *k = json_object_iter_key(it);
         size_t kl = json_object_iter_key_len(it);
-        json_t *ps = json_object_iter_value(it), *hs = json_object_getn(hint->props, k, kl);
+        json_t *ps = json_object_iter_value(it);
+        json_t *hs = hint ? json_object_getn(hint->props, k, kl) : NULL;
         struct view *pv = json_is_object(ps) ? view_get(sc, ps) : NULL;
         struct view *hv = json_is_object(hs) ? view_get(sc, hs) : NULL;
-        if (pv && hv && pv->enumv && hv->enumv)
+        int plain = pv && pv->enumv;
+        for (size_t i = 0; plain && !hint && i < json_array_size(pv->enumv); i++) {
+            json_t *x = json_array_get(pv->enumv, i);
+            plain = json_is_string(x) || json_is_null(x);
+        }
+        if (pv && pv->enumv && ((hv && hv->enumv) || (!hint && plain && mv->required)))
             json_array_append_new(alts,
                                   json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
                                             kl, "properties", k, kl, "not", ps));
@@ -2952,6 +3240,47 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                                                   name, "properties", k, "not", ps));
         }
     }
+    // Only when nothing else does (every alternative multiplies the branches): a member with an
+    // enum (or const) of strings and null: a value outside it fails it.
+    int enum_negatable = mv->enumv != NULL;
+    for (size_t i = 0; enum_negatable && i < json_array_size(mv->enumv); i++) {
+        json_t *x = json_array_get(mv->enumv, i);
+        enum_negatable = json_is_string(x) || json_is_null(x);
+    }
+    if (enum_negatable && json_array_size(alts) == 0)
+        json_array_append_new(alts, json_pack("{s{sO}}", "not", "enum", mv->enumv));
+    // A member with a count bound: a value of that type beyond it fails it.
+    if (json_array_size(alts) == 0) {
+        static const struct {
+            const char *type, *min_kw, *max_kw;
+            size_t lo, hi; // offsets of the view's min / max counts
+        } counts[] = {
+            {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
+             offsetof(struct view, max_props)},
+            {"array", "minItems", "maxItems", offsetof(struct view, min_items),
+             offsetof(struct view, max_items)},
+            {"string", "minLength", "maxLength", offsetof(struct view, min_len),
+             offsetof(struct view, max_len)},
+        };
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+            int64_t lo = *(const int64_t *)((const char *)mv + counts[i].lo);
+            int64_t hi = *(const int64_t *)((const char *)mv + counts[i].hi);
+            if (lo > 0)
+                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                      counts[i].max_kw, (json_int_t)(lo - 1)));
+            if (hi >= 0)
+                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                      counts[i].min_kw, (json_int_t)(hi + 1)));
+        }
+    }
+    // A member with patterns: a string failing one of them fails it (a negated one is P again).
+    for (int i = 0; i < mv->n_pat && json_array_size(alts) == 0; i++)
+        for (int j = 0; j < mv->n_pat; j++) {
+            json_t *p = mv->pat[j], *np = json_object_get(p, "not");
+            json_array_append_new(
+                alts, np ? json_pack("{sssO}", "type", "string", "pattern", np)
+                         : json_pack("{sss{sO}}", "type", "string", "not", "pattern", p));
+        }
     size_t n = json_array_size(alts);
     if (n == 0)
         return NULL;
@@ -3303,6 +3632,9 @@ gl_status gl_schema_build_at(struct gl_gir_builder *b, struct gl_gctx *c, json_t
     if (json_is_string(dialect) && (strstr(json_string_value(dialect), "draft-04") ||
                                     strstr(json_string_value(dialect), "draft-03")))
         sc.strict_int = 1;
+    if (json_is_string(dialect) &&
+        (sc.strict_int || strstr(json_string_value(dialect), "draft-06")))
+        sc.pre7 = 1;
     sc.any = sc.any_raw = sc.never_node = sc.null_node = sc.bool_node = -1;
     sc.keep = json_array();
     sc.scratch = gl_arena_new();

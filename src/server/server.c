@@ -55,6 +55,7 @@ struct server {
     pthread_mutex_t media_lock;         // one image encode at a time on media_pool
     struct gl_engine *engine;
     struct gl_api_config api;
+    struct gl_api_so so; // parsed --structured-outputs-config
     struct gl_metrics metrics;
     struct gl_api_mask_stats mask_stats;
     struct gl_cors cors; // read-only after start
@@ -246,6 +247,9 @@ static void on_event(void *user, const struct gl_event *ev)
 
 // ---- HTTP helpers ----
 
+// Names the keywords a lenient grammar dropped (gl_api_unenforced_header).
+#define GL_UNENFORCED_HEADER "X-Glint-Unenforced-Keywords"
+
 struct conn {
     struct server *S;
     char *body;
@@ -292,7 +296,9 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
     return ret;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *o)
+// A JSON answer with one extra header (name NULL: none).
+static enum MHD_Result send_json_hdr(struct MHD_Connection *c, unsigned status, json_t *o,
+                                     const char *name, const char *value)
 {
     char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -301,9 +307,14 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json
                          "{\"error\":{\"message\":\"out of memory\",\"type\":"
                          "\"InternalServerError\",\"param\":null,\"code\":500}}",
                          88, NULL, NULL);
-    enum MHD_Result ret = send_text(c, status, "application/json", t, strlen(t), NULL, NULL);
+    enum MHD_Result ret = send_text(c, status, "application/json", t, strlen(t), name, value);
     free(t);
     return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *o)
+{
+    return send_json_hdr(c, status, o, NULL, NULL);
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, const struct gl_api_error *e)
@@ -734,6 +745,11 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     }
     if (req->grammar)
         gl_metrics_observe(&S->metrics, GL_HIST_GRAMMAR, (double)req->grammar_us / 1e6);
+    // Lenient mode: say what the grammar did not enforce (api.h), never claim it silently.
+    char unenforced[1024];
+    gl_api_unenforced_header(req->grammar, unenforced, sizeof unenforced);
+    if (unenforced[0])
+        GL_LOGW("request %s: keywords not enforced (lenient_keywords): %s", req->id, unenforced);
     struct sreq *r = sreq_new(S, req, &e);
     if (!r) {
         gl_api_req_free(&S->api, req);
@@ -755,6 +771,8 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         }
         MHD_add_response_header(res, "Content-Type", "text/event-stream");
         MHD_add_response_header(res, "Cache-Control", "no-cache");
+        if (unenforced[0])
+            MHD_add_response_header(res, GL_UNENFORCED_HEADER, unenforced);
         enum MHD_Result ret = queue_response(c, 200, res);
         MHD_destroy_response(res);
         return ret;
@@ -779,7 +797,9 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         return MHD_NO; // nobody to answer; the request was cancelled
     if (!body && !fe)
         (void)gl_api_fail(&e, 500, NULL, "out of memory building the response");
-    return body ? send_json(c, 200, body) : send_error(c, &e);
+    return body ? send_json_hdr(c, 200, body, unenforced[0] ? GL_UNENFORCED_HEADER : NULL,
+                                unenforced)
+                : send_error(c, &e);
 }
 
 // ---- other endpoints ----
@@ -1518,6 +1538,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     memcpy(S->api.eos_ids, ep.eos_ids, sizeof S->api.eos_ids);
     S->api.n_eos = ep.n_eos;
     S->api.framing = S->p.framing;
+    S->api.so = S->so;
     S->api.media = (struct gl_api_media_opts){
         .local_root = S->p.allowed_local_media_path,
         .max_bytes = S->p.max_media_bytes,
@@ -1575,10 +1596,22 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
         return gl_err_set(err, GL_E_INVAL, "serve: --model is required");
     if (p->port < 0 || p->port > 65535)
         return gl_err_set(err, GL_E_INVAL, "serve: --port %d not in 0..65535", p->port);
+    struct gl_api_so so = {0};
+    int backend_ignored = 0;
+    if (p->structured_outputs_config &&
+        gl_api_so_config(p->structured_outputs_config, &so, &backend_ignored, err) != GL_OK)
+        return GL_E_INVAL;
+    if (backend_ignored)
+        GL_LOGI("serve: --structured-outputs-config backend ignored: glint has one grammar engine");
+    GL_LOGI("serve: structured outputs: %s whitespace, objects %s without additionalProperties, "
+            "unenforceable keywords %s",
+            so.ws_bounded ? "bounded" : "no", so.open_objects ? "open" : "closed",
+            so.lenient ? "dropped (lenient)" : "refused");
     struct server *S = gl_calloc(1, sizeof *S);
     if (!S)
         return gl_err_set(err, GL_E_NOMEM, "serve: no memory");
     S->p = *p;
+    S->so = so;
     S->started = (int64_t)time(NULL);
     snprintf(S->model_name, sizeof S->model_name, "%s",
              p->served_model_name ? p->served_model_name : p->model_path);

@@ -61,6 +61,8 @@ struct gl_server_params {
     const char *ssl_certfile;         // certificate chain, leaf first (NULL: plain HTTP)
     const char *ssl_keyfile;          // the leaf's private key
     const char *ssl_keyfile_password; // NULL: the key is not encrypted
+    // vLLM's --structured-outputs-config JSON (gl_api_so_config), or NULL: glint's defaults
+    const char *structured_outputs_config;
 };
 struct gl_server_params gl_server_default_params(void);
 

@@ -6,6 +6,9 @@
 // with gl_regex_match, min_chars is 0 at accepting states (and only there after ASCII, for
 // patterns), -1 exactly at the dead state, and drops by at most one per code point; a whole
 // match is also a search match (L is inside .*L.*); build_all either fits or says GL_E_LIMIT.
+// Bit 2 also compiles the complement (GL_RE_NEGATE): it matches exactly what the pattern does
+// not, its min_chars (bytes there) drops by at most one per byte, is 0 at accepting states and
+// -1 exactly at the dead state; or it is refused with GL_E_LIMIT / GL_E_UNSUPPORTED.
 #include "grammar/regex.h"
 
 #include <stdint.h>
@@ -40,6 +43,22 @@ static void check_string(struct gl_regex *re, int literal, const uint8_t *s, siz
     if (st == GL_RE_DEAD && gl_regex_unbounded(re, st))
         abort();
     if (!gl_regex_overflowed(re) && gl_regex_match(re, s, n) != gl_regex_is_accept(re, st))
+        abort();
+}
+
+static void check_negated(struct gl_regex *re, struct gl_regex *neg, const uint8_t *s, size_t n)
+{
+    uint32_t st = gl_regex_start(neg);
+    for (size_t i = 0; i < n; i++) {
+        int32_t before = gl_regex_min_chars(neg, st);
+        st = gl_regex_step(neg, st, s[i]);
+        if (st != GL_RE_DEAD && before >= 0 && gl_regex_min_chars(neg, st) < before - 1)
+            abort();
+    }
+    int32_t mc = gl_regex_min_chars(neg, st);
+    if ((mc < 0) != (st == GL_RE_DEAD) || (gl_regex_is_accept(neg, st) && mc != 0))
+        abort();
+    if (gl_regex_is_accept(neg, st) != !gl_regex_match(re, s, n))
         abort();
 }
 
@@ -85,6 +104,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (gl_regex_match(re, strs[i], lens[i]) && !gl_regex_match(search, strs[i], lens[i]))
                 abort();
         }
+    }
+    struct gl_regex *neg = NULL;
+    if (data[0] & 4) {
+        st = gl_regex_compile(&neg, (const char *)p, plen, flags | GL_RE_NEGATE, budget, &err);
+        if (st != GL_OK && (neg || err.msg[0] == '\0' ||
+                            (st != GL_E_LIMIT && st != GL_E_UNSUPPORTED && st != GL_E_NOMEM)))
+            abort();
+        for (int i = 0; neg && i < ns; i++)
+            check_negated(re, neg, strs[i], lens[i]);
+        gl_regex_free(neg);
     }
     st = gl_regex_build_all(re, &err);
     if (st != GL_OK && (st != GL_E_LIMIT || !gl_regex_overflowed(re)))

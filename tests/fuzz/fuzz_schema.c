@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Fuzz target for the JSON Schema compiler (src/grammar/schema.c). Input: JSON text (a schema);
-// the first byte's low bit selects lenient mode. Invariants: no crash or hang within the node,
-// regex-state and time budgets; every failure carries a message; a schema that compiles gives
-// an IR that validates, and the recogniser runs over the input text itself without error.
+// the first byte's low bit selects lenient mode, its next bit closed objects (closed_objects).
+// Invariants: no crash or hang within the node, regex-state and time budgets; every failure carries
+// a message; a schema that compiles gives an IR that validates, and the recogniser runs over the
+// input text itself without error.
 #include "grammar/frontend.h"
 #include "grammar/match.h"
 
@@ -23,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     opts.max_regex_states = 4096;
     opts.max_nodes = 100000;
     opts.lenient = data[0] & 1;
+    opts.closed_objects = (data[0] >> 1) & 1;
     struct gl_gctx c = {.opts = &opts, .deadline_us = gl_time_us() + 2000000};
     struct gl_gir ir;
     memset(&ir, 0, sizeof ir);

@@ -68,6 +68,43 @@ for s in "$WORK"/schemas/*.json; do
 done
 echo "walks: $fin of $tot finished (floor $MIN_FINISHED_PCT%)"
 [ "$tot" -gt 0 ] && [ $((100 * fin)) -ge $((MIN_FINISHED_PCT * tot)) ] || { echo "FAIL too few walks finished"; rc=1; }
+# additionalProperties (issue 19): the server closes objects whose schema says nothing about it
+# (vLLM's xgrammar default; --closed-objects here). The seed's extraction shape, compact: closed
+# walks must validate against the schema with additionalProperties false added to every object
+# (python3-jsonschema) -- so no "" key; the same walks with JSON Schema semantics must produce at
+# least one undeclared key (the negative control: the check can see one).
+SEED="$WORK/seed_extraction.json"
+cat >"$SEED" <<'J'
+{"type":"object","properties":{"answer":{"type":"string"},"figures":{"type":"array","items":{"type":"object","properties":{"label":{"type":"string"},"value":{"type":"number"}},"required":["label"]}}},"required":["answer"]}
+J
+for m in closed open; do
+    flag=(); [ "$m" = closed ] && flag=(--closed-objects)
+    "$GLINT_BIN" grammar sample --tokenizer "$RANKS" --schema "$SEED" --n 24 --seed 11 \
+        --max-tokens 200 "${flag[@]}" >"$WORK/seed.$m.txt" 2>"$WORK/seed.$m.err" ||
+        { echo "FAIL seed [$m]: glint grammar sample failed"; head -n 3 "$WORK/seed.$m.err"; rc=1; }
+done
+/usr/bin/python3 - "$SEED" "$WORK/seed.closed.txt" "$WORK/seed.open.txt" <<'PY' || rc=1
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+def close(s):
+    if isinstance(s, dict):
+        if "properties" in s and "additionalProperties" not in s:
+            s["additionalProperties"] = False
+        for v in s.values(): close(v)
+    return s
+closed = jsonschema.Draft202012Validator(close(json.loads(json.dumps(schema))))
+plain = jsonschema.Draft202012Validator(schema)
+def docs(path):
+    return [json.loads(l) for l in open(path, encoding="utf-8") if l.strip() and not l.startswith('{"finished"')]
+c, o = docs(sys.argv[2]), docs(sys.argv[3])
+bad = [d for d in c if not closed.is_valid(d)]
+extra = [d for d in o if plain.is_valid(d) and not closed.is_valid(d)]
+invalid = [d for d in o if not plain.is_valid(d)]
+print("closed objects: %d walks, %d with an undeclared key; JSON Schema semantics: %d walks, %d with one (control)" % (len(c), len(bad), len(o), len(extra)))
+ok = c and not bad and extra and not invalid
+if not ok: print("FAIL closed objects:", (bad or invalid or ["control: no undeclared key"])[:2])
+sys.exit(0 if ok else 1)
+PY
 (cd tests/oracle && node grammar_validate.mjs "$WORK/manifest.tsv") || rc=1
 /usr/bin/python3 tests/oracle/grammar_validate.py "$WORK/manifest.tsv" || rc=1
 [ "$rc" = 0 ] && echo "sample: OK" || echo "sample: FAILED"

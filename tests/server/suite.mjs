@@ -269,6 +269,12 @@ async function main_() {
         assert(r.stderr.includes("--no-such-flag-xyz"), `stderr does not name the flag: ${tail(r.stderr, 300)}`);
     });
 
+    await check("cli.structured_outputs_config_bad_key", async () => {
+        const r = await runGlint(["serve", "--model", MODEL, "--port", "1", "--structured-outputs-config", '{"backend":"xgrammar","nosuch_key":true}'], { timeoutMs: 20000 });
+        assert(r.code !== 0, `a bad --structured-outputs-config started: exit ${r.code}`);
+        assert(r.stderr.includes("nosuch_key"), `stderr does not name the key: ${tail(r.stderr, 300)}`);
+    });
+
     // ---- start the servers: deep-health/env-key server and the main one, loading in parallel ----
     const deepP = startServer({ model: MODEL, args: ["--threads", "1", "--deep-health-interval", "5", "--served-model-name", NAME], env: { VLLM_API_KEY: "env-key-123" }, waitHealthy: false }).then(
         (s) => ({ s }),
@@ -849,6 +855,21 @@ async function main_() {
     await check("structured.unsupported_keyword_400", async () => {
         const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json: { type: "object", properties: { tags: { type: "array", items: { type: "string" }, uniqueItems: true } } } } } });
         expectError(r, 400, ["uniqueItems", "/properties/tags"], "schema with uniqueItems: ");
+    });
+    await check("structured.lenient_keywords_header", async () => {
+        // lenient_keywords drops what the grammar cannot enforce and names it, in a header and
+        // never silently; without the option the same schema is the 400 above (the control).
+        const json = { type: "object", properties: { tags: { type: "array", items: { type: "string" }, uniqueItems: true } } };
+        const H = "x-glint-unenforced-keywords";
+        const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json, lenient_keywords: true } } });
+        assert(r.status === 200, `lenient: status ${r.status}: ${tail(r.text, 300)}`);
+        assert((r.headers.get(H) || "").includes("uniqueItems at /properties/tags"), `lenient: header ${H} = ${r.headers.get(H)}`);
+        const s = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, stream: true, structured_outputs: { json, lenient_keywords: true } } });
+        assert(s.status === 200 && (s.headers.get(H) || "").includes("uniqueItems"), `lenient stream: status ${s.status}, header ${s.headers.get(H)}`);
+        const c = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, structured_outputs: { json: { type: "object", properties: { a: { type: "string" } } }, disable_additional_properties: false, whitespace_pattern: "[ \t\n\r]*" } } });
+        assert(c.status === 200 && c.headers.get(H) === null, `full semantics: status ${c.status}, header ${c.headers.get(H)}: ${tail(c.text, 200)}`);
+        const w = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, structured_outputs: { json: { type: "object" }, whitespace_pattern: "[ ]+" } } });
+        expectError(w, 400, ["whitespace_pattern"], "whitespace_pattern that refuses compact JSON: ");
     });
     await check("structured.bad_regex_and_grammar_400", async () => {
         const a = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { regex: "a(b" } } });

@@ -768,6 +768,32 @@ TEST(test_compile_errors)
     CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, "{\"type\":", 8, NULL, &err) ==
           GL_E_INVAL);
     CHECK(!g && strstr(err.msg, "not valid JSON") && strstr(err.msg, "line 1"));
+    // an integer literal beyond int64 is read as the same number spelled as a real; a string
+    // that looks like one stays a string, and other JSON errors are still reported
+    static const char big[] =
+        "{\"type\":\"integer\",\"maximum\":9223372036854776000,"
+        "\"description\":\"12345678901234567890123 \\\" 99999999999999999999\"}";
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, big, sizeof big - 1, NULL, &err) == GL_OK);
+    gl_grammar_unref(g);
+    g = NULL;
+    static const char big_bad[] = "{\"maximum\":99999999999999999999,}";
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, big_bad, sizeof big_bad - 1, NULL, &err) ==
+          GL_E_INVAL);
+    CHECK(!g && strstr(err.msg, "too big integer"));
+    // whitespace_pattern: 16 when every run of up to 16 [ \t\n\r] matches, 0 (compact) when only
+    // the empty string is sure to, an error when not even that
+    static const struct {
+        const char *pat;
+        int ws; // -1: refused
+    } wsp[] = {{"\\s*", 16}, {"[ \\t\\n\\r]{0,16}", 16}, {"[\\r\\n\\t ]*", 16},     {"", 0},
+               {"[ ]*", 0},  {"[\\n\\t ]*", 0},          {"[ \\t\\n\\r]{0,15}", 0}, {"[ ]+", -1},
+               {"(", -1}};
+    for (size_t i = 0; i < sizeof wsp / sizeof wsp[0]; i++) {
+        int32_t ws = -2;
+        gl_status st = gl_grammar_ws_pattern(wsp[i].pat, strlen(wsp[i].pat), &ws, &err);
+        CHECKF(wsp[i].ws < 0 ? st != GL_OK : st == GL_OK && ws == wsp[i].ws, "'%s': %d -> %d",
+               wsp[i].pat, wsp[i].ws, (int)ws);
+    }
     struct gl_grammar_opts o = gl_grammar_default_opts();
     o.ws_max = -1;
     CHECK(gl_grammar_compile(&g, GL_GRAMMAR_REGEX, "a", 1, &o, &err) == GL_E_INVAL);

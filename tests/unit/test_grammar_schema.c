@@ -70,6 +70,8 @@ static const struct gl_gnode *node(const struct compiled *c, int32_t i)
     return &c->ir.nodes[i];
 }
 
+static int walk(const struct compiled *c, const char *doc); // the recogniser on doc's bytes
+
 // Compiles and expects failure with code, the message containing both needles.
 static int fails_with(const char *schema, gl_status code, const char *n1, const char *n2)
 {
@@ -366,15 +368,40 @@ TEST(test_oneof)
     REQUIRE(c.st == GL_OK);
     CHECK(node(&c, c.root)->kind == GN_ALT);
     compiled_free(&c);
+    // overlapping patterns: each branch takes the strings that fail the other's pattern
+    c = compile_text("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"type\":\"string\","
+                     "\"pattern\":\"b\"}]}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(walk(&c, "\"xa\"") == 1 && walk(&c, "\"bx\"") == 1);
+    CHECK(walk(&c, "\"ab\"") == 0 && walk(&c, "\"c\"") == 0);
+    compiled_free(&c);
+    // overlapping lengths: a string beyond a member's bound fails it
+    c = compile_text("{\"oneOf\":[{\"type\":\"string\",\"minLength\":2},{\"type\":\"string\","
+                     "\"maxLength\":5}]}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(walk(&c, "\"a\"") == 1 && walk(&c, "\"abcdefg\"") == 1);
+    CHECK(walk(&c, "\"abc\"") == 0 && walk(&c, "\"ab\"") == 0 && walk(&c, "\"abcde\"") == 0);
+    compiled_free(&c);
+    // if/then/else decided by a discriminator: "not if" is kind absent or kind not "a"
+    c = compile_text("{\"type\":\"object\",\"properties\":{\"kind\":{\"enum\":[\"a\",\"b\"]}},"
+                     "\"if\":{\"properties\":{\"kind\":{\"const\":\"a\"}},\"required\":[\"kind\"]},"
+                     "\"then\":{\"required\":[\"x\"]},\"else\":{\"required\":[\"y\"]}}");
+    REQUIRE(c.st == GL_OK);
+    CHECK(walk(&c, "{\"kind\":\"a\",\"x\":1}") == 1 && walk(&c, "{\"kind\":\"b\",\"y\":1}") == 1);
+    CHECK(walk(&c, "{\"y\":1}") == 1);
+    CHECK(walk(&c, "{\"kind\":\"a\",\"y\":1}") == 0 && walk(&c, "{\"kind\":\"b\",\"x\":1}") == 0);
+    CHECK(walk(&c, "{}") == 0 && walk(&c, "{\"kind\":\"c\",\"y\":1}") == 0);
+    compiled_free(&c);
     // not provable: an error naming oneOf and where
-    CHECK(fails_with("{\"properties\":{\"p\":{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},"
-                     "{\"type\":\"string\",\"pattern\":\"b\"}]}}}",
-                     GL_E_UNSUPPORTED, "'oneOf'", "/properties/p"));
+    CHECK(
+        fails_with("{\"properties\":{\"p\":{\"oneOf\":[{\"type\":\"string\",\"format\":\"email\"},"
+                   "{\"type\":\"string\",\"maxLength\":5}]}}}",
+                   GL_E_UNSUPPORTED, "'oneOf'", "/properties/p"));
     // lenient: compiled as anyOf with a warning
     struct gl_grammar_opts lo = g_opts;
     lo.lenient = 1;
-    json_t *j = json_loads("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"type\":"
-                           "\"string\",\"pattern\":\"b\"}],\"not\":{\"pattern\":\"z\"}}",
+    json_t *j = json_loads("{\"oneOf\":[{\"type\":\"string\",\"format\":\"email\"},{\"type\":"
+                           "\"string\",\"maxLength\":5}],\"not\":{\"minLength\":9}}",
                            0, NULL);
     c = compile_json(j, &lo);
     json_decref(j);
@@ -385,11 +412,11 @@ TEST(test_oneof)
 
 TEST(test_errors_name_keyword_and_pointer)
 {
-    CHECK(fails_with("{\"properties\":{\"a/b~\":{\"if\":{},\"then\":{}}}}", GL_E_UNSUPPORTED,
-                     "'if'", "/properties/a~1b~0"));
+    CHECK(fails_with("{\"properties\":{\"a/b~\":{\"if\":{\"format\":\"email\"},\"then\":{}}}}",
+                     GL_E_UNSUPPORTED, "'if'", "/properties/a~1b~0"));
     CHECK(fails_with("{\"items\":{\"contains\":{\"type\":\"null\"}}}", GL_E_UNSUPPORTED,
                      "'contains'", "/items/contains"));
-    CHECK(fails_with("{\"not\":{\"pattern\":\"x\"}}", GL_E_UNSUPPORTED, "'not'", "/not"));
+    CHECK(fails_with("{\"not\":{\"minLength\":2}}", GL_E_UNSUPPORTED, "'not'", "/not"));
     CHECK(fails_with("{\"unevaluatedProperties\":false}", GL_E_UNSUPPORTED,
                      "'unevaluatedProperties'", NULL));
     CHECK(fails_with("{\"type\":\"strin\"}", GL_E_INVAL, "'type'", NULL));
@@ -845,6 +872,160 @@ TEST(test_acceptance)
     }
 }
 
+// closed_objects (vLLM's default in the server): an object schema without additionalProperties
+// takes no undeclared key -- the seed's empty-string key included; true / a schema / patterns /
+// required names and any-value schemas still open it. Each case: schema, doc, accepted open,
+// accepted closed.
+TEST(test_closed_objects)
+{
+    static const struct {
+        const char *schema, *doc;
+        int open, closed;
+    } k[] = {
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}", "{\"a\":\"x\"}", 1,
+         1},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}", "{\"\":\"answer\"}",
+         1, 0},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}",
+         "{\"a\":\"x\",\"b\":1}", 1, 0},
+        {"{\"type\":\"object\"}", "{}", 1, 1},
+        {"{\"type\":\"object\"}", "{\"b\":1}", 1, 0},
+        {"{\"properties\":{\"a\":{}},\"additionalProperties\":true}", "{\"\":1}", 1, 1},
+        {"{\"additionalProperties\":{\"type\":\"integer\"}}", "{\"z\":1}", 1, 1},
+        {"{\"additionalProperties\":{\"type\":\"integer\"}}", "{\"z\":\"s\"}", 0, 0},
+        {"{\"properties\":{\"o\":{\"type\":\"object\",\"properties\":{\"x\":{}}}}}",
+         "{\"o\":{\"y\":1}}", 1, 0},
+        {"{\"properties\":{\"a\":{}}}", "{\"a\":{\"zz\":[{\"\":1}]}}", 1, 1},
+        {"{\"properties\":{\"a\":true}}", "{\"a\":{\"zz\":1}}", 1, 1},
+        {"{\"patternProperties\":{\"^x\":{}}}", "{\"x1\":1}", 1, 1},
+        {"{\"patternProperties\":{\"^x\":{}}}", "{\"y\":1}", 1, 0},
+        {"{\"required\":[\"r\"]}", "{\"r\":1}", 1, 1},
+        {"{\"required\":[\"r\"]}", "{\"r\":1,\"s\":2}", 1, 0},
+        {"{\"items\":{\"properties\":{\"a\":{}}}}", "[{\"a\":1},{\"b\":2}]", 1, 0},
+        {"{\"anyOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", "{\"b\":1}", 1,
+         1},
+        {"{\"anyOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}",
+         "{\"a\":1,\"b\":1}", 1, 0},
+    };
+    struct gl_grammar_opts co = g_opts;
+    co.closed_objects = 1;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        json_t *j = json_loads(k[i].schema, 0, NULL);
+        REQUIRE(j);
+        for (int closed = 0; closed < 2; closed++) {
+            struct compiled c = compile_json(j, closed ? &co : &g_opts);
+            CHECKF(c.st == GL_OK, "%s: %s", k[i].schema, c.err.msg);
+            int want = closed ? k[i].closed : k[i].open;
+            if (c.st == GL_OK)
+                CHECKF(walk(&c, k[i].doc) == want, "%s %s closed=%d: want %d", k[i].schema,
+                       k[i].doc, closed, want);
+            compiled_free(&c);
+        }
+        json_decref(j);
+    }
+}
+
+// not {enum/const}: the excluded values are refused exactly, everything else of the type stays.
+TEST(test_not_enum)
+{
+    static const struct {
+        const char *schema, *doc;
+        int ok;
+    } k[] = {
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"intramural\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"intramura\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"intramurals\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"intramural\"]}}", "\"\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"a\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"ab\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"\\u00e9\"", 0},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"abc\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"b\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"éa\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\",\"\",\"é\"]}}", "\"a\\nb\"", 1},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"const\":null}}", "null", 0},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"const\":null}}", "\"x\"", 1},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"const\":\"x\"}}", "\"x\"", 0},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"const\":\"x\"}}", "\"xy\"", 1},
+        {"{\"type\":\"string\",\"not\":{\"type\":\"string\",\"enum\":[\"a.b\",\"[\"]}}", "\"a.b\"",
+         0},
+        {"{\"type\":\"string\",\"not\":{\"type\":\"string\",\"enum\":[\"a.b\",\"[\"]}}", "\"axb\"",
+         1},
+        {"{\"type\":\"string\",\"not\":{\"type\":\"string\",\"enum\":[\"a.b\",\"[\"]}}", "\"[\"",
+         0},
+        {"{\"type\":\"integer\",\"not\":{\"enum\":[\"x\"]}}", "3", 1},
+        // not {pattern}: strings that fail it; other types satisfy a pattern, so they go
+        {"{\"not\":{\"pattern\":\"\\\\$\"}}", "\"a$b\"", 0},
+        {"{\"not\":{\"pattern\":\"\\\\$\"}}", "\"ab\"", 1},
+        {"{\"not\":{\"pattern\":\"\\\\$\"}}", "1", 0},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"pattern\":\"^[.,* -]+$\"}}", "\"..\"", 0},
+        {"{\"type\":\"string\",\"minLength\":1,\"not\":{\"pattern\":\"^[.,* -]+$\"}}", "\"J. Doe\"",
+         1},
+        {"{\"type\":\"string\",\"maxLength\":3,\"not\":{\"pattern\":\"^a\"}}", "\"bcd\"", 1},
+        {"{\"type\":\"string\",\"maxLength\":3,\"not\":{\"pattern\":\"^a\"}}", "\"abc\"", 0},
+        {"{\"type\":\"string\",\"maxLength\":3,\"not\":{\"pattern\":\"^a\"}}", "\"bcde\"", 0},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"pattern\":\"x\"}}", "null",
+         1},
+        {"{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"pattern\":\"x\"}}",
+         "\"axb\"", 0},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        struct compiled c = compile_text(k[i].schema);
+        CHECKF(c.st == GL_OK, "%s: %s", k[i].schema, c.err.msg);
+        if (c.st == GL_OK)
+            CHECKF(walk(&c, k[i].doc) == k[i].ok, "%s %s: want %d", k[i].schema, k[i].doc, k[i].ok);
+        compiled_free(&c);
+    }
+    // still refused: a number or a single boolean the type allows
+    CHECK(fails_with("{\"type\":\"integer\",\"not\":{\"enum\":[3]}}", GL_E_UNSUPPORTED, "'not'",
+                     "at /not"));
+    CHECK(fails_with("{\"type\":\"boolean\",\"not\":{\"const\":true}}", GL_E_UNSUPPORTED, "'not'",
+                     "at /not"));
+}
+
+// multipleOf a / 10^s (a = 2^i 5^j): exact decimal multiples, any spelling without exponent.
+TEST(test_multiple_of_decimal)
+{
+    static const struct {
+        const char *schema;
+        const char *ok[8], *bad[6];
+    } k[] = {
+        {"{\"type\":\"number\",\"multipleOf\":0.01}",
+         {"1", "1.5", "1.25", "1.250", "-3.07", "0.07", "0", NULL},
+         {"1.255", "1e2", "1.2501", "\"1\"", NULL}},
+        {"{\"type\":\"number\",\"multipleOf\":0.25}",
+         {"1", "1.25", "1.5", "1.50", "2.75", "0.0", "-0.75", NULL},
+         {"1.2", "1.125", "1.05", "0.3", NULL}},
+        {"{\"type\":\"number\",\"multipleOf\":10}",
+         {"10", "100", "0", "-20", "10.0", "1230", NULL},
+         {"5", "15", "10.5", "101", NULL}},
+        {"{\"type\":\"integer\",\"multipleOf\":1000}",
+         {"1000", "0", "-12000", NULL},
+         {"1000.0", "100", "1500", "10", NULL}},
+        {"{\"type\":\"number\",\"multipleOf\":0.5,\"minimum\":0}",
+         {"0.5", "3", "0", "12.50", NULL},
+         {"-0.5", "0.25", "-1", NULL}},
+        {"{\"type\":[\"number\",\"null\"],\"multipleOf\":0.1}",
+         {"null", "0.1", "12.3", "7", NULL},
+         {"0.15", "\"x\"", NULL}},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        struct compiled c = compile_text(k[i].schema);
+        CHECKF(c.st == GL_OK, "%s: %s", k[i].schema, c.err.msg);
+        for (int j = 0; c.st == GL_OK && k[i].ok[j]; j++)
+            CHECKF(walk(&c, k[i].ok[j]) == 1, "%s: %s refused", k[i].schema, k[i].ok[j]);
+        for (int j = 0; c.st == GL_OK && k[i].bad[j]; j++)
+            CHECKF(walk(&c, k[i].bad[j]) == 0, "%s: %s accepted", k[i].schema, k[i].bad[j]);
+        compiled_free(&c);
+    }
+    // a factor other than 2 and 5, or other bounds: still refused
+    CHECK(fails_with("{\"type\":\"number\",\"multipleOf\":0.03}", GL_E_UNSUPPORTED, "'multipleOf'",
+                     "/multipleOf"));
+    CHECK(fails_with("{\"type\":\"number\",\"multipleOf\":0.01,\"maximum\":5}", GL_E_UNSUPPORTED,
+                     "'multipleOf'", "/multipleOf"));
+}
+
 int main(void)
 {
     g_opts = gl_grammar_default_opts();
@@ -853,5 +1034,6 @@ int main(void)
               test_escaped_pointer_and_pattern_props, test_enum_const, test_types_and_any,
               test_arrays, test_ref_recursion_shares_nodes, test_allof_merge, test_oneof,
               test_errors_name_keyword_and_pointer, test_cycles, test_raw_strings_at_pointer,
-              test_hostile, test_acceptance);
+              test_hostile, test_acceptance, test_closed_objects, test_not_enum,
+              test_multiple_of_decimal);
 }

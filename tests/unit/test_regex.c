@@ -1156,8 +1156,71 @@ TEST(test_speed)
     gl_regex_free(re);
 }
 
+// GL_RE_NEGATE: the complement, checked against the pattern itself on every string of a small
+// alphabet (one two-byte character among them) up to length 5; live states keep min_chars >= 0.
+TEST(test_negate)
+{
+    static const struct {
+        const char *pat;
+        int flags;
+    } k[] = {{"ab", GL_RE_SEARCH},
+             {"^[a-b]+$", GL_RE_SEARCH},
+             {"a|b", 0},
+             {"^(?:ab)*$", GL_RE_SEARCH},
+             {"", 0},
+             {"[^a]", GL_RE_SEARCH},
+             {"^.{14,}(?:ab|ba)", GL_RE_SEARCH},
+             {"b{2,3}$", GL_RE_SEARCH}};
+    static const char alpha[] = "abc\xc3\xa9";
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        struct gl_regex *re = NULL, *ne = NULL;
+        struct gl_err err = {0};
+        REQUIRE(gl_regex_compile(&re, k[i].pat, strlen(k[i].pat), k[i].flags, 0, &err) == GL_OK);
+        CHECKF(gl_regex_compile(&ne, k[i].pat, strlen(k[i].pat), k[i].flags | GL_RE_NEGATE, 0,
+                                &err) == GL_OK,
+               "%s: %s", k[i].pat, err.msg);
+        if (!ne) {
+            gl_regex_free(re);
+            continue;
+        }
+        char buf[16]; // up to 5 characters of up to 2 bytes
+        int bad = 0;
+        for (int len = 0; len <= 5 && !bad; len++) {
+            int total = 1;
+            for (int j = 0; j < len; j++)
+                total *= 4;
+            for (int x = 0; x < total && !bad; x++) {
+                size_t n = 0;
+                for (int j = 0, y = x; j < len; j++, y /= 4) {
+                    int c = y % 4;
+                    if (c == 3) {
+                        buf[n++] = alpha[3];
+                        buf[n++] = alpha[4];
+                    } else {
+                        buf[n++] = alpha[c];
+                    }
+                }
+                int a = gl_regex_match(re, buf, n), b = gl_regex_match(ne, buf, n);
+                // walking byte by byte: a live state always has min_chars >= 0 and a dead one
+                // is reached only when no continuation of the complement matches
+                uint32_t st = gl_regex_start(ne);
+                for (size_t j = 0; j < n && st != GL_RE_DEAD; j++)
+                    st = gl_regex_step(ne, st, (uint8_t)buf[j]);
+                if (a == b || (st != GL_RE_DEAD && gl_regex_min_chars(ne, st) < 0) ||
+                    (b && st == GL_RE_DEAD)) {
+                    CHECKF(0, "%s negated: '%.*s' pattern %d negation %d", k[i].pat, (int)n, buf, a,
+                           b);
+                    bad = 1;
+                }
+            }
+        }
+        gl_regex_free(re);
+        gl_regex_free(ne);
+    }
+}
+
 int main(void)
 {
     RUN_TESTS(test_pcre2_oracle, test_unicode_props, test_min_chars_unbounded_brute, test_errors,
-              test_budgets, test_literal_and_escape, test_state_queries, test_speed);
+              test_budgets, test_literal_and_escape, test_state_queries, test_speed, test_negate);
 }
