@@ -26,3 +26,8 @@ gl_status gl_api_get_ids(json_t *v, const char *k, int32_t n_vocab, int32_t cap,
 json_t *gl_api_jstr(const char *p, size_t n);
 // The id of the one token that encodes text exactly (no specials, no BOS), or -1.
 int32_t gl_api_single_token(const struct gl_tokenizer *t, const char *text);
+// The context-length check that needs no tokenizing: GL_OK when len bytes of text may fit
+// max_model_len tokens, else a 400 naming param (each token spells at most max_token_bytes of
+// the text; x2 for normalisers that drop bytes: api.h). Generation prompts and /tokenize share it.
+gl_status gl_api_check_text_len(const struct gl_api_config *c, size_t len, const char *param,
+                                struct gl_api_error *e);

@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 enum { GL_HIST_TTFT, GL_HIST_ITL, GL_HIST_E2E, GL_HIST_GRAMMAR, GL_HIST_N };
@@ -29,6 +30,10 @@ struct gl_metrics {
     int32_t prefix_caching;          // 1: on
     const char *cache_dtype;         // static string (gl_kv_dtype_name)
     struct gl_media_cache *mm_cache; // the vision encoder's cache (glint:mm_cache_*), or NULL
+    // Counters bumped without the lock (connection threads, libmicrohttpd's logger).
+    _Atomic int64_t rate_limited;    // requests answered 429 by --limit-request-rate-per-ip
+    _Atomic int64_t tls_failures;    // TLS handshakes or records libmicrohttpd/GnuTLS refused
+    _Atomic int64_t mhd_log_dropped; // libmicrohttpd log lines not written (rate limit)
 };
 
 void gl_metrics_init(struct gl_metrics *m);
