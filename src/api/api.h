@@ -254,5 +254,10 @@ json_t *gl_api_tokenize(const struct gl_api_config *c, const char *body, size_t 
                         struct gl_api_error *e);
 json_t *gl_api_detokenize(const struct gl_api_config *c, const char *body, size_t len,
                           struct gl_api_error *e);
+// The largest /tokenize or /detokenize body that can still hold a request that fits max_model_len:
+// 6 body bytes per text byte (JSON's \u00XX) up to the text cap of gl_api_check_text_len, or 12
+// per id for max_model_len ids, plus 64 KiB for the other fields. A larger body is refused before
+// it is read: parsing 10 MB of JSON alone takes ~100 ms of a connection thread.
+size_t gl_api_tokenize_body_limit(const struct gl_api_config *c);
 // GET /v1/models.
 json_t *gl_api_models(const struct gl_api_config *c, int64_t created);

@@ -66,3 +66,8 @@ void gl_api_rs_deltas(struct gl_api_rs_stream *st, const struct gl_api_req *r,
 // response.incomplete with the final object (final: gl_api_rs_response's, taken).
 void gl_api_rs_finish(struct gl_api_rs_stream *st, const struct gl_api_req *r,
                       const struct gl_api_rs_result *res, json_t *final, json_t *ev);
+// The context-length check that needs no tokenizing: GL_OK when len bytes of text may fit
+// max_model_len tokens, else a 400 naming param (each token spells at most max_token_bytes of
+// the text; x2 for normalisers that drop bytes: api.h). Generation prompts and /tokenize share it.
+gl_status gl_api_check_text_len(const struct gl_api_config *c, size_t len, const char *param,
+                                struct gl_api_error *e);

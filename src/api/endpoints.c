@@ -132,6 +132,10 @@ json_t *gl_api_tokenize(const struct gl_api_config *c, const char *body, size_t 
         gl_api_fail(e, 500, NULL, "out of memory");
         goto done;
     }
+    // The generation requests' cap: a text that cannot fit the context is refused before it is
+    // tokenized (10 MB would cost seconds of a connection thread).
+    if (gl_api_check_text_len(c, text_len, json_is_array(msgs) ? "messages" : "prompt", e) != GL_OK)
+        goto done;
     gl_token *ids = NULL;
     size_t n = 0;
     struct gl_err err = {0};
@@ -172,8 +176,9 @@ json_t *gl_api_detokenize(const struct gl_api_config *c, const char *body, size_
     json_error_t je;
     json_t *b = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
     int32_t *ids = NULL, n = 0;
+    // As for a prompt of ids: at most max_model_len of them.
     if (gl_api_get_ids(json_object_get(b, "tokens"), "tokens", gl_tokenizer_n_vocab(c->tok),
-                       INT32_MAX - 1, &ids, &n, e) != GL_OK) {
+                       c->max_model_len, &ids, &n, e) != GL_OK) {
         json_decref(b);
         return NULL;
     }
@@ -190,6 +195,14 @@ json_t *gl_api_detokenize(const struct gl_api_config *c, const char *body, size_
     if (!out)
         gl_api_fail(e, 500, NULL, "out of memory");
     return out;
+}
+
+size_t gl_api_tokenize_body_limit(const struct gl_api_config *c)
+{
+    size_t text = c->max_token_bytes > 0 ? 2 * (size_t)c->max_token_bytes * (size_t)c->max_model_len
+                                         : SIZE_MAX / 16;
+    size_t ids = 12 * (size_t)c->max_model_len;
+    return 6 * (text > ids ? text : ids) + ((size_t)64 << 10);
 }
 
 json_t *gl_api_models(const struct gl_api_config *c, int64_t created)

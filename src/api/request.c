@@ -764,6 +764,18 @@ int32_t gl_api_max_token_bytes(const struct gl_tokenizer *tok)
     return most > INT32_MAX ? INT32_MAX : (int32_t)most;
 }
 
+gl_status gl_api_check_text_len(const struct gl_api_config *c, size_t len, const char *param,
+                                struct gl_api_error *e)
+{
+    if (c->max_token_bytes > 0 && len / 2 / (size_t)c->max_token_bytes >= (size_t)c->max_model_len)
+        return FAIL(param,
+                    "This model's maximum context length is %d tokens. However, your request "
+                    "has %zu bytes of input text, at least %zu tokens. Please reduce the length "
+                    "of the input messages.",
+                    c->max_model_len, len, len / 2 / (size_t)c->max_token_bytes);
+    return GL_OK;
+}
+
 // param: "prompt" or "messages", for the context-length error.
 static gl_status encode(const struct gl_api_config *c, const char *text, size_t len, int special,
                         int bos, const char *param, struct gl_api_prompt *p, struct gl_api_error *e)
@@ -771,14 +783,8 @@ static gl_status encode(const struct gl_api_config *c, const char *text, size_t 
     gl_token *ids = NULL;
     size_t n = 0;
     struct gl_err err = {0};
-    // Each token spells at most max_token_bytes of the text (x2 for normalisers that drop
-    // bytes): past that the prompt cannot fit, whatever its tokens (api.h).
-    if (c->max_token_bytes > 0 && len / 2 / (size_t)c->max_token_bytes >= (size_t)c->max_model_len)
-        return FAIL(param,
-                    "This model's maximum context length is %d tokens. However, your request "
-                    "has %zu bytes of input text, at least %zu tokens. Please reduce the length "
-                    "of the input messages.",
-                    c->max_model_len, len, len / 2 / (size_t)c->max_token_bytes);
+    if (gl_api_check_text_len(c, len, param, e) != GL_OK)
+        return GL_E_INVAL;
     if (gl_tokenizer_encode(c->tok, text, len, special, bos, &ids, &n, &err) != GL_OK)
         return err.code == GL_E_NOMEM ? NOMEM() : FAIL("prompt", "prompt: %s", err.msg);
     if (n > INT32_MAX / 2) {

@@ -19,6 +19,17 @@ int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out)
     return 0;
 }
 
+int gl_cli_parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(x) || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
 int gl_cli_parse_bytes(const char *s, int64_t *out)
 {
     char *end = NULL;

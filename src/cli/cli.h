@@ -23,6 +23,8 @@ int gl_cmd_video(int argc, char **argv);      // cmd_video.c: video preprocessin
 // Parses a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched) if s is
 // empty, has trailing characters, overflows or is out of range.
 int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+// Parses a whole finite decimal number in [lo, hi] (strtod syntax) into *out; 0, or -1 as above.
+int gl_cli_parse_double(const char *s, double lo, double hi, double *out);
 // Parses a byte count: "5905580032", "5.5GiB", "6G", "512MB" (K/M/G/T are binary, KB/MB/GB/TB
 // decimal). Returns 0, or -1 (out untouched) if s is not such a count in [1, 2^62].
 int gl_cli_parse_bytes(const char *s, int64_t *out);

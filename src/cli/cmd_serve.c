@@ -65,6 +65,12 @@ static int usage(FILE *f)
             "  --limit-concurrency-per-ip N   open connections per client address (IPv4 or IPv6)\n"
             "                              (default 0: no limit; over it: 429 and closed;\n"
             "                              16 over it: closed at once)\n"
+            "  --limit-request-rate-per-ip R   requests per second per client address, IPv4\n"
+            "                              or IPv6 (default 0: off; over it: 429 with\n"
+            "                              Retry-After). Behind nginx every client shares the\n"
+            "                              proxy's address: limit there (docs/DEPLOY.md)\n"
+            "  --limit-request-burst-per-ip N  requests at once before the rate applies\n"
+            "                              (default 2 x the rate, at least 1)\n"
             "  --timeout-headers S         a request's headers must arrive within S seconds\n"
             "                              of connecting (default 20; else 408 and closed)\n"
             "  --timeout-body S            its body within S seconds of its headers\n"
@@ -203,6 +209,10 @@ int gl_cmd_serve(int argc, char **argv)
             bad = gl_cli_parse_int(v, 1, 65536, &x) || (p.max_connections = (int)x, 0);
         else if (!strcmp(a, "--limit-concurrency-per-ip"))
             bad = gl_cli_parse_int(v, 0, 65536, &x) || (p.max_connections_per_ip = (int)x, 0);
+        else if (!strcmp(a, "--limit-request-rate-per-ip"))
+            bad = gl_cli_parse_double(v, 0, 1e6, &p.limit_request_rate_per_ip);
+        else if (!strcmp(a, "--limit-request-burst-per-ip"))
+            bad = gl_cli_parse_double(v, 1, 1e6, &p.limit_request_burst_per_ip);
         else if (!strcmp(a, "--timeout-headers"))
             bad = gl_cli_parse_int(v, 1, 86400, &x) || (p.timeout_headers_s = (int)x, 0);
         else if (!strcmp(a, "--timeout-body"))

@@ -201,6 +201,16 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
         series(&o, "glint:mm_cache_bytes", "gauge", "Soft-token rows held by the encoder cache.",
                model, (double)mc.bytes);
     }
+    series(&o, "glint:rate_limited_requests_total", "counter",
+           "Requests answered 429 by the per-address rate limit (--limit-request-rate-per-ip).",
+           model, (double)atomic_load(&m->rate_limited));
+    series(&o, "glint:tls_handshake_failures_total", "counter",
+           "TLS handshakes (or records) refused: plain HTTP or garbage on the HTTPS port, bad "
+           "versions or ciphers, clients that left mid-handshake.",
+           model, (double)atomic_load(&m->tls_failures));
+    series(&o, "glint:server_log_lines_dropped_total", "counter",
+           "libmicrohttpd error lines not written by the log rate limit (one line per 10 s).",
+           model, (double)atomic_load(&m->mhd_log_dropped));
     if (m->block_size > 0) // vLLM's info-style gauge: value 1, the configuration in labels
         put(&o,
             "# HELP vllm:cache_config_info Information of the KV cache configuration.\n"

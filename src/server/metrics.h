@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 // Seconds histograms (fixed vLLM buckets) then token counts (vLLM's 1-2-5 buckets up to
@@ -49,6 +50,10 @@ struct gl_metrics {
     const char *cache_dtype;         // static string (gl_kv_dtype_name)
     struct gl_media_cache *mm_cache; // the vision encoder's cache (glint:mm_cache_*), or NULL
     double b125[32];                 // 1, 2, 5, 10, ... <= max_model_len (token histograms)
+    // Counters bumped without the lock (connection threads, libmicrohttpd's logger).
+    _Atomic int64_t rate_limited;    // requests answered 429 by --limit-request-rate-per-ip
+    _Atomic int64_t tls_failures;    // TLS handshakes or records libmicrohttpd/GnuTLS refused
+    _Atomic int64_t mhd_log_dropped; // libmicrohttpd log lines not written (rate limit)
 };
 
 void gl_metrics_init(struct gl_metrics *m);

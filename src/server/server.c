@@ -13,15 +13,18 @@
 #include "model/model.h"
 #include "server/cors.h"
 #include "server/metrics.h"
+#include "server/ratelimit.h"
 #include "tokenizer/tokenizer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +87,11 @@ struct server {
     struct guard *guards; // every open connection
     int guard_stop, guard_started;
     pthread_t guard_thread;
+    struct gl_ratelimit *rl; // --limit-request-rate-per-ip, or NULL
+    // libmicrohttpd's log: one line per MHD_LOG_PERIOD_US, the rest counted (mhd_log)
+    pthread_mutex_t log_mu;
+    int64_t log_next_us;
+    int64_t log_dropped; // since the last line written
 };
 
 // Condition variables here wait with CLOCK_MONOTONIC deadlines (immune to clock changes).
@@ -254,7 +262,8 @@ struct conn {
     struct server *S;
     char *body;
     size_t len, cap;
-    size_t seen; // body bytes received, kept or not
+    size_t seen;  // body bytes received, kept or not
+    size_t limit; // body_limit for its URL
     int too_large;
     int counted; // a generation request in S->in_flight until its answer is written
     // The access-log line (never the body): filled on the connection thread.
@@ -319,14 +328,9 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json
 
 static enum MHD_Result send_error(struct MHD_Connection *c, const struct gl_api_error *e)
 {
-    json_t *o = gl_api_error_json(e);
-    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
     const char *h = e->http == 503 ? "Retry-After" : e->http == 405 ? "Allow" : NULL;
-    enum MHD_Result ret = send_text(c, (unsigned)e->http, "application/json", t ? t : "{}",
-                                    t ? strlen(t) : 2, h, e->http == 503 ? "1" : e->param);
-    free(t);
-    return ret;
+    return send_json_hdr(c, (unsigned)e->http, gl_api_error_json(e), h,
+                         e->http == 503 ? "1" : e->param);
 }
 
 static enum MHD_Result fail(struct MHD_Connection *c, int http, const char *param, const char *msg)
@@ -873,12 +877,58 @@ static const struct route k_routes[] = {
     {"/detokenize", "POST", R_DETOK},
 };
 
-static enum MHD_Result body_too_large(struct server *S, struct MHD_Connection *c)
+// The body limit for url: --max-body-bytes, lower for /tokenize and /detokenize (api.h).
+static size_t body_limit(const struct server *S, const char *url)
 {
-    char msg[96];
-    snprintf(msg, sizeof msg, "request body over the %zu-byte limit (--max-body-bytes)",
-             S->p.max_body_bytes);
+    size_t lim = S->p.max_body_bytes;
+    if (atomic_load(&S->state) == ST_READY &&
+        (strcmp(url, "/tokenize") == 0 || strcmp(url, "/detokenize") == 0)) {
+        size_t t = gl_api_tokenize_body_limit(&S->api);
+        lim = t < lim ? t : lim;
+    }
+    return lim;
+}
+
+// lim: the request's body_limit.
+static enum MHD_Result body_too_large(struct server *S, struct MHD_Connection *c, size_t lim)
+{
+    char msg[200];
+    if (lim < S->p.max_body_bytes)
+        snprintf(msg, sizeof msg,
+                 "request body over the %zu-byte limit of /tokenize and /detokenize (a larger "
+                 "one cannot fit the %d-token context)",
+                 lim, S->api.max_model_len);
+    else
+        snprintf(msg, sizeof msg, "request body over the %zu-byte limit (--max-body-bytes)", lim);
     return fail(c, 413, NULL, msg);
+}
+
+// 1 when the client's bucket has a token (or its address is unknown: never refuse on a guess).
+static int rate_ok(struct server *S, struct MHD_Connection *c, int *retry_after_s)
+{
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ai ? ai->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        return gl_ratelimit_take(S->rl, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+                                 4, gl_time_us(), retry_after_s);
+    if (sa && sa->sa_family == AF_INET6)
+        return gl_ratelimit_take(S->rl, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                                 16, gl_time_us(), retry_after_s);
+    return 1;
+}
+
+static enum MHD_Result rate_limited(struct server *S, struct MHD_Connection *c, int retry_after_s)
+{
+    atomic_fetch_add(&S->metrics.rate_limited, 1);
+    struct gl_api_error e;
+    (void)gl_api_fail(&e, 429, NULL,
+                      "Too many requests from this address: over %g per second "
+                      "(--limit-request-rate-per-ip); retry after %d s",
+                      S->p.limit_request_rate_per_ip, retry_after_s);
+    char retry[16];
+    snprintf(retry, sizeof retry, "%d", retry_after_s);
+    return send_json_hdr(c, 429, gl_api_error_json(&e), "Retry-After", retry);
 }
 
 static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int id, struct conn *cn)
@@ -902,7 +952,7 @@ static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int 
                     : st == ST_DRAINING ? "Shutting down"
                                         : "Engine failed");
     if (cn->too_large)
-        return body_too_large(S, c);
+        return body_too_large(S, c, cn->limit);
     json_t *o = NULL;
     switch (id) {
     case R_CHAT:
@@ -986,18 +1036,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = cn;
         tl_conn = cn;
         guard_set(S, c, G_BODY, S->p.timeout_body_s);
+        int retry = 0;
+        if (S->rl && !rate_ok(S, c, &retry))
+            return rate_limited(S, c, retry);
         // Refused before the body is read: MHD then discards it and closes the connection.
+        cn->limit = body_limit(S, url);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > S->p.max_body_bytes)
-            return body_too_large(S, c);
+        if (cl && strtoull(cl, NULL, 10) > cn->limit)
+            return body_too_large(S, c, cn->limit);
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!cn->too_large && cn->len + *upload_size > S->p.max_body_bytes)
+        if (!cn->too_large && cn->len + *upload_size > cn->limit)
             cn->too_large = 1;
         // A chunked body has no length up front: past twice the limit, stop reading and close.
         cn->seen += *upload_size;
-        if (cn->seen > 2 * S->p.max_body_bytes)
+        if (cn->seen > 2 * cn->limit)
             return MHD_NO;
         if (!cn->too_large) {
             if (cn->len + *upload_size + 1 > cn->cap) {
@@ -1259,6 +1313,54 @@ struct gl_server_params gl_server_default_params(void)
     p.kv_memory_fraction = 0.9;
     p.access_log = 1;
     return p;
+}
+
+// ---- libmicrohttpd's log ----
+// MHD writes a line for each connection it gives up on: a failed TLS handshake (plain HTTP or a
+// scanner on the HTTPS port, an old protocol version, a client that left mid-handshake), a
+// socket error. A client can cause them at will, so they are counted (TLS ones on /metrics) and
+// written at most once per MHD_LOG_PERIOD_US, with the count of those left out since.
+#define MHD_LOG_PERIOD_US 10000000
+
+// 1 when an MHD message is about TLS (its GnuTLS calls and handshake).
+static int mhd_msg_is_tls(const char *m)
+{
+    return strstr(m, "TLS") || strstr(m, "tls") || strstr(m, "handshake") || strstr(m, "GnuTLS") ||
+           strstr(m, "certificate");
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct server *S = cls;
+    char m[512];
+    vsnprintf(m, sizeof m, fmt, ap);
+    size_t n = strlen(m);
+    while (n > 0 && (m[n - 1] == '\n' || m[n - 1] == '\r'))
+        m[--n] = 0;
+    if (mhd_msg_is_tls(m))
+        atomic_fetch_add(&S->metrics.tls_failures, 1);
+    int64_t now = gl_time_us(), since = 0;
+    pthread_mutex_lock(&S->log_mu);
+    int write = now >= S->log_next_us;
+    if (write) {
+        S->log_next_us = now + MHD_LOG_PERIOD_US;
+        since = S->log_dropped;
+        S->log_dropped = 0;
+    } else {
+        S->log_dropped++;
+    }
+    pthread_mutex_unlock(&S->log_mu);
+    if (!write) {
+        atomic_fetch_add(&S->metrics.mhd_log_dropped, 1);
+        return;
+    }
+    if (since > 0)
+        GL_LOGW(
+            "serve: %s (and %lld more connection errors since the last such line, not logged; see "
+            "/metrics)",
+            m, (long long)since);
+    else
+        GL_LOGW("serve: %s", m);
 }
 
 // ---- TLS ----
@@ -1621,6 +1723,7 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     const char *fault = getenv("GLINT_FAULT_STEP");
     S->fault_step = fault ? atoll(fault) : 0;
     pthread_mutex_init(&S->probe_mu, NULL);
+    pthread_mutex_init(&S->log_mu, NULL);
     cond_init_monotonic(&S->probe_cv);
     gl_metrics_init(&S->metrics);
     atomic_store(&S->state, ST_LOADING);
@@ -1660,6 +1763,15 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
                            p->allow_credentials, err)) != GL_OK ||
         (st = tls_setup(p, &tls, err)) != GL_OK || (st = guard_start(S, err)) != GL_OK)
         goto out;
+    if (p->limit_request_rate_per_ip > 0) {
+        double burst = p->limit_request_burst_per_ip > 0
+                           ? p->limit_request_burst_per_ip
+                           : fmax(1.0, 2 * p->limit_request_rate_per_ip);
+        if ((st = gl_ratelimit_new(&S->rl, p->limit_request_rate_per_ip, burst, err)) != GL_OK)
+            goto out;
+        fprintf(stderr, "glint serve: per-address rate limit %g requests/s, burst %g\n",
+                p->limit_request_rate_per_ip, burst);
+    }
     // Listen first, so /health answers 503 while the model loads (llama.cpp does the same).
     // MHD's own limits leave the guard room to answer the connections over ours (503/429); more
     // than 16 over the per-address limit, MHD closes new ones at once, before it spends a thread
@@ -1669,9 +1781,10 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
             MHD_USE_ERROR_LOG | tls.flags | ip_flags,
-        0, NULL, NULL, on_request, S, MHD_OPTION_SOCK_ADDR, bind_addr, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, S, MHD_OPTION_NOTIFY_CONNECTION, on_connection, S,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections + 256u,
+        // The logger first: MHD uses its own for messages about options read before it.
+        0, NULL, NULL, on_request, S, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, S, MHD_OPTION_SOCK_ADDR,
+        bind_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, S, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections + 256u,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_hard, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
     if (!d) {
@@ -1736,12 +1849,14 @@ out:
     if (d)
         MHD_stop_daemon(d); // after the drain: connection threads are joined
     guard_stop(S);
+    gl_ratelimit_free(S->rl);
     tls_free(&tls);
     teardown(S);
     gl_cors_free(&S->cors);
     gl_metrics_destroy(&S->metrics);
     pthread_cond_destroy(&S->probe_cv);
     pthread_mutex_destroy(&S->probe_mu);
+    pthread_mutex_destroy(&S->log_mu);
     pthread_mutex_destroy(&S->grammar_lock);
     pthread_mutex_destroy(&S->media_lock);
     pthread_mutex_destroy(&S->reg_mu);

@@ -10,7 +10,10 @@
 // input never reaches it (api/ turns it into 4xx answers).
 // Hostile clients: a connection guard answers connections over max_connections (503) or
 // max_connections_per_ip (429), requests whose headers or body miss their deadline (408), and
-// closes connections idle past timeout_keep_alive_s between requests (server.c, guard_*).
+// closes connections idle past timeout_keep_alive_s between requests (server.c, guard_*). An
+// optional token bucket per client address answers requests over limit_request_rate_per_ip 429
+// with Retry-After (server/ratelimit.h). libmicrohttpd's error lines (failed TLS handshakes among
+// them, counted on /metrics) are written at most once per 10 s.
 #pragma once
 
 #include "base/base.h"
@@ -47,6 +50,10 @@ struct gl_server_params {
     int timeout_headers_s;                // a request's headers within this of connecting (20)
     int timeout_body_s;                   // its body within this of its headers (default 60)
     int timeout_keep_alive_s;             // an idle connection's next request within (5)
+    double limit_request_rate_per_ip;     // requests per second per client address (0: off,
+                                          // the default: behind a proxy it is the proxy's job)
+    double limit_request_burst_per_ip;    // requests at once before the rate applies (0: 2 x rate,
+                                          // at least 1)
     const char *allowed_local_media_path; // media parts may name files under it (NULL: none)
     size_t max_media_bytes;               // per image or video part (default 20 MiB)
     const char *allowed_media_domains;    // hosts http(s) parts may come from ("*": any; NULL:

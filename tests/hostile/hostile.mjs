@@ -189,6 +189,8 @@ function prebuild() {
     B.stop = Buffer.from(comp({ stop: Array.from({ length: 10000 }, (_, i) => `s${i}`) }));
     B.msgs = Buffer.from(json({ model: NAME, max_tokens: 4, messages: Array.from({ length: 100 }, () => ({ role: "user", content: "a".repeat(100000) })) }));
     B.word = Buffer.from(comp({ prompt: "a".repeat(10000000) }));
+    B.tok = Buffer.from(json({ model: NAME, prompt: "a".repeat(3000000) }));
+    B.detok = Buffer.from(json({ model: NAME, tokens: Array.from({ length: 1000000 }, () => 64) }));
     const defs = {};
     for (let i = 0; i < 2000; i++) defs[`d${i}`] = { $ref: `#/$defs/d${i + 1}` };
     defs.d2000 = { type: "string" };
@@ -254,6 +256,11 @@ const attacks = [
     ["10,000 stop strings", "400 names stop", () => post("/v1/completions", B.stop), errIs(400, '"param":"stop"')],
     ["10 MB of messages", "400 context length, fast", () => post("/v1/chat/completions", B.msgs), (r) => errIs(400, "maximum context length")(r) && r.text.includes('"param":"messages"') && r.ms < 3000],
     ["10 MB prompt, one word", "400 context length, fast", () => post("/v1/completions", B.word), (r) => errIs(400, "maximum context length")(r) && r.ms < 3000],
+    // /tokenize's body limit follows the context (api.h): 10 MB is refused before it is read; 3 MB
+    // is read, then refused before it is tokenized.
+    ["/tokenize 10 MB prompt", "413 before the body", async () => raw((s) => s.write(`POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{"prompt":"aaaa`)), (r) => r.status === 413 && r.text.includes("/tokenize") && r.ms < 1000],
+    ["/tokenize 3 MB prompt", "400 context length", () => post("/tokenize", B.tok), (r) => errIs(400, "maximum context length")(r) && r.text.includes('"param":"prompt"') && r.ms < 3000],
+    ["/detokenize 1,000,000 ids", "400 names tokens", () => post("/detokenize", B.detok), (r) => errIs(400, '"param":"tokens"')(r) && r.ms < 3000],
     ["schema: $ref chain 2,000 deep", "400 names guided_json", () => post("/v1/completions", B.refs), errIs(400, '"param":"guided_json"')],
     ["schema: $ref cycle", "400 names the cycle", () => post("/v1/completions", comp({ guided_json: { $defs: { a: { $ref: "#/$defs/b" }, b: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" } })), errIs(400, "cycle")],
     ["schema: enum of 200,000", "400 enum limit", () => post("/v1/completions", B.enum), errIs(400, "'enum'")],
@@ -400,6 +407,7 @@ async function main() {
         failures++;
     }
     await limitCheck();
+    await rateCheck();
     // A clean SIGTERM exit after the attacks: a sanitizer build reports leaks and errors here.
     srv.proc.kill("SIGTERM");
     const ex = await withTimeout(srv.exited, 40000, "exit after SIGTERM").catch(() => null);
@@ -433,6 +441,55 @@ async function limitCheck() {
         failures++;
     }
     await b.stop();
+}
+
+// --limit-request-rate-per-ip on a third small server: a flood of GET /health from one address
+// (8 keep-alive connections, 600 requests) gets 429s with Retry-After, while another address at
+// 10 requests/s, under the limit, gets only 200s and keeps its latency (its p99 within 2 x
+// max(its p99 before the flood, 125 ms): the floor of the main test, for the same reason).
+async function rateCheck() {
+    const RATE = 20, BURST = 40;
+    const c = await startServer({ model: MODEL, args: ["--served-model-name", NAME, "--threads", "1", "--deep-health-interval", "0", "--limit-request-rate-per-ip", String(RATE), "--limit-request-burst-per-ip", String(BURST)], env: { VLLM_API_KEY: "" } });
+    const get = (agent, localAddress) => new Promise((resolve) => {
+        const t0 = performance.now();
+        const req = http.get({ host: "127.0.0.1", port: c.port, path: "/health", localAddress, agent }, (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode, retry: res.headers["retry-after"], ms: performance.now() - t0 }));
+        });
+        req.setTimeout(5000, () => req.destroy());
+        req.on("error", () => resolve({ status: 0, ms: performance.now() - t0 }));
+    });
+    const other = async (n) => {
+        const out = [];
+        for (let i = 0; i < n; i++) {
+            out.push(await get(undefined, "127.0.0.1"));
+            await sleep(100);
+        }
+        return out;
+    };
+    const base = await other(10);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    let left = 600;
+    const flood = [];
+    const worker = async () => {
+        while (left-- > 0) flood.push(await get(agent, ATT));
+    };
+    const [during] = await Promise.all([other(15), Promise.all(Array.from({ length: 8 }, worker))]);
+    agent.destroy();
+    const limited = flood.filter((r) => r.status === 429);
+    const badRetry = limited.filter((r) => !(Number(r.retry) >= 1));
+    const p = (a) => p99(a.map((r) => r.ms));
+    const limit = 2 * Math.max(p(base), FLOOR_MS);
+    const otherBad = [...base, ...during].filter((r) => r.status !== 200);
+    const metricsText = await fetch(`${c.base}/metrics`).then((r) => r.text()).catch(() => "");
+    const counted = Number(/^glint:rate_limited_requests_total\{[^}]*\} (\S+)/m.exec(metricsText)?.[1] ?? NaN);
+    console.log(`# --limit-request-rate-per-ip ${RATE} (burst ${BURST}): flood of ${flood.length} from ${ATT}: ${flood.length - limited.length} x 200, ${limited.length} x 429 (metric ${counted}); 127.0.0.1 at 10/s: ${otherBad.length} not 200, p99 ${p(base).toFixed(0)} ms before, ${p(during).toFixed(0)} ms during (limit ${limit.toFixed(0)})`);
+    const ok = limited.length >= 400 && badRetry.length === 0 && flood.length - limited.length >= BURST && otherBad.length === 0 && p(during) <= limit && counted === limited.length;
+    if (!ok) {
+        console.log("FAIL rate-limit-per-ip: want >= 400 flood requests answered 429 with Retry-After, the burst admitted, every other-address request 200 within the latency limit, the metric equal to the 429s");
+        failures++;
+    }
+    await c.stop();
 }
 
 main().catch((e) => {

@@ -205,6 +205,18 @@ await check("tls.serves_after_failed_handshakes", async () => {
     assert(r.choices?.length === 1, `response: ${tail(JSON.stringify(r))}`);
 });
 
+// Failed handshakes are counted on /metrics and logged at most once per 10 s, not once each: 30
+// plain-HTTP connections to the HTTPS port raise the counter by 30 and add at most 2 log lines.
+await check("tls.handshake_failures_counted", async () => {
+    const count = async () => metricValue((await getMetrics(srv.base)).series, "glint:tls_handshake_failures_total") ?? NaN;
+    const lines = () => srv.log().split("\n").filter((l) => l.includes("handshake")).length;
+    const [c0, l0] = [await count(), lines()];
+    for (let i = 0; i < 30; i++) await plainHttp(srv.port);
+    const [c1, l1] = [await count(), lines()];
+    assert(c1 - c0 === 30, `glint:tls_handshake_failures_total went from ${c0} to ${c1}, want +30`);
+    assert(l1 - l0 <= 2, `${l1 - l0} log lines for 30 failed handshakes: ${tail(srv.log())}`);
+});
+
 await check("auth.constant_time_key", async () => {
     const bad = [undefined, "x".repeat(API_KEY.length), API_KEY.slice(0, -1) + (API_KEY.endsWith("a") ? "b" : "a"), API_KEY.slice(0, -1), API_KEY + "x", API_KEY + API_KEY, ""];
     for (const k of bad) {
