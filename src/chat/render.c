@@ -375,7 +375,7 @@ static void add_namespace(json_t *ns, const json_t *name)
     json_array_append_new(ns, json_stringn(s, len));
 }
 
-// Validates tools once (name a string, description and parameters defined) and returns the
+// Validates tools once (name a string) and returns the
 // distinct namespaces in first-seen order (new reference), or NULL after fail().
 static json_t *tool_namespaces(struct rctx *c)
 {
@@ -389,12 +389,6 @@ static json_t *tool_namespaces(struct rctx *c)
         const json_t *fn = json_is_object(tool) ? tool_fn(tool) : NULL;
         if (!json_is_object(fn) || !json_is_string(json_object_get(fn, "name"))) {
             fail(c, GL_E_INVAL, "tools[%zu]: need an object with a string function name", i);
-        } else if (!json_object_get(fn, "description") || !json_object_get(fn, "parameters")) {
-            fail(c, GL_E_INVAL,
-                 "tools[%zu] (%s): missing \"%s\"; the template's tojson cannot "
-                 "serialise an undefined value",
-                 i, json_string_value(json_object_get(fn, "name")),
-                 json_object_get(fn, "description") ? "parameters" : "description");
         } else {
             add_namespace(ns, json_object_get(fn, "name"));
             continue;
@@ -403,6 +397,11 @@ static json_t *tool_namespaces(struct rctx *c)
         return NULL;
     }
     return ns;
+}
+
+static const json_t *or_null(const json_t *v)
+{
+    return v ? v : json_null();
 }
 
 static int put_tojson_or_fail(struct rctx *c, const json_t *v, const char *where, size_t i)
@@ -453,11 +452,14 @@ static int render_tool_defs(struct rctx *c, const json_t *ns)
         sb_puts(b, "\n{\"name\": ");
         put_json_string(b, json_string_value(json_object_get(fn, "name")),
                         json_string_length(json_object_get(fn, "name")));
+        // A missing description or parameters renders as null, as vLLM does: its request model
+        // fills the absent optional field with None, and the template's tojson prints null (the
+        // openai SDK's zodFunction sends no description).
         sb_puts(b, ", \"description\": ");
-        if (!put_tojson_or_fail(c, json_object_get(fn, "description"), "tools", i))
+        if (!put_tojson_or_fail(c, or_null(json_object_get(fn, "description")), "tools", i))
             return 0;
         sb_puts(b, ", \"parameters\": ");
-        if (!put_tojson_or_fail(c, json_object_get(fn, "parameters"), "tools", i))
+        if (!put_tojson_or_fail(c, or_null(json_object_get(fn, "parameters")), "tools", i))
             return 0;
         sb_puts(b, "}");
     }

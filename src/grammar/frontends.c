@@ -554,6 +554,8 @@ static gl_status build_item(struct atem_ctx *a, json_t *doc, struct atem_param *
 
 static gl_status build_params(struct atem_ctx *a, json_t *params, json_t *any_schema, int32_t *out)
 {
+    if (json_is_null(params)) // "parameters": null is no schema, as vLLM's None
+        params = NULL;
     int ordered = a->c && a->c->opts && a->c->opts->ordered_keys;
     json_t *props = params ? json_object_get(params, "properties") : NULL;
     json_t *req = params ? json_object_get(params, "required") : NULL;

@@ -61,6 +61,22 @@ def normalise(req):
     return msgs
 
 
+def normalise_tools(tools):
+    """vLLM's request model gives a function its optional fields: a missing description or
+    parameters becomes None (model_dump keeps it), which the template's tojson prints as null."""
+    if not isinstance(tools, list):
+        return tools
+    out = []
+    for t in tools:
+        if isinstance(t, dict) and isinstance(t.get("function"), dict):
+            fn = dict(t["function"])
+            fn.setdefault("description", None)
+            fn.setdefault("parameters", None)
+            t = dict(t, function=fn)
+        out.append(t)
+    return out
+
+
 def render(env, src, path):
     """Returns (ok, text): the prompt, or the error the template (or argument decoding) raised."""
     with open(path, encoding="utf-8") as f:
@@ -73,7 +89,7 @@ def render(env, src, path):
     try:
         msgs = normalise(req)
         return True, env.from_string(src).render(
-            messages=msgs, tools=req.get("tools"), bos_token="<|begin_of_text|>",
+            messages=msgs, tools=normalise_tools(req.get("tools")), bos_token="<|begin_of_text|>",
             add_generation_prompt=req.get("add_generation_prompt", True), **args)
     except Exception as e:  # template errors, TypeErrors on bad values, bad argument JSON
         return False, "ERROR: %s: %s" % (type(e).__name__, e)

@@ -107,6 +107,8 @@ const TOOLS = [
     },
 ];
 const TOOL_VALIDATORS = Object.fromEntries(TOOLS.map((t) => [t.function.name, schemaValidator(t.function.parameters)]));
+// "noop" has no parameters (tools.no_description_no_parameters): any JSON object.
+TOOL_VALIDATORS.noop = schemaValidator({ type: "object" });
 const TOOL_MSGS = [{ role: "user", content: "What is the weather in Paris, and what does ACME stock cost?" }];
 const MSGS = [{ role: "user", content: "Write one short sentence about the sea." }];
 const SCHEMA = {
@@ -786,6 +788,23 @@ async function main_() {
     await check("tools.parallel_false", async () => {
         const runs = await toolRuns({ tool_choice: "required", parallel_tool_calls: false }, { seeds: [75, 76, 77] });
         for (const { req, calls } of runs) assert(calls.length <= 1, `${desc(req)}: ${calls.length} tool calls with parallel_tool_calls false`);
+    }, 60000);
+    // The SDK's zodFunction sends no description, and a tool may have no parameters: vLLM serves
+    // both (None, printed null by the template; tests/oracle/chat_corpus has the renders), so glint
+    // must too, with every call's arguments valid for its schema.
+    await check("tools.no_description_no_parameters", async () => {
+        const tools = [
+            { type: "function", function: { name: TOOLS[0].function.name, parameters: TOOLS[0].function.parameters } },
+            { type: "function", function: { name: "noop" } },
+        ];
+        let calls = 0;
+        for (const seed of [75, 76, 77]) {
+            const req = { messages: TOOL_MSGS, tools, tool_choice: "required", temperature: 1, seed, max_tokens: 128, thinking_token_budget: THINK };
+            const r = await chat(req);
+            mustBeClean(r, req, { tools });
+            calls += r.choices[0].message.tool_calls?.length ?? 0;
+        }
+        assert(calls >= 1, "tool_choice required produced no call in 3 runs");
     }, 60000);
     await check("tools.stream_eq_nonstream", async () => {
         for (const tool_choice of ["required", { type: "function", function: { name: "get_weather" } }]) {
