@@ -104,6 +104,9 @@ struct gl_api_config {
     int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
     int32_t n_eos;
     int framing;         // 1: chat requests run the whole-turn grammar (default)
+    int strict_fields;   // 1: an unknown request field is a 400 (--strict-request-fields);
+                         // 0 (default): ignored with a warning and X-Glint-Ignored-Fields, as
+                         // vLLM ignores extra fields (output-changing ones are refused either way)
     struct gl_api_so so; // structured-output defaults
     // Media parts (image_url, video_url): where their bytes may come from and the default image
     // cap. They need model (with a vision tower: gl_model_vision) and media_pool, on which the
@@ -150,6 +153,9 @@ struct gl_api_prompt {
 struct gl_api_req {
     enum gl_api_endpoint ep;
     char id[48]; // "chatcmpl-<hex>" / "cmpl-<hex>"
+    // Unknown fields accepted and ignored ("store, metadata"; cut at a name boundary), or "":
+    // the server names them in X-Glint-Ignored-Fields and the log.
+    char ignored[256];
     int64_t created;
     int stream, include_usage, continuous_usage;
     int echo;             // completions

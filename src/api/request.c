@@ -135,20 +135,75 @@ static gl_status parse_cache_salt(json_t *b, struct gl_api_req *r, struct gl_api
     return GL_OK;
 }
 
-static gl_status check_fields(json_t *body, enum gl_api_endpoint ep, struct gl_api_error *e)
+// Fields of vLLM's or OpenAI's protocol that glint does not implement and that would change the
+// output if they were ignored: a 400 naming them, unless they hold their neutral value (null,
+// false, 0, or modalities ["text"]). Chat's echo is here; completions' echo is implemented.
+static const char *const k_refused[] = {
+    "prompt_logprobs",
+    "truncate_prompt_tokens",
+    "priority",
+    "echo",
+    "documents",
+    "chat_template",
+    "return_tokens_as_token_ids",
+    "bad_words",
+    "length_penalty",
+    "logits_processors",
+    "vllm_xargs",
+    "kv_transfer_params",
+    "structural_tag",
+    "audio",
+    "modalities",
+    "prediction",
+    "functions",
+    "function_call",
+    "web_search_options",
+};
+
+static int neutral(const char *key, json_t *v)
 {
-    const char *key;
+    if (json_is_null(v) || json_is_false(v) || (json_is_integer(v) && json_integer_value(v) == 0))
+        return 1;
+    return strcmp(key, "modalities") == 0 && json_array_size(v) == 1 &&
+           json_is_string(json_array_get(v, 0)) &&
+           strcmp(json_string_value(json_array_get(v, 0)), "text") == 0;
+}
+
+// Every field must be glint's, or refused above, or (unless strict) ignored: vLLM accepts extra
+// fields with a warning, so a client library that starts sending one (store, metadata,
+// service_tier, prompt_cache_key, safety_identifier, ...) keeps working. The ignored names go
+// to ignored[] ("a, b"; cut at a name boundary).
+static gl_status check_fields(json_t *body, enum gl_api_endpoint ep, int strict, char *ignored,
+                              size_t cap, struct gl_api_error *e)
+{
+    const char *key, *where = ep == GL_API_CHAT ? "/v1/chat/completions" : "/v1/completions";
     json_t *v;
     int want = ep == GL_API_CHAT ? F_CHAT : F_COMP;
+    size_t len = 0;
+    ignored[0] = 0;
     json_object_foreach(body, key, v)
     {
         size_t i = 0;
         for (; i < sizeof k_fields / sizeof k_fields[0]; i++)
             if (strcmp(k_fields[i].name, key) == 0 && (k_fields[i].where & want))
                 break;
-        if (i == sizeof k_fields / sizeof k_fields[0])
-            return FAIL(key, "%s: this field is not supported by glint's %s endpoint", key,
-                        ep == GL_API_CHAT ? "/v1/chat/completions" : "/v1/completions");
+        if (i < sizeof k_fields / sizeof k_fields[0])
+            continue;
+        for (size_t j = 0; j < sizeof k_refused / sizeof k_refused[0]; j++)
+            if (strcmp(k_refused[j], key) == 0 && !neutral(key, v))
+                return FAIL(key,
+                            "%s: not implemented by glint's %s endpoint, and ignoring it would "
+                            "change the output",
+                            key, where);
+        if (strict)
+            return FAIL(key,
+                        "%s: this field is not supported by glint's %s endpoint "
+                        "(--strict-request-fields)",
+                        key, where);
+        size_t n = strlen(key);
+        if (len + n + 3 < cap && n < 64) {
+            len += (size_t)snprintf(ignored + len, cap - len, "%s%s", len ? ", " : "", key);
+        }
     }
     return GL_OK;
 }
@@ -1121,7 +1176,8 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
         st = FAIL("", "request body: expected a JSON object");
         goto done;
     }
-    if ((st = check_fields(b, ep, e)) != GL_OK)
+    char ignored[sizeof r->ignored];
+    if ((st = check_fields(b, ep, c->strict_fields, ignored, sizeof ignored, e)) != GL_OK)
         goto done;
     json_t *model = json_object_get(b, "model");
     if (model && !json_is_null(model) &&
@@ -1136,6 +1192,7 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
         goto done;
     }
     r->ep = ep;
+    memcpy(r->ignored, ignored, sizeof r->ignored);
     r->sp = c->defaults;
     r->sp.logprobs = -1;
     r->include_reasoning = 1;

@@ -88,6 +88,9 @@ static int usage(FILE *f)
             "                              GGUF --model (an HF folder brings its own tower)\n"
             "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
             "                              mm_processor_kwargs.max_image_tokens overrides)\n"
+            "  --strict-request-fields     a request field glint does not know is a 400 (default:\n"
+            "                              ignored with a warning and X-Glint-Ignored-Fields,\n"
+            "                              as vLLM ignores extra fields)\n"
             "  --no-framing-grammar        unconstrained chat requests run without the\n"
             "                              whole-turn grammar\n"
             "  --structured-outputs-config JSON   vLLM's: {\"disable_any_whitespace\": B,\n"
@@ -133,6 +136,10 @@ int gl_cmd_serve(int argc, char **argv)
             return usage(stdout);
         if (!strcmp(a, "--enable-prefix-caching") || !strcmp(a, "--no-enable-prefix-caching")) {
             p.prefix_caching = a[2] == 'e';
+            continue;
+        }
+        if (!strcmp(a, "--strict-request-fields")) {
+            p.strict_request_fields = 1;
             continue;
         }
         if (!strcmp(a, "--no-framing-grammar")) {

@@ -257,6 +257,7 @@ static void on_event(void *user, const struct gl_event *ev)
 
 // Names the keywords a lenient grammar dropped (gl_api_unenforced_header).
 #define GL_UNENFORCED_HEADER "X-Glint-Unenforced-Keywords"
+#define GL_IGNORED_HEADER    "X-Glint-Ignored-Fields"
 
 struct conn {
     struct server *S;
@@ -725,6 +726,29 @@ static void sse_free(void *cls)
     http_release(cls);
 }
 
+// A non-streamed generation answer (o taken) with the request's notice headers (each "" for
+// none): the lenient grammar's unenforced keywords and the ignored fields.
+static enum MHD_Result send_generated(struct MHD_Connection *c, json_t *o, const char *unenforced,
+                                      const char *ignored)
+{
+    char *t = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    struct MHD_Response *res =
+        t ? MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_FREE) : NULL;
+    if (!res) {
+        free(t);
+        return fail(c, 500, NULL, "out of memory building the response");
+    }
+    MHD_add_response_header(res, "Content-Type", "application/json");
+    if (unenforced[0])
+        MHD_add_response_header(res, GL_UNENFORCED_HEADER, unenforced);
+    if (ignored[0])
+        MHD_add_response_header(res, GL_IGNORED_HEADER, ignored);
+    enum MHD_Result ret = queue_response(c, 200, res);
+    MHD_destroy_response(res);
+    return ret;
+}
+
 static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum gl_api_endpoint ep,
                                 struct conn *cn)
 {
@@ -754,6 +778,10 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     gl_api_unenforced_header(req->grammar, unenforced, sizeof unenforced);
     if (unenforced[0])
         GL_LOGW("request %s: keywords not enforced (lenient_keywords): %s", req->id, unenforced);
+    if (req->ignored[0]) // names only, never values (docs/SECURITY.md: no request content)
+        GL_LOGW("request %s: fields ignored (not used by glint): %s", req->id, req->ignored);
+    char ignored[sizeof req->ignored]; // req is not ours to read after http_release
+    memcpy(ignored, req->ignored, sizeof ignored);
     struct sreq *r = sreq_new(S, req, &e);
     if (!r) {
         gl_api_req_free(&S->api, req);
@@ -777,6 +805,8 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         MHD_add_response_header(res, "Cache-Control", "no-cache");
         if (unenforced[0])
             MHD_add_response_header(res, GL_UNENFORCED_HEADER, unenforced);
+        if (req->ignored[0])
+            MHD_add_response_header(res, GL_IGNORED_HEADER, req->ignored);
         enum MHD_Result ret = queue_response(c, 200, res);
         MHD_destroy_response(res);
         return ret;
@@ -801,9 +831,7 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         return MHD_NO; // nobody to answer; the request was cancelled
     if (!body && !fe)
         (void)gl_api_fail(&e, 500, NULL, "out of memory building the response");
-    return body ? send_json_hdr(c, 200, body, unenforced[0] ? GL_UNENFORCED_HEADER : NULL,
-                                unenforced)
-                : send_error(c, &e);
+    return body ? send_generated(c, body, unenforced, ignored) : send_error(c, &e);
 }
 
 // ---- other endpoints ----
@@ -1640,6 +1668,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     memcpy(S->api.eos_ids, ep.eos_ids, sizeof S->api.eos_ids);
     S->api.n_eos = ep.n_eos;
     S->api.framing = S->p.framing;
+    S->api.strict_fields = S->p.strict_request_fields;
     S->api.so = S->so;
     S->api.media = (struct gl_api_media_opts){
         .local_root = S->p.allowed_local_media_path,

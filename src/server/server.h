@@ -42,6 +42,7 @@ struct gl_server_params {
     int allow_credentials;
     int prefix_caching;                   // 1 (default)
     int framing;                          // 1: chat requests run the whole-turn grammar (default)
+    int strict_request_fields;            // 1: unknown request fields are a 400 (default 0)
     double shutdown_timeout_s;            // drain time after SIGTERM/SIGINT (default 30)
     double deep_health_interval_s;        // deep probe period (default 600); <= 0: never
     size_t max_body_bytes;                // default 32 MiB

@@ -278,7 +278,7 @@ async function main_() {
     });
 
     // ---- start the servers: deep-health/env-key server and the main one, loading in parallel ----
-    const deepP = startServer({ model: MODEL, args: ["--threads", "1", "--deep-health-interval", "5", "--served-model-name", NAME], env: { VLLM_API_KEY: "env-key-123" }, waitHealthy: false }).then(
+    const deepP = startServer({ model: MODEL, args: ["--threads", "1", "--deep-health-interval", "5", "--served-model-name", NAME, "--strict-request-fields"], env: { VLLM_API_KEY: "env-key-123" }, waitHealthy: false }).then(
         (s) => ({ s }),
         (e) => ({ e }),
     );
@@ -335,6 +335,11 @@ async function main_() {
         assert(a.status === 401, `VLLM_API_KEY=env-key-123, GET /v1/models without key: HTTP ${a.status}, want 401`);
         const b = await http(deep.s.base, "GET", "/v1/models", { key: "env-key-123" });
         assert(b.status === 200, `GET /v1/models with the env key: HTTP ${b.status} ${short(b.text)}, want 200`);
+    });
+    await check("fields.strict_request_fields_400", async () => {
+        if (deep.e) throw deep.e;
+        const r = await http(deep.s.base, "POST", "/v1/chat/completions", { key: "env-key-123", body: { model: NAME, messages: MSGS, max_tokens: 2, store: false } });
+        expectError(r, 400, ["store", "--strict-request-fields"], "store under --strict-request-fields: ");
     });
     if (deep.s) await deep.s.stop();
 
@@ -898,9 +903,24 @@ async function main_() {
     });
 
     // ---- errors ----
-    await check("error.unknown_field_400", async () => {
-        const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, nosuch_field_xyz: 1 } });
-        expectError(r, 400, ["nosuch_field_xyz"], "unknown field nosuch_field_xyz: ");
+    // vLLM ignores extra fields with a warning: hosted-platform fields and unknown ones are
+    // answered 200, named in X-Glint-Ignored-Fields (streamed too) and the log; fields that would
+    // change the output are a 400 naming them unless they hold their neutral value.
+    await check("fields.ignored_named_and_output_changing_refused", async () => {
+        const extra = { store: false, metadata: { run: "x" }, service_tier: "auto", prompt_cache_key: "k", safety_identifier: "s", nosuch_field_xyz: 1, priority: 0 };
+        for (const stream of [false, true]) {
+            const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 2, stream, ...extra } });
+            assert(r.status === 200, `stream ${stream}: HTTP ${r.status} ${short(r.text)}`);
+            const h = r.headers.get("x-glint-ignored-fields") ?? "";
+            for (const k of Object.keys(extra)) assert(h.split(", ").includes(k), `stream ${stream}: X-Glint-Ignored-Fields ${short(h)} lacks ${k}`);
+        }
+        const plain = await http(main.base, "POST", "/v1/completions", { key: KEY, body: { model: NAME, prompt: "x", max_tokens: 2 } });
+        assert(plain.status === 200 && !plain.headers.get("x-glint-ignored-fields"), `a request with only known fields got X-Glint-Ignored-Fields ${short(plain.headers.get("x-glint-ignored-fields"))}`);
+        for (const [k, v, ep] of [["prompt_logprobs", 1, "chat"], ["truncate_prompt_tokens", 5, "completions"], ["priority", 3, "chat"], ["echo", true, "chat"], ["modalities", ["text", "audio"], "chat"]]) {
+            const body = ep === "chat" ? { model: NAME, messages: MSGS, max_tokens: 2, [k]: v } : { model: NAME, prompt: "x", max_tokens: 2, [k]: v };
+            const r = await http(main.base, "POST", ep === "chat" ? "/v1/chat/completions" : "/v1/completions", { key: KEY, body });
+            expectError(r, 400, [k, "change the output"], `${k}: ${short(v)}: `);
+        }
     });
     await check("error.validation_400_sdk", async () => {
         try {
