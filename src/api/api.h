@@ -253,6 +253,15 @@ int32_t gl_api_resp_n_choices(const struct gl_api_resp *s);
 const char *gl_api_resp_finish(const struct gl_api_resp *s, int32_t choice);
 void gl_api_resp_usage(const struct gl_api_resp *s, int64_t *prompt, int64_t *completion);
 
+// Request ids chosen by the client (vLLM: the X-Request-Id header, else the body's request_id): 1
+// when rid[0..len) may be one: 1 to GL_API_RID_MAX bytes of [A-Za-z0-9._:-] (it is echoed in a
+// header and the log). gl_api_set_request_id makes r's id its prefix ("chatcmpl-", "cmpl-",
+// "resp_") + rid, or returns a 400 naming param.
+#define GL_API_RID_MAX 36
+int gl_api_request_id_ok(const char *rid, size_t len);
+gl_status gl_api_set_request_id(struct gl_api_req *r, const char *rid, size_t len,
+                                const char *param, struct gl_api_error *e);
+
 // ---- the other endpoints ----
 // POST /tokenize {prompt | messages, add_special_tokens, return_token_strs} and
 // POST /detokenize {tokens}: the whole response object or an error.

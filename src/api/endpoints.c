@@ -205,6 +205,33 @@ size_t gl_api_tokenize_body_limit(const struct gl_api_config *c)
     return 6 * (text > ids ? text : ids) + ((size_t)64 << 10);
 }
 
+int gl_api_request_id_ok(const char *rid, size_t len)
+{
+    if (len == 0 || len > GL_API_RID_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)rid[i];
+        int alnum = (ch >= '0' && ch <= '9') || ((ch | 32) >= 'a' && (ch | 32) <= 'z');
+        if (!alnum && ch != '.' && ch != '_' && ch != ':' && ch != '-')
+            return 0;
+    }
+    return 1;
+}
+
+gl_status gl_api_set_request_id(struct gl_api_req *r, const char *rid, size_t len,
+                                const char *param, struct gl_api_error *e)
+{
+    if (!gl_api_request_id_ok(rid, len))
+        return gl_api_fail(e, 400, param,
+                           "%s: a request id is 1 to %d characters of A-Z a-z 0-9 . _ : -", param,
+                           GL_API_RID_MAX);
+    size_t p = strcspn(r->id, "-_") + 1; // the prefix, through its separator
+    GL_ASSERT(p + len < sizeof r->id);
+    memcpy(r->id + p, rid, len);
+    r->id[p + len] = 0;
+    return GL_OK;
+}
+
 json_t *gl_api_models(const struct gl_api_config *c, int64_t created)
 {
     return json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:s,s:n,s:i,s:[]}]}", "object", "list", "data", "id",

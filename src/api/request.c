@@ -1225,6 +1225,10 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
         st = FAIL(user && !json_is_string(user) ? "user" : "request_id", "expected a string");
         goto done;
     }
+    if (json_is_string(rid) &&
+        (st = gl_api_set_request_id(r, json_string_value(rid), json_string_length(rid),
+                                    "request_id", e)) != GL_OK)
+        goto done;
     if ((st = parse_cache_salt(b, r, e)) != GL_OK)
         goto done;
     if ((st = parse_sampling(c, b, r, e)) != GL_OK || (st = parse_constraint(b, &k, e)) != GL_OK)

@@ -287,6 +287,9 @@ static enum MHD_Result queue_response(struct MHD_Connection *c, unsigned status,
         tl_conn->status = status;
         gl_cors_add_headers(&tl_conn->S->cors, c, res);
     }
+    const char *xrid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+    if (xrid && gl_api_request_id_ok(xrid, strlen(xrid))) // echoed only when it is one
+        MHD_add_response_header(res, "X-Request-Id", xrid);
     return MHD_queue_response(c, status, res);
 }
 
@@ -767,6 +770,12 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     struct gl_api_req *req = NULL;
     if (gl_api_parse(&S->api, ep, cn->body, cn->len, &req, &e) != GL_OK)
         return send_error(c, &e);
+    // vLLM's X-Request-Id: the response id's suffix, echoed back (queue_response).
+    const char *xrid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+    if (xrid && gl_api_set_request_id(req, xrid, strlen(xrid), "X-Request-Id", &e) != GL_OK) {
+        gl_api_req_free(&S->api, req);
+        return send_error(c, &e);
+    }
     if (client_gone(c)) { // it hung up during the parse (a grammar compile may take a second)
         gl_api_req_free(&S->api, req);
         return MHD_NO;

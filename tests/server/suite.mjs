@@ -922,6 +922,20 @@ async function main_() {
             expectError(r, 400, [k, "change the output"], `${k}: ${short(v)}: `);
         }
     });
+    // vLLM's request ids: X-Request-Id (echoed back) or the body's request_id become the id's
+    // suffix; one that could not be echoed safely is a 400 naming it.
+    await check("fields.request_id", async () => {
+        const a = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, headers: { "x-request-id": "trace-42.a_b:c" }, body: { model: NAME, messages: MSGS, max_tokens: 2 } });
+        assert(a.status === 200 && a.json?.id === "chatcmpl-trace-42.a_b:c", `X-Request-Id: HTTP ${a.status} id ${short(a.json?.id)}`);
+        assert(a.headers.get("x-request-id") === "trace-42.a_b:c", `X-Request-Id not echoed: ${short(a.headers.get("x-request-id"))}`);
+        const b = await http(main.base, "POST", "/v1/completions", { key: KEY, body: { model: NAME, prompt: "x", max_tokens: 2, request_id: "job7" } });
+        assert(b.status === 200 && b.json?.id === "cmpl-job7", `request_id: HTTP ${b.status} id ${short(b.json?.id)}`);
+        const c = await http(main.base, "POST", "/v1/completions", { key: KEY, body: { model: NAME, prompt: "x", max_tokens: 2, request_id: "a b" } });
+        expectError(c, 400, ["request_id"], "request_id with a space: ");
+        const d = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, headers: { "x-request-id": "x".repeat(37) }, body: { model: NAME, messages: MSGS, max_tokens: 2 } });
+        expectError(d, 400, ["X-Request-Id"], "a 37-character X-Request-Id: ");
+        assert(!d.headers.get("x-request-id"), "an invalid X-Request-Id was echoed");
+    });
     await check("error.validation_400_sdk", async () => {
         try {
             await chat({ messages: MSGS, max_tokens: 4, temperature: -1 });
