@@ -729,8 +729,17 @@ static void sse_free(void *cls)
     http_release(cls);
 }
 
-// A non-streamed generation answer (o taken) with the request's notice headers (each "" for
-// none): the lenient grammar's unenforced keywords and the ignored fields.
+// A generation answer's notice headers (each "" for none): the keywords a lenient grammar did
+// not enforce and the request fields that were ignored.
+static void add_notices(struct MHD_Response *res, const char *unenforced, const char *ignored)
+{
+    if (unenforced[0])
+        MHD_add_response_header(res, GL_UNENFORCED_HEADER, unenforced);
+    if (ignored[0])
+        MHD_add_response_header(res, GL_IGNORED_HEADER, ignored);
+}
+
+// A non-streamed generation answer (o taken) with its notice headers.
 static enum MHD_Result send_generated(struct MHD_Connection *c, json_t *o, const char *unenforced,
                                       const char *ignored)
 {
@@ -743,10 +752,7 @@ static enum MHD_Result send_generated(struct MHD_Connection *c, json_t *o, const
         return fail(c, 500, NULL, "out of memory building the response");
     }
     MHD_add_response_header(res, "Content-Type", "application/json");
-    if (unenforced[0])
-        MHD_add_response_header(res, GL_UNENFORCED_HEADER, unenforced);
-    if (ignored[0])
-        MHD_add_response_header(res, GL_IGNORED_HEADER, ignored);
+    add_notices(res, unenforced, ignored);
     enum MHD_Result ret = queue_response(c, 200, res);
     MHD_destroy_response(res);
     return ret;
@@ -812,10 +818,7 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         }
         MHD_add_response_header(res, "Content-Type", "text/event-stream");
         MHD_add_response_header(res, "Cache-Control", "no-cache");
-        if (unenforced[0])
-            MHD_add_response_header(res, GL_UNENFORCED_HEADER, unenforced);
-        if (req->ignored[0])
-            MHD_add_response_header(res, GL_IGNORED_HEADER, req->ignored);
+        add_notices(res, unenforced, ignored);
         enum MHD_Result ret = queue_response(c, 200, res);
         MHD_destroy_response(res);
         return ret;
@@ -1362,7 +1365,7 @@ struct gl_server_params gl_server_default_params(void)
 // 1 when an MHD message is about TLS (its GnuTLS calls and handshake).
 static int mhd_msg_is_tls(const char *m)
 {
-    return strstr(m, "TLS") || strstr(m, "tls") || strstr(m, "handshake") || strstr(m, "GnuTLS") ||
+    return strstr(m, "TLS") || strstr(m, "tls") || strstr(m, "handshake") ||
            strstr(m, "certificate");
 }
 

@@ -219,6 +219,27 @@ export async function http(base, method, p, { body, key, headers = {}, rawBody, 
     return { status: r.status, headers: r.headers, text, json };
 }
 
+// Named checks for one test file: check(name, fn, timeoutMs) runs fn under a timeout and prints
+// "PASS name" or "FAIL name: why" (one line); counts holds {passed, failed} for the closing line.
+export function checkRunner(defaultTimeoutMs) {
+    const counts = { passed: 0, failed: 0 };
+    const check = async (name, fn, timeoutMs = defaultTimeoutMs) => {
+        try {
+            await withTimeout(Promise.resolve().then(fn), timeoutMs, "check");
+            counts.passed++;
+            console.log(`PASS ${name}`);
+        } catch (e) {
+            counts.failed++;
+            console.log(`FAIL ${name}: ${String(e?.message ?? e).replace(/\s*\n\s*/g, " | ").slice(0, 1500)}`);
+        }
+    };
+    return { check, counts };
+}
+
+export function assert(cond, msg) {
+    if (!cond) throw new Error(msg);
+}
+
 // Asserts an OpenAI error object {"error": {message, type, param, code: STATUS}}; `names` (string
 // or list) must each appear in param or message (case-insensitive). Returns the error object.
 export function expectError(res, status, names = [], what = "") {

@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import {
     GLINT_BIN, startServer, runGlint, http, expectError, getMetrics, metricValue, freePort, sleep,
-    withTimeout, short, tail,
+    short, tail, checkRunner, assert,
 } from "./lib.mjs";
 
 const MODEL = process.argv[2] || process.env.GLINT_MODEL;
@@ -19,24 +19,11 @@ if (!MODEL) {
     console.error("usage: node tests/server/ops.mjs MODEL.gguf");
     process.exit(2);
 }
-let passed = 0, failed = 0;
+const { check, counts } = checkRunner(40000);
 setTimeout(() => {
     console.log("FAIL ops.deadline: over 150 s");
     process.exit(1);
 }, 150000).unref();
-async function check(name, fn, timeoutMs = 40000) {
-    try {
-        await withTimeout(Promise.resolve().then(fn), timeoutMs, "check");
-        passed++;
-        console.log(`PASS ${name}`);
-    } catch (e) {
-        failed++;
-        console.log(`FAIL ${name}: ${String(e?.message ?? e).replace(/\s*\n\s*/g, " | ").slice(0, 1500)}`);
-    }
-}
-const assert = (c, m) => {
-    if (!c) throw new Error(m);
-};
 // Access lines are written when libmicrohttpd reports the request complete, which may be just
 // after the client has read the answer: poll the log (bounded).
 async function waitLog(getLog, re, ms = 3000) {
@@ -315,5 +302,5 @@ await check("generation_config.hf_folder", async () => {
     }
 }, 90000);
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`${counts.passed} passed, ${counts.failed} failed`);
+process.exit(counts.failed ? 1 : 0);

@@ -20,7 +20,7 @@ import https from "node:https";
 import net from "node:net";
 import path from "node:path";
 import tls from "node:tls";
-import { OpenAI, startServer, runGlint, http, expectError, getMetrics, metricValue, withTimeout, tail } from "./lib.mjs";
+import { OpenAI, startServer, runGlint, http, expectError, getMetrics, metricValue, tail, checkRunner, assert } from "./lib.mjs";
 
 const [MODEL, DIR] = process.argv.slice(2);
 if (!MODEL || !DIR) {
@@ -35,20 +35,7 @@ const API_KEY = "sk-sec-" + Math.random().toString(36).slice(2, 12);
 // Unique per run, so finding it in the log can only mean a request was logged.
 const MARKER = "MARKER" + Math.random().toString(36).slice(2, 12).toUpperCase() + "XYZZY";
 
-let passed = 0, failed = 0;
-async function check(name, fn, timeoutMs = 20000) {
-    try {
-        await withTimeout(Promise.resolve().then(fn), timeoutMs, "check");
-        passed++;
-        console.log(`PASS ${name}`);
-    } catch (e) {
-        failed++;
-        console.log(`FAIL ${name}: ${String(e?.message ?? e).replace(/\s*\n\s*/g, " | ").slice(0, 1500)}`);
-    }
-}
-function assert(cond, msg) {
-    if (!cond) throw new Error(msg);
-}
+const { check, counts } = checkRunner(20000);
 const overall = setTimeout(() => {
     console.log("FAIL security.deadline: over 60 s");
     process.exit(1);
@@ -116,7 +103,7 @@ await check("tls.start", async () => {
     assert(srv.urlLine.includes(`https://127.0.0.1:${srv.port}`), `start line: ${srv.urlLine}`);
 });
 if (!srv) {
-    console.log(`${passed} passed, ${failed + 1} failed`);
+    console.log(`${counts.passed} passed, ${counts.failed + 1} failed`);
     process.exit(1);
 }
 const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: API_KEY, timeout: 20000, maxRetries: 0 });
@@ -281,5 +268,5 @@ await check("tls.key_password", async () => {
 });
 
 await srv.stop();
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`${counts.passed} passed, ${counts.failed} failed`);
+process.exit(counts.failed ? 1 : 0);
