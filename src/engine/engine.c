@@ -58,6 +58,7 @@ struct seq {
     int32_t n_gen;
     int64_t chunk; // tokens scheduled this step (0: not scheduled)
     int32_t logits_row;
+    int32_t n_cached; // prompt tokens found in the prefix cache at first admission; -1: not yet
 };
 
 struct gl_engine {
@@ -581,6 +582,7 @@ static void emit(struct seq *s, struct gl_event *ev)
     ev->index = s->index;
     ev->n_prompt = s->req->n_prompt;
     ev->n_generated = s->n_gen;
+    ev->n_cached = s->n_cached > 0 ? s->n_cached : 0;
     if (s->req->on_event)
         s->req->on_event(s->req->user, ev);
 }
@@ -923,6 +925,8 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
     memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
     e->n_waiting--;
     s->n_computed = reused;
+    if (s->n_cached < 0) // vLLM's num_cached_tokens: the first admission's hit, not a recompute's
+        s->n_cached = (int32_t)(reused < s->req->n_prompt ? reused : s->req->n_prompt);
     e->st.prefix_hit_tokens += reused;
     e->st.prefix_query_tokens += e->p.kv.prefix_cache ? s->n_tok : 0;
     e->running[e->n_running++] = s;
@@ -1010,6 +1014,7 @@ static gl_status drain_inbox(struct gl_engine *e, struct gl_err *err)
             if (s->key)
                 memcpy(s->key, r->keys, (size_t)r->n_prompt * sizeof *s->key);
             s->n_tok = r->n_prompt;
+            s->n_cached = -1;
             gl_rng_seed(&s->rng, gl_sample_choice_seed(r->seed, i));
             r->n_live++;
         }

@@ -135,7 +135,9 @@ struct gl_event {
     const char *stop_matched;      // the stop string, or NULL
     int32_t stop_token;            // the stop token id that ended it, or -1
     int32_t n_prompt, n_generated; // usage so far
-    const char *error;             // finish ERROR: what failed (engine text); else NULL
+    int32_t
+        n_cached; // prompt tokens reused from the prefix cache when the choice was first admitted
+    const char *error; // finish ERROR: what failed (engine text); else NULL
 };
 typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
 
