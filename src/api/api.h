@@ -5,8 +5,12 @@
 // The server (server/) owns sockets, threads and the engine; this module only transforms.
 //
 // Field semantics follow vLLM (shared/docs/serving.md §1.2-1.6). Decisions:
-// - A field we do not know or do not support is a 400 naming it (vLLM accepts unknown fields
-//   silently, which is how guided_* requests went unconstrained after v0.12).
+// - Fields (request.c's table): implemented; accepted and ignored when ignoring them cannot
+//   change the output (a hosted platform's bookkeeping such as store, metadata, service_tier,
+//   and any field glint does not know: vLLM accepts unknown fields too), each named in the log
+//   and in gl_api_req.ignored (the X-Glint-Ignored-Fields header); or a 400 naming the field
+//   when ignoring it would silently change the output (audio, prompt_logprobs, ...).
+//   config.strict_fields makes every field outside the implemented ones a 400.
 // - Structured output: response_format, structured_outputs and the legacy guided_* spellings all
 //   compile through the same grammar engine; at most one constraint per request.
 // - Chat framing: every chat request (unless the server turns it off) runs ONE grammar over the
@@ -78,7 +82,8 @@ struct gl_api_config {
     struct gl_sample_params defaults;   // generation_config defaults (temperature, top_p, ...)
     int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
     int32_t n_eos;
-    int framing; // 1: chat requests run the whole-turn grammar (default)
+    int framing;       // 1: chat requests run the whole-turn grammar (default)
+    int strict_fields; // 1: unknown and ignorable fields are 400s (--strict-request-fields)
     // Media parts (image_url, video_url): where their bytes may come from and the default image
     // cap. They need model (with a vision tower: gl_model_vision) and media_pool, on which the
     // encoder runs at parse time, one request at a time (media_lock).
@@ -121,12 +126,28 @@ struct gl_api_prompt {
     size_t text_len;
 };
 
+#define GL_API_ID_MAX      128 // bytes of a client's X-Request-Id or request_id
+#define GL_API_IGNORED_CAP 512 // bytes of the ignored-fields list (the rest becomes "...")
+
 struct gl_api_req {
     enum gl_api_endpoint ep;
-    char id[48]; // "chatcmpl-<hex>" / "cmpl-<hex>"
+    // "chatcmpl-" / "cmpl-" + the X-Request-Id header, else the body's request_id, else 24
+    // random hex digits (vLLM's order)
+    char id[GL_API_ID_MAX + 16];
+    // Fields accepted but ignored, "a, b" (header-safe bytes), for X-Glint-Ignored-Fields; ""
+    // when none.
+    char ignored[GL_API_IGNORED_CAP];
     int64_t created;
     int stream, include_usage, continuous_usage;
-    int echo;             // completions
+    int echo; // completions: prompt text first; chat: see echo_text
+    // chat echo (vLLM): the last message's content when it is the assistant's, put before the
+    // reply's content; owned, NULL when none
+    char *echo_text;
+    size_t echo_len;
+    // chat continue_final_message: the prompt ends inside the final assistant message's answer
+    // body (chat/render.h), so the reply continues it: no turn grammar, and the output parser
+    // starts in that body
+    int continue_final;
     int return_token_ids; // vLLM extra: choices carry token_ids (and prompt_token_ids)
     uint64_t cache_salt;  // vLLM extra cache_salt: keyed hash of the string, 0 when absent
     struct gl_api_prompt *prompts;
@@ -162,12 +183,21 @@ struct gl_api_req {
     char *stops[GL_SAMPLE_MAX_STOP];
 };
 
+// What the HTTP side knows about a request beyond its body (NULL members: absent).
+struct gl_api_http {
+    const char *x_request_id; // the X-Request-Id header: 1..GL_API_ID_MAX printable ASCII bytes
+};
+
 // Parses and validates one request body. On GL_OK *out is a new request (prompt tokens
 // rendered and tokenized, grammar compiled or taken from the cache); on error *out is NULL and e
 // says why (400 validation, 404 unknown model, 500 only for out-of-memory).
 GL_MUST_USE gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep,
                                    const char *body, size_t len, struct gl_api_req **out,
                                    struct gl_api_error *e);
+// gl_api_parse with the request's headers (h may be NULL); a malformed X-Request-Id is a 400.
+GL_MUST_USE gl_status gl_api_parse_http(const struct gl_api_config *c, enum gl_api_endpoint ep,
+                                        const char *body, size_t len, const struct gl_api_http *h,
+                                        struct gl_api_req **out, struct gl_api_error *e);
 void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r); // NULL-safe
 // The longest token's byte length in tok (for gl_api_config.max_token_bytes).
 int32_t gl_api_max_token_bytes(const struct gl_tokenizer *tok);
@@ -216,6 +246,9 @@ const struct gl_api_error *gl_api_resp_error(const struct gl_api_resp *s); // NU
 int32_t gl_api_resp_n_choices(const struct gl_api_resp *s);
 const char *gl_api_resp_finish(const struct gl_api_resp *s, int32_t choice);
 void gl_api_resp_usage(const struct gl_api_resp *s, int64_t *prompt, int64_t *completion);
+// usage details: prompt tokens found in the prefix cache (vLLM's num_cached_tokens, per prompt
+// at its first admission) and reasoning-body tokens (chat; 0 for completions).
+void gl_api_resp_usage_details(const struct gl_api_resp *s, int64_t *cached, int64_t *reasoning);
 
 // ---- the other endpoints ----
 // POST /tokenize {prompt | messages, add_special_tokens, return_token_strs} and

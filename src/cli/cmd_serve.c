@@ -56,7 +56,9 @@ static int usage(FILE *f)
             "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
             "                              mm_processor_kwargs.max_image_tokens overrides)\n"
             "  --no-framing-grammar        unconstrained chat requests run without the\n"
-            "                              whole-turn grammar\n");
+            "                              whole-turn grammar\n"
+            "  --strict-request-fields     a body field glint does not implement is a 400\n"
+            "                              (default: ignored, logged, X-Glint-Ignored-Fields)\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -74,6 +76,10 @@ int gl_cmd_serve(int argc, char **argv)
         }
         if (!strcmp(a, "--no-framing-grammar")) {
             p.framing = 0;
+            continue;
+        }
+        if (!strcmp(a, "--strict-request-fields")) {
+            p.strict_request_fields = 1;
             continue;
         }
         if (i + 1 >= argc) {

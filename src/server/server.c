@@ -206,6 +206,21 @@ struct conn {
     int counted; // a generation request in S->in_flight until its answer is written
 };
 
+// The client's X-Request-Id echoed on every answer when it is 1..GL_API_ID_MAX printable ASCII
+// bytes (vLLM's --enable-request-id-headers, always on here; the id also names the response,
+// api.h); X-Glint-Ignored-Fields: the body fields a generation request had ignored (api.h).
+static void trace_headers(struct MHD_Response *res, struct MHD_Connection *c, const char *ignored)
+{
+    const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+    int ok = id && *id && strlen(id) <= GL_API_ID_MAX;
+    for (const char *p = id; ok && *p; p++)
+        ok = *p >= 0x20 && *p <= 0x7e;
+    if (ok)
+        MHD_add_response_header(res, "X-Request-Id", id);
+    if (ignored && *ignored)
+        MHD_add_response_header(res, "X-Glint-Ignored-Fields", ignored);
+}
+
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type,
                                  const char *text, size_t len, const char *extra_header,
                                  const char *extra_value)
@@ -215,6 +230,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
     if (!res)
         return MHD_NO;
     MHD_add_response_header(res, "Content-Type", type);
+    trace_headers(res, c, NULL);
     if (extra_header)
         MHD_add_response_header(res, extra_header, extra_value);
     enum MHD_Result ret = MHD_queue_response(c, status, res);
@@ -629,8 +645,12 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         return fail(c, 503, NULL,
                     "The server is overloaded: the waiting queue is full; retry later");
     struct gl_api_req *req = NULL;
-    if (gl_api_parse(&S->api, ep, cn->body, cn->len, &req, &e) != GL_OK)
+    const struct gl_api_http h = {
+        .x_request_id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id")};
+    if (gl_api_parse_http(&S->api, ep, cn->body, cn->len, &h, &req, &e) != GL_OK)
         return send_error(c, &e);
+    char ignored[GL_API_IGNORED_CAP]; // req is freed before a non-streamed answer is sent
+    memcpy(ignored, req->ignored, sizeof ignored);
     if (client_gone(c)) { // it hung up during the parse (a grammar compile may take a second)
         gl_api_req_free(&S->api, req);
         return MHD_NO;
@@ -657,6 +677,7 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         }
         MHD_add_response_header(res, "Content-Type", "text/event-stream");
         MHD_add_response_header(res, "Cache-Control", "no-cache");
+        trace_headers(res, c, ignored);
         enum MHD_Result ret = MHD_queue_response(c, 200, res);
         MHD_destroy_response(res);
         return ret;
@@ -680,7 +701,16 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         return MHD_NO; // nobody to answer; the request was cancelled
     if (!body && !fe)
         (void)gl_api_fail(&e, 500, NULL, "out of memory building the response");
-    return body ? send_json(c, 200, body) : send_error(c, &e);
+    if (!body)
+        return send_error(c, &e);
+    char *t = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!t)
+        return fail(c, 500, NULL, "out of memory building the response");
+    enum MHD_Result ret = send_text(c, 200, "application/json", t, strlen(t),
+                                    ignored[0] ? "X-Glint-Ignored-Fields" : NULL, ignored);
+    free(t);
+    return ret;
 }
 
 // ---- other endpoints ----
@@ -1265,6 +1295,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     memcpy(S->api.eos_ids, ep.eos_ids, sizeof S->api.eos_ids);
     S->api.n_eos = ep.n_eos;
     S->api.framing = S->p.framing;
+    S->api.strict_fields = S->p.strict_request_fields;
     S->api.media = (struct gl_api_media_opts){
         .local_root = S->p.allowed_local_media_path,
         .max_bytes = S->p.max_media_bytes,

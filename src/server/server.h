@@ -31,6 +31,7 @@ struct gl_server_params {
     struct gl_engine_params engine;       // max_model_len 0: the model's context length
     int prefix_caching;                   // 1 (default)
     int framing;                          // 1: chat requests run the whole-turn grammar (default)
+    int strict_request_fields;            // 1: unknown / ignorable body fields are 400s (api.h)
     double shutdown_timeout_s;            // drain time after SIGTERM/SIGINT (default 30)
     double deep_health_interval_s;        // deep probe period (default 600); <= 0: never
     size_t max_body_bytes;                // default 32 MiB
