@@ -858,9 +858,10 @@ async function main_() {
     });
 
     // ---- errors ----
-    await check("error.unknown_field_400", async () => {
+    await check("error.unknown_field_ignored", async () => {
+        // vLLM's behaviour: accepted; glint names it (tests/server/dropin.mjs has the full split).
         const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, nosuch_field_xyz: 1 } });
-        expectError(r, 400, ["nosuch_field_xyz"], "unknown field nosuch_field_xyz: ");
+        assert(r.status === 200 && r.headers.get("x-glint-ignored-fields") === "nosuch_field_xyz", `unknown field: status ${r.status}, X-Glint-Ignored-Fields ${r.headers.get("x-glint-ignored-fields")}`);
     });
     await check("error.validation_400_sdk", async () => {
         try {
@@ -1009,7 +1010,7 @@ async function main_() {
         const hits = v(after, "vllm:prefix_cache_hits_total") - v(mid, "vllm:prefix_cache_hits_total");
         assert(hits >= 16 && hits <= r2.usage.prompt_tokens, `second identical prompt of ${r2.usage.prompt_tokens} tokens: prefix_cache_hits_total grew ${hits}, want >= 16 (one page)`);
         const cached = r2.usage.prompt_tokens_details?.cached_tokens;
-        if (cached !== undefined && cached !== null) assert(cached === hits || cached > 0, `usage cached_tokens ${cached} vs hits ${hits}`);
+        assert(cached === hits, `usage.prompt_tokens_details.cached_tokens ${cached} vs prefix_cache_hits_total growth ${hits}`);
     });
     await check("metrics.grammar_compile_counted", async () => {
         // The mask time's shape (histogram) is judged by metrics.names; here only that it grows,
