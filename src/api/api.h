@@ -6,8 +6,12 @@
 // The server (server/) owns sockets, threads and the engine; this module only transforms.
 //
 // Field semantics follow vLLM (shared/docs/serving.md §1.2-1.6). Decisions:
-// - A field we do not know or do not support is a 400 naming it (vLLM accepts unknown fields
-//   silently, which is how guided_* requests went unconstrained after v0.12).
+// - Fields (request.c's table): implemented; accepted and ignored when ignoring them cannot
+//   change the output (a hosted platform's bookkeeping such as store, metadata, service_tier,
+//   and any field glint does not know: vLLM accepts unknown fields too), each named in the log
+//   and in gl_api_req.ignored (the X-Glint-Ignored-Fields header); or a 400 naming the field
+//   when ignoring it would silently change the output (audio, prompt_logprobs, ...).
+//   config.strict_fields makes every field outside the implemented ones a 400.
 // - Structured output: response_format, structured_outputs and the legacy guided_* spellings all
 //   compile through the same grammar engine; at most one constraint per request.
 // - Chat framing: every chat request (unless the server turns it off) runs ONE grammar over the
@@ -150,15 +154,25 @@ struct gl_api_prompt {
     size_t text_len;
 };
 
+#define GL_API_IGNORED_CAP 512 // bytes of the ignored-fields list (the rest becomes "...")
+
 struct gl_api_req {
     enum gl_api_endpoint ep;
-    char id[48]; // "chatcmpl-<hex>" / "cmpl-<hex>"
-    // Unknown fields accepted and ignored ("store, metadata"; cut at a name boundary), or "":
-    // the server names them in X-Glint-Ignored-Fields and the log.
-    char ignored[256];
+    char id[48]; // "chatcmpl-<hex>" / "cmpl-<hex>", or the client's id (gl_api_set_request_id)
+    // Fields accepted but ignored, "a, b" (header-safe bytes), for X-Glint-Ignored-Fields; ""
+    // when none.
+    char ignored[GL_API_IGNORED_CAP];
     int64_t created;
     int stream, include_usage, continuous_usage;
-    int echo;             // completions
+    int echo; // completions: prompt text first; chat: see echo_text
+    // chat echo (vLLM): the last message's content when it is the assistant's, put before the
+    // reply's content; owned, NULL when none
+    char *echo_text;
+    size_t echo_len;
+    // chat continue_final_message: the prompt ends inside the final assistant message's answer
+    // body (chat/render.h), so the reply continues it: no turn grammar, and the output parser
+    // starts in that body
+    int continue_final;
     int return_token_ids; // vLLM extra: choices carry token_ids (and prompt_token_ids)
     uint64_t cache_salt;  // vLLM extra cache_salt: keyed hash of the string, 0 when absent
     struct gl_api_prompt *prompts;
@@ -252,6 +266,9 @@ const struct gl_api_error *gl_api_resp_error(const struct gl_api_resp *s); // NU
 int32_t gl_api_resp_n_choices(const struct gl_api_resp *s);
 const char *gl_api_resp_finish(const struct gl_api_resp *s, int32_t choice);
 void gl_api_resp_usage(const struct gl_api_resp *s, int64_t *prompt, int64_t *completion);
+// usage details: prompt tokens found in the prefix cache (vLLM's num_cached_tokens, per prompt
+// at its first admission) and reasoning-body tokens (chat; 0 for completions).
+void gl_api_resp_usage_details(const struct gl_api_resp *s, int64_t *cached, int64_t *reasoning);
 
 // Request ids chosen by the client (vLLM: the X-Request-Id header, else the body's request_id): 1
 // when rid[0..len) may be one: 1 to GL_API_RID_MAX bytes of [A-Za-z0-9._:-] (it is echoed in a

@@ -42,7 +42,7 @@ gl_status gl_api_responses_parse(const struct gl_api_config *c, json_t *b, struc
 struct gl_api_rs_result {
     const struct gl_atem_accum *acc; // the parsed turn
     const char *finish;              // "stop" "length" "tool_calls" "abort" "error"
-    int64_t input_tokens, output_tokens, reasoning_tokens;
+    int64_t input_tokens, cached_tokens, output_tokens, reasoning_tokens;
 };
 // The response object: status "completed", "incomplete" (finish "length": incomplete_details
 // {reason: "max_output_tokens"}) or "failed" (error given); in_progress: the snapshot sent by

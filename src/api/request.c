@@ -53,69 +53,218 @@ json_t *gl_api_error_json(const struct gl_api_error *e)
 #define FAIL(param, ...) gl_api_fail(e, 400, param, __VA_ARGS__)
 #define NOMEM()          gl_api_fail(e, 500, NULL, "out of memory")
 
-// ---- the fields we implement ----
+// ---- the fields: implemented, ignored, refused ----
 
+// vLLM accepts any body field and drops the ones it does not know with a log line, so a client
+// library that starts sending a new field keeps working. glint does the same for a field whose
+// absence cannot change the output (a hosted platform's bookkeeping, routing and tracing hints,
+// and any field it does not know): accepted, named in the log and in the X-Glint-Ignored-Fields
+// response header. A field that would silently change the output if ignored and that glint does
+// not implement is a 400 naming it. --strict-request-fields (config strict_fields) makes every
+// field outside the implemented ones a 400, as before.
 enum { F_CHAT = 1, F_COMP = 2, F_BOTH = 3 };
+enum fkind {
+    K_IMPL,   // implemented
+    K_IGNORE, // accepted, changes nothing, reported
+    K_REFUSE, // a 400 when set (not null, false or []): ignoring it would change the output
+};
 struct field {
     const char *name;
     int where;
+    enum fkind kind;
+    const char *why; // K_REFUSE: what the client should know
 };
 static const struct field k_fields[] = {
-    {"model", F_BOTH},
-    {"messages", F_CHAT},
-    {"prompt", F_COMP},
-    {"echo", F_COMP},
-    {"suffix", F_COMP}, // refused below unless null
-    {"best_of", F_COMP},
-    {"n", F_BOTH},
-    {"seed", F_BOTH},
-    {"stream", F_BOTH},
-    {"stream_options", F_BOTH},
-    {"max_tokens", F_BOTH},
-    {"max_completion_tokens", F_CHAT},
-    {"temperature", F_BOTH},
-    {"top_p", F_BOTH},
-    {"top_k", F_BOTH},
-    {"min_p", F_BOTH},
-    {"presence_penalty", F_BOTH},
-    {"frequency_penalty", F_BOTH},
-    {"repetition_penalty", F_BOTH},
-    {"logit_bias", F_BOTH},
-    {"logprobs", F_BOTH},
-    {"top_logprobs", F_CHAT},
-    {"stop", F_BOTH},
-    {"stop_token_ids", F_BOTH},
-    {"include_stop_str_in_output", F_BOTH},
-    {"skip_special_tokens", F_BOTH},
-    {"spaces_between_special_tokens", F_BOTH},
-    {"ignore_eos", F_BOTH},
-    {"min_tokens", F_BOTH},
-    {"allowed_token_ids", F_BOTH},
-    {"user", F_BOTH},
-    {"request_id", F_BOTH},
-    {"cache_salt", F_BOTH},
-    {"return_token_ids", F_BOTH},
-    {"use_beam_search", F_BOTH},
-    {"add_special_tokens", F_BOTH},
-    {"response_format", F_BOTH},
-    {"structured_outputs", F_BOTH},
-    {"guided_json", F_BOTH},
-    {"guided_regex", F_BOTH},
-    {"guided_choice", F_BOTH},
-    {"guided_grammar", F_BOTH},
-    {"guided_decoding_backend", F_BOTH},
-    {"guided_whitespace_pattern", F_BOTH},
-    {"tools", F_CHAT},
-    {"tool_choice", F_CHAT},
-    {"parallel_tool_calls", F_CHAT},
-    {"reasoning_effort", F_CHAT},
-    {"include_reasoning", F_CHAT},
-    {"thinking_token_budget", F_CHAT},
-    {"chat_template_kwargs", F_CHAT},
-    {"add_generation_prompt", F_CHAT},
-    {"continue_final_message", F_CHAT},
-    {"mm_processor_kwargs", F_CHAT},
+    {"model", F_BOTH, K_IMPL, NULL},
+    {"messages", F_CHAT, K_IMPL, NULL},
+    {"prompt", F_COMP, K_IMPL, NULL},
+    {"echo", F_BOTH, K_IMPL, NULL},
+    {"suffix", F_COMP, K_IMPL, NULL}, // refused below unless null
+    {"best_of", F_COMP, K_IMPL, NULL},
+    {"n", F_BOTH, K_IMPL, NULL},
+    {"seed", F_BOTH, K_IMPL, NULL},
+    {"stream", F_BOTH, K_IMPL, NULL},
+    {"stream_options", F_BOTH, K_IMPL, NULL},
+    {"max_tokens", F_BOTH, K_IMPL, NULL},
+    {"max_completion_tokens", F_CHAT, K_IMPL, NULL},
+    {"temperature", F_BOTH, K_IMPL, NULL},
+    {"top_p", F_BOTH, K_IMPL, NULL},
+    {"top_k", F_BOTH, K_IMPL, NULL},
+    {"min_p", F_BOTH, K_IMPL, NULL},
+    {"presence_penalty", F_BOTH, K_IMPL, NULL},
+    {"frequency_penalty", F_BOTH, K_IMPL, NULL},
+    {"repetition_penalty", F_BOTH, K_IMPL, NULL},
+    {"logit_bias", F_BOTH, K_IMPL, NULL},
+    {"logprobs", F_BOTH, K_IMPL, NULL},
+    {"top_logprobs", F_CHAT, K_IMPL, NULL},
+    {"stop", F_BOTH, K_IMPL, NULL},
+    {"stop_token_ids", F_BOTH, K_IMPL, NULL},
+    {"include_stop_str_in_output", F_BOTH, K_IMPL, NULL},
+    {"skip_special_tokens", F_BOTH, K_IMPL, NULL},
+    {"spaces_between_special_tokens", F_BOTH, K_IMPL, NULL},
+    {"ignore_eos", F_BOTH, K_IMPL, NULL},
+    {"min_tokens", F_BOTH, K_IMPL, NULL},
+    {"allowed_token_ids", F_BOTH, K_IMPL, NULL},
+    {"request_id", F_BOTH, K_IMPL, NULL},
+    {"cache_salt", F_BOTH, K_IMPL, NULL},
+    {"return_token_ids", F_BOTH, K_IMPL, NULL},
+    {"use_beam_search", F_BOTH, K_IMPL, NULL},
+    {"add_special_tokens", F_BOTH, K_IMPL, NULL},
+    {"response_format", F_BOTH, K_IMPL, NULL},
+    {"structured_outputs", F_BOTH, K_IMPL, NULL},
+    {"guided_json", F_BOTH, K_IMPL, NULL},
+    {"guided_regex", F_BOTH, K_IMPL, NULL},
+    {"guided_choice", F_BOTH, K_IMPL, NULL},
+    {"guided_grammar", F_BOTH, K_IMPL, NULL},
+    {"guided_decoding_backend", F_BOTH, K_IMPL, NULL},
+    {"guided_whitespace_pattern", F_BOTH, K_IMPL, NULL},
+    {"tools", F_CHAT, K_IMPL, NULL},
+    {"tool_choice", F_CHAT, K_IMPL, NULL},
+    {"parallel_tool_calls", F_CHAT, K_IMPL, NULL},
+    {"reasoning_effort", F_CHAT, K_IMPL, NULL},
+    {"include_reasoning", F_CHAT, K_IMPL, NULL},
+    {"thinking_token_budget", F_CHAT, K_IMPL, NULL},
+    {"chat_template_kwargs", F_CHAT, K_IMPL, NULL},
+    {"add_generation_prompt", F_CHAT, K_IMPL, NULL},
+    {"continue_final_message", F_CHAT, K_IMPL, NULL},
+    {"mm_processor_kwargs", F_CHAT, K_IMPL, NULL},
+    {"truncate_prompt_tokens", F_BOTH, K_IMPL, NULL},
+    {"truncation_side", F_BOTH, K_IMPL, NULL},
+    {"priority", F_BOTH, K_IMPL, NULL},
+    {"modalities", F_CHAT, K_IMPL, NULL}, // ["text"] is ignored; any other modality refused
+    // A hosted platform's bookkeeping (OpenAI's stored completions, billing tier, prompt-cache
+    // routing, abuse tracking, Predicted Outputs, which only speed up identical output) and
+    // vLLM's plumbing (disaggregated serving, custom extensions, tracing, render-only options,
+    // beam-only length_penalty, stream chunking): nothing here changes the tokens.
+    {"user", F_BOTH, K_IGNORE, NULL},
+    {"store", F_BOTH, K_IGNORE, NULL},
+    {"metadata", F_BOTH, K_IGNORE, NULL},
+    {"service_tier", F_BOTH, K_IGNORE, NULL},
+    {"prompt_cache_key", F_BOTH, K_IGNORE, NULL},
+    {"prompt_cache_retention", F_BOTH, K_IGNORE, NULL},
+    {"safety_identifier", F_BOTH, K_IGNORE, NULL},
+    {"prediction", F_CHAT, K_IGNORE, NULL},
+    {"documents", F_CHAT, K_IGNORE, NULL}, // the release template has no documents section
+    {"session_id", F_BOTH, K_IGNORE, NULL},
+    {"kv_transfer_params", F_BOTH, K_IGNORE, NULL},
+    {"ec_transfer_params", F_BOTH, K_IGNORE, NULL},
+    {"vllm_xargs", F_BOTH, K_IGNORE, NULL},
+    {"length_penalty", F_BOTH, K_IGNORE, NULL},
+    {"stream_interval", F_BOTH, K_IGNORE, NULL},
+    {"routed_experts_prompt_start", F_BOTH, K_IGNORE, NULL},
+    {"return_token_offsets", F_BOTH, K_IGNORE, NULL},
+    {"return_mm_kwargs", F_BOTH, K_IGNORE, NULL},
+    // Would change the output if ignored; not implemented.
+    {"audio", F_CHAT, K_REFUSE, "audio output is not supported: this server writes text only"},
+    {"web_search_options", F_CHAT, K_REFUSE,
+     "web search is a hosted tool; this server does not search, so the answer would lack what "
+     "the search would have found"},
+    {"functions", F_CHAT, K_REFUSE, "the legacy functions API is not supported: use tools"},
+    {"function_call", F_CHAT, K_REFUSE,
+     "the legacy functions API is not supported: use tool_choice"},
+    {"prompt_logprobs", F_BOTH, K_REFUSE, "prompt logprobs are not computed by this server"},
+    {"logprob_token_ids", F_BOTH, K_REFUSE, "not supported; use logprobs with top_logprobs"},
+    {"bad_words", F_BOTH, K_REFUSE, "not supported; use logit_bias on the token ids"},
+    {"repetition_detection", F_BOTH, K_REFUSE, "not supported"},
+    {"watermarking", F_BOTH, K_REFUSE, "not supported"},
+    {"chat_template", F_CHAT, K_REFUSE,
+     "a request chat template is not supported: the model's release template is built in"},
+    {"return_prompt_text", F_CHAT, K_REFUSE, "not supported; POST /tokenize shows the prompt"},
+    {"return_tokens_as_token_ids", F_BOTH, K_REFUSE, "not supported"},
+    {"media_io_kwargs", F_CHAT, K_REFUSE, "not supported; use mm_processor_kwargs"},
+    {"logits_processors", F_BOTH, K_REFUSE, "custom logits processors are not supported"},
+    {"structural_tag", F_BOTH, K_REFUSE,
+     "structural tags are not supported; use response_format json_schema or tools"},
 };
+
+// Ignored fields are logged once per name (at most WARN_NAMES names; past that one line a
+// minute), so a client sending a field on every request does not flood the log.
+#define WARN_NAMES 64
+static void warn_ignored(const char *name)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char seen[WARN_NAMES][48];
+    static int n_seen;
+    static int64_t last_us;
+    pthread_mutex_lock(&mu);
+    int i = 0, log = 0;
+    for (; i < n_seen && strncmp(seen[i], name, sizeof seen[i] - 1) != 0; i++)
+        ;
+    if (i == n_seen && n_seen < WARN_NAMES) {
+        snprintf(seen[n_seen++], sizeof seen[0], "%s", name);
+        log = 1;
+    } else if (i == n_seen && gl_time_us() - last_us > 60 * 1000000LL) {
+        last_us = gl_time_us();
+        log = 2;
+    }
+    pthread_mutex_unlock(&mu);
+    if (log)
+        GL_LOGW("request field '%.*s' is not used by glint and was ignored (vLLM ignores unknown "
+                "fields too; --strict-request-fields refuses them)%s",
+                40, name, log == 2 ? " [more distinct names than are logged once each]" : "");
+}
+
+// Appends name to r->ignored (the X-Glint-Ignored-Fields value): header-safe bytes only (a
+// field name is client text), each name cut to 64 bytes, the list cut with ", ..." when full.
+static void note_ignored(struct gl_api_req *r, const char *name)
+{
+    size_t len = strlen(r->ignored);
+    if (len >= 4 && strcmp(r->ignored + len - 3, "...") == 0)
+        return;
+    char safe[65];
+    size_t n = 0;
+    for (; name[n] && n < sizeof safe - 1; n++) {
+        unsigned char ch = (unsigned char)name[n];
+        safe[n] = (ch >= 0x21 && ch <= 0x7e && ch != ',') ? (char)ch : '_';
+    }
+    safe[n] = 0;
+    if (len + (len ? 2 : 0) + n + 5 >= sizeof r->ignored) {
+        snprintf(r->ignored + len, sizeof r->ignored - len, "%s...", len ? ", " : "");
+        return;
+    }
+    snprintf(r->ignored + len, sizeof r->ignored - len, "%s%s", len ? ", " : "", safe);
+    warn_ignored(safe);
+}
+
+// A refused field counts as set unless it is null, false or an empty list (vLLM's defaults:
+// bad_words [], watermarking false ...).
+static int is_set(json_t *v)
+{
+    return v && !json_is_null(v) && !json_is_false(v) &&
+           !(json_is_array(v) && json_array_size(v) == 0);
+}
+
+static gl_status check_fields(const struct gl_api_config *c, json_t *body, enum gl_api_endpoint ep,
+                              struct gl_api_req *r, struct gl_api_error *e)
+{
+    const char *key;
+    json_t *v;
+    const int want = ep == GL_API_CHAT ? F_CHAT : F_COMP;
+    const char *where = ep == GL_API_CHAT ? "/v1/chat/completions" : "/v1/completions";
+    json_object_foreach(body, key, v)
+    {
+        const struct field *f = NULL;
+        for (size_t i = 0; i < sizeof k_fields / sizeof k_fields[0] && !f; i++)
+            if (strcmp(k_fields[i].name, key) == 0 && (k_fields[i].where & want))
+                f = &k_fields[i];
+        if (f && f->kind == K_IMPL)
+            continue;
+        if (f && f->kind == K_REFUSE) {
+            if (is_set(v))
+                return FAIL(key, "%s: %s", key, f->why);
+            continue;
+        }
+        // `user` was always accepted (vLLM documents it as ignored), strict or not.
+        if (c->strict_fields && strcmp(key, "user") != 0)
+            return FAIL(key,
+                        "%.64s: this field is not supported by glint's %s endpoint "
+                        "(--strict-request-fields)",
+                        key, where);
+        if (!json_is_null(v))
+            note_ignored(r, key);
+    }
+    return GL_OK;
+}
 
 // vLLM's cache_salt: a non-empty string; only requests with the same salt share prefix-cache
 // blocks. Kept as a keyed hash (base.h), never as the string.
@@ -132,79 +281,6 @@ static gl_status parse_cache_salt(json_t *b, struct gl_api_req *r, struct gl_api
     r->cache_salt = gl_siphash_final(&h);
     if (r->cache_salt == 0) // 0 means "no salt"
         r->cache_salt = 1;
-    return GL_OK;
-}
-
-// Fields of vLLM's or OpenAI's protocol that glint does not implement and that would change the
-// output if they were ignored: a 400 naming them, unless they hold their neutral value (null,
-// false, 0, or modalities ["text"]). Chat's echo is here; completions' echo is implemented.
-static const char *const k_refused[] = {
-    "prompt_logprobs",
-    "truncate_prompt_tokens",
-    "priority",
-    "echo",
-    "documents",
-    "chat_template",
-    "return_tokens_as_token_ids",
-    "bad_words",
-    "length_penalty",
-    "logits_processors",
-    "vllm_xargs",
-    "kv_transfer_params",
-    "structural_tag",
-    "audio",
-    "modalities",
-    "prediction",
-    "functions",
-    "function_call",
-    "web_search_options",
-};
-
-static int neutral(const char *key, json_t *v)
-{
-    if (json_is_null(v) || json_is_false(v) || (json_is_integer(v) && json_integer_value(v) == 0))
-        return 1;
-    return strcmp(key, "modalities") == 0 && json_array_size(v) == 1 &&
-           json_is_string(json_array_get(v, 0)) &&
-           strcmp(json_string_value(json_array_get(v, 0)), "text") == 0;
-}
-
-// Every field must be glint's, or refused above, or (unless strict) ignored: vLLM accepts extra
-// fields with a warning, so a client library that starts sending one (store, metadata,
-// service_tier, prompt_cache_key, safety_identifier, ...) keeps working. The ignored names go
-// to ignored[] ("a, b"; cut at a name boundary).
-static gl_status check_fields(json_t *body, enum gl_api_endpoint ep, int strict, char *ignored,
-                              size_t cap, struct gl_api_error *e)
-{
-    const char *key, *where = ep == GL_API_CHAT ? "/v1/chat/completions" : "/v1/completions";
-    json_t *v;
-    int want = ep == GL_API_CHAT ? F_CHAT : F_COMP;
-    size_t len = 0;
-    ignored[0] = 0;
-    json_object_foreach(body, key, v)
-    {
-        size_t i = 0;
-        for (; i < sizeof k_fields / sizeof k_fields[0]; i++)
-            if (strcmp(k_fields[i].name, key) == 0 && (k_fields[i].where & want))
-                break;
-        if (i < sizeof k_fields / sizeof k_fields[0])
-            continue;
-        for (size_t j = 0; j < sizeof k_refused / sizeof k_refused[0]; j++)
-            if (strcmp(k_refused[j], key) == 0 && !neutral(key, v))
-                return FAIL(key,
-                            "%s: not implemented by glint's %s endpoint, and ignoring it would "
-                            "change the output",
-                            key, where);
-        if (strict)
-            return FAIL(key,
-                        "%s: this field is not supported by glint's %s endpoint "
-                        "(--strict-request-fields)",
-                        key, where);
-        size_t n = strlen(key);
-        if (len + n + 3 < cap && n < 64) {
-            len += (size_t)snprintf(ignored + len, cap - len, "%s%s", len ? ", " : "", key);
-        }
-    }
     return GL_OK;
 }
 
@@ -920,6 +996,98 @@ static gl_status parse_mm_kwargs(const struct gl_api_config *c, json_t *b, struc
     return GL_OK;
 }
 
+// Text of a message's content as vLLM's conversation holds it: the string, or the text parts
+// joined with "\n". NULL when out of memory (an absent content is "").
+static char *content_text(json_t *content, size_t *len)
+{
+    size_t n = 0, cap = 1;
+    for (size_t i = 0; i < json_array_size(content); i++)
+        cap += json_string_length(json_object_get(json_array_get(content, i), "text")) + 1;
+    if (json_is_string(content))
+        cap += json_string_length(content);
+    char *t = gl_malloc(cap);
+    if (!t)
+        return NULL;
+    if (json_is_string(content)) {
+        memcpy(t, json_string_value(content), json_string_length(content));
+        n = json_string_length(content);
+    }
+    for (size_t i = 0; i < json_array_size(content); i++) {
+        json_t *x = json_object_get(json_array_get(content, i), "text");
+        if (!json_is_string(x))
+            continue;
+        if (n)
+            t[n++] = '\n';
+        memcpy(t + n, json_string_value(x), json_string_length(x));
+        n += json_string_length(x);
+    }
+    t[n] = 0;
+    *len = n;
+    return t;
+}
+
+// add_generation_prompt / continue_final_message (vLLM: not both) and chat echo. The reply is
+// parsed from an assistant turn, so the prompt must open one: with the generation prompt
+// (default), or by continuing the final message, which must then be an assistant answer (to
+// user). echo (vLLM): the last message's content goes before the reply's content when that
+// message has the reply's role (assistant; without the generation prompt, any role).
+static gl_status parse_turn_start(json_t *b, json_t *msgs, struct gl_api_req *r,
+                                  struct gl_api_error *e)
+{
+    int agp = 1, cont = 0;
+    gl_status st;
+    if ((st = get_bool(b, "add_generation_prompt", &agp, e)) != GL_OK ||
+        (st = get_bool(b, "continue_final_message", &cont, e)) != GL_OK ||
+        (st = get_bool(b, "echo", &r->echo, e)) != GL_OK)
+        return st;
+    if (agp && cont)
+        return FAIL(
+            "continue_final_message",
+            "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+    if (!agp && !cont)
+        return FAIL("add_generation_prompt",
+                    "add_generation_prompt=false is supported with continue_final_message=true "
+                    "only: the reply is parsed from an assistant turn, which the prompt must open");
+    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    const char *role = json_string_value(json_object_get(last, "role"));
+    if (cont) {
+        json_t *rcp = json_object_get(last, "recipient");
+        if (!role || strcmp(role, "assistant") != 0 ||
+            (rcp && !json_is_null(rcp) &&
+             !(json_is_string(rcp) && !strcmp(json_string_value(rcp), "user"))))
+            return FAIL("continue_final_message",
+                        "continue_final_message: the final message must be an assistant answer "
+                        "(role assistant, no other recipient) to continue");
+        r->continue_final = 1;
+    }
+    if (r->echo && role && (!agp || !strcmp(role, "assistant"))) {
+        r->echo_text = content_text(json_object_get(last, "content"), &r->echo_len);
+        if (!r->echo_text)
+            return NOMEM();
+    }
+    return GL_OK;
+}
+
+// modalities: ["text"] is what glint writes anyway (accepted, reported as ignored); any other
+// output modality would be dropped silently: a 400.
+static gl_status check_modalities(json_t *b, struct gl_api_req *r, struct gl_api_error *e)
+{
+    json_t *m = json_object_get(b, "modalities");
+    if (!m || json_is_null(m))
+        return GL_OK;
+    if (!json_is_array(m))
+        return FAIL("modalities", "modalities: expected a list of strings");
+    for (size_t i = 0; i < json_array_size(m); i++) {
+        const char *x = json_string_value(json_array_get(m, i));
+        if (!x || strcmp(x, "text") != 0)
+            return FAIL("modalities",
+                        "modalities[%zu]: only \"text\" output is supported (got %.40s)", i,
+                        x ? x : "a non-string");
+    }
+    note_ignored(r, "modalities");
+    return GL_OK;
+}
+
 static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
                             struct constraint *k, struct gl_api_error *e)
 {
@@ -929,14 +1097,9 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
         st = check_messages(c, msgs, r, e);
     if (st != GL_OK)
         return st;
-    int agp = 1, cont = 0;
-    if ((st = get_bool(b, "add_generation_prompt", &agp, e)) != GL_OK ||
-        (st = get_bool(b, "continue_final_message", &cont, e)) != GL_OK)
+    if ((st = parse_turn_start(b, msgs, r, e)) != GL_OK ||
+        (st = check_modalities(b, r, e)) != GL_OK)
         return st;
-    if (!agp || cont)
-        return FAIL(agp ? "continue_final_message" : "add_generation_prompt",
-                    "only add_generation_prompt=true (the default) is supported: the reply is "
-                    "parsed from a fresh assistant turn");
     json_t *kw = json_object_get(b, "chat_template_kwargs");
     if (kw && !json_is_null(kw) && !json_is_object(kw))
         return FAIL("chat_template_kwargs", "chat_template_kwargs: expected an object");
@@ -1013,6 +1176,17 @@ static gl_status parse_chat(const struct gl_api_config *c, json_t *b, struct gl_
     if (st != GL_OK)
         return st;
 
+    if (r->continue_final) {
+        // The reply resumes inside the final answer: a constraint or a forced call would have
+        // to start mid-document, so none runs (as vLLM, which constrains from the first
+        // generated token, cannot either).
+        if (k->field || !strcmp(mode, "required") || !strcmp(mode, "named"))
+            return FAIL("continue_final_message",
+                        "continue_final_message cannot be combined with %s: the constraint "
+                        "would start in the middle of the continued message",
+                        k->field ? k->field : "tool_choice required or named");
+        return GL_OK;
+    }
     if (!k->field && !tools && !c->framing)
         return GL_OK;
     // One grammar for the whole turn (api.h): the spec is canonical JSON, so the grammar cache
@@ -1147,6 +1321,102 @@ static gl_status parse_completion(const struct gl_api_config *c, json_t *b, stru
 
 // ---- entry ----
 
+// stream_options: vLLM's include_usage and continuous_usage_stats; other keys (OpenAI's
+// include_obfuscation pads chunks for side channels) change no token: ignored and reported.
+static gl_status parse_stream_options(const struct gl_api_config *c, json_t *b,
+                                      struct gl_api_req *r, struct gl_api_error *e)
+{
+    json_t *so = json_object_get(b, "stream_options"), *v;
+    if (!so || json_is_null(so))
+        return GL_OK;
+    if (!r->stream)
+        return FAIL("stream_options", "stream_options: only allowed with stream=true");
+    if (!json_is_object(so))
+        return FAIL("stream_options", "stream_options: expected an object");
+    gl_status st;
+    if ((st = get_bool(so, "include_usage", &r->include_usage, e)) != GL_OK ||
+        (st = get_bool(so, "continuous_usage_stats", &r->continuous_usage, e)) != GL_OK)
+        return st;
+    const char *key;
+    json_object_foreach(so, key, v)
+    {
+        if (!strcmp(key, "include_usage") || !strcmp(key, "continuous_usage_stats") ||
+            json_is_null(v))
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "stream_options.%.64s", key);
+        if (c->strict_fields)
+            return FAIL("stream_options", "%s: not supported (--strict-request-fields)", name);
+        note_ignored(r, name);
+    }
+    return GL_OK;
+}
+
+// vLLM's truncate_prompt_tokens on every prompt: N keeps N tokens, the last N unless
+// truncation_side is "right"; -1 keeps max_model_len - max_tokens. More than that is a 400
+// (vLLM's TokenizeParams check), as is a prompt left empty. A chat prompt with images or
+// videos is not cut (a cut would split a soft-token run): 400 when it would need to be.
+static gl_status truncate_prompts(const struct gl_api_config *c, json_t *b, struct gl_api_req *r,
+                                  struct gl_api_error *e)
+{
+    long long keep = -2;
+    gl_status st = get_int(b, "truncate_prompt_tokens", -1, INT64_MAX, &keep, e);
+    json_t *side = json_object_get(b, "truncation_side");
+    if (st != GL_OK)
+        return st;
+    if (side && !json_is_null(side) &&
+        !(json_is_string(side) &&
+          (!strcmp(json_string_value(side), "left") || !strcmp(json_string_value(side), "right"))))
+        return FAIL("truncation_side", "truncation_side: expected \"left\" or \"right\"");
+    if (keep == -2)
+        return GL_OK;
+    const long long max_in =
+        (long long)c->max_model_len - (r->sp.max_tokens > 0 ? r->sp.max_tokens : 0);
+    if (keep > max_in)
+        return FAIL("truncate_prompt_tokens",
+                    "truncate_prompt_tokens=%lld cannot be greater than max_model_len - "
+                    "max_tokens = %lld. Please request a smaller truncation size.",
+                    keep, max_in);
+    if (keep < 0)
+        keep = max_in;
+    const int right = json_is_string(side) && !strcmp(json_string_value(side), "right");
+    for (int32_t i = 0; i < r->n_prompts; i++) {
+        struct gl_api_prompt *p = &r->prompts[i];
+        if (keep >= p->n)
+            continue;
+        if (keep == 0)
+            return FAIL("truncate_prompt_tokens",
+                        "truncate_prompt_tokens=0 leaves an empty prompt");
+        if (r->media.n_media > 0)
+            return FAIL("truncate_prompt_tokens",
+                        "truncate_prompt_tokens: a prompt with images or videos is not cut (it "
+                        "has %d tokens)",
+                        p->n);
+        if (!right)
+            memmove(p->ids, p->ids + (p->n - keep), (size_t)keep * sizeof *p->ids);
+        p->n = (int32_t)keep;
+        if (p->text) { // completions echo shows the prompt the model saw
+            gl_free(p->text);
+            p->text = NULL;
+            if (gl_api_detok(c->tok, p->ids, p->n, r->sp.skip_special_tokens, &p->text,
+                             &p->text_len) != 0)
+                return NOMEM();
+        }
+    }
+    return GL_OK;
+}
+
+// vLLM's priority: only meaningful under --scheduling-policy priority, which glint does not
+// have; any priority other than 0 is then refused, with vLLM's message.
+static gl_status check_priority(json_t *b, struct gl_api_error *e)
+{
+    long long prio = 0;
+    gl_status st = get_int(b, "priority", INT64_MIN, INT64_MAX, &prio, e);
+    if (st == GL_OK && prio != 0)
+        return FAIL("priority", "Got priority %lld but Priority scheduling is not enabled.", prio);
+    return st;
+}
+
 gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep, const char *body,
                        size_t len, struct gl_api_req **out, struct gl_api_error *e)
 {
@@ -1176,8 +1446,13 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
         st = FAIL("", "request body: expected a JSON object");
         goto done;
     }
-    char ignored[sizeof r->ignored];
-    if ((st = check_fields(b, ep, c->strict_fields, ignored, sizeof ignored, e)) != GL_OK)
+    r = gl_calloc(1, sizeof *r);
+    if (!r) {
+        st = NOMEM();
+        goto done;
+    }
+    r->ep = ep;
+    if ((st = check_fields(c, b, ep, r, e)) != GL_OK)
         goto done;
     json_t *model = json_object_get(b, "model");
     if (model && !json_is_null(model) &&
@@ -1186,13 +1461,6 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
                          json_is_string(model) ? json_string_value(model) : "?");
         goto done;
     }
-    r = gl_calloc(1, sizeof *r);
-    if (!r) {
-        st = NOMEM();
-        goto done;
-    }
-    r->ep = ep;
-    memcpy(r->ignored, ignored, sizeof r->ignored);
     r->sp = c->defaults;
     r->sp.logprobs = -1;
     r->include_reasoning = 1;
@@ -1200,22 +1468,9 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
     r->reasoning_budget = -1;
     r->created = (int64_t)time(NULL);
     gl_api_new_id(r->id, sizeof r->id, ep == GL_API_CHAT ? "chatcmpl-" : "cmpl-");
-    if ((st = get_bool(b, "stream", &r->stream, e)) != GL_OK)
+    if ((st = get_bool(b, "stream", &r->stream, e)) != GL_OK ||
+        (st = parse_stream_options(c, b, r, e)) != GL_OK || (st = check_priority(b, e)) != GL_OK)
         goto done;
-    json_t *so = json_object_get(b, "stream_options");
-    if (so && !json_is_null(so)) {
-        if (!r->stream) {
-            st = FAIL("stream_options", "stream_options: only allowed with stream=true");
-            goto done;
-        }
-        if (!json_is_object(so)) {
-            st = FAIL("stream_options", "stream_options: expected an object");
-            goto done;
-        }
-        if ((st = get_bool(so, "include_usage", &r->include_usage, e)) != GL_OK ||
-            (st = get_bool(so, "continuous_usage_stats", &r->continuous_usage, e)) != GL_OK)
-            goto done;
-    }
     if ((st = get_bool(b, "return_token_ids", &r->return_token_ids, e)) != GL_OK)
         goto done;
     json_t *user = json_object_get(b, "user");
@@ -1234,6 +1489,8 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
     if ((st = parse_sampling(c, b, r, e)) != GL_OK || (st = parse_constraint(b, &k, e)) != GL_OK)
         goto done;
     st = ep == GL_API_CHAT ? parse_chat(c, b, r, &k, e) : parse_completion(c, b, r, &k, e);
+    if (st == GL_OK)
+        st = truncate_prompts(c, b, r, e);
     if (st != GL_OK)
         goto done;
     // Context length checks with vLLM's wording.
@@ -1286,6 +1543,7 @@ void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r)
         gl_free(r->prompts[i].text);
     }
     gl_free(r->prompts);
+    gl_free(r->echo_text);
     free_parts(r);
     gl_media_prompt_free(&r->media);
     for (int i = 0; i < GL_SAMPLE_MAX_STOP; i++)

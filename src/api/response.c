@@ -44,7 +44,8 @@ struct choice {
     const char *finish; // "stop" "length" "tool_calls" "abort"
     json_t *stop_reason;
     int32_t n_generated;
-    int32_t n_reasoning; // tokens of reasoning bodies (usage details)
+    int32_t n_cached;    // prompt tokens found in the prefix cache (engine event)
+    int32_t n_reasoning; // chat: generated tokens inside the reasoning body
     // chat
     struct gl_atem_parser *parser;
     struct gl_atem_accum acc;
@@ -157,6 +158,26 @@ static void rs_start(struct gl_api_resp *s);
 static void rs_deltas(struct gl_api_resp *s, struct choice *ch);
 static void rs_end(struct gl_api_resp *s);
 static void rs_fail(struct gl_api_resp *s);
+static void content_event(struct choice *ch, const char *p, size_t n);
+
+// continue_final_message: the prompt already holds the answer's header (`<|start|>assistant`
+// then ` to=user<|message|>`, chat/render.h), so the parser reads that header first and then
+// takes every generated token as answer text. The header emits no event.
+static gl_status enter_answer_body(const struct gl_api_config *c, struct gl_atem_parser *p,
+                                   struct gl_err *err)
+{
+    gl_token *ids = NULL;
+    size_t n = 0;
+    gl_status st = gl_tokenizer_encode(c->tok, " to=user", 8, 0, 0, &ids, &n, err);
+    for (size_t i = 0; st == GL_OK && i < n; i++)
+        st = gl_atem_parser_feed(p, ids[i], err);
+    gl_free(ids);
+    if (st == GL_OK)
+        st = gl_atem_parser_feed(p, GL_ATEM_TOK_MESSAGE, err);
+    if (st == GL_OK && gl_atem_parser_state(p) != GL_ATEM_ST_ANSWER)
+        st = gl_err_set(err, GL_E_INVAL, "api: the ATEM parser did not enter the answer body");
+    return st;
+}
 
 gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *c,
                           const struct gl_api_req *r, struct gl_err *err)
@@ -198,6 +219,10 @@ gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *
             st = gl_atem_accum_init(&ch->acc);
             if (st == GL_OK)
                 st = gl_atem_parser_new(&ch->parser, c->tok, prefix, chat_sink, ch, err);
+            if (st == GL_OK && r->continue_final)
+                st = enter_answer_body(c, ch->parser, err);
+            if (st == GL_OK && r->echo_text && r->echo_len) // before any generated text
+                content_event(ch, r->echo_text, r->echo_len);
         }
         if (st == GL_OK && r->ep == GL_API_COMPLETIONS && r->echo) {
             const struct gl_api_prompt *p = &r->prompts[i / r->sp.n];
@@ -305,12 +330,18 @@ static json_t *chunk_base(const struct gl_api_resp *s)
                      (json_int_t)r->created, "model", s->c->model_name);
 }
 
+// OpenAI's usage with both detail objects (vLLM shows prompt_tokens_details with
+// --enable-prompt-tokens-details and completion_tokens_details with a reasoning parser; glint
+// always knows both).
 static json_t *usage_json(const struct gl_api_resp *s)
 {
-    int64_t p = 0, c = 0;
+    int64_t p = 0, c = 0, cached = 0, reasoning = 0;
     gl_api_resp_usage(s, &p, &c);
-    return json_pack("{s:I,s:I,s:I}", "prompt_tokens", (json_int_t)p, "completion_tokens",
-                     (json_int_t)c, "total_tokens", (json_int_t)(p + c));
+    gl_api_resp_usage_details(s, &cached, &reasoning);
+    return json_pack("{s:I,s:I,s:I,s:{s:I},s:{s:I}}", "prompt_tokens", (json_int_t)p,
+                     "completion_tokens", (json_int_t)c, "total_tokens", (json_int_t)(p + c),
+                     "prompt_tokens_details", "cached_tokens", (json_int_t)cached,
+                     "completion_tokens_details", "reasoning_tokens", (json_int_t)reasoning);
 }
 
 // Logprob entries added since the last chunk, in the endpoint's shape (NULL: none).
@@ -424,13 +455,15 @@ static void stream_end(struct gl_api_resp *s)
 static struct gl_api_rs_result rs_result(const struct gl_api_resp *s)
 {
     const struct choice *ch = &s->ch[0];
-    int64_t p = 0, c = 0;
+    int64_t p = 0, c = 0, cached = 0, reasoning = 0;
     gl_api_resp_usage(s, &p, &c);
+    gl_api_resp_usage_details(s, &cached, &reasoning);
     return (struct gl_api_rs_result){.acc = &ch->acc,
                                      .finish = ch->finish,
                                      .input_tokens = p,
+                                     .cached_tokens = cached,
                                      .output_tokens = c,
-                                     .reasoning_tokens = ch->n_reasoning};
+                                     .reasoning_tokens = reasoning};
 }
 
 // "event: TYPE\ndata: {...,"sequence_number": N}\n\n" for each event of ev (taken).
@@ -571,15 +604,20 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
         if (ch->ids)
             json_array_append_new(ch->ids, json_integer(ev->tokens[i]));
         if (r->ep == GL_API_CHAT && !ch->stop_hit) {
-            ch->n_reasoning += gl_atem_parser_state(ch->parser) == GL_ATEM_ST_REASONING;
             // GL_E_LIMIT (a header or call over its size limit) drops the excess and goes on.
+            int in_body = gl_atem_parser_state(ch->parser) == GL_ATEM_ST_REASONING;
             gl_status st = gl_atem_parser_feed(ch->parser, ev->tokens[i], NULL);
             (void)st;
+            // reasoning_tokens: the body's tokens, not the header or the token that closes it
+            // (vLLM counts the tokens between the reasoning markers)
+            ch->n_reasoning += in_body && gl_atem_parser_state(ch->parser) == GL_ATEM_ST_REASONING;
         }
     }
     if (r->ep == GL_API_COMPLETIONS)
         sb_add(&ch->text, ev->text ? ev->text : "", ev->text_len);
     ch->n_generated = ev->n_generated;
+    ch->n_cached =
+        (int32_t)(ev->n_prompt_cached < ev->n_prompt ? ev->n_prompt_cached : ev->n_prompt);
     int hit_now = ch->stop_hit && !was_hit;
     if (ev->finish != GL_FINISH_NONE || hit_now) {
         ch->finished = 1;
@@ -726,6 +764,18 @@ void gl_api_resp_usage(const struct gl_api_resp *s, int64_t *prompt, int64_t *co
         c += s->ch[i].n_generated;
     *prompt = s->prompt_tokens;
     *completion = c;
+}
+
+void gl_api_resp_usage_details(const struct gl_api_resp *s, int64_t *cached, int64_t *reasoning)
+{
+    *cached = *reasoning = 0;
+    for (int32_t i = 0; i < s->n_ch; i++) {
+        // a prompt's cache hit once (its first choice's: vLLM reports the request's), however
+        // many choices share it
+        if (i % s->r->sp.n == 0)
+            *cached += s->ch[i].n_cached;
+        *reasoning += s->ch[i].n_reasoning;
+    }
 }
 
 const struct gl_api_error *gl_api_resp_error(const struct gl_api_resp *s)

@@ -810,9 +810,9 @@ static json_t *output_items(const struct gl_api_req *r, const struct gl_api_rs_r
 static json_t *usage_json(const struct gl_api_rs_result *res)
 {
     return json_pack("{s:I,s:{s:I},s:I,s:{s:I},s:I}", "input_tokens", (json_int_t)res->input_tokens,
-                     "input_tokens_details", "cached_tokens", (json_int_t)0, "output_tokens",
-                     (json_int_t)res->output_tokens, "output_tokens_details", "reasoning_tokens",
-                     (json_int_t)res->reasoning_tokens, "total_tokens",
+                     "input_tokens_details", "cached_tokens", (json_int_t)res->cached_tokens,
+                     "output_tokens", (json_int_t)res->output_tokens, "output_tokens_details",
+                     "reasoning_tokens", (json_int_t)res->reasoning_tokens, "total_tokens",
                      (json_int_t)(res->input_tokens + res->output_tokens));
 }
 

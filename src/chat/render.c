@@ -375,8 +375,10 @@ static void add_namespace(json_t *ns, const json_t *name)
     json_array_append_new(ns, json_stringn(s, len));
 }
 
-// Validates tools once (name a string) and returns the
-// distinct namespaces in first-seen order (new reference), or NULL after fail().
+// Validates tools once (name a string) and returns the distinct namespaces in first-seen order
+// (new reference), or NULL after fail(). A function without description or parameters is what
+// the SDKs' helpers send (openai's zodFunction has no description): vLLM's request model turns
+// the missing field into None, so it renders as `null` (fn_field).
 static json_t *tool_namespaces(struct rctx *c)
 {
     json_t *ns = json_array();
@@ -389,18 +391,19 @@ static json_t *tool_namespaces(struct rctx *c)
         const json_t *fn = json_is_object(tool) ? tool_fn(tool) : NULL;
         if (!json_is_object(fn) || !json_is_string(json_object_get(fn, "name"))) {
             fail(c, GL_E_INVAL, "tools[%zu]: need an object with a string function name", i);
-        } else {
-            add_namespace(ns, json_object_get(fn, "name"));
-            continue;
+            json_decref(ns);
+            return NULL;
         }
-        json_decref(ns);
-        return NULL;
+        add_namespace(ns, json_object_get(fn, "name"));
     }
     return ns;
 }
 
-static const json_t *or_null(const json_t *v)
+// fn[key] as vLLM's FunctionDefinition holds it: an absent description or parameters is None,
+// which tojson writes as null.
+static const json_t *fn_field(const json_t *fn, const char *key)
 {
+    const json_t *v = json_object_get(fn, key);
     return v ? v : json_null();
 }
 
@@ -456,10 +459,10 @@ static int render_tool_defs(struct rctx *c, const json_t *ns)
         // fills the absent optional field with None, and the template's tojson prints null (the
         // openai SDK's zodFunction sends no description).
         sb_puts(b, ", \"description\": ");
-        if (!put_tojson_or_fail(c, or_null(json_object_get(fn, "description")), "tools", i))
+        if (!put_tojson_or_fail(c, fn_field(fn, "description"), "tools", i))
             return 0;
         sb_puts(b, ", \"parameters\": ");
-        if (!put_tojson_or_fail(c, or_null(json_object_get(fn, "parameters")), "tools", i))
+        if (!put_tojson_or_fail(c, fn_field(fn, "parameters"), "tools", i))
             return 0;
         sb_puts(b, "}");
     }
@@ -847,6 +850,55 @@ static int render_all(struct rctx *c, const json_t *req)
     return 1;
 }
 
+// Python's str.isspace() for the ASCII range (the strip() below); other Unicode spaces are
+// not stripped (a message that starts or ends with U+00A0 keeps it).
+static int py_space(unsigned char ch)
+{
+    return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f);
+}
+
+// continue_final_message: transformers' apply_chat_template rule. The final message's text (its
+// string content, or its last part with a text) must appear in the rendered prompt; the prompt
+// is cut right after its last occurrence, so the model continues that message:
+//   loc = rendered.rindex(final.strip())
+//   keep = len(final.lstrip()) if rendered[loc:loc + len(final.lstrip())] == final
+//          else len(final.strip())
+static void cut_after_final(struct rctx *c)
+{
+    const json_t *last = json_array_get(c->messages, json_array_size(c->messages) - 1);
+    const json_t *content = json_object_get(last, "content");
+    const json_t *text = json_is_string(content) ? content : NULL;
+    for (size_t i = json_array_size(content); !text && i-- > 0;)
+        if (json_is_string(json_object_get(json_array_get(content, i), "text")))
+            text = json_object_get(json_array_get(content, i), "text");
+    if (!text) {
+        fail(c, GL_E_INVAL, "continue_final_message: the final message has no text to continue");
+        return;
+    }
+    const char *f = json_string_value(text);
+    size_t n = json_string_length(text), a = 0, z = n;
+    while (a < n && py_space((unsigned char)f[a]))
+        a++;
+    while (z > a && py_space((unsigned char)f[z - 1]))
+        z--;
+    size_t loc = c->out.len + 1; // rindex of f[a..z)
+    for (size_t i = c->out.len + 1 >= z - a ? c->out.len - (z - a) + 1 : 0; i-- > 0;)
+        if (memcmp(c->out.p + i, f + a, z - a) == 0) {
+            loc = i;
+            break;
+        }
+    if (loc > c->out.len) {
+        fail(c, GL_E_INVAL,
+             "continue_final_message: the final message does not appear in the rendered prompt");
+        return;
+    }
+    size_t keep = n - a; // len(final.lstrip())
+    if (!(a == 0 && loc + n <= c->out.len && memcmp(c->out.p + loc, f, n) == 0))
+        keep = z - a;
+    c->out.len = loc + keep;
+    c->out.p[c->out.len] = '\0';
+}
+
 gl_status gl_chat_render(const json_t *req, char **out, size_t *out_len, struct gl_err *err)
 {
     *out = NULL;
@@ -861,6 +913,8 @@ gl_status gl_chat_render(const json_t *req, char **out, size_t *out_len, struct 
     render_all(&c, req);
     if (c.st == GL_OK && c.out.oom)
         fail(&c, GL_E_NOMEM, "out of memory");
+    if (c.st == GL_OK && json_is_true(json_object_get(req, "continue_final_message")))
+        cut_after_final(&c);
     if (c.st != GL_OK) {
         gl_free(c.out.p);
         return c.st;

@@ -22,7 +22,8 @@
 //       string roles (developer, ...) are dropped as the template drops them; content is a
 //       string, null, or an array of parts (text / input_text, image / image_url / input_image,
 //       video / video_url; other part types are dropped);
-//   tools (array of {type, function: {name, description, parameters}} or bare functions);
+//   tools (array of {type, function: {name, description, parameters}} or bare functions; an
+//       absent description or parameters renders as null, as vLLM's request model makes it None);
 //   chat_template_kwargs: reasoning_strength, current_date, knowledge_cutoff,
 //       tool_namespace_descriptions (other keys are ignored);
 //   reasoning_effort: used as reasoning_strength when that kwarg is absent;

@@ -736,7 +736,10 @@ gl_status gl_fe_atem_tools_build(struct gl_gir_builder *b, struct gl_gctx *c, js
         if (st != GL_OK || (only_name && strcmp(only_name, a.name) != 0))
             continue;
         snprintf(a.ptr, sizeof a.ptr, "/tools/%zu%s/parameters", i, field);
-        st = build_tool(&a, json_object_get(fn, "parameters"), message_token, any_schema,
+        // Absent or null parameters (vLLM's None): a call with no parameters, arguments {}
+        // (vLLM's required/named schema is {"type": "object", "properties": {}} then).
+        json_t *params = json_object_get(fn, "parameters");
+        st = build_tool(&a, json_is_null(params) ? NULL : params, message_token, any_schema,
                         &alts[n_alts]);
         if (st == GL_OK)
             n_alts++;

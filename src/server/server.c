@@ -793,8 +793,6 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
     gl_api_unenforced_header(req->grammar, unenforced, sizeof unenforced);
     if (unenforced[0])
         GL_LOGW("request %s: keywords not enforced (lenient_keywords): %s", req->id, unenforced);
-    if (req->ignored[0]) // names only, never values (docs/SECURITY.md: no request content)
-        GL_LOGW("request %s: fields ignored (not used by glint): %s", req->id, req->ignored);
     char ignored[sizeof req->ignored]; // req is not ours to read after http_release
     memcpy(ignored, req->ignored, sizeof ignored);
     struct sreq *r = sreq_new(S, req, &e);

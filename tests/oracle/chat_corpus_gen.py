@@ -125,7 +125,20 @@ add("args_unicode_keys", [U("x"), A(None, tool_calls=[TC("f", {"ключ": "зн
 add("err_bad_string_arguments", [U("x"), A(None, tool_calls=[TC("f", "{\"a\": ", "1")])])
 add("err_array_arguments", [U("x"), A(None, tool_calls=[TC("f", "[1, 2]", "1")])])
 add("err_missing_arguments", [U("x"), A(None, tool_calls=[{"id": "1", "function": {"name": "f"}}])])
-add("err_tool_no_description", [U("x")], tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+# The SDKs' helpers omit description (openai's zodFunction) and may omit parameters: vLLM renders
+# both as null (its request model's None).
+# continue_final_message (transformers' rule: cut after the final message's stripped text).
+add("continue_final", [U("Say hello"), A("Hello the")], add_generation_prompt=False, continue_final_message=True)
+add("continue_final_spaces", [U("hi"), A("  Hello there  ")], add_generation_prompt=False, continue_final_message=True)
+add("continue_final_repeated", [U("Hello"), A("Hello")], add_generation_prompt=False, continue_final_message=True)
+add("continue_final_reasoning", [U("hi"), A("Answer: ", reasoning_content="think first")], add_generation_prompt=False, continue_final_message=True)
+add("continue_final_parts", [U("hi"), {"role": "assistant", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}], add_generation_prompt=False, continue_final_message=True)
+add("continue_final_user", [U("finish this sentence: the sea")], add_generation_prompt=False, continue_final_message=True)
+add("err_continue_final_no_text", [U("hi"), {"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}], add_generation_prompt=False, continue_final_message=True)
+add("tool_no_description", [U("x")], tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+add("tool_no_parameters", [U("x")], tools=[{"type": "function", "function": {"name": "ping", "description": "Ping"}}])
+add("tool_name_only", [U("x")], tools=[{"type": "function", "function": {"name": "ns.f"}}, WEATHER])
+add("tool_zod_function", [U("extract")], tools=[{"type": "function", "function": {"name": "record", "parameters": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": ["integer", "null"]}}, "required": ["name", "age"], "additionalProperties": False}, "strict": True}}])
 add("err_strength_number", [U("x")], chat_template_kwargs={"reasoning_strength": 3})
 add("err_content_number", [U(5)])
 os.makedirs(out, exist_ok=True)

@@ -9,6 +9,10 @@
 # way glint does it (src/chat/render.h): reasoning_effort -> reasoning_strength when the kwarg is
 # absent, `reasoning` -> `reasoning_content`, string tool-call arguments JSON-decoded, OpenAI
 # content parts (image_url, input_image, video_url, input_text) mapped to image/video/text.
+# continue_final_message cuts the prompt after the final message's text as transformers'
+# apply_chat_template does (continue_final, transcribed from transformers).
+# Tools as vLLM's request model holds them: a function without description or parameters has
+# them as None (pydantic FunctionDefinition defaults), which tojson writes as null.
 # Usage: chat_render_ref.py TEMPLATE REQUEST.json  -> prompt on stdout, or "ERROR: ..." + exit 1;
 #        chat_render_ref.py TEMPLATE --out DIR REQ.json...  -> DIR/NAME.ref (or NAME.referr) each.
 import json
@@ -68,13 +72,36 @@ def normalise_tools(tools):
         return tools
     out = []
     for t in tools:
-        if isinstance(t, dict) and isinstance(t.get("function"), dict):
-            fn = dict(t["function"])
-            fn.setdefault("description", None)
-            fn.setdefault("parameters", None)
-            t = dict(t, function=fn)
+        if isinstance(t, dict):
+            t = dict(t)
+            fn = t.get("function") if isinstance(t.get("function"), dict) else None
+            fn = dict(fn if fn is not None else t)
+            for k in ("description", "parameters"):
+                fn.setdefault(k, None)
+            if "function" in t:
+                t["function"] = fn
+            else:
+                t = fn
         out.append(t)
     return out
+
+
+def continue_final(rendered, final):
+    """transformers' apply_chat_template(continue_final_message=True): cut the prompt right after
+    the final message's text, so the model continues it."""
+    if isinstance(final, (list, tuple)):
+        for block in reversed(final):
+            if "text" in block:
+                final = block["text"]
+                break
+        else:
+            raise ValueError("continue_final_message is set but the final message has no text")
+    if final.strip() not in rendered:
+        raise ValueError("continue_final_message is set but the final message does not appear")
+    loc = rendered.rindex(final.strip())
+    if rendered[loc:loc + len(final.lstrip())] == final:
+        return rendered[:loc + len(final.lstrip())]
+    return rendered[:loc + len(final.strip())]
 
 
 def render(env, src, path):
@@ -88,9 +115,12 @@ def render(env, src, path):
         args["reasoning_strength"] = req["reasoning_effort"]
     try:
         msgs = normalise(req)
-        return True, env.from_string(src).render(
+        text = env.from_string(src).render(
             messages=msgs, tools=normalise_tools(req.get("tools")), bos_token="<|begin_of_text|>",
             add_generation_prompt=req.get("add_generation_prompt", True), **args)
+        if req.get("continue_final_message"):
+            text = continue_final(text, msgs[-1]["content"])
+        return True, text
     except Exception as e:  # template errors, TypeErrors on bad values, bad argument JSON
         return False, "ERROR: %s: %s" % (type(e).__name__, e)
 

@@ -338,9 +338,12 @@ try {
         const chat = (await http(srv.base, "POST", "/v1/chat/completions", { body: { model: MODEL, messages: [{ role: "user", content: "Think first." }], max_tokens: max_output_tokens, ...chatExtra, return_token_ids: true } })).json;
         const m = chat.choices[0].message, ids = chat.choices[0].token_ids;
         assert(m.reasoning === rs.content[0].text && (m.content ?? "") === r.output_text, `chat ${short([m.reasoning, m.content])} vs ${short([rs.content[0].text, r.output_text])}`);
-        // reasoning_tokens: the reasoning body and its <|eom|>, counted here from the token ids.
+        // reasoning_tokens: the reasoning body only, the tokens strictly between <|message|> and
+        // <|eom|> (vLLM counts the tokens between the reasoning markers), from the token ids;
+        // chat's usage says the same.
         const open = ids.indexOf(200023), close = ids.indexOf(200007);
-        assert(r.usage.output_tokens_details.reasoning_tokens === close - open, `reasoning_tokens ${r.usage.output_tokens_details.reasoning_tokens}, token ids say ${close - open}`);
+        assert(r.usage.output_tokens_details.reasoning_tokens === close - open - 1, `reasoning_tokens ${r.usage.output_tokens_details.reasoning_tokens}, token ids say ${close - open - 1}`);
+        assert(chat.usage.completion_tokens_details?.reasoning_tokens === close - open - 1, `chat reasoning_tokens ${short(chat.usage)}`);
         // Streamed: reasoning_text events build the same item.
         const s = client.responses.stream(req);
         const deltas = [];

@@ -163,6 +163,11 @@ TEST(test_errors_name_the_index)
     CHECK(fails_with("{\"messages\":{}}", "\"messages\" must be an array"));
     CHECK(
         fails_with("{\"messages\":[{\"role\":\"user\",\"content\":true}]}", "messages[0].content"));
+    // A function without description (openai's zodFunction) renders it null, as vLLM does.
+    CHECK(fails_with("{\"messages\":[],\"tools\":[{\"name\":7}]}", "tools[0]"));
+    CHECK(fails_with("{\"messages\":[{\"role\":\"assistant\",\"content\":[]}],"
+                     "\"continue_final_message\":true,\"add_generation_prompt\":false}",
+                     "no text to continue"));
     CHECK(fails_with("{\"messages\":[],\"tools\":[{\"function\":{\"description\":\"\"}}]}",
                      "tools[0]"));
     CHECK(fails_with("{\"messages\":[],\"chat_template_kwargs\":{\"current_date\":5}}",
