@@ -65,7 +65,15 @@ struct gl_gnum {
     uint8_t has_min, has_max;
     uint8_t excl_min, excl_max; // exclusive bounds
     double min, max;            // when integer, bounds are exact integers within +-2^53
+    // Decimal grid (multipleOf mult_a / 10^mult_s on a bounded non-integer number; mult_a 0:
+    // none): the value is N / 10^mult_s with mult_a | N, so fraction digits past mult_s are 0.
+    // The scaled value N stays below 10^GL_GNUM_GRID_DIGITS (a narrowing: larger numbers are
+    // refused), so that it fits a uint64_t.
+    uint32_t mult_a;
+    uint8_t mult_s; // <= GL_GNUM_GRID_MAX_SCALE
 };
+#define GL_GNUM_GRID_DIGITS    19
+#define GL_GNUM_GRID_MAX_SCALE 6
 
 struct gl_gprop {
     struct gl_gbytes name; // decoded key bytes (UTF-8)

@@ -608,11 +608,104 @@ static int dec_inc(char *s, int n)
     return 1;
 }
 
+// ---- the decimal grid (gl_gnum.mult_a): values N / 10^s with mult_a | N ----
+// strtod is monotone in N, so the grid points of an interval whose values lie in [lo, hi] form
+// an interval: a binary search finds the least N whose value reaches lo, and the least multiple
+// of a from there decides. Exact (the same strtod the final test uses), about 64 strtod calls
+// per interval at most.
+
+static uint64_t pow10u(int k) // k <= 19
+{
+    uint64_t p = 1;
+    while (k-- > 0)
+        p *= 10;
+    return p;
+}
+
+// The double of N / 10^s, parsed from its decimal text as a validator would.
+static double grid_value(uint64_t n, int s)
+{
+    char buf[32], *p = buf + sizeof buf - 1; // written backwards: digits, "." s digits in
+    *p = 0;
+    for (int i = 0; i <= s || n > 0; i++) {
+        if (i == s && s > 0)
+            *--p = '.';
+        *--p = (char)('0' + n % 10);
+        n /= 10;
+    }
+    return strtod(p, NULL);
+}
+
+// Some N in [A, B) with a | N whose value lies in [lo, hi].
+static int grid_hit(uint64_t A, uint64_t B, uint32_t a, int s, double lo, double hi)
+{
+    uint64_t x = A, y = B;
+    while (x < y) {
+        uint64_t mid = x + (y - x) / 2;
+        if (grid_value(mid, s) >= lo)
+            y = mid;
+        else
+            x = mid + 1;
+    }
+    uint64_t n = (x + a - 1) / a * a; // x <= 10^19, a < 2^32: no overflow
+    return n < B && grid_value(n, s) <= hi;
+}
+
+// num_viable for a grid number, or with final set num_final_ok (the text is the whole number).
+// t: "-"? digits ("." digits)?, as num_step keeps it.
+static int grid_viable(const struct gl_gnum *nm, const char *t, int len, int phase, int final)
+{
+    const int s = nm->mult_s;
+    const uint64_t top = pow10u(GL_GNUM_GRID_DIGITS);
+    int neg = len > 0 && t[0] == '-';
+    const char *d = t + neg;
+    int dl = len - neg;
+    double lo, hi;
+    num_range(nm, &lo, &hi);
+    if (neg) { // -v in [lo, hi] iff v in [-hi, -lo] (strtod rounds symmetrically)
+        double x = lo;
+        lo = -hi;
+        hi = -x;
+    }
+    if (!(lo <= hi))
+        return 0;
+    if (dl == 0) // "" or "-": any magnitude
+        return grid_hit(0, top, nm->mult_a, s, lo, hi);
+    const char *dot = memchr(d, '.', (size_t)dl);
+    int il = dot ? (int)(dot - d) : dl, fl = dot ? dl - il - 1 : 0;
+    if (il + s > GL_GNUM_GRID_DIGITS)
+        return 0;
+    uint64_t n = 0; // I, then I F[0..min(fl, s)) scaled
+    for (int i = 0; i < il; i++)
+        n = n * 10 + (uint64_t)(d[i] - '0');
+    if (!final && (phase == N_ZERO || phase == N_INT)) {
+        // k more integer digits, then any fraction: N in [I 10^(k+s), (I+1) 10^(k+s)).
+        for (int k = 0; il + k + s <= GL_GNUM_GRID_DIGITS && (k == 0 || phase == N_INT); k++) {
+            uint64_t p = pow10u(k + s), A = n * p;
+            if (grid_hit(A, A + p, nm->mult_a, s, lo, hi))
+                return 1;
+            if (grid_value(A, s) > hi)
+                return 0;
+        }
+        return 0;
+    }
+    int f = fl < s ? fl : s;
+    for (int i = 0; i < f; i++)
+        n = n * 10 + (uint64_t)(dot[1 + i] - '0');
+    for (int i = f; i < fl; i++)
+        if (dot[1 + i] != '0')
+            return 0; // past the scale only zeros
+    uint64_t p = pow10u(s - f);
+    return grid_hit(n * p, n * p + (final ? 1 : p), nm->mult_a, s, lo, hi);
+}
+
 // Can the bounded number whose text so far is t[0..len) (no exponent) still
 // complete inside its range? Exact over the reals reachable by completions,
 // mapped through strtod's rounding.
 static int num_viable(const struct gl_gnum *nm, const char *t, int len, int phase)
 {
+    if (nm->mult_a)
+        return grid_viable(nm, t, len, phase, 0);
     int neg = len > 0 && t[0] == '-';
     const char *d = t + neg;
     int dl = len - neg;
@@ -692,6 +785,8 @@ static int num_viable(const struct gl_gnum *nm, const char *t, int len, int phas
 // Is the bounded number text complete and in range?
 static int num_final_ok(const struct gl_gnum *nm, const char *t, int len)
 {
+    if (nm->mult_a)
+        return grid_viable(nm, t, len, N_FRAC, 1);
     char buf[NUM_TEXT];
     memcpy(buf, t, (size_t)len);
     buf[len] = 0;
@@ -812,6 +907,8 @@ static int num_nonempty(const struct gl_gnum *nm)
         int_range(nm, &lo, &hi);
         return lo <= hi;
     }
+    if (nm->mult_a)
+        return grid_viable(nm, "", 0, N_START, 0) || grid_viable(nm, "-", 1, N_MINUS, 0);
     double lo, hi;
     num_range(nm, &lo, &hi);
     return lo <= hi;

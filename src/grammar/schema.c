@@ -2298,6 +2298,7 @@ static int32_t compile_string(struct sc *sc, const struct view *v)
     return sc_add(sc, &n);
 }
 
+static int mult_scale(double m, int *s_out, double *a_out);
 static char *mult_regex(double m, int integer, int nonneg);
 
 static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
@@ -2398,10 +2399,19 @@ static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
             n.u.regex.re = re;
             return sc_add(sc, &n);
         }
+        // Any other bound: the matcher's decimal grid (ir.h gl_gnum.mult_a), exact.
+        int gs;
+        double ga;
+        if ((g.has_min || g.has_max) && mult_scale(m, &gs, &ga) && (gs == 0 || !g.integer)) {
+            g.mult_a = (uint32_t)ga;
+            g.mult_s = (uint8_t)gs;
+            goto plain;
+        }
         size_t old = path_push(sc, "multipleOf", 10);
         gl_status st = sc_unsup(sc, "multipleOf",
-                                "only 1, an integer over a bounded range, or a / 10^s (a = 2^i 5^j "
-                                "<= 1000, s <= 6) unbounded or with minimum 0");
+                                "only a / 10^s (a < 10^6, s <= 6) with a minimum or maximum, 1, "
+                                "or a / 10^s with a = 2^i 5^j <= 1000 unbounded or with minimum "
+                                "0");
         path_pop(sc, old);
         if (st != GL_OK)
             return SC_FAIL;
@@ -2940,18 +2950,28 @@ out:
 // is a multiple iff the last j = k - (s - f) digits t of D (zero-padded) have t * 10^(s-f) % a
 // == 0: every written form is enumerated by f and t. Returns the regex text (owned) or NULL
 // when m has no such form (or the regex would be too large).
-#define SC_MULT_MAX_SCALE 6
+#define SC_MULT_MAX_SCALE GL_GNUM_GRID_MAX_SCALE
 #define SC_MULT_MAX_K     3
+// m as a / 10^s (a < 10^6 an integer, s <= SC_MULT_MAX_SCALE, the least such s); 0 when m has
+// no such form.
+static int mult_scale(double m, int *s_out, double *a_out)
+{
+    for (int i = 0; i <= SC_MULT_MAX_SCALE; i++) {
+        double x = m * pow(10, i);
+        if (x < 1e6 && fabs(x - round(x)) <= 1e-9 * x && round(x) >= 1) {
+            *s_out = i;
+            *a_out = round(x);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static char *mult_regex(double m, int integer, int nonneg)
 {
     int s = -1;
     double a = 0;
-    for (int i = 0; i <= SC_MULT_MAX_SCALE && s < 0; i++) {
-        double x = m * pow(10, i);
-        if (x < 1e6 && fabs(x - round(x)) <= 1e-9 * x)
-            s = i, a = round(x);
-    }
-    if (s < 0 || a < 1)
+    if (!mult_scale(m, &s, &a))
         return NULL;
     int k = 0;
     int64_t ai = (int64_t)a, p10 = 1;

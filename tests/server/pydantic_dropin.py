@@ -204,10 +204,14 @@ CASES = [
 
 def judge(model, schema, doc_text):
     """None when the document passes python3-jsonschema and the model's own parsing."""
+    # Non-integers as Decimal on both sides: JSON Schema's multipleOf is exact decimal arithmetic,
+    # and python3-jsonschema on floats refuses 0.07 as a multiple of 0.01 (0.07 / 0.01 is
+    # 7.000000000000001); pydantic's condecimal compares Decimals too.
     try:
-        doc = json.loads(doc_text)
+        doc = json.loads(doc_text, parse_float=decimal.Decimal)
     except ValueError as e:
         return "not JSON: %s" % e
+    schema = json.loads(json.dumps(schema), parse_float=decimal.Decimal)
     v = jsonschema.Draft7Validator(schema, format_checker=jsonschema.draft7_format_checker)
     errs = sorted(v.iter_errors(doc), key=str)
     if errs:

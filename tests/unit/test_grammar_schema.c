@@ -8,6 +8,8 @@
 #include "grammar/regex.h"
 #include "test.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct compiled {
@@ -1019,11 +1021,187 @@ TEST(test_multiple_of_decimal)
             CHECKF(walk(&c, k[i].bad[j]) == 0, "%s: %s accepted", k[i].schema, k[i].bad[j]);
         compiled_free(&c);
     }
-    // a factor other than 2 and 5, or other bounds: still refused
+    // a factor other than 2 and 5 with no bound: still refused
     CHECK(fails_with("{\"type\":\"number\",\"multipleOf\":0.03}", GL_E_UNSUPPORTED, "'multipleOf'",
                      "/multipleOf"));
-    CHECK(fails_with("{\"type\":\"number\",\"multipleOf\":0.01,\"maximum\":5}", GL_E_UNSUPPORTED,
-                     "'multipleOf'", "/multipleOf"));
+}
+
+// ---- multipleOf on a bounded number: the matcher's decimal grid, against brute force ----
+
+struct grid_case {
+    const char *schema;
+    double lo, hi; // the bounds as written (NAN: absent)
+    int excl_lo, excl_hi;
+    int64_t a, s; // multipleOf a / 10^s
+    int integer;  // no fraction spelled
+};
+
+// The value N / 10^s of a grid point satisfies the bounds (double comparison, as ajv and
+// python-jsonschema compare).
+static int grid_in_range(const struct grid_case *g, int64_t n)
+{
+    char t[40];
+    int64_t p = 1;
+    for (int i = 0; i < g->s; i++)
+        p *= 10;
+    int64_t m = n < 0 ? -n : n;
+    snprintf(t, sizeof t, "%s%lld.%0*lld", n < 0 ? "-" : "", (long long)(m / p), (int)g->s,
+             (long long)(m % p));
+    double v = strtod(t, NULL);
+    if (!isnan(g->lo) && (g->excl_lo ? !(v > g->lo) : !(v >= g->lo)))
+        return 0;
+    if (!isnan(g->hi) && (g->excl_hi ? !(v < g->hi) : !(v <= g->hi)))
+        return 0;
+    return 1;
+}
+
+// A grid point as spelled: sign, integer part, the s fraction digits with trailing zeros trimmed.
+struct spelled {
+    int neg, zero;
+    char ip[24], fr[16];
+    double value;
+};
+
+static void spell(struct spelled *sp, int64_t n, int s)
+{
+    int64_t p = 1;
+    for (int i = 0; i < s; i++)
+        p *= 10;
+    int64_t m = n < 0 ? -n : n;
+    sp->neg = n < 0;
+    sp->zero = n == 0;
+    snprintf(sp->ip, sizeof sp->ip, "%lld", (long long)(m / p));
+    int64_t f = m % p;
+    for (int i = s - 1; i >= 0; i--, f /= 10)
+        sp->fr[i] = (char)('0' + f % 10);
+    sp->fr[s] = 0;
+    for (int fl = s; fl > 0 && sp->fr[fl - 1] == '0'; fl--)
+        sp->fr[fl - 1] = 0;
+    char t[48];
+    snprintf(t, sizeof t, "%s%s.%s0", sp->neg ? "-" : "", sp->ip, sp->fr);
+    sp->value = strtod(t, NULL);
+}
+
+// x (a number's text so far, no exponent) is a prefix of a spelling of sp: an optional "-"
+// (required below 0, allowed at 0), the integer part, then nothing or "." and the trimmed
+// fraction digits followed by any zeros (at least one digit after ".").
+static int prefix_of(const char *x, const struct spelled *sp, int integer)
+{
+    if (*x == '-') {
+        if (!sp->neg && !sp->zero)
+            return 0;
+        x++;
+    } else if (*x && sp->neg) {
+        return 0;
+    }
+    size_t i = 0;
+    for (; x[i] && x[i] != '.'; i++)
+        if (x[i] != sp->ip[i])
+            return 0;
+    if (!x[i])
+        return 1;
+    if (sp->ip[i] || integer)
+        return 0;
+    size_t fl = strlen(sp->fr);
+    for (size_t j = 0; x[i + 1 + j]; j++)
+        if (x[i + 1 + j] != (j < fl ? sp->fr[j] : '0'))
+            return 0;
+    return 1;
+}
+
+// The bytes of x all advance (the state stays viable).
+static int walk_prefix(const struct compiled *c, const char *x)
+{
+    struct gl_mstate *st = NULL;
+    struct gl_err err;
+    if (gl_mstate_new(&st, &c->ir, NULL, &err) != GL_OK)
+        return -1;
+    gl_mstate_reset(st);
+    int ok = 1;
+    for (const char *p = x; *p && ok; p++)
+        ok = gl_mstate_advance_byte(st, (uint8_t)*p);
+    gl_mstate_free(st);
+    return ok;
+}
+
+TEST(test_multiple_of_grid)
+{
+    static const char k_alpha[] = "-0125.";
+    const struct grid_case k[] = {
+        // pydantic condecimal(gt=0, le=10000, multiple_of=0.01)
+        {"{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":12,\"multipleOf\":0.01}", 0, 12,
+         1, 0, 1, 2, 0},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":2.5,\"multipleOf\":0.25}", 0, 2.5,
+         1, 0, 25, 2, 0},
+        {"{\"type\":\"number\",\"minimum\":-2.5,\"exclusiveMaximum\":1,\"multipleOf\":0.5}", -2.5,
+         1, 0, 1, 5, 1, 0},
+        {"{\"type\":\"number\",\"minimum\":0.005,\"maximum\":0.05,\"multipleOf\":0.01}", 0.005,
+         0.05, 0, 0, 1, 2, 0},
+        {"{\"type\":\"number\",\"minimum\":-900,\"maximum\":-0.2,\"multipleOf\":0.3}", -900, -0.2,
+         0, 0, 3, 1, 0},
+        {"{\"type\":\"integer\",\"minimum\":0,\"maximum\":9000,\"multipleOf\":7}", 0, 9000, 0, 0, 7,
+         0, 1},
+        {"{\"type\":\"number\",\"minimum\":0.001,\"maximum\":0.009,\"multipleOf\":0.01}", 0.001,
+         0.009, 0, 0, 1, 2, 0}, // no multiple in range: nothing accepted
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const struct grid_case *g = &k[i];
+        struct compiled c = compile_text(g->schema);
+        CHECKF(c.st == GL_OK, "%s: %s", g->schema, c.err.msg);
+        if (c.st != GL_OK)
+            continue;
+        // The valid grid points, by a linear scan over scaled values |N| < 10^5.
+        struct spelled *v = malloc(200001 * sizeof *v);
+        REQUIRE(v);
+        int nv = 0;
+        for (int64_t n = -100000; n <= 100000; n++)
+            if (n % g->a == 0 && grid_in_range(g, n))
+                spell(&v[nv++], n, (int)g->s);
+        // Every string over k_alpha of 1 to 5 bytes: the matcher's prefix verdict against "a
+        // prefix of some valid value's spelling", its final verdict against "a whole spelling".
+        int n_pref = 0, n_bad = 0;
+        char x[6];
+        int64_t combos = 1; // strings of len bytes
+        for (int len = 1; len <= 5; len++) {
+            combos *= (int64_t)(sizeof k_alpha - 1);
+            for (int64_t code = 0; code < combos; code++) {
+                int64_t cc = code;
+                for (int j = 0; j < len; j++, cc /= (int64_t)(sizeof k_alpha - 1))
+                    x[j] = k_alpha[cc % (int64_t)(sizeof k_alpha - 1)];
+                x[len] = 0;
+                int want = 0, fin = 0;
+                int whole = strcmp(x, "-") != 0 && x[len - 1] != '.';
+                double xv = whole ? strtod(x, NULL) : 0;
+                for (int j = 0; j < nv && !fin; j++)
+                    if (prefix_of(x, &v[j], g->integer)) {
+                        want = 1;
+                        fin = whole && xv == v[j].value;
+                    }
+                int got = walk_prefix(&c, x), fgot = walk(&c, x);
+                n_pref += want;
+                if (got != want && n_bad++ < 5)
+                    fprintf(stderr, "  %s: prefix \"%s\": matcher %d, brute force %d\n", g->schema,
+                            x, got, want);
+                if (fgot != fin && n_bad++ < 5)
+                    fprintf(stderr, "  %s: \"%s\": matcher accepts %d, brute force %d\n", g->schema,
+                            x, fgot, fin);
+            }
+        }
+        CHECKF(n_bad == 0, "%s: %d disagreements", g->schema, n_bad);
+        CHECKF(nv == 0 || n_pref > 0, "%s: no prefix exercised", g->schema);
+        free(v);
+        compiled_free(&c);
+    }
+    // One bound: magnitudes up to the grid's 10^19 scaled limit.
+    struct compiled c = compile_text("{\"type\":\"number\",\"maximum\":-0.2,\"multipleOf\":0.3}");
+    REQUIRE(c.st == GL_OK);
+    static const char *const ok[] = {"-0.3", "-0.60", "-21000", "-3000000000.3"};
+    static const char *const bad[] = {"-0.2", "0", "-0.31", "0.3", "-0.0"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        CHECKF(walk(&c, ok[i]) == 1, "%s refused", ok[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECKF(walk(&c, bad[i]) == 0, "%s accepted", bad[i]);
+    compiled_free(&c);
 }
 
 int main(void)
@@ -1035,5 +1213,5 @@ int main(void)
               test_arrays, test_ref_recursion_shares_nodes, test_allof_merge, test_oneof,
               test_errors_name_keyword_and_pointer, test_cycles, test_raw_strings_at_pointer,
               test_hostile, test_acceptance, test_closed_objects, test_not_enum,
-              test_multiple_of_decimal);
+              test_multiple_of_decimal, test_multiple_of_grid);
 }
