@@ -30,6 +30,9 @@ timeout -k 10 300 node tests/server/suite.mjs "$MODEL" || rc=1
 # vLLM flag spellings, --generation-config (about 20 s).
 timeout -k 10 200 node tests/server/ops.mjs "$MODEL" || rc=1
 timeout -k 10 120 node tests/server/responses.mjs "$MODEL" || rc=1
+# Drop-in (issue 19): the openai SDK's zod helpers, pydantic models, request fields, tracing and
+# usage details (about 25 s).
+timeout -k 10 300 node tests/server/dropin.mjs "$MODEL" || rc=1
 if [ "${GL_SERVER_GUIDED:-0}" = 1 ]; then
     timeout -k 10 900 node tests/server/guided200.mjs --model "$MODEL" || rc=1
 fi
