@@ -2,11 +2,14 @@
 // cli: argument parsing helpers shared by the subcommands.
 #include "cli.h"
 
+#include "base/base.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int gl_cli_parse_int(const char *s, long long lo, long long hi, long long *out)
 {
@@ -92,4 +95,15 @@ int gl_cli_write_file(const char *who, const char *path, const void *p, size_t n
     if (!ok)
         fprintf(stderr, "%s: cannot write %s\n", who, path);
     return ok ? 0 : 1;
+}
+
+void gl_cli_load_progress(void *user, int done, int total)
+{
+    const struct gl_cli_progress *pr = user;
+    if (!isatty(STDERR_FILENO) || total <= 0)
+        return;
+    fprintf(stderr, "\r%s: loading layer %d/%d (%d%%), %.1f s%s", pr->who, done, total,
+            (int)(100LL * done / total), (double)(gl_time_us() - pr->t0_us) / 1e6,
+            done >= total ? "\n" : "");
+    fflush(stderr);
 }

@@ -31,5 +31,13 @@ int gl_cli_parse_bytes(const char *s, int64_t *out);
 // A whole file, at most max + 1 bytes (so an over-limit file reaches the caller's own limit
 // check); malloc'ed, the caller frees. NULL when it cannot be opened or read.
 uint8_t *gl_cli_read_file(const char *path, size_t max, size_t *len);
+// gl_model_params.progress for a terminal: when stderr is one, "WHO: loading layer D/T (P%),
+// S s" rewritten in place, ended by a newline at the last layer; otherwise nothing (logs stay
+// line-oriented). user: a struct gl_cli_progress.
+struct gl_cli_progress {
+    const char *who;
+    int64_t t0_us; // gl_time_us() at the start of the load
+};
+void gl_cli_load_progress(void *user, int done, int total);
 // Writes p[0..n) to path; 0, or 1 after printing "WHO: cannot write PATH".
 int gl_cli_write_file(const char *who, const char *path, const void *p, size_t n);

@@ -35,7 +35,10 @@ static gl_status cli_model_open(struct cli_model *cm, const char *path, const ch
 {
     memset(cm, 0, sizeof *cm);
     struct gl_model_params mp = gl_model_default_params();
+    struct gl_cli_progress pr = {.who = "glint", .t0_us = gl_time_us()};
     mp.mmproj = mmproj;
+    mp.progress = gl_cli_load_progress;
+    mp.progress_user = &pr;
     gl_status st = gl_model_open(&cm->model, path, &mp, err);
     if (st == GL_OK && want_tok)
         st = gl_model_load_tokenizer(cm->model, &cm->tok, err);

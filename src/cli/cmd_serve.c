@@ -291,6 +291,9 @@ int gl_cmd_serve(int argc, char **argv)
         return usage(stderr);
     }
     struct gl_err err = {0};
+    struct gl_cli_progress pr = {.who = "glint serve", .t0_us = gl_time_us()};
+    p.load_progress = gl_cli_load_progress;
+    p.load_progress_user = &pr;
     if (gl_server_run(&p, &err) != GL_OK) {
         fprintf(stderr, "glint serve: %s\n", err.msg);
         return 1;

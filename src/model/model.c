@@ -623,6 +623,8 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
         N(post_ffw_norm, "post_ffw_norm", E);
 #undef W
 #undef N
+        if (m->progress)
+            m->progress(m->progress_user, l + 1, c->n_layer);
     }
     return m->st ? gl_model__bind_vision(m, err) : GL_OK;
 }
@@ -647,6 +649,8 @@ static struct gl_model *model_new(const struct gl_model_params *params)
     struct gl_model_params dp = gl_model_default_params();
     m->keep_quant = (params ? params : &dp)->keep_quant;
     m->repack = (params ? params : &dp)->repack;
+    m->progress = params ? params->progress : NULL;
+    m->progress_user = params ? params->progress_user : NULL;
     return m;
 }
 

@@ -90,6 +90,8 @@ struct gl_layer {
     struct gl_weight ffn_gate, ffn_up, ffn_down;
 };
 
+typedef void (*gl_model_progress_fn)(void *user, int done, int total);
+
 struct gl_model {
     struct gl_model_config cfg;
     const struct gl_gguf *gguf; // borrowed unless owns_gguf; NULL for an HF folder
@@ -109,9 +111,11 @@ struct gl_model {
     int n_owned, cap_owned;
     struct gl_model_huge *huge; // repacked weights (gl_alloc_huge), freed at delete
     int n_huge, cap_huge;
-    uint64_t r16_bytes; // bytes of weights repacked into resident memory
-    int keep_quant;     // 0: every weight was expanded to F32 at load
-    int repack;         // 1: Q4_K / Q6_K matrices were offered to the r16 layout
+    uint64_t r16_bytes;            // bytes of weights repacked into resident memory
+    int keep_quant;                // 0: every weight was expanded to F32 at load
+    int repack;                    // 1: Q4_K / Q6_K matrices were offered to the r16 layout
+    gl_model_progress_fn progress; // gl_model_params.progress, during the load only
+    void *progress_user;
     // Vision tower (arch doc §6): HF folders holding the §6.6 tensors, or a vision GGUF attached
     // with gl_model_attach_vision; otherwise none (has_vision 0). vision_cfg is parsed from
     // config.json vision_config (absent keys: §6.1 values; out_dim = n_embd, rms_eps = the text
@@ -137,6 +141,10 @@ struct gl_model_params {
     // gl_model_open only: a vision GGUF to attach after loading (gl_model_attach_vision), or
     // NULL. Borrowed.
     const char *mmproj;
+    // Called on the loading thread after each layer's weights are bound (read, converted or
+    // repacked: nearly all of a load's time), with done = layers bound of total; NULL: none.
+    gl_model_progress_fn progress;
+    void *progress_user;
 };
 struct gl_model_params gl_model_default_params(void);
 

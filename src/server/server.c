@@ -1636,6 +1636,8 @@ static gl_status load(struct server *S, struct gl_err *err)
     int64_t t0 = gl_time_us();
     struct gl_model_params mp = gl_model_default_params();
     mp.mmproj = S->p.mmproj;
+    mp.progress = S->p.load_progress;
+    mp.progress_user = S->p.load_progress_user;
     gl_status st = gl_model_open(&S->model, S->p.model_path, &mp, err);
     if (st == GL_OK)
         st = gl_model_load_tokenizer(S->model, &S->tok, err);

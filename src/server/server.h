@@ -24,7 +24,9 @@
 
 struct gl_server_params {
     const char *model_path;
-    const char *mmproj;             // vision GGUF to attach (gl_model_attach_vision), or NULL
+    const char *mmproj;                 // vision GGUF to attach (gl_model_attach_vision), or NULL
+    gl_model_progress_fn load_progress; // model.h: called per layer during the load, or NULL
+    void *load_progress_user;
     const char *host;               // IPv4 or IPv6 address (default 127.0.0.1); "0.0.0.0" binds
                                     // every IPv4 interface, "::" every interface (dual stack)
     int port;                       // default 8000

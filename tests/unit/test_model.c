@@ -426,6 +426,37 @@ TEST(test_keep_quant_vs_f32)
     gl_model_delete(mf);
 }
 
+// gl_model_params.progress: once per layer, in order, ending at n_layer.
+struct progress_log {
+    int calls, last, total, in_order;
+};
+static void log_progress(void *user, int done, int total)
+{
+    struct progress_log *l = user;
+    l->in_order &= done == l->last + 1;
+    l->calls++;
+    l->last = done;
+    l->total = total;
+}
+
+TEST(test_load_progress)
+{
+    struct spec s = spec_default();
+    const char *p = write_model(&s, "progress.gguf");
+    struct progress_log log = {.in_order = 1};
+    struct gl_model_params mp = gl_model_default_params();
+    mp.progress = log_progress;
+    mp.progress_user = &log;
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    REQUIRE(gl_model_open(&m, p, &mp, &err) == GL_OK);
+    CHECKF(log.calls == m->cfg.n_layer && log.in_order && log.last == log.total &&
+               log.total == m->cfg.n_layer,
+           "progress: %d calls, last %d of %d, in order %d", log.calls, log.last, log.total,
+           log.in_order);
+    gl_model_delete(m);
+}
+
 // ---- naive reference: straight from arch doc §2, doubles, no caches, no batching ----
 
 static const float *tdata(const struct gl_model *m, const char *name)
@@ -597,7 +628,7 @@ static int run_all(void)
 {
     RUN_TESTS(test_config_defaults_and_softcap, test_config_pattern_forms, test_config_refusals,
               test_determinism_and_chunking, test_prefill_then_decode, test_sliding_window_masks,
-              test_keep_quant_vs_f32, test_naive_reference);
+              test_keep_quant_vs_f32, test_load_progress, test_naive_reference);
 }
 
 int main(void)
