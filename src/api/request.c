@@ -129,6 +129,7 @@ static const struct field k_fields[] = {
     {"continue_final_message", F_CHAT, K_IMPL, NULL},
     {"mm_processor_kwargs", F_CHAT, K_IMPL, NULL},
     {"truncate_prompt_tokens", F_BOTH, K_IMPL, NULL},
+    {"prompt_logprobs", F_BOTH, K_IMPL, NULL},
     {"truncation_side", F_BOTH, K_IMPL, NULL},
     {"priority", F_BOTH, K_IMPL, NULL},
     {"modalities", F_CHAT, K_IMPL, NULL}, // ["text"] is ignored; any other modality refused
@@ -162,7 +163,6 @@ static const struct field k_fields[] = {
     {"functions", F_CHAT, K_REFUSE, "the legacy functions API is not supported: use tools"},
     {"function_call", F_CHAT, K_REFUSE,
      "the legacy functions API is not supported: use tool_choice"},
-    {"prompt_logprobs", F_BOTH, K_REFUSE, "prompt logprobs are not computed by this server"},
     {"logprob_token_ids", F_BOTH, K_REFUSE, "not supported; use logprobs with top_logprobs"},
     {"bad_words", F_BOTH, K_REFUSE, "not supported; use logit_bias on the token ids"},
     {"repetition_detection", F_BOTH, K_REFUSE, "not supported"},
@@ -1406,6 +1406,25 @@ static gl_status truncate_prompts(const struct gl_api_config *c, json_t *b, stru
     return GL_OK;
 }
 
+// vLLM's prompt_logprobs: k in 0..--max-logprobs; not with stream (vLLM's rule and message);
+// -1 (the whole vocabulary) only fits a server whose --max-logprobs is the vocabulary: refused.
+static gl_status parse_prompt_logprobs(const struct gl_api_config *c, json_t *b,
+                                       struct gl_api_req *r, struct gl_api_error *e)
+{
+    json_t *v = json_object_get(b, "prompt_logprobs");
+    r->sp.prompt_logprobs = -1;
+    if (!v || json_is_null(v))
+        return GL_OK;
+    if (r->stream)
+        return FAIL("prompt_logprobs", "`prompt_logprobs` are not available when `stream=True`.");
+    if (json_is_integer(v) && json_integer_value(v) == -1)
+        return FAIL("prompt_logprobs",
+                    "prompt_logprobs: -1 (every token of the vocabulary) is over this server's "
+                    "--max-logprobs %d",
+                    (int)c->max_logprobs);
+    return get_i32(b, "prompt_logprobs", 0, c->max_logprobs, &r->sp.prompt_logprobs, e);
+}
+
 // vLLM's priority: only meaningful under --scheduling-policy priority, which glint does not
 // have; any priority other than 0 is then refused, with vLLM's message.
 static gl_status check_priority(json_t *b, struct gl_api_error *e)
@@ -1469,7 +1488,8 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
     r->created = (int64_t)time(NULL);
     gl_api_new_id(r->id, sizeof r->id, ep == GL_API_CHAT ? "chatcmpl-" : "cmpl-");
     if ((st = get_bool(b, "stream", &r->stream, e)) != GL_OK ||
-        (st = parse_stream_options(c, b, r, e)) != GL_OK || (st = check_priority(b, e)) != GL_OK)
+        (st = parse_stream_options(c, b, r, e)) != GL_OK || (st = check_priority(b, e)) != GL_OK ||
+        (st = parse_prompt_logprobs(c, b, r, e)) != GL_OK)
         goto done;
     if ((st = get_bool(b, "return_token_ids", &r->return_token_ids, e)) != GL_OK)
         goto done;

@@ -71,6 +71,8 @@ struct gl_api_resp {
     int64_t prompt_tokens;
     struct gl_sample_params stop_sp; // chat stop strings, for the shared matcher
     struct sbuf sse;
+    json_t *plp; // prompt_logprobs: per prompt, vLLM's list ([null, {id: {logprob, rank,
+                 // decoded_token}}, ...]); NULL when not asked
     struct gl_api_rs_stream rs; // Responses API streaming: the open output item
     int64_t rs_seq;             // its events' sequence_number
     int failed;
@@ -197,6 +199,14 @@ gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *
     for (int32_t i = 0; i < r->n_prompts; i++)
         s->prompt_tokens += r->prompts[i].n;
     gl_status st = s->ch ? GL_OK : gl_err_set(err, GL_E_NOMEM, "api: no memory for choices");
+    if (st == GL_OK && r->sp.prompt_logprobs >= 0) { // position 0 has no logprob: null
+        s->plp = json_array();
+        for (int32_t i = 0; s->plp && i < r->n_prompts; i++)
+            if (json_array_append_new(s->plp, json_pack("[n]")))
+                json_decref(s->plp), s->plp = NULL;
+        if (!s->plp)
+            st = gl_err_set(err, GL_E_NOMEM, "api: no memory for prompt logprobs");
+    }
     for (int32_t i = 0; st == GL_OK && i < s->n_ch; i++) {
         struct choice *ch = &s->ch[i];
         ch->s = s;
@@ -255,6 +265,7 @@ void gl_api_resp_free(struct gl_api_resp *s)
         json_decref(ch->stop_reason);
     }
     gl_free(s->ch);
+    json_decref(s->plp);
     gl_free(s->sse.p);
     gl_free(s);
 }
@@ -579,11 +590,43 @@ static void add_logprobs(struct choice *ch, const struct gl_event *ev, int32_t i
                           json_integer((json_int_t)text_offset));
 }
 
+// One prompt position as vLLM's Logprob dict: the prompt token (its rank) and the top k (ranks
+// 1..k), keyed by token id; the token appears once when it is among the top.
+static json_t *plp_entry(const struct gl_tokenizer *t, const struct gl_event *ev, int32_t i,
+                         int32_t token)
+{
+    json_t *o = json_object();
+    for (int32_t k = -1; o && k < ev->plp_k; k++) {
+        int32_t id = k < 0 ? token : ev->plp_top_ids[(size_t)i * (size_t)ev->plp_k + (size_t)k];
+        float lp = k < 0 ? ev->plp_logprobs[i]
+                         : ev->plp_top_logprobs[(size_t)i * (size_t)ev->plp_k + (size_t)k];
+        char key[16];
+        snprintf(key, sizeof key, "%d", (int)id);
+        if (k >= 0 && id == token)
+            continue;
+        json_object_set_new(o, key,
+                            json_pack("{s:f,s:i,s:o}", "logprob", (double)lp, "rank",
+                                      k < 0 ? ev->plp_ranks[i] : k + 1, "decoded_token",
+                                      tok_json(t, id, NULL)));
+    }
+    return o;
+}
+
 int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_event *ev)
 {
     const struct gl_api_req *r = s->r;
     if (prompt < 0 || prompt >= r->n_prompts || ev->index < 0 || ev->index >= r->sp.n)
         return 0;
+    if (ev->n_plp > 0) { // prompt logprobs (engine.h): positions in order, no tokens
+        json_t *list = json_array_get(s->plp, (size_t)prompt);
+        const struct gl_api_prompt *p = &r->prompts[prompt];
+        for (int32_t i = 0; list && i < ev->n_plp; i++) {
+            int32_t pos = ev->plp_pos + i;
+            GL_ASSERT(pos >= 1 && pos < p->n && (size_t)pos == json_array_size(list));
+            json_array_append_new(list, plp_entry(s->c->tok, ev, i, p->ids[pos]));
+        }
+        return 0;
+    }
     struct choice *ch = &s->ch[prompt * r->sp.n + ev->index];
     if (ch->finished || s->failed)
         return 0;
@@ -721,6 +764,8 @@ json_t *gl_api_resp_json(const struct gl_api_resp *s)
                           "finish_reason", ch->finish ? ch->finish : "abort", "stop_reason",
                           ch->stop_reason);
         }
+        if (c && s->plp && r->ep == GL_API_COMPLETIONS)
+            json_object_set(c, "prompt_logprobs", json_array_get(s->plp, (size_t)(i / r->sp.n)));
         if (c && ch->ids) {
             json_object_set(c, "token_ids", ch->ids);
             const struct gl_api_prompt *p = &r->prompts[i / r->sp.n];
@@ -743,6 +788,8 @@ json_t *gl_api_resp_json(const struct gl_api_resp *s)
     json_object_set_new(o, "object",
                         json_string(r->ep == GL_API_CHAT ? "chat.completion" : "text_completion"));
     json_object_set_new(o, "choices", choices);
+    if (s->plp && r->ep == GL_API_CHAT)
+        json_object_set(o, "prompt_logprobs", json_array_get(s->plp, 0));
     json_object_set_new(o, "usage", usage_json(s));
     return o;
 }

@@ -61,7 +61,10 @@ struct seq {
     int64_t chunk;           // tokens scheduled this step (0: not scheduled)
     int64_t t_scheduled_us;  // first admission to the running set (gl_time_us; 0: never)
     int64_t n_prompt_cached; // prompt positions reused from the prefix cache at that admission
-    int32_t logits_row;
+    int32_t logits_row;      // first row of this step's logits, or -1
+    int32_t sample_row;      // row to sample from (the chunk ends the pending tokens), or -1
+    int64_t pos0;            // first position of this step's chunk
+    int32_t plp_done;        // prompt positions 1 .. plp_done have had their prompt logprobs sent
 };
 
 struct gl_engine {
@@ -83,7 +86,8 @@ struct gl_engine {
     int32_t n_sched;
     struct gl_batch_seq *bs;
     struct gl_kv_view *views; // [max_num_seqs * n_layer]
-    float *logits;            // [max_num_seqs * n_vocab]
+    float *logits;            // [(max_num_seqs + GL_ENGINE_PLP_ROWS) * n_vocab]
+    int32_t plp_left;         // this step's logits rows left for prompt logprobs
     float *raw;               // [n_vocab] unmodified row for raw logprobs
     const float **embd;       // [max_num_batched_tokens] given input rows of the step (or NULL)
     struct gl_sample_work work;
@@ -326,7 +330,7 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     e->sched = gl_malloc((size_t)S * sizeof *e->sched);
     e->bs = gl_malloc((size_t)S * sizeof *e->bs);
     e->views = gl_malloc((size_t)S * (size_t)e->n_layer * sizeof *e->views);
-    e->logits = gl_malloc((size_t)S * (size_t)e->n_vocab * sizeof(float));
+    e->logits = gl_malloc((size_t)(S + GL_ENGINE_PLP_ROWS) * (size_t)e->n_vocab * sizeof(float));
     e->raw = gl_malloc((size_t)e->n_vocab * sizeof(float));
     e->embd = gl_malloc((size_t)p->max_num_batched_tokens * sizeof *e->embd);
     e->cap_text = 4096;
@@ -766,6 +770,55 @@ static int32_t jump_forward(struct gl_engine *e, struct seq *s, struct gl_logits
     return added;
 }
 
+// Prompt logprobs of this step's chunk (rows logits_row.. for positions pos0..): position p's
+// row scores prompt token p + 1. Positions already sent (before a preemption) are skipped.
+// Returns 0, or -1 after finishing s with an error (out of memory).
+static int emit_plp(struct gl_engine *e, struct seq *s)
+{
+    const struct req *r = s->req;
+    const int32_t V = e->n_vocab, k = r->sp.prompt_logprobs;
+    const int32_t first = s->plp_done + 1; // the next prompt position to score
+    int64_t end = s->pos0 + s->chunk;      // one past the last position this chunk scores
+    end = end < r->n_prompt - 1 ? end : r->n_prompt - 1;
+    const int32_t n = (int32_t)end - first + 1;
+    if (n <= 0)
+        return 0;
+    float *lp = gl_malloc((size_t)n * sizeof *lp);
+    int32_t *rank = gl_malloc((size_t)n * sizeof *rank);
+    int32_t *top_id = gl_malloc((size_t)n * (size_t)(k + 1) * sizeof *top_id);
+    float *top_lp = gl_malloc((size_t)n * (size_t)(k + 1) * sizeof *top_lp);
+    int ok = lp && rank && top_id && top_lp;
+    for (int32_t i = 0; ok && i < n; i++) {
+        const int32_t p = first + i; // scored by the logits of position p - 1
+        const float *row = e->logits + (size_t)(s->logits_row + (p - 1 - s->pos0)) * (size_t)V;
+        gl_sample_logprobs(row, V, r->prompt[p], k, &lp[i], top_id + (size_t)i * (size_t)k,
+                           top_lp + (size_t)i * (size_t)k);
+        rank[i] = gl_sample_rank(row, V, r->prompt[p]);
+    }
+    if (ok) {
+        struct gl_event ev = {.text = "",
+                              .stop_token = -1,
+                              .plp_pos = first,
+                              .n_plp = n,
+                              .plp_k = k,
+                              .plp_logprobs = lp,
+                              .plp_ranks = rank,
+                              .plp_top_ids = top_id,
+                              .plp_top_logprobs = top_lp};
+        s->plp_done = (int32_t)end;
+        emit(s, &ev);
+    }
+    gl_free(lp);
+    gl_free(rank);
+    gl_free(top_id);
+    gl_free(top_lp);
+    if (ok)
+        return 0;
+    remove_from(e->running, &e->n_running, s);
+    finish_now(e, s, GL_FINISH_ERROR, "engine: out of memory for prompt logprobs");
+    return -1;
+}
+
 // Samples the next token of s from its logits row, then (jump-forward) the processor's forced
 // tokens, and emits one event for all of them.
 static void sample_one(struct gl_engine *e, struct seq *s, float *row)
@@ -846,6 +899,14 @@ static int push_waiting(struct gl_engine *e, struct seq *s, int front)
     return 0;
 }
 
+// Choice 0 of a prompt_logprobs request whose prompt logprobs are not all sent: every position
+// of its prompt needs its logits row, so it takes no prefix-cache hit and its chunks are cut to
+// the rows left (GL_ENGINE_PLP_ROWS beyond the one row every sequence has).
+static int wants_plp(const struct seq *s)
+{
+    return s->index == 0 && s->req->sp.prompt_logprobs >= 0 && s->plp_done < s->req->n_prompt - 1;
+}
+
 static void unschedule(struct gl_engine *e, struct seq *s, int32_t *budget)
 {
     if (s->chunk == 0)
@@ -870,6 +931,10 @@ static void preempt(struct gl_engine *e, struct seq *v, int32_t *budget)
 
 static void add_sched(struct gl_engine *e, struct seq *s, int64_t n, int32_t *budget)
 {
+    if (wants_plp(s) && n > 1 + e->plp_left) // the pages reserved for n cover the shorter chunk
+        n = 1 + e->plp_left;
+    if (wants_plp(s))
+        e->plp_left -= (int32_t)n - 1;
     s->chunk = n;
     *budget -= (int32_t)n;
     e->sched[e->n_sched++] = s;
@@ -920,8 +985,9 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
         return -1;
     if (gl_kv_seq_new(e->pool, &s->kv, NULL) != GL_OK)
         return 0;
-    int64_t reused =
-        e->p.kv.prefix_cache ? gl_kv_seq_reuse_prefix(s->kv, seq_keys(s), s->n_tok) : 0;
+    int64_t reused = e->p.kv.prefix_cache && !wants_plp(s)
+                         ? gl_kv_seq_reuse_prefix(s->kv, seq_keys(s), s->n_tok)
+                         : 0;
     int64_t n = s->n_tok - reused;
     n = n < *budget ? n : *budget;
     // Into an empty pool a first chunk too big for it is split (each sliding group holds the
@@ -956,6 +1022,7 @@ static void schedule(struct gl_engine *e)
     int32_t budget = e->p.max_num_batched_tokens;
     e->n_sched = 0;
     e->preempted_now = 0;
+    e->plp_left = GL_ENGINE_PLP_ROWS;
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t i = 0; i < e->n_running && budget > 0; i++) {
             struct seq *s = e->running[i];
@@ -1070,7 +1137,7 @@ static void publish(struct gl_engine *e)
 static const uint32_t *head_mask(const struct gl_engine *e, const struct seq *s)
 {
     const struct req *r = s->req;
-    if (s->logits_row < 0 || !r->procs || r->sp.logprobs >= 0)
+    if (s->logits_row < 0 || !r->procs || r->sp.logprobs >= 0 || wants_plp(s))
         return NULL;
     const struct gl_logits_processor *proc = &r->procs[s->index];
     return proc->allowed ? proc->allowed(proc->user, e->n_vocab) : NULL;
@@ -1105,13 +1172,20 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
                 embd = NULL;
             for (int32_t l = 0; l < L; l++)
                 e->views[(size_t)i * (size_t)L + (size_t)l] = gl_kv_seq_view(s->kv, l);
-            s->logits_row = s->n_computed + s->chunk == s->n_tok ? row++ : -1;
+            // Rows: one for a chunk that ends the pending tokens (sampled), or every position
+            // of a prompt-logprobs chunk (add_sched bounded their sum).
+            const int ends = s->n_computed + s->chunk == s->n_tok, plp = wants_plp(s);
+            const int32_t n_out = plp ? (int32_t)s->chunk : ends;
+            s->logits_row = n_out > 0 ? row : -1;
+            s->sample_row = ends ? row + n_out - 1 : -1;
+            s->pos0 = s->n_computed;
+            row += n_out;
             e->bs[i] = (struct gl_batch_seq){.tokens = s->tok + s->n_computed,
                                              .n = (int32_t)s->chunk,
                                              .pos0 = s->n_computed,
                                              .views = &e->views[(size_t)i * (size_t)L],
                                              .logits_row = s->logits_row,
-                                             .n_logits = 1,
+                                             .n_logits = n_out,
                                              .head_mask = head_mask(e, s),
                                              .embd = embd};
         }
@@ -1131,9 +1205,11 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
         e->n_sched = 0;
         for (int32_t i = 0; i < n; i++) {
             struct seq *s = e->sched[i];
+            if (st == GL_OK && wants_plp(s) && emit_plp(e, s) != 0)
+                continue; // s is gone
             s->chunk = 0;
-            if (st == GL_OK && s->logits_row >= 0)
-                sample_one(e, s, e->logits + (size_t)s->logits_row * (size_t)e->n_vocab);
+            if (st == GL_OK && s->sample_row >= 0)
+                sample_one(e, s, e->logits + (size_t)s->sample_row * (size_t)e->n_vocab);
         }
     }
     publish(e);

@@ -104,6 +104,10 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
 // head_mask): the ones mask() keeps are bit-identical, so the output does not change. Not used
 // when the request asks for logprobs (they are of the unmasked logits).
 #define GL_ENGINE_MAX_FORCED 64
+// Logits rows a step may spend on prompt logprobs beyond one per sequence (sp.prompt_logprobs:
+// choice 0 computes every prompt position's row, so it takes no prefix-cache hit and its prefill
+// chunks are cut to what fits; 32 rows of a 202k vocabulary are 26 MB).
+#define GL_ENGINE_PLP_ROWS 32
 struct gl_logits_processor {
     void *user;
     void (*mask)(void *user, float *logits, int32_t n_vocab);
@@ -145,6 +149,16 @@ struct gl_event {
     int64_t t_scheduled_us;        // when the choice first entered the running batch
                                    // (gl_time_us; 0: not yet): queue time ends, prefill begins
     int64_t n_prompt_cached;       // prompt positions the prefix cache supplied then
+    // Prompt logprobs (sp.prompt_logprobs >= 0; choice 0 only, before its first token; events
+    // with n_plp > 0 carry no tokens): prompt positions plp_pos .. plp_pos + n_plp - 1, each the
+    // raw logprob and rank (gl_sample_rank) of its prompt token under the logits of the position
+    // before it, and the top plp_k ids and logprobs there ([n_plp * plp_k]). Every position
+    // 1 .. n_prompt - 1 is sent exactly once, in order, also across preemption.
+    int32_t plp_pos, n_plp, plp_k;
+    const float *plp_logprobs;
+    const int32_t *plp_ranks;
+    const int32_t *plp_top_ids;
+    const float *plp_top_logprobs;
 };
 typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
 

@@ -71,6 +71,7 @@ struct gl_sample_params gl_sample_default_params(void)
     p.top_p = 1.0f;
     p.repetition_penalty = 1.0f;
     p.logprobs = -1;
+    p.prompt_logprobs = -1;
     p.skip_special_tokens = 1;
     return p;
 }
@@ -125,6 +126,9 @@ gl_status gl_sample_params_check(const struct gl_sample_params *p, int32_t n_voc
     if (p->logprobs > GL_SAMPLE_MAX_LOGPROBS)
         return gl_err_set(err, GL_E_INVAL, "sampling: logprobs %d over the limit %d", p->logprobs,
                           GL_SAMPLE_MAX_LOGPROBS);
+    if (p->prompt_logprobs > GL_SAMPLE_MAX_LOGPROBS)
+        return gl_err_set(err, GL_E_INVAL, "sampling: prompt_logprobs %d over the limit %d",
+                          p->prompt_logprobs, GL_SAMPLE_MAX_LOGPROBS);
     if ((st = check_ids(p->allowed_ids, p->n_allowed, n_vocab, "allowed_token_ids", err)) ||
         (st = check_ids(p->bad_ids, p->n_bad, n_vocab, "bad token ids", err)) ||
         (st = check_ids(p->stop_token_ids, p->n_stop_ids, n_vocab, "stop_token_ids", err)))
@@ -471,4 +475,14 @@ void gl_sample_logprobs(const float *logits, int32_t n_vocab, int32_t chosen, in
     }
     for (int32_t i = 0; i < n; i++)
         top_lps[i] = (float)((double)top_lps[i] - lse);
+}
+
+int32_t gl_sample_rank(const float *logits, int32_t n_vocab, int32_t id)
+{
+    GL_ASSERT(id >= 0 && id < n_vocab);
+    const float v = logits[id];
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        n += logits[i] >= v;
+    return n;
 }

@@ -62,7 +62,10 @@ struct gl_sample_params {
     const int32_t *stop_token_ids; // [n_stop_ids]
     int32_t n_stop_ids;
     int32_t include_stop_str_in_output; // keep the stop string
-    int32_t logprobs;            // < 0: none; k in 0..20: chosen token + top k (raw logprobs)
+    int32_t logprobs; // < 0: none; k in 0..20: chosen token + top k (raw logprobs)
+    // vLLM's prompt_logprobs: < 0: none; k in 0..20: every prompt token after the first gets its
+    // raw logprob and rank under the logits of the position before it, and the top k there
+    int32_t prompt_logprobs;
     int32_t skip_special_tokens; // default 1: special tokens add no text
 };
 struct gl_sample_params gl_sample_default_params(void);
@@ -117,3 +120,5 @@ int32_t gl_sample_argmax(const float *logits, int32_t n_vocab);
 // logit, ties by id, descending) and their logprobs into top_ids/top_lps (top_n <= 20).
 void gl_sample_logprobs(const float *logits, int32_t n_vocab, int32_t chosen, int32_t top_n,
                         float *chosen_lp, int32_t *top_ids, float *top_lps);
+// vLLM's rank of id in a row: how many entries are >= logits[id] (1 for the argmax).
+int32_t gl_sample_rank(const float *logits, int32_t n_vocab, int32_t id);

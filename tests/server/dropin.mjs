@@ -302,7 +302,7 @@ async function main() {
     });
 
     await check("fields.output_changing_refused_by_name", async () => {
-        const cases = { audio: { voice: "alloy", format: "wav" }, web_search_options: {}, functions: [{ name: "f", parameters: {} }], function_call: "auto", logprob_token_ids: [1, 2], bad_words: ["x"], chat_template: "{{ messages }}", prompt_logprobs: 1, repetition_detection: { max_pattern_size: 4 } };
+        const cases = { audio: { voice: "alloy", format: "wav" }, web_search_options: {}, functions: [{ name: "f", parameters: {} }], function_call: "auto", logprob_token_ids: [1, 2], bad_words: ["x"], chat_template: "{{ messages }}", repetition_detection: { max_pattern_size: 4 } };
         for (const [k, v] of Object.entries(cases)) {
             const r = await chatRaw({ messages: MSG("x"), max_tokens: 2, [k]: v });
             assert(r.status === 400 && r.json?.error?.param === k, `${k}: HTTP ${r.status} param ${r.json?.error?.param}`);
@@ -317,6 +317,34 @@ async function main() {
     await check("fields.priority_as_vllm", async () => {
         const r = await chatRaw({ messages: MSG("x"), max_tokens: 2, priority: 5 });
         assert(r.status === 400 && r.json.error.param === "priority" && /Priority scheduling is not enabled/.test(r.json.error.message), `priority 5: ${r.status} ${short(r.text)}`);
+    });
+
+    // vLLM's prompt_logprobs: each prompt position after the first scored under the logits of the
+    // one before it. The generation's own logprobs are the reference: a greedy completion's
+    // tokens sent back as prompt must get the logprobs they were generated with, and rank 1.
+    await check("fields.prompt_logprobs", async () => {
+        const post = (b) => http(srv.base, "POST", "/v1/completions", { body: { model: NAME, max_tokens: 6, temperature: 0, ...b } });
+        const g = await post({ prompt: "The sea is", logprobs: 0, return_token_ids: true });
+        assert(g.status === 200, `greedy: ${g.status} ${short(g.text)}`);
+        const gen = g.json.choices[0].token_ids, lps = g.json.choices[0].logprobs.token_logprobs, pids = g.json.choices[0].prompt_token_ids;
+        const r = await post({ prompt: [...pids, ...gen], max_tokens: 1, prompt_logprobs: 2, add_special_tokens: false });
+        assert(r.status === 200, `prompt_logprobs: ${r.status} ${short(r.text)}`);
+        const pl = r.json.choices[0].prompt_logprobs;
+        assert(Array.isArray(pl) && pl.length === pids.length + gen.length && pl[0] === null, `list of ${pl?.length} for ${pids.length + gen.length} prompt tokens, first ${short(pl?.[0])}`);
+        for (let i = 1; i < pl.length; i++) {
+            const ids = [...pids, ...gen], e = pl[i][String(ids[i])];
+            assert(e && Object.keys(pl[i]).length >= 2 && Object.keys(pl[i]).length <= 3 && Number.isInteger(e.rank) && e.rank >= 1, `position ${i}: ${short(pl[i])}`);
+        }
+        for (let i = 0; i < gen.length; i++) {
+            const e = pl[pids.length + i][String(gen[i])];
+            assert(e.rank === 1 && Math.abs(e.logprob - lps[i]) < 0.02, `generated token ${i} (${gen[i]}): prompt logprob ${e.logprob} rank ${e.rank}, generated with ${lps[i]}`);
+        }
+        const c = await chatRaw({ messages: MSG("x"), max_tokens: 2, prompt_logprobs: 0 });
+        assert(c.status === 200 && c.json.prompt_logprobs?.length === c.json.usage.prompt_tokens && c.json.prompt_logprobs[0] === null, `chat: top-level prompt_logprobs ${short(c.json.prompt_logprobs?.length)} for ${c.json.usage?.prompt_tokens}`);
+        for (const [b, why] of [[{ prompt_logprobs: 1, stream: true }, "stream=True"], [{ prompt_logprobs: -1 }, "max-logprobs"], [{ prompt_logprobs: 21 }, "prompt_logprobs"]]) {
+            const x = await chatRaw({ messages: MSG("x"), max_tokens: 2, ...b });
+            assert(x.status === 400 && x.json.error.param === "prompt_logprobs" && x.text.includes(why), `${short(b)}: ${x.status} ${short(x.text)}`);
+        }
     });
 
     await check("fields.truncate_prompt_tokens", async () => {

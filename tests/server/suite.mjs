@@ -916,9 +916,9 @@ async function main_() {
         }
         const plain = await http(main.base, "POST", "/v1/completions", { key: KEY, body: { model: NAME, prompt: "x", max_tokens: 2 } });
         assert(plain.status === 200 && !plain.headers.get("x-glint-ignored-fields"), `a request with only known fields got X-Glint-Ignored-Fields ${short(plain.headers.get("x-glint-ignored-fields"))}`);
-        // Refused by name: not implemented (prompt_logprobs, audio output), or vLLM's own 400
+        // Refused by name: not implemented (audio output, hosted search), or vLLM's own 400
         // (priority without --scheduling-policy priority).
-        for (const [k, v, ep, why] of [["prompt_logprobs", 1, "chat", "not computed"], ["priority", 3, "chat", "Priority scheduling is not enabled"], ["modalities", ["text", "audio"], "chat", "only \"text\""], ["web_search_options", {}, "chat", "hosted tool"]]) {
+        for (const [k, v, ep, why] of [["priority", 3, "chat", "Priority scheduling is not enabled"], ["modalities", ["text", "audio"], "chat", "only \"text\""], ["web_search_options", {}, "chat", "hosted tool"]]) {
             const body = ep === "chat" ? { model: NAME, messages: MSGS, max_tokens: 2, [k]: v } : { model: NAME, prompt: "x", max_tokens: 2, [k]: v };
             const r = await http(main.base, "POST", ep === "chat" ? "/v1/chat/completions" : "/v1/completions", { key: KEY, body });
             expectError(r, 400, [k, why], `${k}: ${short(v)}: `);

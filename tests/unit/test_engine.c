@@ -14,6 +14,7 @@
 #include "quant/quant.h"
 #include "test.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1437,6 +1438,119 @@ TEST(test_partial_head_same_tokens)
         CHECK(res[1][N - 1].lp[t] == res[0][N - 1].lp[t]);
 }
 
+// ---- prompt logprobs ----
+
+enum { PLP_MAX = 128, PLP_K = 3 };
+struct plp_result {
+    struct result r;
+    float lp[PLP_MAX];
+    int32_t rank[PLP_MAX], top[PLP_MAX][PLP_K];
+    int32_t next; // the next position expected (1 first)
+    int in_order, after_tokens;
+};
+
+static void on_plp(void *user, const struct gl_event *ev)
+{
+    struct plp_result *q = user;
+    if (ev->n_plp == 0) {
+        on_event(&q->r, ev);
+        return;
+    }
+    q->in_order &= ev->plp_pos == q->next && ev->plp_k == PLP_K && ev->n_tokens == 0;
+    q->after_tokens |= q->r.n_tok > 0;
+    for (int32_t i = 0; i < ev->n_plp && ev->plp_pos + i < PLP_MAX; i++) {
+        q->lp[ev->plp_pos + i] = ev->plp_logprobs[i];
+        q->rank[ev->plp_pos + i] = ev->plp_ranks[i];
+        for (int k = 0; k < PLP_K; k++)
+            q->top[ev->plp_pos + i][k] = ev->plp_top_ids[i * PLP_K + k];
+    }
+    q->next = ev->plp_pos + ev->n_plp;
+}
+
+// Every prompt position's logprob, rank and top 3 against the teacher-forced logits of a plain
+// single-sequence forward (all rows), for prompts longer than the step's spare rows (chunks cut),
+// next to a plain request, after the same prompt filled the prefix cache (no hit may be taken),
+// and through preemption in a pool too small for all three; the generated tokens are unchanged.
+TEST(test_prompt_logprobs)
+{
+    for (int tight = 0; tight < 2; tight++) {
+        struct gl_err err = {0};
+        struct gl_engine_params p = eparams(GL_KV_F32, tight ? 56 * 1024 : 1 << 22, 4, 48);
+        struct gl_engine *e = NULL;
+        GL_ASSERT_MSG(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK, "%s", err.msg);
+        int32_t pa[100], pb[60];
+        for (int i = 0; i < 100; i++)
+            pa[i] = (7 + i * 13) % T_V;
+        for (int i = 0; i < 60; i++)
+            pb[i] = (5 + i * 31) % T_V;
+        struct gl_sample_params sp = greedy(6);
+        struct result warm = {0}, plain = {0};
+        submit(e, pa, 100, &sp, &warm, NULL); // fills the prefix cache with pa
+        run_to_end(e);
+        struct plp_result *qa = calloc(2, sizeof *qa);
+        GL_ASSERT(qa);
+        sp.prompt_logprobs = PLP_K;
+        const int32_t *prm[2] = {pa, pb};
+        const int32_t np[2] = {100, 60};
+        for (int j = 0; j < 2; j++) {
+            qa[j].next = 1;
+            qa[j].in_order = 1;
+            struct gl_request rq = {
+                .prompt = prm[j], .n_prompt = np[j], .sp = sp, .on_event = on_plp, .user = &qa[j]};
+            GL_ASSERT(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+        }
+        struct gl_sample_params sp0 = greedy(6);
+        submit(e, pb, 60, &sp0, &plain, NULL);
+        run_to_end(e);
+        for (int j = 0; j < 2; j++) {
+            struct plp_result *q = &qa[j];
+            const int32_t n = np[j];
+            CHECKF(q->in_order && q->next == n && !q->after_tokens,
+                   "tight %d prompt %d: positions in order %d, next %d of %d, after tokens %d",
+                   tight, j, q->in_order, q->next, n, q->after_tokens);
+            struct gl_model_ctx *c = NULL;
+            struct gl_kv_cache *kv = NULL;
+            GL_ASSERT(gl_model_ctx_new(&c, g_model, n, 1, T_CTX, &err) == GL_OK);
+            GL_ASSERT(gl_kv_cache_new(&kv, &g_model->cfg, T_CTX, &err) == GL_OK);
+            float *lg = malloc((size_t)n * T_V * sizeof *lg);
+            GL_ASSERT(lg);
+            GL_ASSERT(gl_model_forward(c, kv, prm[j], n, 0, lg, 1, NULL, &err) == GL_OK);
+            int bad = 0;
+            for (int32_t pos = 1; pos < n; pos++) {
+                const float *row = lg + (size_t)(pos - 1) * T_V;
+                float want, tlp[PLP_K];
+                int32_t tid[PLP_K];
+                gl_sample_logprobs(row, T_V, prm[j][pos], PLP_K, &want, tid, tlp);
+                int ok = fabsf(q->lp[pos] - want) < 1e-4f &&
+                         abs(q->rank[pos] - gl_sample_rank(row, T_V, prm[j][pos])) <= 1 &&
+                         q->top[pos][0] == tid[0];
+                if (!ok && bad++ < 3)
+                    fprintf(stderr,
+                            "  tight %d prompt %d pos %d: lp %g vs %g, rank %d, top %d vs %d\n",
+                            tight, j, pos, (double)q->lp[pos], (double)want, q->rank[pos],
+                            q->top[pos][0], tid[0]);
+            }
+            CHECKF(bad == 0, "tight %d prompt %d: %d positions differ", tight, j, bad);
+            int32_t ref[8];
+            reference(prm[j], n, 6, ref);
+            CHECKF(q->r.n_tok == 6 && memcmp(ref, q->r.tok, 6 * sizeof *ref) == 0,
+                   "tight %d prompt %d: generated tokens changed", tight, j);
+            free(lg);
+            gl_kv_cache_delete(kv);
+            gl_model_ctx_delete(c);
+        }
+        CHECK(plain.n_tok == 6 && memcmp(plain.tok, qa[1].r.tok, 6 * sizeof plain.tok[0]) == 0);
+        struct gl_engine_stats st;
+        gl_engine_stats(e, &st);
+        if (tight)
+            CHECKF(st.n_preempted_total > 0, "the tight pool preempted nothing (%lld)",
+                   (long long)st.n_preempted_total);
+        CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+        free(qa);
+        gl_engine_free(e);
+    }
+}
+
 static void cleanup_model(void)
 {
     gl_model_delete(g_model);
@@ -1461,5 +1575,5 @@ int main(void)
               test_pool_too_small_is_refused, test_random_ops,
               test_jump_forward_same_tokens_fewer_steps, test_jump_forward_length,
               test_jump_forward_stops, test_jump_forward_not_with_logprobs,
-              test_partial_head_same_tokens);
+              test_partial_head_same_tokens, test_prompt_logprobs);
 }
