@@ -120,7 +120,7 @@ base="http://127.0.0.1:$port"
 health=()
 [ "$engine" = podman ] && health=(--health-interval disable)
 "$engine" run -d --name "$ctr_a" --network host "${health[@]}" -e GLINT_PORT="$port" "$name" \
-    --host 127.0.0.1 --threads 1 >/dev/null || true
+    --host 127.0.0.1 --threads 1 >/dev/null 2>"$tmp/run-a.err" || cat "$tmp/run-a.err"
 if wait_health "$ctr_a"; then
     check 0 "container A (no --model, no volume) answers /health on $base"
     sum_in="$("$engine" exec "$ctr_a" sha256sum /tmp/glint-tiny-random-Q8_0.gguf | cut -d' ' -f1)"
@@ -154,7 +154,7 @@ fi
 "$engine" run -d --name "$ctr_b" --network host "${health[@]}" --read-only --user 65532:65532 \
     -v "$(dirname "$HOST_MODEL"):/models:ro" "$name" --model "/models/$(basename "$HOST_MODEL")" \
     --served-model-name glint-tiny-random --host 127.0.0.1 --port "$port" --threads 1 \
-    --shutdown-timeout 60 >/dev/null || true
+    --shutdown-timeout 60 >/dev/null 2>"$tmp/run-b.err" || cat "$tmp/run-b.err"
 if wait_health "$ctr_b"; then
     check 0 "container B (read-only root, model from a read-only volume) answers /health"
     timeout -k 5 180 node tests/deploy/container.mjs sigterm --base "$base" --engine "$engine" \

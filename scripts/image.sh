@@ -109,7 +109,9 @@ echo "image: $engine build glint:$version (base $base, revision $revision)"
 t0=$(date +%s)
 # shellcheck disable=SC2086
 "$engine" build "${format[@]}" ${IMAGE_BUILD_FLAGS:-} -f "$ctx/Containerfile" \
-    --build-arg BASE="$base" --build-arg VERSION="$version" --build-arg REVISION="$revision" \
+    --build-arg BASE="$base" --label org.opencontainers.image.version="$version" \
+    --label org.opencontainers.image.revision="$revision" \
+    --label org.opencontainers.image.base.name="$base" \
     -t "glint:$version" -t glint:latest "$ctx"
 size="$("$engine" image inspect --format '{{.Size}}' "glint:$version")"
 echo "image: built glint:$version and glint:latest in $(($(date +%s) - t0)) s," \
