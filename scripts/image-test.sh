@@ -72,6 +72,8 @@ check() { # CONDITION-STATUS MESSAGE
     if [ "$1" = 0 ]; then echo "ok   $2"; else echo "FAIL $2"; fail=1; fi
 }
 logs_tail() { "$engine" logs "$1" 2>&1 | tail -n 15 | sed 's/^/    | /'; }
+# (Into a file first: `grep -q` in a pipe would stop the reader early, failing under pipefail.)
+logs_have() { "$engine" logs "$1" >"$tmp/logs" 2>&1; grep -q "$2" "$tmp/logs"; echo $?; }
 
 # ---- 1. build from a clean clone ----------------------------------------------------------------
 head="$(git rev-parse HEAD)"
@@ -142,7 +144,7 @@ if wait_health "$ctr_a"; then
         check "$rc" "the image's HEALTHCHECK passes ($hc)"
     fi
     timeout -k 5 180 node tests/deploy/container.mjs serve --base "$base" || fail=1
-    check "$("$engine" logs "$ctr_a" 2>&1 | grep -q "serving 'glint-tiny-random'"; echo $?)" \
+    check "$(logs_have "$ctr_a" "serving 'glint-tiny-random'")" \
         "glint's log is on the container's stderr ($engine logs)"
 else
     check 1 "container A answers /health on $base"
@@ -161,7 +163,7 @@ if wait_health "$ctr_b"; then
         --name "$ctr_b" || fail=1
     code="$(timeout -k 5 90 "$engine" wait "$ctr_b" 2>/dev/null | tail -n 1 || echo none)"
     check "$([ "$code" = 0 ]; echo $?)" "container B exit code after SIGTERM: $code (want 0)"
-    check "$("$engine" logs "$ctr_b" 2>&1 | grep -q 'SIGTERM: draining'; echo $?)" \
+    check "$(logs_have "$ctr_b" 'SIGTERM: draining')" \
         "its log says glint drained on SIGTERM"
     [ "$code" = 0 ] || logs_tail "$ctr_b"
 else
