@@ -26,10 +26,12 @@ t_start=$(date +%s)
 say() { echo "container: $*"; }
 
 tmp="$(mktemp -d)"
-engine="${CONTAINER_ENGINE:-}"
-if [ -z "$engine" ] && command -v podman >/dev/null 2>&1; then
+engine=""
+for e in ${CONTAINER_ENGINE:-podman docker}; do
+    command -v "$e" >/dev/null 2>&1 || continue
     # This sandbox's podman: crun fails on its hybrid cgroups and rlimits may not be set.
-    if [ -z "${CONTAINERS_CONF:-}" ] && command -v runc >/dev/null 2>&1; then
+    if [ "$(basename "$e")" = podman ] && [ -z "${CONTAINERS_CONF:-}" ] &&
+        command -v runc >/dev/null 2>&1; then
         cat >"$tmp/containers.conf" <<'EOF'
 [containers]
 default_ulimits = []
@@ -41,14 +43,15 @@ events_logger = "file"
 EOF
         export CONTAINERS_CONF="$tmp/containers.conf"
     fi
-    podman info >/dev/null 2>&1 && engine=podman
-fi
-if [ -z "$engine" ] && command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
-    engine=docker
-fi
+    if "$e" info >/dev/null 2>&1; then
+        engine="$e"
+        break
+    fi
+done
 if [ -z "$engine" ]; then
     rm -rf "$tmp"
-    say "SKIP: neither podman nor docker is present and usable here (Debian: apt-get install podman runc mmdebstrap)"
+    say "SKIP: no container engine is present and usable here (tried: ${CONTAINER_ENGINE:-podman" \
+        "docker}; on Debian: apt-get install podman runc mmdebstrap)"
     exit 0
 fi
 export CONTAINER_ENGINE="$engine"

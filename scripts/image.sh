@@ -50,7 +50,8 @@ vocab="${GLINT_VOCAB:-../shared/data/tokenizer/llama4-tokenizer.model}"
 
 # The base: Debian 12 either way. Without a registry, a minbase root filesystem from Debian's
 # mirror, made once and kept as glint-base:bookworm (remove that image to refresh it). The dpkg
-# excludes are bookworm-slim's (no man pages, docs or translations; copyright files stay).
+# and apt settings are bookworm-slim's: no man pages, docs or translations (copyright files
+# stay), no fsync per unpacked file. The tarball is imported only once mmdebstrap succeeded.
 base="${BASE:-}"
 if [ -z "$base" ]; then
     if image_exists glint-base:bookworm; then
@@ -59,9 +60,12 @@ if [ -z "$base" ]; then
         mirror="${MIRROR:-http://deb.debian.org/debian}"
         echo "image: making the base glint-base:bookworm with mmdebstrap from $mirror"
         t0=$(date +%s)
+        rootfs="$(mktemp --suffix=.tar)"
+        trap 'rm -f "$rootfs"' EXIT
         mmdebstrap --quiet --variant=minbase --format=tar \
             --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
             --aptopt='Acquire::Languages "none"' \
+            --dpkgopt=force-unsafe-io \
             --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
             --dpkgopt='path-exclude=/usr/share/doc/*' \
             --dpkgopt='path-include=/usr/share/doc/*/copyright' \
@@ -70,10 +74,11 @@ if [ -z "$base" ]; then
             --dpkgopt='path-exclude=/usr/share/groff/*' \
             --dpkgopt='path-exclude=/usr/share/lintian/*' \
             bookworm - "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
-            "deb ${mirror%/debian}/debian-security bookworm-security main" </dev/null |
-            "$engine" import \
-                --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-                --change 'CMD ["bash"]' - glint-base:bookworm >/dev/null
+            "deb ${mirror%/debian}/debian-security bookworm-security main" </dev/null >"$rootfs"
+        "$engine" import \
+            --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+            --change 'CMD ["bash"]' "$rootfs" glint-base:bookworm >/dev/null
+        rm -f "$rootfs"
         echo "image: base made in $(($(date +%s) - t0)) s"
         base=glint-base:bookworm
     else
