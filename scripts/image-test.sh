@@ -12,7 +12,8 @@
 #      checks /health, a chat completion under a JSON schema (openai SDK, ajv) and /metrics;
 #   4. container B as Kubernetes runs it: the model from a read-only volume at /models,
 #      --read-only root filesystem, `glint serve` args after the image name; SIGTERM during a
-#      streaming request: the stream finishes, the container exits 0, the logs (stderr) say so.
+#      streaming request: the stream finishes, the container exits 0, the logs (stderr) say so;
+#      the control: a container whose PID 1 has no SIGTERM handler is still running after it.
 # Skipped, with a line saying so, where neither podman nor docker is present and usable.
 # Sandbox settings (this machine's, not the image's): with podman and runc present, a
 # containers.conf in a temp dir (runc, cgroupfs, host network, no default ulimits); containers
@@ -65,8 +66,14 @@ HOST_MODEL="$(gl_tiny_model Q8_0)"
 port="${IMAGE_TEST_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 ctr_a="glint-image-test-$$-a"
 ctr_b="glint-image-test-$$-b"
+ctr_c="glint-image-test-$$-c"
+rm_now=(-f -v) # at once (SIGKILL), whatever runs, with its anonymous /models volume
+[ "$engine" = podman ] && rm_now=(-f -v -t 0)
 cleanup() {
-    "$engine" rm -f "$ctr_a" "$ctr_b" >/dev/null 2>&1 || true
+    local c # one at a time: podman 4.3 removes none of a list that names a missing one
+    for c in "$ctr_a" "$ctr_b" "$ctr_c"; do
+        "$engine" rm "${rm_now[@]}" "$c" >/dev/null 2>&1 || true
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -153,7 +160,7 @@ else
     check 1 "container A answers /health on $base"
     logs_tail "$ctr_a"
 fi
-"$engine" rm -f "$ctr_a" >/dev/null 2>&1 || true
+"$engine" rm "${rm_now[@]}" "$ctr_a" >/dev/null 2>&1 || true
 
 # ---- 4. as Kubernetes runs it: volume, read-only root, SIGTERM drain -----------------------------
 "$engine" run -d --name "$ctr_b" --network host "${health[@]}" --read-only --user 65532:65532 \
@@ -173,6 +180,15 @@ else
     check 1 "container B answers /health"
     logs_tail "$ctr_b"
 fi
+
+# Negative control: PID 1 of a container ignores a signal it has no handler for (what a shell
+# entrypoint without `exec` would do), so the exit 0 above is glint's drain, not the engine's.
+"$engine" run -d --name "$ctr_c" --network host "${health[@]}" --entrypoint /bin/sleep "$name" 600 \
+    >/dev/null 2>"$tmp/run-c.err" || cat "$tmp/run-c.err"
+"$engine" kill --signal TERM "$ctr_c" >/dev/null 2>&1 || true
+sleep 2
+check "$([ "$("$engine" inspect --format '{{.State.Running}}' "$ctr_c" 2>/dev/null)" = true ]; echo $?)" \
+    "negative control: a PID 1 without a SIGTERM handler (sleep) still runs 2 s after SIGTERM"
 
 say "$(($(date +%s) - t_start)) s in all ($engine, image $((size / 1000000)) MB)"
 [ "$fail" = 0 ] && say OK || say FAILED

@@ -2,6 +2,8 @@
 # Installs the Debian and npm packages glint's build, tests and oracles need on a fresh Debian 12.
 # Idempotent and quiet when everything is present.
 # --build: only what compiling the glint binary needs (no test tools, no npm).
+# podman, runc and mmdebstrap: the container image test (scripts/image-test.sh; runc because crun
+# fails on hybrid cgroup hierarchies; mmdebstrap makes the base image where no registry is).
 # --bench: also what only `make bench` and bench/full-model.sh need: gnuplot-nox (the charts of
 # docs/PERFORMANCE.md), curl (server health polls), time (/usr/bin/time -v: peak RSS).
 set -euo pipefail
@@ -12,7 +14,8 @@ BUILD_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicr
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libcurl4-gnutls-dev"
 DEB_PKGS="$BUILD_PKGS clang-14 libclang-rt-14-dev
 clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2 python3-pil ffmpeg
-openssl nginx python3-pydantic"
+openssl nginx python3-pydantic
+podman runc mmdebstrap"
 [ "${1:-}" = --bench ] && DEB_PKGS="$DEB_PKGS gnuplot-nox curl time"
 [ "${1:-}" = --build ] && DEB_PKGS="$BUILD_PKGS"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
