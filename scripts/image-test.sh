@@ -94,7 +94,7 @@ src="$tmp/src" # the commit's own files from here on: its version, its manifest
 name="$(bash "$src/scripts/image.sh" --name)"
 old_id="$("$engine" image inspect --format '{{.Id}}' "$name" 2>/dev/null || true)"
 t0=$(date +%s)
-if ! (cd "$src" && timeout -k 10 1500 make image) >"$tmp/build.log" 2>&1; then
+if ! (cd "$src" && timeout -k 10 900 make image) >"$tmp/build.log" 2>&1; then
     tail -n 30 "$tmp/build.log"
     say "FAILED: make image in a clean clone of $head"
     exit 1
