@@ -94,9 +94,9 @@ fi
 # The build context: only what the Containerfile copies (never build/, models or test data).
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
-mkdir -p "$ctx/scripts" "$ctx/deploy/container"
+mkdir -p "$ctx/deploy/container"
 cp -r Containerfile CMakeLists.txt src "$ctx/"
-cp scripts/install-deps.sh "$ctx/scripts/"
+bash scripts/install-deps.sh --list-build >"$ctx/build-packages"
 cp deploy/container/entrypoint.sh "$ctx/deploy/container/"
 mkdir -p "$ctx/data/tokenizer"
 cp "$vocab" "$ctx/data/tokenizer/llama4-tokenizer.model"

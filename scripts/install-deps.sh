@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
 # Installs the Debian and npm packages glint's build, tests and oracles need on a fresh Debian 12.
 # Idempotent and quiet when everything is present.
-# --build: only what compiling the glint binary needs (no test tools, no npm).
-# podman, runc and mmdebstrap: the container image test (scripts/image-test.sh; runc because crun
-# fails on hybrid cgroup hierarchies; mmdebstrap makes the base image where no registry is).
+# --list-build: prints the packages compiling the glint binary needs (the Containerfile's build
+# stage installs them) and installs nothing.
 # --bench: also what only `make bench` and bench/full-model.sh need: gnuplot-nox (the charts of
 # docs/PERFORMANCE.md), curl (server health polls), time (/usr/bin/time -v: peak RSS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# What compiling the glint binary needs (--build: only these; the Containerfile's build stage).
+# What compiling the glint binary needs (--list-build).
 BUILD_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev libpng-dev libjpeg62-turbo-dev
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libcurl4-gnutls-dev"
+if [ "${1:-}" = --list-build ]; then
+    echo $BUILD_PKGS
+    exit 0
+fi
+# podman, runc and mmdebstrap: the container image test (scripts/image-test.sh; runc because crun
+# fails on hybrid cgroup hierarchies; mmdebstrap makes the base image where no registry is).
 DEB_PKGS="$BUILD_PKGS clang-14 libclang-rt-14-dev
 clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2 python3-pil ffmpeg
 openssl nginx python3-pydantic
 podman runc mmdebstrap"
 [ "${1:-}" = --bench ] && DEB_PKGS="$DEB_PKGS gnuplot-nox curl time"
-[ "${1:-}" = --build ] && DEB_PKGS="$BUILD_PKGS"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
 # package): install Debian's only when the commands are missing.
-if [ "${1:-}" != --build ]; then
-    command -v node >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS nodejs"
-    command -v npm >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS npm"
-fi
+command -v node >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS nodejs"
+command -v npm >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS npm"
 missing=""
 for p in $DEB_PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -40,7 +42,6 @@ fi
 # validity), openai (the official SDK, client of the server suite tests/server/), kubernetes-models
 # + @kubernetes-models/gateway-api (Kubernetes / Gateway API schemas, offline) and yaml (manifest
 # parsing) for tests/deploy/. Pinned in tests/oracle/package.json.
-[ "${1:-}" = --build ] && exit 0
 npm_missing=0
 for m in node-llama-cpp js-tiktoken ajv ajv-formats openai zod kubernetes-models @kubernetes-models/gateway-api yaml; do
     [ -d "tests/oracle/node_modules/$m" ] || npm_missing=1
