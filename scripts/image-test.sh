@@ -16,8 +16,8 @@
 #      the control: a container whose PID 1 has no SIGTERM handler is still running after it.
 # Skipped, with a line saying so, where neither podman nor docker is present and usable.
 # Sandbox settings (this machine's, not the image's): with podman and runc present, a
-# containers.conf in a temp dir (runc, cgroupfs, host network, no default ulimits); containers
-# always use the host network and listen on loopback only.
+# containers.conf in a temp dir (runc, cgroupfs, host network, no default ulimits); builds and
+# containers always use the host network, and containers listen on loopback only.
 #   IMAGE_TEST_PORT=N (default: a free port), CONTAINER_ENGINE, BASE, GLINT_VOCAB: as for make image
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +56,9 @@ if [ -z "$engine" ]; then
     exit 0
 fi
 export CONTAINER_ENGINE="$engine"
+# Builds too: the build stages' apt-get reaches the Debian mirror over the host's network (this
+# sandbox's containers have no other; a docker daemon may run without a bridge).
+export IMAGE_BUILD_FLAGS="--network host ${IMAGE_BUILD_FLAGS:-}"
 kind="$(basename "$engine")"
 
 gl_need_glint "container"
