@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps build test serve asan fuzz format format-check clean bench
+.PHONY: all deps build test serve image asan fuzz format format-check clean bench
 
 all: build
 
@@ -18,6 +18,10 @@ test: deps
 
 serve: deps build
 	@bash scripts/serve.sh
+
+# glint:<version> and glint:latest (Containerfile; podman, or docker): docs/DEPLOY.md.
+image:
+	@bash scripts/image.sh
 
 asan:
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGLINT_SANITIZE=ON -DGLINT_WERROR=ON >/dev/null

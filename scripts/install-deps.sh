@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # Installs the Debian and npm packages glint's build, tests and oracles need on a fresh Debian 12.
 # Idempotent and quiet when everything is present.
+# --list-build: prints the packages compiling the glint binary needs (the Containerfile's build
+# stage installs them) and installs nothing.
 # --bench: also what only `make bench` and bench/full-model.sh need: gnuplot-nox (the charts of
-# docs/PERFORMANCE.md), curl (server health polls), time (/usr/bin/time -v: peak RSS).
+# docs/PERFORMANCE.md), time (/usr/bin/time -v: peak RSS); curl (server health polls) is always in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PKGS="build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev libpng-dev libjpeg62-turbo-dev clang-14 libclang-rt-14-dev
-libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libcurl4-gnutls-dev
+# What compiling the glint binary needs (--list-build): a C compiler only (gcc, not
+# build-essential's g++ and dpkg-dev: 14 packages and 23 MB less in the image's build stage).
+BUILD_PKGS="gcc libc6-dev make cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev libpng-dev libjpeg62-turbo-dev
+libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libcurl4-gnutls-dev"
+if [ "${1:-}" = --list-build ]; then
+    echo $BUILD_PKGS
+    exit 0
+fi
+# podman, runc, mmdebstrap and curl: the container image test (scripts/image-test.sh; runc because
+# crun fails on hybrid cgroup hierarchies; mmdebstrap makes the base image where no registry is;
+# curl polls /health).
+DEB_PKGS="$BUILD_PKGS build-essential clang-14 libclang-rt-14-dev
 clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2 python3-pil ffmpeg
-openssl nginx python3-pydantic"
-[ "${1:-}" = --bench ] && DEB_PKGS="$DEB_PKGS gnuplot-nox curl time"
+openssl nginx python3-pydantic
+podman runc mmdebstrap curl"
+[ "${1:-}" = --bench ] && DEB_PKGS="$DEB_PKGS gnuplot-nox time"
 # Node.js may come from another source than Debian (its npm then conflicts with Debian's npm
 # package): install Debian's only when the commands are missing.
 command -v node >/dev/null 2>&1 || DEB_PKGS="$DEB_PKGS nodejs"

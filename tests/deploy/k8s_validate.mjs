@@ -11,6 +11,9 @@
 //   - cross references: Service and InferencePool selectors match the pod labels, named ports
 //     exist, the pool's endpointPickerRef names the EPP Service and port, the HTTPRoute's backend
 //     is the pool, every `glint serve` flag in the Deployment is one `glint serve --help` lists.
+//   - the image: the Deployment runs the name `make image` tags (scripts/image.sh --name), with
+//     pull policy IfNotPresent, the model on a volume at the Containerfile's VOLUME and the
+//     Containerfile's USER as runAsUser.
 // Prints one line per check; exits 1 on any failure.
 //   node tests/deploy/k8s_validate.mjs [--glint build/glint] [FILE.yaml ...]
 import { spawnSync } from "node:child_process";
@@ -156,6 +159,21 @@ async function main() {
                     const p = pickerConfigProblems(v);
                     check(p.length === 0, `ConfigMap/${cmap.metadata.name} ${k}: EndpointPickerConfig structure ${p.join("; ")}`);
                 }
+    }
+    // ---- the image: the one `make image` builds, as the Containerfile makes it ----
+    if (glintDep) {
+        const c = glintDep.spec.template.spec.containers.find((x) => (x.command ?? [])[0] === "glint");
+        const built = spawnSync("bash", [path.join(ROOT, "scripts/image.sh"), "--name"], { encoding: "utf8" }).stdout.trim();
+        check(!!built && c.image === built, `Deployment/${glintDep.metadata.name}: image ${c.image} is what make image tags (scripts/image.sh --name: ${built})`);
+        check(c.imagePullPolicy === "IfNotPresent", `Deployment/${glintDep.metadata.name}: imagePullPolicy ${c.imagePullPolicy} (IfNotPresent: a locally loaded image is used)`);
+        const cf = fs.readFileSync(path.join(ROOT, "Containerfile"), "utf8");
+        const volume = /^VOLUME\s+(\S+)/m.exec(cf)?.[1];
+        const user = /^USER\s+(\d+)/m.exec(cf)?.[1];
+        const mounts = (c.volumeMounts ?? []).map((m) => m.mountPath);
+        const model = c.args[c.args.indexOf("--model") + 1] ?? "";
+        check(!!volume && mounts.includes(volume) && model.startsWith(`${volume}/`), `Deployment/${glintDep.metadata.name}: the model ${model} is on a volume mounted at the image's VOLUME ${volume}`);
+        const sc = c.securityContext ?? {};
+        check(sc.runAsNonRoot === true && String(sc.runAsUser) === user, `Deployment/${glintDep.metadata.name}: runAsUser ${sc.runAsUser} is the image's USER ${user}, runAsNonRoot`);
     }
     // ---- glint serve flags against the binary's own --help ----
     const bin = path.resolve(ROOT, String(a.glint ?? process.env.GLINT_BIN ?? "build/glint"));
