@@ -2040,6 +2040,8 @@ static int32_t lit_number(struct sc *sc, json_t *x)
 }
 
 // One JSTRING whose decoded value is one of the given strings (full match).
+static int32_t lit_names(struct sc *sc, json_t **vals, size_t n, struct gl_gstr *str);
+
 static int32_t lit_strings(struct sc *sc, json_t **vals, size_t n)
 {
     if (!n)
@@ -2091,19 +2093,47 @@ static int32_t lit_strings(struct sc *sc, json_t **vals, size_t n)
     nd.u.str.min_chars = clamp32(lo);
     nd.u.str.max_chars = clamp32(hi);
     nd.u.str.raw = (uint8_t)sc->raw;
+    if (lit_names(sc, vals, n, &nd.u.str) == SC_FAIL)
+        return SC_FAIL;
     return sc_add(sc, &nd);
 }
 
 static int32_t lit_value(struct sc *sc, json_t *x);
 
+static int bytes_cmp(const void *a, const void *b)
+{
+    const struct gl_gbytes *p = a, *q = b;
+    uint32_t n = p->len < q->len ? p->len : q->len;
+    int c = n ? memcmp(p->p, q->p, n) : 0;
+    return c ? c : (p->len > q->len) - (p->len < q->len);
+}
+
+// The strings vals[0..n) as the node's names (ir.h): sorted, distinct. 0 or SC_FAIL.
+static int32_t lit_names(struct sc *sc, json_t **vals, size_t n, struct gl_gstr *str)
+{
+    struct gl_gbytes *nm = sc_alloc(sc, n * sizeof *nm);
+    if (!nm)
+        return SC_FAIL;
+    for (size_t i = 0; i < n; i++) {
+        nm[i].len = (uint32_t)json_string_length(vals[i]);
+        nm[i].p = gl_arena_memdup(sc->b->ir->arena, json_string_value(vals[i]),
+                                  nm[i].len ? nm[i].len : 1);
+        if (!nm[i].p)
+            return sc_nomem(sc), SC_FAIL;
+    }
+    qsort(nm, n, sizeof *nm, bytes_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k || bytes_cmp(&nm[k - 1], &nm[i]))
+            nm[k++] = nm[i];
+    str->names = nm;
+    str->n_names = (int32_t)k;
+    return 0;
+}
+
 static int prop_cmp(const void *a, const void *b)
 {
-    const struct gl_gprop *p = a, *q = b;
-    uint32_t n = p->name.len < q->name.len ? p->name.len : q->name.len;
-    int c = n ? memcmp(p->name.p, q->name.p, n) : 0;
-    if (c)
-        return c;
-    return p->name.len < q->name.len ? -1 : p->name.len > q->name.len;
+    return bytes_cmp(&((const struct gl_gprop *)a)->name, &((const struct gl_gprop *)b)->name);
 }
 
 static int32_t lit_container(struct sc *sc, json_t *x)
@@ -2699,16 +2729,31 @@ out:
     return r;
 }
 
+// uniqueItems over items node `items` after n prefix items: the matcher enforces it for strings
+// whose every prefix keeps a completion that no earlier item takes (ir.h): no pattern, format
+// or maxLength (infinitely many completions), or an enum of strings (the unseen values). Returns
+// a copy of the item node marked uniq, UNIQ_DROPPED when refused in lenient mode, or SC_FAIL.
+#define UNIQ_DROPPED (-3)
+static int32_t unique_items(struct sc *sc, size_t n, int32_t items)
+{
+    const struct gl_gnode *it = items >= 0 ? &sc->b->ir->nodes[items] : NULL;
+    if (!n && it && it->kind == GN_JSTRING && !it->u.str.raw &&
+        (it->u.str.names || (!it->u.str.n_regex && it->u.str.max_chars < 0))) {
+        struct gl_gnode nd = *it;
+        nd.u.str.uniq = 1;
+        return sc_add(sc, &nd);
+    }
+    size_t old = path_push(sc, "uniqueItems", 11);
+    gl_status st = sc_unsup(sc, "uniqueItems",
+                            "only over strings: an enum, or without pattern, format or maxLength");
+    path_pop(sc, old);
+    return st == GL_OK ? UNIQ_DROPPED : SC_FAIL;
+}
+
 static int32_t compile_array(struct sc *sc, const struct view *v)
 {
     int64_t max_items = v->max_items;
-    if (v->unique && !(max_items >= 0 && max_items <= 1)) {
-        size_t old = path_push(sc, "uniqueItems", 11);
-        gl_status st = sc_unsup(sc, "uniqueItems", "only with maxItems <= 1");
-        path_pop(sc, old);
-        if (st != GL_OK)
-            return SC_FAIL;
-    }
+    int unique = v->unique && !(max_items >= 0 && max_items <= 1);
     size_t np = v->prefix ? json_array_size(v->prefix) : 0;
     if (max_items >= 0 && (size_t)max_items < np)
         np = (size_t)max_items;
@@ -2746,11 +2791,27 @@ static int32_t compile_array(struct sc *sc, const struct view *v)
     }
     if (items < 0 && (max_items < 0 || max_items > (int64_t)n))
         max_items = (int64_t)n;
+    if (unique && (max_items < 0 || max_items > 1)) {
+        int32_t k = unique_items(sc, n, items);
+        if (k == SC_FAIL)
+            return SC_FAIL;
+        if (k >= 0) {
+            items = k;
+            int32_t nn = sc->b->ir->nodes[k].u.str.n_names;
+            if (nn && (max_items < 0 || max_items > nn))
+                max_items = nn; // distinct values of a set of nn
+        } else {
+            unique = 0; // lenient: dropped
+        }
+    } else {
+        unique = 0;
+    }
     if (max_items >= 0 && v->min_items > max_items)
         return SC_NEVER;
     struct gl_gnode nd;
     memset(&nd, 0, sizeof nd);
     nd.kind = GN_JARRAY;
+    nd.u.arr.unique = (uint8_t)unique;
     nd.u.arr.prefix = pre;
     nd.u.arr.n_prefix = (int32_t)n;
     nd.u.arr.items = items;
