@@ -58,9 +58,9 @@ struct spay { // JSTRING payload (frame a = code points, b = phase)
     struct jdec d;
     uint32_t re[]; // one DFA state per regex of the node
 };
-struct upay { // after spay (8-aligned), for a uniqueItems item (u.str.uniq)
-    uint64_t hash; // name_hash_step over the decoded bytes so far
-    uint32_t len;  // decoded bytes so far
+struct upay {       // after spay (8-aligned), for a uniqueItems item (u.str.uniq)
+    uint64_t hash;  // name_hash_step over the decoded bytes so far
+    uint32_t len;   // decoded bytes so far
     int32_t lo, hi; // u.str.names that start with them (names only)
     uint32_t pad;
 };

@@ -2729,23 +2729,67 @@ out:
     return r;
 }
 
+// 1 when every state regex idx can reach (a search for up to RE_INEX_STATES of them) has
+// arbitrarily long completions (gl_regex_unbounded: a cycle before a match), so infinitely many;
+// 0 when one has not, or too many states, or the regex is a complement (GL_RE_NEGATE, whose
+// states' unbounded flag is not exact).
+#define RE_INEX_STATES 256
+static int re_inexhaustible(struct sc *sc, int32_t idx)
+{
+    for (size_t i = 0; i < sc->regexes.cap; i++) {
+        const struct hent *e = &sc->regexes.e[i];
+        if (e->key && e->i0 == idx && (e->key[0] & GL_RE_NEGATE))
+            return 0;
+    }
+    struct gl_regex *re = sc_re(sc, idx);
+    uint32_t ncls;
+    const uint8_t *rep;
+    gl_regex_classes(re, &ncls, &rep);
+    uint32_t seen[RE_INEX_STATES];
+    uint32_t n = 0;
+    seen[n++] = gl_regex_start(re);
+    for (uint32_t q = 0; q < n; q++) {
+        if (seen[q] == GL_RE_DEAD)
+            continue;
+        if (!gl_regex_unbounded(re, seen[q]))
+            return 0;
+        for (uint32_t c = 0; c < ncls; c++) {
+            uint32_t t = gl_regex_step(re, seen[q], rep[c]);
+            uint32_t k = 0;
+            while (k < n && seen[k] != t)
+                k++;
+            if (k == n) {
+                if (n == RE_INEX_STATES)
+                    return 0;
+                seen[n++] = t;
+            }
+        }
+    }
+    return !gl_regex_overflowed(re);
+}
+
 // uniqueItems over items node `items` after n prefix items: the matcher enforces it for strings
-// whose every prefix keeps a completion that no earlier item takes (ir.h): no pattern, format
-// or maxLength (infinitely many completions), or an enum of strings (the unseen values). Returns
-// a copy of the item node marked uniq, UNIQ_DROPPED when refused in lenient mode, or SC_FAIL.
+// whose every prefix keeps a completion that no earlier item takes (ir.h): without maxLength and
+// with no regex or one whose every state has infinitely many completions (re_inexhaustible:
+// `^[a-z][a-z0-9_]*$`, not `^v[0-9]$`), or an enum of strings (the unseen values). Returns a
+// copy of the item node marked uniq, UNIQ_DROPPED when refused in lenient mode, or SC_FAIL.
 #define UNIQ_DROPPED (-3)
 static int32_t unique_items(struct sc *sc, size_t n, int32_t items)
 {
     const struct gl_gnode *it = items >= 0 ? &sc->b->ir->nodes[items] : NULL;
     if (!n && it && it->kind == GN_JSTRING && !it->u.str.raw &&
-        (it->u.str.names || (!it->u.str.n_regex && it->u.str.max_chars < 0))) {
+        (it->u.str.names ||
+         (it->u.str.max_chars < 0 &&
+          (!it->u.str.n_regex ||
+           (it->u.str.n_regex == 1 && re_inexhaustible(sc, it->u.str.regexes[0])))))) {
         struct gl_gnode nd = *it;
         nd.u.str.uniq = 1;
         return sc_add(sc, &nd);
     }
     size_t old = path_push(sc, "uniqueItems", 11);
     gl_status st = sc_unsup(sc, "uniqueItems",
-                            "only over strings: an enum, or without pattern, format or maxLength");
+                            "only over strings: an enum, or without maxLength and with at most "
+                            "one pattern or format that never runs out of completions");
     path_pop(sc, old);
     return st == GL_OK ? UNIQ_DROPPED : SC_FAIL;
 }

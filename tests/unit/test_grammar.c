@@ -403,6 +403,9 @@ TEST(test_frame_prefixes)
         {"{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true},"
          "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":2}}]}",
          "[\"ab\",\"ab"},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9_]*$\"},"
+         "\"uniqueItems\":true}",
+         "[\"a_1\",\"b\",\"a_1"},
         {"{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",\"b\",\"ba\"]},"
          "\"uniqueItems\":true}",
          "[\"ab\",\"a\",\""},

@@ -1053,8 +1053,11 @@ TEST(test_unique_items)
 {
 #define PLAIN "{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}"
 #define EN    "{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",\"b\"]},\"uniqueItems\":true}"
+#define PAT                                                                                        \
+    "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9_]*$\"},"       \
+    "\"uniqueItems\":true}"
 #define NEST                                                                                       \
-    "{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"string\","                   \
+    "{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"string\","            \
     "\"minLength\":1},\"uniqueItems\":true}}"
     static const struct {
         const char *schema, *doc;
@@ -1077,20 +1080,25 @@ TEST(test_unique_items)
         {EN, "[\"b\",\"a\"]", 1},
         {EN, "[\"a\",\"a\"]", 0},
         {EN, "[\"ab\",\"a\",\"ab\"]", 0},
-        {EN, "[\"b\",\"b", 3},          // no unseen value starts with "b"
-        {EN, "[\"a\",\"a", 2},          // "ab" is still unseen
-        {EN, "[\"ab\",\"a\",\"a", 3},   // neither "a" nor "ab" is left
+        {EN, "[\"b\",\"b", 3},        // no unseen value starts with "b"
+        {EN, "[\"a\",\"a", 2},        // "ab" is still unseen
+        {EN, "[\"ab\",\"a\",\"a", 3}, // neither "a" nor "ab" is left
         {EN, "[\"ab\",\"a\",\"\\u0062", 2},
         {EN, "[\"ab\",\"a\",\"\\u0061", 3}, // an escape that decodes to a taken prefix
-        {EN, "[\"ab\",\"a\",\"\\u006", 2}, // ...whose last digit may still give "b"
-        {EN, "[\"a\",\"ab\",\"b\",", 3}, // every value is an item: no fourth
+        {EN, "[\"ab\",\"a\",\"\\u006", 2},  // ...whose last digit may still give "b"
+        {EN, "[\"a\",\"ab\",\"b\",", 3},    // every value is an item: no fourth
         {EN, "[\"a\",\"c\"]", 0},
         {NEST, "[[\"a\",\"b\"],[\"a\",\"b\"],[\"b\",\"a\"]]", 1}, // the outer array is not unique
         {NEST, "[[\"a\",\"b\"],[\"b\",\"b\"]]", 0},
         {NEST, "[[\"a\"],[\"\\u0061\",\"a\"]]", 0},
         {NEST, "[[\"x\",\"y\"],[\"y\",\"x\",\"z\"],[]]", 1},
+        // a pattern whose every state has infinitely many completions
+        {PAT, "[\"a\",\"a_1\",\"b\"]", 1},
+        {PAT, "[\"a_1\",\"b\",\"a\\u005f1\"]", 0},
+        {PAT, "[\"a\",\"1\"]", 0},
     };
 #undef PLAIN
+#undef PAT
 #undef EN
 #undef NEST
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
@@ -1110,7 +1118,18 @@ TEST(test_unique_items)
     // still refused: strings whose completions may run out (maxLength, pattern), other items
     CHECK(fails_with("{\"items\":{\"type\":\"string\",\"maxLength\":2},\"uniqueItems\":true}",
                      GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
-    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"pattern\":\"^[ab]$\"},\"uniqueItems\":true}",
+    CHECK(
+        fails_with("{\"items\":{\"type\":\"string\",\"pattern\":\"^[ab]$\"},\"uniqueItems\":true}",
+                   GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    // a pattern with a state that must end soon ("2x" can only close), a complement, two regexes
+    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"pattern\":\"^[0-9]+x$\"},"
+                     "\"uniqueItems\":true}",
+                     GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"not\":{\"pattern\":\"a\"}},"
+                     "\"uniqueItems\":true}",
+                     GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"pattern\":\"^a*$\",\"format\":\"email\"},"
+                     "\"uniqueItems\":true}",
                      GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
     CHECK(fails_with("{\"items\":{\"type\":\"integer\"},\"uniqueItems\":true}", GL_E_UNSUPPORTED,
                      "'uniqueItems'", "/uniqueItems"));
