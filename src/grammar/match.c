@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +230,7 @@ static int hash_in(const uint64_t *hs, uint32_t n, uint64_t h)
 // element, stride bytes apart, starts with its struct gl_gbytes): the names in [*lo, *hi) share
 // their first kl bytes, the one of length kl (if any) first and the rest sorted by byte kl.
 // Narrows the range to those whose byte kl is b.
+_Static_assert(offsetof(struct gl_gprop, name) == 0, "names_narrow reads a prop as its name");
 static void names_narrow(const void *base, size_t stride, uint32_t kl, uint8_t b, int32_t *lo,
                          int32_t *hi)
 {
