@@ -60,8 +60,9 @@ struct gl_gstr {
                        // (ATEM tool-call parameter values, which end at "</atem:parameter>")
     // 1: the string is an item of a uniqueItems array (the GN_JARRAY frame directly below its
     // frame, u.arr.unique): its closing quote is refused when the decoded value equals an earlier
-    // item. Only where every prefix keeps a completion no earlier item takes: no regex and no
-    // maxLength (infinitely many), or names set (viable iff an unseen name extends the prefix).
+    // item. Only where every prefix keeps a completion no earlier item takes: no maxLength and
+    // no regex or one whose every state has infinitely many completions (schema.c), or names
+    // set (then a prefix is viable iff a name not yet an item extends it).
     uint8_t uniq;
     // The language exactly, when it is a finite set of values (an enum of strings): sorted by
     // bytes (memcmp order, a prefix first), distinct. NULL otherwise.
