@@ -815,7 +815,7 @@ static const char *police_mask(const struct police *pc, const uint32_t *mask, in
 // glint grammar check
 
 struct check_opts {
-    const char *tokenizer, *cases, *per_file;
+    const char *tokenizer, *cases, *per_file, *digest;
     int json, ws_max, verbose, dump;
     long long limit, every, verify;
 };
@@ -841,6 +841,7 @@ struct check_run {
     struct buf inst; // compacted instance scratch
     int verbose, dump;
     FILE *per_file; // JSON lines, one per case file (--per-file)
+    FILE *digest;   // --mask-digest: one hash a mask, to compare two builds' masks exactly
     // Per case file, for --per-file: mask time sum and the slowest mask (its instance, token
     // index and the instance bytes before it), so slow states can be found and reproduced.
     double file_mask_sum, file_mask_max;
@@ -959,6 +960,16 @@ static void add_compile_error(struct check_run *r, const char *file, const char 
     buf_put(b, "\"}", 2);
 }
 
+// FNV-1a over the mask words (--mask-digest): equal masks give equal lines, and two builds whose
+// digest files are identical computed the same masks at every step of every walk.
+static uint64_t mask_hash(const uint32_t *mask, size_t words)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t w = 0; w < words; w++)
+        h = (h ^ mask[w]) * 0x100000001b3ULL;
+    return h;
+}
+
 // Walks one instance. Returns 1 when classified right, 0 when wrong, -1 on a contract breach.
 static int check_instance(struct check_run *r, struct gl_matcher *m, const char *file,
                           size_t test_idx, const struct case_test *t)
@@ -1015,6 +1026,8 @@ static int check_instance(struct check_run *r, struct gl_matcher *m, const char 
             buf_putc(&r->slow_prefix, 0);
         }
         int can_end = gl_matcher_can_end(m);
+        if (r->digest)
+            fprintf(r->digest, "%016llx\n", (unsigned long long)mask_hash(r->mask, r->pc.words));
         breach = police_mask(&r->pc, r->mask, can_end);
         if (!breach && r->verify > 0 && r->tokens % r->verify == 0) {
             // The definition: a token is allowed iff accept takes it (undone by a rollback).
@@ -1127,6 +1140,8 @@ static void check_file(struct check_run *r, const char *dir, const char *name)
     const char *why = NULL;
     char *text = read_file(path, &len, &why);
     r->total++;
+    if (r->digest)
+        fprintf(r->digest, "# %s\n", name);
     r->file_masks = 0;
     r->file_mask_sum = r->file_mask_max = 0;
     struct case_file cf;
@@ -1313,6 +1328,8 @@ static void check_usage(FILE *f)
         "  --cpu-time        time compiles and masks in thread CPU time, not wall time\n"
         "  --verify-every K  also compare every K-th mask with the token-by-token definition\n"
         "                    (accept + rollback of each of the vocabulary's tokens; slow)\n"
+        "  --mask-digest F   write a hash of every mask to F (one a line, '# FILE' before\n"
+        "                    each case file): identical files mean identical masks\n"
         "  --verbose         name each failing file on stderr\n"
         "  --dump-instances  only print each instance as serialized for tokenizing, one a line\n"
         "                    (no tokenizer or matcher needed; --tokenizer optional)\n");
@@ -1339,6 +1356,8 @@ static int cmd_check(int argc, char **argv)
             timing_clock = CLOCK_THREAD_CPUTIME_ID;
         else if (!strcmp(a, "--per-file") && more)
             o.per_file = argv[++i];
+        else if (!strcmp(a, "--mask-digest") && more)
+            o.digest = argv[++i];
         else if ((!strcmp(a, "--limit") || !strcmp(a, "--every") || !strcmp(a, "--ws") ||
                   !strcmp(a, "--verify-every")) &&
                  more) {
@@ -1391,6 +1410,10 @@ static int cmd_check(int argc, char **argv)
         fprintf(stderr, "glint grammar check: cannot write %s\n", o.per_file);
         goto out;
     }
+    if (o.digest && !(r.digest = fopen(o.digest, "w"))) {
+        fprintf(stderr, "glint grammar check: cannot write %s\n", o.digest);
+        goto out;
+    }
     if (o.ws_max >= 0)
         r.gopts.ws_max = o.ws_max;
     if (gl_gvocab_new(&r.vocab, tok, &err) != GL_OK) {
@@ -1439,6 +1462,10 @@ out:
     gl_tokenizer_free(tok);
     if (r.per_file && fclose(r.per_file) && rc == 0) {
         fprintf(stderr, "glint grammar check: writing %s failed\n", o.per_file);
+        rc = 1;
+    }
+    if (r.digest && fclose(r.digest) && rc == 0) {
+        fprintf(stderr, "glint grammar check: writing %s failed\n", o.digest);
         rc = 1;
     }
     return rc;

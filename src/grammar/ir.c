@@ -352,6 +352,11 @@ static gl_status check_node(const struct gl_gir *ir, int32_t i, struct gl_err *e
         if (a->min_items < 0 || (a->max_items >= 0 && a->max_items < a->min_items))
             return gl_err_set(err, GL_E_INVAL, "grammar: node %d: item count bounds %d..%d", (int)i,
                               (int)a->min_items, (int)a->max_items);
+        // The matcher finds the unique array's frame right below its item string's (match.c).
+        if (a->unique && (a->n_prefix || a->items < 0 || ir->nodes[a->items].kind != GN_JSTRING ||
+                          !ir->nodes[a->items].u.str.uniq))
+            return gl_err_set(err, GL_E_INVAL, "grammar: node %d: uniqueItems over non-strings",
+                              (int)i);
         return GL_OK;
     }
     }

@@ -58,6 +58,16 @@ struct gl_gstr {
     int32_t max_chars; // < 0: unbounded
     uint8_t raw;       // 1: no quotes and no escapes: the value is raw bytes that never contain '<'
                        // (ATEM tool-call parameter values, which end at "</atem:parameter>")
+    // 1: the string is an item of a uniqueItems array (the GN_JARRAY frame directly below its
+    // frame, u.arr.unique): its closing quote is refused when the decoded value equals an earlier
+    // item. Only where every prefix keeps a completion no earlier item takes: no maxLength and
+    // no regex or one whose every state has infinitely many completions (schema.c), or names
+    // set (then a prefix is viable iff a name not yet an item extends it).
+    uint8_t uniq;
+    // The language exactly, when it is a finite set of values (an enum of strings): sorted by
+    // bytes (memcmp order, a prefix first), distinct. NULL otherwise.
+    const struct gl_gbytes *names;
+    int32_t n_names;
 };
 
 struct gl_gnum {
@@ -102,6 +112,9 @@ struct gl_garr {
     int32_t items;     // node for items after the prefix; -1: no more items allowed
     int32_t min_items; // >= 0
     int32_t max_items; // < 0: unbounded
+    // uniqueItems: no prefix, and items is a GN_JSTRING with uniq set; the frame keeps the hash
+    // of each item read (match.c).
+    uint8_t unique;
 };
 
 struct gl_gnode {

@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,12 @@ struct spay { // JSTRING payload (frame a = code points, b = phase)
     struct jdec d;
     uint32_t re[]; // one DFA state per regex of the node
 };
+struct upay {       // after spay (8-aligned), for a uniqueItems item (u.str.uniq)
+    uint64_t hash;  // name_hash_step over the decoded bytes so far
+    uint32_t len;   // decoded bytes so far
+    int32_t lo, hi; // u.str.names that start with them (names only)
+    uint32_t pad;
+};
 enum { S_OPEN, S_BODY };
 
 // JNUMBER (frame a = phase, b = text length); payload: text (bounded nodes
@@ -81,7 +88,9 @@ struct opay {
     uint32_t n_hash;
 };
 
-// JARRAY: frame a = phase, b = items, c = whitespace run.
+// JARRAY: frame a = phase, b = items, c = whitespace run. A uniqueItems array's payload is
+// the hash of each item read (8 bytes each, grown by one slot when an item starts; the item's
+// closing quote fills it).
 enum { A_START, A_FIRST, A_IN_ITEM, A_NEXT, A_COMMA };
 
 // REPEAT: frame a = count, b = phase.
@@ -187,6 +196,68 @@ static int hexval(uint8_t b)
     if (b >= 'A' && b <= 'F')
         return b - 'A' + 10;
     return -1;
+}
+
+// Names read so far (object keys outside the declared ones, the items of a uniqueItems array)
+// are remembered by a 64-bit hash of their decoded bytes and length. A collision refuses a
+// distinct name (a narrowing, never an acceptance), at odds of about n^2 / 2^64 for n names.
+#define NAME_HASH0 0xCBF29CE484222325ull
+static inline uint64_t name_hash_step(uint64_t h, uint8_t b)
+{
+    h = (h ^ b) * 0x100000001B3ull;
+    return h ^ (h >> 29);
+}
+static inline uint64_t name_hash_end(uint64_t h, uint32_t len)
+{
+    return h ^ ((uint64_t)len << 56);
+}
+static uint64_t name_hash(const struct gl_gbytes *nm)
+{
+    uint64_t h = NAME_HASH0;
+    for (uint32_t i = 0; i < nm->len; i++)
+        h = name_hash_step(h, nm->p[i]);
+    return name_hash_end(h, nm->len);
+}
+static int hash_in(const uint64_t *hs, uint32_t n, uint64_t h)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (hs[i] == h)
+            return 1;
+    return 0;
+}
+
+// Sorted name lists (declared properties, an enum's strings: memcmp order, a prefix first; each
+// element, stride bytes apart, starts with its struct gl_gbytes): the names in [*lo, *hi) share
+// their first kl bytes, the one of length kl (if any) first and the rest sorted by byte kl.
+// Narrows the range to those whose byte kl is b.
+_Static_assert(offsetof(struct gl_gprop, name) == 0, "names_narrow reads a prop as its name");
+static void names_narrow(const void *base, size_t stride, uint32_t kl, uint8_t b, int32_t *lo,
+                         int32_t *hi)
+{
+#define NM(i) ((const struct gl_gbytes *)(const void *)((const uint8_t *)base + (size_t)(i)*stride))
+    int32_t l = *lo, h = *hi;
+    if (l < h && NM(l)->len == kl)
+        l++;
+    int32_t a = l, z = h;
+    while (a < z) { // first with byte >= b
+        int32_t mid = a + (z - a) / 2;
+        if (NM(mid)->p[kl] < b)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    int32_t s = a;
+    z = h;
+    while (a < z) { // first with byte > b
+        int32_t mid = a + (z - a) / 2;
+        if (NM(mid)->p[kl] <= b)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+#undef NM
+    *lo = s;
+    *hi = a;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -393,8 +464,11 @@ static void jdec_step(struct jdec *d, uint8_t b, struct jev *e)
 
 // Is some code point in [lo, hi] acceptable? Skips every code point sharing a
 // dead UTF-8 prefix.
-static int range_viable(struct gl_mstate *m, struct frm *f,
-                        int (*probe)(struct gl_mstate *, struct frm *, const uint8_t *, int, int),
+// t: the frame's thread, when the prober needs the frames below (a uniqueItems item).
+typedef int (*probe_fn)(struct gl_mstate *m, struct thr *t, struct frm *f, const uint8_t *u, int n,
+                        int full);
+
+static int range_viable(struct gl_mstate *m, struct thr *t, struct frm *f, probe_fn probe,
                         uint32_t lo, uint32_t hi)
 {
     uint32_t cp = lo;
@@ -406,7 +480,7 @@ static int range_viable(struct gl_mstate *m, struct frm *f,
         uint8_t u[4];
         int n = gl_utf8_encode(cp, u), k;
         for (k = 1; k <= n; k++)
-            if (!probe(m, f, u, k, k == n))
+            if (!probe(m, t, f, u, k, k == n))
                 break;
         if (k > n)
             return 1;
@@ -416,11 +490,11 @@ static int range_viable(struct gl_mstate *m, struct frm *f,
     return 0;
 }
 
-static int ranges_viable(struct gl_mstate *m, struct frm *f, const struct jev *e,
-                         int (*probe)(struct gl_mstate *, struct frm *, const uint8_t *, int, int))
+static int ranges_viable(struct gl_mstate *m, struct thr *t, struct frm *f, const struct jev *e,
+                         probe_fn probe)
 {
     for (int i = 0; i < e->nr; i++)
-        if (range_viable(m, f, probe, e->lo[i], e->hi[i]))
+        if (range_viable(m, t, f, probe, e->lo[i], e->hi[i]))
             return 1;
     return 0;
 }
@@ -428,12 +502,74 @@ static int ranges_viable(struct gl_mstate *m, struct frm *f, const struct jev *e
 // ---------------------------------------------------------------------------------------------
 // JSTRING
 
+static inline uint32_t s_upay_off(const struct gl_gstr *s)
+{
+    return r8((uint32_t)(sizeof(struct spay) + 4u * (uint32_t)s->n_regex));
+}
+static inline struct upay *UP(const struct gl_gstr *s, struct frm *f)
+{
+    return (struct upay *)(void *)((uint8_t *)payload(f) + s_upay_off(s));
+}
+// A uniqueItems array's item hashes (the frame directly below its item's: ir.h).
+static inline uint32_t a_slots(const struct frm *f)
+{
+    return (uint32_t)((f->size - sizeof *f) / sizeof(uint64_t));
+}
+static inline uint64_t *a_hashes(struct frm *f)
+{
+    return payload(f);
+}
+static struct frm *uniq_array(struct thr *t, struct frm *f)
+{
+    GL_ASSERT(t && f->prev); // the frame-alone walks never step a uniq item with names (sframe_at)
+    return F(t, f->prev);
+}
+
+// A uniqueItems item with names (an enum): after u[0..n) more decoded bytes, does some name not
+// yet an item of the array extend the string? (Every name is in the language: ir.h.) The item's
+// own slot, the last, is not an earlier item.
+static int uniq_names_viable(struct gl_mstate *m, struct thr *t, struct frm *f, const uint8_t *u,
+                             int n)
+{
+    const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
+    const struct upay *up = UP(s, f);
+    int32_t lo = up->lo, hi = up->hi;
+    for (int i = 0; i < n && lo < hi; i++)
+        names_narrow(s->names, sizeof *s->names, up->len + (uint32_t)i, u[i], &lo, &hi);
+    if (lo >= hi)
+        return 0;
+    struct frm *af = uniq_array(t, f);
+    uint32_t earlier = a_slots(af) - 1;
+    for (int32_t i = lo; i < hi; i++)
+        if (!hash_in(a_hashes(af), earlier, name_hash(&s->names[i])))
+            return 1;
+    return 0;
+}
+
+// The closing quote of a uniqueItems item: refused when an earlier item decoded to the same
+// bytes (object keys' rule, key_close), else its hash fills the item's slot.
+static int uniq_close(struct gl_mstate *m, struct thr *t, struct frm *f)
+{
+    const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
+    const struct upay *up = UP(s, f);
+    struct frm *af = uniq_array(t, f);
+    uint32_t earlier = a_slots(af) - 1;
+    uint64_t h = name_hash_end(up->hash, up->len);
+    if (hash_in(a_hashes(af), earlier, h))
+        return 0;
+    a_hashes(af)[earlier] = h;
+    return 1;
+}
+
 // Can the string still complete after its regexes read u (n bytes of the next
 // code point) and the code point is counted? Only a full code point is checked
 // against the budget.
-static int str_probe(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n, int full)
+static int str_probe(struct gl_mstate *m, struct thr *t, struct frm *f, const uint8_t *u, int n,
+                     int full)
 {
     const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
+    if (s->uniq && s->names && !uniq_names_viable(m, t, f, u, n))
+        return 0;
     struct spay *p = payload(f);
     int64_t count = (int64_t)f->a + 1;
     if (s->max_chars >= 0 && count > s->max_chars)
@@ -457,7 +593,8 @@ static int str_probe(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n
 
 // Feeds decoded bytes u[0..n) (lead: they start a code point) to the regexes; 0
 // if the string could then no longer complete.
-static int str_feed(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n, int lead)
+static int str_feed(struct gl_mstate *m, struct thr *t, struct frm *f, const uint8_t *u, int n,
+                    int lead)
 {
     const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
     struct spay *p = payload(f);
@@ -481,6 +618,17 @@ static int str_feed(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n,
             return 0;
         p->re[r] = st;
     }
+    if (s->uniq) {
+        if (s->names && !uniq_names_viable(m, t, f, u, n))
+            return 0;
+        struct upay *up = UP(s, f);
+        for (int i = 0; i < n; i++) {
+            if (s->names)
+                names_narrow(s->names, sizeof *s->names, up->len, u[i], &up->lo, &up->hi);
+            up->hash = name_hash_step(up->hash, u[i]);
+            up->len++;
+        }
+    }
     return 1;
 }
 
@@ -497,8 +645,8 @@ static int str_can_close(struct gl_mstate *m, struct frm *f)
 }
 
 // 1: consumed (f updated), 2: consumed and the string is complete (pop), 0:
-// rejected.
-static int str_step(struct gl_mstate *m, struct frm *f, uint8_t b)
+// rejected. t: f's thread (NULL for a frame walked alone; a uniq item needs it).
+static int str_step(struct gl_mstate *m, struct thr *t, struct frm *f, uint8_t b)
 {
     const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
     struct spay *p = payload(f);
@@ -508,7 +656,7 @@ static int str_step(struct gl_mstate *m, struct frm *f, uint8_t b)
         int lead;
         if (b == '<' || !utf8_byte(&p->d, b, &lead))
             return 0;
-        return str_feed(m, f, &b, 1, lead);
+        return str_feed(m, t, f, &b, 1, lead);
     }
     if (f->b == S_OPEN) {
         if (b != '"')
@@ -520,17 +668,17 @@ static int str_step(struct gl_mstate *m, struct frm *f, uint8_t b)
     jdec_step(&p->d, b, &e);
     switch (e.kind) {
     case EV_QUOTE:
-        return str_can_close(m, f) ? 2 : 0;
+        return str_can_close(m, f) && (!s->uniq || uniq_close(m, t, f)) ? 2 : 0;
     case EV_RAW:
-        return str_feed(m, f, &b, 1, e.lead);
+        return str_feed(m, t, f, &b, 1, e.lead);
     case EV_MORE:
         if (s->n_regex == 0)
             return s->max_chars < 0 || (int64_t)f->a + 1 <= s->max_chars;
-        return ranges_viable(m, f, &e, str_probe);
+        return ranges_viable(m, t, f, &e, str_probe);
     case EV_CP: {
         uint8_t u[4];
         int n = gl_utf8_encode(e.cp, u);
-        return str_feed(m, f, u, n, 1);
+        return str_feed(m, t, f, u, n, 1);
     }
     default:
         return 0;
@@ -1026,8 +1174,10 @@ static int o_can_close(const struct gl_gobj *o, const struct opay *p)
 
 // Some acceptable key extends the decoded key so far plus u[0..n) (not yet
 // applied).
-static int key_probe(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n, int full)
+static int key_probe(struct gl_mstate *m, struct thr *t, struct frm *f, const uint8_t *u, int n,
+                     int full)
 {
+    (void)t;
     (void)full;
     const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
     struct opay *p = OP(f);
@@ -1061,43 +1211,18 @@ static void key_apply(struct gl_mstate *m, struct frm *f, uint8_t b)
 {
     const struct gl_gobj *o = &m->ir->nodes[f->node].u.obj;
     struct opay *p = OP(f);
-    uint32_t kl = p->keylen;
-    // Props in [lo, hi) share the first kl bytes; the one of length kl (if any)
-    // is first, the rest are sorted by byte kl.
-    int32_t lo = p->lo, hi = p->hi;
-    if (lo < hi && o->props[lo].name.len == kl)
-        lo++;
-    int32_t a = lo, z = hi;
-    while (a < z) { // first with byte >= b
-        int32_t mid = a + (z - a) / 2;
-        if (o->props[mid].name.p[kl] < b)
-            a = mid + 1;
-        else
-            z = mid;
-    }
-    int32_t s = a;
-    z = hi;
-    while (a < z) { // first with byte > b
-        int32_t mid = a + (z - a) / 2;
-        if (o->props[mid].name.p[kl] <= b)
-            a = mid + 1;
-        else
-            z = mid;
-    }
-    p->lo = s;
-    p->hi = a;
+    names_narrow(o->props, sizeof *o->props, p->keylen, b, &p->lo, &p->hi);
     uint32_t *ps = o_pats(m, f);
     for (int32_t k = 0; k < o->n_patterns; k++)
         if (ps[k] != GL_RE_DEAD)
             ps[k] = gl_regex_step(m->ir->regexes[o->patterns[k].re], ps[k], b);
-    p->keyhash = (p->keyhash ^ b) * 0x100000001B3ull;
-    p->keyhash ^= p->keyhash >> 29;
+    p->keyhash = name_hash_step(p->keyhash, b);
     p->keylen++;
 }
 
 static int key_feed(struct gl_mstate *m, struct frm *f, const uint8_t *u, int n)
 {
-    if (!key_probe(m, f, u, n, 1))
+    if (!key_probe(m, NULL, f, u, n, 1))
         return 0;
     for (int i = 0; i < n; i++)
         key_apply(m, f, u[i]);
@@ -1142,10 +1267,9 @@ static int key_close(struct gl_mstate *m, struct thr *t, struct frm *f)
     if (target < 0)
         return 0;
     uint64_t *hs = o_hashes(m, f);
-    uint64_t h = p->keyhash ^ ((uint64_t)p->keylen << 56);
-    for (uint32_t i = 0; i < p->n_hash; i++)
-        if (hs[i] == h)
-            return 0; // duplicate key
+    uint64_t h = name_hash_end(p->keyhash, p->keylen);
+    if (hash_in(hs, p->n_hash, h))
+        return 0; // duplicate key
     if (!grow_top(t, 8))
         return 0;
     f = top_of(t);
@@ -1168,7 +1292,7 @@ static void key_start(struct gl_mstate *m, struct frm *f)
     p->lo = 0;
     p->hi = o->n_props;
     p->keylen = 0;
-    p->keyhash = 0xCBF29CE484222325ull;
+    p->keyhash = NAME_HASH0;
     uint32_t *ps = o_pats(m, f);
     for (int32_t k = 0; k < o->n_patterns; k++)
         ps[k] = gl_regex_start(m->ir->regexes[o->patterns[k].re]);
@@ -1243,7 +1367,7 @@ static int obj_step(struct gl_mstate *m, struct thr *t, struct frm *f, uint8_t b
         case EV_MORE:
             if (o_extra_ok(m, f) && o->additional >= 0)
                 return 1;
-            return ranges_viable(m, f, &e, key_probe);
+            return ranges_viable(m, t, f, &e, key_probe);
         case EV_CP: {
             uint8_t u[4];
             int n = gl_utf8_encode(e.cp, u);
@@ -1261,10 +1385,19 @@ static int obj_step(struct gl_mstate *m, struct thr *t, struct frm *f, uint8_t b
 // ---------------------------------------------------------------------------------------------
 // JARRAY
 
-static int arr_item_allowed(const struct gl_garr *a, int32_t count)
+// Another item may start in array frame f (after '[' or ','): the count allows one and, for a
+// uniqueItems array over a finite set of strings, some value is not an item yet (the items read
+// are distinct values of the set, so that is their number).
+static int arr_item_allowed(struct gl_mstate *m, const struct gl_garr *a, struct frm *f)
 {
+    int32_t count = (int32_t)f->b;
     if (a->max_items >= 0 && count >= a->max_items)
         return 0;
+    if (a->unique) {
+        const struct gl_gstr *s = &m->ir->nodes[a->items].u.str;
+        if (s->names && a_slots(f) >= (uint32_t)s->n_names)
+            return 0;
+    }
     return count < a->n_prefix || a->items >= 0;
 }
 
@@ -1292,7 +1425,7 @@ static int arr_step(struct gl_mstate *m, struct frm *f, uint8_t b)
         }
         if (b == ']' && f->a != A_COMMA && (int32_t)f->b >= a->min_items)
             return 2;
-        if (b == ',' && f->a == A_NEXT && arr_item_allowed(a, (int32_t)f->b)) {
+        if (b == ',' && f->a == A_NEXT && arr_item_allowed(m, a, f)) {
             f->a = A_COMMA;
             f->c = 0;
             return 1;
@@ -1328,7 +1461,7 @@ static uint32_t payload_size(const struct gl_gnode *n)
 {
     switch (n->kind) {
     case GN_JSTRING:
-        return r8((uint32_t)(sizeof(struct spay) + 4u * (uint32_t)n->u.str.n_regex));
+        return s_upay_off(&n->u.str) + (n->u.str.uniq ? (uint32_t)sizeof(struct upay) : 0);
     case GN_JNUMBER:
         return num_bounded(&n->u.num) ? NUM_TEXT : 0;
     case GN_JOBJECT:
@@ -1365,6 +1498,11 @@ static int push(struct gl_mstate *m, struct thr *t, int32_t node)
         for (int32_t r = 0; r < n->u.str.n_regex; r++)
             p->re[r] = gl_regex_start(m->ir->regexes[n->u.str.regexes[r]]);
         f->b = n->u.str.raw ? S_BODY : S_OPEN;
+        if (n->u.str.uniq) {
+            struct upay *up = UP(&n->u.str, f);
+            up->hash = NAME_HASH0;
+            up->hi = n->u.str.n_names;
+        }
     } else if (n->kind == GN_JOBJECT) {
         struct opay *p = payload(f);
         p->phase = O_START;
@@ -1658,13 +1796,15 @@ static void close_thr(struct gl_mstate *m, uint32_t toff, uint32_t fresh, int ch
                 emit(m, t);
                 return;
             }
-            if ((f->a == A_FIRST || f->a == A_COMMA) && arr_item_allowed(a, (int32_t)f->b)) {
+            if ((f->a == A_FIRST || f->a == A_COMMA) && arr_item_allowed(m, a, f)) {
                 int32_t kid = (int32_t)f->b < a->n_prefix ? a->prefix[f->b] : a->items;
                 // The consumer (whitespace, or ']' after '[') stays unless nothing is
                 // left.
                 if ((int)f->c < m->ir->ws_max || f->a == A_FIRST)
                     emit(m, t);
                 t = T(X.tmp, toff);
+                if (a->unique && !grow_top(t, sizeof(uint64_t)))
+                    return; // the item's slot (uniq_close fills it)
                 f = top_of(t);
                 f->a = A_IN_ITEM;
                 if (!push(m, t, kid))
@@ -1723,7 +1863,7 @@ static int step_thr(struct gl_mstate *m, uint32_t toff, uint8_t b)
         }
         break;
     case GN_JSTRING:
-        r = str_step(m, f, b);
+        r = str_step(m, t, f, b);
         break;
     case GN_JNUMBER:
         r = num_step(m, f, b);
@@ -1949,7 +2089,7 @@ static int advance_string_inplace(struct gl_mstate *s, uint8_t b, int *done)
     else
         memcpy(save, f, fs);
     *done = 1;
-    if (str_step(s, f, b) == 1)
+    if (str_step(s, t, f, b) == 1)
         return 1;
     memcpy(f, save, fs);
     return 0;
@@ -2249,6 +2389,9 @@ static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
     }
     if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
         return NULL;
+    // A uniqueItems item over names checks every byte against the array's items (str_feed).
+    if (n->u.str.uniq && n->u.str.names)
+        return NULL;
     return f;
 }
 
@@ -2322,7 +2465,7 @@ int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame)
 {
     const struct frm *f = (const struct frm *)(const void *)frame;
     const struct gl_gnode *n = &s->ir->nodes[f->node];
-    if (n->kind != GN_JSTRING)
+    if (n->kind != GN_JSTRING || n->u.str.uniq) // a uniqueItems item's end depends on the array
         return -1;
     const struct spay *p = payload((struct frm *)f);
     if (p->d.esc) // '"' would be an escaped quote (or refused), not the end
@@ -2342,7 +2485,7 @@ int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b)
     case GN_JNUMBER:
         return num_step(m, f, b) == 1;
     default:
-        return str_step(m, f, b) == 1;
+        return str_step(m, NULL, f, b) == 1;
     }
 }
 
@@ -2640,8 +2783,12 @@ size_t gl_mstate_string_key(const struct gl_mstate *s, uint32_t th, uint8_t *key
     struct frm *f = wframe_at(s, th);
     if (!f)
         return 0;
-    // node, a, b, c and the payload (decoder, DFA states); not size/prev (position only).
+    // node, a, b, c and the payload (decoder, DFA states); not size/prev (position only), nor a
+    // uniqueItems item's hash (which only its closing quote reads).
     size_t pay = f->size - sizeof *f;
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind == GN_JSTRING && n->u.str.uniq)
+        pay = s_upay_off(&n->u.str);
     size_t len = 4 * sizeof(uint32_t) + pay;
     if (len > cap)
         return 0;

@@ -104,9 +104,10 @@ int gl_mstate_sframe_universal(const struct gl_mstate *s, uint32_t th);
 // updated), 0 rejected (frame contents then unspecified: step a fresh copy instead).
 int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b);
 // For a string-value frame (not a key) outside an escape: 1 when a '"' now would end the
-// string, 0 when not. -1 inside an escape (a '"' there is no end) and for a key frame (whose end
-// depends on the rest of the state: duplicates, the value's schema). A string value's end pops
-// its frame, so the state after it does not depend on the text read.
+// string, 0 when not. -1 inside an escape (a '"' there is no end), for a key frame and for an
+// item of a uniqueItems array (whose ends depend on the rest of the state: duplicates, the
+// value's schema). A string value's end pops its frame, so the state after it does not depend
+// on the text read.
 int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame);
 // A string-value frame reduced to what a byte other than '"', '\\' or a control byte changes
 // (outside an escape): the UTF-8 decoder, the code-point count and the DFA states. Stepping it

@@ -2045,6 +2045,8 @@ static int32_t lit_number(struct sc *sc, json_t *x)
 }
 
 // One JSTRING whose decoded value is one of the given strings (full match).
+static int32_t lit_names(struct sc *sc, json_t **vals, size_t n, struct gl_gstr *str);
+
 static int32_t lit_strings(struct sc *sc, json_t **vals, size_t n)
 {
     if (!n)
@@ -2096,19 +2098,47 @@ static int32_t lit_strings(struct sc *sc, json_t **vals, size_t n)
     nd.u.str.min_chars = clamp32(lo);
     nd.u.str.max_chars = clamp32(hi);
     nd.u.str.raw = (uint8_t)sc->raw;
+    if (lit_names(sc, vals, n, &nd.u.str) == SC_FAIL)
+        return SC_FAIL;
     return sc_add(sc, &nd);
 }
 
 static int32_t lit_value(struct sc *sc, json_t *x);
 
+static int bytes_cmp(const void *a, const void *b)
+{
+    const struct gl_gbytes *p = a, *q = b;
+    uint32_t n = p->len < q->len ? p->len : q->len;
+    int c = n ? memcmp(p->p, q->p, n) : 0;
+    return c ? c : (p->len > q->len) - (p->len < q->len);
+}
+
+// The strings vals[0..n) as the node's names (ir.h): sorted, distinct. 0 or SC_FAIL.
+static int32_t lit_names(struct sc *sc, json_t **vals, size_t n, struct gl_gstr *str)
+{
+    struct gl_gbytes *nm = sc_alloc(sc, n * sizeof *nm);
+    if (!nm)
+        return SC_FAIL;
+    for (size_t i = 0; i < n; i++) {
+        nm[i].len = (uint32_t)json_string_length(vals[i]);
+        nm[i].p = gl_arena_memdup(sc->b->ir->arena, json_string_value(vals[i]),
+                                  nm[i].len ? nm[i].len : 1);
+        if (!nm[i].p)
+            return sc_nomem(sc), SC_FAIL;
+    }
+    qsort(nm, n, sizeof *nm, bytes_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k || bytes_cmp(&nm[k - 1], &nm[i]))
+            nm[k++] = nm[i];
+    str->names = nm;
+    str->n_names = (int32_t)k;
+    return 0;
+}
+
 static int prop_cmp(const void *a, const void *b)
 {
-    const struct gl_gprop *p = a, *q = b;
-    uint32_t n = p->name.len < q->name.len ? p->name.len : q->name.len;
-    int c = n ? memcmp(p->name.p, q->name.p, n) : 0;
-    if (c)
-        return c;
-    return p->name.len < q->name.len ? -1 : p->name.len > q->name.len;
+    return bytes_cmp(&((const struct gl_gprop *)a)->name, &((const struct gl_gprop *)b)->name);
 }
 
 static int32_t lit_container(struct sc *sc, json_t *x)
@@ -2714,16 +2744,75 @@ out:
     return r;
 }
 
+// 1 when every state regex idx can reach (a search for up to RE_INEX_STATES of them) has
+// arbitrarily long completions (gl_regex_unbounded: a cycle before a match), so infinitely many;
+// 0 when one has not, or too many states, or the regex is a complement (GL_RE_NEGATE, whose
+// states' unbounded flag is not exact).
+#define RE_INEX_STATES 256
+static int re_inexhaustible(struct sc *sc, int32_t idx)
+{
+    for (size_t i = 0; i < sc->regexes.cap; i++) {
+        const struct hent *e = &sc->regexes.e[i];
+        if (e->key && e->i0 == idx && (e->key[0] & GL_RE_NEGATE))
+            return 0;
+    }
+    struct gl_regex *re = sc_re(sc, idx);
+    uint32_t ncls;
+    const uint8_t *rep;
+    gl_regex_classes(re, &ncls, &rep);
+    uint32_t seen[RE_INEX_STATES];
+    uint32_t n = 0;
+    seen[n++] = gl_regex_start(re);
+    for (uint32_t q = 0; q < n; q++) {
+        if (seen[q] == GL_RE_DEAD)
+            continue;
+        if (!gl_regex_unbounded(re, seen[q]))
+            return 0;
+        for (uint32_t c = 0; c < ncls; c++) {
+            uint32_t t = gl_regex_step(re, seen[q], rep[c]);
+            uint32_t k = 0;
+            while (k < n && seen[k] != t)
+                k++;
+            if (k == n) {
+                if (n == RE_INEX_STATES)
+                    return 0;
+                seen[n++] = t;
+            }
+        }
+    }
+    return !gl_regex_overflowed(re);
+}
+
+// uniqueItems over items node `items` after n prefix items: the matcher enforces it for strings
+// whose every prefix keeps a completion that no earlier item takes (ir.h): without maxLength and
+// with no regex or one whose every state has infinitely many completions (re_inexhaustible:
+// `^[a-z][a-z0-9_]*$`, not `^v[0-9]$`), or an enum of strings (the unseen values). Returns a
+// copy of the item node marked uniq, UNIQ_DROPPED when refused in lenient mode, or SC_FAIL.
+#define UNIQ_DROPPED (-3)
+static int32_t unique_items(struct sc *sc, size_t n, int32_t items)
+{
+    const struct gl_gnode *it = items >= 0 ? &sc->b->ir->nodes[items] : NULL;
+    if (!n && it && it->kind == GN_JSTRING && !it->u.str.raw &&
+        (it->u.str.names ||
+         (it->u.str.max_chars < 0 &&
+          (!it->u.str.n_regex ||
+           (it->u.str.n_regex == 1 && re_inexhaustible(sc, it->u.str.regexes[0])))))) {
+        struct gl_gnode nd = *it;
+        nd.u.str.uniq = 1;
+        return sc_add(sc, &nd);
+    }
+    size_t old = path_push(sc, "uniqueItems", 11);
+    gl_status st = sc_unsup(sc, "uniqueItems",
+                            "only over strings: an enum, or without maxLength and with at most "
+                            "one pattern or format that never runs out of completions");
+    path_pop(sc, old);
+    return st == GL_OK ? UNIQ_DROPPED : SC_FAIL;
+}
+
 static int32_t compile_array(struct sc *sc, const struct view *v)
 {
     int64_t max_items = v->max_items;
-    if (v->unique && !(max_items >= 0 && max_items <= 1)) {
-        size_t old = path_push(sc, "uniqueItems", 11);
-        gl_status st = sc_unsup(sc, "uniqueItems", "only with maxItems <= 1");
-        path_pop(sc, old);
-        if (st != GL_OK)
-            return SC_FAIL;
-    }
+    int unique = v->unique && !(max_items >= 0 && max_items <= 1);
     size_t np = v->prefix ? json_array_size(v->prefix) : 0;
     if (max_items >= 0 && (size_t)max_items < np)
         np = (size_t)max_items;
@@ -2761,11 +2850,27 @@ static int32_t compile_array(struct sc *sc, const struct view *v)
     }
     if (items < 0 && (max_items < 0 || max_items > (int64_t)n))
         max_items = (int64_t)n;
+    if (unique && (max_items < 0 || max_items > 1)) {
+        int32_t k = unique_items(sc, n, items);
+        if (k == SC_FAIL)
+            return SC_FAIL;
+        if (k >= 0) {
+            items = k;
+            int32_t nn = sc->b->ir->nodes[k].u.str.n_names;
+            if (nn && (max_items < 0 || max_items > nn))
+                max_items = nn; // distinct values of a set of nn
+        } else {
+            unique = 0; // lenient: dropped
+        }
+    } else {
+        unique = 0;
+    }
     if (max_items >= 0 && v->min_items > max_items)
         return SC_NEVER;
     struct gl_gnode nd;
     memset(&nd, 0, sizeof nd);
     nd.kind = GN_JARRAY;
+    nd.u.arr.unique = (uint8_t)unique;
     nd.u.arr.prefix = pre;
     nd.u.arr.n_prefix = (int32_t)n;
     nd.u.arr.items = items;

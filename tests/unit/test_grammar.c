@@ -392,6 +392,26 @@ TEST(test_frame_prefixes)
         {"{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":2},"
          "\"maxItems\":1},{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":3}}]}",
          "[\"a"},
+        // uniqueItems items: the quote (and every token with it) only where the decoded item is
+        // new; over an enum, only the bytes that some unseen value continues with
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
+         "[\"ab\",\"a\",\"a"},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
+         "[\"ab\",\"\",\""},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
+         "[\"x\",\"\\u007"},
+        {"{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true},"
+         "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":2}}]}",
+         "[\"ab\",\"ab"},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9_]*$\"},"
+         "\"uniqueItems\":true}",
+         "[\"a_1\",\"b\",\"a_1"},
+        {"{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",\"b\",\"ba\"]},"
+         "\"uniqueItems\":true}",
+         "[\"ab\",\"a\",\""},
+        {"{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",\"b\",\"ba\"]},"
+         "\"uniqueItems\":true}",
+         "[\"ab\",\"ba\",\"b\",\"a\""},
     };
     uint32_t *fast = mask_new(), *ref = mask_new();
     for (int forced = 0; forced < 2; forced++) {

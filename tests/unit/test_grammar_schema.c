@@ -271,7 +271,8 @@ TEST(test_arrays)
     // a false prefix item caps the length; more required items is no value
     CHECK(fails_with("{\"type\":\"array\",\"prefixItems\":[{},false],\"minItems\":2}", GL_E_INVAL,
                      "accepts no value", NULL));
-    // uniqueItems is only accepted where it cannot matter
+    // uniqueItems over any values is refused (strings: test_unique_items); with at most one item
+    // it cannot matter
     CHECK(fails_with("{\"type\":\"array\",\"uniqueItems\":true}", GL_E_UNSUPPORTED, "'uniqueItems'",
                      "/uniqueItems"));
     c = compile_text("{\"type\":\"array\",\"uniqueItems\":true,\"maxItems\":1}");
@@ -701,6 +702,9 @@ static int ir_accepts(const struct gl_gir *ir, int32_t ni, json_t *x, int depth)
             int32_t k = (int64_t)i < a->n_prefix ? a->prefix[i] : a->items;
             if (k < 0 || !ir_accepts(ir, k, json_array_get(x, i), depth + 1))
                 return 0;
+            for (size_t j = 0; a->unique && j < i; j++)
+                if (json_equal(json_array_get(x, i), json_array_get(x, j)))
+                    return 0;
         }
         return 1;
     }
@@ -719,7 +723,8 @@ static int ir_accepts_text(const struct compiled *c, const char *doc)
     return r;
 }
 
-static int walk(const struct compiled *c, const char *doc)
+// doc's bytes accepted one by one, and (need_end) the document complete after them.
+static int walk_bytes(const struct compiled *c, const char *doc, int need_end)
 {
     struct gl_mstate *s = NULL;
     struct gl_err err;
@@ -729,9 +734,14 @@ static int walk(const struct compiled *c, const char *doc)
     int ok = 1;
     for (const char *p = doc; *p && ok; p++)
         ok = gl_mstate_advance_byte(s, (uint8_t)*p);
-    ok = ok && gl_mstate_can_end(s);
+    ok = ok && (!need_end || gl_mstate_can_end(s));
     gl_mstate_free(s);
     return ok;
+}
+
+static int walk(const struct compiled *c, const char *doc)
+{
+    return walk_bytes(c, doc, 1);
 }
 
 struct accept_case {
@@ -1204,6 +1214,99 @@ TEST(test_multiple_of_grid)
     compiled_free(&c);
 }
 
+// uniqueItems over strings: an item equal to an earlier one (after decoding escapes) is refused
+// at its closing quote; over an enum, a prefix no unseen value extends is refused at once (no
+// dead end), and ',' once every value is an item. Each case: schema, text, whole document
+// accepted (1/0), or a prefix that must be accepted (2) / refused (3).
+TEST(test_unique_items)
+{
+#define PLAIN "{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}"
+#define EN    "{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",\"b\"]},\"uniqueItems\":true}"
+#define PAT                                                                                        \
+    "{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9_]*$\"},"       \
+    "\"uniqueItems\":true}"
+#define NEST                                                                                       \
+    "{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"string\","            \
+    "\"minLength\":1},\"uniqueItems\":true}}"
+    static const struct {
+        const char *schema, *doc;
+        int ok;
+    } k[] = {
+        {PLAIN, "[]", 1},
+        {PLAIN, "[\"a\",\"b\",\"ab\",\"\"]", 1},
+        {PLAIN, "[\"a\",\"b\",\"a\"]", 0},
+        {PLAIN, "[\"a\",\"\\u0061\"]", 0},
+        {PLAIN, "[\"\\u0061\",\"a\"]", 0},
+        {PLAIN, "[\"\xc3\xa9\",\"\\u00e9\"]", 0},
+        {PLAIN, "[\"\\ud83d\\ude00\",\"\xf0\x9f\x98\x80\"]", 0},
+        {PLAIN, "[\"a\\\"\",\"a\\u0022\"]", 0},
+        {PLAIN, "[\"a\\\"\",\"a\"]", 1},
+        {PLAIN, "[\"\",\"\"]", 0},
+        {PLAIN, "[\"ab\",\"a\",\"abc\",\"b\"]", 1},
+        {PLAIN, "[\"a\",\"b\",\"a", 2}, // "a" can still grow into "ab..."
+        {PLAIN, "[\"a\",\"b\",\"a\"", 3},
+        {EN, "[\"a\",\"ab\",\"b\"]", 1},
+        {EN, "[\"b\",\"a\"]", 1},
+        {EN, "[\"a\",\"a\"]", 0},
+        {EN, "[\"ab\",\"a\",\"ab\"]", 0},
+        {EN, "[\"b\",\"b", 3},        // no unseen value starts with "b"
+        {EN, "[\"a\",\"a", 2},        // "ab" is still unseen
+        {EN, "[\"ab\",\"a\",\"a", 3}, // neither "a" nor "ab" is left
+        {EN, "[\"ab\",\"a\",\"\\u0062", 2},
+        {EN, "[\"ab\",\"a\",\"\\u0061", 3}, // an escape that decodes to a taken prefix
+        {EN, "[\"ab\",\"a\",\"\\u006", 2},  // ...whose last digit may still give "b"
+        {EN, "[\"a\",\"ab\",\"b\",", 3},    // every value is an item: no fourth
+        {EN, "[\"a\",\"c\"]", 0},
+        {NEST, "[[\"a\",\"b\"],[\"a\",\"b\"],[\"b\",\"a\"]]", 1}, // the outer array is not unique
+        {NEST, "[[\"a\",\"b\"],[\"b\",\"b\"]]", 0},
+        {NEST, "[[\"a\"],[\"\\u0061\",\"a\"]]", 0},
+        {NEST, "[[\"x\",\"y\"],[\"y\",\"x\",\"z\"],[]]", 1},
+        // a pattern whose every state has infinitely many completions
+        {PAT, "[\"a\",\"a_1\",\"b\"]", 1},
+        {PAT, "[\"a_1\",\"b\",\"a\\u005f1\"]", 0},
+        {PAT, "[\"a\",\"1\"]", 0},
+    };
+#undef PLAIN
+#undef PAT
+#undef EN
+#undef NEST
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        struct compiled c = compile_text(k[i].schema);
+        CHECKF(c.st == GL_OK, "%s: %s", k[i].schema, c.err.msg);
+        if (c.st == GL_OK && k[i].ok < 2)
+            CHECKF(walk(&c, k[i].doc) == k[i].ok, "%s %s: want %d", k[i].schema, k[i].doc, k[i].ok);
+        if (c.st == GL_OK && k[i].ok >= 2)
+            CHECKF(walk_bytes(&c, k[i].doc, 0) == (k[i].ok == 2), "%s prefix %s: want %s",
+                   k[i].schema, k[i].doc, k[i].ok == 2 ? "accepted" : "refused");
+        compiled_free(&c);
+    }
+    // an enum's unique items cap maxItems at its size; more than that is no array at all
+    CHECK(fails_with("{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"uniqueItems\":true,"
+                     "\"minItems\":3}",
+                     GL_E_INVAL, "accepts no value", NULL));
+    // still refused: strings whose completions may run out (maxLength, pattern), other items
+    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"maxLength\":2},\"uniqueItems\":true}",
+                     GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    CHECK(
+        fails_with("{\"items\":{\"type\":\"string\",\"pattern\":\"^[ab]$\"},\"uniqueItems\":true}",
+                   GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    // a pattern with a state that must end soon ("2x" can only close), a complement, two regexes
+    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"pattern\":\"^[0-9]+x$\"},"
+                     "\"uniqueItems\":true}",
+                     GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"not\":{\"pattern\":\"a\"}},"
+                     "\"uniqueItems\":true}",
+                     GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    CHECK(fails_with("{\"items\":{\"type\":\"string\",\"pattern\":\"^a*$\",\"format\":\"email\"},"
+                     "\"uniqueItems\":true}",
+                     GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+    CHECK(fails_with("{\"items\":{\"type\":\"integer\"},\"uniqueItems\":true}", GL_E_UNSUPPORTED,
+                     "'uniqueItems'", "/uniqueItems"));
+    CHECK(fails_with("{\"prefixItems\":[{\"type\":\"string\"}],\"items\":{\"type\":\"string\"},"
+                     "\"uniqueItems\":true}",
+                     GL_E_UNSUPPORTED, "'uniqueItems'", "/uniqueItems"));
+}
+
 int main(void)
 {
     g_opts = gl_grammar_default_opts();
@@ -1213,5 +1316,5 @@ int main(void)
               test_arrays, test_ref_recursion_shares_nodes, test_allof_merge, test_oneof,
               test_errors_name_keyword_and_pointer, test_cycles, test_raw_strings_at_pointer,
               test_hostile, test_acceptance, test_closed_objects, test_not_enum,
-              test_multiple_of_decimal, test_multiple_of_grid);
+              test_multiple_of_decimal, test_multiple_of_grid, test_unique_items);
 }
