@@ -1254,6 +1254,13 @@ static gl_status parse_completion(const struct gl_api_config *c, json_t *b, stru
     if ((st = get_i32(b, "logprobs", 0, c->max_logprobs, &lp, e)) != GL_OK)
         return st;
     r->sp.logprobs = lp;
+    if (r->echo && lp >= 0) {
+        // vLLM: the prompt's tokens open the logprobs too, from prompt logprobs of the same k.
+        if (r->stream)
+            return FAIL("echo", "echo with logprobs: not supported with stream=true here (the "
+                                "prompt's logprobs come only in a whole response)");
+        r->sp.prompt_logprobs = r->sp.prompt_logprobs > lp ? r->sp.prompt_logprobs : lp;
+    }
     int add_special = 1;
     if ((st = get_bool(b, "add_special_tokens", &add_special, e)) != GL_OK)
         return st;

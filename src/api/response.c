@@ -734,6 +734,49 @@ void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
     sb_add(&s->sse, "data: [DONE]\n\n", 14);
 }
 
+// Completions echo with logprobs (vLLM): the prompt's tokens open the lists, from its prompt
+// logprobs list pl: the first token has null logprob and top_logprobs; each other token its
+// logprob and {decoded token: logprob} of itself and the top sp.logprobs. text_offset counts
+// the token texts' bytes from 0 (the generated tokens' offsets already follow the prompt text).
+static void echo_logprobs(const struct gl_api_resp *s, const struct gl_api_prompt *p, json_t *pl,
+                          json_t *lp)
+{
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t off = 0;
+    for (int32_t k = 0; tokens && lps && tops && offs && k < p->n; k++) {
+        json_t *tk = tok_json(s->c->tok, p->ids[k], NULL);
+        char key[16];
+        snprintf(key, sizeof key, "%d", (int)p->ids[k]);
+        json_t *entry = json_object_get(json_array_get(pl, (size_t)k), key), *top = NULL;
+        if (entry) {
+            top = json_object();
+            const char *id;
+            json_t *v;
+            json_object_foreach(json_array_get(pl, (size_t)k), id, v)
+            {
+                if (v == entry ||
+                    json_integer_value(json_object_get(v, "rank")) <= s->r->sp.logprobs)
+                    json_object_set(top, json_string_value(json_object_get(v, "decoded_token")),
+                                    json_object_get(v, "logprob"));
+            }
+        }
+        json_array_append_new(offs, json_integer((json_int_t)off));
+        off += json_string_length(tk);
+        json_array_append_new(tokens, tk);
+        json_array_append_new(lps, entry ? json_deep_copy(json_object_get(entry, "logprob"))
+                                         : json_null());
+        json_array_append_new(tops, top ? top : json_null());
+    }
+    const char *names[4] = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
+    json_t *pre[4] = {tokens, lps, tops, offs};
+    for (int i = 0; i < 4; i++) {
+        json_t *all = pre[i];
+        if (all)
+            json_array_extend(all, json_object_get(lp, names[i]));
+        json_object_set_new(lp, names[i], all ? all : json_array());
+    }
+}
+
 json_t *gl_api_resp_json(const struct gl_api_resp *s)
 {
     const struct gl_api_req *r = s->r;
@@ -748,6 +791,9 @@ json_t *gl_api_resp_json(const struct gl_api_resp *s)
         if (ch->lp)
             lp = r->ep == GL_API_CHAT ? json_pack("{s:O}", "content", ch->lp)
                                       : json_deep_copy(ch->lp);
+        if (ch->lp && r->ep == GL_API_COMPLETIONS && r->echo && s->plp)
+            echo_logprobs(s, &r->prompts[i / r->sp.n],
+                          json_array_get(s->plp, (size_t)(i / r->sp.n)), lp);
         json_t *c;
         if (r->ep == GL_API_CHAT) {
             json_t *msg = gl_atem_accum_message_json(&ch->acc);

@@ -16,6 +16,7 @@
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import fs from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 import os from "node:os";
 import path from "node:path";
 import { OpenAI, ROOT, startServer, runGlint, http, streamPost, assembleChat, getMetrics, metricValue, schemaValidator, withTimeout, short, tail } from "./lib.mjs";
@@ -339,6 +340,18 @@ async function main() {
             const e = pl[pids.length + i][String(gen[i])];
             assert(e.rank === 1 && Math.abs(e.logprob - lps[i]) < 0.02, `generated token ${i} (${gen[i]}): prompt logprob ${e.logprob} rank ${e.rank}, generated with ${lps[i]}`);
         }
+        // echo with logprobs (vLLM, lm-eval's loglikelihood): the prompt's tokens open the
+        // logprobs, the first with null, the others with their prompt logprobs.
+        const ids = [...pids, ...gen];
+        const ec = await post({ prompt: ids, max_tokens: 2, echo: true, logprobs: 1, add_special_tokens: false });
+        const el = ec.json?.choices?.[0]?.logprobs;
+        assert(ec.status === 200 && el.tokens.length === ids.length + 2 && el.token_logprobs[0] === null && el.top_logprobs[0] === null && el.text_offset.length === el.tokens.length, `echo: ${ec.status} ${short(el)}`);
+        for (let i = 1; i < ids.length; i++)
+            assert(Math.abs(el.token_logprobs[i] - pl[i][String(ids[i])].logprob) < 1e-4 && Object.keys(el.top_logprobs[i]).length >= 1 && Object.keys(el.top_logprobs[i]).length <= 2, `echo position ${i}: ${el.token_logprobs[i]} vs ${pl[i][String(ids[i])].logprob}, top ${short(el.top_logprobs[i])}`);
+        const ne = await post({ prompt: ids, max_tokens: 2, logprobs: 1, add_special_tokens: false });
+        assert(isDeepStrictEqual(ne.json.choices[0].logprobs.token_logprobs, el.token_logprobs.slice(ids.length)), `echo's generated part ${short(el.token_logprobs.slice(ids.length))} vs ${short(ne.json.choices[0].logprobs.token_logprobs)}`);
+        const es = await http(srv.base, "POST", "/v1/completions", { body: { model: NAME, prompt: "x", max_tokens: 2, echo: true, logprobs: 1, stream: true } });
+        assert(es.status === 400 && es.json?.error?.param === "echo", `echo + logprobs + stream: ${es.status} ${short(es.text)}`);
         const c = await chatRaw({ messages: MSG("x"), max_tokens: 2, prompt_logprobs: 0 });
         assert(c.status === 200 && c.json.prompt_logprobs?.length === c.json.usage.prompt_tokens && c.json.prompt_logprobs[0] === null, `chat: top-level prompt_logprobs ${short(c.json.prompt_logprobs?.length)} for ${c.json.usage?.prompt_tokens}`);
         for (const [b, why] of [[{ prompt_logprobs: 1, stream: true }, "stream=True"], [{ prompt_logprobs: -1 }, "max-logprobs"], [{ prompt_logprobs: 21 }, "prompt_logprobs"]]) {
