@@ -265,6 +265,12 @@ static gl_status sc_unsup(struct sc *sc, const char *kw, const char *why)
 
 static gl_status sc_tick(struct sc *sc)
 {
+    if (sc->c->mem && sc->c->opts && sc->c->opts->max_compile_bytes > 0 &&
+        sc->c->mem->peak > sc->c->opts->max_compile_bytes) {
+        char where[600];
+        snprintf(where, sizeof where, "the schema at %.560s", sc_ptr(sc));
+        return gl_gctx_check_mem(sc->c, where, sc->err);
+    }
     if ((++sc->tick & 31) == 0)
         return gl_gctx_check_time(sc->c, sc->err);
     return GL_OK;
