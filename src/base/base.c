@@ -181,7 +181,12 @@ void gl_mem_freed(int64_t n)
 
 int gl_mem_release(void)
 {
-    if (atomic_load_explicit(&g_freed_pending, memory_order_relaxed) < GL_TRIM_MIN_BYTES)
+    static _Atomic int off = -1; // GLINT_MALLOC_TRIM=0: never trim (to measure what trimming gives back)
+    if (off < 0) {
+        const char *e = getenv("GLINT_MALLOC_TRIM");
+        off = e && !strcmp(e, "0");
+    }
+    if (off || atomic_load_explicit(&g_freed_pending, memory_order_relaxed) < GL_TRIM_MIN_BYTES)
         return 0;
     int64_t now = gl_time_us(), last = atomic_load(&g_last_trim_us);
     // One caller per second wins the trim; the others return at once.

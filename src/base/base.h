@@ -102,6 +102,7 @@ size_t gl_alloc_size(const void *p);
 // big heap, so call it holding no lock). Returns 1 when it trimmed. Why: free() returns memory
 // only from the top of a heap, so the pages of evicted entries, spread over the many arenas of a
 // thread-per-connection server, otherwise stay in RSS (docs/SECURITY.md has the measurements).
+// GLINT_MALLOC_TRIM=0 turns it off (to measure the difference).
 #define GL_TRIM_MIN_BYTES ((int64_t)16 << 20)
 void gl_mem_freed(int64_t n);
 int gl_mem_release(void);

@@ -8,13 +8,13 @@
 //   phase mix:      N schemas alternating the two kinds;
 //   phase round2:   N more of the mix, all new.
 // Every 50 requests it samples VmRSS (/proc/PID/status) and asserts
-//   RSS <= start + --grammar-cache-bytes + in-flight allowance + 150 MB,
+//   RSS <= start + --grammar-cache-bytes + 150 MB,
 // where start is the RSS after a warm-up (vocabulary index, thread scratch, allocator arenas) and
-// the in-flight allowance is what the requests being served hold outside the cache (concurrency
-// x the largest grammar seen in the warm-up, from the cache's own accounting being unavailable to
-// a client: measured as the warm-up's RSS rise per request). Then the plateau: round2's peak is at
-// most 50 MB over the peak of the phases before it. Each request goes through the official openai
-// SDK (response_format json_schema) and must answer 200 with content that parses.
+// the 150 MB covers what the requests in flight hold outside the cache (their grammars may have
+// been evicted while they run) and the allocator's slack. Then the plateau: round2's peak is at
+// most 50 MB over the peak of the phases before it. Each request goes through the official
+// openai SDK (response_format json_schema) and must answer 200; the compile ceiling
+// (--grammar-compile-bytes) must answer a 400 naming the schema part.
 // Negative control (--budget-off, run by hand, numbers in docs/SECURITY.md): with the budget
 // effectively unlimited the enum phase's RSS passes the bound, so the bound is not vacuous.
 //
@@ -63,7 +63,7 @@ function patternSchema(i) {
 
 let srv;
 async function main() {
-    const args = ["--max-num-seqs", "4", "--kv-cache-memory", "64MiB", "--max-model-len", "512", "--grammar-cache-bytes", BUDGET_OFF ? "64GiB" : `${BUDGET_MB}MiB`];
+    const args = ["--max-num-seqs", "4", "--kv-cache-memory", "64MiB", "--max-model-len", "512", "--grammar-compile-bytes", "8MiB", "--grammar-cache-bytes", BUDGET_OFF ? "64GiB" : `${BUDGET_MB}MiB`];
     srv = await startServer({ model: MODEL, args, env: { VLLM_API_KEY: "" } });
     const pid = srv.proc.pid;
     assert(rssKiB(pid) !== null, `cannot read /proc/${pid}/status`);
@@ -122,6 +122,18 @@ async function main() {
     await phase("round2", N, mixed);
     const peak2 = Math.max(...samples.map((s) => s.rss_mib));
     const secs = (Date.now() - t0) / 1000;
+    // The per-compile ceiling (--grammar-compile-bytes 8MiB here; a 3,000-value enum takes ~2 MB):
+    // four 8,000-value enums are a 400 that names the schema part, not a 200 or a 500.
+    let ceiling = "not checked";
+    try {
+        const big = { type: "object", properties: {} };
+        for (let k = 0; k < 4; k++) big.properties[`e${k}`] = { enum: Array.from({ length: 8000 }, (_, j) => `${word(8)}${j}`) };
+        await one(big);
+        ceiling = "FAIL: a schema over the compile ceiling was answered 200";
+    } catch (e) {
+        ceiling = e.status === 400 && /\/properties\/e\d/.test(e.message) && /compile limit/.test(e.message) ? "ok" : `FAIL: ${e.status} ${e.message}`;
+    }
+    console.log(`compile ceiling: ${ceiling}`);
     const over = samples.filter((s) => s.rss_mib > bound);
     console.log(`peak before round2 ${peak1} MiB, after ${peak2} MiB (+${peak2 - peak1}, limit +${PLATEAU_MB}); ${sent} requests in ${secs.toFixed(1)} s, ${failures} failed`);
     if (a.out) fs.writeFileSync(a.out, JSON.stringify({ start, bound, budget_mib: BUDGET_OFF ? null : BUDGET_MB, samples }, null, 1));
@@ -141,6 +153,10 @@ async function main() {
     if (over.length) {
         ok = false;
         console.log(`FAIL RSS over the bound ${bound} MiB at ${over.map((s) => `${s.phase} ${s.n}: ${s.rss_mib}`).join(", ")}`);
+    }
+    if (ceiling !== "ok") {
+        ok = false;
+        console.log(`FAIL compile ceiling: ${ceiling}`);
     }
     if (peak2 - peak1 > PLATEAU_MB) {
         ok = false;
