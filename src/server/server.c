@@ -1699,6 +1699,8 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.gcache = S->gcache;
     S->api.grammar_lock = &S->grammar_lock;
     S->api.grammar_compile_bytes = S->p.grammar_compile_bytes;
+    S->metrics.gcache = S->gcache;
+    S->metrics.grammar_lock = &S->grammar_lock;
     S->api.model_name = S->model_name;
     S->api.max_model_len = ep.max_model_len;
     S->api.max_token_bytes = gl_api_max_token_bytes(S->tok);

@@ -21,7 +21,7 @@
 // Usage: node tests/server/memory.mjs --model M [--n 600] [--concurrency 3] [--budget 48MiB]
 //        [--budget-off] [--out samples.json]
 import fs from "node:fs";
-import { OpenAI, startServer, modelName, rssKiB, rng, parseArgs, assert } from "./lib.mjs";
+import { OpenAI, startServer, modelName, rssKiB, rng, parseArgs, assert, getMetrics, metricValue } from "./lib.mjs";
 
 const a = parseArgs(process.argv.slice(2));
 const MODEL = a.model ?? a._[0];
@@ -66,6 +66,8 @@ async function main() {
     const args = ["--max-num-seqs", "4", "--kv-cache-memory", "64MiB", "--max-model-len", "512", "--grammar-compile-bytes", "8MiB", "--grammar-cache-bytes", BUDGET_OFF ? "64GiB" : `${BUDGET_MB}MiB`];
     srv = await startServer({ model: MODEL, args, env: { VLLM_API_KEY: "" } });
     const pid = srv.proc.pid;
+    const startLine = srv.log().split("\n").find((l) => /grammar cache \d+ bytes/.test(l)) ?? null;
+    console.log(startLine ?? "no start-up line with the grammar cache budget");
     assert(rssKiB(pid) !== null, `cannot read /proc/${pid}/status`);
     const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: "unused", maxRetries: 0, timeout: 60000 });
     const model = await modelName(srv.base);
@@ -82,10 +84,15 @@ async function main() {
         if (!r.choices?.[0]) throw new Error("no choice");
     }
     const samples = [];
-    const sample = (phase, n) => {
+    // RSS, and what the cache says it holds (glint:grammar_cache_bytes, the server's own count).
+    const sample = async (phase, n) => {
         const s = { phase, n, rss_mib: Math.round(MB(rssKiB(pid))) };
+        const m = await getMetrics(srv.base).catch(() => null);
+        const bytes = m ? metricValue(m.series, "glint:grammar_cache_bytes") : undefined;
+        s.cache_mib = bytes === undefined ? null : Math.round((10 * bytes) / 1048576) / 10;
+        s.cache_entries = m ? metricValue(m.series, "glint:grammar_cache_entries") ?? null : null;
         samples.push(s);
-        console.log(`${phase.padEnd(9)} ${String(n).padStart(4)} requests  RSS ${s.rss_mib} MiB`);
+        console.log(`${phase.padEnd(9)} ${String(n).padStart(4)} requests  RSS ${s.rss_mib} MiB  cache ${s.cache_mib} MiB in ${s.cache_entries} grammars`);
         return s;
     };
     // Sends count schemas from make(i) with CONC clients, sampling every SAMPLE_EVERY requests.
@@ -100,7 +107,7 @@ async function main() {
                     failures++;
                     if (failLines.length < 5) failLines.push(`${name} #${i}: ${e.status ?? ""} ${e.message}`);
                 }
-                if (++done % SAMPLE_EVERY === 0) sample(name, done);
+                if (++done % SAMPLE_EVERY === 0) await sample(name, done);
             }
         };
         const t = Date.now();
@@ -112,7 +119,7 @@ async function main() {
     const t0 = Date.now();
     // Warm-up: the vocabulary's shared tables, every connection thread's arena and scratch.
     await phase("warm-up", 2 * CONC, mixed);
-    const start = sample("start", 0).rss_mib;
+    const start = (await sample("start", 0)).rss_mib;
     const bound = start + BUDGET_MB + SLACK_MB;
     console.log(`bound: start ${start} MiB + --grammar-cache-bytes ${BUDGET_MB} MiB + ${SLACK_MB} MiB = ${bound} MiB` + (BUDGET_OFF ? " (budget off: negative control, the bound should be passed)" : ""));
     await phase("enum", N, enumSchema);
@@ -137,7 +144,6 @@ async function main() {
     const over = samples.filter((s) => s.rss_mib > bound);
     console.log(`peak before round2 ${peak1} MiB, after ${peak2} MiB (+${peak2 - peak1}, limit +${PLATEAU_MB}); ${sent} requests in ${secs.toFixed(1)} s, ${failures} failed`);
     if (a.out) fs.writeFileSync(a.out, JSON.stringify({ start, bound, budget_mib: BUDGET_OFF ? null : BUDGET_MB, samples }, null, 1));
-    const srvLog = srv.log();
     await srv.stop();
     if (failLines.length) console.log(`failed requests (first ${failLines.length}):\n  ${failLines.join("\n  ")}`);
     if (BUDGET_OFF) {
@@ -154,6 +160,11 @@ async function main() {
         ok = false;
         console.log(`FAIL RSS over the bound ${bound} MiB at ${over.map((s) => `${s.phase} ${s.n}: ${s.rss_mib}`).join(", ")}`);
     }
+    const overBudget = samples.filter((s) => s.cache_mib === null || s.cache_mib > BUDGET_MB);
+    if (overBudget.length) {
+        ok = false;
+        console.log(`FAIL glint:grammar_cache_bytes missing or over --grammar-cache-bytes at ${overBudget.map((s) => `${s.phase} ${s.n}: ${s.cache_mib}`).join(", ")}`);
+    }
     if (ceiling !== "ok") {
         ok = false;
         console.log(`FAIL compile ceiling: ${ceiling}`);
@@ -162,7 +173,7 @@ async function main() {
         ok = false;
         console.log(`FAIL no plateau: round2 raised the peak by ${peak2 - peak1} MiB (limit ${PLATEAU_MB})`);
     }
-    if (!/grammar cache \d+ bytes/.test(srvLog)) {
+    if (!startLine) {
         ok = false;
         console.log("FAIL the start-up log does not print the grammar cache budget");
     }
