@@ -122,12 +122,8 @@ size_t gl_alloc_size(const void *p)
 
 static inline void *metered(void *p)
 {
-    struct gl_alloc_meter *m = t_meter;
-    if (m && p) {
-        m->live += (int64_t)malloc_usable_size(p);
-        if (m->live > m->peak)
-            m->peak = m->live;
-    }
+    if (t_meter && p)
+        gl_alloc_meter_charge((int64_t)malloc_usable_size(p));
     return p;
 }
 
@@ -181,7 +177,7 @@ void gl_mem_freed(int64_t n)
 
 int gl_mem_release(void)
 {
-    static _Atomic int off = -1; // GLINT_MALLOC_TRIM=0: never trim (to measure what trimming gives back)
+    static _Atomic int off = -1; // GLINT_MALLOC_TRIM=0: never trim (to measure what it gives)
     if (off < 0) {
         const char *e = getenv("GLINT_MALLOC_TRIM");
         off = e && !strcmp(e, "0");
