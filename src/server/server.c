@@ -1576,8 +1576,9 @@ static gl_status load_generation_config(struct server *S, struct gl_engine_param
 #define MIB(x) ((double)(x) / (1024.0 * 1024.0))
 
 // The grammar cache's byte budget when --grammar-cache-bytes is not given: 1/32 of the memory
-// free at start (before the KV pool takes its share), at least 64 MiB (a few dozen large
-// schemas) and at most 1 GiB (no single tenant's schemas are worth more).
+// free at start, at least 64 MiB (a few dozen large schemas) and at most 1 GiB. It fits in the
+// share the KV pool leaves free by default (--gpu-memory-utilization 0.9), so `glint plan`, which
+// knows nothing of grammars, still predicts the pool.
 static int64_t grammar_cache_budget(int64_t avail)
 {
     const int64_t lo = (int64_t)64 << 20, hi = (int64_t)1 << 30;
@@ -1604,8 +1605,7 @@ static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t 
         // MemAvailable, yet must stay resident.
         mapped = gl_host_model_bytes(S->p.model_path) - (int64_t)S->model->r16_bytes;
         mapped = mapped > 0 ? mapped : 0;
-        // The grammar cache's budget is memory the pool must leave free.
-        in.mem_free = avail - mapped - S->p.grammar_cache_bytes;
+        in.mem_free = avail - mapped;
         if (avail < 0) {
             GL_LOGW("serve: free memory unknown (no MemAvailable, no cgroup limit): a 1 GiB KV "
                     "pool");
