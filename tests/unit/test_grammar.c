@@ -900,6 +900,14 @@ TEST(test_grammar_cache_budget)
                                  &err) == GL_OK);
     CHECK(h == g[7]);
     gl_grammar_unref(h);
+    // A grammar bigger than the whole budget is not kept, and its caller's reference still works.
+    gl_grammar_cache_set_budget(c, one / 2);
+    REQUIRE(gl_grammar_cache_get(c, &h, GL_GRAMMAR_JSON_SCHEMA, src[0], strlen(src[0]), NULL,
+                                 &err) == GL_OK);
+    gl_grammar_cache_stats(c, NULL, &st);
+    CHECKF(st.entries == 0 && st.bytes == 0, "%lld entries", (long long)st.entries);
+    walk(h, 8);
+    gl_grammar_unref(h);
     for (int i = 0; i < 8; i++) {
         gl_grammar_unref(g[i]);
         free(src[i]);
