@@ -97,7 +97,8 @@ struct gl_api_config {
     const struct gl_gvocab *gvocab;  // vocabulary index for grammars
     struct gl_grammar_cache *gcache; // compiled grammars, guarded by grammar_lock
     pthread_mutex_t *grammar_lock;
-    const char *model_name; // served name
+    int64_t grammar_compile_bytes; // per compile (gl_grammar_opts.max_compile_bytes); 0: default
+    const char *model_name;        // served name
     int32_t max_model_len;
     // Bytes of the longest token (special names included; gl_api_max_token_bytes), or 0. A prompt
     // text longer than 2 * max_token_bytes * max_model_len bytes cannot fit the context, and is

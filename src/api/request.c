@@ -696,6 +696,8 @@ static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req
         o.ws_max = k->ws_pattern;
     o.closed_objects = !k->open_objects;
     o.lenient = k->lenient;
+    if (c->grammar_compile_bytes > 0)
+        o.max_compile_bytes = c->grammar_compile_bytes;
     struct gl_err err = {0};
     int64_t t0 = gl_time_us();
     gl_status st = gl_grammar_cache_get_locked(c->gcache, c->grammar_lock, &r->grammar, kind, src,

@@ -2,8 +2,10 @@
 #include "base.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,20 +95,61 @@ void gl_log(enum gl_log_level lvl, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+// The armed meter of this thread (base.h).
+static _Thread_local struct gl_alloc_meter *t_meter;
+
+struct gl_alloc_meter *gl_alloc_meter_swap(struct gl_alloc_meter *m)
+{
+    struct gl_alloc_meter *old = t_meter;
+    t_meter = m;
+    return old;
+}
+
+void gl_alloc_meter_charge(int64_t n)
+{
+    struct gl_alloc_meter *m = t_meter;
+    if (m) {
+        m->live += n;
+        if (m->live > m->peak)
+            m->peak = m->live;
+    }
+}
+
+size_t gl_alloc_size(const void *p)
+{
+    return p ? malloc_usable_size((void *)(uintptr_t)p) : 0;
+}
+
+static inline void *metered(void *p)
+{
+    if (t_meter && p)
+        gl_alloc_meter_charge((int64_t)malloc_usable_size(p));
+    return p;
+}
+
 void *gl_malloc(size_t n)
 {
-    return malloc(n ? n : 1);
+    return metered(malloc(n ? n : 1));
 }
 void *gl_calloc(size_t n, size_t size)
 {
-    return calloc(n ? n : 1, size ? size : 1);
+    return metered(calloc(n ? n : 1, size ? size : 1));
 }
 void *gl_realloc(void *p, size_t n)
 {
-    return realloc(p, n ? n : 1);
+    struct gl_alloc_meter *m = t_meter;
+    if (!m)
+        return realloc(p, n ? n : 1);
+    size_t old = p ? malloc_usable_size(p) : 0;
+    void *q = realloc(p, n ? n : 1);
+    if (q)
+        m->live -= (int64_t)old; // on failure p is untouched and still charged
+    return metered(q);
 }
 void gl_free(void *p)
 {
+    if (t_meter && p)
+        t_meter->live -= (int64_t)malloc_usable_size(p);
     free(p);
 }
 
@@ -116,11 +159,39 @@ void *gl_malloc_aligned(size_t n)
     size_t rounded = (n + 63) & ~(size_t)63;
     if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0)
         return NULL;
-    return p;
+    return metered(p);
 }
 void gl_free_aligned(void *p)
 {
-    free(p);
+    gl_free(p);
+}
+
+static _Atomic int64_t g_freed_pending; // bytes freed since the last trim (gl_mem_freed)
+static _Atomic int64_t g_last_trim_us;
+
+void gl_mem_freed(int64_t n)
+{
+    if (n > 0)
+        atomic_fetch_add_explicit(&g_freed_pending, n, memory_order_relaxed);
+}
+
+int gl_mem_release(void)
+{
+    static _Atomic int off = -1; // GLINT_MALLOC_TRIM=0: never trim (to measure what it gives)
+    if (off < 0) {
+        const char *e = getenv("GLINT_MALLOC_TRIM");
+        off = e && !strcmp(e, "0");
+    }
+    if (off || atomic_load_explicit(&g_freed_pending, memory_order_relaxed) < GL_TRIM_MIN_BYTES)
+        return 0;
+    int64_t now = gl_time_us(), last = atomic_load(&g_last_trim_us);
+    // One caller per second wins the trim; the others return at once.
+    if ((last != 0 && now - last < 1000000) ||
+        !atomic_compare_exchange_strong(&g_last_trim_us, &last, now))
+        return 0;
+    atomic_store_explicit(&g_freed_pending, 0, memory_order_relaxed);
+    malloc_trim(0);
+    return 1;
 }
 
 #define HUGE_UNIT ((size_t)2 << 20)

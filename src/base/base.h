@@ -76,6 +76,36 @@ void *gl_malloc(size_t n);
 void *gl_calloc(size_t n, size_t size);
 void *gl_realloc(void *p, size_t n);
 void gl_free(void *p);
+// Allocation meters: the bytes a component really holds (malloc's usable sizes, so rounding and
+// reallocation slack count), for caches charged in bytes and for per-request allocation ceilings.
+// A thread arms at most one meter at a time (gl_alloc_meter_swap); while one is armed, every
+// gl_malloc / gl_calloc / gl_realloc / gl_strdup / gl_malloc_aligned on the thread adds the
+// block's usable size to it and every gl_free / gl_free_aligned subtracts it. Contract: a block
+// is freed under the meter it was allocated under (or both times under none); memory owned by
+// something else (thread scratch, process-wide tables) is allocated with the meter swapped out.
+// A meter is plain data: whoever arms it serialises its users (the grammar lock for grammars).
+struct gl_alloc_meter {
+    int64_t live; // bytes held now
+    int64_t peak; // most held at once since the last reset of peak
+};
+// Arms m (NULL: none) on the calling thread; returns the meter armed before, to restore.
+struct gl_alloc_meter *gl_alloc_meter_swap(struct gl_alloc_meter *m);
+// Adds n (may be negative) to the armed meter, if any: for memory that is allocated unmetered
+// and then owned by the meter's owner (a table that may turn out shared or private).
+void gl_alloc_meter_charge(int64_t n);
+// Usable size of a block from gl_malloc and friends (0 for NULL).
+size_t gl_alloc_size(const void *p);
+// Memory that comes back. gl_mem_freed(n): n bytes of long-lived data were just freed (a cache
+// entry, a compiled grammar); cheap, any thread, any lock held. gl_mem_release(): once at least
+// GL_TRIM_MIN_BYTES have been freed since the last trim, and at most once a second, gives free
+// heap pages back to the kernel (glibc malloc_trim, which walks every arena: milliseconds on a
+// big heap, so call it holding no lock). Returns 1 when it trimmed. Why: free() returns memory
+// only from the top of a heap, so the pages of evicted entries, spread over the many arenas of a
+// thread-per-connection server, otherwise stay in RSS (docs/SECURITY.md has the measurements).
+// GLINT_MALLOC_TRIM=0 turns it off (to measure the difference).
+#define GL_TRIM_MIN_BYTES ((int64_t)16 << 20)
+void gl_mem_freed(int64_t n);
+int gl_mem_release(void);
 // 64-byte aligned (SIMD rows, KV). Free with gl_free_aligned.
 void *gl_malloc_aligned(size_t n);
 void gl_free_aligned(void *p);

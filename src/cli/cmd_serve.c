@@ -83,7 +83,13 @@ static int usage(FILE *f)
             "  --allowed-media-domains H   fetch http(s) image/video URLs from these hosts\n"
             "                              (comma-separated; * = any; default: refused)\n"
             "  --media-fetch-timeout S     per remote part (default 10)\n"
-            "  --mm-processor-cache-gb N   vision encoder output cache, GiB (default 4; 0: off)\n"
+            "  --mm-processor-cache-gb N   vision encoder output cache, GiB (default 4; 0: off)\n");
+    fprintf(f, // (split: C99 string literal limit)
+            "  --grammar-cache-bytes B     compiled-grammar cache budget, charged at each\n"
+            "                              grammar's real size as its masks grow (default 1/32\n"
+            "                              of the free memory, 64MiB..1GiB)\n"
+            "  --grammar-compile-bytes B   most one grammar compile may hold (default 256MiB;\n"
+            "                              over it: 400 naming the schema part)\n"
             "  --mmproj F                  vision GGUF from glint convert --vision-out, for a\n"
             "                              GGUF --model (an HF folder brings its own tower)\n"
             "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
@@ -232,6 +238,11 @@ int gl_cmd_serve(int argc, char **argv)
             p.allowed_media_domains = v;
         else if (!strcmp(a, "--mm-processor-cache-gb"))
             bad = gl_cli_parse_int(v, 0, 1 << 20, &x) || (p.mm_cache_bytes = (size_t)x << 30, 0);
+        else if (!strcmp(a, "--grammar-cache-bytes"))
+            bad = gl_cli_parse_bytes(v, &bytes) || bytes <= 0 || (p.grammar_cache_bytes = bytes, 0);
+        else if (!strcmp(a, "--grammar-compile-bytes"))
+            bad =
+                gl_cli_parse_bytes(v, &bytes) || bytes <= 0 || (p.grammar_compile_bytes = bytes, 0);
         else if (!strcmp(a, "--media-fetch-timeout"))
             bad = gl_cli_parse_int(v, 1, 3600, &x) || (p.media_fetch_timeout_s = (double)x, 0);
         else if (!strcmp(a, "--max-image-tokens"))

@@ -37,8 +37,22 @@ int gl_gctx_warn(struct gl_gctx *c, const char *keyword, const char *pointer)
     return 1;
 }
 
+gl_status gl_gctx_check_mem(const struct gl_gctx *c, const char *where, struct gl_err *err)
+{
+    int64_t max = c && c->opts ? c->opts->max_compile_bytes : 0;
+    if (!c || !c->mem || max <= 0 || c->mem->peak <= max)
+        return GL_OK;
+    return gl_err_set(err, GL_E_LIMIT,
+                      "grammar: compiling %s took more than %lld bytes of memory (the per-request "
+                      "grammar compile limit)",
+                      where, (long long)max);
+}
+
 gl_status gl_gctx_check_time(const struct gl_gctx *c, struct gl_err *err)
 {
+    gl_status st = gl_gctx_check_mem(c, "the constraint", err);
+    if (st != GL_OK)
+        return st;
     if (!c || c->deadline_us <= 0 || gl_time_us() <= c->deadline_us)
         return GL_OK;
     int64_t ms = c->opts ? c->opts->compile_budget_us / 1000 : 0;

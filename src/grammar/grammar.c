@@ -28,6 +28,7 @@ struct gl_grammar_opts gl_grammar_default_opts(void)
     o.compile_budget_us = 1000000;
     o.max_nodes = 1000000;
     o.max_regex_states = 65536;
+    o.max_compile_bytes = (int64_t)256 << 20;
     return o;
 }
 
@@ -43,6 +44,8 @@ static gl_status check_opts(const struct gl_grammar_opts *o, struct gl_err *err)
                           (int)o->max_nodes);
     if (o->max_regex_states < 0)
         return gl_err_set(err, GL_E_INVAL, "grammar: negative max_regex_states");
+    if (o->max_compile_bytes < 0)
+        return gl_err_set(err, GL_E_INVAL, "grammar: negative max_compile_bytes");
     return GL_OK;
 }
 
@@ -226,13 +229,27 @@ static struct gl_grammar *grammar_alloc(int kind, const struct gl_grammar_opts *
     return g;
 }
 
+// Arms g's meter on this thread (gl_grammar_bytes); returns the meter to restore.
+static struct gl_alloc_meter *charge(struct gl_grammar *g)
+{
+    return gl_alloc_meter_swap(&g->mem);
+}
+
 static void grammar_destroy(struct gl_grammar *g)
 {
+    gl_mem_freed(gl_grammar_bytes(g));
+    struct gl_alloc_meter *prev = charge(g); // freed under the meter they were charged to
     gl_mask_cache_free(g->mcache);
     gl_gir_free(&g->ir);
     gl_free(g->warnings);
-    gl_free(g->key);
+    gl_alloc_meter_swap(prev);
+    gl_free(g->key); // allocated before the compile armed the meter
     gl_free(g);
+}
+
+int64_t gl_grammar_bytes(const struct gl_grammar *g)
+{
+    return g->mem.live + (int64_t)gl_alloc_size(g->key) + (int64_t)gl_alloc_size(g);
 }
 
 // The front end for g->kind builds into g->ir; then the IR is validated, the budget checked
@@ -246,6 +263,8 @@ static gl_status grammar_build(struct gl_grammar *g, struct gl_gsrc *s, const ch
     memset(&c, 0, sizeof c);
     c.opts = o;
     c.deadline_us = o->compile_budget_us > 0 ? gl_time_us() + o->compile_budget_us : 0;
+    c.mem = &g->mem;
+    struct gl_alloc_meter *prev = charge(g);
     struct gl_gir_builder b;
     gl_status st = gl_gir_builder_init(&b, &g->ir, o->max_nodes, err);
     if (st != GL_OK)
@@ -301,6 +320,8 @@ static gl_status grammar_build(struct gl_grammar *g, struct gl_gsrc *s, const ch
         st = gl_err_set(err, GL_E_INVAL, "grammar: the constraint matches no output at all");
         goto done;
     }
+    if ((st = gl_gctx_check_mem(&c, "the constraint", err)) != GL_OK)
+        goto done;
     g->warnings = c.warnings ? c.warnings : gl_strdup("");
     c.warnings = NULL;
     if (!g->warnings) {
@@ -313,6 +334,7 @@ static gl_status grammar_build(struct gl_grammar *g, struct gl_gsrc *s, const ch
     s->key = NULL;
 done:
     gl_free(c.warnings);
+    gl_alloc_meter_swap(prev);
     return st;
 }
 
@@ -469,7 +491,15 @@ struct gl_grammar_cache {
     int32_t cap, n;
     uint64_t clock;
     struct gl_gcentry *e;
+    int64_t max_bytes; // 0: no byte budget
+    int64_t bytes;     // sum of gl_grammar_bytes at the last budget_fit
+    int64_t evictions; // entries dropped for the byte budget
 };
+
+void gl_grammar_cache_set_budget(struct gl_grammar_cache *c, int64_t max_bytes)
+{
+    c->max_bytes = max_bytes > 0 ? max_bytes : 0;
+}
 
 gl_status gl_grammar_cache_new(struct gl_grammar_cache **out, int capacity, struct gl_err *err)
 {
@@ -511,6 +541,49 @@ static struct gl_grammar *cache_find(struct gl_grammar_cache *c, uint64_t hash, 
         }
     }
     return NULL;
+}
+
+// Drops the least recently used entries until the entries' bytes, read now (they grow after
+// insertion), fit the budget.
+static void budget_fit(struct gl_grammar_cache *c)
+{
+    int64_t total = 0;
+    for (int32_t i = 0; i < c->n; i++)
+        total += gl_grammar_bytes(c->e[i].g);
+    while (c->max_bytes > 0 && total > c->max_bytes && c->n > 0) {
+        int32_t lru = 0;
+        for (int32_t i = 1; i < c->n; i++)
+            if (c->e[i].stamp < c->e[lru].stamp)
+                lru = i;
+        struct gl_grammar *g = c->e[lru].g;
+        total -= gl_grammar_bytes(g);
+        gl_grammar_unref(g);
+        c->e[lru] = c->e[--c->n];
+        c->evictions++;
+    }
+    c->bytes = total;
+}
+
+void gl_grammar_cache_trim(struct gl_grammar_cache *c, pthread_mutex_t *mu)
+{
+    if (mu)
+        pthread_mutex_lock(mu);
+    budget_fit(c);
+    if (mu)
+        pthread_mutex_unlock(mu);
+    gl_mem_release();
+}
+
+void gl_grammar_cache_stats(struct gl_grammar_cache *c, pthread_mutex_t *mu,
+                            struct gl_grammar_cache_stats *out)
+{
+    if (mu)
+        pthread_mutex_lock(mu);
+    out->entries = c->n;
+    out->bytes = c->bytes;
+    out->evictions = c->evictions;
+    if (mu)
+        pthread_mutex_unlock(mu);
 }
 
 static void cache_insert(struct gl_grammar_cache *c, struct gl_grammar *g)
@@ -571,9 +644,11 @@ static gl_status cache_get(struct gl_grammar_cache *c, pthread_mutex_t *mu, stru
         gl_grammar_unref(g);
     else
         cache_insert(c, *out = g);
+    budget_fit(c);
     if (mu)
         pthread_mutex_unlock(mu);
     gsrc_free(&s);
+    gl_mem_release();
     return GL_OK;
 }
 
@@ -640,8 +715,9 @@ static int is_expected(const struct gl_mstate *s, int32_t id)
     return hit;
 }
 
-gl_status gl_matcher_new(struct gl_matcher **out, struct gl_grammar *g, const struct gl_gvocab *v,
-                         const int32_t *stop_ids, int n_stop, struct gl_err *err)
+static gl_status matcher_new(struct gl_matcher **out, struct gl_grammar *g,
+                             const struct gl_gvocab *v, const int32_t *stop_ids, int n_stop,
+                             struct gl_err *err)
 {
     *out = NULL;
     if (!g || !v)
@@ -687,10 +763,9 @@ fail:
     return st;
 }
 
-void gl_matcher_free(struct gl_matcher *m)
+// Frees all of m but its grammar reference.
+static void matcher_release(struct gl_matcher *m)
 {
-    if (!m)
-        return;
     for (int64_t i = 0; i < m->n_alloc; i++)
         gl_mstate_free(m->hist[i]);
     gl_free(m->hist);
@@ -698,7 +773,6 @@ void gl_matcher_free(struct gl_matcher *m)
     gl_mstate_free(m->tmp);
     gl_mstate_free(m->tmp2);
     gl_free(m->stop);
-    gl_grammar_unref(m->g);
     gl_free(m);
 }
 
@@ -743,7 +817,7 @@ static int commit_tmp(struct gl_matcher *m)
     return 1;
 }
 
-void gl_matcher_fill_mask(struct gl_matcher *m, uint32_t *mask)
+static void matcher_fill_mask(struct gl_matcher *m, uint32_t *mask)
 {
     size_t words = gl_gvocab_mask_words(m->v);
     if (m->finished) {
@@ -762,7 +836,7 @@ void gl_matcher_fill_mask(struct gl_matcher *m, uint32_t *mask)
     }
 }
 
-int gl_matcher_accept(struct gl_matcher *m, int32_t token)
+static int matcher_accept(struct gl_matcher *m, int32_t token)
 {
     if (m->finished || token < 0 || token >= gl_gvocab_n_vocab(m->v))
         return 0;
@@ -789,7 +863,7 @@ int gl_matcher_accept(struct gl_matcher *m, int32_t token)
     return commit_tmp(m);
 }
 
-int gl_matcher_accept_bytes(struct gl_matcher *m, const void *p, size_t len)
+static int matcher_accept_bytes(struct gl_matcher *m, const void *p, size_t len)
 {
     if (m->finished || (!p && len))
         return 0;
@@ -801,7 +875,7 @@ int gl_matcher_accept_bytes(struct gl_matcher *m, const void *p, size_t len)
     return commit_tmp(m);
 }
 
-int gl_matcher_can_end(const struct gl_matcher *m)
+static int matcher_can_end(const struct gl_matcher *m)
 {
     return m->finished || gl_mstate_can_end(m->cur);
 }
@@ -832,7 +906,7 @@ int64_t gl_matcher_n_accepted(const struct gl_matcher *m)
     return m->n_hist;
 }
 
-size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap)
+static size_t matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap)
 {
     if (m->finished)
         return 0;
@@ -870,12 +944,13 @@ void gl_matcher_stats(const struct gl_matcher *m, struct gl_matcher_stats *out)
     *out = m->stats;
 }
 
-int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap, uint32_t *mask)
+static int32_t matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap,
+                                     uint32_t *mask)
 {
     size_t words = gl_gvocab_mask_words(m->v);
     int32_t n = 0;
     for (;;) {
-        gl_matcher_fill_mask(m, mask);
+        matcher_fill_mask(m, mask);
         if (n >= cap || m->finished)
             break;
         int32_t only = -1;
@@ -889,9 +964,82 @@ int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap
             }
             only = (int32_t)(w * 32 + (size_t)__builtin_ctz(x));
         }
-        if (only < 0 || is_stop(m, only) || !gl_matcher_accept(m, only))
+        if (only < 0 || is_stop(m, only) || !matcher_accept(m, only))
             break;
         out[n++] = only;
     }
+    return n;
+}
+
+// ---- the public matcher calls: each charges what it allocates or frees to the grammar ----
+
+gl_status gl_matcher_new(struct gl_matcher **out, struct gl_grammar *g, const struct gl_gvocab *v,
+                         const int32_t *stop_ids, int n_stop, struct gl_err *err)
+{
+    if (!g) {
+        *out = NULL;
+        return gl_err_set(err, GL_E_INVAL, "grammar: matcher needs a grammar and a vocabulary");
+    }
+    struct gl_alloc_meter *prev = charge(g);
+    gl_status st = matcher_new(out, g, v, stop_ids, n_stop, err);
+    gl_alloc_meter_swap(prev);
+    return st;
+}
+
+void gl_matcher_free(struct gl_matcher *m)
+{
+    if (!m)
+        return;
+    struct gl_grammar *g = m->g;
+    struct gl_alloc_meter *prev = charge(g);
+    matcher_release(m);
+    gl_alloc_meter_swap(prev);
+    gl_grammar_unref(g);
+}
+
+void gl_matcher_fill_mask(struct gl_matcher *m, uint32_t *mask)
+{
+    struct gl_alloc_meter *prev = charge(m->g);
+    matcher_fill_mask(m, mask);
+    gl_alloc_meter_swap(prev);
+}
+
+int gl_matcher_accept(struct gl_matcher *m, int32_t token)
+{
+    struct gl_alloc_meter *prev = charge(m->g);
+    int ok = matcher_accept(m, token);
+    gl_alloc_meter_swap(prev);
+    return ok;
+}
+
+int gl_matcher_accept_bytes(struct gl_matcher *m, const void *p, size_t len)
+{
+    struct gl_alloc_meter *prev = charge(m->g);
+    int ok = matcher_accept_bytes(m, p, len);
+    gl_alloc_meter_swap(prev);
+    return ok;
+}
+
+int gl_matcher_can_end(const struct gl_matcher *m)
+{
+    struct gl_alloc_meter *prev = charge(m->g); // may grow a regex DFA
+    int ok = matcher_can_end(m);
+    gl_alloc_meter_swap(prev);
+    return ok;
+}
+
+size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap)
+{
+    struct gl_alloc_meter *prev = charge(m->g);
+    size_t n = matcher_forced_bytes(m, out, cap);
+    gl_alloc_meter_swap(prev);
+    return n;
+}
+
+int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap, uint32_t *mask)
+{
+    struct gl_alloc_meter *prev = charge(m->g);
+    int32_t n = matcher_forced_tokens(m, out, cap, mask);
+    gl_alloc_meter_swap(prev);
     return n;
 }

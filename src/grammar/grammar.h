@@ -93,6 +93,12 @@ struct gl_grammar_opts {
     int64_t compile_budget_us; // default 1,000,000
     int32_t max_nodes;         // default 1,000,000
     int32_t max_regex_states;  // per regex DFA; default 65,536
+    // Most bytes one compile may hold at once (its IR, regex NFAs and DFAs, scratch; jansson's
+    // own parse of the source is not counted); default 256 MiB. Over it: GL_E_LIMIT naming the
+    // schema part being compiled (or "the constraint" outside JSON Schema). Checked at the same
+    // points as the time budget, so a compile can overshoot it by what one regex or one
+    // sub-schema allocates (bounded by max_regex_states and max_nodes).
+    int64_t max_compile_bytes;
 };
 struct gl_grammar_opts gl_grammar_default_opts(void);
 
@@ -112,12 +118,34 @@ GL_MUST_USE gl_status gl_grammar_ws_pattern(const char *src, size_t len, int32_t
                                             struct gl_err *err);
 // Canonical hash of (kind, opts, source with JSON canonicalised) -- the cache key.
 uint64_t gl_grammar_hash(const struct gl_grammar *g);
+// Bytes g holds now (malloc's usable sizes, gl_alloc_meter): what the compile left (IR, regexes,
+// key) plus everything built lazily since -- regex DFA states, cached masks and string-frame
+// parts, class-walk memos and class tries built for g alone -- and the states of its live
+// matchers. Every grammar call charges what it allocates to its grammar, so this grows as
+// matchers run; read it where the grammar's users are serialised (the grammar lock).
+int64_t gl_grammar_bytes(const struct gl_grammar *g);
 
-// Cache of compiled grammars by canonical hash (LRU, capacity entries). Returns a new reference.
+// Cache of compiled grammars by canonical hash, LRU, bounded by capacity entries and, once
+// gl_grammar_cache_set_budget gives one, by bytes: the sum of gl_grammar_bytes over its entries,
+// re-read on every lookup, insertion and gl_grammar_cache_trim (entries grow after insertion).
+// Over the budget, least recently used entries are dropped until it fits (an entry bigger than
+// the whole budget is dropped too: its requests keep their reference). Returns a new reference.
 struct gl_grammar_cache;
 GL_MUST_USE gl_status gl_grammar_cache_new(struct gl_grammar_cache **out, int capacity,
                                            struct gl_err *err);
 void gl_grammar_cache_free(struct gl_grammar_cache *c);
+void gl_grammar_cache_set_budget(struct gl_grammar_cache *c, int64_t max_bytes); // 0: none
+// Drops least recently used entries while the cache is over its byte budget (mu as for
+// gl_grammar_cache_get_locked; may be NULL), then gives freed memory back to the system when
+// enough was freed (gl_mem_release). Call it when matchers finish (their growth is charged).
+void gl_grammar_cache_trim(struct gl_grammar_cache *c, pthread_mutex_t *mu);
+// What the cache holds: entries, bytes (as charged at the last lookup or trim), and evictions
+// for the byte budget since it was created. mu as above.
+struct gl_grammar_cache_stats {
+    int64_t entries, bytes, evictions;
+};
+void gl_grammar_cache_stats(struct gl_grammar_cache *c, pthread_mutex_t *mu,
+                            struct gl_grammar_cache_stats *out);
 GL_MUST_USE gl_status gl_grammar_cache_get(struct gl_grammar_cache *c, struct gl_grammar **out,
                                            enum gl_grammar_kind kind, const char *src, size_t len,
                                            const struct gl_grammar_opts *opts, struct gl_err *err);

@@ -381,14 +381,25 @@ static void trie_free(struct gl_trie *t)
     memset(t, 0, sizeof *t);
 }
 
+// Class tries are allocated and freed unmetered (gl_alloc_meter): one in the vocabulary's table
+// belongs to no grammar; one built for a grammar alone (struct gl_cview, owned) is charged to it
+// by hand, ctrie_bytes when the view takes it and gives it up.
 static void ctrie_free(struct gl_ctrie *ct)
 {
     if (!ct)
         return;
+    struct gl_alloc_meter *prev = gl_alloc_meter_swap(NULL);
     trie_free(&ct->t);
     gl_free(ct->u_start);
     gl_free(ct->toks);
     gl_free(ct);
+    gl_alloc_meter_swap(prev);
+}
+
+static int64_t ctrie_bytes(const struct gl_ctrie *ct)
+{
+    return (int64_t)(gl_alloc_size(ct) + gl_alloc_size(ct->t.nodes) + gl_alloc_size(ct->t.ids) +
+                     gl_alloc_size(ct->u_start) + gl_alloc_size(ct->toks));
 }
 
 // Builds the trie of refs[0..n) (sorted by tokref_cmp) in depth-first preorder; with_plain:
@@ -773,6 +784,7 @@ static void mcache_clear(struct gl_mcache *c)
 static void cview_clear(struct gl_cview *w)
 {
     if (w->owned) {
+        gl_alloc_meter_charge(-ctrie_bytes(w->ct));
         ctrie_free((struct gl_ctrie *)w->ct);
     } else if (w->ct) { // the table's entry: one user fewer (see struct gl_gvocab)
         struct gl_gvocab *v = (struct gl_gvocab *)w->v;
@@ -827,8 +839,10 @@ void gl_mask_set_cache(struct gl_grammar *g, int entries, int min_nodes)
     struct gl_mcache *c = g->mcache;
     if (!c)
         return;
+    struct gl_alloc_meter *prev = gl_alloc_meter_swap(&g->mem); // charged to g (mask.h)
     mcache_clear(c);
     gl_free(c->e);
+    gl_alloc_meter_swap(prev);
     c->e = NULL;
     c->cap = 0;
 }
@@ -979,7 +993,7 @@ void gl_mask_set_class_policy(int64_t exact_max_nodes, int64_t rent_nodes)
 
 // The class trie of partition cls over v (see struct gl_ctrie); NULL when out of memory. Costs
 // one pass over the vocabulary's bytes (a few ms), once per partition and grammar.
-static struct gl_ctrie *ctrie_build(const struct gl_gvocab *v, const uint8_t cls[256])
+static struct gl_ctrie *ctrie_build_unmetered(const struct gl_gvocab *v, const uint8_t cls[256])
 {
     struct gl_ctrie *ct = gl_calloc(1, sizeof *ct);
     int32_t n = v->n_vocab;
@@ -1115,6 +1129,14 @@ fail:
     goto done;
 }
 
+static struct gl_ctrie *ctrie_build(const struct gl_gvocab *v, const uint8_t cls[256])
+{
+    struct gl_alloc_meter *prev = gl_alloc_meter_swap(NULL);
+    struct gl_ctrie *ct = ctrie_build_unmetered(v, cls);
+    gl_alloc_meter_swap(prev);
+    return ct;
+}
+
 // The class trie of partition cls from v's table, built there on first use (or for the caller
 // alone when the table is full: *owned = 1). NULL when out of memory.
 // The class trie of partition cls from v's table. When it is not there: built there (or for the
@@ -1213,6 +1235,8 @@ static struct gl_cview *cview_get(struct gl_mcache *c, const struct gl_gvocab *v
     struct gl_ctrie *ct = ctrie_lookup(v, cls, &owned, pending);
     if (!ct)
         return NULL;
+    if (owned)
+        gl_alloc_meter_charge(ctrie_bytes(ct));
     uint32_t *acc = ct->poor ? NULL : gl_calloc(ct->acc_words ? ct->acc_words : 1, sizeof *acc);
     if (!ct->poor && !acc) {
         struct gl_cview tmp = {.v = v, .ct = ct, .owned = owned};

@@ -44,6 +44,9 @@ struct gl_grammar {
     struct gl_mcache *mcache; // created by the first mask
     int32_t mcache_cap;       // entries; 0 disables the mask cache
     int32_t mcache_min_nodes; // only masks whose walk visited at least this many nodes are kept
+    // What g holds (gl_grammar_bytes): armed by every grammar call on g (gl_alloc_meter), so all
+    // of the above that is allocated after compile start is charged as it grows.
+    struct gl_alloc_meter mem;
 };
 #define GL_GRAMMAR__ATEM_TOOLS 100
 

@@ -1566,7 +1566,9 @@ static void emit(struct gl_mstate *m, struct thr *t)
         uint32_t cap = X.out_cap * 2;
         while (cap < X.out_used + t->size)
             cap *= 2;
+        struct gl_alloc_meter *prev = gl_alloc_meter_swap(NULL); // the thread's, not a grammar's
         uint8_t *nb = gl_realloc(X.out, cap);
+        gl_alloc_meter_swap(prev);
         if (!nb) {
             X.fail = 1;
             return;
@@ -1922,8 +1924,17 @@ static void commit(struct gl_mstate *m)
     m->n_threads = X.out_n;
 }
 
-// The calling thread's scratch, sized for m's limits. 0 on allocation failure.
+// The calling thread's scratch, sized for m's limits. 0 on allocation failure. It belongs to the
+// thread, not to the grammar whose meter is armed (gl_alloc_meter).
+static int scratch_ready_unmetered(const struct gl_mstate *m);
 static int scratch_ready(const struct gl_mstate *m)
+{
+    struct gl_alloc_meter *prev = gl_alloc_meter_swap(NULL);
+    int ok = scratch_ready_unmetered(m);
+    gl_alloc_meter_swap(prev);
+    return ok;
+}
+static int scratch_ready_unmetered(const struct gl_mstate *m)
 {
     if (!X.tmp) {
         pthread_once(&g_scratch_once, scratch_key_init);

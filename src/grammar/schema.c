@@ -263,8 +263,23 @@ static gl_status sc_unsup(struct sc *sc, const char *kw, const char *why)
                       sc_ptr(sc), why);
 }
 
+// The per-compile memory ceiling (gl_grammar_opts.max_compile_bytes), naming this sub-schema.
+static gl_status sc_check_mem(struct sc *sc)
+{
+    if (sc->c->mem && sc->c->opts && sc->c->opts->max_compile_bytes > 0 &&
+        sc->c->mem->peak > sc->c->opts->max_compile_bytes) {
+        char where[600];
+        snprintf(where, sizeof where, "the schema at %.560s", sc_ptr(sc));
+        return gl_gctx_check_mem(sc->c, where, sc->err);
+    }
+    return GL_OK;
+}
+
 static gl_status sc_tick(struct sc *sc)
 {
+    gl_status st = sc_check_mem(sc);
+    if (st != GL_OK)
+        return st;
     if ((++sc->tick & 31) == 0)
         return gl_gctx_check_time(sc->c, sc->err);
     return GL_OK;
@@ -3723,6 +3738,8 @@ static int32_t compile_schema(struct sc *sc, json_t *s)
     sc->depth++;
     int32_t n = compile_view(sc, v);
     sc->depth--;
+    if (n != SC_FAIL && sc_check_mem(sc) != GL_OK) // what this sub-schema's own nodes took
+        n = SC_FAIL;
     e = ht_find(&sc->memo, key, sizeof key);
     GL_ASSERT(e);
     if (n == SC_FAIL)

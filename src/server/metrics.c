@@ -201,6 +201,19 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
         series(&o, "glint:mm_cache_bytes", "gauge", "Soft-token rows held by the encoder cache.",
                model, (double)mc.bytes);
     }
+    if (m->gcache) {
+        struct gl_grammar_cache_stats gc;
+        gl_grammar_cache_stats(m->gcache, m->grammar_lock, &gc);
+        series(&o, "glint:grammar_cache_bytes", "gauge",
+               "Bytes the compiled-grammar cache holds, masks and DFA states included "
+               "(--grammar-cache-bytes bounds it).",
+               model, (double)gc.bytes);
+        series(&o, "glint:grammar_cache_entries", "gauge", "Grammars in the cache.", model,
+               (double)gc.entries);
+        series(&o, "glint:grammar_cache_evictions_total", "counter",
+               "Grammars dropped to keep the cache within --grammar-cache-bytes.", model,
+               (double)gc.evictions);
+    }
     series(&o, "glint:rate_limited_requests_total", "counter",
            "Requests answered 429 by the per-address rate limit (--limit-request-rate-per-ip).",
            model, (double)atomic_load(&m->rate_limited));

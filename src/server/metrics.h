@@ -49,6 +49,8 @@ struct gl_metrics {
     int32_t prefix_caching;          // 1: on
     const char *cache_dtype;         // static string (gl_kv_dtype_name)
     struct gl_media_cache *mm_cache; // the vision encoder's cache (glint:mm_cache_*), or NULL
+    struct gl_grammar_cache *gcache; // compiled grammars (glint:grammar_cache_*), or NULL
+    pthread_mutex_t *grammar_lock;   // its lock
     double b125[32];                 // 1, 2, 5, 10, ... <= max_model_len (token histograms)
     // Counters bumped without the lock (connection threads, libmicrohttpd's logger).
     _Atomic int64_t rate_limited;    // requests answered 429 by --limit-request-rate-per-ip

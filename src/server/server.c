@@ -149,6 +149,8 @@ static void sreq_free(struct sreq *r)
     pthread_mutex_unlock(&S->reg_mu);
     gl_api_resp_free(r->resp);
     gl_api_req_free(&r->S->api, r->req);
+    // Its matchers are gone: the grammars' growth is charged now, so the cache can fit its budget.
+    gl_grammar_cache_trim(S->gcache, &S->grammar_lock);
     gl_free(r->pctx);
     gl_free(r->eng_ids);
     gl_free(r->t_first_c);
@@ -1344,6 +1346,7 @@ struct gl_server_params gl_server_default_params(void)
     p.max_media_bytes = (size_t)20 << 20;
     p.media_fetch_timeout_s = 10.0;
     p.mm_cache_bytes = (size_t)4 << 30;
+    p.grammar_compile_bytes = gl_grammar_default_opts().max_compile_bytes;
     p.max_image_tokens = GL_IMAGE_MAX_TOKENS;
     p.engine = gl_engine_default_params(NULL);
     p.engine.max_model_len = 0;
@@ -1568,6 +1571,18 @@ static gl_status load_generation_config(struct server *S, struct gl_engine_param
 }
 
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
+#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
+
+// The grammar cache's byte budget when --grammar-cache-bytes is not given: 1/32 of the memory
+// free at start, at least 64 MiB (a few dozen large schemas) and at most 1 GiB. It fits in the
+// share the KV pool leaves free by default (--gpu-memory-utilization 0.9), so `glint plan`, which
+// knows nothing of grammars, still predicts the pool.
+static int64_t grammar_cache_budget(int64_t avail)
+{
+    const int64_t lo = (int64_t)64 << 20, hi = (int64_t)1 << 30;
+    int64_t b = avail > 0 ? avail / 32 : lo;
+    return b < lo ? lo : b > hi ? hi : b;
+}
 
 // The KV pool and max_model_len (gl_kv_fit_compute): the pool from the memory free now, after
 // the weights, unless --kv-cache-memory gave it; max_model_len lowered to what that pool holds
@@ -1648,6 +1663,16 @@ static gl_status load(struct server *S, struct gl_err *err)
     if ((st = gl_gvocab_new(&S->gvocab, S->tok, err)) != GL_OK ||
         (st = gl_grammar_cache_new(&S->gcache, GRAMMAR_CACHE, err)) != GL_OK)
         return st;
+    if (S->p.grammar_cache_bytes <= 0)
+        S->p.grammar_cache_bytes = grammar_cache_budget(gl_host_mem_available());
+    gl_grammar_cache_set_budget(S->gcache, S->p.grammar_cache_bytes);
+    fprintf(stderr,
+            "glint serve: grammar cache %lld bytes (%.0f MiB, at most %d grammars), %lld bytes "
+            "(%.0f MiB) per grammar compile; encoder cache %zu bytes (%.2f GiB, models with a "
+            "vision tower)\n",
+            (long long)S->p.grammar_cache_bytes, MIB(S->p.grammar_cache_bytes), GRAMMAR_CACHE,
+            (long long)S->p.grammar_compile_bytes, MIB(S->p.grammar_compile_bytes),
+            S->p.mm_cache_bytes, GIB(S->p.mm_cache_bytes));
     struct gl_engine_params ep = S->p.engine;
     struct gl_engine_params def = gl_engine_default_params(S->model);
     memcpy(ep.eos_ids, def.eos_ids, sizeof ep.eos_ids);
@@ -1673,6 +1698,9 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.gvocab = S->gvocab;
     S->api.gcache = S->gcache;
     S->api.grammar_lock = &S->grammar_lock;
+    S->api.grammar_compile_bytes = S->p.grammar_compile_bytes;
+    S->metrics.gcache = S->gcache;
+    S->metrics.grammar_lock = &S->grammar_lock;
     S->api.model_name = S->model_name;
     S->api.max_model_len = ep.max_model_len;
     S->api.max_token_bytes = gl_api_max_token_bytes(S->tok);

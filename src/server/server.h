@@ -63,6 +63,9 @@ struct gl_server_params {
                                           // remote URLs refused)
     double media_fetch_timeout_s;         // per remote part (default 10)
     size_t mm_cache_bytes;                // encoder cache budget (default 4 GiB; 0: off)
+    int64_t grammar_cache_bytes;          // compiled-grammar cache budget (0: sized from the
+                                          // machine: 1/32 of the free memory, 64 MiB..1 GiB)
+    int64_t grammar_compile_bytes;        // most one grammar compile may hold (default 256 MiB)
     int32_t max_image_tokens;             // default cap per image (4096; requests may lower
                                           // or raise it: mm_processor_kwargs)
 

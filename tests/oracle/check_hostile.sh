@@ -9,6 +9,12 @@
 # attack not answered as expected, a server crash, a failed good request, or the good client's p99
 # under attack above 2 x max(baseline p99, 125 ms) (the floor absorbs the noise of a loaded 2-core
 # machine; hostile.mjs says why 125). About 35 s wall time (budget 75 s).
+# Then memory under hostile load (issue 25, tests/server/memory.mjs): 150 new schemas with a
+# 3,000-value enum each, 150 with 50 patterns each, 150 mixed, and a second round of 150, against
+# --grammar-cache-bytes 48MiB: RSS within start + 48 MiB + 150 MB at every 50th request, the
+# second round's peak within 50 MB of the first's, a schema over --grammar-compile-bytes a 400
+# naming its part. About 60 s (budget 200 s). The 600-per-phase run and the negative control
+# (--budget-off) are by hand: docs/SECURITY.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
@@ -21,5 +27,6 @@ gl_need_npm
 MODEL="$(gl_tiny_model Q8_0)"
 rc=0
 timeout -k 10 150 node tests/hostile/hostile.mjs "$MODEL" || rc=1
+timeout -k 10 200 node tests/server/memory.mjs --model "$MODEL" --n 150 || rc=1
 [ "$rc" = 0 ] && echo "hostile: OK" || echo "hostile: FAILED"
 exit "$rc"

@@ -10,6 +10,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -781,6 +782,187 @@ TEST(test_grammar_cache_locked)
     pthread_mutex_destroy(&mu);
 }
 
+// ---- memory: the allocation meter, grammar sizes, the cache's byte budget ----
+
+// The meter against sizes it cannot get wrong: what is allocated under it is added at its usable
+// size, a reallocation moves the charge, a free gives it back, and blocks allocated unmetered
+// change nothing.
+TEST(test_alloc_meter)
+{
+    struct gl_alloc_meter m = {0};
+    void *outside = gl_malloc(1000);
+    REQUIRE(gl_alloc_meter_swap(&m) == NULL);
+    char *a = gl_malloc(100);
+    char *b = gl_calloc(10, 1000);
+    REQUIRE(a && b);
+    CHECK(m.live == (int64_t)(gl_alloc_size(a) + gl_alloc_size(b)) && m.live >= 10100);
+    char *c = gl_realloc(a, 50000);
+    REQUIRE(c);
+    CHECK(m.live == (int64_t)(gl_alloc_size(c) + gl_alloc_size(b)));
+    gl_free(b);
+    CHECK(m.live == (int64_t)gl_alloc_size(c));
+    CHECK(m.peak >= 60000);
+    gl_free(c);
+    CHECK(m.live == 0);
+    gl_alloc_meter_charge(123);
+    CHECK(m.live == 123);
+    gl_alloc_meter_charge(-123);
+    CHECK(gl_alloc_meter_swap(NULL) == &m);
+    gl_free(outside);
+    CHECK(m.live == 0);
+}
+
+// A schema with one object property holding an enum of n distinct values (malloc'd text).
+static char *enum_schema(int n, int salt)
+{
+    size_t cap = 128 + (size_t)n * 32, len = 0;
+    char *s = malloc(cap);
+    GL_ASSERT(s);
+    len += (size_t)snprintf(s + len, cap - len,
+                            "{\"type\":\"object\",\"required\":[\"v\"],\"properties\":{\"v\":"
+                            "{\"enum\":[");
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%s\"w%d_%x%d\"", i ? "," : "", salt,
+                                (unsigned)(rng() & 0xfffff), i);
+    snprintf(s + len, cap - len, "]}}}");
+    return s;
+}
+
+// Runs a matcher over g for up to n tokens (random allowed ones): masks, DFA states, history.
+static void walk(struct gl_grammar *g, int n)
+{
+    struct gl_matcher *m = matcher(g);
+    uint32_t *mask = malloc(g_words * sizeof *mask);
+    GL_ASSERT(m && mask);
+    for (int i = 0; i < n && !gl_matcher_is_finished(m); i++) {
+        gl_matcher_fill_mask(m, mask);
+        int32_t t = pick(mask, i, n);
+        if (t < 0 || !gl_matcher_accept(m, t))
+            break;
+    }
+    free(mask);
+    gl_matcher_free(m);
+}
+
+// What a grammar is charged agrees with glibc's own count of bytes in use (mallinfo2: an oracle
+// independent of the meter) across its compile and its free, and grows as its masks are built.
+TEST(test_grammar_bytes)
+{
+    char *src = enum_schema(3000, 1);
+#ifndef __SANITIZE_ADDRESS__ // ASan's allocator is not glibc's
+    struct mallinfo2 m0 = mallinfo2();
+#endif
+    struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, src, 0);
+    REQUIRE(g);
+    int64_t b0 = gl_grammar_bytes(g);
+#ifndef __SANITIZE_ADDRESS__
+    struct mallinfo2 m1 = mallinfo2();
+    int64_t used = (int64_t)(m1.uordblks + m1.hblkhd) - (int64_t)(m0.uordblks + m0.hblkhd);
+    CHECKF(used > b0 * 9 / 10 && used < b0 * 11 / 10 + 65536, "compile: glibc %lld, charged %lld",
+           (long long)used, (long long)b0);
+#endif
+    CHECKF(b0 > 100000, "a 3,000-value enum charged only %lld bytes", (long long)b0);
+    walk(g, 24);
+    int64_t b1 = gl_grammar_bytes(g);
+    CHECKF(b1 > b0 + 25000, "masks built after the compile not charged: %lld -> %lld",
+           (long long)b0, (long long)b1);
+    gl_grammar_unref(g);
+#ifndef __SANITIZE_ADDRESS__
+    struct mallinfo2 m2 = mallinfo2();
+    int64_t left = (int64_t)(m2.uordblks + m2.hblkhd) - (int64_t)(m0.uordblks + m0.hblkhd);
+    CHECKF(left < 65536, "%lld bytes still in use after the grammar was freed", (long long)left);
+#endif
+    free(src);
+}
+
+// The byte budget: entries fit it after every insertion, the least recently used go first, and
+// growth after insertion (masks) is charged at the next trim.
+TEST(test_grammar_cache_budget)
+{
+    struct gl_grammar_cache *c = NULL;
+    struct gl_err err = {0};
+    REQUIRE(gl_grammar_cache_new(&c, 100, &err) == GL_OK);
+    char *src[8];
+    struct gl_grammar *g[8];
+    for (int i = 0; i < 8; i++)
+        src[i] = enum_schema(1000, 100 + i);
+    REQUIRE(gl_grammar_cache_get(c, &g[0], GL_GRAMMAR_JSON_SCHEMA, src[0], strlen(src[0]), NULL,
+                                 &err) == GL_OK);
+    int64_t one = gl_grammar_bytes(g[0]);
+    gl_grammar_cache_set_budget(c, one * 3 + one / 2); // three fresh ones fit, not four
+    for (int i = 1; i < 8; i++) {
+        REQUIRE(gl_grammar_cache_get(c, &g[i], GL_GRAMMAR_JSON_SCHEMA, src[i], strlen(src[i]), NULL,
+                                     &err) == GL_OK);
+        struct gl_grammar_cache_stats st;
+        gl_grammar_cache_stats(c, NULL, &st);
+        CHECKF(st.bytes <= one * 3 + one / 2 && st.entries == (i < 3 ? i + 1 : 3),
+               "after %d: %lld entries, %lld bytes", i, (long long)st.entries, (long long)st.bytes);
+    }
+    // 5, 6, 7 are cached; 7 is the most recent: a hit keeps the same grammar.
+    struct gl_grammar *h = NULL;
+    REQUIRE(gl_grammar_cache_get(c, &h, GL_GRAMMAR_JSON_SCHEMA, src[7], strlen(src[7]), NULL,
+                                 &err) == GL_OK);
+    CHECK(h == g[7]);
+    gl_grammar_unref(h);
+    // Growing 7 (masks) past the room left pushes out the least recently used (5), not 7.
+    walk(g[7], 24);
+    CHECK(gl_grammar_bytes(g[7]) > one * 3 / 2 - gl_grammar_bytes(g[5]) / 2);
+    gl_grammar_cache_trim(c, NULL);
+    struct gl_grammar_cache_stats st;
+    gl_grammar_cache_stats(c, NULL, &st);
+    CHECKF(st.entries == 2 && st.bytes <= one * 3 + one / 2, "%lld entries, %lld bytes",
+           (long long)st.entries, (long long)st.bytes);
+    REQUIRE(gl_grammar_cache_get(c, &h, GL_GRAMMAR_JSON_SCHEMA, src[5], strlen(src[5]), NULL,
+                                 &err) == GL_OK);
+    CHECK(h != g[5]); // compiled again
+    gl_grammar_unref(h);
+    REQUIRE(gl_grammar_cache_get(c, &h, GL_GRAMMAR_JSON_SCHEMA, src[7], strlen(src[7]), NULL,
+                                 &err) == GL_OK);
+    CHECK(h == g[7]);
+    gl_grammar_unref(h);
+    // A grammar bigger than the whole budget is not kept, and its caller's reference still works.
+    gl_grammar_cache_set_budget(c, one / 2);
+    REQUIRE(gl_grammar_cache_get(c, &h, GL_GRAMMAR_JSON_SCHEMA, src[0], strlen(src[0]), NULL,
+                                 &err) == GL_OK);
+    gl_grammar_cache_stats(c, NULL, &st);
+    CHECKF(st.entries == 0 && st.bytes == 0, "%lld entries", (long long)st.entries);
+    walk(h, 8);
+    gl_grammar_unref(h);
+    for (int i = 0; i < 8; i++) {
+        gl_grammar_unref(g[i]);
+        free(src[i]);
+    }
+    gl_grammar_cache_free(c);
+}
+
+// The per-compile ceiling: a GL_E_LIMIT naming the schema part, and nothing left allocated; the
+// same schema compiles under the default ceiling (the control).
+TEST(test_compile_memory_limit)
+{
+    char *src = enum_schema(3000, 7);
+    struct gl_grammar_opts o = gl_grammar_default_opts();
+    struct gl_grammar *g = NULL;
+    struct gl_err err = {0};
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, src, strlen(src), &o, &err) == GL_OK);
+    int64_t need = g ? gl_grammar_bytes(g) : 0;
+    gl_grammar_unref(g);
+    g = NULL;
+    o.max_compile_bytes = need / 2;
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, src, strlen(src), &o, &err) == GL_E_LIMIT);
+    CHECKF(!g && strstr(err.msg, "/properties/v") && strstr(err.msg, "bytes of memory"), "%s",
+           err.msg);
+    o.max_compile_bytes = 4096; // caught early, at the root
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, src, strlen(src), &o, &err) == GL_E_LIMIT);
+    o.max_compile_bytes = -1;
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_JSON_SCHEMA, src, strlen(src), &o, &err) == GL_E_INVAL);
+    // Outside JSON Schema the message names the constraint.
+    o.max_compile_bytes = 4096;
+    static const char re[] = "(abc|def|[a-z]{3,40}x|\\d{2,30}y)*z";
+    CHECK(gl_grammar_compile(&g, GL_GRAMMAR_REGEX, re, sizeof re - 1, &o, &err) == GL_E_LIMIT);
+    CHECKF(strstr(err.msg, "compiling the constraint"), "%s", err.msg);
+    free(src);
+}
+
 TEST(test_compile_errors)
 {
     struct gl_grammar *g = NULL;
@@ -848,5 +1030,6 @@ int main(void)
               test_choice_masks, test_regex_masks, test_gbnf_masks, test_schema_masks,
               test_string_masks, test_token_literals, test_atem_tools, test_stop_and_special,
               test_rollback, test_forced_bytes, test_mask_cache, test_grammar_cache,
-              test_grammar_cache_locked, test_compile_errors);
+              test_grammar_cache_locked, test_compile_errors, test_alloc_meter, test_grammar_bytes,
+              test_grammar_cache_budget, test_compile_memory_limit);
 }
