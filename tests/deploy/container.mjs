@@ -13,8 +13,7 @@
 //       the drain must be refused. The exit code is the caller's to check (`ENGINE wait`).
 // Prints one line per check; exits 1 on any failure.
 import { spawn } from "node:child_process";
-import net from "node:net";
-import { OpenAI, http, parseArgs, parseMetrics, metricValue, schemaValidator, short, streamPost } from "../server/lib.mjs";
+import { OpenAI, connectResult, http, parseArgs, parseMetrics, metricValue, schemaValidator, short, streamPost } from "../server/lib.mjs";
 
 const a = parseArgs(process.argv.slice(2));
 const phase = a._[0];
@@ -86,21 +85,6 @@ async function servePhase() {
         check(metricValue(series, name) !== undefined, `/metrics has ${name}`);
 }
 
-function connectResult(port) {
-    return new Promise((resolve) => {
-        const s = net.connect({ port, host: "127.0.0.1" });
-        s.setTimeout(2000);
-        s.on("connect", () => {
-            s.destroy();
-            resolve("connected");
-        });
-        s.on("error", (e) => resolve(e.code));
-        s.on("timeout", () => {
-            s.destroy();
-            resolve("timeout");
-        });
-    });
-}
 
 async function sigtermPhase() {
     const engine = String(a.engine), name = String(a.name);

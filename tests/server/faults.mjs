@@ -46,7 +46,7 @@
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { startServer, streamPost, http, waitIdle, getMetrics, metricValue, assembleChat, assembleCompletion, withTimeout, sleep, short, tail, expectError } from "./lib.mjs";
+import { connectResult, startServer, streamPost, http, waitIdle, getMetrics, metricValue, assembleChat, assembleCompletion, withTimeout, sleep, short, tail, expectError } from "./lib.mjs";
 
 const MODEL = process.argv[2] ?? process.env.GLINT_MODEL;
 const NAME = "faults";
@@ -138,21 +138,6 @@ function sameReply(got, want, what) {
     return `${what}: differs from its run alone:\n    got  ${short(got, 400)}\n    want ${short(want, 400)}`;
 }
 const metric = async (base, name) => metricValue((await getMetrics(base)).series, name, { model_name: NAME });
-function connectResult(port) {
-    return new Promise((resolve) => {
-        const s = net.connect({ port, host: "127.0.0.1" });
-        s.setTimeout(3000);
-        s.on("connect", () => {
-            s.destroy();
-            resolve("connected");
-        });
-        s.on("error", (e) => resolve(e.code));
-        s.on("timeout", () => {
-            s.destroy();
-            resolve("timeout");
-        });
-    });
-}
 // A raw keep-alive HTTP/1.1 connection: send(text) resolves the next response's status line.
 function rawConn(port) {
     return new Promise((resolve, reject) => {

@@ -530,3 +530,21 @@ export async function modelName(base, key) {
     if (r.status !== 200 || typeof id !== "string") throw new Error(`GET /v1/models: HTTP ${r.status} ${short(r.text)}`);
     return id;
 }
+
+// What a TCP connect to 127.0.0.1:port meets: "connected", an error code (ECONNREFUSED...)
+// or "timeout" (a drained server must refuse new connections).
+export function connectResult(port, timeoutMs = 3000) {
+    return new Promise((resolve) => {
+        const s = net.connect({ port, host: "127.0.0.1" });
+        s.setTimeout(timeoutMs);
+        s.on("connect", () => {
+            s.destroy();
+            resolve("connected");
+        });
+        s.on("error", (e) => resolve(e.code));
+        s.on("timeout", () => {
+            s.destroy();
+            resolve("timeout");
+        });
+    });
+}

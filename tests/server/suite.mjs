@@ -877,13 +877,13 @@ async function main_() {
         expectError(r, 400, ["type", "/properties/a"], "schema with type nosuchtype: ");
     });
     await check("structured.unsupported_keyword_400", async () => {
-        const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json: { type: "object", properties: { tags: { type: "array", items: { type: "string" }, uniqueItems: true } } } } } });
+        const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json: { type: "object", properties: { tags: { type: "array", items: { type: "object", properties: { k: { type: "integer" } } }, uniqueItems: true } } } } } });
         expectError(r, 400, ["uniqueItems", "/properties/tags"], "schema with uniqueItems: ");
     });
     await check("structured.lenient_keywords_header", async () => {
         // lenient_keywords drops what the grammar cannot enforce and names it, in a header and
         // never silently; without the option the same schema is the 400 above (the control).
-        const json = { type: "object", properties: { tags: { type: "array", items: { type: "string" }, uniqueItems: true } } };
+        const json = { type: "object", properties: { tags: { type: "array", items: { type: "object", properties: { k: { type: "integer" } } }, uniqueItems: true } } };
         const H = "x-glint-unenforced-keywords";
         const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json, lenient_keywords: true } } });
         assert(r.status === 200, `lenient: status ${r.status}: ${tail(r.text, 300)}`);
