@@ -632,6 +632,138 @@ static int str_feed(struct gl_mstate *m, struct thr *t, struct frm *f, const uin
     return 1;
 }
 
+// Strings with two or more regexes (a pattern and a format, or an ATEM raw parameter's guard,
+// frontends.c RAW_GUARD_RE): each regex alone may still reach acceptance while no text reaches
+// all of them at once ("^[0-9]+$" with the guard, which refuses number-like raw text), and the
+// per-regex checks of str_feed would then walk into a string that can never close. Breadth-first
+// search over tuples of DFA states, one byte per class of bytes every regex treats alike (raw
+// text never takes '<'), for a tuple where all accept, within room more bytes (room < 0: no
+// bound; bytes bound code points, so a bound can only refuse, never accept, a long path).
+// Searches past JOINT_MAX tuples, or regexes with no DFA room left, count as viable.
+// Results are kept per thread by (regex serials, states, room): the same question comes once per
+// token of every mask at such a string.
+#define JOINT_MAX  2048
+#define JOINT_RE   8
+#define JOINT_MEMO 512
+struct joint_key {
+    uint64_t serial[JOINT_RE];
+    uint32_t q[JOINT_RE];
+    int64_t room;
+};
+static _Thread_local struct joint_memo {
+    struct joint_key k;
+    int used, viable;
+} t_joint[JOINT_MEMO];
+
+static int regs_joint_search(struct gl_mstate *m, const struct gl_gstr *s, const uint32_t *q0,
+                             int64_t room);
+
+static int regs_joint_viable(struct gl_mstate *m, const struct gl_gstr *s, const uint32_t *q0,
+                             int64_t room)
+{
+    const int nr = s->n_regex;
+    if (nr < 2 || nr > JOINT_RE)
+        return 1;
+    struct joint_key k;
+    memset(&k, 0, sizeof k);
+    uint64_t h = (uint64_t)room * 0x9E3779B97F4A7C15ull;
+    for (int r = 0; r < nr; r++) {
+        k.serial[r] = gl_regex_serial(m->ir->regexes[s->regexes[r]]);
+        k.q[r] = q0[r];
+        h = (h ^ k.serial[r]) * 0xBF58476D1CE4E5B9ull;
+        h = (h ^ k.q[r]) * 0x94D049BB133111EBull;
+    }
+    k.room = room;
+    struct joint_memo *e = &t_joint[(h >> 32) % JOINT_MEMO];
+    if (e->used && !memcmp(&e->k, &k, sizeof k))
+        return e->viable;
+    int v = regs_joint_search(m, s, q0, room);
+    e->k = k;
+    e->used = 1;
+    e->viable = v;
+    return v;
+}
+
+static int regs_joint_search(struct gl_mstate *m, const struct gl_gstr *s, const uint32_t *q0,
+                             int64_t room)
+{
+    const int nr = s->n_regex;
+    struct gl_regex *rx[JOINT_RE];
+    const uint8_t *cls[JOINT_RE];
+    for (int r = 0; r < nr; r++) {
+        rx[r] = m->ir->regexes[s->regexes[r]];
+        cls[r] = gl_regex_classes(rx[r], NULL, NULL);
+        if (!gl_regex_room(rx[r], 64) || gl_regex_has_lookahead(rx[r]))
+            return 1; // (a lookahead state's min_chars says nothing about its future)
+    }
+    uint8_t reps[256];
+    int n_reps = 0;
+    for (int b = 0; b < 256; b++) { // one byte per joint class
+        if (s->raw && b == '<')
+            continue;
+        int seen = 0;
+        for (int k = 0; k < n_reps && !seen; k++) {
+            int same = 1;
+            for (int r = 0; r < nr && same; r++)
+                same = cls[r][b] == cls[r][reps[k]];
+            seen = same;
+        }
+        if (!seen)
+            reps[n_reps++] = (uint8_t)b;
+    }
+    uint32_t *tup = gl_malloc((size_t)JOINT_MAX * (size_t)nr * sizeof *tup);
+    int32_t *depth = gl_malloc((size_t)JOINT_MAX * sizeof *depth);
+    if (!tup || !depth) {
+        gl_free(tup);
+        gl_free(depth);
+        return 1;
+    }
+    int n = 1, head = 0, found = 0, full = 0;
+    memcpy(tup, q0, (size_t)nr * sizeof *tup);
+    depth[0] = 0;
+    while (head < n && !found) {
+        const uint32_t *cur = tup + (size_t)head * (size_t)nr;
+        int acc = 1;
+        for (int r = 0; r < nr && acc; r++)
+            acc = gl_regex_is_accept(rx[r], cur[r]);
+        if (acc) {
+            found = 1;
+            break;
+        }
+        if (room >= 0 && depth[head] >= room) {
+            head++;
+            continue;
+        }
+        for (int k = 0; k < n_reps && !full; k++) {
+            uint32_t nx[JOINT_RE];
+            int dead = 0;
+            for (int r = 0; r < nr && !dead; r++) {
+                nx[r] = gl_regex_step(rx[r], cur[r], reps[k]);
+                dead = nx[r] == GL_RE_DEAD || gl_regex_min_chars(rx[r], nx[r]) < 0;
+            }
+            if (dead)
+                continue;
+            int known = 0;
+            for (int i = 0; i < n && !known; i++)
+                known = !memcmp(tup + (size_t)i * (size_t)nr, nx, (size_t)nr * sizeof *nx);
+            if (known)
+                continue;
+            if (n == JOINT_MAX) {
+                full = 1;
+                break;
+            }
+            memcpy(tup + (size_t)n * (size_t)nr, nx, (size_t)nr * sizeof *nx);
+            depth[n++] = depth[head] + 1;
+        }
+        if (full)
+            break;
+        head++;
+    }
+    gl_free(tup);
+    gl_free(depth);
+    return found || full;
+}
+
 static int str_can_close(struct gl_mstate *m, struct frm *f)
 {
     const struct gl_gstr *s = &m->ir->nodes[f->node].u.str;
@@ -1752,11 +1884,19 @@ static void close_thr(struct gl_mstate *m, uint32_t toff, uint32_t fresh, int ch
             }
             continue;
         }
-        case GN_JSTRING:
-            if (n->u.str.raw && str_can_close(m, f))
+        case GN_JSTRING: {
+            const int can_close = str_can_close(m, f);
+            if (n->u.str.n_regex >= 2 && !can_close &&
+                !regs_joint_viable(m, &n->u.str, ((struct spay *)payload(f))->re,
+                                   n->u.str.max_chars < 0
+                                       ? -1
+                                       : 4 * ((int64_t)n->u.str.max_chars - (int64_t)f->a)))
+                return; // no text satisfies every regex from here: a dead thread
+            if (n->u.str.raw && can_close)
                 branch_pop(m, toff, fresh);
             emit(m, T(X.tmp, toff));
             return;
+        }
         case GN_JNUMBER:
             if (f->a == N_START && !num_nonempty(&n->u.num))
                 return;

@@ -1041,6 +1041,7 @@ struct dstate {
 };
 
 struct gl_regex {
+    uint64_t serial; // unique over the process's lifetime (gl_regex_serial)
     // NFA
     struct nstate *ns;
     uint32_t n_ns, cap_ns;
@@ -2303,6 +2304,9 @@ gl_status gl_regex_compile(struct gl_regex **out, const char *src, size_t len, i
     if (len > (size_t)1 << 24)
         return gl_err_set(err, GL_E_LIMIT, "regex: pattern of %zu bytes is over 16 MiB", len);
     struct gl_regex *re = gl_calloc(1, sizeof *re);
+    static _Atomic uint64_t next_serial = 1;
+    if (re)
+        re->serial = next_serial++;
     if (!re)
         return gl_err_set(err, GL_E_NOMEM, "regex: out of memory");
     struct gl_err local = {0};
@@ -2381,4 +2385,9 @@ size_t gl_regex_escape(const void *lit, size_t len, char *out, size_t cap)
     if (cap)
         out[w < cap ? w : cap - 1] = '\0';
     return w;
+}
+
+uint64_t gl_regex_serial(const struct gl_regex *re)
+{
+    return re->serial;
 }

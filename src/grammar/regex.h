@@ -90,6 +90,8 @@ void gl_regex_set_tag(struct gl_regex *re, uint32_t state, uint8_t tag);
 // Whole-string match (for tests and final checks).
 int gl_regex_match(struct gl_regex *re, const void *s, size_t len);
 int gl_regex_overflowed(const struct gl_regex *re);
+// A number no other regex of this process had or will have (memo keys outlive a pointer).
+uint64_t gl_regex_serial(const struct gl_regex *re);
 // The byte classes (256 entries): bytes in one class take the same transition from every DFA
 // state, so they are interchangeable for this regex (fixed at compile time). *ncls: the class
 // count; *rep: a byte of each class (either may be NULL).

@@ -380,6 +380,42 @@ static int accepts_call(struct gl_grammar *g, const char *name, const char *para
 
 #define P(k, v) "<atem:parameter name=\"" k "\">" v "</atem:parameter>\n"
 
+// A raw string parameter whose pattern meets the raw guard (a number-like text would come back as
+// a number): "^\\+?[0-9]{6,12}$" without '+' is only number-like texts. The matcher must refuse
+// the digits at once rather than take them into a value no closing tag can follow (found by
+// openai's zodFunction with a phone field: 12 digits, then no token allowed).
+TEST(test_pattern_meets_raw_guard)
+{
+    REQUIRE(vocab);
+    static const char tools_text[] =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"save\",\"parameters\":{\"type\":"
+        "\"object\",\"properties\":{\"phone\":{\"type\":\"string\",\"pattern\":\"^\\\\+?[0-9]"
+        "{6,12}$\"}},\"required\":[\"phone\"],\"additionalProperties\":false}}}]";
+    json_error_t je;
+    json_t *tools = json_loads(tools_text, 0, &je);
+    REQUIRE(tools);
+    struct gl_err err = {0};
+    struct gl_grammar *g = NULL;
+    REQUIRE(gl_grammar_compile_atem_tools(&g, tools, NULL, GL_ATEM_TOK_MESSAGE, NULL, &err) ==
+            GL_OK);
+    CHECK(accepts_call(g, "save", P("phone", "+4930123456"), 1) == 1);
+    CHECK(accepts_call(g, "save", P("phone", "4930123456"), 0) == 0); // read back as a number
+    // The digits themselves are refused: no dead state after them.
+    struct gl_matcher *m = NULL;
+    int32_t stops[1] = {GL_TOK_EOT};
+    REQUIRE(gl_matcher_new(&m, g, vocab, stops, 1, &err) == GL_OK);
+    static const char head[] = "<atem:function_calls>\n<atem:invoke name=\"save\">\n"
+                               "<atem:parameter name=\"phone\">";
+    CHECK(gl_matcher_accept_bytes(m, "=", 1) && gl_matcher_accept_bytes(m, "save", 4) &&
+          gl_matcher_accept(m, GL_ATEM_TOK_MESSAGE) &&
+          gl_matcher_accept_bytes(m, head, sizeof head - 1));
+    CHECK(!gl_matcher_accept_bytes(m, "67639132", 8));
+    CHECK(gl_matcher_accept_bytes(m, "+67639132", 9) && gl_matcher_accept_bytes(m, "<", 1));
+    gl_matcher_free(m);
+    gl_grammar_unref(g);
+    json_decref(tools);
+}
+
 TEST(test_parameter_sets)
 {
     REQUIRE(vocab);
@@ -550,5 +586,6 @@ int main(void)
                   memchr(p, '}', len)))
             closers[n_closers++] = id;
     }
-    RUN_TESTS(test_parameter_sets, test_walks_required, test_walks_named, test_errors);
+    RUN_TESTS(test_pattern_meets_raw_guard, test_parameter_sets, test_walks_required,
+              test_walks_named, test_errors);
 }
