@@ -229,6 +229,8 @@ static struct gl_grammar *grammar_alloc(int kind, const struct gl_grammar_opts *
 static void grammar_destroy(struct gl_grammar *g)
 {
     gl_mask_cache_free(g->mcache);
+    for (int i = 0; i < 3; i++)
+        gl_short_free(g->shortest[i]);
     gl_gir_free(&g->ir);
     gl_free(g->warnings);
     gl_free(g->key);
@@ -894,4 +896,56 @@ int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap
         out[n++] = only;
     }
     return n;
+}
+
+// ---- shortest completion (shortest.c) ----
+
+// Unit weights of g->shortest[i]: upper (a byte and a token literal are a token each), token
+// literals only, bytes only.
+enum { SH_UPPER, SH_TOKENS, SH_BYTES };
+
+static struct gl_short *short_table(struct gl_matcher *m, int which)
+{
+    static const int64_t w[3][2] = {{1, 1}, {0, 1}, {1, 0}};
+    struct gl_grammar *g = m->g;
+    struct gl_err err = {0};
+    if (!g->shortest[which] &&
+        gl_short_new(&g->shortest[which], &g->ir, w[which][0], w[which][1], &err) != GL_OK)
+        GL_LOGE("grammar: %s", err.msg); // then the matcher reports no bound (-1)
+    return g->shortest[which];
+}
+
+static int64_t short_value(struct gl_matcher *m, int which)
+{
+    struct gl_short *sh = short_table(m, which);
+    return sh ? gl_short_state(sh, m->cur) : GL_SHORT_INF;
+}
+
+void gl_matcher_shortest(struct gl_matcher *m, int32_t max_token_bytes, int64_t *lower,
+                         int64_t *upper)
+{
+    if (m->finished) {
+        if (lower)
+            *lower = 0;
+        if (upper)
+            *upper = 0;
+        return;
+    }
+    if (upper) {
+        int64_t u = short_value(m, SH_UPPER);
+        *upper = u >= GL_SHORT_INF ? -1 : u + 1;
+    }
+    if (lower) {
+        int64_t t = short_value(m, SH_TOKENS), b = short_value(m, SH_BYTES);
+        int64_t per = max_token_bytes > 0 ? max_token_bytes : 1;
+        *lower = t >= GL_SHORT_INF || b >= GL_SHORT_INF ? -1 : t + (b + per - 1) / per + 1;
+    }
+}
+
+void gl_matcher_fill_mask_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining)
+{
+    gl_matcher_fill_mask(m, mask);
+    struct gl_short *sh = m->finished ? NULL : short_table(m, SH_UPPER);
+    if (sh) // after the token and before the stop token: remaining - 2 units
+        gl_short_filter(sh, m->v, m->cur, m->tmp, mask, remaining - 2, m->stop, m->n_stop);
 }

@@ -173,6 +173,23 @@ size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap);
 // unchanged: each skipped step had one choice.
 int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap, uint32_t *mask);
 
+// Shortest completion (docs/GRAMMAR.md): the fewest tokens, the stop token included, that take
+// the document from the current state to its end (0 once finished; -1 when no bound is known: a
+// bounded search gave up). *upper counts each byte as a token (every byte is a token of the
+// byte-level vocabulary, so that many tokens always suffice) and each token literal and the stop
+// token as one: exact in those units (shortest.h lists the few states where it is an upper bound
+// of them). *lower (never above the true count): token literals and the stop token, plus the
+// bytes over max_token_bytes (the longest token's bytes) rounded up. Either may be NULL. The
+// first call on a grammar builds its tables (a pass over the IR); later calls walk the threads.
+void gl_matcher_shortest(struct gl_matcher *m, int32_t max_token_bytes, int64_t *lower,
+                         int64_t *upper);
+// gl_matcher_fill_mask, then only the tokens t after which the document still ends within
+// `remaining` tokens, t included: upper(after t) <= remaining - 1 (a stop token always fits).
+// Following such masks from a state with upper <= remaining ends with a stop token in time: the
+// first unit of a shortest completion is always allowed. When even that does not fit (remaining
+// below upper from the start), the tokens with the smallest upper are kept: never an empty mask.
+void gl_matcher_fill_mask_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining);
+
 // Counters for benchmarks: masks computed, cache hits, trie nodes visited.
 struct gl_matcher_stats {
     int64_t masks, cache_hits, fast_path, nodes_visited;
