@@ -609,6 +609,10 @@ struct gl_matcher {
     int64_t n_hist, n_alloc, cap_hist;
     int finished;
     struct gl_matcher_stats stats;
+    // The vocabulary as shortest-completion units see it (vocab_scan, on first use): the longest
+    // token's bytes, and whether every single byte is a token of its own.
+    int32_t v_max_bytes;
+    int v_scanned, v_all_bytes;
 };
 
 static int cmp_i32(const void *a, const void *b)
@@ -921,8 +925,30 @@ static int64_t short_value(struct gl_matcher *m, int which)
     return sh ? gl_short_state(sh, m->cur) : GL_SHORT_INF;
 }
 
-void gl_matcher_shortest(struct gl_matcher *m, int32_t max_token_bytes, int64_t *lower,
-                         int64_t *upper)
+// One pass over the vocabulary: the longest token and the single-byte tokens. Counting a byte as
+// a token is an upper bound only when each of the 256 bytes is a token that masks may allow.
+static void vocab_scan(struct gl_matcher *m)
+{
+    if (m->v_scanned)
+        return;
+    uint64_t seen[4] = {0};
+    int32_t n = gl_gvocab_n_vocab(m->v), longest = 1;
+    for (int32_t id = 0; id < n; id++) {
+        size_t len;
+        const uint8_t *p = gl_gvocab_token(m->v, id, &len);
+        if (gl_gvocab_is_excluded(m->v, id) || !p)
+            continue;
+        if ((int64_t)len > longest)
+            longest = (int32_t)len;
+        if (len == 1)
+            seen[p[0] >> 6] |= 1ull << (p[0] & 63);
+    }
+    m->v_max_bytes = longest;
+    m->v_all_bytes = (seen[0] & seen[1] & seen[2] & seen[3]) == UINT64_MAX;
+    m->v_scanned = 1;
+}
+
+void gl_matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper)
 {
     if (m->finished) {
         if (lower)
@@ -931,21 +957,28 @@ void gl_matcher_shortest(struct gl_matcher *m, int32_t max_token_bytes, int64_t 
             *upper = 0;
         return;
     }
+    vocab_scan(m);
     if (upper) {
-        int64_t u = short_value(m, SH_UPPER);
+        int64_t u = m->v_all_bytes ? short_value(m, SH_UPPER) : GL_SHORT_INF;
         *upper = u >= GL_SHORT_INF ? -1 : u + 1;
     }
     if (lower) {
         int64_t t = short_value(m, SH_TOKENS), b = short_value(m, SH_BYTES);
-        int64_t per = max_token_bytes > 0 ? max_token_bytes : 1;
+        int64_t per = m->v_max_bytes;
         *lower = t >= GL_SHORT_INF || b >= GL_SHORT_INF ? -1 : t + (b + per - 1) / per + 1;
     }
+}
+
+void gl_matcher_filter_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining)
+{
+    vocab_scan(m);
+    struct gl_short *sh = m->finished || !m->v_all_bytes ? NULL : short_table(m, SH_UPPER);
+    if (sh) // after the token and before the stop token: remaining - 2 units
+        gl_short_filter(sh, m->v, m->cur, m->tmp, mask, remaining - 2, m->stop, m->n_stop);
 }
 
 void gl_matcher_fill_mask_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining)
 {
     gl_matcher_fill_mask(m, mask);
-    struct gl_short *sh = m->finished ? NULL : short_table(m, SH_UPPER);
-    if (sh) // after the token and before the stop token: remaining - 2 units
-        gl_short_filter(sh, m->v, m->cur, m->tmp, mask, remaining - 2, m->stop, m->n_stop);
+    gl_matcher_filter_within(m, mask, remaining);
 }

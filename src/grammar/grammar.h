@@ -174,20 +174,25 @@ size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap);
 int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap, uint32_t *mask);
 
 // Shortest completion (docs/GRAMMAR.md): the fewest tokens, the stop token included, that take
-// the document from the current state to its end (0 once finished; -1 when no bound is known: a
-// bounded search gave up). *upper counts each byte as a token (every byte is a token of the
-// byte-level vocabulary, so that many tokens always suffice) and each token literal and the stop
-// token as one: exact in those units (shortest.h lists the few states where it is an upper bound
-// of them). *lower (never above the true count): token literals and the stop token, plus the
-// bytes over max_token_bytes (the longest token's bytes) rounded up. Either may be NULL. The
-// first call on a grammar builds its tables (a pass over the IR); later calls walk the threads.
-void gl_matcher_shortest(struct gl_matcher *m, int32_t max_token_bytes, int64_t *lower,
-                         int64_t *upper);
-// gl_matcher_fill_mask, then only the tokens t after which the document still ends within
-// `remaining` tokens, t included: upper(after t) <= remaining - 1 (a stop token always fits).
-// Following such masks from a state with upper <= remaining ends with a stop token in time: the
-// first unit of a shortest completion is always allowed. When even that does not fit (remaining
-// below upper from the start), the tokens with the smallest upper are kept: never an empty mask.
+// the document from the current state to its end (0 once finished; -1 when no bound is known).
+// *upper counts each byte as a token and each token literal and the stop token as one. It is an
+// upper bound on tokens because every byte is a token of its own in the vocabulary (checked on
+// first use: a vocabulary without all 256 single-byte tokens gives -1), so that many tokens
+// always suffice; exact in those units except the states shortest.h lists, where it is still an
+// upper bound; never below. *lower (never above the true count in tokens): token literals plus
+// the stop token, plus the bytes over the longest token's length rounded up. Either may be NULL.
+// The first call on a grammar builds its tables (a pass over the IR); later calls walk the
+// threads of the current state.
+void gl_matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper);
+// Keeps in mask (the current state's allowed tokens, as gl_matcher_fill_mask or
+// gl_matcher_forced_tokens left them) only the tokens t after which the document still ends
+// within `remaining` tokens, t and the stop token included: upper(after t) <= remaining - 1.
+// From a state with upper <= remaining, following such masks ends with a stop token in time
+// (the first unit of a shortest completion, a single byte or a literal, is always kept). When no
+// token fits (remaining below upper from the start) the tokens with the smallest upper are kept:
+// the mask is never emptied. No bound known (upper -1): the mask is left as it is.
+void gl_matcher_filter_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining);
+// gl_matcher_fill_mask, then gl_matcher_filter_within.
 void gl_matcher_fill_mask_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining);
 
 // Counters for benchmarks: masks computed, cache hits, trie nodes visited.

@@ -352,14 +352,14 @@ TEST(test_turn_counts)
     REQUIRE(gl_matcher_new(&m, g, vocab, STOPS, 2, &err) == GL_OK);
     int64_t lo, up;
     // " to" "=user" <|message|> "neutral" (7 bytes) <|eot|>.
-    gl_matcher_shortest(m, 64, &lo, &up);
+    gl_matcher_shortest(m, &lo, &up);
     CHECKF(up == 11, "upper %lld", (long long)up);
     // The lower bound: never above the 5 tokens " to" "=user" <|message|> "neutral" <|eot|>.
     CHECKF(lo >= 3 && lo <= 5, "lower %lld", (long long)lo);
     // Inside the reasoning: <|eom|> <|start|> "assistant" " to" "=user" <|message|> + 7 + stop.
     CHECK(gl_matcher_accept(m, 328) && gl_matcher_accept(m, 19669) &&
           gl_matcher_accept(m, TOK_MSG) && gl_matcher_accept_bytes(m, "hmm", 3));
-    gl_matcher_shortest(m, 64, &lo, &up);
+    gl_matcher_shortest(m, &lo, &up);
     CHECKF(up == 14, "upper %lld", (long long)up);
     CHECK(lo >= 3 && lo <= 8);
     // A reasoning token leaves the upper bound at 14, so it needs 15 tokens left; with 14 the
@@ -419,7 +419,7 @@ TEST(test_finish_within_walks)
     struct gl_err err = {0};
     REQUIRE(gl_matcher_new(&m, g, vocab, STOPS, 2, &err) == GL_OK);
     int64_t up;
-    gl_matcher_shortest(m, 64, NULL, &up);
+    gl_matcher_shortest(m, NULL, &up);
     CHECKF(up == (int64_t)strlen("{\"items\":[{\"name\":\"\",\"qty\":1}]}") + 1, "upper %lld",
            (long long)up);
     uint32_t *mask = calloc(gl_gvocab_mask_words(vocab), 4);
@@ -435,6 +435,23 @@ TEST(test_finish_within_walks)
     free(mask);
     gl_matcher_free(m);
     gl_grammar_unref(g);
+}
+
+// The unit argument of the upper bound (grammar.h): each of the 256 bytes is a token of its own
+// that byte-level masks may allow. Were one missing, gl_matcher_shortest would report -1.
+TEST(test_every_byte_is_a_token)
+{
+    uint64_t seen[4] = {0};
+    for (int32_t id = 0; id < gl_gvocab_n_vocab(vocab); id++) {
+        size_t len;
+        const uint8_t *p = gl_gvocab_token(vocab, id, &len);
+        if (p && len == 1 && !gl_gvocab_is_excluded(vocab, id))
+            seen[p[0] >> 6] |= 1ull << (p[0] & 63);
+    }
+    int n = 0;
+    for (int k = 0; k < 4; k++)
+        n += __builtin_popcountll(seen[k]);
+    CHECKF(n == 256, "%d of 256 bytes are single tokens", n);
 }
 
 static void free_all(void)
@@ -454,6 +471,6 @@ int main(void)
     }
     atexit(free_all);
     RUN_TESTS(test_schema_exact, test_strings_numbers_exact, test_regex_choice_gbnf_exact,
-              test_turn_exact, test_upper_bound_states, test_negative_controls, test_turn_counts,
-              test_finish_within_walks);
+              test_turn_exact, test_upper_bound_states, test_every_byte_is_a_token,
+              test_negative_controls, test_turn_counts, test_finish_within_walks);
 }
