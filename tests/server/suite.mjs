@@ -945,11 +945,11 @@ async function main_() {
         const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json, lenient_keywords: true } } });
         assert(r.status === 200, `lenient: status ${r.status}: ${tail(r.text, 300)}`);
         assert((r.headers.get(H) || "").includes("uniqueItems at /properties/tags"), `lenient: header ${H} = ${r.headers.get(H)}`);
-        const s = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, stream: true, structured_outputs: { json, lenient_keywords: true } } });
+        const s = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, stream: true, structured_outputs: { json, lenient_keywords: true } } });
         assert(s.status === 200 && (s.headers.get(H) || "").includes("uniqueItems"), `lenient stream: status ${s.status}, header ${s.headers.get(H)}`);
-        const c = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, structured_outputs: { json: { type: "object", properties: { a: { type: "string" } } }, disable_additional_properties: false, whitespace_pattern: "[ \t\n\r]*" } } });
+        const c = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json: { type: "object", properties: { a: { type: "string" } } }, disable_additional_properties: false, whitespace_pattern: "[ \t\n\r]*" } } });
         assert(c.status === 200 && c.headers.get(H) === null, `full semantics: status ${c.status}, header ${c.headers.get(H)}: ${tail(c.text, 200)}`);
-        const w = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, structured_outputs: { json: { type: "object" }, whitespace_pattern: "[ ]+" } } });
+        const w = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json: { type: "object" }, whitespace_pattern: "[ ]+" } } });
         expectError(w, 400, ["whitespace_pattern"], "whitespace_pattern that refuses compact JSON: ");
     });
     await check("structured.bad_regex_and_grammar_400", async () => {
@@ -1091,7 +1091,7 @@ async function main_() {
 
     // ---- metrics ----
     await check("metrics.names", async () => {
-        await chat({ messages: MSGS, max_tokens: 4, response_format: { type: "json_object" } });
+        await chat({ messages: MSGS, max_tokens: 8, response_format: { type: "json_object" } });
         const { text, series, headers } = await getMetrics(main.base);
         assert((headers.get("content-type") || "").startsWith("text/plain"), `content-type ${headers.get("content-type")}`);
         const bad = series.filter((s) => !s.name);

@@ -179,10 +179,12 @@ static struct tally walk_grammar(const struct gl_gir *ir, struct gl_short *sh, i
     for (int w = 0; w < WALKS; w++) {
         gl_mstate_reset(s);
         trail_n = 0;
+        int wait = 0; // after a search too large, the next few states are skipped untried (time)
         for (int step = 0; step < WALK_LEN; step++) {
-            int64_t want = bfs(&p, s, tmp);
+            int64_t want = wait > 0 ? -1 : bfs(&p, s, tmp);
             if (want < 0) {
                 t.skipped++;
+                wait = wait > 0 ? wait - 1 : 3;
             } else {
                 int64_t got = gl_short_state(sh, s) + plus;
                 t.compared++;
