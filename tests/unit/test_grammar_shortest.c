@@ -18,7 +18,6 @@
 #include <string.h>
 
 #define BFS_MAX   6000 // states per search; a search that needs more is skipped (and counted)
-#define WALKS     4
 #define WALK_LEN  48
 #define TOK_MSG   200023
 #define TOK_EOM   200007
@@ -168,7 +167,8 @@ static int random_step(struct gl_mstate *s, struct gl_mstate *tmp)
 
 // exact: the value must equal the search; else only never be below it. plus: compare value + 1
 // instead (the negative control). Returns the tally.
-static struct tally walk_grammar(const struct gl_gir *ir, struct gl_short *sh, int exact, int plus)
+static struct tally walk_grammar(const struct gl_gir *ir, struct gl_short *sh, int walks, int exact,
+                                 int plus)
 {
     struct tally t = {0, 0, 0, 0};
     struct pool p = {.ir = ir};
@@ -176,7 +176,7 @@ static struct tally walk_grammar(const struct gl_gir *ir, struct gl_short *sh, i
     GL_ASSERT(gl_mstate_new(&s, ir, NULL, NULL) == GL_OK);
     GL_ASSERT(gl_mstate_new(&tmp, ir, NULL, NULL) == GL_OK);
     GL_ASSERT(gl_mstate_new(&tmp2, ir, NULL, NULL) == GL_OK);
-    for (int w = 0; w < WALKS; w++) {
+    for (int w = 0; w < walks; w++) {
         gl_mstate_reset(s);
         trail_n = 0;
         int wait = 0; // after a search too large, the next few states are skipped untried (time)
@@ -221,14 +221,14 @@ static struct gl_grammar *compile(enum gl_grammar_kind kind, const char *src, in
 
 // Walks g with the (byte 1, token 1) table; exact or upper-bound comparison.
 static void check_grammar(const char *name, enum gl_grammar_kind kind, const char *src, int ws_max,
-                          int exact)
+                          int exact, int walks)
 {
     struct gl_grammar *g = compile(kind, src, ws_max);
     REQUIRE(g);
     struct gl_short *sh = NULL;
     struct gl_err err = {0};
     REQUIRE(gl_short_new(&sh, &g->ir, 1, 1, &err) == GL_OK);
-    struct tally t = walk_grammar(&g->ir, sh, exact, 0);
+    struct tally t = walk_grammar(&g->ir, sh, walks, exact, 0);
     fflush(stdout);
     printf("# %s: %d states compared, %d skipped (search too large), %d mismatched\n", name,
            t.compared, t.skipped, t.mismatched);
@@ -285,34 +285,34 @@ static char *turn_spec(void)
 
 TEST(test_schema_exact)
 {
-    check_grammar("schema compact", GL_GRAMMAR_JSON_SCHEMA, SCHEMA, 0, 1);
-    check_grammar("enum, prefixItems, ws 1", GL_GRAMMAR_JSON_SCHEMA, PAIR, 1, 1);
+    check_grammar("schema compact", GL_GRAMMAR_JSON_SCHEMA, SCHEMA, 0, 1, 4);
+    check_grammar("enum, prefixItems, ws 1", GL_GRAMMAR_JSON_SCHEMA, PAIR, 1, 1, 4);
 }
 
 TEST(test_strings_numbers_exact)
 {
-    check_grammar("strings and numbers", GL_GRAMMAR_JSON_SCHEMA, STRINGS, 0, 1);
+    check_grammar("strings and numbers", GL_GRAMMAR_JSON_SCHEMA, STRINGS, 0, 1, 4);
 }
 
 TEST(test_regex_choice_gbnf_exact)
 {
-    check_grammar("regex", GL_GRAMMAR_REGEX, "[a-z]{2,4}-[0-9]+(\\.[0-9]{2})?|#", 0, 1);
+    check_grammar("regex", GL_GRAMMAR_REGEX, "[a-z]{2,4}-[0-9]+(\\.[0-9]{2})?|#", 0, 1, 4);
     check_grammar("choice", GL_GRAMMAR_CHOICE, "[\"positive\",\"negative\",\"neutral\",\"n/a\"]", 0,
-                  1);
-    check_grammar("gbnf", GL_GRAMMAR_GBNF, GBNF, 0, 1);
+                  1, 4);
+    check_grammar("gbnf", GL_GRAMMAR_GBNF, GBNF, 0, 1, 4);
 }
 
 TEST(test_turn_exact)
 {
     char *spec = turn_spec();
-    check_grammar("atem turn", GL_GRAMMAR_ATEM_TURN, spec, 0, 1);
+    check_grammar("atem turn", GL_GRAMMAR_ATEM_TURN, spec, 0, 1, 2);
     free(spec);
 }
 
 TEST(test_upper_bound_states)
 {
     check_grammar("minProperties + patternProperties (upper bound)", GL_GRAMMAR_JSON_SCHEMA,
-                  UPPER_ONLY, 0, 0);
+                  UPPER_ONLY, 0, 0, 4);
 }
 
 // Negative controls: the comparison must notice a wrong answer.
@@ -326,8 +326,8 @@ TEST(test_negative_controls)
     struct gl_err err = {0};
     REQUIRE(gl_short_new(&no_tokens, &g->ir, 1, 0, &err) == GL_OK);
     REQUIRE(gl_short_new(&sh, &g->ir, 1, 1, &err) == GL_OK);
-    struct tally a = walk_grammar(&g->ir, no_tokens, 1, 0);
-    struct tally b = walk_grammar(&g->ir, sh, 1, 1);
+    struct tally a = walk_grammar(&g->ir, no_tokens, 2, 1, 0);
+    struct tally b = walk_grammar(&g->ir, sh, 1, 1, 1);
     printf("# controls: token literals ignored: %d of %d disagree; value + 1: %d of %d\n",
            a.mismatched, a.compared, b.mismatched, b.compared);
     CHECK(a.compared > 0 && a.below > 0);
@@ -372,6 +372,13 @@ TEST(test_turn_counts)
     CHECK(mask[('a') / 32] >> ('a' % 32) & 1); // 15 tokens: free text still fits
     gl_matcher_fill_mask_within(m, mask, 14);
     int n = 0;
+    for (size_t w = 0; w < gl_gvocab_mask_words(vocab); w++)
+        n += __builtin_popcount(mask[w]);
+    CHECKF(n == 1 && (mask[TOK_EOM / 32] >> (TOK_EOM % 32) & 1), "%d tokens allowed", n);
+    // No token fits at all (1 token left, 14 needed): the filter never empties the mask; it
+    // keeps the tokens that finish soonest, here <|eom|> again.
+    gl_matcher_fill_mask_within(m, mask, 1);
+    n = 0;
     for (size_t w = 0; w < gl_gvocab_mask_words(vocab); w++)
         n += __builtin_popcount(mask[w]);
     CHECKF(n == 1 && (mask[TOK_EOM / 32] >> (TOK_EOM % 32) & 1), "%d tokens allowed", n);
