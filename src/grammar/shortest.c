@@ -41,6 +41,10 @@ struct gl_short {
     int32_t n_costs;
     struct astar as;
     uint64_t frame[GL_SFRAME_MAX / 8]; // a fresh string frame
+    // The vocabulary's non-plain tokens (excluded, or with '"', '\\' or a control byte), for
+    // the filter's fast path; built for sp_v on first use.
+    const struct gl_gvocab *sp_v;
+    int32_t *sp_ids, n_sp;
 };
 
 static inline int64_t add(int64_t a, int64_t b)
@@ -396,8 +400,13 @@ static int64_t string_rest(struct gl_short *sh, const uint64_t *frame, uint32_t 
     gl_mframe_view(sh->ms, frame, &v);
     const struct gl_gstr *s = &sh->ir->nodes[v.node].u.str;
     int64_t close = s->raw ? 0 : 1;
-    if (s->n_regex == 0 && v.pending == 0) // plain characters, one byte each
-        return close + ((int64_t)s->min_chars > v.a ? (int64_t)s->min_chars - v.a : 0);
+    if (s->n_regex == 0 && (v.pending == 0 || !v.esc)) {
+        // Plain characters, one byte each, after the bytes that end a split UTF-8 character
+        // (the frame counts a character at its lead byte).
+        int64_t chars = (int64_t)v.a;
+        return close + v.pending +
+               ((int64_t)s->min_chars > chars ? (int64_t)s->min_chars - chars : 0);
+    }
     // Classes: bytes alike for every regex, of one UTF-8 role, and plain for the string.
     uint8_t reps[256], all[256];
     int n = 0, n_all = 0;
@@ -999,6 +1008,7 @@ void gl_short_free(struct gl_short *sh)
     gl_free(sh->costs);
     gl_mstate_free(sh->ms);
     gl_mstate_free(sh->esc);
+    gl_free(sh->sp_ids);
     as_free(&sh->as);
     gl_free(sh);
 }
@@ -1240,6 +1250,69 @@ static int64_t judged(struct gl_short *sh, const struct gl_gvocab *v, const stru
     return token_cost(sh, v, s, tmp, id, stop, n_stop);
 }
 
+// The non-plain tokens of v (sh->sp_ids); 0 when out of memory.
+static int special_ids(struct gl_short *sh, const struct gl_gvocab *v)
+{
+    if (sh->sp_v == v)
+        return 1;
+    gl_free(sh->sp_ids);
+    sh->sp_ids = NULL;
+    sh->n_sp = 0;
+    int32_t n = gl_gvocab_n_vocab(v), cap = 0;
+    for (int32_t id = 0; id < n; id++) {
+        size_t len;
+        const uint8_t *p = gl_gvocab_token(v, id, &len);
+        int plain = !gl_gvocab_is_excluded(v, id) && p;
+        for (size_t i = 0; plain && i < len; i++)
+            plain = p[i] != '"' && p[i] != '\\' && p[i] >= 0x20;
+        if (plain)
+            continue;
+        if (sh->n_sp == cap) {
+            cap = cap ? cap * 2 : 1024;
+            int32_t *ids = gl_realloc(sh->sp_ids, (size_t)cap * sizeof *ids);
+            if (!ids)
+                return 0;
+            sh->sp_ids = ids;
+        }
+        sh->sp_ids[sh->n_sp++] = id;
+    }
+    sh->sp_v = v;
+    return 1;
+}
+
+static void judge_into(struct gl_short *sh, const struct gl_gvocab *v, const struct gl_mstate *s,
+                       struct gl_mstate *tmp, const struct filt *f, int32_t id, uint32_t *out,
+                       int64_t budget, const int32_t *stop, int n_stop)
+{
+    if ((out[id / 32] >> (id % 32) & 1) && judged(sh, v, s, tmp, f, id, stop, n_stop) > budget)
+        out[id / 32] &= ~(1u << (id % 32));
+}
+
+// Where every plain token fits (free text within the budget: each costs s0; a string value with
+// s0 + 3 within it: a plain token moves the cost by at most the 3 bytes a split character owes),
+// only the non-plain tokens and the stop tokens need judging: out = mask minus those that do not
+// fit. 1 when done (some token kept); 0: the caller runs the full pass.
+static int fast_path(struct gl_short *sh, const struct gl_gvocab *v, const struct gl_mstate *s,
+                     struct gl_mstate *tmp, const struct filt *f, uint32_t *mask, uint32_t *out,
+                     size_t words, int64_t budget, const int32_t *stop, int n_stop)
+{
+    if (!((f->mode == P_FREE && f->s0 <= budget) || (f->mode == P_STR && f->s0 + 3 <= budget)) ||
+        !special_ids(sh, v))
+        return 0;
+    memcpy(out, mask, words * sizeof *out);
+    for (int32_t k = 0; k < sh->n_sp; k++)
+        judge_into(sh, v, s, tmp, f, sh->sp_ids[k], out, budget, stop, n_stop);
+    for (int k = 0; k < n_stop; k++)
+        if (stop[k] >= 0 && (size_t)stop[k] < words * 32)
+            judge_into(sh, v, s, tmp, f, stop[k], out, budget, stop, n_stop);
+    int any = 0;
+    for (size_t w = 0; w < words && !any; w++)
+        any = out[w] != 0;
+    if (any)
+        memcpy(mask, out, words * sizeof *out);
+    return any;
+}
+
 void gl_short_filter(struct gl_short *sh, const struct gl_gvocab *v, const struct gl_mstate *s,
                      struct gl_mstate *tmp, uint32_t *mask, int64_t budget, const int32_t *stop,
                      int n_stop)
@@ -1264,6 +1337,10 @@ void gl_short_filter(struct gl_short *sh, const struct gl_gvocab *v, const struc
             f.mode = P_STR;
             f.s0 = gl_short_state(sh, s);
         }
+    }
+    if (fast_path(sh, v, s, tmp, &f, mask, out, words, budget, stop, n_stop)) {
+        gl_free(out);
+        return;
     }
     int64_t best = GL_SHORT_INF;
     int kept = 0;

@@ -289,8 +289,39 @@ TEST(test_schema_exact)
     check_grammar("enum, prefixItems, ws 1", GL_GRAMMAR_JSON_SCHEMA, PAIR, 1, 1, 4);
 }
 
+// The value after each prefix equals the search (states a random walk rarely reaches: a split
+// UTF-8 character under a minLength, an escape).
+static void check_prefixes(const char *schema, const char *const *prefixes, int n)
+{
+    struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, schema, 0);
+    REQUIRE(g);
+    struct gl_short *sh = NULL;
+    struct gl_err err = {0};
+    REQUIRE(gl_short_new(&sh, &g->ir, 1, 1, &err) == GL_OK);
+    struct pool p = {.ir = &g->ir};
+    struct gl_mstate *s = NULL, *tmp = NULL;
+    REQUIRE(gl_mstate_new(&s, &g->ir, NULL, NULL) == GL_OK);
+    REQUIRE(gl_mstate_new(&tmp, &g->ir, NULL, NULL) == GL_OK);
+    for (int i = 0; i < n; i++) {
+        gl_mstate_reset(s);
+        for (const char *c = prefixes[i]; *c; c++)
+            REQUIRE(gl_mstate_advance_byte(s, (uint8_t)*c));
+        int64_t want = bfs(&p, s, tmp), got = gl_short_state(sh, s);
+        CHECKF(want >= 0 && got == want, "after %s: shortest %lld, search %lld", prefixes[i],
+               (long long)got, (long long)want);
+    }
+    gl_mstate_free(s);
+    gl_mstate_free(tmp);
+    pool_free(&p);
+    gl_short_free(sh);
+    gl_grammar_unref(g);
+}
+
 TEST(test_strings_numbers_exact)
 {
+    static const char *const pre[] = {"\"",       "\"\xe2", "\"\xe2\x82", "\"a\xf0\x9f",
+                                      "\"ab\xc3", "\"\\",   "\"\\u00",    "\"abc\xe2\x82"};
+    check_prefixes("{\"type\":\"string\",\"minLength\":3,\"maxLength\":5}", pre, 8);
     check_grammar("strings and numbers", GL_GRAMMAR_JSON_SCHEMA, STRINGS, 0, 1, 4);
 }
 
