@@ -42,10 +42,12 @@ struct gl_grammar {
     uint64_t hash;
     char *key; // canonical source (see grammar.c), key_len bytes; compared on cache hits
     size_t key_len;
-    struct gl_mcache *mcache;     // created by the first mask
-    int32_t mcache_cap;           // entries; 0 disables the mask cache
-    int32_t mcache_min_nodes;     // only masks whose walk visited at least this many nodes are kept
-    struct gl_short *shortest[3]; // shortest.c tables (grammar.c: upper, tokens, bytes), lazily
+    struct gl_mcache *mcache; // created by the first mask
+    int32_t mcache_cap;       // entries; 0 disables the mask cache
+    int32_t mcache_min_nodes; // only masks whose walk visited at least this many nodes are kept
+
+    // shortest.c tables (grammar.c: upper, tokens, bytes), built on first use
+    struct gl_short *shortest[3];
 };
 #define GL_GRAMMAR__ATEM_TOOLS 100
 

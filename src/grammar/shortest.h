@@ -12,11 +12,14 @@
 // DFA state, with the regexes' code-point minima as the admissible estimate); bounded numbers
 // by the decimal grid of each (integer digits, fraction digits) split, checked by the matcher's
 // own final test.
+// Inside an object key's escape the key's character is still open, so the whole state is stepped
+// through each way of ending the escape with one printable ASCII character (esc_rest), and the
+// value is the cheapest such ending plus the rest after it.
 // Exact (what the brute-force test checks) for every node kind and state except these, where
 // the value is an upper bound (a completion that long exists): objects that need members beyond
 // their required ones (minProperties: extra keys are costed as one-byte keys), keys that must
-// still match a pattern, and a key or regex-constrained string inside an escape. A search that
-// exceeds its budget (GL_SHORT_SEARCH_MAX states, or a regex with no DFA room left) gives
+// still match a pattern, and a key escape whose cheapest ending is not printable ASCII. A search
+// that exceeds its budget (GL_SHORT_SEARCH_MAX states, or a regex with no DFA room left) gives
 // GL_SHORT_INF for that thread, never a lower value.
 // Threads: one gl_short is used by one thread at a time (it steps regexes, as matching does).
 #pragma once
@@ -46,7 +49,9 @@ struct gl_gvocab;
 // the mask is never emptied. tmp: a scratch state of the same grammar; stop: the matcher's stop
 // ids. Plain tokens are judged without stepping where the state makes their cost plain: in free
 // text (the thread stays where it is) and inside free JSON string values (the cost moves by the
-// bytes a split character still owes and the characters a minLength still needs).
+// bytes a split character still owes and the characters a minLength still needs); where every
+// plain token fits, only the non-plain tokens (excluded, or with '"', '\\' or a control byte;
+// listed once per vocabulary) and the stop tokens are judged.
 void gl_short_filter(struct gl_short *sh, const struct gl_gvocab *v, const struct gl_mstate *s,
                      struct gl_mstate *tmp, uint32_t *mask, int64_t budget, const int32_t *stop,
                      int n_stop);
