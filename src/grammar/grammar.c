@@ -609,10 +609,6 @@ struct gl_matcher {
     int64_t n_hist, n_alloc, cap_hist;
     int finished;
     struct gl_matcher_stats stats;
-    // The vocabulary as shortest-completion units see it (vocab_scan, on first use): the longest
-    // token's bytes, and whether every single byte is a token of its own.
-    int32_t v_max_bytes;
-    int v_scanned, v_all_bytes;
 };
 
 static int cmp_i32(const void *a, const void *b)
@@ -925,11 +921,13 @@ static int64_t short_value(struct gl_matcher *m, int which)
     return sh ? gl_short_state(sh, m->cur) : GL_SHORT_INF;
 }
 
-// One pass over the vocabulary: the longest token and the single-byte tokens. Counting a byte as
-// a token is an upper bound only when each of the 256 bytes is a token that masks may allow.
+// One pass over the vocabulary (kept on the grammar for the last vocabulary seen): the longest
+// token's bytes, and whether every single byte is a token of its own. Counting a byte as a token
+// is an upper bound only when each of the 256 bytes is a token that masks may allow.
 static void vocab_scan(struct gl_matcher *m)
 {
-    if (m->v_scanned)
+    struct gl_grammar *g = m->g;
+    if (g->sv == m->v)
         return;
     uint64_t seen[4] = {0};
     int32_t n = gl_gvocab_n_vocab(m->v), longest = 1;
@@ -943,9 +941,9 @@ static void vocab_scan(struct gl_matcher *m)
         if (len == 1)
             seen[p[0] >> 6] |= 1ull << (p[0] & 63);
     }
-    m->v_max_bytes = longest;
-    m->v_all_bytes = (seen[0] & seen[1] & seen[2] & seen[3]) == UINT64_MAX;
-    m->v_scanned = 1;
+    g->sv_max_bytes = longest;
+    g->sv_all_bytes = (seen[0] & seen[1] & seen[2] & seen[3]) == UINT64_MAX;
+    g->sv = m->v;
 }
 
 void gl_matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper)
@@ -959,12 +957,12 @@ void gl_matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper)
     }
     vocab_scan(m);
     if (upper) {
-        int64_t u = m->v_all_bytes ? short_value(m, SH_UPPER) : GL_SHORT_INF;
+        int64_t u = m->g->sv_all_bytes ? short_value(m, SH_UPPER) : GL_SHORT_INF;
         *upper = u >= GL_SHORT_INF ? -1 : u + 1;
     }
     if (lower) {
         int64_t t = short_value(m, SH_TOKENS), b = short_value(m, SH_BYTES);
-        int64_t per = m->v_max_bytes;
+        int64_t per = m->g->sv_max_bytes;
         *lower = t >= GL_SHORT_INF || b >= GL_SHORT_INF ? -1 : t + (b + per - 1) / per + 1;
     }
 }
@@ -972,7 +970,7 @@ void gl_matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper)
 void gl_matcher_filter_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining)
 {
     vocab_scan(m);
-    struct gl_short *sh = m->finished || !m->v_all_bytes ? NULL : short_table(m, SH_UPPER);
+    struct gl_short *sh = m->finished || !m->g->sv_all_bytes ? NULL : short_table(m, SH_UPPER);
     if (sh) // after the token and before the stop token: remaining - 2 units
         gl_short_filter(sh, m->v, m->cur, m->tmp, mask, remaining - 2, m->stop, m->n_stop);
 }

@@ -46,8 +46,12 @@ struct gl_grammar {
     int32_t mcache_cap;       // entries; 0 disables the mask cache
     int32_t mcache_min_nodes; // only masks whose walk visited at least this many nodes are kept
 
-    // shortest.c tables (grammar.c: upper, tokens, bytes), built on first use
+    // shortest.c tables (grammar.c: upper, tokens, bytes), built on first use, and the
+    // vocabulary they were last measured against (grammar.c vocab_scan)
     struct gl_short *shortest[3];
+    const struct gl_gvocab *sv;
+    int32_t sv_max_bytes;
+    int sv_all_bytes;
 };
 #define GL_GRAMMAR__ATEM_TOOLS 100
 
