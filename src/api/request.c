@@ -660,7 +660,7 @@ static gl_status check_answer_room(const struct gl_api_config *c, struct gl_api_
     int32_t eos = gl_tokenizer_eos(c->tok);
     int64_t lower = -1;
     pthread_mutex_lock(c->grammar_lock);
-    gl_status st = gl_matcher_new(&m, r->grammar, c->gvocab, &eos, 1, &err);
+    gl_status st = gl_matcher_new(&m, r->grammar, c->gvocab, &eos, eos >= 0, &err);
     if (st == GL_OK)
         gl_matcher_shortest(m, &lower, NULL);
     gl_matcher_free(m);
@@ -670,10 +670,10 @@ static gl_status check_answer_room(const struct gl_api_config *c, struct gl_api_
     if (lower > r->sp.max_tokens)
         return FAIL("max_tokens",
                     "'max_tokens' or 'max_completion_tokens' is %d, but the shortest answer %s "
-                    "allows needs at least %lld tokens (%s, the shortest valid body and the stop "
+                    "allows needs at least %lld tokens (%sthe shortest valid body and the stop "
                     "token)",
                     r->sp.max_tokens, k->field, (long long)lower,
-                    r->turn ? "the turn's framing" : "no framing");
+                    r->turn ? "the turn's framing, " : "");
     return GL_OK;
 }
 
