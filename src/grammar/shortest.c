@@ -45,6 +45,9 @@ struct gl_short {
     // the filter's fast path; built for sp_v on first use.
     const struct gl_gvocab *sp_v;
     int32_t *sp_ids, n_sp;
+    int32_t rc_node; // string_classes: the node rc_* describe, -1 none
+    uint8_t rc_reps[256], rc_all[256];
+    int rc_n, rc_n_all;
 };
 
 static inline int64_t add(int64_t a, int64_t b)
@@ -393,6 +396,8 @@ static int byte_role(uint8_t b)
     return 42;
 }
 
+static void string_classes(struct gl_short *sh, int32_t node);
+
 // Fewest bytes that end the string of frame (a copy of its bytes), its closing quote included.
 static int64_t string_rest(struct gl_short *sh, const uint64_t *frame, uint32_t size)
 {
@@ -407,8 +412,26 @@ static int64_t string_rest(struct gl_short *sh, const uint64_t *frame, uint32_t 
         return close + v.pending +
                ((int64_t)s->min_chars > chars ? (int64_t)s->min_chars - chars : 0);
     }
-    // Classes: bytes alike for every regex, of one UTF-8 role, and plain for the string.
-    uint8_t reps[256], all[256];
+    if (sh->rc_node != v.node)
+        string_classes(sh, v.node);
+    struct aspec sp = {.goal = str_goal,
+                       .est = str_est,
+                       .step = str_step1,
+                       .bytes = sh->rc_reps,
+                       .n = sh->rc_n,
+                       .all = sh->rc_all,
+                       .n_all = sh->rc_n_all,
+                       .use_all = str_use_all};
+    return add(as_run(sh, &sp, s, (const uint8_t *)(const void *)frame, size), close);
+}
+
+// The byte classes of string node i's search, kept for the last node asked (a mask judges many
+// tokens in one string): bytes alike for every regex, of one UTF-8 role, and plain for the
+// string, one representative each (rc_reps), and every byte but the closing quote (rc_all).
+static void string_classes(struct gl_short *sh, int32_t node)
+{
+    const struct gl_gstr *s = &sh->ir->nodes[node].u.str;
+    uint8_t *reps = sh->rc_reps, *all = sh->rc_all;
     int n = 0, n_all = 0;
     const uint8_t *cls[GL_SFAST_RX];
     int32_t nrx = s->n_regex < GL_SFAST_RX ? s->n_regex : GL_SFAST_RX;
@@ -431,15 +454,9 @@ static int64_t string_rest(struct gl_short *sh, const uint64_t *frame, uint32_t 
         if (k == n)
             reps[n++] = (uint8_t)b;
     }
-    struct aspec sp = {.goal = str_goal,
-                       .est = str_est,
-                       .step = str_step1,
-                       .bytes = reps,
-                       .n = n,
-                       .all = all,
-                       .n_all = n_all,
-                       .use_all = str_use_all};
-    return add(as_run(sh, &sp, s, (const uint8_t *)(const void *)frame, size), close);
+    sh->rc_n = n;
+    sh->rc_n_all = n_all;
+    sh->rc_node = node;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -967,6 +984,7 @@ gl_status gl_short_new(struct gl_short **out, const struct gl_gir *ir, int64_t w
     if (!sh)
         return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the shortest-completion table");
     sh->ir = ir;
+    sh->rc_node = -1;
     sh->wb = w_byte;
     sh->wt = w_token;
     int32_t maxp = 1;
