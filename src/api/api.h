@@ -22,6 +22,10 @@
 // - Reasoning budget: thinking_token_budget when given; else at most half of the effective
 //   max_tokens (max_tokens, or the context left after the prompt), so the body keeps room.
 //   When it runs out, <|eom|> is the only allowed token, which closes the reasoning message.
+//   It also closes (or is never opened) as soon as the tokens left reach the shortest way to
+//   finish the turn (grammar.h gl_matcher_shortest: framing + shortest body + stop), and a
+//   constrained request whose max_tokens is below that shortest answer's lower bound is a 400.
+//   structured_outputs.finish_within_max_tokens extends the rule to the body's mask.
 // - Chat stop strings apply to the answer text (content), matched by the server, not to headers
 //   or reasoning; completions stop strings apply to the generated text (engine).
 // Ownership: gl_api_req owns everything it points to (free with gl_api_req_free); it holds one
@@ -206,6 +210,7 @@ struct gl_api_req {
     struct gl_grammar *grammar; // NULL: unconstrained; a GL_GRAMMAR_ATEM_TURN grammar for chat
     int turn;                   // grammar covers the whole assistant turn
     int32_t reasoning_budget;   // tokens of reasoning body; < 0: none
+    int finish_within;          // structured_outputs.finish_within_max_tokens (proc.c)
     int64_t grammar_us;         // time to compile or find the grammar (metrics)
     // storage for sp
     struct gl_logit_bias *bias;

@@ -5,6 +5,12 @@
 // Reasoning budget: a second ATEM parser follows the tokens so the processor knows when it is
 // inside the reasoning body; once the body has used `budget` tokens, <|eom|> is the only
 // allowed token there (the turn grammar then forces <|start|>assistant and the answer arm).
+// Room for the answer: with max_tokens set, the tokens left (max_tokens - generated) are compared
+// with the grammar's shortest completion (grammar.h gl_matcher_shortest: an upper bound in
+// tokens, framing and stop included). Inside the reasoning body <|eom|> is forced as soon as
+// another reasoning token would leave less than that; in the turn's headers the mask keeps only
+// the arms that still fit (gl_matcher_filter_within), so reasoning is not opened without room.
+// With finish_within_max_tokens the same filter runs on every mask outside the reasoning body.
 #include "api/api.h"
 #include "chat/atem_parse.h"
 
@@ -21,6 +27,9 @@ struct proc {
     struct gl_atem_parser *atem; // turn grammars only: where are we in the turn
     int32_t budget;              // reasoning body tokens allowed; < 0: no limit
     int32_t n_reasoning;
+    int32_t max_tokens; // the request's; <= 0: no room rule
+    int32_t n_gen;      // tokens accepted or forced so far
+    int within;         // finish_within_max_tokens
     struct gl_api_mask_stats *ms;
 };
 
@@ -43,21 +52,44 @@ static void no_sink(void *user, const struct gl_atem_event *ev)
     (void)ev;
 }
 
+// Under the grammar lock, with p->mask the current state's mask: 1 when the reasoning body must
+// close now (budget spent, or no room for another reasoning token and the shortest rest);
+// elsewhere the room filter narrows p->mask where it applies (file comment).
+static int room_rule(struct proc *p)
+{
+    int reasoning = p->atem && gl_atem_parser_state(p->atem) == GL_ATEM_ST_REASONING;
+    int64_t left = p->max_tokens > 0 ? (int64_t)p->max_tokens - p->n_gen : -1;
+    if (reasoning) {
+        if (p->budget >= 0 && p->n_reasoning >= p->budget)
+            return 1;
+        int64_t up = -1;
+        if (left > 0)
+            gl_matcher_shortest(p->m, NULL, &up);
+        return up >= 0 && left <= up; // a reasoning token leaves the shortest rest unchanged
+    }
+    int header = p->atem && (gl_atem_parser_state(p->atem) == GL_ATEM_ST_HEADER ||
+                             gl_atem_parser_state(p->atem) == GL_ATEM_ST_BETWEEN);
+    if (left > 0 && (p->within || header))
+        gl_matcher_filter_within(p->m, p->mask, left);
+    return 0;
+}
+
 static void proc_mask(void *user, float *logits, int32_t n_vocab)
 {
     struct proc *p = user;
     int64_t t0 = gl_time_us();
     pthread_mutex_lock(p->c->grammar_lock);
-    int finished = gl_matcher_is_finished(p->m);
+    int finished = gl_matcher_is_finished(p->m), close = 0;
     if (!finished && !p->mask_valid)
         gl_matcher_fill_mask(p->m, p->mask);
+    if (!finished)
+        close = room_rule(p);
     p->mask_valid = 0;
     pthread_mutex_unlock(p->c->grammar_lock);
     if (finished) // after the stop token (ignore_eos): nothing left to constrain
         return;
-    int force_eom = p->atem && p->budget >= 0 && p->n_reasoning >= p->budget &&
-                    gl_atem_parser_state(p->atem) == GL_ATEM_ST_REASONING && GL_TOK_EOM < n_vocab &&
-                    (p->mask[GL_TOK_EOM / 32] >> (GL_TOK_EOM % 32) & 1);
+    int force_eom =
+        close && GL_TOK_EOM < n_vocab && (p->mask[GL_TOK_EOM / 32] >> (GL_TOK_EOM % 32) & 1);
     for (int32_t w = 0; w < (n_vocab + 31) / 32; w++) {
         uint32_t bits =
             force_eom ? (w == GL_TOK_EOM / 32 ? 1u << (GL_TOK_EOM % 32) : 0) : p->mask[w];
@@ -73,6 +105,7 @@ static void proc_mask(void *user, float *logits, int32_t n_vocab)
 
 static void track(struct proc *p, int32_t t)
 {
+    p->n_gen++;
     if (!p->atem)
         return;
     if (gl_atem_parser_state(p->atem) == GL_ATEM_ST_REASONING && t != GL_TOK_EOM)
@@ -167,6 +200,8 @@ gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_r
         p->c = c;
         p->ms = ms;
         p->budget = r->turn ? r->reasoning_budget : -1;
+        p->max_tokens = r->sp.max_tokens;
+        p->within = r->finish_within;
         p->mask = gl_malloc(gl_gvocab_mask_words(c->gvocab) * sizeof *p->mask);
         procs[i] = (struct gl_logits_processor){.user = p,
                                                 .mask = proc_mask,

@@ -487,6 +487,7 @@ struct constraint {
     int ws_bounded, ws_set; // disable_any_whitespace (ws_set: the request gave it)
     int32_t ws_pattern;     // whitespace_pattern's ws_max (gl_grammar_ws_pattern), or -1
     int open_objects, lenient;
+    int finish_within; // finish_within_max_tokens
 };
 
 static gl_status set_constraint(struct constraint *k, const char *field, const char *kind,
@@ -586,6 +587,16 @@ static gl_status parse_so_option(struct constraint *k, const char *key, json_t *
                 key);
 }
 
+// structured_outputs.finish_within_max_tokens (glint's; proc.c applies it).
+static gl_status parse_finish_within(struct constraint *k, json_t *v, struct gl_api_error *e)
+{
+    if (!json_is_boolean(v))
+        return FAIL("structured_outputs.finish_within_max_tokens",
+                    "structured_outputs.finish_within_max_tokens: expected true or false");
+    k->finish_within = json_is_true(v);
+    return GL_OK;
+}
+
 static gl_status parse_constraint(json_t *b, struct constraint *k, struct gl_api_error *e)
 {
     gl_status st;
@@ -643,6 +654,8 @@ static gl_status parse_constraint(json_t *b, struct constraint *k, struct gl_api
             else if (strcmp(key, "grammar") == 0)
                 st = set_constraint(k, "structured_outputs.grammar", "gbnf", GL_GRAMMAR_GBNF, v, 0,
                                     e);
+            else if (strcmp(key, "finish_within_max_tokens") == 0)
+                st = parse_finish_within(k, v, e);
             else if (strcmp(key, "json_object") == 0)
                 st = json_is_true(v)
                          ? set_constraint(k, "structured_outputs.json_object", "json_object",
@@ -707,6 +720,38 @@ static gl_status lookup_grammar(const struct gl_api_config *c, struct gl_api_req
         return NOMEM();
     if (st != GL_OK)
         return FAIL(field, "%s: %s", field, err.msg);
+    return GL_OK;
+}
+
+// A constrained request's max_tokens must hold the shortest answer its grammar allows (the turn's
+// framing, the shortest valid body, the stop token): else a 400 with the count. The count is a
+// lower bound (grammar.h gl_matcher_shortest), so no request that could finish is refused. An
+// unconstrained one is not checked (vLLM serves max_tokens 1; its reply is cut, as asked).
+static gl_status check_answer_room(const struct gl_api_config *c, struct gl_api_req *r,
+                                   const struct constraint *k, struct gl_api_error *e)
+{
+    r->finish_within = k->finish_within;
+    if (!r->grammar || !k->field || r->sp.max_tokens <= 0)
+        return GL_OK;
+    struct gl_matcher *m = NULL;
+    struct gl_err err = {0};
+    int32_t eos = gl_tokenizer_eos(c->tok);
+    int64_t lower = -1;
+    pthread_mutex_lock(c->grammar_lock);
+    gl_status st = gl_matcher_new(&m, r->grammar, c->gvocab, &eos, eos >= 0, &err);
+    if (st == GL_OK)
+        gl_matcher_shortest(m, &lower, NULL);
+    gl_matcher_free(m);
+    pthread_mutex_unlock(c->grammar_lock);
+    if (st != GL_OK)
+        return st == GL_E_NOMEM ? NOMEM() : FAIL(k->field, "%s: %s", k->field, err.msg);
+    if (lower > r->sp.max_tokens)
+        return FAIL("max_tokens",
+                    "'max_tokens' or 'max_completion_tokens' is %d, but the shortest answer %s "
+                    "allows needs at least %lld tokens (%sthe shortest valid body and the stop "
+                    "token)",
+                    r->sp.max_tokens, k->field, (long long)lower,
+                    r->turn ? "the turn's framing, " : "");
     return GL_OK;
 }
 
@@ -1548,6 +1593,8 @@ gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint 
         int32_t room = r->sp.max_tokens > 0 ? r->sp.max_tokens : c->max_model_len - r->prompts[0].n;
         r->reasoning_budget = room / 2;
     }
+    if ((st = check_answer_room(c, r, &k, e)) != GL_OK)
+        goto done;
     struct gl_err err = {0};
     if (gl_sample_params_check(&r->sp, gl_tokenizer_n_vocab(c->tok), &err) != GL_OK) {
         st = FAIL("", "%s", err.msg);

@@ -240,6 +240,8 @@ static void grammar_destroy(struct gl_grammar *g)
     gl_mem_freed(gl_grammar_bytes(g));
     struct gl_alloc_meter *prev = charge(g); // freed under the meter they were charged to
     gl_mask_cache_free(g->mcache);
+    for (int i = 0; i < 3; i++)
+        gl_short_free(g->shortest[i]);
     gl_gir_free(&g->ir);
     gl_free(g->warnings);
     gl_alloc_meter_swap(prev);
@@ -1042,4 +1044,117 @@ int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap
     int32_t n = matcher_forced_tokens(m, out, cap, mask);
     gl_alloc_meter_swap(prev);
     return n;
+}
+
+// ---- shortest completion (shortest.c) ----
+
+// Unit weights of g->shortest[i]: upper (a byte and a token literal are a token each), token
+// literals only, bytes only.
+enum { SH_UPPER, SH_TOKENS, SH_BYTES };
+
+static struct gl_short *short_table(struct gl_matcher *m, int which)
+{
+    static const int64_t w[3][2] = {{1, 1}, {0, 1}, {1, 0}};
+    struct gl_grammar *g = m->g;
+    struct gl_err err = {0};
+    if (!g->shortest[which] &&
+        gl_short_new(&g->shortest[which], &g->ir, w[which][0], w[which][1], &err) != GL_OK)
+        GL_LOGE("grammar: %s", err.msg); // then the matcher reports no bound (-1)
+    return g->shortest[which];
+}
+
+static int64_t short_value(struct gl_matcher *m, int which)
+{
+    struct gl_short *sh = short_table(m, which);
+    return sh ? gl_short_state(sh, m->cur) : GL_SHORT_INF;
+}
+
+// One pass over the vocabulary (kept on the grammar for the last vocabulary seen): the longest
+// token's bytes, and whether every single byte is a token of its own. Counting a byte as a token
+// is an upper bound only when each of the 256 bytes is a token that masks may allow.
+static void vocab_scan(struct gl_matcher *m)
+{
+    struct gl_grammar *g = m->g;
+    if (g->sv == m->v)
+        return;
+    uint64_t seen[4] = {0};
+    int32_t n = gl_gvocab_n_vocab(m->v), longest = 1;
+    for (int32_t id = 0; id < n; id++) {
+        size_t len;
+        const uint8_t *p = gl_gvocab_token(m->v, id, &len);
+        if (gl_gvocab_is_excluded(m->v, id) || !p)
+            continue;
+        if ((int64_t)len > longest)
+            longest = (int32_t)len;
+        if (len == 1)
+            seen[p[0] >> 6] |= 1ull << (p[0] & 63);
+    }
+    g->sv_max_bytes = longest;
+    g->sv_all_bytes = (seen[0] & seen[1] & seen[2] & seen[3]) == UINT64_MAX;
+    g->sv = m->v;
+}
+
+static void matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper)
+{
+    if (m->finished) {
+        if (lower)
+            *lower = 0;
+        if (upper)
+            *upper = 0;
+        return;
+    }
+    vocab_scan(m);
+    if (upper) {
+        int64_t u = m->g->sv_all_bytes ? short_value(m, SH_UPPER) : GL_SHORT_INF;
+        *upper = u >= GL_SHORT_INF ? -1 : u + 1;
+    }
+    if (lower) {
+        int64_t t = short_value(m, SH_TOKENS), b = short_value(m, SH_BYTES);
+        int64_t per = m->g->sv_max_bytes;
+        *lower = t >= GL_SHORT_INF || b >= GL_SHORT_INF ? -1 : t + (b + per - 1) / per + 1;
+    }
+}
+
+static void matcher_filter_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining)
+{
+    vocab_scan(m);
+    struct gl_short *sh = m->finished || !m->g->sv_all_bytes ? NULL : short_table(m, SH_UPPER);
+    if (!sh)
+        return;
+    // The filter only narrows; should it leave nothing (no token judged to fit), the sampler
+    // would have no token: then the mask stays as it was.
+    size_t words = gl_gvocab_mask_words(m->v);
+    uint32_t *keep = gl_malloc(words * sizeof *keep);
+    if (!keep)
+        return;
+    memcpy(keep, mask, words * sizeof *keep);
+    // after the token and before the stop token: remaining - 2 units
+    gl_short_filter(sh, m->v, m->cur, m->tmp, mask, remaining - 2, m->stop, m->n_stop);
+    uint32_t any = 0;
+    for (size_t w = 0; w < words; w++)
+        any |= mask[w];
+    if (!any)
+        memcpy(mask, keep, words * sizeof *keep);
+    gl_free(keep);
+}
+
+// The tables built on first use are the grammar's: charged to it like the masks.
+void gl_matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper)
+{
+    struct gl_alloc_meter *prev = charge(m->g);
+    matcher_shortest(m, lower, upper);
+    gl_alloc_meter_swap(prev);
+}
+
+void gl_matcher_filter_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining)
+{
+    struct gl_alloc_meter *prev = charge(m->g);
+    matcher_filter_within(m, mask, remaining);
+    gl_alloc_meter_swap(prev);
+}
+
+void gl_matcher_fill_mask_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining)
+{
+    gl_matcher_fill_mask(m, mask);
+    gl_matcher_filter_within(m, mask, remaining);
 }

@@ -201,6 +201,28 @@ size_t gl_matcher_forced_bytes(struct gl_matcher *m, char *out, size_t cap);
 // unchanged: each skipped step had one choice.
 int32_t gl_matcher_forced_tokens(struct gl_matcher *m, int32_t *out, int32_t cap, uint32_t *mask);
 
+// Shortest completion (docs/GRAMMAR.md): the fewest tokens, the stop token included, that take
+// the document from the current state to its end (0 once finished; -1 when no bound is known).
+// *upper counts each byte as a token and each token literal and the stop token as one. It is an
+// upper bound on tokens because every byte is a token of its own in the vocabulary (checked on
+// first use: a vocabulary without all 256 single-byte tokens gives -1), so that many tokens
+// always suffice; exact in those units except the states shortest.h lists, where it is still an
+// upper bound; never below. *lower (never above the true count in tokens): token literals plus
+// the stop token, plus the bytes over the longest token's length rounded up. Either may be NULL.
+// The first call on a grammar builds its tables (a pass over the IR); later calls walk the
+// threads of the current state.
+void gl_matcher_shortest(struct gl_matcher *m, int64_t *lower, int64_t *upper);
+// Keeps in mask (the current state's allowed tokens, as gl_matcher_fill_mask or
+// gl_matcher_forced_tokens left them) only the tokens t after which the document still ends
+// within `remaining` tokens, t and the stop token included: upper(after t) <= remaining - 1.
+// From a state with upper <= remaining, following such masks ends with a stop token in time
+// (the first unit of a shortest completion, a single byte or a literal, is always kept). When no
+// token fits (remaining below upper from the start) the tokens with the smallest upper are kept:
+// the mask is never emptied. No bound known (upper -1): the mask is left as it is.
+void gl_matcher_filter_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining);
+// gl_matcher_fill_mask, then gl_matcher_filter_within.
+void gl_matcher_fill_mask_within(struct gl_matcher *m, uint32_t *mask, int64_t remaining);
+
 // Counters for benchmarks: masks computed, cache hits, trie nodes visited.
 struct gl_matcher_stats {
     int64_t masks, cache_hits, fast_path, nodes_visited;

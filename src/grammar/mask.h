@@ -20,6 +20,7 @@
 #include "grammar/grammar.h"
 #include "grammar/ir.h"
 #include "grammar/match.h"
+#include "grammar/shortest.h"
 
 #include <stdint.h>
 
@@ -47,6 +48,13 @@ struct gl_grammar {
     // What g holds (gl_grammar_bytes): armed by every grammar call on g (gl_alloc_meter), so all
     // of the above that is allocated after compile start is charged as it grows.
     struct gl_alloc_meter mem;
+
+    // shortest.c tables (grammar.c: upper, tokens, bytes), built on first use, and the
+    // vocabulary they were last measured against (grammar.c vocab_scan)
+    struct gl_short *shortest[3];
+    const struct gl_gvocab *sv;
+    int32_t sv_max_bytes;
+    int sv_all_bytes;
 };
 #define GL_GRAMMAR__ATEM_TOOLS 100
 

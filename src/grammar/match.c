@@ -2948,3 +2948,171 @@ size_t gl_mstate_string_key(const struct gl_mstate *s, uint32_t th, uint8_t *key
     memcpy(key + sizeof h, payload(f), pay);
     return len;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Read-only views for shortest.c (match.h): the frames of each thread, translated out of the
+// payload layouts above so that the shortest-completion query needs no knowledge of them.
+
+// Bytes that finish the code point the decoder is inside (0 at a boundary): the rest of an
+// escape (\uXXXX digits, or the \uDCxx low half a high surrogate needs) or of a UTF-8 sequence.
+static int dec_pending(const struct jdec *d)
+{
+    switch (d->esc) {
+    case E_BS:
+        return 1;
+    case E_U:
+    case E_L:
+        return 4 - d->k;
+    case E_LBS:
+        return 6;
+    case E_LU:
+        return 5;
+    default:
+        return d->need;
+    }
+}
+
+static void view_frame(const struct gl_mstate *s, struct frm *f, struct gl_mframe *v)
+{
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    memset(v, 0, sizeof *v);
+    v->node = f->node;
+    v->a = f->a;
+    v->b = f->b;
+    v->frame = f;
+    v->size = f->size;
+    switch (n->kind) {
+    case GN_REPEAT:
+        v->phase = f->b == R_SEP ? GL_MF_REP_SEP : f->b == R_ITEM ? GL_MF_REP_ITEM : 0;
+        break;
+    case GN_JSTRING:
+        v->phase = f->b == S_BODY ? GL_MF_STR_BODY : GL_MF_STR_OPEN;
+        v->pending = dec_pending(&((struct spay *)payload(f))->d);
+        v->esc = ((struct spay *)payload(f))->d.esc != E_NONE;
+        v->re = ((struct spay *)payload(f))->re;
+        break;
+    case GN_JNUMBER:
+        v->phase = (int)f->a;
+        v->text = num_bounded(&n->u.num) ? payload(f) : NULL;
+        break;
+    case GN_JOBJECT: {
+        struct opay *p = OP(f);
+        static const uint8_t ph[] = {
+            [O_START] = GL_MF_OBJ_START,       [O_FIRST] = GL_MF_OBJ_FIRST,
+            [O_KEY] = GL_MF_OBJ_KEY,           [O_COLON] = GL_MF_OBJ_COLON,
+            [O_VALUE_WS] = GL_MF_OBJ_VALUE_WS, [O_IN_VALUE] = GL_MF_OBJ_IN_VALUE,
+            [O_NEXT] = GL_MF_OBJ_NEXT,         [O_COMMA] = GL_MF_OBJ_COMMA};
+        v->phase = ph[p->phase];
+        v->pending = dec_pending(&p->d);
+        v->esc = p->d.esc != E_NONE;
+        v->count = p->count;
+        v->req = p->req;
+        v->lo = p->lo;
+        v->hi = p->hi;
+        v->cur = p->cur;
+        v->keylen = p->keylen;
+        v->re = o_pats((struct gl_mstate *)(uintptr_t)s, f);
+        break;
+    }
+    case GN_JARRAY: {
+        static const uint8_t ph[] = {[A_START] = GL_MF_ARR_START,
+                                     [A_FIRST] = GL_MF_ARR_FIRST,
+                                     [A_IN_ITEM] = GL_MF_ARR_IN_ITEM,
+                                     [A_NEXT] = GL_MF_ARR_NEXT,
+                                     [A_COMMA] = GL_MF_ARR_COMMA};
+        v->phase = ph[f->a];
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+int gl_mstate_thread_frames(const struct gl_mstate *s, uint32_t *th, struct gl_mframe *out, int cap)
+{
+    if (*th >= s->used)
+        return -1;
+    struct thr *t = T(s->buf, *th);
+    *th += t->size;
+    int n = 0;
+    for (uint32_t off = t->top; off && n < cap; n++) {
+        struct frm *f = F(t, off);
+        view_frame(s, f, &out[n]);
+        off = f->prev;
+    }
+    return (int)t->depth <= cap ? n : -2;
+}
+
+void gl_mframe_view(const struct gl_mstate *s, const uint64_t *frame, struct gl_mframe *v)
+{
+    view_frame(s, (struct frm *)(uintptr_t)frame, v);
+}
+
+size_t gl_mstate_node_frame(const struct gl_mstate *s, int32_t node, uint64_t *frame, size_t cap)
+{
+    const struct gl_gnode *n = &s->ir->nodes[node];
+    uint32_t fs = (uint32_t)sizeof(struct frm) + payload_size(n);
+    if (n->kind != GN_JSTRING || fs > cap)
+        return 0;
+    struct frm *f = (struct frm *)(void *)frame;
+    memset(f, 0, fs);
+    f->node = node;
+    f->size = fs;
+    f->b = S_BODY;
+    struct spay *p = payload(f);
+    for (int32_t r = 0; r < n->u.str.n_regex; r++)
+        p->re[r] = gl_regex_start(s->ir->regexes[n->u.str.regexes[r]]);
+    return fs;
+}
+
+int gl_mframe_str_done(const struct gl_mstate *s, const uint64_t *frame)
+{
+    struct frm *f = (struct frm *)(uintptr_t)frame;
+    return !((struct spay *)payload(f))->d.esc && str_can_close((struct gl_mstate *)s, f);
+}
+
+int gl_mframe_prop_ok(const struct gl_mstate *s, const struct gl_mframe *v, int32_t i)
+{
+    struct frm *f = (struct frm *)(uintptr_t)v->frame;
+    struct gl_mstate *m = (struct gl_mstate *)(uintptr_t)s;
+    return o_prop_ok(m, f, i, o_allow_optional(&m->ir->nodes[f->node].u.obj, OP(f)));
+}
+
+int gl_mframe_seen(const struct gl_mframe *v, int32_t i)
+{
+    return seen_get((struct frm *)(uintptr_t)v->frame, i);
+}
+
+int gl_mframe_extra_ok(const struct gl_mstate *s, const struct gl_mframe *v)
+{
+    return o_extra_ok((struct gl_mstate *)(uintptr_t)s, (struct frm *)(uintptr_t)v->frame);
+}
+
+int gl_mframe_key_dup(const struct gl_mstate *s, const struct gl_mframe *v)
+{
+    struct frm *f = (struct frm *)(uintptr_t)v->frame;
+    struct opay *p = OP(f);
+    uint64_t h = p->keyhash ^ ((uint64_t)p->keylen << 56);
+    const uint64_t *hs = o_hashes((struct gl_mstate *)(uintptr_t)s, f);
+    for (uint32_t i = 0; i < p->n_hash; i++)
+        if (hs[i] == h)
+            return 1;
+    return 0;
+}
+
+void gl_mnum_range(const struct gl_gnum *nm, long double *lo, long double *hi)
+{
+    if (nm->integer) {
+        int_range(nm, lo, hi);
+        return;
+    }
+    double a, b;
+    num_range(nm, &a, &b);
+    *lo = a;
+    *hi = b;
+}
+
+int gl_mnum_text_ok(const struct gl_gnum *nm, const char *t, int len)
+{
+    return len > 0 && len < NUM_TEXT && num_final_ok(nm, t, len);
+}

@@ -233,3 +233,76 @@ gl_sfast_step(struct gl_sfast *f, const struct gl_sfast_st *from, struct gl_sfas
 // escape (the next byte is read as an escape letter: bytes are not interchangeable).
 #define GL_SCLS_NONE 255
 int gl_mstate_sframe_classes(const struct gl_mstate *s, uint32_t th, uint8_t cls[256]);
+
+// ---- Read-only views of a state's threads, for the shortest-completion query (shortest.c) ----
+// Phases of the frames that have them, as gl_mframe.phase.
+enum {
+    GL_MF_REP_ITEM = 1, // REPEAT: an item is read (the frame above it)
+    GL_MF_REP_SEP,      // REPEAT: a separator is read
+    GL_MF_STR_OPEN,     // JSTRING: before the opening quote
+    GL_MF_STR_BODY,     // JSTRING: inside (raw strings: always)
+    GL_MF_OBJ_START,    // JOBJECT: before '{'
+    GL_MF_OBJ_FIRST,    // after '{' (whitespace)
+    GL_MF_OBJ_KEY,      // inside a key
+    GL_MF_OBJ_COLON,    // after a key, before ':'
+    GL_MF_OBJ_VALUE_WS, // after ':', before the value
+    GL_MF_OBJ_IN_VALUE, // the value is read (the frame above it)
+    GL_MF_OBJ_NEXT,     // after a value: ',' or '}'
+    GL_MF_OBJ_COMMA,    // after ',': a key must follow
+    GL_MF_ARR_START,    // JARRAY: before '['
+    GL_MF_ARR_FIRST,    // after '['
+    GL_MF_ARR_IN_ITEM,  // an item is read (the frame above it)
+    GL_MF_ARR_NEXT,     // after an item: ',' or ']'
+    GL_MF_ARR_COMMA,    // after ',': an item must follow
+};
+// JNUMBER phases (gl_mframe.phase of a number frame).
+enum {
+    GL_MF_NUM_START,
+    GL_MF_NUM_MINUS,
+    GL_MF_NUM_ZERO,
+    GL_MF_NUM_INT,
+    GL_MF_NUM_DOT,
+    GL_MF_NUM_FRAC,
+    GL_MF_NUM_EXP,
+    GL_MF_NUM_EXPSIGN,
+    GL_MF_NUM_EXPD
+};
+struct gl_mframe {
+    int32_t node;
+    uint32_t a, b;      // SEQ: a = next kid; REPEAT: a = items read; BYTES: a = bytes read; REGEX:
+                        // a = DFA state; JSTRING: a = code points read; JNUMBER: b = text bytes;
+                        // JARRAY: b = items read
+    int phase;          // above; 0 for other kinds
+    int pending;        // JSTRING body / JOBJECT key: bytes that finish the current code point
+    int esc;            // ... and 1 when that is an escape (0: a UTF-8 sequence or nothing)
+    const uint32_t *re; // JSTRING: DFA state per regex; JOBJECT: per pattern (in a key)
+    const char *text;   // bounded JNUMBER: the text read (b bytes); NULL when unbounded
+    int32_t count, req; // JOBJECT: members read (capped as match.c keeps it), required unseen
+    int32_t lo, hi;    // JOBJECT key: declared props [lo, hi) whose name starts with the key so far
+    int32_t cur;       // JOBJECT: value node of the member being read
+    uint32_t keylen;   // JOBJECT key: decoded bytes so far
+    const void *frame; // the frame itself, for the functions below (valid while s is unchanged)
+    uint32_t size;     // its bytes (a gl_mstate_sframe_step-able copy for string frames)
+};
+// Views of the frames of the thread at offset *th (0 for the first), top first, into out
+// (cap); advances *th to the next thread. Returns the frame count, -1 past the last thread, -2
+// when the stack is deeper than cap. A thread with no frame is a complete document.
+int gl_mstate_thread_frames(const struct gl_mstate *s, uint32_t *th, struct gl_mframe *out,
+                            int cap);
+// The view of a frame copy (as gl_mstate_sframe / gl_mstate_node_frame write them).
+void gl_mframe_view(const struct gl_mstate *s, const uint64_t *frame, struct gl_mframe *v);
+// A fresh JSTRING frame for node, inside the string (after the quote for a non-raw one): its
+// size, 0 when not a string or larger than cap bytes. Steps with gl_mstate_sframe_step.
+size_t gl_mstate_node_frame(const struct gl_mstate *s, int32_t node, uint64_t *frame, size_t cap);
+// A JSTRING frame copy may end here: closing quote next (raw: nothing more needed).
+int gl_mframe_str_done(const struct gl_mstate *s, const uint64_t *frame);
+// JOBJECT views: declared prop i may be the next key (unseen, in order, within max_props); it was
+// read; a non-declared key may be next; the key read so far repeats a non-declared key.
+int gl_mframe_prop_ok(const struct gl_mstate *s, const struct gl_mframe *v, int32_t i);
+int gl_mframe_seen(const struct gl_mframe *v, int32_t i); // declared prop i was read
+int gl_mframe_extra_ok(const struct gl_mstate *s, const struct gl_mframe *v);
+int gl_mframe_key_dup(const struct gl_mstate *s, const struct gl_mframe *v);
+// A bounded number's effective range (exclusive bounds applied; integers exact in long double)
+// and the final check of a complete number text, as the matcher decides them.
+void gl_mnum_range(const struct gl_gnum *nm, long double *lo, long double *hi);
+int gl_mnum_text_ok(const struct gl_gnum *nm, const char *t, int len);

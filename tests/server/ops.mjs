@@ -117,7 +117,7 @@ await check("metrics.ttft_from_arrival", async () => {
     const props = {};
     for (let i = 0; i < 40; i++) props[`k${i}_${Date.now() % 1000}`] = { type: "string", maxLength: 3 + (i % 5) };
     const r = await http(B, "POST", "/v1/chat/completions", {
-        body: chat("x", { max_tokens: 2, response_format: { type: "json_schema", json_schema: { name: "s", schema: { type: "object", properties: props } } } }),
+        body: chat("x", { max_tokens: 8, response_format: { type: "json_schema", json_schema: { name: "s", schema: { type: "object", properties: props } } } }),
     });
     assert(r.status === 200, `HTTP ${r.status} ${short(r.text)}`);
     const after = (await getMetrics(B)).series;

@@ -726,6 +726,63 @@ async function main_() {
             assert(ids.slice(close + 1, close + 4).join() === `200022,140680,${ids[0]}`, `${desc(req)}: after <|eom|> ${short(ids.slice(close, close + 5))}, want <|start|>assistant to`);
         }
     });
+    await check("chat.answer_room", async () => {
+        // Issue 19: the reasoning must leave room for the answer. "=self" is biased up (as in
+        // chat.thinking_token_budget) so that, given room, the random model opens a reasoning
+        // message; with max_tokens 10 the default budget (5) plus its framing used to eat every
+        // token (content "", finish_reason length). Now the turn's shortest answer (framing +
+        // shortest choice + stop: at most 9 tokens for these words, one token per byte at worst)
+        // keeps the reasoning shut, and every reply is one of the choices.
+        const t = await tokenize({ prompt: "=self", add_special_tokens: false });
+        const bias = { [t.tokens[0]]: 30 };
+        const so = { choice: CHOICES };
+        for (const seed of [91, 92, 93]) {
+            const req = { messages: MSGS, max_tokens: 10, temperature: 1, seed, logit_bias: bias, structured_outputs: so };
+            const r = await chat(req);
+            const c = r.choices[0];
+            assert(CHOICES.includes(c.message.content) && c.finish_reason === "stop", `${desc(req)}: content ${short(c.message.content)}, finish_reason ${c.finish_reason}; want one of ${CHOICES} and stop`);
+        }
+        // Control: with room, the same bias does open a reasoning message (so the check above
+        // would have failed had the reasoning not been kept shut).
+        const roomy = { messages: MSGS, max_tokens: 40, temperature: 1, seed: 91, logit_bias: bias, structured_outputs: so, return_token_ids: true };
+        const rr = await chat(roomy);
+        assert(rr.choices[0].token_ids[1] === t.tokens[0] && norm(rr.choices[0].message.reasoning).length > 0, `${desc(roomy)}: no reasoning message with room: ${short(rr.choices[0].token_ids.slice(0, 8))}`);
+        assert(CHOICES.includes(rr.choices[0].message.content), `${desc(roomy)}: content ${short(rr.choices[0].message.content)}`);
+        // Too small to hold even the shortest answer: a 400 naming max_tokens and the count; that
+        // count itself is accepted (it is a lower bound, never above what an answer needs).
+        const tiny = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 2, structured_outputs: so } });
+        expectError(tiny, 400, ["max_tokens"], "max_tokens 2 with a choice");
+        const need = Number(/at least (\d+) tokens/.exec(tiny.json?.error?.message ?? "")?.[1]);
+        assert(need > 2 && need <= 9, `max_tokens 2: message ${short(tiny.json?.error?.message)} does not give a needed count in 3..9`);
+        const fits = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: need, structured_outputs: so } });
+        assert(fits.status === 200, `max_tokens ${need} (the count the 400 named): HTTP ${fits.status} ${short(fits.text)}`);
+        const bad = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 16, structured_outputs: { ...so, finish_within_max_tokens: 1 } } });
+        expectError(bad, 400, ["structured_outputs.finish_within_max_tokens"], "finish_within_max_tokens: 1");
+    });
+    await check("chat.finish_within_max_tokens", async () => {
+        // A long extraction (strings without a length bound) in 40 tokens: with the flag every
+        // reply ends as valid JSON with "stop"; without it (the control) the same seeds run out.
+        const schema = {
+            type: "object", additionalProperties: false, required: ["items"],
+            properties: { items: { type: "array", minItems: 2, items: { type: "object", additionalProperties: false, required: ["name", "note", "qty"], properties: { name: { type: "string" }, note: { type: "string" }, qty: { type: "integer", minimum: 1 } } } } },
+        };
+        const v = jsonValidator(schemaValidator(schema));
+        let cut = 0;
+        for (const seed of [95, 96, 97]) {
+            for (const on of [true, false]) {
+                const req = { messages: MSGS, max_tokens: 40, temperature: 1, seed, structured_outputs: { json: schema, finish_within_max_tokens: on } };
+                const c = (await chat(req)).choices[0];
+                if (on) {
+                    assert(c.finish_reason === "stop", `${desc(req)}: finish_reason ${c.finish_reason}, content ${short(c.message.content)}`);
+                    const why = v(c.message.content ?? "");
+                    assert(!why, `${desc(req)}: content ${short(c.message.content)} invalid: ${why}`);
+                } else if (c.finish_reason === "length" || v(c.message.content ?? "")) {
+                    cut++;
+                }
+            }
+        }
+        assert(cut >= 2, `control: without finish_within_max_tokens only ${cut} of 3 replies were cut or invalid (the schema is not long enough to test the flag)`);
+    });
     await check("chat.determinism_in_batch", async () => {
         const reqs = [
             { messages: MSGS, max_tokens: 24, temperature: 1, seed: 201 },
@@ -888,11 +945,11 @@ async function main_() {
         const r = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json, lenient_keywords: true } } });
         assert(r.status === 200, `lenient: status ${r.status}: ${tail(r.text, 300)}`);
         assert((r.headers.get(H) || "").includes("uniqueItems at /properties/tags"), `lenient: header ${H} = ${r.headers.get(H)}`);
-        const s = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, stream: true, structured_outputs: { json, lenient_keywords: true } } });
+        const s = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, stream: true, structured_outputs: { json, lenient_keywords: true } } });
         assert(s.status === 200 && (s.headers.get(H) || "").includes("uniqueItems"), `lenient stream: status ${s.status}, header ${s.headers.get(H)}`);
-        const c = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, structured_outputs: { json: { type: "object", properties: { a: { type: "string" } } }, disable_additional_properties: false, whitespace_pattern: "[ \t\n\r]*" } } });
+        const c = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json: { type: "object", properties: { a: { type: "string" } } }, disable_additional_properties: false, whitespace_pattern: "[ \t\n\r]*" } } });
         assert(c.status === 200 && c.headers.get(H) === null, `full semantics: status ${c.status}, header ${c.headers.get(H)}: ${tail(c.text, 200)}`);
-        const w = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 4, structured_outputs: { json: { type: "object" }, whitespace_pattern: "[ ]+" } } });
+        const w = await http(main.base, "POST", "/v1/chat/completions", { key: KEY, body: { model: NAME, messages: MSGS, max_tokens: 8, structured_outputs: { json: { type: "object" }, whitespace_pattern: "[ ]+" } } });
         expectError(w, 400, ["whitespace_pattern"], "whitespace_pattern that refuses compact JSON: ");
     });
     await check("structured.bad_regex_and_grammar_400", async () => {
@@ -1036,7 +1093,7 @@ async function main_() {
 
     // ---- metrics ----
     await check("metrics.names", async () => {
-        await chat({ messages: MSGS, max_tokens: 4, response_format: { type: "json_object" } });
+        await chat({ messages: MSGS, max_tokens: 8, response_format: { type: "json_object" } });
         const { text, series, headers } = await getMetrics(main.base);
         assert((headers.get("content-type") || "").startsWith("text/plain"), `content-type ${headers.get("content-type")}`);
         const bad = series.filter((s) => !s.name);
