@@ -199,7 +199,7 @@ async function main() {
         for (const seed of SEEDS) {
             let r;
             try {
-                r = await client.chat.completions.parse({ model: NAME, messages: MSG("contact or order"), tools, tool_choice: "required", max_tokens: 260, seed, ...EXTRA });
+                r = await client.chat.completions.parse({ model: NAME, messages: MSG("contact or order"), tools, tool_choice: "required", max_tokens: 400, seed, ...EXTRA });
             } catch (e) {
                 if (e.constructor?.name === "LengthFinishReasonError") continue;
                 throw e;
