@@ -545,30 +545,6 @@ struct gl_model_params gl_model_default_params(void)
     return p;
 }
 
-// Cold start: the repack reads the file through page faults, and a whole-file MADV_WILLNEED at
-// open is capped by the kernel at one readahead window (~8 MiB measured), so without this the
-// disk sat idle while a layer was repacked and the repack waited on one fault at a time (a 5.3 GB
-// file: ~40 s against ~10 s of sequential disk reading). Asking for the tensors of the next
-// layer (prefix "blk.N.", ~100-400 MB) before repacking this one keeps the disk busy behind the
-// repack. Asked in 8 MiB pieces, since each call reads at most one window; the calls only queue
-// the reads. A hint: nothing happens for heap copies or when the pages are already cached.
-static void prefetch_tensors(const struct gl_model *m, const char *prefix)
-{
-    if (!m->gguf || !gl_gguf_is_mmapped(m->gguf))
-        return;
-    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), piece = (size_t)8 << 20;
-    const size_t pl = strlen(prefix);
-    for (int64_t i = 0; i < gl_gguf_n_tensors(m->gguf); i++) {
-        const struct gl_gguf_tensor *t = gl_gguf_tensor_at(m->gguf, i);
-        if (!t || !t->data || t->name.len < pl || memcmp(t->name.ptr, prefix, pl) != 0)
-            continue;
-        uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(pg - 1);
-        const uintptr_t e = (uintptr_t)t->data + (uintptr_t)t->n_bytes;
-        for (; a < e; a += piece)
-            (void)madvise((void *)a, e - a < piece ? e - a : piece, MADV_WILLNEED);
-    }
-}
-
 static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_err *err)
 {
     const struct gl_kernels *k = gl_kernels_get();
@@ -588,8 +564,6 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
     if (vs != (uint32_t)c->n_vocab)
         return gl_err_set(err, GL_E_FORMAT, "model: vocab_size %u != token_embd.weight rows %d", vs,
                           c->n_vocab);
-    prefetch_tensors(m, "output.weight");
-    prefetch_tensors(m, "blk.0.");
     if ((st = bind_weight(m, k, pool, "output.weight", E, c->n_vocab, 1, &m->output, err)) ||
         (st = bind_norm(m, k, "output_norm.weight", E, &m->output_norm, err)))
         return st;
@@ -599,8 +573,6 @@ static gl_status bind_all(struct gl_model *m, struct gl_pool *pool, struct gl_er
     for (int l = 0; l < c->n_layer; l++) {
         struct gl_layer *ly = &m->layers[l];
         char nm[96];
-        snprintf(nm, sizeof nm, "blk.%d.", l + 1); // read the next layer behind this one's repack
-        prefetch_tensors(m, nm);
 #define W(field, suffix, nin, nout)                                                                \
     do {                                                                                           \
         snprintf(nm, sizeof nm, "blk.%d." suffix ".weight", l);                                    \
