@@ -849,8 +849,8 @@ void gl_repack_r16(enum gl_type t, const void *src, int64_t n_rows, int64_t n_in
     const int64_t nb = n_in / GL_QK_K;
     const size_t row_bytes = gl_type_row_size(t, n_in);
     // Block-major: the 16 rows of one destination block (2304 / 3360 B) are filled while it sits
-    // in L1, and the destination is written once, front to back. Row-major order wrote each block
-    // in 16 passes over the group (~90 KB) and spent most of a warm load in those stores.
+    // in L1, and the destination is written once, front to back (row-major order made 16 passes
+    // over the group's ~90 KB; block-major measured ~5% faster on a warm load, same bytes).
     for (int64_t g = 0; g < n_rows / GL_R16_ROWS; g++)
         for (int64_t b = 0; b < nb; b++)
             for (int r = 0; r < GL_R16_ROWS; r++) {
