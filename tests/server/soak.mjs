@@ -15,6 +15,10 @@
 //   node tests/server/soak.mjs --model F.gguf [--minutes 30] [--clients 8] [--sample 10]
 //        [--warmup S] [--rss-limit 5] [--no-rss-check] [--sanitizer] [--out samples.json]
 //   node tests/server/soak.mjs --url http://127.0.0.1:P --pid PID     (a server you started)
+// --new-schemas (issue 25's schema-heavy soak): guided requests make up half the mix and each
+// sends a schema no request sent before (a 300-value enum and a key named after the request), so
+// every one compiles a grammar and the grammar cache keeps evicting; --grammar-cache-bytes B is
+// passed to the server it starts.
 // Fails (exit 1) on any failed request, RSS deviation over --rss-limit % after the warm-up,
 // pages held after idle, a non-zero exit after SIGTERM or a sanitizer report.
 import fs from "node:fs";
@@ -48,7 +52,15 @@ const SCHEMA = {
 const validate = schemaValidator(SCHEMA);
 const REASONS = new Set(["stop", "length", "tool_calls"]);
 // [kind, weight]
-const MIX = [["stream_chat", 20], ["stream_comp_n2", 15], ["comp_n2", 10], ["guided", 15], ["tools", 15], ["cancel", 13], ["disconnect", 12]];
+const NEW_SCHEMAS = !!a["new-schemas"];
+const MIX = [["stream_chat", 20], ["stream_comp_n2", 15], ["comp_n2", 10], ["guided", NEW_SCHEMAS ? 100 : 15], ["tools", 15], ["cancel", 13], ["disconnect", 12]];
+let schemaSerial = 0;
+// A schema no earlier request sent (--new-schemas): SCHEMA plus a key and a 300-value enum
+// named after a counter.
+function freshSchema() {
+    const n = ++schemaSerial, vals = Array.from({ length: 300 }, (_, i) => `v${n}_${i}`);
+    return { ...SCHEMA, properties: { ...SCHEMA.properties, [`k${n}`]: { enum: vals } }, required: [...SCHEMA.required, `k${n}`] };
+}
 const WSUM = MIX.reduce((s, [, w]) => s + w, 0);
 
 function pick(r) {
@@ -65,6 +77,7 @@ async function main() {
         if (!MODEL) throw new Error("give --model F.gguf, or --url URL --pid PID");
         const args = ["--max-num-seqs", String(a["max-num-seqs"] ?? 8), "--max-waiting", "256", "--threads", String(a.threads ?? 2), "--max-model-len", "2048",
             "--kv-cache-memory", String(a["kv-cache-memory"] ?? "256KiB"), "--max-num-batched-tokens", "64", "--served-model-name", "soak", "--deep-health-interval", "0", "--shutdown-timeout", "60"];
+        if (a["grammar-cache-bytes"]) args.push("--grammar-cache-bytes", String(a["grammar-cache-bytes"]));
         srv = await startServer({ model: MODEL, args, env: { VLLM_API_KEY: "" }, timeoutMs: 600000 });
         base = srv.base;
         pid = srv.proc.pid;
@@ -125,7 +138,8 @@ async function main() {
                 return checkChoices(h.json?.choices, 2, h.json?.usage);
             }
             case "guided": {
-                const body = { model: name, messages: [{ role: "user", content: `Describe person ${k} as JSON.` }], max_tokens: 128, temperature: 1, seed, response_format: { type: "json_schema", json_schema: { name: "person", schema: SCHEMA } } };
+                const schema = NEW_SCHEMAS ? freshSchema() : SCHEMA;
+                const body = { model: name, messages: [{ role: "user", content: `Describe person ${k} as JSON.` }], max_tokens: 128, temperature: 1, seed, response_format: { type: "json_schema", json_schema: { name: "person", schema } } };
                 const h = await http(base, "POST", "/v1/chat/completions", { key, body, timeoutMs: 600000 });
                 if (h.status !== 200) return `HTTP ${h.status} ${short(h.text, 200)}`;
                 const c = h.json?.choices?.[0];
@@ -138,7 +152,7 @@ async function main() {
                     } catch {
                         return `guided reply is not JSON: ${short(c.message.content, 200)}`;
                     }
-                    const v = validate(doc);
+                    const v = (NEW_SCHEMAS ? schemaValidator(schema) : validate)(doc);
                     if (v) return `guided reply fails the schema: ${v}`;
                 }
                 return null;
