@@ -356,6 +356,7 @@ async function main() {
     const baseP99 = p99(baseMs);
     good = new Good();
     const rssStart = rssMiB(pid);
+    const cacheStart = (await metric("glint:grammar_cache_bytes")) / 1048576;
     for (const [name, expected, run, okFn] of attacks) {
         const before = rssMiB(pid);
         current = name;
@@ -387,7 +388,10 @@ async function main() {
     for (const r of rows) console.log(`| ${pad(r.name, 46)} | ${pad(r.expected, 42)} | ${pad(r.got, 34)} | ${pad(f(r.ms), 5)} | ${pad(`${f(r.before)} / ${f(r.after)}`, 20)} | ${r.ok ? "ok" : "NO"} |`);
     const goodFail = [...base, ...att].filter((r) => !r.ok);
     console.log(`# good client: baseline ${base.length} requests p99 ${f(baseP99)} ms; under attack ${att.length} requests p99 ${f(attP99)} ms (max ${f(Math.max(...attMs))}); limit 2 x max(${f(baseP99)}, ${FLOOR_MS}) = ${f(limit)} ms; failures ${goodFail.length}`);
-    console.log(`# server RSS: ${f(rssStart)} MiB before the attacks, ${f(rssMiB(pid))} MiB after`);
+    // Where the growth is: compiled grammars the attacks left in the cache (charged at their real
+    // size, bounded by --grammar-cache-bytes), and the rest.
+    const cacheGrowth = (await metric("glint:grammar_cache_bytes")) / 1048576 - cacheStart, rssEnd = rssMiB(pid);
+    console.log(`# server RSS: ${f(rssStart)} MiB before the attacks, ${f(rssEnd)} MiB after: +${f(rssEnd - rssStart)} MiB, of which the grammar cache grew ${f(cacheGrowth)} MiB (bounded by --grammar-cache-bytes); the other ${f(rssEnd - rssStart - cacheGrowth)} MiB are outside it`);
     console.log(`# baseline ms: ${baseMs.map(f).join(" ")}`);
     const slow = [...att].sort((a, b) => b.ms - a.ms).slice(0, 4);
     console.log(`# slowest under attack: ${slow.map((g) => `${f(g.ms)} ms (${g.during})`).join("; ")}`);
