@@ -60,6 +60,16 @@ function assert(c, msg) {
     if (!c) throw new Error(msg);
 }
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+// The SDK's helpers throw LengthFinishReasonError for a reply cut by max_tokens: null for those
+// (counted, never judged), the reply otherwise.
+async function unlessCut(p) {
+    try {
+        return await p;
+    } catch (e) {
+        if (e.constructor?.name === "LengthFinishReasonError") return null;
+        throw e;
+    }
+}
 
 // ---- realistic extraction schemas (zod 4) ----
 const Contact = z.object({
@@ -197,13 +207,8 @@ async function main() {
         const by = Object.fromEntries(tools.map((t) => [t.function.name, { zod: t.function.name === "save_contact" ? Contact : Order, ajv: schemaValidator(t.function.parameters) }]));
         let calls = 0;
         for (const seed of SEEDS) {
-            let r;
-            try {
-                r = await client.chat.completions.parse({ model: NAME, messages: MSG("contact or order"), tools, tool_choice: "required", max_tokens: 400, seed, ...EXTRA });
-            } catch (e) {
-                if (e.constructor?.name === "LengthFinishReasonError") continue;
-                throw e;
-            }
+            const r = await unlessCut(client.chat.completions.parse({ model: NAME, messages: MSG("contact or order"), tools, tool_choice: "required", max_tokens: 400, seed, ...EXTRA }));
+            if (!r) continue;
             const ch = r.choices[0];
             assert(ch.finish_reason === "tool_calls" && ch.message.tool_calls?.length >= 1, `required: finish ${ch.finish_reason}, ${ch.message.tool_calls?.length ?? 0} calls`);
             for (const tc of ch.message.tool_calls) {
@@ -238,13 +243,8 @@ async function main() {
                 const stream = client.chat.completions.stream({ model: NAME, messages: MSG(name), response_format: rf, max_tokens: 200, seed, stream_options: { include_usage: true }, ...EXTRA });
                 let deltas = "";
                 stream.on("content.delta", ({ delta }) => (deltas += delta));
-                let final;
-                try {
-                    final = await stream.finalChatCompletion();
-                } catch (e) {
-                    if (e.constructor?.name === "LengthFinishReasonError") continue;
-                    throw e;
-                }
+                const final = await unlessCut(stream.finalChatCompletion());
+                if (!final) continue;
                 const m = final.choices[0].message;
                 assert(deltas === m.content, `${name} seed ${seed}: deltas ${short(deltas, 120)} != message ${short(m.content, 120)}`);
                 const doc = JSON.parse(deltas);
@@ -261,13 +261,8 @@ async function main() {
             const stream = client.chat.completions.stream({ model: NAME, messages: MSG("ticket"), tools, tool_choice: "required", max_tokens: 200, seed, ...EXTRA });
             let args = "";
             stream.on("tool_calls.function.arguments.delta", (e) => (args += e.arguments_delta));
-            let final;
-            try {
-                final = await stream.finalChatCompletion();
-            } catch (e) {
-                if (e.constructor?.name === "LengthFinishReasonError") continue;
-                throw e;
-            }
+            const final = await unlessCut(stream.finalChatCompletion());
+            if (!final) continue;
             const tc = final.choices[0].message.tool_calls[0];
             const all = final.choices[0].message.tool_calls.map((t) => t.function.arguments).join("");
             assert(args === all, `argument deltas ${short(args, 120)} != final ${short(all, 120)}`);
