@@ -636,6 +636,8 @@ static void rename_error(struct gl_api_error *e, json_t *origin)
     static const char *inside[][2] = {
         {"/v1/chat/completions", "/v1/responses"},
         {"'max_tokens' or 'max_completion_tokens'", "'max_output_tokens'"},
+        {"response_format.json_schema.schema", "text.format.schema"},
+        {"response_format", "text.format"},
     };
     for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
         char *at = strstr(e->msg, inside[i][0]);

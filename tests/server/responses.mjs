@@ -398,6 +398,10 @@ try {
         assert(ie.param === "input[1].content[0].image_url" && !/messages/.test(ie.message), `input_image: ${short(img.json)}`);
         expectError(await post({ text: { format: { type: "json_schema", name: "x", schema: { type: "object", properties: { a: { type: "strin" } } } } } }), 400, ["text.format.schema"]);
         expectError(await post({ max_output_tokens: 0 }), 400, ["max_output_tokens"]);
+        // Too small for the shortest answer: the message speaks the Responses spelling throughout.
+        const small = await post({ max_output_tokens: 2, text: { format: { type: "json_schema", name: "x", schema: { type: "object", properties: { a: { type: "string" } }, required: ["a"] } } } });
+        const se = expectError(small, 400, ["max_output_tokens", "text.format.schema", "at least"]);
+        assert(!/max_tokens|response_format/.test(se.message), `too small: chat spelling in ${short(se.message)}`);
         expectError(await post({ input: [{ type: "item_reference", id: "msg_1" }] }), 400, ["input[0]", "stateless"]);
         expectError(await post({ messages: [] }), 400, ["messages"]);
         // The SDK surfaces these as BadRequestError.
