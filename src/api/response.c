@@ -59,6 +59,9 @@ struct choice {
     // text_offset}; entries not yet streamed start at lp_sent
     json_t *lp;
     size_t lp_sent;
+    // completions text_offset, in characters as vLLM counts them (Python str lengths): the next
+    // token's offset when it is not the first of a stream chunk, and the text's length
+    size_t lp_off, text_chars;
     json_t *ids; // return_token_ids: every generated id
     size_t ids_sent;
 };
@@ -150,6 +153,15 @@ static json_t *tok_json(const struct gl_tokenizer *t, int32_t id, json_t **bytes
             json_array_append_new(*bytes, json_integer((unsigned char)p[i]));
     }
     return gl_api_jstr(p, n);
+}
+
+// Characters of valid UTF-8 (what gl_api_jstr returns): the bytes that start a code point.
+static size_t u8_chars(const char *p, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ((unsigned char)p[i] & 0xC0) != 0x80;
+    return k;
 }
 
 // ---- construction ----
@@ -554,8 +566,7 @@ static void rs_fail(struct gl_api_resp *s)
 
 // ---- events ----
 
-static void add_logprobs(struct choice *ch, const struct gl_event *ev, int32_t i,
-                         size_t text_offset)
+static void add_logprobs(struct choice *ch, const struct gl_event *ev, int32_t i)
 {
     const struct gl_tokenizer *t = ch->s->c->tok;
     if (!ev->logprobs || !ch->lp)
@@ -582,12 +593,16 @@ static void add_logprobs(struct choice *ch, const struct gl_event *ev, int32_t i
                                 json_real((double)ev->top_logprobs[(size_t)i * ev->top_n + k]));
         json_decref(tk);
     }
-    json_array_append_new(json_object_get(ch->lp, "tokens"), tok_json(t, ev->tokens[i], NULL));
+    // vLLM: a chunk's first offset is the text streamed before it (0 without streaming), each
+    // later one the previous offset plus the previous token string's length.
+    size_t off = i == 0 && ch->s->r->stream ? ch->text_chars : ch->lp_off;
+    json_t *tk = tok_json(t, ev->tokens[i], NULL);
+    ch->lp_off = off + u8_chars(json_string_value(tk), json_string_length(tk));
+    json_array_append_new(json_object_get(ch->lp, "tokens"), tk);
     json_array_append_new(json_object_get(ch->lp, "token_logprobs"),
                           json_real((double)ev->logprobs[i]));
     json_array_append_new(json_object_get(ch->lp, "top_logprobs"), top);
-    json_array_append_new(json_object_get(ch->lp, "text_offset"),
-                          json_integer((json_int_t)text_offset));
+    json_array_append_new(json_object_get(ch->lp, "text_offset"), json_integer((json_int_t)off));
 }
 
 // One prompt position as vLLM's Logprob dict: the prompt token (its rank) and the top k (ranks
@@ -643,7 +658,7 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
     }
     int was_hit = ch->stop_hit;
     for (int32_t i = 0; i < ev->n_tokens; i++) {
-        add_logprobs(ch, ev, i, ch->text.len);
+        add_logprobs(ch, ev, i);
         if (ch->ids)
             json_array_append_new(ch->ids, json_integer(ev->tokens[i]));
         if (r->ep == GL_API_CHAT && !ch->stop_hit) {
@@ -656,8 +671,10 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
             ch->n_reasoning += in_body && gl_atem_parser_state(ch->parser) == GL_ATEM_ST_REASONING;
         }
     }
-    if (r->ep == GL_API_COMPLETIONS)
+    if (r->ep == GL_API_COMPLETIONS) {
         sb_add(&ch->text, ev->text ? ev->text : "", ev->text_len);
+        ch->text_chars += u8_chars(ev->text ? ev->text : "", ev->text_len);
+    }
     ch->n_generated = ev->n_generated;
     ch->n_cached =
         (int32_t)(ev->n_prompt_cached < ev->n_prompt ? ev->n_prompt_cached : ev->n_prompt);
@@ -737,7 +754,7 @@ void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
 // Completions echo with logprobs (vLLM): the prompt's tokens open the lists, from its prompt
 // logprobs list pl: the first token has null logprob and top_logprobs; each other token its
 // logprob and {decoded token: logprob} of itself and the top sp.logprobs. text_offset counts
-// the token texts' bytes from 0 (the generated tokens' offsets already follow the prompt text).
+// the token strings' characters from 0 through the prompt and on into the generated tokens.
 static void echo_logprobs(const struct gl_api_resp *s, const struct gl_api_prompt *p, json_t *pl,
                           json_t *lp)
 {
@@ -761,14 +778,16 @@ static void echo_logprobs(const struct gl_api_resp *s, const struct gl_api_promp
             }
         }
         json_array_append_new(offs, json_integer((json_int_t)off));
-        off += json_string_length(tk);
+        off += u8_chars(json_string_value(tk), json_string_length(tk));
         json_array_append_new(tokens, tk);
         json_array_append_new(lps, entry ? json_deep_copy(json_object_get(entry, "logprob"))
                                          : json_null());
         json_array_append_new(tops, top ? top : json_null());
     }
     const char *names[4] = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
-    json_t *pre[4] = {tokens, lps, tops, offs};
+    json_t *pre[4] = {tokens, lps, tops, offs}, *gen = json_object_get(lp, "text_offset"), *v;
+    size_t j;
+    json_array_foreach(gen, j, v) json_integer_set(v, json_integer_value(v) + (json_int_t)off);
     for (int i = 0; i < 4; i++) {
         json_t *all = pre[i];
         if (all)

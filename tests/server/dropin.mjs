@@ -345,6 +345,27 @@ async function main() {
             assert(Math.abs(el.token_logprobs[i] - pl[i][String(ids[i])].logprob) < 1e-4 && Object.keys(el.top_logprobs[i]).length >= 1 && Object.keys(el.top_logprobs[i]).length <= 2, `echo position ${i}: ${el.token_logprobs[i]} vs ${pl[i][String(ids[i])].logprob}, top ${short(el.top_logprobs[i])}`);
         const ne = await post({ prompt: ids, max_tokens: 2, logprobs: 1, add_special_tokens: false });
         assert(isDeepStrictEqual(ne.json.choices[0].logprobs.token_logprobs, el.token_logprobs.slice(ids.length)), `echo's generated part ${short(el.token_logprobs.slice(ids.length))} vs ${short(ne.json.choices[0].logprobs.token_logprobs)}`);
+        // text_offset as vLLM counts it: characters (code points) of the token strings, from 0
+        // through the prompt when echoed; in a stream each chunk starts at the text sent before.
+        const cumulative = (l, what) => {
+            assert(l.text_offset[0] === 0, `${what}: first text_offset ${l.text_offset[0]}`);
+            for (let k = 1; k < l.tokens.length; k++) assert(l.text_offset[k] === l.text_offset[k - 1] + [...l.tokens[k - 1]].length, `${what}: text_offset[${k}] ${l.text_offset[k]} after ${short(l.tokens[k - 1])} at ${l.text_offset[k - 1]}`);
+        };
+        cumulative(el, "echo");
+        const nl = (await post({ prompt: "Caf\u00e9 \u00fcber \u4e16\u754c", max_tokens: 12, logprobs: 1, temperature: 1, seed: 5 })).json.choices[0];
+        cumulative(nl.logprobs, "generated");
+        let sent = "", chunks = 0;
+        const sl = await streamPost(srv.base, "/v1/completions", { model: NAME, prompt: "Caf\u00e9 \u00fcber \u4e16\u754c", max_tokens: 12, logprobs: 1, temperature: 1, seed: 5, stream: true }, {
+            onChunk: (ch) => {
+                const c = ch.choices?.[0], l = c?.logprobs;
+                if (l?.tokens?.length) {
+                    chunks++;
+                    assert(l.text_offset[0] === [...sent].length, `stream chunk ${chunks}: first text_offset ${l.text_offset[0]} after ${[...sent].length} characters`);
+                }
+                sent += c?.text ?? "";
+            },
+        });
+        assert(sl.status === 200 && chunks > 0 && sent === nl.text, `stream: ${sl.status}, ${chunks} chunks with logprobs, text ${short(sent)} vs ${short(nl.text)}`);
         const es = await http(srv.base, "POST", "/v1/completions", { body: { model: NAME, prompt: "x", max_tokens: 2, echo: true, logprobs: 1, stream: true } });
         assert(es.status === 400 && es.json?.error?.param === "echo", `echo + logprobs + stream: ${es.status} ${short(es.text)}`);
         const c = await chatRaw({ messages: MSG("x"), max_tokens: 2, prompt_logprobs: 0 });
