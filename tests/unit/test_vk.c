@@ -16,8 +16,8 @@
 // |y - ref| <= gamma_m * sum_c |w_c x_c|, gamma_m = m u / (1 - m u) (Higham, Accuracy and
 // Stability, eq. 3.5, any summation order). We allow K = 2 times (C + 7) u sum|w x|: the factor
 // covers gamma's denominator and the float64 reference's own rounding (C 2^-53, negligible).
-// The observed error is far below (about sqrt(C) u, printed as max err/tol); the negative
-// controls show the bound still catches one corrupted block.
+// The observed error is far below (printed as max err/tol); the negative controls show the
+// bound still catches one corrupted block, and one weight moved by one quantization step.
 #include "test.h"
 
 #include "base/base.h"
@@ -116,9 +116,9 @@ static void case_make(struct mm_case *c, enum gl_type type, int64_t rows, int64_
 #define Y_OFF    12
 
 // Runs c on the device (W, x, y each in its own buffer at the offsets above) and reads y back.
-// corrupt_at >= 0 XORs byte corrupt_at of W with 0x4C on the device copy only. Returns the
+// corrupt_at >= 0 XORs byte corrupt_at of W with `mask` on the device copy only. Returns the
 // status of the recording (GL_OK) or the first error, in err.
-static gl_status case_run(struct mm_case *c, long corrupt_at, struct gl_err *err)
+static gl_status case_run(struct mm_case *c, long corrupt_at, uint8_t mask, struct gl_err *err)
 {
     uint64_t wb = W_OFF + (uint64_t)c->rows * c->row_bytes;
     uint64_t xb = X_OFF + (uint64_t)(c->n_tok * c->x_stride) * 4;
@@ -132,7 +132,7 @@ static gl_status case_run(struct mm_case *c, long corrupt_at, struct gl_err *err
     if (st == GL_OK)
         st = gl_vk_upload(w, W_OFF, c->w, wb - W_OFF, err);
     if (st == GL_OK && corrupt_at >= 0) {
-        uint8_t b = c->w[corrupt_at] ^ 0x4C;
+        uint8_t b = c->w[corrupt_at] ^ mask;
         st = gl_vk_upload(w, W_OFF + (uint64_t)corrupt_at, &b, 1, err);
     }
     if (st == GL_OK)
@@ -226,7 +226,7 @@ static void check_case(enum gl_type t, int64_t rows, int64_t cols, int64_t n_tok
     struct mm_case c;
     case_make(&c, t, rows, cols, n_tok);
     struct gl_err err = {0};
-    gl_status st = case_run(&c, -1, &err);
+    gl_status st = case_run(&c, -1, 0, &err);
     CHECKF(st == GL_OK, "%s: %s", gl_type_traits_of(t)->name, err.msg);
     if (st == GL_OK) {
         int64_t first;
@@ -260,29 +260,44 @@ TEST(test_matmul_types_long)
         check_case(all_types[i], 19, long_cols(all_types[i]), 9);
 }
 
-// Negative control: one corrupted byte in a block of one row must put that row (and only it)
-// outside the tolerance. The byte is in the block's quants (the high byte for the float types).
+// Negative controls: one corrupted byte in one row must put that row, and only it, outside the
+// tolerance (67 rows x a few blocks, 7 tokens). XOR 0x4C in the middle of a block (a quant byte;
+// the high byte of a float weight) changes several weights; XOR 0x01 on a quant byte moves ONE
+// weight by one quantization step (the low bit of a nibble or of an int8): the bound is tight
+// enough to see that too at these sizes. At C = 4,608 the bound allows several average |w x|,
+// so the long-row cases check indexing (a misread unit is far outside), not the last bits.
+static void check_corrupt(enum gl_type t, uint8_t mask)
+{
+    const struct gl_type_traits *tt = gl_type_traits_of(t);
+    int64_t bad_row = 40;
+    long byte = (long)(bad_row * (int64_t)gl_type_row_size(t, short_cols(t)));
+    byte += tt->blck_size == 1 ? (long)tt->type_size - 1 : (long)tt->type_size / 2;
+    struct mm_case c;
+    case_make(&c, t, 67, short_cols(t), 7);
+    struct gl_err err = {0};
+    gl_status st = case_run(&c, byte, mask, &err);
+    CHECKF(st == GL_OK, "%s", err.msg);
+    int64_t first;
+    double worst;
+    int64_t bad = case_bad_rows(&c, &first, &worst);
+    CHECKF(bad == 1 && first == bad_row,
+           "%s, XOR 0x%02x: corrupted row %lld: %lld rows fail (first %lld)", tt->name, mask,
+           (long long)bad_row, (long long)bad, (long long)first);
+    printf("  %-4s byte XOR 0x%02x: max err/tol %.3g (caught)\n", tt->name, mask, worst);
+    case_free(&c);
+}
+
 TEST(test_matmul_corrupt_block_fails)
 {
-    for (int i = 0; i < N_TYPES; i++) {
-        enum gl_type t = all_types[i];
-        const struct gl_type_traits *tt = gl_type_traits_of(t);
-        int64_t bad_row = 40;
-        long byte = (long)(bad_row * (int64_t)gl_type_row_size(t, short_cols(t)));
-        byte += tt->blck_size == 1 ? (long)tt->type_size - 1 : (long)tt->type_size / 2;
-        struct mm_case c;
-        case_make(&c, t, 67, short_cols(t), 7);
-        struct gl_err err = {0};
-        gl_status st = case_run(&c, byte, &err);
-        CHECKF(st == GL_OK, "%s", err.msg);
-        int64_t first;
-        double worst;
-        int64_t bad = case_bad_rows(&c, &first, &worst);
-        CHECKF(bad == 1 && first == bad_row, "%s: corrupted row %lld: %lld rows fail (first %lld)",
-               tt->name, (long long)bad_row, (long long)bad, (long long)first);
-        printf("  %-4s corrupted block: max err/tol %.3g (caught)\n", tt->name, worst);
-        case_free(&c);
-    }
+    for (int i = 0; i < N_TYPES; i++)
+        check_corrupt(all_types[i], 0x4C);
+}
+
+TEST(test_matmul_one_quant_step_fails)
+{
+    for (int i = 0; i < N_TYPES; i++)
+        if (gl_type_traits_of(all_types[i])->blck_size > 1)
+            check_corrupt(all_types[i], 0x01);
 }
 
 // A token's result does not depend on the other tokens of the call (matmul.glsl): token 5 of a
@@ -297,7 +312,7 @@ TEST(test_matmul_batch_invariant)
         memcpy(one.w, all.w, (size_t)all.rows * all.row_bytes);
         memcpy(one.x, all.x + 5 * all.x_stride, (size_t)all.cols * sizeof(float));
         struct gl_err err = {0};
-        REQUIRE(case_run(&all, -1, &err) == GL_OK && case_run(&one, -1, &err) == GL_OK);
+        REQUIRE(case_run(&all, -1, 0, &err) == GL_OK && case_run(&one, -1, 0, &err) == GL_OK);
         CHECK(memcmp(one.y, all.y + 5 * all.y_stride, (size_t)all.rows * sizeof(float)) == 0);
         case_free(&all);
         case_free(&one);
@@ -466,7 +481,7 @@ TEST(test_matmul_split_rows)
     struct mm_case c;
     case_make(&c, GL_TYPE_Q6_K, 67, 256, 8); // x spans 8 x 259 floats > 4096 bytes
     struct gl_err err = {0};
-    CHECK(case_run(&c, -1, &err) == GL_E_LIMIT);
+    CHECK(case_run(&c, -1, 0, &err) == GL_E_LIMIT);
     CHECKF(strstr(err.msg, "activations spans"), "%s", err.msg);
     case_free(&c);
 }
@@ -529,12 +544,17 @@ int main(void)
     int64_t t0 = gl_time_us();
     int rc;
     {
-        t_test_fn fns[] = {test_matmul_types_short,         test_matmul_types_long,
-                           test_matmul_corrupt_block_fails, test_matmul_batch_invariant,
-                           test_recorder_chain_and_many,    test_errors,
+        t_test_fn fns[] = {test_matmul_types_short,
+                           test_matmul_types_long,
+                           test_matmul_corrupt_block_fails,
+                           test_matmul_one_quant_step_fails,
+                           test_matmul_batch_invariant,
+                           test_recorder_chain_and_many,
+                           test_errors,
                            test_matmul_split_rows};
         rc = t_run("test_matmul_types_short, test_matmul_types_long, "
-                   "test_matmul_corrupt_block_fails, test_matmul_batch_invariant, "
+                   "test_matmul_corrupt_block_fails, test_matmul_one_quant_step_fails, "
+                   "test_matmul_batch_invariant, "
                    "test_recorder_chain_and_many, test_errors, test_matmul_split_rows",
                    fns, (int)(sizeof fns / sizeof fns[0]));
     }
