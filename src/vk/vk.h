@@ -121,10 +121,13 @@ gl_status gl_vk_download(struct gl_vk_buffer *src, uint64_t off, void *dst, uint
 
 struct gl_vk_pipeline;
 // The compute pipeline of embedded shader `name` (file name without .comp), with n_buffers
-// storage buffers at set 0, bindings 0..n_buffers-1, and push_bytes of push constants. Created
-// on first use and cached by the device (owned by it).
+// storage buffers at set 0, bindings 0..n_buffers-1, push_bytes of push constants, and the
+// 32-bit specialization constants spec[0..n_spec) (constant_id 0, 1, ...; n_spec <=
+// GL_VK_MAX_SPEC). Created on first use and cached by the device per (name, spec) (owned by it).
+#define GL_VK_MAX_SPEC 4
 gl_status gl_vk_pipeline_get(struct gl_vk_device *dev, const char *name, int n_buffers,
-                             uint32_t push_bytes, struct gl_vk_pipeline **out, struct gl_err *err);
+                             uint32_t push_bytes, const uint32_t *spec, int n_spec,
+                             struct gl_vk_pipeline **out, struct gl_err *err);
 
 // ---- recording ----
 

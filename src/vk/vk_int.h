@@ -108,6 +108,8 @@ struct gl_vk_pipeline {
     char name[64];
     int n_buffers;
     uint32_t push_bytes;
+    uint32_t spec[GL_VK_MAX_SPEC];
+    int n_spec;
     VkDescriptorSetLayout dsl;
     VkPipelineLayout layout;
     VkPipeline pipeline;

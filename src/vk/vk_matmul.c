@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MM_TOK_PER_GROUP 8      // NT in matmul.glsl: tokens per workgroup
-#define MM_MAX_GROUPS    65535u // per grid dimension, the least Vulkan guarantees
+// Tokens per workgroup (NT in matmul.glsl, a specialization constant): 8 for decode-sized calls,
+// 32 for prefill-sized ones (the weights are read once per NT tokens). Both give the same bits.
+#define MM_NT_SMALL   8
+#define MM_NT_LARGE   32
+#define MM_MAX_GROUPS 65535u // per grid dimension, the least Vulkan guarantees
 
 static const char *const mm_shader[GL_TYPE_COUNT] = {
     [GL_TYPE_F32] = "matmul_f32",   [GL_TYPE_F16] = "matmul_f16",   [GL_TYPE_BF16] = "matmul_bf16",
@@ -57,7 +60,7 @@ static gl_status check(const struct gl_vk_matmul *m, size_t row_bytes, struct gl
         return gl_err_set(err, GL_E_UNSUPPORTED, "vulkan: no matmul shader for weight type %s",
                           tt && tt->name ? tt->name : "unknown");
     if (m->rows < 1 || m->cols < 1 || m->n_tok < 1 || m->rows > INT32_MAX || m->cols > INT32_MAX ||
-        m->n_tok > (int64_t)MM_MAX_GROUPS * MM_TOK_PER_GROUP)
+        m->n_tok > (int64_t)MM_MAX_GROUPS * MM_NT_LARGE)
         return gl_err_set(err, GL_E_INVAL, "vulkan: matmul of %lld rows x %lld cols x %lld tokens",
                           (long long)m->rows, (long long)m->cols, (long long)m->n_tok);
     if (row_bytes == 0)
@@ -94,8 +97,10 @@ gl_status gl_vk_rec_matmul(struct gl_vk_recorder *rec, const struct gl_vk_matmul
     size_t row_bytes = gl_type_row_size((uint32_t)m->type, m->cols);
     gl_status st = check(m, row_bytes, err);
     struct gl_vk_pipeline *pipe = NULL;
+    uint32_t nt = m->n_tok <= MM_NT_SMALL ? MM_NT_SMALL : MM_NT_LARGE;
     if (st == GL_OK)
-        st = gl_vk_pipeline_get(d, mm_shader[m->type], 3, sizeof(struct mm_push), &pipe, err);
+        st = gl_vk_pipeline_get(d, mm_shader[m->type], 3, sizeof(struct mm_push), &nt, 1, &pipe,
+                                err);
     if (st != GL_OK)
         return st;
     // Rows per dispatch: the weights of a chunk (plus the alignment remainder) within one
@@ -130,7 +135,7 @@ gl_status gl_vk_rec_matmul(struct gl_vk_recorder *rec, const struct gl_vk_matmul
             break;
         // Rows over x and z (matmul.glsl: row = z * groups_x + x), token tiles over y.
         uint32_t gx = n < (int64_t)MM_MAX_GROUPS ? (uint32_t)n : MM_MAX_GROUPS;
-        uint32_t groups[3] = {gx, (uint32_t)((m->n_tok + MM_TOK_PER_GROUP - 1) / MM_TOK_PER_GROUP),
+        uint32_t groups[3] = {gx, (uint32_t)((m->n_tok + nt - 1) / nt),
                               (uint32_t)((n + gx - 1) / gx)};
         st = gl_vk_rec_dispatch(rec, pipe, rg, &pc, groups);
         if (st != GL_OK)

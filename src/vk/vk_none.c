@@ -113,12 +113,15 @@ gl_status gl_vk_download(struct gl_vk_buffer *src, uint64_t off, void *dst, uint
 }
 
 gl_status gl_vk_pipeline_get(struct gl_vk_device *dev, const char *name, int n_buffers,
-                             uint32_t push_bytes, struct gl_vk_pipeline **out, struct gl_err *err)
+                             uint32_t push_bytes, const uint32_t *spec, int n_spec,
+                             struct gl_vk_pipeline **out, struct gl_err *err)
 {
     (void)dev;
     (void)name;
     (void)n_buffers;
     (void)push_bytes;
+    (void)spec;
+    (void)n_spec;
     *out = NULL;
     return not_built(err);
 }

@@ -66,12 +66,21 @@ static gl_status build_pipeline(struct gl_vk_device *d, const struct gl_vk_spirv
     r = f->vkCreateShaderModule(d->dev, &sci, NULL, &mod);
     if (r != VK_SUCCESS)
         return gl_vk_fail(d, r, "vkCreateShaderModule", err);
+    VkSpecializationMapEntry map[GL_VK_MAX_SPEC];
+    for (int i = 0; i < p->n_spec; i++)
+        map[i] = (VkSpecializationMapEntry){
+            .constantID = (uint32_t)i, .offset = (uint32_t)(4 * i), .size = 4};
+    VkSpecializationInfo spec = {.mapEntryCount = (uint32_t)p->n_spec,
+                                 .pMapEntries = map,
+                                 .dataSize = 4 * (size_t)p->n_spec,
+                                 .pData = p->spec};
     VkComputePipelineCreateInfo pci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = mod,
-                  .pName = "main"},
+                  .pName = "main",
+                  .pSpecializationInfo = p->n_spec ? &spec : NULL},
         .layout = p->layout};
     r = f->vkCreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &pci, NULL, &p->pipeline);
     f->vkDestroyShaderModule(d->dev, mod, NULL);
@@ -81,12 +90,15 @@ static gl_status build_pipeline(struct gl_vk_device *d, const struct gl_vk_spirv
 }
 
 gl_status gl_vk_pipeline_get(struct gl_vk_device *d, const char *name, int n_buffers,
-                             uint32_t push_bytes, struct gl_vk_pipeline **out, struct gl_err *err)
+                             uint32_t push_bytes, const uint32_t *spec, int n_spec,
+                             struct gl_vk_pipeline **out, struct gl_err *err)
 {
     *out = NULL;
+    GL_ASSERT(n_spec >= 0 && n_spec <= GL_VK_MAX_SPEC);
     for (int i = 0; i < d->n_pipes; i++) {
         struct gl_vk_pipeline *p = &d->pipes[i];
-        if (!strcmp(p->name, name)) {
+        if (!strcmp(p->name, name) && p->n_spec == n_spec &&
+            (n_spec == 0 || !memcmp(p->spec, spec, 4 * (size_t)n_spec))) {
             GL_ASSERT_MSG(p->n_buffers == n_buffers && p->push_bytes == push_bytes,
                           "vk: pipeline %s asked with another layout", name);
             *out = p;
@@ -109,6 +121,9 @@ gl_status gl_vk_pipeline_get(struct gl_vk_device *d, const char *name, int n_buf
     snprintf(p->name, sizeof p->name, "%s", name);
     p->n_buffers = n_buffers;
     p->push_bytes = push_bytes;
+    p->n_spec = n_spec;
+    if (n_spec)
+        memcpy(p->spec, spec, 4 * (size_t)n_spec);
     st = build_pipeline(d, spv, p, err);
     if (st != GL_OK) {
         const struct gl_vk_fns *f = &d->vi.fn;

@@ -243,13 +243,13 @@ static void check_case(enum gl_type t, int64_t rows, int64_t cols, int64_t n_tok
     case_free(&c);
 }
 
-// Every type, 67 rows (no multiple of anything), a few blocks, n_tok 1, 2, 7 and 64 (token
-// tiles of 8: one partial tile, one short tile, 8 full tiles).
+// Every type, 67 rows (no multiple of anything), a few blocks, n_tok 1, 2, 7 (one partial tile
+// of the 8-token pipeline), 9 (one partial tile of the 32-token one) and 64 (two full tiles).
 TEST(test_matmul_types_short)
 {
-    static const int64_t toks[] = {1, 2, 7, 64};
+    static const int64_t toks[] = {1, 2, 7, 9, 64};
     for (int i = 0; i < N_TYPES; i++)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             check_case(all_types[i], 67, short_cols(all_types[i]), toks[k]);
 }
 
@@ -301,21 +301,28 @@ TEST(test_matmul_one_quant_step_fails)
 }
 
 // A token's result does not depend on the other tokens of the call (matmul.glsl): token 5 of a
-// 64-token call equals, bit for bit, the same token run alone.
+// 64-token call (the 32-token pipeline), of a 7-token call and alone (the 8-token pipeline) are
+// the same bits, for every type.
 TEST(test_matmul_batch_invariant)
 {
-    enum gl_type types[] = {GL_TYPE_Q4_K, GL_TYPE_F16};
-    for (int i = 0; i < 2; i++) {
-        struct mm_case all, one;
-        case_make(&all, types[i], 67, short_cols(types[i]), 64);
-        case_make(&one, types[i], 67, short_cols(types[i]), 1);
-        memcpy(one.w, all.w, (size_t)all.rows * all.row_bytes);
-        memcpy(one.x, all.x + 5 * all.x_stride, (size_t)all.cols * sizeof(float));
+    static const int64_t toks[] = {64, 7, 1};
+    for (int i = 0; i < N_TYPES; i++) {
+        struct mm_case c[3];
         struct gl_err err = {0};
-        REQUIRE(case_run(&all, -1, 0, &err) == GL_OK && case_run(&one, -1, 0, &err) == GL_OK);
-        CHECK(memcmp(one.y, all.y + 5 * all.y_stride, (size_t)all.rows * sizeof(float)) == 0);
-        case_free(&all);
-        case_free(&one);
+        for (int k = 0; k < 3; k++) {
+            case_make(&c[k], all_types[i], 67, short_cols(all_types[i]), toks[k]);
+            memcpy(c[k].w, c[0].w, (size_t)c[0].rows * c[0].row_bytes);
+            const float *x = c[0].x + (toks[k] == 1 ? 5 * c[0].x_stride : 0);
+            memcpy(c[k].x, x, (size_t)(toks[k] * c[0].x_stride) * sizeof(float));
+            CHECKF(case_run(&c[k], -1, 0, &err) == GL_OK, "%s", err.msg);
+        }
+        size_t row_bytes = (size_t)c[0].rows * sizeof(float);
+        CHECKF(!memcmp(c[2].y, c[0].y + 5 * c[0].y_stride, row_bytes) &&
+                   !memcmp(c[2].y, c[1].y + 5 * c[1].y_stride, row_bytes),
+               "%s: token 5 differs between calls of 64, 7 and 1 tokens",
+               gl_type_traits_of(all_types[i])->name);
+        for (int k = 0; k < 3; k++)
+            case_free(&c[k]);
     }
 }
 

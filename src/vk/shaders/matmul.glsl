@@ -6,9 +6,12 @@
 //
 // One workgroup of WG threads computes one row r for up to NT tokens. Thread i takes units i,
 // i + WG, ... of the row, dequantizes each once and accumulates it against every token of the
-// tile (fp32, in unit order); the WG partial sums are then added by a fixed tree in shared
-// memory. So a token's result depends only on its row and its own x, not on which or how many
-// tokens share the dispatch (the CPU path's batch invariance, docs/ARCHITECTURE.md "Numerics").
+// tile (fp32 fused multiply-add, in unit order); the WG partial sums are then added by a fixed
+// tree in shared memory. So a token's result depends only on its row and its own x, not on
+// which or how many tokens share the dispatch, nor on NT (the CPU path's batch invariance,
+// docs/ARCHITECTURE.md "Numerics"). NT is a specialization constant: 8 for decode-sized calls,
+// 32 for prefill (W is read once per NT tokens); the accumulators are `precise`, which makes
+// every fma() one rounding in both pipelines (GLSL 4.60 §4.7.1), so the two agree bit for bit.
 //
 // Grid: x * z workgroups cover the rows (row = z * num_x + x; Vulkan guarantees only 65535 per
 // dimension and a vocabulary has 202,048 rows), y the token tiles of NT.
@@ -18,8 +21,8 @@
 #extension GL_GOOGLE_include_directive : enable
 
 #define WG 64
-#define NT 8
 layout(local_size_x = WG) in;
+layout(constant_id = 0) const uint NT = 8; // tokens per workgroup
 
 layout(std430, set = 0, binding = 0) readonly buffer WBuf { uint w[]; };
 layout(std430, set = 0, binding = 1) readonly buffer XBuf { float x[]; };
@@ -70,34 +73,34 @@ void main()
         return;
     uint tid = gl_LocalInvocationID.x;
     uint t0 = gl_WorkGroupID.y * NT;
-    uint nt = min(uint(NT), p.n_tok - t0);
+    uint nt = min(NT, p.n_tok - t0);
     uint rb = p.w_off + r * p.w_stride;
     uint n_units = (p.cols + 31u) / 32u;
 
-    float acc[NT];
-    for (int t = 0; t < NT; t++)
+    precise float acc[NT];
+    for (uint t = 0u; t < NT; t++)
         acc[t] = 0.0;
     for (uint u = tid; u < n_units; u += WG) {
         float wv[32];
         unit_weights(rb, u, wv);
         uint c0 = u * 32u, n = min(32u, p.cols - c0);
-        for (uint t = 0u; t < uint(NT); t++) {
+        for (uint t = 0u; t < NT; t++) {
             if (t >= nt)
                 break;
             uint xb = p.x_off + (t0 + t) * p.x_stride + c0;
-            float s = acc[t];
+            precise float s = acc[t];
             for (uint j = 0u; j < 32u; j++)
                 if (j < n)
                     s = fma(wv[j], x[xb + j], s);
             acc[t] = s;
         }
     }
-    for (int t = 0; t < NT; t++)
+    for (uint t = 0u; t < NT; t++)
         red[t][tid] = acc[t];
     barrier();
     for (uint s = WG / 2; s > 0u; s >>= 1) {
         if (tid < s)
-            for (int t = 0; t < NT; t++)
+            for (uint t = 0u; t < NT; t++)
                 red[t][tid] += red[t][tid + s];
         barrier();
     }
