@@ -186,6 +186,8 @@ struct gl_vk_matmul {
 // 1 for the weight types with a matmul shader: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
 int gl_vk_matmul_supported(enum gl_type type);
 // Records the matmul (no barrier before or after: the caller places them). GL_E_INVAL names a
-// bad shape or offset; GL_E_UNSUPPORTED a type without a shader.
+// bad shape or offset, GL_E_UNSUPPORTED a type without a shader, GL_E_LIMIT activations or
+// outputs wider than one binding: such a call records nothing and the recorder stays usable.
+// A failure inside the recording (descriptor pools) is the recorder's, as for a dispatch.
 gl_status gl_vk_rec_matmul(struct gl_vk_recorder *rec, const struct gl_vk_matmul *m,
                            struct gl_err *err);
