@@ -28,7 +28,9 @@
 //                     heap's size and what glint already holds on it
 //   GL_E_LIMIT        one allocation or one binding over a device limit, with both numbers
 //   GL_E_IO           the device was lost (GPU reset or fault); the device is then unusable:
-//                     every later call on it fails the same way (gl_vk_device_lost)
+//                     every later call on it fails the same way (gl_vk_device_lost).
+//                     GLINT_VK_FAULT_LOST_AT=N makes the N-th submission of each device opened
+//                     with it report a lost device (tests of the callers' error paths)
 //   GL_E_INTERNAL     any other Vulkan failure, naming the call and its VkResult
 #pragma once
 

@@ -3,6 +3,7 @@
 #include "vk/vk_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MIB(x) ((double)(x) / (1024.0 * 1024.0))
@@ -64,6 +65,8 @@ static gl_status create_device(struct gl_vk_device *d, int index, struct gl_err 
                           index, d->info.name,
                           qf < 0 ? "has no compute queue" : "supports only Vulkan 1.0");
     d->queue_family = (uint32_t)qf;
+    const char *fault = getenv("GLINT_VK_FAULT_LOST_AT");
+    d->fault_lost_at = fault ? strtol(fault, NULL, 10) : 0;
     d->storage_range = d->info.max_storage_range;
     d->vi.fn.vkGetPhysicalDeviceMemoryProperties(d->pd, &d->mem);
 

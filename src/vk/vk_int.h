@@ -126,6 +126,8 @@ struct gl_vk_device {
     uint64_t heap_held[VK_MAX_MEMORY_HEAPS]; // bytes glint allocated per heap
     uint64_t storage_range;                  // info.max_storage_range or the tests' cap
     int lost;
+    long submits;       // queue submissions so far
+    long fault_lost_at; // GLINT_VK_FAULT_LOST_AT: this submission reports a lost device (0: never)
     int n_buffers, n_recorders; // live objects created by the caller (asserted 0 at close)
     struct gl_vk_pipeline pipes[GL_VK_MAX_PIPELINES];
     int n_pipes;

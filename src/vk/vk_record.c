@@ -393,6 +393,10 @@ gl_status gl_vk_rec_submit(struct gl_vk_recorder *rec, struct gl_err *err)
         r = f->vkResetFences(d->dev, 1, &rec->fence);
         if (r == VK_SUCCESS)
             r = f->vkQueueSubmit(d->queue, 1, &si, rec->fence);
+        if (r == VK_SUCCESS && ++d->submits == d->fault_lost_at) {
+            f->vkWaitForFences(d->dev, 1, &rec->fence, VK_TRUE, UINT64_MAX);
+            r = VK_ERROR_DEVICE_LOST; // injected (vk.h): the work ran, its results are not used
+        }
         if (r != VK_SUCCESS)
             rec_vk_fail(rec, r, "vkQueueSubmit");
         else if ((r = f->vkWaitForFences(d->dev, 1, &rec->fence, VK_TRUE, UINT64_MAX)) !=

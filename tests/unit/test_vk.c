@@ -478,6 +478,33 @@ TEST(test_errors)
     gl_vk_buffer_free(y);
 }
 
+// A lost device (injected: GLINT_VK_FAULT_LOST_AT=2 makes the second submission report
+// VK_ERROR_DEVICE_LOST) fails that call with GL_E_IO saying what to do, and every later call on
+// the device fails the same way; closing it still frees everything.
+TEST(test_device_lost)
+{
+    setenv("GLINT_VK_FAULT_LOST_AT", "2", 1);
+    struct gl_err err = {0};
+    struct gl_vk_device *d2 = NULL;
+    gl_status st = gl_vk_device_open(0, &d2, &err);
+    unsetenv("GLINT_VK_FAULT_LOST_AT");
+    REQUIRE(st == GL_OK);
+    struct gl_vk_buffer *b = NULL, *b2 = NULL;
+    struct gl_vk_recorder *r2 = NULL;
+    uint32_t v = 7, back = 0;
+    REQUIRE(gl_vk_buffer_create(d2, 4, GL_VK_MEM_DEVICE, "b", &b, &err) == GL_OK);
+    CHECK(gl_vk_upload(b, 0, &v, 4, &err) == GL_OK); // submission 1
+    CHECK(!gl_vk_device_lost(d2));
+    CHECK(gl_vk_download(b, 0, &back, 4, &err) == GL_E_IO); // submission 2: lost
+    CHECKF(strstr(err.msg, "device was lost") && strstr(err.msg, "--device cpu"), "%s", err.msg);
+    CHECK(gl_vk_device_lost(d2));
+    CHECK(gl_vk_buffer_create(d2, 4, GL_VK_MEM_DEVICE, "b2", &b2, &err) == GL_E_IO && !b2);
+    CHECK(gl_vk_recorder_create(d2, &r2, &err) == GL_E_IO && !r2);
+    CHECK(gl_vk_upload(b, 0, &v, 4, &err) == GL_E_IO);
+    gl_vk_buffer_free(b);
+    gl_vk_device_close(d2);
+}
+
 // Matrices wider than one binding are split into several dispatches by rows; an activation
 // block that does not fit one binding is refused. Runs last: the cap stays on the device.
 TEST(test_matmul_split_rows)
@@ -551,19 +578,16 @@ int main(void)
     int64_t t0 = gl_time_us();
     int rc;
     {
-        t_test_fn fns[] = {test_matmul_types_short,
-                           test_matmul_types_long,
-                           test_matmul_corrupt_block_fails,
-                           test_matmul_one_quant_step_fails,
-                           test_matmul_batch_invariant,
-                           test_recorder_chain_and_many,
-                           test_errors,
-                           test_matmul_split_rows};
-        rc = t_run("test_matmul_types_short, test_matmul_types_long, "
-                   "test_matmul_corrupt_block_fails, test_matmul_one_quant_step_fails, "
-                   "test_matmul_batch_invariant, "
-                   "test_recorder_chain_and_many, test_errors, test_matmul_split_rows",
-                   fns, (int)(sizeof fns / sizeof fns[0]));
+        // As RUN_TESTS, but returning here: the device is closed after the tests.
+#define VK_TESTS                                                                                   \
+    test_matmul_types_short, test_matmul_types_long, test_matmul_corrupt_block_fails,              \
+        test_matmul_one_quant_step_fails, test_matmul_batch_invariant,                             \
+        test_recorder_chain_and_many, test_errors, test_device_lost,                               \
+        test_matmul_split_rows /* last: it caps the device's binding range */
+#define VK_STR_(...) #__VA_ARGS__
+#define VK_STR(...)  VK_STR_(__VA_ARGS__)
+        t_test_fn fns[] = {VK_TESTS};
+        rc = t_run(VK_STR(VK_TESTS), fns, (int)(sizeof fns / sizeof fns[0]));
     }
     gl_vk_recorder_free(rec);
     gl_vk_device_close(dev);
