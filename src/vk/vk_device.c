@@ -118,8 +118,11 @@ void gl_vk_device_close(struct gl_vk_device *d)
     GL_ASSERT_MSG(d->n_buffers == 0 && d->n_recorders == 0,
                   "vk: device closed with %d buffers and %d recorders alive", d->n_buffers,
                   d->n_recorders);
-    if (d->dev) {
-        d->vi.fn.vkDeviceWaitIdle(d->dev);
+    // A driver that lacked an entry point (create_device) may have left some of them NULL;
+    // pipelines exist only when every one was found.
+    if (d->dev && d->vi.fn.vkDestroyDevice) {
+        if (d->vi.fn.vkDeviceWaitIdle)
+            d->vi.fn.vkDeviceWaitIdle(d->dev);
         for (int i = 0; i < d->n_pipes; i++) {
             struct gl_vk_pipeline *p = &d->pipes[i];
             d->vi.fn.vkDestroyPipeline(d->dev, p->pipeline, NULL);

@@ -302,6 +302,8 @@ gl_status gl_vk_rec_dispatch(struct gl_vk_recorder *rec, const struct gl_vk_pipe
         return rec->status;
     for (int i = 0; i < pipe->n_buffers; i++) {
         const struct gl_vk_range *rg = &ranges[i];
+        GL_ASSERT_MSG(rg->buf->d == d, "vk: %s binding %d: a buffer of another device", pipe->name,
+                      i);
         GL_ASSERT_MSG(rg->off % d->info.storage_align == 0 && rg->off < rg->buf->bytes,
                       "vk: %s binding %d at offset %llu (alignment %u, buffer %llu bytes)",
                       pipe->name, i, (unsigned long long)rg->off, d->info.storage_align,
