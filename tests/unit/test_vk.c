@@ -505,6 +505,106 @@ TEST(test_device_lost)
     gl_vk_device_close(d2);
 }
 
+// ---- gl_vk_list_devices against vulkaninfo (vulkan-tools: the Khronos tool, an independent
+// reading of the same Vulkan queries). One device only, so the first value of each key is its.
+
+// The value after "KEY = " on the first line whose first word is KEY, in out; 0 if none.
+static int vi_value(const char *text, const char *key, char *out, size_t cap)
+{
+    size_t kn = strlen(key);
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line += !!line) {
+        const char *p = line + strspn(line, " \t");
+        if (strncmp(p, key, kn) != 0 || (p[kn] != ' ' && p[kn] != '='))
+            continue;
+        p += kn + strspn(p + kn, " ");
+        if (*p != '=')
+            continue;
+        p += 1 + strspn(p + 1, " ");
+        size_t n = strcspn(p, "\n");
+        n = n < cap - 1 ? n : cap - 1;
+        memcpy(out, p, n);
+        out[n] = 0;
+        return 1;
+    }
+    return 0;
+}
+
+static uint64_t vi_u64(const char *text, const char *key)
+{
+    char v[128];
+    return vi_value(text, key, v, sizeof v) ? strtoull(v, NULL, 0) : UINT64_MAX;
+}
+
+static int vi_bool(const char *text, const char *key)
+{
+    char v[16];
+    return vi_value(text, key, v, sizeof v) ? !strcmp(v, "true") : -1;
+}
+
+TEST(test_devices_vs_vulkaninfo)
+{
+    struct gl_vk_device_info *infos = NULL;
+    int n = 0;
+    struct gl_err err = {0};
+    REQUIRE(gl_vk_list_devices(&infos, &n, &err) == GL_OK && n >= 1);
+    FILE *f = n == 1 ? popen("vulkaninfo 2>/dev/null", "r") : NULL;
+    size_t cap = 1 << 20, len = 0, got;
+    char *text = malloc(cap);
+    while (f && len < cap - 1 && (got = fread(text + len, 1, cap - 1 - len, f)) > 0)
+        len += got;
+    text[len] = 0;
+    if (f)
+        pclose(f);
+    char v[256];
+    if (!vi_value(text, "deviceName", v, sizeof v)) {
+        printf("  vulkaninfo not available (or several devices): comparison skipped\n");
+    } else {
+        const struct gl_vk_device_info *d = &infos[0];
+        CHECKF(!strcmp(v, d->name), "name %s vs %s", v, d->name);
+        char drv[300], info[200];
+        if (vi_value(text, "driverName", drv, sizeof drv) &&
+            vi_value(text, "driverInfo", info, sizeof info)) {
+            snprintf(v, sizeof v, "%.100s, %.100s", drv, info);
+            CHECKF(!strcmp(v, d->driver), "driver %s vs %s", v, d->driver);
+        }
+        CHECK(vi_value(text, "apiVersion", v, sizeof v));
+        char ours[32];
+        snprintf(ours, sizeof ours, "%u.%u.%u", (d->api_version >> 22) & 0x7f,
+                 (d->api_version >> 12) & 0x3ff, d->api_version & 0xfff);
+        CHECKF(!strncmp(v, ours, strlen(ours)), "api %s vs %s", v, ours);
+        CHECK(vi_u64(text, "vendorID") == d->vendor_id);
+        CHECK(vi_u64(text, "deviceID") == d->device_id);
+        CHECK(vi_value(text, "deviceType", v, sizeof v));
+        char type[64];
+        snprintf(type, sizeof type, "%s", d->type);
+        for (char *c = type; *c; c++)
+            *c = (char)(*c - ('a' <= *c && *c <= 'z' ? 'a' - 'A' : 0));
+        CHECKF(strstr(v, type) != NULL, "type %s vs %s", v, d->type);
+        CHECK(vi_u64(text, "maxStorageBufferRange") == d->max_storage_range);
+        CHECK(vi_u64(text, "maxMemoryAllocationSize") == d->max_alloc);
+        CHECK(vi_u64(text, "minStorageBufferOffsetAlignment") == d->storage_align);
+        CHECK(vi_u64(text, "maxPushConstantsSize") == d->max_push_bytes);
+        CHECK(vi_u64(text, "maxComputeSharedMemorySize") == d->max_shared_bytes);
+        CHECK(vi_u64(text, "subgroupSize") == d->subgroup_size);
+        CHECK(vi_bool(text, "storageBuffer16BitAccess") == d->storage16);
+        CHECK(vi_bool(text, "storageBuffer8BitAccess") == d->storage8);
+        CHECK(vi_bool(text, "shaderFloat16") == d->float16);
+        CHECK(vi_bool(text, "shaderInt8") == d->int8);
+        CHECK(vi_bool(text, "shaderIntegerDotProduct") == d->int_dot);
+        // memoryHeaps[i]: followed by "size = N (...)".
+        for (int h = 0; h < d->n_heaps; h++) {
+            char key[32];
+            snprintf(key, sizeof key, "memoryHeaps[%d]:", h);
+            const char *at = strstr(text, key);
+            CHECKF(at && vi_u64(at, "size") == d->heaps[h].bytes, "heap %d", h);
+        }
+        printf("  vulkaninfo agrees: %s, %s, %d heap(s), subgroup %u\n", d->name, d->driver,
+               d->n_heaps, d->subgroup_size);
+    }
+    free(text);
+    gl_free(infos);
+}
+
 // Matrices wider than one binding are split into several dispatches by rows; an activation
 // block that does not fit one binding is refused. Runs last: the cap stays on the device.
 TEST(test_matmul_split_rows)
@@ -582,7 +682,7 @@ int main(void)
 #define VK_TESTS                                                                                   \
     test_matmul_types_short, test_matmul_types_long, test_matmul_corrupt_block_fails,              \
         test_matmul_one_quant_step_fails, test_matmul_batch_invariant,                             \
-        test_recorder_chain_and_many, test_errors, test_device_lost,                               \
+        test_recorder_chain_and_many, test_errors, test_device_lost, test_devices_vs_vulkaninfo,   \
         test_matmul_split_rows /* last: it caps the device's binding range */
 #define VK_STR_(...) #__VA_ARGS__
 #define VK_STR(...)  VK_STR_(__VA_ARGS__)
