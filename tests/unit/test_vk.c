@@ -260,6 +260,13 @@ TEST(test_matmul_types_long)
         check_case(all_types[i], 19, long_cols(all_types[i]), 9);
 }
 
+// More rows than one grid dimension holds (65,535 workgroups, the least Vulkan guarantees; a
+// vocabulary has 202,048): the rows continue in the grid's z dimension.
+TEST(test_matmul_many_rows)
+{
+    check_case(GL_TYPE_Q4_0, 65535 + 3, 32, 2);
+}
+
 // Negative controls: one corrupted byte in one row must put that row, and only it, outside the
 // tolerance (67 rows x a few blocks, 7 tokens). XOR 0x4C in the middle of a block (a quant byte;
 // the high byte of a float weight) changes several weights; XOR 0x01 on a quant byte moves ONE
@@ -680,9 +687,10 @@ int main(void)
     {
         // As RUN_TESTS, but returning here: the device is closed after the tests.
 #define VK_TESTS                                                                                   \
-    test_matmul_types_short, test_matmul_types_long, test_matmul_corrupt_block_fails,              \
-        test_matmul_one_quant_step_fails, test_matmul_batch_invariant,                             \
-        test_recorder_chain_and_many, test_errors, test_device_lost, test_devices_vs_vulkaninfo,   \
+    test_matmul_types_short, test_matmul_types_long, test_matmul_many_rows,                        \
+        test_matmul_corrupt_block_fails, test_matmul_one_quant_step_fails,                         \
+        test_matmul_batch_invariant, test_recorder_chain_and_many, test_errors, test_device_lost,  \
+        test_devices_vs_vulkaninfo,                                                                \
         test_matmul_split_rows /* last: it caps the device's binding range */
 #define VK_STR_(...) #__VA_ARGS__
 #define VK_STR(...)  VK_STR_(__VA_ARGS__)
