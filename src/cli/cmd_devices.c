@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
 static const char *yn(int v)
 {
     return v ? "yes" : "no";
@@ -21,10 +23,15 @@ static void print_device(int i, const struct gl_vk_device_info *d)
     printf("   driver:   %s; Vulkan %u.%u.%u; vendor 0x%04x device 0x%04x\n", d->driver,
            (d->api_version >> 22) & 0x7f, (d->api_version >> 12) & 0x3ff, d->api_version & 0xfff,
            d->vendor_id, d->device_id);
-    for (int h = 0; h < d->n_heaps; h++)
-        printf("   memory:   heap %d %.2f GiB%s\n", h,
-               (double)d->heaps[h].bytes / (1024.0 * 1024.0 * 1024.0),
-               d->heaps[h].device_local ? " device-local" : "");
+    for (int h = 0; h < d->n_heaps; h++) {
+        const struct gl_vk_heap *m = &d->heaps[h];
+        printf("   memory:   heap %d %.2f GiB%s", h, (double)m->bytes / GIB,
+               m->device_local ? " device-local" : "");
+        if (d->mem_budget)
+            printf(", budget %.2f GiB, in use %.2f GiB", (double)m->budget / GIB,
+                   (double)m->used / GIB);
+        printf("\n");
+    }
     printf("   features: 16-bit storage %s, 8-bit storage %s, shaderFloat16 %s, shaderInt8 %s, "
            "integer dot product %s, cooperative matrix %s, subgroup size %u (arithmetic %s)\n",
            yn(d->storage16), yn(d->storage8), yn(d->float16), yn(d->int8), yn(d->int_dot),

@@ -52,6 +52,9 @@ long gl_vk_validation_errors(void);
 struct gl_vk_heap {
     uint64_t bytes;
     int device_local; // VK_MEMORY_HEAP_DEVICE_LOCAL_BIT
+    // VK_EXT_memory_budget, when the device has it (mem_budget), at the time of the query: what
+    // this process may allocate on the heap in all, and what it holds.
+    uint64_t budget, used;
 };
 
 // What `glint devices` prints: identity, memory, and the features glint uses or will use.
@@ -67,6 +70,7 @@ struct gl_vk_device_info {
     // dot product, VK_KHR_cooperative_matrix; the subgroup size and whether subgroup arithmetic
     // works in compute shaders.
     int storage16, storage8, float16, int8, int_dot, coop_matrix, subgroup_arith;
+    int mem_budget; // VK_EXT_memory_budget: heaps[].budget and .used are filled
     uint32_t subgroup_size;
     // Limits the layer respects.
     uint64_t max_storage_range; // bytes one storage-buffer binding may span

@@ -175,13 +175,22 @@ static int pick_type(const VkPhysicalDeviceMemoryProperties *m, uint32_t bits,
 static gl_status no_memory(struct gl_vk_device *d, uint32_t heap, uint64_t bytes, const char *what,
                            struct gl_err *err)
 {
+    char budget[160] = "";
+    if (d->info.mem_budget && heap < (uint32_t)d->info.n_heaps) {
+        struct gl_vk_heap *h = &d->info.heaps[heap];
+        gl_vk_query_budget(&d->vi, d->pd, d->info.n_heaps, d->info.heaps);
+        snprintf(budget, sizeof budget,
+                 "; the driver gives this process a budget of %.1f MiB there and counts %.1f MiB "
+                 "in use",
+                 MIB(h->budget), MIB(h->used));
+    }
     return gl_err_set(err, GL_E_NOMEM,
                       "vulkan: not enough device memory for %s on %s: %.1f MiB asked; memory "
-                      "heap %u has %.1f MiB, of which glint already holds %.1f MiB (other "
-                      "programs may hold more); put fewer layers or a smaller KV pool on the "
-                      "device, or use --device cpu",
+                      "heap %u has %.1f MiB, of which glint already holds %.1f MiB%s; put fewer "
+                      "layers or a smaller KV pool on the device, or use --device cpu",
                       what, d->info.name, MIB(bytes), heap, MIB(d->mem.memoryHeaps[heap].size),
-                      MIB(d->heap_held[heap]));
+                      MIB(d->heap_held[heap]),
+                      budget[0] ? budget : " (other programs may hold more)");
 }
 
 static gl_status alloc_memory(struct gl_vk_buffer *b, enum gl_vk_mem kind, const char *what,

@@ -285,6 +285,21 @@ static void query_features(struct gl_vk_instance *vi, VkPhysicalDevice pd, uint3
     info->int8 = f16.shaderInt8;
     info->int_dot = dot.shaderIntegerDotProduct;
     info->coop_matrix = has_extension(vi, pd, "VK_KHR_cooperative_matrix");
+    info->mem_budget = has_extension(vi, pd, "VK_EXT_memory_budget");
+}
+
+void gl_vk_query_budget(struct gl_vk_instance *vi, VkPhysicalDevice pd, int n,
+                        struct gl_vk_heap *heaps)
+{
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 m2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
+    vi->fn.vkGetPhysicalDeviceMemoryProperties2(pd, &m2);
+    for (int h = 0; h < n && h < (int)VK_MAX_MEMORY_HEAPS; h++) {
+        heaps[h].budget = b.heapBudget[h];
+        heaps[h].used = b.heapUsage[h];
+    }
 }
 
 void gl_vk_query_device(struct gl_vk_instance *vi, VkPhysicalDevice pd,
@@ -315,6 +330,8 @@ void gl_vk_query_device(struct gl_vk_instance *vi, VkPhysicalDevice pd,
         info->heaps[h].device_local =
             (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
     }
+    if (info->mem_budget)
+        gl_vk_query_budget(vi, pd, info->n_heaps, info->heaps);
 
     // A compute queue: prefer a family without graphics (a dedicated compute engine).
     uint32_t nq = 0;

@@ -27,6 +27,7 @@ extern const int gl_vk_spirv_count;
     X(vkGetPhysicalDeviceProperties2)                                                              \
     X(vkGetPhysicalDeviceFeatures2)                                                                \
     X(vkGetPhysicalDeviceMemoryProperties)                                                         \
+    X(vkGetPhysicalDeviceMemoryProperties2)                                                        \
     X(vkGetPhysicalDeviceQueueFamilyProperties)                                                    \
     X(vkEnumerateDeviceExtensionProperties)                                                        \
     X(vkCreateDevice)                                                                              \
@@ -99,6 +100,9 @@ gl_status gl_vk_physical_devices(struct gl_vk_instance *vi, VkPhysicalDevice **o
 // Fills info for pd; *queue_family is a family with compute (-1 when none).
 void gl_vk_query_device(struct gl_vk_instance *vi, VkPhysicalDevice pd,
                         struct gl_vk_device_info *info, int *queue_family);
+// Refreshes heaps[0..n).budget / .used of pd (VK_EXT_memory_budget; the caller checked support).
+void gl_vk_query_budget(struct gl_vk_instance *vi, VkPhysicalDevice pd, int n,
+                        struct gl_vk_heap *heaps);
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc.
 const char *gl_vk_result_name(VkResult r);
 

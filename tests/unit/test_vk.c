@@ -598,6 +598,8 @@ TEST(test_devices_vs_vulkaninfo)
         CHECK(vi_bool(text, "shaderFloat16") == d->float16);
         CHECK(vi_bool(text, "shaderInt8") == d->int8);
         CHECK(vi_bool(text, "shaderIntegerDotProduct") == d->int_dot);
+        CHECK((strstr(text, "VK_KHR_cooperative_matrix ") != NULL) == d->coop_matrix);
+        CHECK((strstr(text, "VK_EXT_memory_budget ") != NULL) == d->mem_budget);
         // memoryHeaps[i]: followed by "size = N (...)".
         for (int h = 0; h < d->n_heaps; h++) {
             char key[32];
