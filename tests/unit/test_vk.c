@@ -67,6 +67,19 @@ static void case_free(struct mm_case *c)
     free(c->y);
 }
 
+// *ref = the float64 dot of w and x (n terms), *tol = the bound above.
+static void ref_dot(const float *w, const float *x, int64_t n, double *ref, double *tol)
+{
+    double s = 0, a = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double p = (double)w[k] * (double)x[k];
+        s += p;
+        a += fabs(p);
+    }
+    *ref = s;
+    *tol = TOL_K * (double)(n + 7) * U32 * a;
+}
+
 static void case_make(struct mm_case *c, enum gl_type type, int64_t rows, int64_t cols,
                       int64_t n_tok)
 {
@@ -96,16 +109,9 @@ static void case_make(struct mm_case *c, enum gl_type type, int64_t rows, int64_
     for (int64_t i = 0; i < n_tok * c->x_stride; i++)
         c->x[i] = frand();
     for (int64_t t = 0; t < n_tok; t++)
-        for (int64_t r = 0; r < rows; r++) {
-            double s = 0, a = 0;
-            for (int64_t k = 0; k < cols; k++) {
-                double p = (double)c->wf[r * cols + k] * (double)c->x[t * c->x_stride + k];
-                s += p;
-                a += p < 0 ? -p : p;
-            }
-            c->ref[t * rows + r] = s;
-            c->tol[t * rows + r] = TOL_K * (double)(cols + 7) * U32 * a;
-        }
+        for (int64_t r = 0; r < rows; r++)
+            ref_dot(c->wf + r * cols, c->x + t * c->x_stride, cols, &c->ref[t * rows + r],
+                    &c->tol[t * rows + r]);
 }
 
 // ---- device side ----
@@ -408,14 +414,9 @@ TEST(test_recorder_chain_and_many)
         const float *hy2 = gl_vk_buffer_map(y2);
         for (int64_t t = 0; t < 3; t++)
             for (int64_t r = 0; r < b.rows; r++) {
-                double s = 0, abs_sum = 0;
-                for (int64_t k = 0; k < b.cols; k++) {
-                    double p = (double)b.wf[r * b.cols + k] * (double)h1[t * a.rows + k];
-                    s += p;
-                    abs_sum += fabs(p);
-                }
-                CHECK(fabs((double)hy2[t * b.rows + r] - s) <=
-                      TOL_K * (double)(b.cols + 7) * U32 * abs_sum);
+                double ref, tol;
+                ref_dot(b.wf + r * b.cols, h1 + t * a.rows, b.cols, &ref, &tol);
+                CHECK(fabs((double)hy2[t * b.rows + r] - ref) <= tol);
             }
         for (int i = 0; i < N_MORE; i++)
             CHECK(memcmp(hm + (size_t)i * (y1_bytes / 4), h1, y1_bytes) == 0);
