@@ -19,7 +19,12 @@ fi
 # podman, runc, mmdebstrap and curl: the container image test (scripts/image-test.sh; runc because
 # crun fails on hybrid cgroup hierarchies; mmdebstrap makes the base image where no registry is;
 # curl polls /health).
-DEB_PKGS="$BUILD_PKGS build-essential clang-14 libclang-rt-14-dev
+# Vulkan (src/vk, optional in the build): headers and glslc compile the shaders; the loader,
+# Mesa's lavapipe (a Vulkan 1.3 device on the CPU) and the Khronos validation layer let
+# build/test_vk run every shader under validation on machines without a GPU; vulkan-tools has
+# vulkaninfo.
+VK_PKGS="libvulkan-dev glslc libvulkan1 mesa-vulkan-drivers vulkan-validationlayers vulkan-tools"
+DEB_PKGS="$BUILD_PKGS $VK_PKGS build-essential clang-14 libclang-rt-14-dev
 clang-format python3 python3-numpy python3-torch python3-jsonschema python3-jinja2 python3-pil ffmpeg
 openssl nginx python3-pydantic
 podman runc mmdebstrap curl"

@@ -19,6 +19,7 @@ int gl_cmd_grammar(int argc, char **argv);    // cmd_grammar.c: grammar check (M
 int gl_cmd_serve(int argc, char **argv);      // cmd_serve.c: the OpenAI-compatible HTTP server
 int gl_cmd_image(int argc, char **argv);      // cmd_image.c: image preprocessing (vision input)
 int gl_cmd_video(int argc, char **argv);      // cmd_video.c: video preprocessing (vision input)
+int gl_cmd_devices(int argc, char **argv);    // cmd_devices.c: the Vulkan devices
 
 // Parses a whole decimal integer in [lo, hi] into *out; returns 0, or -1 (out untouched) if s is
 // empty, has trailing characters, overflows or is out of range.

@@ -23,6 +23,7 @@ static const struct {
     {"serve", gl_cmd_serve, "the vLLM-compatible OpenAI server (HTTP)"},
     {"image", gl_cmd_image, "image preprocess: decode, grid, resize for the vision encoder"},
     {"video", gl_cmd_video, "video preprocess: decode, sample frames, resize for the encoder"},
+    {"devices", gl_cmd_devices, "list the Vulkan devices (name, driver, memory, features)"},
 };
 
 static void usage(FILE *f)
