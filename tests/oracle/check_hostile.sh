@@ -8,7 +8,10 @@
 # Prints the table (attack, expected, got, ms to answer, server RSS before/after). Fails on an
 # attack not answered as expected, a server crash, a failed good request, or the good client's p99
 # under attack above 2 x max(baseline p99, 125 ms) (the floor absorbs the noise of a loaded 2-core
-# machine; hostile.mjs says why 125). About 35 s wall time (budget 75 s).
+# machine; hostile.mjs says why 125), or RSS growing at the disconnect-mid-compile attack by more than
+# the grammar it left in the cache + 24 MiB (its freed JSON trees and compile scratch, ~65 MiB,
+# must go back: docs/SECURITY.md). Prints each attack's share of the RSS growth and the growth by
+# kind of memory (/proc/PID/smaps). About 40 s wall time (budget 150 s).
 # Then memory under hostile load (issue 25, tests/server/memory.mjs): 150 new schemas with a
 # 3,000-value enum each, 150 with 50 patterns each, 150 mixed, and a second round of 150, against
 # --grammar-cache-bytes 48MiB: RSS within start + 48 MiB + 150 MB at every 50th request, the
