@@ -107,7 +107,7 @@ const failLines = [];
 const samples = [];
 
 // One server under test: start it, send schema requests through the openai SDK, sample its RSS
-// and its caches' own counts. mmCache: whether to read the encoder cache's bytes too.
+// and its caches' own counts.
 async function session(model, args, label) {
     srv = await startServer({ model, args, env: { VLLM_API_KEY: "" } });
     const pid = srv.proc.pid;
