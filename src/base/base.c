@@ -120,6 +120,23 @@ size_t gl_alloc_size(const void *p)
     return p ? malloc_usable_size((void *)(uintptr_t)p) : 0;
 }
 
+// Freed bytes not yet trimmed (gl_mem_release). Each thread sums its frees in t_freed and adds
+// them to the shared count once they reach FREED_FLUSH_BYTES, so a free costs a thread-local
+// add, not an atomic one; what a thread holds back is under 64 KiB.
+#define FREED_FLUSH_BYTES ((int64_t)64 << 10)
+static _Atomic int64_t g_freed_pending;
+static _Thread_local int64_t t_freed;
+static _Atomic int64_t g_last_trim_us;
+
+static inline void count_freed(size_t n)
+{
+    t_freed += (int64_t)n;
+    if (t_freed >= FREED_FLUSH_BYTES) {
+        atomic_fetch_add_explicit(&g_freed_pending, t_freed, memory_order_relaxed);
+        t_freed = 0;
+    }
+}
+
 static inline void *metered(void *p)
 {
     if (t_meter && p)
@@ -137,19 +154,36 @@ void *gl_calloc(size_t n, size_t size)
 }
 void *gl_realloc(void *p, size_t n)
 {
-    struct gl_alloc_meter *m = t_meter;
-    if (!m)
-        return realloc(p, n ? n : 1);
     size_t old = p ? malloc_usable_size(p) : 0;
     void *q = realloc(p, n ? n : 1);
-    if (q)
-        m->live -= (int64_t)old; // on failure p is untouched and still charged
+    if (!q)
+        return NULL; // p is untouched and still charged
+    if (q != p)
+        count_freed(old); // moved: the old block went back to the heap
+    if (!t_meter)
+        return q;
+    t_meter->live -= (int64_t)old;
     return metered(q);
 }
 void gl_free(void *p)
 {
-    if (t_meter && p)
-        t_meter->live -= (int64_t)malloc_usable_size(p);
+    if (!p)
+        return;
+    size_t n = malloc_usable_size(p);
+    if (t_meter)
+        t_meter->live -= (int64_t)n;
+    count_freed(n);
+    free(p);
+}
+
+void *gl_malloc_unmetered(size_t n)
+{
+    return malloc(n ? n : 1);
+}
+void gl_free_unmetered(void *p)
+{
+    if (p)
+        count_freed(malloc_usable_size(p));
     free(p);
 }
 
@@ -166,13 +200,9 @@ void gl_free_aligned(void *p)
     gl_free(p);
 }
 
-static _Atomic int64_t g_freed_pending; // bytes freed since the last trim (gl_mem_freed)
-static _Atomic int64_t g_last_trim_us;
-
-void gl_mem_freed(int64_t n)
+int64_t gl_mem_freed_pending(void)
 {
-    if (n > 0)
-        atomic_fetch_add_explicit(&g_freed_pending, n, memory_order_relaxed);
+    return atomic_load_explicit(&g_freed_pending, memory_order_relaxed);
 }
 
 int gl_mem_release(void)
@@ -189,8 +219,10 @@ int gl_mem_release(void)
     if ((last != 0 && now - last < 1000000) ||
         !atomic_compare_exchange_strong(&g_last_trim_us, &last, now))
         return 0;
-    atomic_store_explicit(&g_freed_pending, 0, memory_order_relaxed);
+    int64_t pending = atomic_exchange_explicit(&g_freed_pending, 0, memory_order_relaxed);
     malloc_trim(0);
+    GL_LOGD("malloc_trim after %lld bytes freed: %lld us", (long long)pending,
+            (long long)(gl_time_us() - now));
     return 1;
 }
 

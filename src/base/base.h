@@ -95,17 +95,26 @@ struct gl_alloc_meter *gl_alloc_meter_swap(struct gl_alloc_meter *m);
 void gl_alloc_meter_charge(int64_t n);
 // Usable size of a block from gl_malloc and friends (0 for NULL).
 size_t gl_alloc_size(const void *p);
-// Memory that comes back. gl_mem_freed(n): n bytes of long-lived data were just freed (a cache
-// entry, a compiled grammar); cheap, any thread, any lock held. gl_mem_release(): once at least
-// GL_TRIM_MIN_BYTES have been freed since the last trim, and at most once a second, gives free
-// heap pages back to the kernel (glibc malloc_trim, which walks every arena: milliseconds on a
-// big heap, so call it holding no lock). Returns 1 when it trimmed. Why: free() returns memory
-// only from the top of a heap, so the pages of evicted entries, spread over the many arenas of a
-// thread-per-connection server, otherwise stay in RSS (docs/SECURITY.md has the measurements).
-// GLINT_MALLOC_TRIM=0 turns it off (to measure the difference).
+// Memory that comes back. Every gl_free (and gl_realloc that moves, and gl_free_unmetered)
+// counts the block's usable size as freed; gl_mem_release(): once at least GL_TRIM_MIN_BYTES
+// have been freed since the last trim, and at most once a second, gives free heap pages back to
+// the kernel (glibc malloc_trim, which walks every arena: milliseconds on a big heap, so call it
+// holding no lock). Returns 1 when it trimmed. Why: free() returns memory only from the top of a
+// heap, so the pages of evicted cache entries and of one request's large transient data (a 2 MB
+// schema parses into ~30 MB of JSON nodes, twice, beside its compile scratch), spread over the
+// many arenas of a thread-per-connection server, otherwise stay in RSS (docs/SECURITY.md has the
+// measurements). Call it after a request lets go of its data and periodically (the server's guard
+// thread does, so a trim held back by the once-a-second limit still happens).
+// GLINT_MALLOC_TRIM=0 turns it off (to measure the difference). gl_mem_freed_pending(): bytes
+// freed since the last trim (each thread holds back under 64 KiB of its count).
 #define GL_TRIM_MIN_BYTES ((int64_t)16 << 20)
-void gl_mem_freed(int64_t n);
 int gl_mem_release(void);
+int64_t gl_mem_freed_pending(void);
+// malloc / free for other libraries' allocation hooks (jansson's json_set_alloc_funcs): never
+// charged to an armed meter (the library's objects are not the meter owner's), but their frees
+// count for gl_mem_release like gl_free's.
+void *gl_malloc_unmetered(size_t n);
+void gl_free_unmetered(void *p);
 // 64-byte aligned (SIMD rows, KV). Free with gl_free_aligned.
 void *gl_malloc_aligned(size_t n);
 void gl_free_aligned(void *p);

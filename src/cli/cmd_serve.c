@@ -83,7 +83,8 @@ static int usage(FILE *f)
             "  --allowed-media-domains H   fetch http(s) image/video URLs from these hosts\n"
             "                              (comma-separated; * = any; default: refused)\n"
             "  --media-fetch-timeout S     per remote part (default 10)\n"
-            "  --mm-processor-cache-gb N   vision encoder output cache, GiB (default 4; 0: off)\n");
+            "  --mm-processor-cache-gb N   vision encoder output cache, GiB (default 4; 0: off;\n"
+            "                              fractions too: 0.0625 = 64 MiB)\n");
     fprintf(f, // (split: C99 string literal limit)
             "  --grammar-cache-bytes B     compiled-grammar cache budget, charged at each\n"
             "                              grammar's real size as its masks grow (default 1/32\n"
@@ -172,6 +173,7 @@ int gl_cmd_serve(int argc, char **argv)
         const char *v = argv[++i];
         long long x = 0;
         int64_t bytes = 0;
+        double gib = 0;
         int bad = 0;
         if (!strcmp(a, "--model"))
             p.model_path = v;
@@ -237,7 +239,8 @@ int gl_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--allowed-media-domains"))
             p.allowed_media_domains = v;
         else if (!strcmp(a, "--mm-processor-cache-gb"))
-            bad = gl_cli_parse_int(v, 0, 1 << 20, &x) || (p.mm_cache_bytes = (size_t)x << 30, 0);
+            bad = gl_cli_parse_double(v, 0, 1 << 20, &gib) ||
+                  (p.mm_cache_bytes = (size_t)(gib * (double)(1 << 30)), 0); // vLLM: a float
         else if (!strcmp(a, "--grammar-cache-bytes"))
             bad = gl_cli_parse_bytes(v, &bytes) || bytes <= 0 || (p.grammar_cache_bytes = bytes, 0);
         else if (!strcmp(a, "--grammar-compile-bytes"))

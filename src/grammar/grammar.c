@@ -237,7 +237,6 @@ static struct gl_alloc_meter *charge(struct gl_grammar *g)
 
 static void grammar_destroy(struct gl_grammar *g)
 {
-    gl_mem_freed(gl_grammar_bytes(g));
     struct gl_alloc_meter *prev = charge(g); // freed under the meter they were charged to
     gl_mask_cache_free(g->mcache);
     for (int i = 0; i < 3; i++)

@@ -10,9 +10,5 @@ cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
 gl_need_glint "server vision"
 gl_need_npm
-dir="$GLINT_TEST_DIR/tiny-hf-vision"
-if [ ! -f "$dir/config.json" ]; then
-    rm -rf "$dir"
-    "$GLINT_BIN" make-model --preset tiny --format safetensors --out "$dir" >/dev/null
-fi
+dir="$(gl_tiny_hf_vision)"
 timeout -k 10 300 node tests/server/vision.mjs "$dir"

@@ -31,6 +31,19 @@ gl_tiny_model() { # TYPE
     echo "$path"
 }
 
+gl_tiny_hf_vision() { # the tiny random HF folder with a vision tower (make-model --format safetensors)
+    local dir="$GLINT_TEST_DIR/tiny-hf-vision"
+    mkdir -p "$GLINT_TEST_DIR" || return 1
+    (
+        flock 9
+        if [ ! -f "$dir/config.json" ]; then
+            rm -rf "$dir"
+            "$GLINT_BIN" make-model --preset tiny --format safetensors --out "$dir" >/dev/null
+        fi
+    ) 9>"$dir.lock" || { echo "gl_tiny_hf_vision: writing $dir failed" >&2; return 1; }
+    echo "$dir"
+}
+
 gl_need_glint() { # NAME
     case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
     export GLINT_BIN

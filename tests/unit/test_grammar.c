@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct gl_tokenizer *g_tok;
@@ -812,6 +813,39 @@ TEST(test_alloc_meter)
     CHECK(m.live == 0);
 }
 
+// Memory that comes back (gl_mem_release): every gl_free and gl_free_unmetered counts the
+// block's usable size (the unmetered pair, jansson's hooks in the server, without touching an
+// armed meter); a release trims once 16 MiB are pending, then the count starts over.
+TEST(test_mem_freed)
+{
+    int64_t p0 = gl_mem_freed_pending();
+    void *a = gl_malloc(1 << 20);
+    REQUIRE(a);
+    size_t n = gl_alloc_size(a);
+    gl_free(a);
+    CHECK(gl_mem_freed_pending() >= p0 + (int64_t)n); // over the 64 KiB a thread holds back
+    struct gl_alloc_meter m = {0};
+    gl_alloc_meter_swap(&m);
+    void *b = gl_malloc_unmetered(1 << 20);
+    REQUIRE(b);
+    CHECK(m.live == 0);
+    int64_t p1 = gl_mem_freed_pending();
+    gl_free_unmetered(b);
+    CHECK(m.live == 0 && gl_mem_freed_pending() >= p1 + (1 << 20));
+    gl_alloc_meter_swap(NULL);
+    for (int i = 0; i < 17 && gl_mem_freed_pending() < GL_TRIM_MIN_BYTES; i++)
+        gl_free(gl_malloc(1 << 20));
+    CHECK(gl_mem_freed_pending() >= GL_TRIM_MIN_BYTES);
+    int trimmed = gl_mem_release();
+    if (!trimmed) { // an earlier test's cache trimmed within the second: the limit holds
+        struct timespec ts = {1, 100000000};
+        nanosleep(&ts, NULL);
+        trimmed = gl_mem_release();
+    }
+    CHECK(trimmed == 1);
+    CHECK(gl_mem_freed_pending() < GL_TRIM_MIN_BYTES && gl_mem_release() == 0);
+}
+
 // A schema with one object property holding an enum of n distinct values (malloc'd text).
 static char *enum_schema(int n, int salt)
 {
@@ -1030,6 +1064,6 @@ int main(void)
               test_choice_masks, test_regex_masks, test_gbnf_masks, test_schema_masks,
               test_string_masks, test_token_literals, test_atem_tools, test_stop_and_special,
               test_rollback, test_forced_bytes, test_mask_cache, test_grammar_cache,
-              test_grammar_cache_locked, test_compile_errors, test_alloc_meter, test_grammar_bytes,
-              test_grammar_cache_budget, test_compile_memory_limit);
+              test_grammar_cache_locked, test_compile_errors, test_alloc_meter, test_mem_freed,
+              test_grammar_bytes, test_grammar_cache_budget, test_compile_memory_limit);
 }
