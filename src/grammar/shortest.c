@@ -439,20 +439,31 @@ static void string_classes(struct gl_short *sh, int32_t node)
         uint32_t nc;
         cls[r] = gl_regex_classes(sh->ir->regexes[s->regexes[r]], &nc, NULL);
     }
+    _Static_assert(GL_SFAST_RX <= 8, "one class id per byte of the key");
+    // A byte joins the representative with its role and its class in every regex (the classes
+    // packed 8 bits each, GL_SFAST_RX <= 8); a role >= 100 is one byte's own (100 + b), so the
+    // bytes a JSON string treats specially are never merged. Keys make this 256 x n compares of
+    // two words: a schema of thousands of string nodes computes it once per node.
+    int role[256];
+    uint64_t key[256];
     for (int b = 0; b < 256; b++) {
         if (b == '"' && !s->raw)
             continue; // the end, not a step
         all[n_all++] = (uint8_t)b;
+        int rb = byte_role((uint8_t)b);
+        uint64_t kb = 0;
+        for (int32_t r = 0; r < nrx; r++)
+            kb |= (uint64_t)cls[r][b] << (8 * r);
         int k = 0;
-        for (; k < n && s->n_regex <= GL_SFAST_RX; k++) {
-            int same = byte_role(reps[k]) == byte_role((uint8_t)b) && byte_role((uint8_t)b) < 100;
-            for (int32_t r = 0; same && r < nrx; r++)
-                same = cls[r][reps[k]] == cls[r][b];
-            if (same)
-                break;
-        }
-        if (k == n)
+        if (s->n_regex <= GL_SFAST_RX)
+            while (k < n && (role[k] != rb || key[k] != kb))
+                k++;
+        else
+            k = n;
+        if (k == n) {
+            role[n] = rb, key[n] = kb;
             reps[n++] = (uint8_t)b;
+        }
     }
     sh->rc_n = n;
     sh->rc_n_all = n_all;
