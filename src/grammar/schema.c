@@ -1827,6 +1827,55 @@ static int string_regexes(struct sc *sc, const struct view *v, int32_t *out)
     return n;
 }
 
+// 1 when no key name is allowed by both closed objects (additionalProperties false): every
+// declared name of one is refused by the other and their patterns match no common name.
+// Patterns whose schema is false are counted as allowing (conservative). 0: not proven.
+static int keys_disjoint(struct sc *sc, const struct view *a, const struct view *b)
+{
+    if (!json_is_false(a->addl) || !json_is_false(b->addl))
+        return 0;
+    for (int side = 0; side < 2; side++) {
+        const struct view *p = side ? b : a, *q = side ? a : b;
+        const char *k;
+        size_t kl;
+        json_t *x;
+        if (p->props)
+            json_object_keylen_foreach(p->props, k, kl, x)
+            {
+                json_t *lq[SC_MAX_LIST + 2];
+                int nq = 0, closed = 0;
+                if (json_is_false(x))
+                    continue;
+                if (key_side(sc, q, k, kl, lq, &nq, SC_MAX_LIST) != GL_OK)
+                    return V_ERROR;
+                for (int j = 0; j < nq; j++)
+                    closed |= json_is_false(lq[j]);
+                if (!closed)
+                    return 0;
+            }
+    }
+    const char *ka, *kb;
+    size_t kal, kbl;
+    json_t *xa, *xb;
+    if (a->pprops && b->pprops)
+        json_object_keylen_foreach(a->pprops, ka, kal, xa)
+        {
+            int32_t ra = sc_regex(sc, ka, kal, GL_RE_SEARCH);
+            if (ra < 0)
+                return V_ERROR;
+            json_object_keylen_foreach(b->pprops, kb, kbl, xb)
+            {
+                int32_t rb = sc_regex(sc, kb, kbl, GL_RE_SEARCH);
+                if (rb < 0)
+                    return V_ERROR;
+                if (!json_is_false(xa) && !json_is_false(xb) &&
+                    !regex_disjoint(sc_re(sc, ra), sc_re(sc, rb)))
+                    return 0;
+            }
+        }
+    return 1;
+}
+
 // 1: no value satisfies both; 0: not proven; V_ERROR.
 static int disjoint_views(struct sc *sc, const struct view *a, const struct view *b, int depth)
 {
@@ -1875,6 +1924,14 @@ static int disjoint_views(struct sc *sc, const struct view *a, const struct view
             }
         }
     }
+    // Two closed objects with no key name in common share only {}; one needing a key rules
+    // that out.
+    if (common == T_OBJ && (a->min_props > 0 || json_array_size(a->required) > 0 ||
+                            b->min_props > 0 || json_array_size(b->required) > 0)) {
+        int d = keys_disjoint(sc, a, b);
+        if (d != 0)
+            return d;
+    }
     if (common == T_NUM || common == T_INT) {
         if (a->has_max && b->has_min &&
             (a->nmax < b->nmin || (a->nmax == b->nmin && (a->excl_max || b->excl_min))))
@@ -1901,6 +1958,27 @@ static int disjoint_views(struct sc *sc, const struct view *a, const struct view
         if ((a->max_items >= 0 && a->max_items < b->min_items) ||
             (b->max_items >= 0 && b->max_items < a->min_items))
             return 1;
+    }
+    // A value of p satisfies a member of each of p's anyOf/oneOf lists: when every member of
+    // one list is disjoint from q, so is p (`oneOf: [{oneOf: [string, array]}, object]`).
+    for (int side = 0; side < 2 && depth < 4; side++) {
+        const struct view *p = side ? b : a, *q = side ? a : b;
+        for (int l = 0; l < p->n_anyof + p->n_oneof; l++) {
+            json_t *list = l < p->n_anyof ? p->anyof[l] : p->oneof[l - p->n_anyof];
+            int all = json_array_size(list) > 0;
+            for (size_t i = 0; all && i < json_array_size(list); i++) {
+                json_t *m = json_array_get(list, i);
+                struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
+                if (json_is_object(m) && !mv)
+                    return V_ERROR;
+                int d = json_is_false(m) ? 1 : mv ? disjoint_views(sc, mv, q, depth + 1) : 0;
+                if (d == V_ERROR)
+                    return d;
+                all = d == 1;
+            }
+            if (all)
+                return 1;
+        }
     }
     return 0;
 }
@@ -2710,7 +2788,7 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         n_required += props[i].required;
         n_possible += props[i].value != sc->never_node || sc->never_node < 0;
     }
-    if (v->max_props >= 0 && n_required > v->max_props) {
+    if (v->max_props >= 0 && (n_required > v->max_props || v->min_props > v->max_props)) {
         r = SC_NEVER;
         goto out;
     }
@@ -3334,16 +3412,22 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     for (int i = 0; i < mv->n_not; i++)
         if (!json_is_false(mv->nots[i]))
             json_array_append(alts, mv->nots[i]);
-    // A key the member forbids (additionalProperties false) that the other branch declares.
-    if (hint && hint->props && json_is_false(mv->addl) && !mv->pprops) {
+    // A key the member forbids (a false property, or additionalProperties false and no
+    // pattern matching it) that the other branch declares.
+    if (hint && hint->props && (mv->addl || mv->props)) {
         const char *k;
         size_t kl;
         json_t *ps;
         json_object_keylen_foreach(hint->props, k, kl, ps)
         {
-            if (mv->props && json_object_getn(mv->props, k, kl))
-                continue;
-            json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
+            json_t *side[SC_MAX_LIST + 2];
+            int ns = 0, closed = 0;
+            if (key_side(sc, mv, k, kl, side, &ns, SC_MAX_LIST) != GL_OK)
+                return NULL;
+            for (int i = 0; i < ns; i++)
+                closed |= json_is_false(side[i]);
+            if (closed)
+                json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
         }
     }
     // A discriminator: the member's property p has finitely many values (enum/const) and so
@@ -3437,6 +3521,44 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
         return NULL;
     }
     return sc_keep(sc, r);
+}
+
+// 1 when v constrains objects only (every value of another type satisfies it).
+static int object_only(const struct view *v)
+{
+    struct view t = *v;
+    t.props = t.required = t.addl = t.pprops = t.pnames = NULL;
+    t.min_props = 0;
+    t.max_props = -1;
+    return v->types == T_ALL && view_is_empty(&t);
+}
+
+// A discriminated pair: a property both declare with disjoint schemas (`kind` const "a" in
+// one, "b" in the other). Branch b is narrowed to objects having the property: those fail
+// member m, so the narrowing is sound and stays one alternative however many members there
+// are; what it loses is objects without the property that satisfy b and not m. NULL if none.
+static json_t *discriminator(struct sc *sc, const struct view *b, json_t *m)
+{
+    struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
+    if (!mv || !mv->props || !b->props || !(view_types_eff(b) & T_OBJ))
+        return NULL;
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    json_object_keylen_foreach(mv->props, k, kl, ps)
+    {
+        json_t *bs = json_object_getn(b->props, k, kl);
+        int d = bs ? disjoint_schemas(sc, bs, ps, 0) : 0;
+        if (d == V_ERROR)
+            return NULL;
+        if (d == 1) {
+            json_t *r = json_pack("{sss[s%]}", "type", "object", "required", k, kl);
+            if (!r)
+                sc_nomem(sc);
+            return r ? sc_keep(sc, r) : NULL;
+        }
+    }
+    return NULL;
 }
 
 // A copy of base merged with one member schema of an anyOf/oneOf (path: kw/idx).
@@ -3632,9 +3754,18 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
             int d = disjoint_views(sc, bv[i], bv[j], 0);
             if (d == V_ERROR)
                 goto out;
-            if (d != 1)
-                ov[i * n + j] = ov[j * n + i] = 1;
-            any_ov |= d != 1;
+            if (d == 1)
+                continue;
+            // Members that only constrain objects both take every other value; when their
+            // objects are disjoint, the exact "neither" for the other types is "object".
+            if (object_only(bv[i]) && object_only(bv[j])) {
+                struct view oi = *bv[i];
+                oi.types = T_OBJ;
+                if ((d = disjoint_views(sc, &oi, bv[j], 0)) == V_ERROR)
+                    goto out;
+            }
+            ov[i * n + j] = ov[j * n + i] = d == 1 ? 2 : 1;
+            any_ov = 1;
         }
     if (any_ov && bare) {
         bare = 0;
@@ -3647,9 +3778,15 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
     for (size_t i = 0; one && i < n; i++) {
         size_t prod = 1;
         for (size_t j = 0; j < n; j++) {
-            if (!ov[i * n + j])
+            if (ov[i * n + j] == 2)
+                bv[i]->types = types_and(bv[i]->types, T_OBJ);
+            if (ov[i * n + j] != 1)
                 continue;
-            json_t *neg = n <= 16 ? negate_member(sc, json_array_get(list, j), bv[i]) : NULL;
+            json_t *neg = discriminator(sc, bv[i], json_array_get(list, j));
+            if (!neg && sc->err && sc->err->code != GL_OK)
+                goto out;
+            if (!neg && n <= 16)
+                neg = negate_member(sc, json_array_get(list, j), bv[i]);
             json_t *alts = neg ? json_object_get(neg, "anyOf") : NULL;
             prod *= alts ? json_array_size(alts) : 1;
             if (neg && prod <= SC_MAX_ALTS) {
