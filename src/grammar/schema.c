@@ -3582,6 +3582,133 @@ static struct view *branch_view(struct sc *sc, const struct view *base, json_t *
     return st == GL_OK ? bv : NULL;
 }
 
+// The exact negation of a view that has only `type` and either object keywords (properties,
+// required) or an enum of numbers, as a list of alternatives (an anyOf); NULL if nv has another
+// shape (or on error, sc->err set). not {type T, required R, properties P} = not T, or an object
+// without some k of R, or an object with some k of P whose value fails P[k] (that `not` is
+// compiled like any other). not {enum: [e1 < ... < en]} (numbers) = not a number, or a number in
+// one of the open intervals (-inf, e1), (e1, e2), ..., (en, inf).
+#define SC_NOT_NUM_MAX 16 // numbers in a negated enum (each adds an interval alternative)
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static json_t *negate_exact(struct sc *sc, const struct view *nv)
+{
+    struct view t = *nv;
+    t.types = T_ALL;
+    t.required = t.props = t.enumv = NULL;
+    t.has_min = t.has_max = 0;
+    t.min_len = t.min_items = t.min_props = 0;
+    t.max_len = t.max_items = t.max_props = -1;
+    unsigned nt = nv->types;
+    if (!view_is_empty(&t) || ((nt & T_INT) && !(nt & T_NUM)))
+        return NULL;
+    // The enum's values in nv's types: numbers (as intervals) and booleans (the other one).
+    double e[SC_NOT_NUM_MAX];
+    size_t ne = 0;
+    int bools = 0; // bit 1: true in the enum, bit 0: false
+    unsigned et = 0;
+    for (size_t i = 0; i < json_array_size(nv->enumv); i++) {
+        json_t *x = json_array_get(nv->enumv, i);
+        if (!(value_types(x) & nt))
+            continue;
+        if (json_is_boolean(x))
+            bools |= json_is_true(x) ? 2 : 1;
+        else if (!json_is_number(x) || ne == SC_NOT_NUM_MAX ||
+                 !(fabs(json_number_value(x)) < SC_INT_LIMIT))
+            return NULL; // strings and null: not_enum's; containers: not here
+        else
+            e[ne++] = json_number_value(x);
+        et |= value_types(x) & (T_NUM | T_BOOL);
+    }
+    int num = nv->enumv != NULL;
+    struct view u = *nv;
+    u.types = T_ALL;
+    if ((num && !et) || view_is_empty(&u))
+        return NULL; // an enum with no value of nv's types, or only types: apply_nots's
+    if (num && (nv->props || nv->required || nv->has_min || nv->has_max))
+        return NULL;
+    json_t *alts = json_array();
+    if (!alts || !sc_keep(sc, alts)) {
+        json_decref(alts);
+        sc_nomem(sc);
+        return NULL;
+    }
+    static const char *const names[] = {"null", "boolean", "object", "array", "string", "number"};
+    unsigned keep = num ? et : nt; // not T: the values outside keep
+    if (keep != T_ALL) {
+        json_t *tl = json_array();
+        for (int i = 0; i < 6; i++)
+            if (keep & (1u << i))
+                json_array_append_new(tl, json_string(names[i]));
+        json_array_append_new(alts, json_pack("{s{so}}", "not", "type", tl));
+    }
+    if (num && (bools == 1 || bools == 2))
+        json_array_append_new(alts, json_pack("{so}", "const", json_boolean(bools == 1)));
+    // A count or a bound: a value of that type beyond it.
+    static const struct {
+        const char *type, *min_kw, *max_kw;
+        size_t lo, hi; // offsets of the view's min / max counts
+    } counts[] = {
+        {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
+         offsetof(struct view, max_props)},
+        {"array", "minItems", "maxItems", offsetof(struct view, min_items),
+         offsetof(struct view, max_items)},
+        {"string", "minLength", "maxLength", offsetof(struct view, min_len),
+         offsetof(struct view, max_len)},
+    };
+    for (size_t i = 0; !num && i < sizeof counts / sizeof counts[0]; i++) {
+        int64_t lo = *(const int64_t *)((const char *)nv + counts[i].lo);
+        int64_t hi = *(const int64_t *)((const char *)nv + counts[i].hi);
+        if (lo > 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].max_kw, (json_int_t)(lo - 1)));
+        if (hi >= 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].min_kw, (json_int_t)(hi + 1)));
+    }
+    if (!num && nv->has_max)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_max ? "minimum" : "exclusiveMinimum",
+                                              json_real(nv->nmax)));
+    if (!num && nv->has_min)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_min ? "maximum" : "exclusiveMaximum",
+                                              json_real(nv->nmin)));
+    for (size_t i = 0; !num && nv->required && i < json_array_size(nv->required); i++)
+        json_array_append_new(alts, json_pack("{sss{s[O]}}", "type", "object", "not", "required",
+                                              json_array_get(nv->required, i)));
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    if (!num && nv->props)
+        json_object_keylen_foreach(nv->props, k, kl, ps)
+        {
+            if (json_is_true(ps) || (json_is_object(ps) && !json_object_size(ps)))
+                continue; // no value fails it
+            json_array_append_new(alts,
+                                  json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
+                                            kl, "properties", k, kl, "not", ps));
+        }
+    if (ne) {
+        qsort(e, ne, sizeof e[0], dbl_cmp);
+        for (size_t i = 0; i <= ne; i++) {
+            if (i > 0 && i < ne && e[i] == e[i - 1])
+                continue;
+            json_t *a = json_pack("{ss}", "type", "number");
+            if (a && i > 0)
+                json_object_set_new(a, "exclusiveMinimum", json_real(e[i - 1]));
+            if (a && i < ne)
+                json_object_set_new(a, "exclusiveMaximum", json_real(e[i]));
+            json_array_append_new(alts, a);
+        }
+    }
+    return alts;
+}
+
 // anyOf/oneOf distributed over the siblings: ALT over the combinations of one member per list.
 // De Morgan on `not`: not anyOf[A..] = not A and not ...; not {types + required [k..]} = one
 // of (not types, k absent, ...), an anyOf list the distribution below handles.
@@ -3598,10 +3725,23 @@ static gl_status rewrite_nots(struct sc *sc, struct view *w)
             struct view t;
             if (nv) {
                 t = *nv;
-                t.n_anyof = 0;
+                t.n_anyof = t.n_oneof = t.n_not = 0;
             }
-            if (nv && nv->n_anyof == 1 && view_is_empty(&t)) {
-                json_t *l = nv->anyof[0];
+            // not not X = X (an anyOf of one member, distributed below)
+            if (nv && view_is_empty(&t) && nv->n_not == 1 && !nv->n_anyof && !nv->n_oneof &&
+                w->n_anyof < SC_MAX_LIST) {
+                json_t *l = json_pack("[O]", nv->nots[0]);
+                if (!l || !sc_keep(sc, l))
+                    return sc_nomem(sc);
+                w->anyof[w->n_anyof++] = l;
+                changed = 1;
+                continue;
+            }
+            // not anyOf [A, B] = not A and not B; a oneOf of one member is that member
+            if (nv && view_is_empty(&t) && !nv->n_not &&
+                ((nv->n_anyof == 1 && !nv->n_oneof) ||
+                 (nv->n_oneof == 1 && !nv->n_anyof && json_array_size(nv->oneof[0]) == 1))) {
+                json_t *l = nv->n_anyof ? nv->anyof[0] : nv->oneof[0];
                 for (size_t j = 0; j < json_array_size(l); j++) {
                     json_t *n1 = json_pack("{sO}", "not", json_array_get(l, j));
                     if (!n1 || !sc_keep(sc, n1))
@@ -3633,6 +3773,22 @@ static gl_status rewrite_nots(struct sc *sc, struct view *w)
                         return sc_unsup(sc, "not", "cannot negate");
                     keep[nk++] = inner;
                 }
+                changed = 1;
+                continue;
+            }
+            // (not {required: [one]} stays for apply_nots, which forbids the key directly)
+            int direct = nv && nv->types == T_ALL && !nv->props && !nv->enumv &&
+                         json_array_size(nv->required) == 1;
+            json_t *alts = nv && !direct ? negate_exact(sc, nv) : NULL;
+            if (!alts && sc->err && sc->err->code != GL_OK)
+                return sc->err->code;
+            if (alts && json_array_size(alts) == 0) {
+                w->never = 1; // nv takes every value
+                changed = 1;
+                continue;
+            }
+            if (alts && w->n_anyof < SC_MAX_LIST) {
+                w->anyof[w->n_anyof++] = alts;
                 changed = 1;
                 continue;
             }
@@ -3782,11 +3938,12 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
                 bv[i]->types = types_and(bv[i]->types, T_OBJ);
             if (ov[i * n + j] != 1)
                 continue;
-            json_t *neg = discriminator(sc, bv[i], json_array_get(list, j));
+            json_t *m = json_array_get(list, j);
+            json_t *neg = discriminator(sc, bv[i], m);
             if (!neg && sc->err && sc->err->code != GL_OK)
                 goto out;
             if (!neg && n <= 16)
-                neg = negate_member(sc, json_array_get(list, j), bv[i]);
+                neg = negate_member(sc, m, bv[i]);
             json_t *alts = neg ? json_object_get(neg, "anyOf") : NULL;
             prod *= alts ? json_array_size(alts) : 1;
             if (neg && prod <= SC_MAX_ALTS) {
