@@ -3510,6 +3510,12 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                 alts, np ? json_pack("{sssO}", "type", "string", "pattern", np)
                          : json_pack("{sss{sO}}", "type", "string", "not", "pattern", p));
         }
+    // A member with only types whose negation removes all of the other branch: that branch
+    // is then empty, exactly (every value of it satisfies the member).
+    struct view only_t = *mv;
+    only_t.types = T_ALL;
+    if (json_array_size(alts) == 0 && kills && view_is_empty(&only_t))
+        return json_false();
     size_t n = json_array_size(alts);
     if (n == 0)
         return NULL;
@@ -3559,6 +3565,31 @@ static json_t *discriminator(struct sc *sc, const struct view *b, json_t *m)
         }
     }
     return NULL;
+}
+
+// Branch b with an enum excludes member m exactly by dropping the values m accepts (each
+// value checked by the validator). 1 done, 0 when some value cannot be decided, V_ERROR.
+static int enum_minus(struct sc *sc, struct view *b, json_t *m)
+{
+    if (!b->enumv)
+        return 0;
+    json_t *keep = json_array();
+    if (!keep || !sc_keep(sc, keep)) {
+        json_decref(keep);
+        sc_nomem(sc);
+        return V_ERROR;
+    }
+    for (size_t i = 0; i < json_array_size(b->enumv); i++) {
+        json_t *x = json_array_get(b->enumv, i);
+        int r = val_schema(sc, m, x, 0);
+        if (r == V_ERROR || r == V_UNKNOWN)
+            return r == V_ERROR ? V_ERROR : 0;
+        if (r == 0 && json_array_append(keep, x))
+            return sc_nomem(sc), V_ERROR;
+    }
+    b->enumv = keep;
+    b->never |= json_array_size(keep) == 0;
+    return 1;
 }
 
 // A copy of base merged with one member schema of an anyOf/oneOf (path: kw/idx).
@@ -3939,6 +3970,11 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
             if (ov[i * n + j] != 1)
                 continue;
             json_t *m = json_array_get(list, j);
+            int f = enum_minus(sc, bv[i], m);
+            if (f == V_ERROR)
+                goto out;
+            if (f == 1)
+                continue;
             json_t *neg = discriminator(sc, bv[i], m);
             if (!neg && sc->err && sc->err->code != GL_OK)
                 goto out;
