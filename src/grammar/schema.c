@@ -3774,12 +3774,9 @@ static gl_status rewrite_nots(struct sc *sc, struct view *w)
                  (nv->n_oneof == 1 && !nv->n_anyof && json_array_size(nv->oneof[0]) == 1))) {
                 json_t *l = nv->n_anyof ? nv->anyof[0] : nv->oneof[0];
                 for (size_t j = 0; j < json_array_size(l); j++) {
-                    json_t *n1 = json_pack("{sO}", "not", json_array_get(l, j));
-                    if (!n1 || !sc_keep(sc, n1))
-                        return sc_nomem(sc);
                     if (nk >= SC_MAX_LIST)
                         return sc_unsup(sc, "not", "too many negated anyOf members");
-                    keep[nk++] = n1;
+                    keep[nk++] = json_array_get(l, j); // the operands of `not`
                 }
                 changed = 1;
                 continue;
