@@ -1829,7 +1829,8 @@ static int string_regexes(struct sc *sc, const struct view *v, int32_t *out)
 
 // 1 when no key name is allowed by both closed objects (additionalProperties false): every
 // declared name of one is refused by the other and their patterns match no common name.
-// Patterns whose schema is false are counted as allowing (conservative). 0: not proven.
+// A name matching a pattern whose schema is false is refused there; a declared name is looked
+// up as key_side does (its patterns not consulted: conservative). 0: not proven.
 static int keys_disjoint(struct sc *sc, const struct view *a, const struct view *b)
 {
     if (!json_is_false(a->addl) || !json_is_false(b->addl))
@@ -3661,6 +3662,10 @@ static json_t *negate_exact(struct sc *sc, const struct view *nv)
     if ((num && !et) || view_is_empty(&u))
         return NULL; // an enum with no value of nv's types, or only types: apply_nots's
     if (num && (nv->props || nv->required || nv->has_min || nv->has_max))
+        return NULL;
+    // a bound beyond 2^53 may have been rounded: its complement would not be exact
+    if ((nv->has_min && !(fabs(nv->nmin) < SC_INT_LIMIT)) ||
+        (nv->has_max && !(fabs(nv->nmax) < SC_INT_LIMIT)))
         return NULL;
     json_t *alts = json_array();
     if (!alts || !sc_keep(sc, alts)) {
