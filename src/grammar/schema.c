@@ -1827,6 +1827,56 @@ static int string_regexes(struct sc *sc, const struct view *v, int32_t *out)
     return n;
 }
 
+// 1 when no key name is allowed by both closed objects (additionalProperties false): every
+// declared name of one is refused by the other and their patterns match no common name.
+// A name matching a pattern whose schema is false is refused there; a declared name is looked
+// up as key_side does (its patterns not consulted: conservative). 0: not proven.
+static int keys_disjoint(struct sc *sc, const struct view *a, const struct view *b)
+{
+    if (!json_is_false(a->addl) || !json_is_false(b->addl))
+        return 0;
+    for (int side = 0; side < 2; side++) {
+        const struct view *p = side ? b : a, *q = side ? a : b;
+        const char *k;
+        size_t kl;
+        json_t *x;
+        if (p->props)
+            json_object_keylen_foreach(p->props, k, kl, x)
+            {
+                json_t *lq[SC_MAX_LIST + 2];
+                int nq = 0, closed = 0;
+                if (json_is_false(x))
+                    continue;
+                if (key_side(sc, q, k, kl, lq, &nq, SC_MAX_LIST) != GL_OK)
+                    return V_ERROR;
+                for (int j = 0; j < nq; j++)
+                    closed |= json_is_false(lq[j]);
+                if (!closed)
+                    return 0;
+            }
+    }
+    const char *ka, *kb;
+    size_t kal, kbl;
+    json_t *xa, *xb;
+    if (a->pprops && b->pprops)
+        json_object_keylen_foreach(a->pprops, ka, kal, xa)
+        {
+            int32_t ra = sc_regex(sc, ka, kal, GL_RE_SEARCH);
+            if (ra < 0)
+                return V_ERROR;
+            json_object_keylen_foreach(b->pprops, kb, kbl, xb)
+            {
+                int32_t rb = sc_regex(sc, kb, kbl, GL_RE_SEARCH);
+                if (rb < 0)
+                    return V_ERROR;
+                if (!json_is_false(xa) && !json_is_false(xb) &&
+                    !regex_disjoint(sc_re(sc, ra), sc_re(sc, rb)))
+                    return 0;
+            }
+        }
+    return 1;
+}
+
 // 1: no value satisfies both; 0: not proven; V_ERROR.
 static int disjoint_views(struct sc *sc, const struct view *a, const struct view *b, int depth)
 {
@@ -1875,6 +1925,14 @@ static int disjoint_views(struct sc *sc, const struct view *a, const struct view
             }
         }
     }
+    // Two closed objects with no key name in common share only {}; one needing a key rules
+    // that out.
+    if (common == T_OBJ && (a->min_props > 0 || json_array_size(a->required) > 0 ||
+                            b->min_props > 0 || json_array_size(b->required) > 0)) {
+        int d = keys_disjoint(sc, a, b);
+        if (d != 0)
+            return d;
+    }
     if (common == T_NUM || common == T_INT) {
         if (a->has_max && b->has_min &&
             (a->nmax < b->nmin || (a->nmax == b->nmin && (a->excl_max || b->excl_min))))
@@ -1901,6 +1959,27 @@ static int disjoint_views(struct sc *sc, const struct view *a, const struct view
         if ((a->max_items >= 0 && a->max_items < b->min_items) ||
             (b->max_items >= 0 && b->max_items < a->min_items))
             return 1;
+    }
+    // A value of p satisfies a member of each of p's anyOf/oneOf lists: when every member of
+    // one list is disjoint from q, so is p (`oneOf: [{oneOf: [string, array]}, object]`).
+    for (int side = 0; side < 2 && depth < 4; side++) {
+        const struct view *p = side ? b : a, *q = side ? a : b;
+        for (int l = 0; l < p->n_anyof + p->n_oneof; l++) {
+            json_t *list = l < p->n_anyof ? p->anyof[l] : p->oneof[l - p->n_anyof];
+            int all = json_array_size(list) > 0;
+            for (size_t i = 0; all && i < json_array_size(list); i++) {
+                json_t *m = json_array_get(list, i);
+                struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
+                if (json_is_object(m) && !mv)
+                    return V_ERROR;
+                int d = json_is_false(m) ? 1 : mv ? disjoint_views(sc, mv, q, depth + 1) : 0;
+                if (d == V_ERROR)
+                    return d;
+                all = d == 1;
+            }
+            if (all)
+                return 1;
+        }
     }
     return 0;
 }
@@ -2710,7 +2789,7 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         n_required += props[i].required;
         n_possible += props[i].value != sc->never_node || sc->never_node < 0;
     }
-    if (v->max_props >= 0 && n_required > v->max_props) {
+    if (v->max_props >= 0 && (n_required > v->max_props || v->min_props > v->max_props)) {
         r = SC_NEVER;
         goto out;
     }
@@ -3334,16 +3413,22 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     for (int i = 0; i < mv->n_not; i++)
         if (!json_is_false(mv->nots[i]))
             json_array_append(alts, mv->nots[i]);
-    // A key the member forbids (additionalProperties false) that the other branch declares.
-    if (hint && hint->props && json_is_false(mv->addl) && !mv->pprops) {
+    // A key the member forbids (a false property, or additionalProperties false and no
+    // pattern matching it) that the other branch declares.
+    if (hint && hint->props && (mv->addl || mv->props)) {
         const char *k;
         size_t kl;
         json_t *ps;
         json_object_keylen_foreach(hint->props, k, kl, ps)
         {
-            if (mv->props && json_object_getn(mv->props, k, kl))
-                continue;
-            json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
+            json_t *side[SC_MAX_LIST + 2];
+            int ns = 0, closed = 0;
+            if (key_side(sc, mv, k, kl, side, &ns, SC_MAX_LIST) != GL_OK)
+                return NULL;
+            for (int i = 0; i < ns; i++)
+                closed |= json_is_false(side[i]);
+            if (closed)
+                json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
         }
     }
     // A discriminator: the member's property p has finitely many values (enum/const) and so
@@ -3426,6 +3511,12 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                 alts, np ? json_pack("{sssO}", "type", "string", "pattern", np)
                          : json_pack("{sss{sO}}", "type", "string", "not", "pattern", p));
         }
+    // A member with only types whose negation removes all of the other branch: that branch
+    // is then empty, exactly (every value of it satisfies the member).
+    struct view only_t = *mv;
+    only_t.types = T_ALL;
+    if (json_array_size(alts) == 0 && kills && view_is_empty(&only_t))
+        return json_false();
     size_t n = json_array_size(alts);
     if (n == 0)
         return NULL;
@@ -3437,6 +3528,69 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
         return NULL;
     }
     return sc_keep(sc, r);
+}
+
+// 1 when v constrains objects only (every value of another type satisfies it).
+static int object_only(const struct view *v)
+{
+    struct view t = *v;
+    t.props = t.required = t.addl = t.pprops = t.pnames = NULL;
+    t.min_props = 0;
+    t.max_props = -1;
+    return v->types == T_ALL && view_is_empty(&t);
+}
+
+// A discriminated pair: a property both declare with disjoint schemas (`kind` const "a" in
+// one, "b" in the other). Branch b is narrowed to objects having the property: those fail
+// member m, so the narrowing is sound and stays one alternative however many members there
+// are; what it loses is objects without the property that satisfy b and not m. NULL if none.
+static json_t *discriminator(struct sc *sc, const struct view *b, json_t *m)
+{
+    struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
+    if (!mv || !mv->props || !b->props || !(view_types_eff(b) & T_OBJ))
+        return NULL;
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    json_object_keylen_foreach(mv->props, k, kl, ps)
+    {
+        json_t *bs = json_object_getn(b->props, k, kl);
+        int d = bs ? disjoint_schemas(sc, bs, ps, 0) : 0;
+        if (d == V_ERROR)
+            return NULL;
+        if (d == 1) {
+            json_t *r = json_pack("{sss[s%]}", "type", "object", "required", k, kl);
+            if (!r)
+                sc_nomem(sc);
+            return r ? sc_keep(sc, r) : NULL;
+        }
+    }
+    return NULL;
+}
+
+// Branch b with an enum excludes member m exactly by dropping the values m accepts (each
+// value checked by the validator). 1 done, 0 when some value cannot be decided, V_ERROR.
+static int enum_minus(struct sc *sc, struct view *b, json_t *m)
+{
+    if (!b->enumv)
+        return 0;
+    json_t *keep = json_array();
+    if (!keep || !sc_keep(sc, keep)) {
+        json_decref(keep);
+        sc_nomem(sc);
+        return V_ERROR;
+    }
+    for (size_t i = 0; i < json_array_size(b->enumv); i++) {
+        json_t *x = json_array_get(b->enumv, i);
+        int r = val_schema(sc, m, x, 0);
+        if (r == V_ERROR || r == V_UNKNOWN)
+            return r == V_ERROR ? V_ERROR : 0;
+        if (r == 0 && json_array_append(keep, x))
+            return sc_nomem(sc), V_ERROR;
+    }
+    b->enumv = keep;
+    b->never |= json_array_size(keep) == 0;
+    return 1;
 }
 
 // A copy of base merged with one member schema of an anyOf/oneOf (path: kw/idx).
@@ -3460,6 +3614,137 @@ static struct view *branch_view(struct sc *sc, const struct view *base, json_t *
     return st == GL_OK ? bv : NULL;
 }
 
+// The exact negation of a view that has only `type` and either object keywords (properties,
+// required) or an enum of numbers, as a list of alternatives (an anyOf); NULL if nv has another
+// shape (or on error, sc->err set). not {type T, required R, properties P} = not T, or an object
+// without some k of R, or an object with some k of P whose value fails P[k] (that `not` is
+// compiled like any other). not {enum: [e1 < ... < en]} (numbers) = not a number, or a number in
+// one of the open intervals (-inf, e1), (e1, e2), ..., (en, inf).
+#define SC_NOT_NUM_MAX 16 // numbers in a negated enum (each adds an interval alternative)
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static json_t *negate_exact(struct sc *sc, const struct view *nv)
+{
+    struct view t = *nv;
+    t.types = T_ALL;
+    t.required = t.props = t.enumv = NULL;
+    t.has_min = t.has_max = 0;
+    t.min_len = t.min_items = t.min_props = 0;
+    t.max_len = t.max_items = t.max_props = -1;
+    unsigned nt = nv->types;
+    if (!view_is_empty(&t) || ((nt & T_INT) && !(nt & T_NUM)))
+        return NULL;
+    // The enum's values in nv's types: numbers (as intervals) and booleans (the other one).
+    double e[SC_NOT_NUM_MAX];
+    size_t ne = 0;
+    int bools = 0; // bit 1: true in the enum, bit 0: false
+    unsigned et = 0;
+    for (size_t i = 0; i < json_array_size(nv->enumv); i++) {
+        json_t *x = json_array_get(nv->enumv, i);
+        if (!(value_types(x) & nt))
+            continue;
+        if (json_is_boolean(x))
+            bools |= json_is_true(x) ? 2 : 1;
+        else if (!json_is_number(x) || ne == SC_NOT_NUM_MAX ||
+                 !(fabs(json_number_value(x)) < SC_INT_LIMIT))
+            return NULL; // strings and null: not_enum's; containers: not here
+        else
+            e[ne++] = json_number_value(x);
+        et |= value_types(x) & (T_NUM | T_BOOL);
+    }
+    int num = nv->enumv != NULL;
+    struct view u = *nv;
+    u.types = T_ALL;
+    if ((num && !et) || view_is_empty(&u))
+        return NULL; // an enum with no value of nv's types, or only types: apply_nots's
+    if (num && (nv->props || nv->required || nv->has_min || nv->has_max))
+        return NULL;
+    // a bound beyond 2^53 may have been rounded: its complement would not be exact
+    if ((nv->has_min && !(fabs(nv->nmin) < SC_INT_LIMIT)) ||
+        (nv->has_max && !(fabs(nv->nmax) < SC_INT_LIMIT)))
+        return NULL;
+    json_t *alts = json_array();
+    if (!alts || !sc_keep(sc, alts)) {
+        json_decref(alts);
+        sc_nomem(sc);
+        return NULL;
+    }
+    static const char *const names[] = {"null", "boolean", "object", "array", "string", "number"};
+    unsigned keep = num ? et : nt; // not T: the values outside keep
+    if (keep != T_ALL) {
+        json_t *tl = json_array();
+        for (int i = 0; i < 6; i++)
+            if (keep & (1u << i))
+                json_array_append_new(tl, json_string(names[i]));
+        json_array_append_new(alts, json_pack("{s{so}}", "not", "type", tl));
+    }
+    if (num && (bools == 1 || bools == 2))
+        json_array_append_new(alts, json_pack("{so}", "const", json_boolean(bools == 1)));
+    // A count or a bound: a value of that type beyond it.
+    static const struct {
+        const char *type, *min_kw, *max_kw;
+        size_t lo, hi; // offsets of the view's min / max counts
+    } counts[] = {
+        {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
+         offsetof(struct view, max_props)},
+        {"array", "minItems", "maxItems", offsetof(struct view, min_items),
+         offsetof(struct view, max_items)},
+        {"string", "minLength", "maxLength", offsetof(struct view, min_len),
+         offsetof(struct view, max_len)},
+    };
+    for (size_t i = 0; !num && i < sizeof counts / sizeof counts[0]; i++) {
+        int64_t lo = *(const int64_t *)((const char *)nv + counts[i].lo);
+        int64_t hi = *(const int64_t *)((const char *)nv + counts[i].hi);
+        if (lo > 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].max_kw, (json_int_t)(lo - 1)));
+        if (hi >= 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].min_kw, (json_int_t)(hi + 1)));
+    }
+    if (!num && nv->has_max)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_max ? "minimum" : "exclusiveMinimum",
+                                              json_real(nv->nmax)));
+    if (!num && nv->has_min)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_min ? "maximum" : "exclusiveMaximum",
+                                              json_real(nv->nmin)));
+    for (size_t i = 0; !num && nv->required && i < json_array_size(nv->required); i++)
+        json_array_append_new(alts, json_pack("{sss{s[O]}}", "type", "object", "not", "required",
+                                              json_array_get(nv->required, i)));
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    if (!num && nv->props)
+        json_object_keylen_foreach(nv->props, k, kl, ps)
+        {
+            if (json_is_true(ps) || (json_is_object(ps) && !json_object_size(ps)))
+                continue; // no value fails it
+            json_array_append_new(alts,
+                                  json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
+                                            kl, "properties", k, kl, "not", ps));
+        }
+    if (ne) {
+        qsort(e, ne, sizeof e[0], dbl_cmp);
+        for (size_t i = 0; i <= ne; i++) {
+            if (i > 0 && i < ne && e[i] == e[i - 1])
+                continue;
+            json_t *a = json_pack("{ss}", "type", "number");
+            if (a && i > 0)
+                json_object_set_new(a, "exclusiveMinimum", json_real(e[i - 1]));
+            if (a && i < ne)
+                json_object_set_new(a, "exclusiveMaximum", json_real(e[i]));
+            json_array_append_new(alts, a);
+        }
+    }
+    return alts;
+}
+
 // anyOf/oneOf distributed over the siblings: ALT over the combinations of one member per list.
 // De Morgan on `not`: not anyOf[A..] = not A and not ...; not {types + required [k..]} = one
 // of (not types, k absent, ...), an anyOf list the distribution below handles.
@@ -3476,17 +3761,27 @@ static gl_status rewrite_nots(struct sc *sc, struct view *w)
             struct view t;
             if (nv) {
                 t = *nv;
-                t.n_anyof = 0;
+                t.n_anyof = t.n_oneof = t.n_not = 0;
             }
-            if (nv && nv->n_anyof == 1 && view_is_empty(&t)) {
-                json_t *l = nv->anyof[0];
+            // not not X = X (an anyOf of one member, distributed below)
+            if (nv && view_is_empty(&t) && nv->n_not == 1 && !nv->n_anyof && !nv->n_oneof &&
+                w->n_anyof < SC_MAX_LIST) {
+                json_t *l = json_pack("[O]", nv->nots[0]);
+                if (!l || !sc_keep(sc, l))
+                    return sc_nomem(sc);
+                w->anyof[w->n_anyof++] = l;
+                changed = 1;
+                continue;
+            }
+            // not anyOf [A, B] = not A and not B; a oneOf of one member is that member
+            if (nv && view_is_empty(&t) && !nv->n_not &&
+                ((nv->n_anyof == 1 && !nv->n_oneof) ||
+                 (nv->n_oneof == 1 && !nv->n_anyof && json_array_size(nv->oneof[0]) == 1))) {
+                json_t *l = nv->n_anyof ? nv->anyof[0] : nv->oneof[0];
                 for (size_t j = 0; j < json_array_size(l); j++) {
-                    json_t *n1 = json_pack("{sO}", "not", json_array_get(l, j));
-                    if (!n1 || !sc_keep(sc, n1))
-                        return sc_nomem(sc);
                     if (nk >= SC_MAX_LIST)
                         return sc_unsup(sc, "not", "too many negated anyOf members");
-                    keep[nk++] = n1;
+                    keep[nk++] = json_array_get(l, j); // the operands of `not`
                 }
                 changed = 1;
                 continue;
@@ -3511,6 +3806,22 @@ static gl_status rewrite_nots(struct sc *sc, struct view *w)
                         return sc_unsup(sc, "not", "cannot negate");
                     keep[nk++] = inner;
                 }
+                changed = 1;
+                continue;
+            }
+            // (not {required: [one]} stays for apply_nots, which forbids the key directly)
+            int direct = nv && nv->types == T_ALL && !nv->props && !nv->enumv &&
+                         json_array_size(nv->required) == 1;
+            json_t *alts = nv && !direct ? negate_exact(sc, nv) : NULL;
+            if (!alts && sc->err && sc->err->code != GL_OK)
+                return sc->err->code;
+            if (alts && json_array_size(alts) == 0) {
+                w->never = 1; // nv takes every value
+                changed = 1;
+                continue;
+            }
+            if (alts && w->n_anyof < SC_MAX_LIST) {
+                w->anyof[w->n_anyof++] = alts;
                 changed = 1;
                 continue;
             }
@@ -3632,9 +3943,18 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
             int d = disjoint_views(sc, bv[i], bv[j], 0);
             if (d == V_ERROR)
                 goto out;
-            if (d != 1)
-                ov[i * n + j] = ov[j * n + i] = 1;
-            any_ov |= d != 1;
+            if (d == 1)
+                continue;
+            // Members that only constrain objects both take every other value; when their
+            // objects are disjoint, the exact "neither" for the other types is "object".
+            if (object_only(bv[i]) && object_only(bv[j])) {
+                struct view oi = *bv[i];
+                oi.types = T_OBJ;
+                if ((d = disjoint_views(sc, &oi, bv[j], 0)) == V_ERROR)
+                    goto out;
+            }
+            ov[i * n + j] = ov[j * n + i] = d == 1 ? 2 : 1;
+            any_ov = 1;
         }
     if (any_ov && bare) {
         bare = 0;
@@ -3647,9 +3967,21 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
     for (size_t i = 0; one && i < n; i++) {
         size_t prod = 1;
         for (size_t j = 0; j < n; j++) {
-            if (!ov[i * n + j])
+            if (ov[i * n + j] == 2)
+                bv[i]->types = types_and(bv[i]->types, T_OBJ);
+            if (ov[i * n + j] != 1)
                 continue;
-            json_t *neg = n <= 16 ? negate_member(sc, json_array_get(list, j), bv[i]) : NULL;
+            json_t *m = json_array_get(list, j);
+            int f = enum_minus(sc, bv[i], m);
+            if (f == V_ERROR)
+                goto out;
+            if (f == 1)
+                continue;
+            json_t *neg = discriminator(sc, bv[i], m);
+            if (!neg && sc->err && sc->err->code != GL_OK)
+                goto out;
+            if (!neg && n <= 16)
+                neg = negate_member(sc, m, bv[i]);
             json_t *alts = neg ? json_object_get(neg, "anyOf") : NULL;
             prod *= alts ? json_array_size(alts) : 1;
             if (neg && prod <= SC_MAX_ALTS) {

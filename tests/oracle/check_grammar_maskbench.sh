@@ -4,7 +4,7 @@
 # (default 200: 45 of 8,968 schemas, sorted by name; 20 once masks meet the 30 us goal) with the
 # real vocabulary. Fails on any matcher contract error, on any invalid instance accepted
 # (soundness, which has no tolerance), or if fewer than $GL_MB_FLOOR_PCT percent of the schemas
-# pass (default 90, the goal; measured 96.7% on every 100th, 44/45 on every 200th). Also
+# pass (default 90, the goal; measured 96.7% on every 100th, 45/45 on every 200th). Also
 # checks that the harness serializes every instance exactly as Python's
 # json.dumps(ensure_ascii=False, separators=(",", ":")) does.
 set -euo pipefail

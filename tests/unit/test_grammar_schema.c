@@ -404,7 +404,7 @@ TEST(test_oneof)
     struct gl_grammar_opts lo = g_opts;
     lo.lenient = 1;
     json_t *j = json_loads("{\"oneOf\":[{\"type\":\"string\",\"format\":\"email\"},{\"type\":"
-                           "\"string\",\"maxLength\":5}],\"not\":{\"minLength\":9}}",
+                           "\"string\",\"maxLength\":5}],\"not\":{\"multipleOf\":9}}",
                            0, NULL);
     c = compile_json(j, &lo);
     json_decref(j);
@@ -419,7 +419,7 @@ TEST(test_errors_name_keyword_and_pointer)
                      GL_E_UNSUPPORTED, "'if'", "/properties/a~1b~0"));
     CHECK(fails_with("{\"items\":{\"contains\":{\"type\":\"null\"}}}", GL_E_UNSUPPORTED,
                      "'contains'", "/items/contains"));
-    CHECK(fails_with("{\"not\":{\"minLength\":2}}", GL_E_UNSUPPORTED, "'not'", "/not"));
+    CHECK(fails_with("{\"not\":{\"multipleOf\":2}}", GL_E_UNSUPPORTED, "'not'", "/not"));
     CHECK(fails_with("{\"unevaluatedProperties\":false}", GL_E_UNSUPPORTED,
                      "'unevaluatedProperties'", NULL));
     CHECK(fails_with("{\"type\":\"strin\"}", GL_E_INVAL, "'type'", NULL));
@@ -856,6 +856,60 @@ static const struct accept_case k_accept[] = {
      {"1", "-20"},
      {"1.0", "1.5", "\"1\""}},
     {"{\"type\":[\"string\",\"null\"],\"maxLength\":1}", {"null", "\"a\""}, {"\"ab\"", "0"}},
+    // issue 19, oneOf: disjoint through a member's own oneOf (string or array vs object)
+    {"{\"oneOf\":[{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"array\"}]},{\"type\":\"object\"}]}",
+     {"\"s\"", "[]", "{}"},
+     {"1", "null", "true"}},
+    // closed objects whose key patterns share no name, one needing a key: disjoint
+    {"{\"oneOf\":[{\"type\":\"object\",\"patternProperties\":{\"^[0-9]+x$\":{}},"
+     "\"additionalProperties\":false,\"minProperties\":1},{\"type\":\"object\","
+     "\"patternProperties\":{\"^[a-z]+$\":{}},\"additionalProperties\":false}]}",
+     {"{\"2x\":1}", "{\"ab\":1}", "{}"},
+     {"{\"2x\":1,\"ab\":1}", "{\"A\":1}", "1"}},
+    // object-only members with disjoint objects: every other value satisfies both
+    {"{\"oneOf\":[{\"properties\":{\"k\":{\"const\":\"x\"}},\"required\":[\"k\"]},"
+     "{\"properties\":{\"k\":{\"const\":\"y\"}},\"required\":[\"k\"]}]}",
+     {"{\"k\":\"x\"}", "{\"k\":\"y\",\"z\":1}"},
+     {"\"s\"", "1", "null", "{\"k\":\"z\"}", "{}"}},
+    // a discriminator without `required`: objects without it satisfy both members
+    {"{\"oneOf\":[{\"properties\":{\"t\":{\"const\":\"a\"},\"m\":{\"type\":\"string\"}}},"
+     "{\"properties\":{\"t\":{\"const\":\"b\"},\"m\":{\"type\":\"string\"}}}]}",
+     {"{\"t\":\"a\"}", "{\"t\":\"b\",\"m\":\"x\"}", "{\"t\":\"a\",\"x\":1}"},
+     {"{\"t\":\"c\"}", "{}", "{\"m\":\"x\"}", "\"s\"", "{\"t\":\"a\",\"m\":1}"}},
+    // an enum member loses the values another member takes (6.0 is 6)
+    {"{\"oneOf\":[{\"enum\":[\"red\",\"orange\",6,null]},{\"enum\":[\"blue\",\"orange\",6,3]}]}",
+     {"\"red\"", "null", "\"blue\"", "3"},
+     {"\"orange\"", "6", "6.0", "\"green\"", "[]"}},
+    // a types-only member covering the other branch's types empties that branch
+    {"{\"type\":\"string\",\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\","
+     "\"pattern\":\"^a\"}]}",
+     {"\"b\"", "\"\"", "\"ba\""},
+     {"\"a\"", "\"ab\"", "1"}},
+    // issue 19, not: object keywords, counts, number and boolean enums, not not
+    {"{\"type\":\"object\",\"not\":{\"properties\":{\"a\":{\"const\":1}},\"required\":[\"a\"]}}",
+     {"{}", "{\"a\":2}", "{\"b\":1}"},
+     {"{\"a\":1}", "{\"a\":1,\"b\":2}", "{\"a\":1.0}"}},
+    {"{\"not\":{\"properties\":{\"a\":{\"type\":\"string\"}}}}",
+     {"{\"a\":1}", "{\"a\":null,\"b\":\"x\"}"},
+     {"{}", "{\"a\":\"s\"}", "1", "\"s\"", "[]"}},
+    {"{\"type\":\"integer\",\"not\":{\"enum\":[0,5]}}",
+     {"1", "-3", "6", "4"},
+     {"0", "5", "5.0", "-0", "1.5"}},
+    {"{\"not\":{\"const\":true}}", {"false", "1", "\"s\"", "null"}, {"true"}},
+    {"{\"type\":\"array\",\"not\":{\"maxItems\":0}}", {"[1]", "[1,2]"}, {"[]", "{}"}},
+    {"{\"not\":{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}}",
+     {"\"a\"", "\"abcd\"", "1", "\"\""},
+     {"\"ab\"", "\"abc\""}},
+    {"{\"not\":{\"minimum\":1,\"exclusiveMaximum\":3}}",
+     {"0", "3", "3.5", "0.99"},
+     {"1", "2", "2.99", "\"s\"", "null"}},
+    // not anyOf [A, B] = not A and not B (before 2026-12-04 this rewrite negated twice and was
+    // saved only by refusing the result)
+    {"{\"not\":{\"anyOf\":[{\"type\":\"string\"},{\"required\":[\"a\"]}]}}",
+     {"1", "{\"b\":1}", "null"},
+     {"\"s\"", "{\"a\":1}"}},
+    {"{\"not\":{\"not\":{\"type\":\"string\"}}}", {"\"s\""}, {"1", "null", "{}"}},
+    {"{\"not\":{\"oneOf\":[{\"type\":\"string\"}]}}", {"1", "null"}, {"\"s\""}},
 };
 
 TEST(test_acceptance)
@@ -989,10 +1043,9 @@ TEST(test_not_enum)
             CHECKF(walk(&c, k[i].doc) == k[i].ok, "%s %s: want %d", k[i].schema, k[i].doc, k[i].ok);
         compiled_free(&c);
     }
-    // still refused: a number or a single boolean the type allows
-    CHECK(fails_with("{\"type\":\"integer\",\"not\":{\"enum\":[3]}}", GL_E_UNSUPPORTED, "'not'",
-                     "at /not"));
-    CHECK(fails_with("{\"type\":\"boolean\",\"not\":{\"const\":true}}", GL_E_UNSUPPORTED, "'not'",
+    // still refused: an enum of containers, and a `not` of an array's items (needs contains)
+    CHECK(fails_with("{\"not\":{\"enum\":[[1]]}}", GL_E_UNSUPPORTED, "'not'", "at /not"));
+    CHECK(fails_with("{\"not\":{\"items\":{\"type\":\"string\"}}}", GL_E_UNSUPPORTED, "'not'",
                      "at /not"));
 }
 
