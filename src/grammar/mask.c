@@ -192,6 +192,18 @@ struct gl_cview {
     struct gl_cmemo memo[GL_CMEMO_N];
 };
 
+// The quote suffixes S accepted after a string value's closing quote (quote_part, quote_multi),
+// by the state there: the quote pops the string, so every position of one string value (and
+// each value of the same property in later items or documents) reaches the same state, and the
+// S walk (~480 suffixes stepped through a whole state, ~10 us) runs once per such state.
+#define GL_QCACHE_N 8
+struct gl_qentry {
+    uint64_t hash, stamp;
+    const struct gl_gvocab *v; // NULL: empty slot
+    struct gl_mstate *st;
+    uint32_t *accs; // accepted S, (n_qs + 31) / 32 words
+};
+
 // Exact walks (frame_part without a class trie) by stepper state: a poor partition (a `uri`
 // or `email` format, many literal characters) or one still renting its trie walks 40k-400k
 // nodes (~1-5 ms) each time, and its DFA states recur under other frame values. A slot holds a
@@ -210,6 +222,9 @@ struct gl_mcache {
     struct gl_mstate *qst; // quote_part: the state just after the string's closing quote
     uint32_t *qacc;        // quote_part: accepted P, then accepted S (bitsets)
     size_t qacc_words;
+    struct gl_qentry qe[GL_QCACHE_N];        // accepted S by the state after the quote
+    size_t qe_words;                         // words allocated for each qe[].accs
+    uint32_t sparse[GL_MASK_SPARSE_MAX + 1]; // mcache_put: the allowed ids of a sparse mask
     uint64_t *frames; // (max depth + 2) frames of GL_SFRAME_MAX bytes for the class walk
     int32_t cap, n;
     uint64_t clock;
@@ -821,6 +836,10 @@ void gl_mask_cache_free(struct gl_mcache *c)
     gl_free(c->next);
     gl_mstate_free(c->qst);
     gl_free(c->qacc);
+    for (int i = 0; i < GL_QCACHE_N; i++) {
+        gl_mstate_free(c->qe[i].st);
+        gl_free(c->qe[i].accs);
+    }
     gl_free(c->qsub);
     gl_free(c->part);
     gl_free(c->walk);
@@ -875,6 +894,24 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         c->qacc = qa;
         c->qacc_words = qw;
     }
+    size_t sw = ((size_t)v->n_qs + 31) / 32;
+    for (int i = 0; i < GL_QCACHE_N; i++) {
+        struct gl_qentry *e = &c->qe[i];
+        if (!e->st) {
+            gl_status st = gl_mstate_new(&e->st, &g->ir, NULL, err);
+            if (st != GL_OK)
+                return st;
+        }
+        if (sw > c->qe_words) {
+            uint32_t *a = gl_realloc(e->accs, (sw ? sw : 1) * sizeof *a);
+            if (!a)
+                return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
+            e->accs = a;
+            e->v = NULL;
+        }
+    }
+    if (sw > c->qe_words)
+        c->qe_words = sw;
     if ((size_t)v->n_qp + 1 > c->qsub_cap) {
         uint32_t *qs = gl_realloc(c->qsub, ((size_t)v->n_qp + 1) * sizeof *qs);
         if (!qs)
@@ -1578,11 +1615,11 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
             return;
         c->cap = g->mcache_cap;
     }
-    // Count set bits up to the sparse limit only (baseline x86-64 has no popcnt instruction).
+    // One pass: the allowed ids into c->sparse until there are too many for a sparse entry.
     int64_t n_set = 0;
     for (size_t w = 0; w < v->words && n_set <= GL_MASK_SPARSE_MAX; w++)
         for (uint32_t x = mask[w]; x && n_set <= GL_MASK_SPARSE_MAX; x &= x - 1)
-            n_set++;
+            c->sparse[n_set++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
     size_t need = n_set <= GL_MASK_SPARSE_MAX ? (size_t)n_set : v->words;
     struct gl_mentry *e;
     if (c->n < c->cap) {
@@ -1612,11 +1649,8 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
     e->v = v;
     gl_mstate_copy(e->st, s);
     if (n_set <= GL_MASK_SPARSE_MAX) {
-        int32_t k = 0;
-        for (size_t w = 0; w < v->words; w++)
-            for (uint32_t x = mask[w]; x; x &= x - 1)
-                e->data[k++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
-        e->n_ids = k;
+        memcpy(e->data, c->sparse, (size_t)n_set * sizeof *e->data);
+        e->n_ids = (int32_t)n_set;
     } else {
         memcpy(e->data, mask, v->words * sizeof *mask);
         e->n_ids = -1;
@@ -1638,6 +1672,38 @@ static void mentry_read(const struct gl_mentry *e, size_t words, uint32_t *mask)
 // P '"' S is accepted iff the frame takes P and may end there, and the state after the closing
 // quote takes S; that state pops the string, so it is the same for every P and S is walked once
 // instead of under each P. Tokens with a backslash before their first quote are walked whole.
+
+// The suffixes S accepted from q, the state just after a closing quote (bits over v->n_qs, the
+// empty S included), into accs: kept by q (c->qe), walked on a miss. Returns the nodes visited.
+static int64_t quote_suffixes(struct gl_mcache *c, const struct gl_gvocab *v,
+                              const struct gl_mstate *q, uint32_t *accs)
+{
+    size_t sw = ((size_t)v->n_qs + 31) / 32;
+    uint64_t h = gl_mstate_hash(q);
+    struct gl_qentry *old = &c->qe[0];
+    for (int i = 0; i < GL_QCACHE_N; i++) {
+        struct gl_qentry *e = &c->qe[i];
+        if (e->v == v && e->hash == h && gl_mstate_equal(e->st, q)) {
+            e->stamp = ++c->clock;
+            memcpy(accs, e->accs, sw * sizeof *accs);
+            return 0;
+        }
+        if (e->stamp < old->stamp)
+            old = e;
+    }
+    memset(accs, 0, sw * sizeof *accs);
+    int64_t visited = trie_walk(&v->qsuf, c, q, accs);
+    if (v->qs_empty >= 0)
+        accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+    if (old->accs && sw <= c->qe_words) {
+        gl_mstate_copy(old->st, q);
+        memcpy(old->accs, accs, sw * sizeof *accs);
+        old->hash = h;
+        old->v = v;
+        old->stamp = ++c->clock;
+    }
+    return visited;
+}
 
 // The prefixes P the frame (c->frames[0], fs bytes) takes and may end after, into accp (bits
 // over v->n_qp); returns the first such P, or -1.
@@ -1671,15 +1737,12 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
         // The state after the closing quote, reached through the first P that ends the string.
         // c->qacc: P scratch (quote_prefixes without an entry), then the S bits.
         uint32_t *accs = c->qacc + ((size_t)v->n_qp + 31) / 32;
-        memset(accs, 0, ((size_t)v->n_qs + 31) / 32 * sizeof *accs);
         struct gl_mstate *q = c->qst;
         gl_mstate_copy(q, s);
         for (uint32_t k = 0; k < v->qp_len[first]; k++)
             GL_ASSERT(gl_mstate_advance_byte(q, v->qp[first][k]));
         GL_ASSERT(gl_mstate_advance_byte(q, '"'));
-        visited += trie_walk(&v->qsuf, c, q, accs);
-        if (v->qs_empty >= 0)
-            accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+        visited += quote_suffixes(c, v, q, accs);
         for (int32_t k = 0; k < v->n_qd; k++) {
             int32_t a = v->qd_p[k], b = v->qd_s[k];
             if ((accp[a >> 5] >> (a & 31) & 1) && (accs[b >> 5] >> (b & 31) & 1))
@@ -1749,10 +1812,7 @@ static int64_t quote_multi(struct gl_mcache *c, const struct gl_gvocab *v,
             i++;
         if (i < v->qp_len[first[k]] || !gl_mstate_advance_byte(q, '"'))
             continue;
-        memset(accs, 0, ((size_t)v->n_qs + 31) / 32 * sizeof *accs);
-        visited += trie_walk(&v->qsuf, c, q, accs);
-        if (v->qs_empty >= 0)
-            accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+        visited += quote_suffixes(c, v, q, accs);
         for (int32_t j = 0; j < v->n_qd; j++) {
             int32_t a = v->qd_p[j], b = v->qd_s[j];
             if (sub[a] == sets[k] && (accs[b >> 5] >> (b & 31) & 1))
