@@ -1325,6 +1325,42 @@ static int64_t frame_walk(const struct gl_trie *t, const uint8_t *rep, struct gl
     return visited;
 }
 
+// frame_walk (trie t as it is) for a key frame of an object with declared names only: after each
+// accepted node only the children in the frame's next bytes (the candidate names' next bytes,
+// gl_mstate_sframe_next_bytes) are stepped, so the walk follows the names instead of trying the
+// ~200 first bytes of the vocabulary. Where the frame is not narrowed (inside an escape or a
+// multi-byte character) every child is stepped. Returns the nodes visited.
+static int64_t frame_walk_named(const struct gl_trie *t, struct gl_mcache *c,
+                                const struct gl_mstate *s, size_t fs, uint32_t *out)
+{
+    const struct gl_tnode *nd = t->nodes;
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint64_t(*next)[4] = c->next;
+    GL_ASSERT(gl_mstate_sframe_next_bytes(s, c->frames, next[0]));
+    uint32_t i = 1, n = t->n_nodes;
+    int64_t visited = 0;
+    while (i < n) {
+        const struct gl_tnode *x = &nd[i];
+        uint32_t d = x->depth;
+        if (!(next[d - 1][x->byte >> 6] >> (x->byte & 63) & 1)) {
+            i = x->next;
+            continue;
+        }
+        uint64_t *cur = c->frames + (size_t)d * stride;
+        visited++;
+        memcpy(cur, cur - stride, fs);
+        if (!gl_mstate_sframe_step(s, cur, x->byte)) {
+            i = x->next;
+            continue;
+        }
+        allow_node_tokens(t, i, out);
+        if (x->next > i + 1 && !gl_mstate_sframe_next_bytes(s, cur, next[d]))
+            memset(next[d], 0xff, sizeof next[d]);
+        i++;
+    }
+    return visited;
+}
+
 // frame_walk for a string-value frame reduced to its plain-byte stepper (gl_mstate_sfast): the
 // same accepted set for tokens without '"' and '\\' (tokens with a backslash are refused here
 // and must be walked with the frame), at about a third of frame_walk's cost per node (no frame
@@ -1536,6 +1572,11 @@ static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
                           uint32_t th, size_t fs, uint32_t *part)
 {
     int32_t mn, mx;
+    uint64_t nb[4];
+    if (gl_mstate_sframe_next_bytes(s, c->frames, nb)) { // a key of declared names only
+        memset(part, 0, v->words * sizeof *part);
+        return frame_walk_named(&v->noq, c, s, fs, part);
+    }
     if (gl_mstate_sframe_free(s, th, &mn, &mx)) { // the plain tokens by count, the rest walked
         int32_t k = mx < 0 || mx > v->max_plain ? v->max_plain : mx;
         memcpy(part, v->plain + (size_t)k * v->words, v->words * sizeof *part);

@@ -2525,6 +2525,8 @@ void gl_mstate_next_bytes(const struct gl_mstate *s, uint64_t set[4])
 // Thread th's top frame when it is the body of a non-raw JSON string or of an object key, else
 // NULL. In a key body, as in a string body, a byte other than '"' only changes the top frame:
 // the key's decoder, prefix range, length, hash and pattern states (obj_step's O_KEY case).
+// Keys of objects with declared names only are walked frame by frame too, narrowed at every
+// step to the candidate names' bytes (gl_mstate_sframe_next_bytes).
 static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
 {
     GL_ASSERT(th < s->used);
@@ -2532,12 +2534,8 @@ static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
     if (!f || f->size > GL_SFRAME_MAX)
         return NULL;
     const struct gl_gnode *n = &s->ir->nodes[f->node];
-    if (n->kind == GN_JOBJECT) {
-        // Keys of objects with declared names only are left to the whole-state walk, where
-        // next_bytes narrows every step to the candidate names' bytes.
-        uint64_t set[4] = {0, 0, 0, 0};
-        return OP(f)->phase == O_KEY && !frame_next_bytes(s, f, set) ? f : NULL;
-    }
+    if (n->kind == GN_JOBJECT)
+        return OP(f)->phase == O_KEY ? f : NULL;
     if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
         return NULL;
     // A uniqueItems item over names checks every byte against the array's items (str_feed).
@@ -2610,6 +2608,15 @@ int gl_mstate_sframe_free(const struct gl_mstate *s, uint32_t th, int32_t *min_m
 {
     struct frm *f = sframe_at(s, th);
     return f && frame_free(s, f, min_more, max_more);
+}
+
+int gl_mstate_sframe_next_bytes(const struct gl_mstate *s, const uint64_t *frame, uint64_t set[4])
+{
+    struct frm *f = (struct frm *)(uintptr_t)frame;
+    if (s->ir->nodes[f->node].kind != GN_JOBJECT)
+        return 0;
+    memset(set, 0, 4 * sizeof *set);
+    return frame_next_bytes(s, f, set);
 }
 
 int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame)
