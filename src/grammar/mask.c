@@ -196,7 +196,9 @@ struct gl_cview {
 // by the state there: the quote pops the string, so every position of one string value (and
 // each value of the same property in later items or documents) reaches the same state, and the
 // S walk (~480 suffixes stepped through a whole state, ~10 us) runs once per such state.
-#define GL_QCACHE_N 8
+#define GL_QCACHE_N 16
+// Thread sets (quote_multi) or closing prefixes (quote_key) handled per quote-token mask.
+#define GL_QSETS_MAX 8
 struct gl_qentry {
     uint64_t hash, stamp;
     const struct gl_gvocab *v; // NULL: empty slot
@@ -220,7 +222,7 @@ struct gl_mcache {
     uint32_t *qsub; // quote_multi: per quote prefix P, the threads that take it and may end
     size_t qsub_cap;
     struct gl_mstate *qst; // quote_part: the state just after the string's closing quote
-    uint32_t *qacc;        // quote_part: accepted P, then accepted S (bitsets)
+    uint32_t *qacc; // quote_part: accepted P, then accepted S (bitsets), then quote_key's S per P
     size_t qacc_words;
     struct gl_qentry qe[GL_QCACHE_N];        // accepted S by the state after the quote
     size_t qe_words;                         // words allocated for each qe[].accs
@@ -886,7 +888,8 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         if (st != GL_OK)
             return st;
     }
-    size_t qw = ((size_t)v->n_qp + 31) / 32 + ((size_t)v->n_qs + 31) / 32; // P scratch, S bits
+    // P scratch, S bits, and quote_key's S bits for each of up to GL_QSETS_MAX prefixes.
+    size_t qw = ((size_t)v->n_qp + 31) / 32 + (1 + GL_QSETS_MAX) * (((size_t)v->n_qs + 31) / 32);
     if (qw > c->qacc_words) {
         uint32_t *qa = gl_realloc(c->qacc, qw * sizeof *qa);
         if (!qa)
@@ -1800,7 +1803,6 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
 // instead of walking every quote token through the many-thread state (a ~440-node walk whose
 // every step moves 20+ threads: ~2 ms). -1 when it does not apply (a key or an escape, no cache
 // entry, too many sets); mask is then untouched. Returns the nodes visited.
-#define GL_QSETS_MAX 8
 static int64_t quote_multi(struct gl_mcache *c, const struct gl_gvocab *v,
                            const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
 {
@@ -1859,6 +1861,48 @@ static int64_t quote_multi(struct gl_mcache *c, const struct gl_gvocab *v,
             if (sub[a] == sets[k] && (accs[b >> 5] >> (b & 31) & 1))
                 mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
         }
+    }
+    return visited + trie_walk(&v->qesc, c, s, mask);
+}
+
+// The quote tokens of a one-thread state inside the key of an object with declared names only
+// (nb: the key frame's next bytes), ORed into mask. A token P '"' S (no backslash in P) is
+// accepted iff the state takes P and then the quote (the key is then a declared name), and the
+// state after that takes S. Only the P that spell the rest of a candidate name get that far;
+// S is walked once per state after the quote (quote_suffixes, kept across masks) instead of
+// under every P by the whole-state walk. -1 when more than GL_QSETS_MAX prefixes close the key
+// (mask then untouched). Returns the nodes visited.
+static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                         const uint64_t nb[4], uint32_t *mask)
+{
+    size_t pw = ((size_t)v->n_qp + 31) / 32, sw = ((size_t)v->n_qs + 31) / 32;
+    uint32_t *slot = c->qsub;           // per P: its index into accs + 1, or 0
+    uint32_t *accs = c->qacc + pw + sw; // GL_QSETS_MAX S bitsets
+    memset(slot, 0, (size_t)v->n_qp * sizeof *slot);
+    struct gl_mstate *q = c->qst;
+    int64_t visited = 0;
+    uint32_t n_acc = 0;
+    for (int32_t a = 0; a < v->n_qp; a++) {
+        uint8_t b0 = v->qp_len[a] ? v->qp[a][0] : '"';
+        if (!(nb[b0 >> 6] >> (b0 & 63) & 1))
+            continue;
+        gl_mstate_copy(q, s);
+        uint32_t k = 0;
+        while (k < v->qp_len[a] && gl_mstate_advance_byte(q, v->qp[a][k]))
+            k++;
+        visited += k;
+        if (k < v->qp_len[a] || !gl_mstate_advance_byte(q, '"'))
+            continue;
+        if (n_acc == GL_QSETS_MAX)
+            return -1;
+        visited += quote_suffixes(c, v, q, accs + n_acc * sw);
+        slot[a] = ++n_acc;
+    }
+    for (int32_t j = 0; n_acc && j < v->n_qd; j++) {
+        uint32_t k = slot[v->qd_p[j]];
+        int32_t b = v->qd_s[j];
+        if (k && (accs[(k - 1) * sw + ((uint32_t)b >> 5)] >> (b & 31) & 1))
+            mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
     }
     return visited + trie_walk(&v->qesc, c, s, mask);
 }
@@ -1962,7 +2006,8 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
     int64_t visited = frames_union(c, v, s, th, nt, 0, mask, c->ents);
     struct gl_sentry *e0 = c->ents[0];
     int64_t qv;
-    size_t fs;
+    size_t fs = 0;
+    uint64_t nb[4];
     if (nt == 1 && (fs = gl_mstate_sframe(s, th[0], c->frames, GL_SFRAME_MAX)) > 0 &&
         gl_mstate_sframe_closes(s, c->frames) >= 0) {
         // The prefixes depend on the frame alone: kept with its entry.
@@ -1981,6 +2026,9 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
             }
         }
         qv = quote_part(c, v, s, accp, first, mask);
+    } else if (nt == 1 && fs > 0 && gl_mstate_sframe_next_bytes(s, c->frames, nb) &&
+               (qv = quote_key(c, v, s, nb, mask)) >= 0) {
+        // a key of declared names only (quote_key)
     } else if (nt > GL_SCACHE_N || (qv = quote_multi(c, v, s, th, nt, mask)) < 0) {
         qv = trie_walk(&v->quot, c, s, mask);
     }
