@@ -62,12 +62,13 @@ struct gl_gvocab {
     struct gl_trie strq; // slow minus the tokens whose first non-plain byte is a control byte
     // The string-body tries (frame walks): a JSON string or key body rejects raw control bytes,
     // so tokens that reach one before any quote or backslash (ctrl_first) are left out.
-    struct gl_trie noq;   // tokens without a '"' byte (they never leave a string body)
-    struct gl_trie quot;  // byte-matchable tokens with a '"' byte
-    struct gl_trie slnq;  // slow tokens without a '"' byte
-    struct gl_trie bsl;   // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
-    struct gl_trie numq;  // tokens of number bytes only (0-9 + - . e E): the number walk
-    struct gl_trie nonum; // the other byte-matchable tokens
+    struct gl_trie noq;     // tokens without a '"' byte (they never leave a string body)
+    uint32_t noq_root[256]; // noq's child of the root for each byte (0: none)
+    struct gl_trie quot;    // byte-matchable tokens with a '"' byte
+    struct gl_trie slnq;    // slow tokens without a '"' byte
+    struct gl_trie bsl;     // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
+    struct gl_trie numq;    // tokens of number bytes only (0-9 + - . e E): the number walk
+    struct gl_trie nonum;   // the other byte-matchable tokens
     // Quote tokens as P '"' S, split at the first quote, for string values (quote_part): the
     // distinct P (no backslash: the quote really ends the string) and S, and each token's pair.
     struct gl_trie qesc; // quote tokens with a backslash before the first quote (walked whole)
@@ -197,6 +198,8 @@ struct gl_cview {
 // each value of the same property in later items or documents) reaches the same state, and the
 // S walk (~480 suffixes stepped through a whole state, ~10 us) runs once per such state.
 #define GL_QCACHE_N 16
+// Names a declared-name key's walk follows directly (names_part); more: the frame walk.
+#define GL_NAMES_MAX 256
 // Thread sets (quote_multi) or closing prefixes (quote_key) handled per quote-token mask.
 #define GL_QSETS_MAX 8
 struct gl_qentry {
@@ -227,6 +230,8 @@ struct gl_mcache {
     struct gl_qentry qe[GL_QCACHE_N];        // accepted S by the state after the quote
     size_t qe_words;                         // words allocated for each qe[].accs
     uint32_t sparse[GL_MASK_SPARSE_MAX + 1]; // mcache_put: the allowed ids of a sparse mask
+    const uint8_t *nm_p[GL_NAMES_MAX];       // names_part: the names' rest
+    uint32_t nm_len[GL_NAMES_MAX];
     uint64_t *frames; // (max depth + 2) frames of GL_SFRAME_MAX bytes for the class walk
     int32_t cap, n;
     uint64_t clock;
@@ -651,6 +656,8 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
         if (st != GL_OK)
             goto fail;
     }
+    for (uint32_t k = 1; k < v->noq.n_nodes; k = v->noq.nodes[k].next)
+        v->noq_root[v->noq.nodes[k].byte] = k;
     for (int q = 0; q < 2; q++) {
         size_t m = 0;
         for (size_t i = 0; i < n_refs; i++)
@@ -1364,6 +1371,45 @@ static int64_t frame_walk_named(const struct gl_trie *t, struct gl_mcache *c,
     return visited;
 }
 
+// The quote-free part for a key of declared names only, into part (every word written). A
+// token without '"' or '\\' is accepted iff its bytes continue one of the names the key may
+// still become (gl_mstate_sframe_names): the tokens on each name's path through the trie, as
+// far as the name's bytes are raw-typable (not a control byte, '"' or '\\', which need an
+// escape). The tokens with a backslash (escapes may spell name characters) are walked with
+// the frame. Returns the nodes visited.
+static int64_t names_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                          size_t fs, uint32_t *part)
+{
+    memset(part, 0, v->words * sizeof *part);
+    int n = gl_mstate_sframe_names(s, c->frames, c->nm_p, c->nm_len, GL_NAMES_MAX);
+    if (n < 0)
+        return frame_walk_named(&v->noq, c, s, fs, part);
+    const struct gl_tnode *nd = v->noq.nodes;
+    int64_t visited = 0;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *r = c->nm_p[i];
+        uint32_t x = 0;
+        for (uint32_t j = 0; j < c->nm_len[i]; j++) {
+            uint8_t b = r[j];
+            if (b < 0x20 || b == '"' || b == '\\')
+                break;
+            if (j == 0) {
+                x = v->noq_root[b];
+            } else {
+                uint32_t y = x + 1;
+                while (y < nd[x].next && nd[y].byte != b)
+                    y = nd[y].next;
+                x = y < nd[x].next ? y : 0;
+            }
+            if (!x)
+                break;
+            visited++;
+            allow_node_tokens(&v->noq, x, part);
+        }
+    }
+    return visited + frame_walk_named(&v->bsl, c, s, fs, part);
+}
+
 // frame_walk for a string-value frame reduced to its plain-byte stepper (gl_mstate_sfast): the
 // same accepted set for tokens without '"' and '\\' (tokens with a backslash are refused here
 // and must be walked with the frame), at about a third of frame_walk's cost per node (no frame
@@ -1577,8 +1623,7 @@ static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
     int32_t mn, mx;
     uint64_t nb[4];
     if (gl_mstate_sframe_next_bytes(s, c->frames, nb)) { // a key of declared names only
-        memset(part, 0, v->words * sizeof *part);
-        return frame_walk_named(&v->noq, c, s, fs, part);
+        return names_part(c, v, s, fs, part);
     }
     if (gl_mstate_sframe_free(s, th, &mn, &mx)) { // the plain tokens by count, the rest walked
         int32_t k = mx < 0 || mx > v->max_plain ? v->max_plain : mx;

@@ -2619,6 +2619,31 @@ int gl_mstate_sframe_next_bytes(const struct gl_mstate *s, const uint64_t *frame
     return frame_next_bytes(s, f, set);
 }
 
+int gl_mstate_sframe_names(const struct gl_mstate *s, const uint64_t *frame, const uint8_t **p,
+                           uint32_t *len, int cap)
+{
+    struct gl_mstate *m = (struct gl_mstate *)(uintptr_t)s;
+    struct frm *f = (struct frm *)(uintptr_t)frame;
+    uint64_t set[4] = {0, 0, 0, 0};
+    if (s->ir->nodes[f->node].kind != GN_JOBJECT || !frame_next_bytes(s, f, set))
+        return -1;
+    // key_probe with no non-declared key possible: the declared names in the prefix range
+    // that o_prop_ok allows.
+    const struct gl_gobj *o = &s->ir->nodes[f->node].u.obj;
+    const struct opay *op = OP(f);
+    int allow = o_allow_optional(o, op), n = 0;
+    for (int32_t i = op->lo; i < op->hi; i++) {
+        const struct gl_gbytes *nm = &o->props[i].name;
+        if (nm->len <= op->keylen || !o_prop_ok(m, f, i, allow))
+            continue;
+        if (n == cap)
+            return -1;
+        p[n] = nm->p + op->keylen;
+        len[n++] = nm->len - op->keylen;
+    }
+    return n;
+}
+
 int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame)
 {
     const struct frm *f = (const struct frm *)(const void *)frame;
