@@ -62,12 +62,13 @@ struct gl_gvocab {
     struct gl_trie strq; // slow minus the tokens whose first non-plain byte is a control byte
     // The string-body tries (frame walks): a JSON string or key body rejects raw control bytes,
     // so tokens that reach one before any quote or backslash (ctrl_first) are left out.
-    struct gl_trie noq;   // tokens without a '"' byte (they never leave a string body)
-    struct gl_trie quot;  // byte-matchable tokens with a '"' byte
-    struct gl_trie slnq;  // slow tokens without a '"' byte
-    struct gl_trie bsl;   // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
-    struct gl_trie numq;  // tokens of number bytes only (0-9 + - . e E): the number walk
-    struct gl_trie nonum; // the other byte-matchable tokens
+    struct gl_trie noq;     // tokens without a '"' byte (they never leave a string body)
+    uint32_t noq_root[256]; // noq's child of the root for each byte (0: none)
+    struct gl_trie quot;    // byte-matchable tokens with a '"' byte
+    struct gl_trie slnq;    // slow tokens without a '"' byte
+    struct gl_trie bsl;     // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
+    struct gl_trie numq;    // tokens of number bytes only (0-9 + - . e E): the number walk
+    struct gl_trie nonum;   // the other byte-matchable tokens
     // Quote tokens as P '"' S, split at the first quote, for string values (quote_part): the
     // distinct P (no backslash: the quote really ends the string) and S, and each token's pair.
     struct gl_trie qesc; // quote tokens with a backslash before the first quote (walked whole)
@@ -192,6 +193,22 @@ struct gl_cview {
     struct gl_cmemo memo[GL_CMEMO_N];
 };
 
+// The quote suffixes S accepted after a string value's closing quote (quote_part, quote_multi),
+// by the state there: the quote pops the string, so every position of one string value (and
+// each value of the same property in later items or documents) reaches the same state, and the
+// S walk (~480 suffixes stepped through a whole state, ~10 us) runs once per such state.
+#define GL_QCACHE_N 16
+// Names a declared-name key's walk follows directly (names_part); more: the frame walk.
+#define GL_NAMES_MAX 256
+// Thread sets (quote_multi) or closing prefixes (quote_key) handled per quote-token mask.
+#define GL_QSETS_MAX 8
+struct gl_qentry {
+    uint64_t hash, stamp;
+    const struct gl_gvocab *v; // NULL: empty slot
+    struct gl_mstate *st;
+    uint32_t *accs; // accepted S, (n_qs + 31) / 32 words
+};
+
 // Exact walks (frame_part without a class trie) by stepper state: a poor partition (a `uri`
 // or `email` format, many literal characters) or one still renting its trie walks 40k-400k
 // nodes (~1-5 ms) each time, and its DFA states recur under other frame values. A slot holds a
@@ -208,8 +225,13 @@ struct gl_mcache {
     uint32_t *qsub; // quote_multi: per quote prefix P, the threads that take it and may end
     size_t qsub_cap;
     struct gl_mstate *qst; // quote_part: the state just after the string's closing quote
-    uint32_t *qacc;        // quote_part: accepted P, then accepted S (bitsets)
+    uint32_t *qacc; // quote_part: accepted P, then accepted S (bitsets), then quote_key's S per P
     size_t qacc_words;
+    struct gl_qentry qe[GL_QCACHE_N];        // accepted S by the state after the quote
+    size_t qe_words;                         // words allocated for each qe[].accs
+    uint32_t sparse[GL_MASK_SPARSE_MAX + 1]; // mcache_put: the allowed ids of a sparse mask
+    const uint8_t *nm_p[GL_NAMES_MAX];       // names_part: the names' rest
+    uint32_t nm_len[GL_NAMES_MAX];
     uint64_t *frames; // (max depth + 2) frames of GL_SFRAME_MAX bytes for the class walk
     int32_t cap, n;
     uint64_t clock;
@@ -634,6 +656,8 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
         if (st != GL_OK)
             goto fail;
     }
+    for (uint32_t k = 1; k < v->noq.n_nodes; k = v->noq.nodes[k].next)
+        v->noq_root[v->noq.nodes[k].byte] = k;
     for (int q = 0; q < 2; q++) {
         size_t m = 0;
         for (size_t i = 0; i < n_refs; i++)
@@ -821,6 +845,10 @@ void gl_mask_cache_free(struct gl_mcache *c)
     gl_free(c->next);
     gl_mstate_free(c->qst);
     gl_free(c->qacc);
+    for (int i = 0; i < GL_QCACHE_N; i++) {
+        gl_mstate_free(c->qe[i].st);
+        gl_free(c->qe[i].accs);
+    }
     gl_free(c->qsub);
     gl_free(c->part);
     gl_free(c->walk);
@@ -867,7 +895,8 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         if (st != GL_OK)
             return st;
     }
-    size_t qw = ((size_t)v->n_qp + 31) / 32 + ((size_t)v->n_qs + 31) / 32; // P scratch, S bits
+    // P scratch, S bits, and quote_key's S bits for each of up to GL_QSETS_MAX prefixes.
+    size_t qw = ((size_t)v->n_qp + 31) / 32 + (1 + GL_QSETS_MAX) * (((size_t)v->n_qs + 31) / 32);
     if (qw > c->qacc_words) {
         uint32_t *qa = gl_realloc(c->qacc, qw * sizeof *qa);
         if (!qa)
@@ -875,6 +904,24 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         c->qacc = qa;
         c->qacc_words = qw;
     }
+    size_t sw = ((size_t)v->n_qs + 31) / 32;
+    for (int i = 0; i < GL_QCACHE_N; i++) {
+        struct gl_qentry *e = &c->qe[i];
+        if (!e->st) {
+            gl_status st = gl_mstate_new(&e->st, &g->ir, NULL, err);
+            if (st != GL_OK)
+                return st;
+        }
+        if (sw > c->qe_words) {
+            uint32_t *a = gl_realloc(e->accs, (sw ? sw : 1) * sizeof *a);
+            if (!a)
+                return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
+            e->accs = a;
+            e->v = NULL;
+        }
+    }
+    if (sw > c->qe_words)
+        c->qe_words = sw;
     if ((size_t)v->n_qp + 1 > c->qsub_cap) {
         uint32_t *qs = gl_realloc(c->qsub, ((size_t)v->n_qp + 1) * sizeof *qs);
         if (!qs)
@@ -1288,6 +1335,81 @@ static int64_t frame_walk(const struct gl_trie *t, const uint8_t *rep, struct gl
     return visited;
 }
 
+// frame_walk (trie t as it is) for a key frame of an object with declared names only: after each
+// accepted node only the children in the frame's next bytes (the candidate names' next bytes,
+// gl_mstate_sframe_next_bytes) are stepped, so the walk follows the names instead of trying the
+// ~200 first bytes of the vocabulary. Where the frame is not narrowed (inside an escape or a
+// multi-byte character) every child is stepped. Returns the nodes visited.
+static int64_t frame_walk_named(const struct gl_trie *t, struct gl_mcache *c,
+                                const struct gl_mstate *s, size_t fs, uint32_t *out)
+{
+    const struct gl_tnode *nd = t->nodes;
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint64_t(*next)[4] = c->next;
+    GL_ASSERT(gl_mstate_sframe_next_bytes(s, c->frames, next[0]));
+    uint32_t i = 1, n = t->n_nodes;
+    int64_t visited = 0;
+    while (i < n) {
+        const struct gl_tnode *x = &nd[i];
+        uint32_t d = x->depth;
+        if (!(next[d - 1][x->byte >> 6] >> (x->byte & 63) & 1)) {
+            i = x->next;
+            continue;
+        }
+        uint64_t *cur = c->frames + (size_t)d * stride;
+        visited++;
+        memcpy(cur, cur - stride, fs);
+        if (!gl_mstate_sframe_step(s, cur, x->byte)) {
+            i = x->next;
+            continue;
+        }
+        allow_node_tokens(t, i, out);
+        if (x->next > i + 1 && !gl_mstate_sframe_next_bytes(s, cur, next[d]))
+            memset(next[d], 0xff, sizeof next[d]);
+        i++;
+    }
+    return visited;
+}
+
+// The quote-free part for a key of declared names only, into part (every word written). A
+// token without '"' or '\\' is accepted iff its bytes continue one of the names the key may
+// still become (gl_mstate_sframe_names): the tokens on each name's path through the trie, as
+// far as the name's bytes are raw-typable (not a control byte, '"' or '\\', which need an
+// escape). The tokens with a backslash (escapes may spell name characters) are walked with
+// the frame. Returns the nodes visited.
+static int64_t names_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                          size_t fs, uint32_t *part)
+{
+    memset(part, 0, v->words * sizeof *part);
+    int n = gl_mstate_sframe_names(s, c->frames, c->nm_p, c->nm_len, GL_NAMES_MAX);
+    if (n < 0)
+        return frame_walk_named(&v->noq, c, s, fs, part);
+    const struct gl_tnode *nd = v->noq.nodes;
+    int64_t visited = 0;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *r = c->nm_p[i];
+        uint32_t x = 0;
+        for (uint32_t j = 0; j < c->nm_len[i]; j++) {
+            uint8_t b = r[j];
+            if (b < 0x20 || b == '"' || b == '\\')
+                break;
+            if (j == 0) {
+                x = v->noq_root[b];
+            } else {
+                uint32_t y = x + 1;
+                while (y < nd[x].next && nd[y].byte != b)
+                    y = nd[y].next;
+                x = y < nd[x].next ? y : 0;
+            }
+            if (!x)
+                break;
+            visited++;
+            allow_node_tokens(&v->noq, x, part);
+        }
+    }
+    return visited + frame_walk_named(&v->bsl, c, s, fs, part);
+}
+
 // frame_walk for a string-value frame reduced to its plain-byte stepper (gl_mstate_sfast): the
 // same accepted set for tokens without '"' and '\\' (tokens with a backslash are refused here
 // and must be walked with the frame), at about a third of frame_walk's cost per node (no frame
@@ -1499,6 +1621,10 @@ static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
                           uint32_t th, size_t fs, uint32_t *part)
 {
     int32_t mn, mx;
+    uint64_t nb[4];
+    if (gl_mstate_sframe_next_bytes(s, c->frames, nb)) { // a key of declared names only
+        return names_part(c, v, s, fs, part);
+    }
     if (gl_mstate_sframe_free(s, th, &mn, &mx)) { // the plain tokens by count, the rest walked
         int32_t k = mx < 0 || mx > v->max_plain ? v->max_plain : mx;
         memcpy(part, v->plain + (size_t)k * v->words, v->words * sizeof *part);
@@ -1578,11 +1704,11 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
             return;
         c->cap = g->mcache_cap;
     }
-    // Count set bits up to the sparse limit only (baseline x86-64 has no popcnt instruction).
+    // One pass: the allowed ids into c->sparse until there are too many for a sparse entry.
     int64_t n_set = 0;
     for (size_t w = 0; w < v->words && n_set <= GL_MASK_SPARSE_MAX; w++)
         for (uint32_t x = mask[w]; x && n_set <= GL_MASK_SPARSE_MAX; x &= x - 1)
-            n_set++;
+            c->sparse[n_set++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
     size_t need = n_set <= GL_MASK_SPARSE_MAX ? (size_t)n_set : v->words;
     struct gl_mentry *e;
     if (c->n < c->cap) {
@@ -1612,11 +1738,8 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
     e->v = v;
     gl_mstate_copy(e->st, s);
     if (n_set <= GL_MASK_SPARSE_MAX) {
-        int32_t k = 0;
-        for (size_t w = 0; w < v->words; w++)
-            for (uint32_t x = mask[w]; x; x &= x - 1)
-                e->data[k++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
-        e->n_ids = k;
+        memcpy(e->data, c->sparse, (size_t)n_set * sizeof *e->data);
+        e->n_ids = (int32_t)n_set;
     } else {
         memcpy(e->data, mask, v->words * sizeof *mask);
         e->n_ids = -1;
@@ -1638,6 +1761,38 @@ static void mentry_read(const struct gl_mentry *e, size_t words, uint32_t *mask)
 // P '"' S is accepted iff the frame takes P and may end there, and the state after the closing
 // quote takes S; that state pops the string, so it is the same for every P and S is walked once
 // instead of under each P. Tokens with a backslash before their first quote are walked whole.
+
+// The suffixes S accepted from q, the state just after a closing quote (bits over v->n_qs, the
+// empty S included), into accs: kept by q (c->qe), walked on a miss. Returns the nodes visited.
+static int64_t quote_suffixes(struct gl_mcache *c, const struct gl_gvocab *v,
+                              const struct gl_mstate *q, uint32_t *accs)
+{
+    size_t sw = ((size_t)v->n_qs + 31) / 32;
+    uint64_t h = gl_mstate_hash(q);
+    struct gl_qentry *old = &c->qe[0];
+    for (int i = 0; i < GL_QCACHE_N; i++) {
+        struct gl_qentry *e = &c->qe[i];
+        if (e->v == v && e->hash == h && gl_mstate_equal(e->st, q)) {
+            e->stamp = ++c->clock;
+            memcpy(accs, e->accs, sw * sizeof *accs);
+            return 0;
+        }
+        if (e->stamp < old->stamp)
+            old = e;
+    }
+    memset(accs, 0, sw * sizeof *accs);
+    int64_t visited = trie_walk(&v->qsuf, c, q, accs);
+    if (v->qs_empty >= 0)
+        accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+    if (old->accs && sw <= c->qe_words) {
+        gl_mstate_copy(old->st, q);
+        memcpy(old->accs, accs, sw * sizeof *accs);
+        old->hash = h;
+        old->v = v;
+        old->stamp = ++c->clock;
+    }
+    return visited;
+}
 
 // The prefixes P the frame (c->frames[0], fs bytes) takes and may end after, into accp (bits
 // over v->n_qp); returns the first such P, or -1.
@@ -1671,15 +1826,12 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
         // The state after the closing quote, reached through the first P that ends the string.
         // c->qacc: P scratch (quote_prefixes without an entry), then the S bits.
         uint32_t *accs = c->qacc + ((size_t)v->n_qp + 31) / 32;
-        memset(accs, 0, ((size_t)v->n_qs + 31) / 32 * sizeof *accs);
         struct gl_mstate *q = c->qst;
         gl_mstate_copy(q, s);
         for (uint32_t k = 0; k < v->qp_len[first]; k++)
             GL_ASSERT(gl_mstate_advance_byte(q, v->qp[first][k]));
         GL_ASSERT(gl_mstate_advance_byte(q, '"'));
-        visited += trie_walk(&v->qsuf, c, q, accs);
-        if (v->qs_empty >= 0)
-            accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+        visited += quote_suffixes(c, v, q, accs);
         for (int32_t k = 0; k < v->n_qd; k++) {
             int32_t a = v->qd_p[k], b = v->qd_s[k];
             if ((accp[a >> 5] >> (a & 31) & 1) && (accs[b >> 5] >> (b & 31) & 1))
@@ -1696,7 +1848,6 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
 // instead of walking every quote token through the many-thread state (a ~440-node walk whose
 // every step moves 20+ threads: ~2 ms). -1 when it does not apply (a key or an escape, no cache
 // entry, too many sets); mask is then untouched. Returns the nodes visited.
-#define GL_QSETS_MAX 8
 static int64_t quote_multi(struct gl_mcache *c, const struct gl_gvocab *v,
                            const struct gl_mstate *s, const uint32_t *th, int nt, uint32_t *mask)
 {
@@ -1749,15 +1900,54 @@ static int64_t quote_multi(struct gl_mcache *c, const struct gl_gvocab *v,
             i++;
         if (i < v->qp_len[first[k]] || !gl_mstate_advance_byte(q, '"'))
             continue;
-        memset(accs, 0, ((size_t)v->n_qs + 31) / 32 * sizeof *accs);
-        visited += trie_walk(&v->qsuf, c, q, accs);
-        if (v->qs_empty >= 0)
-            accs[v->qs_empty >> 5] |= 1u << (v->qs_empty & 31);
+        visited += quote_suffixes(c, v, q, accs);
         for (int32_t j = 0; j < v->n_qd; j++) {
             int32_t a = v->qd_p[j], b = v->qd_s[j];
             if (sub[a] == sets[k] && (accs[b >> 5] >> (b & 31) & 1))
                 mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
         }
+    }
+    return visited + trie_walk(&v->qesc, c, s, mask);
+}
+
+// The quote tokens of a one-thread state inside the key of an object with declared names only
+// (nb: the key frame's next bytes), ORed into mask. A token P '"' S (no backslash in P) is
+// accepted iff the state takes P and then the quote (the key is then a declared name), and the
+// state after that takes S. Only the P that spell the rest of a candidate name get that far;
+// S is walked once per state after the quote (quote_suffixes, kept across masks) instead of
+// under every P by the whole-state walk. -1 when more than GL_QSETS_MAX prefixes close the key
+// (mask then untouched). Returns the nodes visited.
+static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                         const uint64_t nb[4], uint32_t *mask)
+{
+    size_t pw = ((size_t)v->n_qp + 31) / 32, sw = ((size_t)v->n_qs + 31) / 32;
+    uint32_t *slot = c->qsub;           // per P: its index into accs + 1, or 0
+    uint32_t *accs = c->qacc + pw + sw; // GL_QSETS_MAX S bitsets
+    memset(slot, 0, (size_t)v->n_qp * sizeof *slot);
+    struct gl_mstate *q = c->qst;
+    int64_t visited = 0;
+    uint32_t n_acc = 0;
+    for (int32_t a = 0; a < v->n_qp; a++) {
+        uint8_t b0 = v->qp_len[a] ? v->qp[a][0] : '"';
+        if (!(nb[b0 >> 6] >> (b0 & 63) & 1))
+            continue;
+        gl_mstate_copy(q, s);
+        uint32_t k = 0;
+        while (k < v->qp_len[a] && gl_mstate_advance_byte(q, v->qp[a][k]))
+            k++;
+        visited += k;
+        if (k < v->qp_len[a] || !gl_mstate_advance_byte(q, '"'))
+            continue;
+        if (n_acc == GL_QSETS_MAX)
+            return -1;
+        visited += quote_suffixes(c, v, q, accs + n_acc * sw);
+        slot[a] = ++n_acc;
+    }
+    for (int32_t j = 0; n_acc && j < v->n_qd; j++) {
+        uint32_t k = slot[v->qd_p[j]];
+        int32_t b = v->qd_s[j];
+        if (k && (accs[(k - 1) * sw + ((uint32_t)b >> 5)] >> (b & 31) & 1))
+            mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
     }
     return visited + trie_walk(&v->qesc, c, s, mask);
 }
@@ -1861,7 +2051,8 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
     int64_t visited = frames_union(c, v, s, th, nt, 0, mask, c->ents);
     struct gl_sentry *e0 = c->ents[0];
     int64_t qv;
-    size_t fs;
+    size_t fs = 0;
+    uint64_t nb[4];
     if (nt == 1 && (fs = gl_mstate_sframe(s, th[0], c->frames, GL_SFRAME_MAX)) > 0 &&
         gl_mstate_sframe_closes(s, c->frames) >= 0) {
         // The prefixes depend on the frame alone: kept with its entry.
@@ -1880,6 +2071,9 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
             }
         }
         qv = quote_part(c, v, s, accp, first, mask);
+    } else if (nt == 1 && fs > 0 && gl_mstate_sframe_next_bytes(s, c->frames, nb) &&
+               (qv = quote_key(c, v, s, nb, mask)) >= 0) {
+        // a key of declared names only (quote_key)
     } else if (nt > GL_SCACHE_N || (qv = quote_multi(c, v, s, th, nt, mask)) < 0) {
         qv = trie_walk(&v->quot, c, s, mask);
     }

@@ -2525,6 +2525,8 @@ void gl_mstate_next_bytes(const struct gl_mstate *s, uint64_t set[4])
 // Thread th's top frame when it is the body of a non-raw JSON string or of an object key, else
 // NULL. In a key body, as in a string body, a byte other than '"' only changes the top frame:
 // the key's decoder, prefix range, length, hash and pattern states (obj_step's O_KEY case).
+// Keys of objects with declared names only are walked frame by frame too, narrowed at every
+// step to the candidate names' bytes (gl_mstate_sframe_next_bytes).
 static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
 {
     GL_ASSERT(th < s->used);
@@ -2532,12 +2534,8 @@ static struct frm *sframe_at(const struct gl_mstate *s, uint32_t th)
     if (!f || f->size > GL_SFRAME_MAX)
         return NULL;
     const struct gl_gnode *n = &s->ir->nodes[f->node];
-    if (n->kind == GN_JOBJECT) {
-        // Keys of objects with declared names only are left to the whole-state walk, where
-        // next_bytes narrows every step to the candidate names' bytes.
-        uint64_t set[4] = {0, 0, 0, 0};
-        return OP(f)->phase == O_KEY && !frame_next_bytes(s, f, set) ? f : NULL;
-    }
+    if (n->kind == GN_JOBJECT)
+        return OP(f)->phase == O_KEY ? f : NULL;
     if (n->kind != GN_JSTRING || n->u.str.raw || f->b != S_BODY)
         return NULL;
     // A uniqueItems item over names checks every byte against the array's items (str_feed).
@@ -2610,6 +2608,40 @@ int gl_mstate_sframe_free(const struct gl_mstate *s, uint32_t th, int32_t *min_m
 {
     struct frm *f = sframe_at(s, th);
     return f && frame_free(s, f, min_more, max_more);
+}
+
+int gl_mstate_sframe_next_bytes(const struct gl_mstate *s, const uint64_t *frame, uint64_t set[4])
+{
+    struct frm *f = (struct frm *)(uintptr_t)frame;
+    if (s->ir->nodes[f->node].kind != GN_JOBJECT)
+        return 0;
+    memset(set, 0, 4 * sizeof *set);
+    return frame_next_bytes(s, f, set);
+}
+
+int gl_mstate_sframe_names(const struct gl_mstate *s, const uint64_t *frame, const uint8_t **p,
+                           uint32_t *len, int cap)
+{
+    struct gl_mstate *m = (struct gl_mstate *)(uintptr_t)s;
+    struct frm *f = (struct frm *)(uintptr_t)frame;
+    uint64_t set[4] = {0, 0, 0, 0};
+    if (s->ir->nodes[f->node].kind != GN_JOBJECT || !frame_next_bytes(s, f, set))
+        return -1;
+    // key_probe with no non-declared key possible: the declared names in the prefix range
+    // that o_prop_ok allows.
+    const struct gl_gobj *o = &s->ir->nodes[f->node].u.obj;
+    const struct opay *op = OP(f);
+    int allow = o_allow_optional(o, op), n = 0;
+    for (int32_t i = op->lo; i < op->hi; i++) {
+        const struct gl_gbytes *nm = &o->props[i].name;
+        if (nm->len <= op->keylen || !o_prop_ok(m, f, i, allow))
+            continue;
+        if (n == cap)
+            return -1;
+        p[n] = nm->p + op->keylen;
+        len[n++] = nm->len - op->keylen;
+    }
+    return n;
 }
 
 int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame)

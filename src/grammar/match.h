@@ -103,6 +103,17 @@ int gl_mstate_sframe_universal(const struct gl_mstate *s, uint32_t th);
 // Steps such a frame copy on byte b != '"' exactly as its thread would: 1 accepted (frame
 // updated), 0 rejected (frame contents then unspecified: step a fresh copy instead).
 int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b);
+// For a key frame (a copy as gl_mstate_sframe writes it) of an object with declared names only,
+// at a character boundary outside an escape: 1, and set holds a superset of the bytes the frame
+// takes next (the candidate names' next bytes, '"', '\\'). 0 for any other frame (not narrowed).
+int gl_mstate_sframe_next_bytes(const struct gl_mstate *s, const uint64_t *frame, uint64_t set[4]);
+// For such a key frame (gl_mstate_sframe_next_bytes 1): the rest of each declared name the key
+// may still become (bytes after the decoded prefix; names it already equals are left out), at
+// most cap of them into p[] / len[]; returns their count, or -1 when the frame is not such a
+// key or there are more. A raw byte (not '"', '\\' or a control byte) is then accepted iff it
+// continues one of them.
+int gl_mstate_sframe_names(const struct gl_mstate *s, const uint64_t *frame, const uint8_t **p,
+                           uint32_t *len, int cap);
 // For a string-value frame (not a key) outside an escape: 1 when a '"' now would end the
 // string, 0 when not. -1 inside an escape (a '"' there is no end), for a key frame and for an
 // item of a uniqueItems array (whose ends depend on the rest of the state: duplicates, the

@@ -335,6 +335,13 @@ TEST(test_frame_masks)
     gl_mask_set_class_policy(-1, -1);
 }
 
+// Keys of declared names only: a multi-byte name sharing a prefix, and names with bytes that
+// need an escape ('"', '\\', a control byte).
+#define NAMES_SCHEMA                                                                               \
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"nam\xc3\xa9\":"         \
+    "{\"type\":\"integer\"},\"a\\\"b\":{},\"tab\\tx\":{},\"back\\\\slash\":{},\"nx\":{}},"         \
+    "\"additionalProperties\":false,\"required\":[\"nx\"]}"
+
 // Fixed prefixes that end where the string-body paths are easy to get wrong: after a backslash
 // (a quote there is no end), inside \uXXXX, inside a multi-byte character, inside a key under a
 // pattern, with two string readings alive; each mask against the reference, with the class walk
@@ -365,6 +372,16 @@ TEST(test_frame_prefixes)
         {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},"
          "\"b\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":500}}}",
          "{\"a\":1"},
+        // keys of declared names only (names_part follows the names through the trie): at the
+        // start, inside a shared prefix, inside a multi-byte character, before a name byte
+        // that needs an escape ('"', '\\', a control byte), after a member
+        {NAMES_SCHEMA, "{\""},
+        {NAMES_SCHEMA, "{\"na"},
+        {NAMES_SCHEMA, "{\"nam\xc3"},
+        {NAMES_SCHEMA, "{\"a"},
+        {NAMES_SCHEMA, "{\"ba"},
+        {NAMES_SCHEMA, "{\"t"},
+        {NAMES_SCHEMA, "{\"name\":\"v\",\""},
         {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"}}}", "{\"a\":-0."},
         {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"}}}", "{\"a\":2e"},
         {"{\"type\":\"object\",\"properties\":{\"b\":{\"type\":\"integer\",\"minimum\":-5,"
