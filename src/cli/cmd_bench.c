@@ -26,6 +26,7 @@ static int usage(FILE *f)
                "  -d D    depth: pp and tg run after D tokens already in the cache (written\n"
                "          once, untimed, like llama-bench -d)\n"
                "  -t T    threads (default 2)\n"
+               "  --device cpu  the backend (cpu only so far)\n"
                "  -r R    repetitions (default 3)\n"
                "  --json  print JSON instead of a table\n"
                "  --batch 1,4,8,16  aggregate decode t/s of B concurrent sequences through the\n"
@@ -138,7 +139,11 @@ int gl_cmd_bench(int argc, char **argv)
             ;
         else if (!strcmp(a, "--batch"))
             batch = v;
-        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && !gl_cli_parse_int(v, 1, 256, &t))
+        else if (!strcmp(a, "--device")) {
+            if (gl_cli_device("glint bench", v))
+                return 2;
+        } else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) &&
+                   !gl_cli_parse_int(v, 1, 256, &t))
             ;
         else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) &&
                  !gl_cli_parse_int(v, 1, 1000, &reps))

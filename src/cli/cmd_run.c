@@ -77,6 +77,7 @@ static int usage_run(FILE *f)
                "  --ids         print the generated ids, space-separated, as the last line\n"
                "  --special     parse specials in --prompt and print special tokens' text\n"
                "  --threads N   worker threads (default 2)\n"
+               "  --device cpu  the backend (cpu only so far)\n"
                "  --show-tensors  print where every tensor lives (mmap / heap) to stderr\n"
                "  --image FILE  PNG or JPEG for the next <|patch|> of the prompt (repeatable;\n"
                "                <|patch|> in --prompt needs --special; id 200092); needs a\n"
@@ -109,6 +110,7 @@ static int usage_eval(FILE *f)
             "  --dump-layers  write DIR/embed.f32, DIR/layer_XX.f32 (n_tok x n_embd) and\n"
             "                 DIR/logits.f32\n"
             "  --batch N      process the prompt in chunks of N tokens (default: all at once)\n"
+            "  --device cpu   the backend (cpu only so far)\n"
             "  --image/--video  media for the prompt's <|patch|> / <|video|> ids (as glint run);\n"
             "                 positions count the expanded prompt\n");
     return f == stdout ? 0 : 2;
@@ -746,7 +748,10 @@ int gl_cmd_run(int argc, char **argv)
             o.media[o.n_media++] = v;
         else if (!strcmp(a, "--out"))
             o.out = v;
-        else if (!strcmp(a, "--mmproj"))
+        else if (!strcmp(a, "--device")) {
+            if (gl_cli_device("glint run", v))
+                return 2;
+        } else if (!strcmp(a, "--mmproj"))
             o.mmproj = v;
         else if (!strcmp(a, "--max-num-seqs") && !gl_cli_parse_int(v, 1, 4096, &x))
             o.max_seqs = x;
@@ -970,7 +975,10 @@ int gl_cmd_eval(int argc, char **argv)
             out = v;
         else if (!strcmp(a, "--dump-layers"))
             dump_dir = v;
-        else if (!strcmp(a, "--mmproj"))
+        else if (!strcmp(a, "--device")) {
+            if (gl_cli_device("glint eval", v))
+                return 2;
+        } else if (!strcmp(a, "--mmproj"))
             mo.mmproj = v;
         else if ((!strcmp(a, "--image") || !strcmp(a, "--video")) &&
                  mo.n_media < GL_MEDIA_MAX_PARTS)

@@ -40,6 +40,7 @@ static int usage(FILE *f)
             "  --seed N                    base seed of unseeded requests (default 0)\n"
             "  --threads N                 kernel threads (default: the physical cores this\n"
             "                              process may use, one pinned per core)\n"
+            "  --device cpu                the backend (cpu only so far)\n"
             "  --max-waiting N             queued sequences before 503 (default 256)\n");
     fprintf(f, // (split: C99 string literal limit)
             "  --tensor-parallel-size 1, --pipeline-parallel-size 1, --data-parallel-size 1\n"
@@ -209,7 +210,10 @@ int gl_cmd_serve(int argc, char **argv)
                   (p.engine.max_num_batched_tokens = (int32_t)x, 0);
         else if (!strcmp(a, "--threads"))
             bad = gl_cli_parse_int(v, 1, 1024, &x) || (p.engine.n_threads = (int32_t)x, 0);
-        else if (!strcmp(a, "--max-waiting"))
+        else if (!strcmp(a, "--device")) {
+            if (gl_cli_device("glint serve", v))
+                return 2;
+        } else if (!strcmp(a, "--max-waiting"))
             bad = gl_cli_parse_int(v, 1, 1 << 20, &x) || (p.engine.max_waiting = (int32_t)x, 0);
         else if (!strcmp(a, "--shutdown-timeout"))
             bad = gl_cli_parse_int(v, 0, 86400, &x) || (p.shutdown_timeout_s = (double)x, 0);

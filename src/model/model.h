@@ -296,6 +296,24 @@ GL_MUST_USE gl_status gl_model_forward_batch(struct gl_model_ctx *c,
                                              const struct gl_batch_seq *seqs, int n_seqs,
                                              float *logits, struct gl_err *err);
 
+// Hidden states brought back to the host from a step (speculative decoding's drafter reads
+// chosen layers): for each listed layer (-1: the normed embedding, 0..n_layer-1: that layer's
+// output, the residual stream) every row of the step, in row order (seqs[0]'s n rows first, then
+// seqs[1]'s, ...), n_embd floats each, into out[i] (host, caller-owned, at least (tokens of the
+// step) x n_embd floats; written when the call returns). A row's values are the ones the dump
+// hook would see for that token run alone: they do not depend on the batch.
+struct gl_model_capture {
+    int n_layers;
+    const int32_t *layers; // [n_layers], each in -1..n_layer-1
+    float *const *out;     // [n_layers]
+};
+// gl_model_forward_batch that also captures (cap NULL: none). GL_E_INVAL as that, and for a
+// listed layer out of range or a NULL buffer.
+GL_MUST_USE gl_status gl_model_forward_capture(struct gl_model_ctx *c,
+                                               const struct gl_batch_seq *seqs, int n_seqs,
+                                               float *logits, const struct gl_model_capture *cap,
+                                               struct gl_err *err);
+
 // Runs tokens[0..n) at positions pos0.. (pos0 must equal gl_kv_cache_len(kv)), in chunks of
 // at most n_batch tokens, appending K/V. logits: all_logits ? n x n_vocab : n_vocab floats (the
 // last token's); may be NULL to skip the output head. GL_E_INVAL for a token id out of range,
@@ -304,6 +322,8 @@ GL_MUST_USE gl_status gl_model_forward(struct gl_model_ctx *c, struct gl_kv_cach
                                        const int32_t *tokens, int64_t n, int64_t pos0,
                                        float *logits, int all_logits,
                                        const struct gl_model_dump *dump, struct gl_err *err);
+// A dump needs (n_layer + 1) x n_batch x n_embd floats of the ctx, allocated at its first use
+// (GL_E_NOMEM if that fails).
 // gl_model_forward with given input rows: embd is NULL or [n] pointers, embd[i] != NULL replacing
 // the token_embd row of tokens[i] (as gl_batch_seq embd; tokens[i] is then not checked).
 GL_MUST_USE gl_status gl_model_forward_embd(struct gl_model_ctx *c, struct gl_kv_cache *kv,

@@ -5,7 +5,8 @@
 // pseudo-random mix of operations (audit after every one), reserve failures that change nothing,
 // sliding-layer pages bounded by the window, prefix-cache hits (logits identical to a cold run, the
 // sliding rule shortening or refusing a hit), and gl_model_forward_batch over three sequences equal
-// to running each alone, for every KV dtype (tolerances measured, see kv_dtype_tol). Model: written
+// to running each alone, for every KV dtype (tolerances measured, see kv_dtype_tol); hidden-state
+// capture in a batch equal to the single-sequence dump. Model: written
 // here with the gguf writer, 8 layers (6 sliding + 2 global: groups of 2), vocab 64, E 64, H 4, Hkv
 // 2, D 16, F 96, window 8.
 #include "gguf/gguf.h"
@@ -861,6 +862,95 @@ TEST(test_forward_batch_logit_rows)
     gl_model_ctx_delete(c);
 }
 
+// Hidden-state capture (gl_model_forward_capture, speculative decoding's drafter): a batch of two
+// sequences (6 + 3 tokens) captures layers -1, 2 and 7; each sequence's rows equal, bit for bit,
+// the dump of that sequence run alone (the Numerics guarantee: a token's values do not depend on
+// the batch), and layer -1 is the scale-less RMS of the token_embd rows recomputed here in
+// double. Bad captures are refused.
+struct dump_rows {
+    float rows[T_L + 1][6 * T_E]; // layer -1 .. T_L - 1
+};
+
+static void dump_keep(void *user, int layer, int64_t pos0, const float *x, int64_t n_tok,
+                      int64_t width)
+{
+    struct dump_rows *d = user;
+    if (layer < T_L) // the logits (layer T_L) are not kept
+        memcpy(d->rows[layer + 1] + pos0 * width, x, (size_t)(n_tok * width) * sizeof(float));
+}
+
+TEST(test_forward_capture)
+{
+    struct gl_model_ctx *c = NULL;
+    struct gl_err err;
+    REQUIRE(gl_model_ctx_new(&c, model, 16, 2, 64, &err) == GL_OK);
+    int32_t ta[6], tb[3];
+    tokens_for(ta, 6, 81);
+    tokens_for(tb, 3, 82);
+    const int32_t *tt[2] = {ta, tb};
+    const int32_t nn[2] = {6, 3};
+    static struct dump_rows alone_rows[2];
+    for (int i = 0; i < 2; i++) {
+        struct gl_kv_cache *kv = NULL;
+        REQUIRE(gl_kv_cache_new(&kv, &model->cfg, 64, &err) == GL_OK);
+        struct gl_model_dump d = {dump_keep, &alone_rows[i]};
+        float lg[T_V];
+        REQUIRE(gl_model_forward(c, kv, tt[i], nn[i], 0, lg, 0, &d, &err) == GL_OK);
+        gl_kv_cache_delete(kv);
+    }
+    struct gl_kv_pool *pool = pool_make(40, 4, GL_KV_F32, 0);
+    struct runseq r[2] = {{0}};
+    struct gl_batch_seq q[2];
+    for (int i = 0; i < 2; i++) {
+        REQUIRE(gl_kv_seq_new(pool, &r[i].s, &err) == GL_OK);
+        REQUIRE(gl_kv_seq_reserve(r[i].s, nn[i], &err) == GL_OK);
+        for (int l = 0; l < T_L; l++)
+            r[i].views[l] = gl_kv_seq_view(r[i].s, l);
+        q[i] = (struct gl_batch_seq){tt[i], nn[i], 0, r[i].views, i, 0, NULL, NULL};
+    }
+    static float got[3][9 * T_E];
+    const int32_t layers[3] = {-1, 2, T_L - 1};
+    float *const out[3] = {got[0], got[1], got[2]};
+    struct gl_model_capture cap = {3, layers, out};
+    float lg[2 * T_V];
+    REQUIRE(gl_model_forward_capture(c, q, 2, lg, &cap, &err) == GL_OK);
+    for (int k = 0; k < 3; k++) {
+        const int li = layers[k] + 1;
+        CHECKF(memcmp(got[k], alone_rows[0].rows[li], 6 * T_E * sizeof(float)) == 0,
+               "layer %d: sequence A's captured rows differ from A alone", layers[k]);
+        CHECKF(memcmp(got[k] + 6 * T_E, alone_rows[1].rows[li], 3 * T_E * sizeof(float)) == 0,
+               "layer %d: sequence B's captured rows differ from B alone", layers[k]);
+    }
+    CHECK(max_abs_diff(got[1], got[2], 9 * T_E) > 1e-3); // distinct layers really were captured
+    double worst = 0.0;
+    for (int t = 0; t < 9; t++) {
+        const int32_t tok = t < 6 ? ta[t] : tb[t - 6];
+        GL_ASSERT(model->tok_embd.type == GL_TYPE_F32);
+        const float *e = (const float *)model->tok_embd.data + (size_t)tok * T_E;
+        double ss = 0.0;
+        for (int i = 0; i < T_E; i++)
+            ss += (double)e[i] * (double)e[i];
+        const double s = 1.0 / sqrt(ss / T_E + (double)model->cfg.rms_eps);
+        for (int i = 0; i < T_E; i++) {
+            const double d = fabs((double)got[0][t * T_E + i] - (double)e[i] * s);
+            worst = d > worst ? d : worst;
+        }
+    }
+    CHECKF(worst <= 1e-5, "layer -1 vs the RMS of token_embd rows: %g", worst);
+    // Refusals: a layer out of range either side, a missing buffer; nothing runs.
+    const int32_t bad_hi[1] = {T_L}, bad_lo[1] = {-2};
+    float *const none[1] = {NULL};
+    struct gl_model_capture b1 = {1, bad_hi, out}, b2 = {1, bad_lo, out}, b3 = {1, layers, none};
+    CHECK(gl_model_forward_capture(c, q, 2, lg, &b1, &err) == GL_E_INVAL &&
+          strstr(err.msg, "layer 8"));
+    CHECK(gl_model_forward_capture(c, q, 2, lg, &b2, &err) == GL_E_INVAL);
+    CHECK(gl_model_forward_capture(c, q, 2, lg, &b3, &err) == GL_E_INVAL);
+    for (int i = 0; i < 2; i++)
+        gl_kv_seq_free(r[i].s);
+    gl_kv_pool_free(pool);
+    gl_model_ctx_delete(c);
+}
+
 // Default pool sizing (gl_kv_fit_compute) on the release shape, f16: 212,992-byte pages, 8,579
 // pages for one 131,072-token sequence; 1 GiB holds 5,041 (the issue-19 start-up).
 TEST(test_fit_release_shape)
@@ -917,7 +1007,8 @@ static int run_all(void)
               test_pool_accounting_random, test_reserve_failure_changes_nothing,
               test_sliding_pages_follow_window, test_prefix_cache_hit_logits,
               test_prefix_sliding_rule, test_fp8_rows_in_pool, test_forward_batch_equals_alone,
-              test_forward_batch_refusals, test_forward_batch_logit_rows, test_fit_release_shape);
+              test_forward_batch_refusals, test_forward_batch_logit_rows, test_forward_capture,
+              test_fit_release_shape);
 }
 
 int main(void)
