@@ -1302,10 +1302,8 @@ static gl_status parse_completion(const struct gl_api_config *c, json_t *b, stru
         return st;
     r->sp.logprobs = lp;
     if (r->echo && lp >= 0) {
-        // vLLM: the prompt's tokens open the logprobs too, from prompt logprobs of the same k.
-        if (r->stream)
-            return FAIL("echo", "echo with logprobs: not supported with stream=true here (the "
-                                "prompt's logprobs come only in a whole response)");
+        // vLLM: the prompt's tokens open the logprobs too, from prompt logprobs of the same k
+        // (streamed: in each choice's first chunk, response.c).
         r->sp.prompt_logprobs = r->sp.prompt_logprobs > lp ? r->sp.prompt_logprobs : lp;
     }
     int add_special = 1;

@@ -55,6 +55,9 @@ struct choice {
     // completions
     struct sbuf text;
     size_t text_sent;
+    // echo with logprobs, streamed: the prompt's entries open the choice's first chunk, which
+    // waits (echo_wait) until its prompt's logprobs are all in; echo_sent once they went out
+    int echo_wait, echo_sent;
     // logprobs: chat content[] entries, or completions {tokens, token_logprobs, top_logprobs,
     // text_offset}; entries not yet streamed start at lp_sent
     json_t *lp;
@@ -78,6 +81,7 @@ struct gl_api_resp {
                  // decoded_token}}, ...]); NULL when not asked
     struct gl_api_rs_stream rs; // Responses API streaming: the open output item
     int64_t rs_seq;             // its events' sequence_number
+    int echo_flush;             // the stream ends: no choice waits for prompt logprobs any more
     int failed;
     struct gl_api_error error; // when failed
 };
@@ -249,6 +253,8 @@ gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *
         if (st == GL_OK && r->ep == GL_API_COMPLETIONS && r->echo) {
             const struct gl_api_prompt *p = &r->prompts[i / r->sp.n];
             sb_add(&ch->text, p->text ? p->text : "", p->text_len);
+            // a stream's first offsets count the echoed text (vLLM's previous_text_lens)
+            ch->text_chars = u8_chars(p->text ? p->text : "", p->text_len);
         }
     }
     if (st == GL_OK && r->responses && r->stream)
@@ -368,6 +374,63 @@ static json_t *usage_json(const struct gl_api_resp *s)
 }
 
 // Logprob entries added since the last chunk, in the endpoint's shape (NULL: none).
+// Completions echo with logprobs (vLLM): the prompt's tokens open the lists, from its prompt
+// logprobs list pl: the first token has null logprob and top_logprobs; each other token its
+// logprob and {decoded token: logprob} of itself and the top sp.logprobs. text_offset counts
+// the token strings' characters from 0 through the prompt and on into the generated tokens:
+// lp's own offsets (counted from `base` characters) move to follow the prompt's tokens.
+static void echo_logprobs(const struct gl_api_resp *s, const struct gl_api_prompt *p, json_t *pl,
+                          json_t *lp, size_t base)
+{
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t off = 0;
+    for (int32_t k = 0; tokens && lps && tops && offs && k < p->n; k++) {
+        json_t *tk = tok_json(s->c->tok, p->ids[k], NULL);
+        char key[16];
+        snprintf(key, sizeof key, "%d", (int)p->ids[k]);
+        json_t *entry = json_object_get(json_array_get(pl, (size_t)k), key), *top = NULL;
+        if (entry) {
+            top = json_object();
+            const char *id;
+            json_t *v;
+            json_object_foreach(json_array_get(pl, (size_t)k), id, v)
+            {
+                if (v == entry ||
+                    json_integer_value(json_object_get(v, "rank")) <= s->r->sp.logprobs)
+                    json_object_set(top, json_string_value(json_object_get(v, "decoded_token")),
+                                    json_object_get(v, "logprob"));
+            }
+        }
+        json_array_append_new(offs, json_integer((json_int_t)off));
+        off += u8_chars(json_string_value(tk), json_string_length(tk));
+        json_array_append_new(tokens, tk);
+        json_array_append_new(lps, entry ? json_deep_copy(json_object_get(entry, "logprob"))
+                                         : json_null());
+        json_array_append_new(tops, top ? top : json_null());
+    }
+    const char *names[4] = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
+    json_t *pre[4] = {tokens, lps, tops, offs}, *gen = json_object_get(lp, "text_offset"), *v;
+    size_t j;
+    json_array_foreach(gen, j, v)
+        json_integer_set(v, json_integer_value(v) - (json_int_t)base + (json_int_t)off);
+    for (int i = 0; i < 4; i++) {
+        json_t *all = pre[i];
+        if (all)
+            json_array_extend(all, json_object_get(lp, names[i]));
+        json_object_set_new(lp, names[i], all ? all : json_array());
+    }
+}
+
+// The prompt logprobs of choice ch's prompt when its echo still has to open the logprobs
+// (completions, echo, logprobs): NULL otherwise.
+static json_t *echo_plp(const struct gl_api_resp *s, const struct choice *ch)
+{
+    const struct gl_api_req *r = s->r;
+    if (!ch->lp || r->ep != GL_API_COMPLETIONS || !r->echo || !s->plp || ch->echo_sent)
+        return NULL;
+    return json_array_get(s->plp, (size_t)((ch - s->ch) / r->sp.n));
+}
+
 static json_t *lp_delta(struct choice *ch)
 {
     if (!ch->lp)
@@ -437,12 +500,24 @@ static void stream_choice(struct gl_api_resp *s, struct choice *ch)
             sse_choice(s, ch,
                        json_pack("{s:i,s:{},s:o,s:n}", "index", ch->index, "delta", "logprobs",
                                  lp_delta(ch), "finish_reason"));
-    } else if (ch->text_sent < ch->text.len || (ch->lp && !ch->finished)) {
-        json_t *t = gl_api_jstr(ch->text.p + ch->text_sent, ch->text.len - ch->text_sent);
-        ch->text_sent = ch->text.len;
-        sse_choice(s, ch,
-                   json_pack("{s:i,s:o,s:o,s:n,s:n}", "index", ch->index, "text", t, "logprobs",
-                             lp_delta(ch), "finish_reason", "stop_reason"));
+    } else {
+        json_t *pl = echo_plp(s, ch);
+        const struct gl_api_prompt *p = &s->r->prompts[(ch - s->ch) / s->r->sp.n];
+        // Another choice of the prompt (n > 1) may run ahead of choice 0, whose prefill brings
+        // the prompt's logprobs: this choice's chunks wait for them (gl_api_resp_event).
+        if ((ch->echo_wait = pl && json_array_size(pl) < (size_t)p->n && !s->echo_flush))
+            return;
+        if (ch->text_sent < ch->text.len || (ch->lp && !ch->finished) || pl) {
+            json_t *t = gl_api_jstr(ch->text.p + ch->text_sent, ch->text.len - ch->text_sent);
+            json_t *lp = lp_delta(ch);
+            if (pl && lp) // the first chunk's offsets count from 0 through the prompt's tokens
+                echo_logprobs(s, p, pl, lp, u8_chars(p->text ? p->text : "", p->text_len));
+            ch->echo_sent = 1;
+            ch->text_sent = ch->text.len;
+            sse_choice(s, ch,
+                       json_pack("{s:i,s:o,s:o,s:n,s:n}", "index", ch->index, "text", t, "logprobs",
+                                 lp, "finish_reason", "stop_reason"));
+        }
     }
     if (ch->finished) {
         json_t *c =
@@ -461,6 +536,12 @@ static void stream_end(struct gl_api_resp *s)
         rs_end(s);
         return;
     }
+    // A choice 0 that ended before its prompt's logprobs were all in (an abort): the choices
+    // that waited for them go out with what there is.
+    s->echo_flush = 1;
+    for (int32_t i = 0; i < s->n_ch; i++)
+        if (s->ch[i].echo_wait)
+            stream_choice(s, &s->ch[i]);
     if (s->r->include_usage) {
         json_t *o = chunk_base(s);
         if (o) {
@@ -640,6 +721,9 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
             GL_ASSERT(pos >= 1 && pos < p->n && (size_t)pos == json_array_size(list));
             json_array_append_new(list, plp_entry(s->c->tok, ev, i, p->ids[pos]));
         }
+        for (int32_t j = 0; r->stream && j < r->sp.n; j++) // choices that waited for the list
+            if (s->ch[prompt * r->sp.n + j].echo_wait)
+                stream_choice(s, &s->ch[prompt * r->sp.n + j]);
         return 0;
     }
     struct choice *ch = &s->ch[prompt * r->sp.n + ev->index];
@@ -751,51 +835,6 @@ void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
     sb_add(&s->sse, "data: [DONE]\n\n", 14);
 }
 
-// Completions echo with logprobs (vLLM): the prompt's tokens open the lists, from its prompt
-// logprobs list pl: the first token has null logprob and top_logprobs; each other token its
-// logprob and {decoded token: logprob} of itself and the top sp.logprobs. text_offset counts
-// the token strings' characters from 0 through the prompt and on into the generated tokens.
-static void echo_logprobs(const struct gl_api_resp *s, const struct gl_api_prompt *p, json_t *pl,
-                          json_t *lp)
-{
-    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
-    size_t off = 0;
-    for (int32_t k = 0; tokens && lps && tops && offs && k < p->n; k++) {
-        json_t *tk = tok_json(s->c->tok, p->ids[k], NULL);
-        char key[16];
-        snprintf(key, sizeof key, "%d", (int)p->ids[k]);
-        json_t *entry = json_object_get(json_array_get(pl, (size_t)k), key), *top = NULL;
-        if (entry) {
-            top = json_object();
-            const char *id;
-            json_t *v;
-            json_object_foreach(json_array_get(pl, (size_t)k), id, v)
-            {
-                if (v == entry ||
-                    json_integer_value(json_object_get(v, "rank")) <= s->r->sp.logprobs)
-                    json_object_set(top, json_string_value(json_object_get(v, "decoded_token")),
-                                    json_object_get(v, "logprob"));
-            }
-        }
-        json_array_append_new(offs, json_integer((json_int_t)off));
-        off += u8_chars(json_string_value(tk), json_string_length(tk));
-        json_array_append_new(tokens, tk);
-        json_array_append_new(lps, entry ? json_deep_copy(json_object_get(entry, "logprob"))
-                                         : json_null());
-        json_array_append_new(tops, top ? top : json_null());
-    }
-    const char *names[4] = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
-    json_t *pre[4] = {tokens, lps, tops, offs}, *gen = json_object_get(lp, "text_offset"), *v;
-    size_t j;
-    json_array_foreach(gen, j, v) json_integer_set(v, json_integer_value(v) + (json_int_t)off);
-    for (int i = 0; i < 4; i++) {
-        json_t *all = pre[i];
-        if (all)
-            json_array_extend(all, json_object_get(lp, names[i]));
-        json_object_set_new(lp, names[i], all ? all : json_array());
-    }
-}
-
 json_t *gl_api_resp_json(const struct gl_api_resp *s)
 {
     const struct gl_api_req *r = s->r;
@@ -810,9 +849,9 @@ json_t *gl_api_resp_json(const struct gl_api_resp *s)
         if (ch->lp)
             lp = r->ep == GL_API_CHAT ? json_pack("{s:O}", "content", ch->lp)
                                       : json_deep_copy(ch->lp);
-        if (ch->lp && r->ep == GL_API_COMPLETIONS && r->echo && s->plp)
-            echo_logprobs(s, &r->prompts[i / r->sp.n],
-                          json_array_get(s->plp, (size_t)(i / r->sp.n)), lp);
+        json_t *pl = echo_plp(s, ch);
+        if (pl)
+            echo_logprobs(s, &r->prompts[i / r->sp.n], pl, lp, 0);
         json_t *c;
         if (r->ep == GL_API_CHAT) {
             json_t *msg = gl_atem_accum_message_json(&ch->acc);

@@ -184,7 +184,7 @@ async function main() {
     const args = ["--served-model-name", NAME, "--max-model-len", "4096", "--max-num-seqs", "8", "--threads", "2", "--enable-prefix-caching", "--generation-config", "vllm", "--deep-health-interval", "0"];
     [srv, strict] = await Promise.all([
         startServer({ model: MODEL, args }),
-        startServer({ model: MODEL, args: [...args.slice(0, 2), "--threads", "1", "--deep-health-interval", "0", "--strict-request-fields"] }),
+        startServer({ model: MODEL, args: [...args.slice(0, 2), "--threads", "1", "--deep-health-interval", "0", "--strict-request-fields", "--no-enable-prefix-caching"] }),
     ]);
     client = new OpenAI({ baseURL: srv.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: 120000 });
 
@@ -366,8 +366,37 @@ async function main() {
             },
         });
         assert(sl.status === 200 && chunks > 0 && sent === nl.text, `stream: ${sl.status}, ${chunks} chunks with logprobs, text ${short(sent)} vs ${short(nl.text)}`);
-        const es = await http(srv.base, "POST", "/v1/completions", { body: { model: NAME, prompt: "x", max_tokens: 2, echo: true, logprobs: 1, stream: true } });
-        assert(es.status === 400 && es.json?.error?.param === "echo", `echo + logprobs + stream: ${es.status} ${short(es.text)}`);
+        // echo + logprobs streamed (vLLM): each choice's first chunk opens with the prompt's
+        // tokens, offsets from 0 through them; later chunks start at the characters sent. 80
+        // prompt tokens take choice 0 three prefill steps (32 prompt-logprob rows a step). With
+        // the prefix cache choice 1 waits for choice 0's prompt (srv); without it (the strict
+        // server) choice 1 prefills at once and runs ahead, and its chunks wait for the logprobs.
+        const long = Array.from({ length: 80 }, (_, i) => ids[i % ids.length]);
+        const body = { prompt: long, max_tokens: 5, echo: true, logprobs: 2, n: 2, add_special_tokens: false };
+        for (const server of [srv, strict]) {
+            const whole = await http(server.base, "POST", "/v1/completions", { body: { model: NAME, temperature: 0, ...body } });
+            assert(whole.status === 200 && whole.json.choices.length === 2, `echo n=2: ${whole.status} ${short(whole.text)}`);
+            const got = [0, 1].map(() => ({ text: "", tokens: [], lps: [], tops: [], chunks: 0 }));
+            const se = await streamPost(server.base, "/v1/completions", { model: NAME, temperature: 0, ...body, stream: true }, {
+                onChunk: (ch) => {
+                    for (const c of ch.choices ?? []) {
+                        const g = got[c.index], l = c.logprobs;
+                        if (l?.tokens?.length) {
+                            if (g.chunks++ === 0) cumulative(l, `stream choice ${c.index} first chunk`);
+                            else assert(l.text_offset[0] === [...g.text].length, `stream choice ${c.index} chunk ${g.chunks}: first text_offset ${l.text_offset[0]} after ${[...g.text].length} characters`);
+                            g.tokens.push(...l.tokens), g.lps.push(...l.token_logprobs), g.tops.push(...l.top_logprobs);
+                        }
+                        g.text += c.text ?? "";
+                    }
+                },
+            });
+            assert(se.status === 200, `echo + logprobs + stream: ${se.status} ${short(se.text)}`);
+            for (const c of whole.json.choices) {
+                const g = got[c.index], w = c.logprobs;
+                assert(g.text === c.text && isDeepStrictEqual(g.tokens, w.tokens) && isDeepStrictEqual(g.tops, w.top_logprobs) && g.lps.length === w.token_logprobs.length && g.lps.every((x, k) => (x === null) === (w.token_logprobs[k] === null) && Math.abs(x - w.token_logprobs[k]) < 1e-4), `streamed echo choice ${c.index} (${g.chunks} chunks) vs whole: text ${short(g.text)} / ${short(c.text)}, ${g.tokens.length} / ${w.tokens.length} tokens`);
+                assert(w.tokens.length === long.length + 5 && w.token_logprobs[0] === null, `whole choice ${c.index}: ${w.tokens.length} tokens`);
+            }
+        }
         const c = await chatRaw({ messages: MSG("x"), max_tokens: 2, prompt_logprobs: 0 });
         assert(c.status === 200 && c.json.prompt_logprobs?.length === c.json.usage.prompt_tokens && c.json.prompt_logprobs[0] === null, `chat: top-level prompt_logprobs ${short(c.json.prompt_logprobs?.length)} for ${c.json.usage?.prompt_tokens}`);
         for (const [b, why] of [[{ prompt_logprobs: 1, stream: true }, "stream=True"], [{ prompt_logprobs: -1 }, "max-logprobs"], [{ prompt_logprobs: 21 }, "prompt_logprobs"]]) {
