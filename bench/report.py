@@ -9,6 +9,7 @@
 # report.py --full RUN_DIR DOC: (bench/full-model.sh) replaces only that section.
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -383,9 +384,15 @@ def perf_section(run, rows, series):
                  "![mask times](perf-mask.png)): " + " ".join(open(ms).read().split("\n")[:1]) + "\n")
     if "batch" in m["groups"]:
         L.append(f"![aggregate decode t/s against batch size](perf-batch.png)\n")
-    bi = m["llama_build_info"].strip().replace("\n", "; ")
+    # Reports name paths relative to the repository (no machine paths in docs/): the glint
+    # binary by its path in the tree, llama.cpp's source by its directory name in the cache.
+    bi = re.sub(r"source: \S*/", "source: $LLAMA_CACHE/", m["llama_build_info"].strip())
+    bi = bi.replace("\n", "; ")
+    gb = m["glint_bin"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    gb = os.path.relpath(gb, root) if os.path.abspath(gb).startswith(root + "/") else os.path.basename(gb)
     L.append("**Versions and flags.**\n")
-    L.append(f"- glint: commit `{m['glint_commit']}`, `{m['glint_bin']}`; {m['glint_flags']}")
+    L.append(f"- glint: commit `{m['glint_commit']}`, `{gb}`; {m['glint_flags']}")
     L.append(f"- llama.cpp (`bench/llama_build.sh`, build-info.txt): {bi}")
     L.append(f"- machine: {m['cpu']}, {m['nproc']} vCPUs, {m['mem_gib']} GiB, Linux {m['kernel']}")
     L.append("")

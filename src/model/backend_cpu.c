@@ -6,7 +6,7 @@
 // vec_dot type; the quantized copy is kept while only matmuls follow (q/k/v/gate share one, as do
 // ffn_gate/ffn_up) and dropped by any other op. K/V rows are converted back to f32 one head row at
 // a time while attending (fp8: one bf16 scale per row, see src/kv/kv.c).
-#include "kv/fp8.h"
+#include "quant/fp8.h"
 #include "model/backend.h"
 
 #include <math.h>
@@ -208,7 +208,7 @@ static uint8_t *kv_page(const struct gl_kv_view *v, int64_t p)
 }
 
 // Stores one position's K or V row (KD f32 values) in the view's dtype. fp8 rows get their own
-// scale bf16(amax / 448) (src/kv/fp8.h), so the largest element lands on e4m3's largest, 448.
+// scale bf16(amax / 448) (src/quant/fp8.h), so the largest element lands on e4m3's largest, 448.
 static void kv_store(const struct gl_kv_view *v, int64_t p, int is_v, const float *src, int64_t KD)
 {
     uint8_t *pg = kv_page(v, p);

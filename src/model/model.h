@@ -214,7 +214,7 @@ size_t gl_kv_dtype_size(enum gl_kv_dtype t); // bytes per element: 4, 2, 2, 1
 // window, or not yet reserved), at row p % block_size. A row is Hkv * D elements of `dtype`
 // (head-major, then dim), row_bytes long. Inside a page this layer's K rows start at k_off and
 // its V rows at v_off (block_size consecutive rows each); for fp8 the scale of each row, a bf16 s
-// (dequantized value = e4m3 code value * s, src/kv/fp8.h), sits at k_scale_off / v_scale_off
+// (dequantized value = e4m3 code value * s, src/quant/fp8.h), sits at k_scale_off / v_scale_off
 // (block_size bf16 each, 2 bytes, unaligned access by memcpy). Attention reads only positions it
 // may see and asserts that their pages are mapped.
 // A view borrows the table; it is valid until its owner changes the table (reserve, free).

@@ -14,7 +14,7 @@
 // `event: T` / `data: {"type": T, "sequence_number": 0, 1, ...}` blocks ending with
 // response.completed, response.incomplete or response.failed, and its object is a "response".
 // Vocabulary: $GLINT_VOCAB, else shared/ beside the repository (../shared/data/tokenizer/...
-// from the source dir, then from the working directory), else /work/shared; absent: no-op.
+// from the source dir, then from the working directory); absent: no-op.
 #include "api/api.h"
 #include "chat/atem_parse.h"
 
@@ -78,9 +78,7 @@ static const char *vocab_path(void)
         if (access(p, R_OK) == 0)
             return p;
     }
-    if (access(VOCAB_REL, R_OK) == 0)
-        return VOCAB_REL;
-    return "/work/shared/data/tokenizer/llama4-tokenizer.model";
+    return VOCAB_REL;
 }
 
 static int init(void)

@@ -9,7 +9,6 @@ cd "$(dirname "$0")/../.."
 GLINT_BIN="${GLINT_BIN:-build/glint}"
 case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
 TEMPLATE="${GLINT_CHAT_TEMPLATE:-$PWD/../shared/data/chat-template/muse-glimmer.jinja}"
-[ -f "$TEMPLATE" ] || TEMPLATE=/work/shared/data/chat-template/muse-glimmer.jinja
 WORK="${GLINT_TEST_DIR:-$PWD/build/testdata}/chat-render"
 mkdir -p "$WORK"
 

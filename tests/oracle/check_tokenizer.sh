@@ -9,7 +9,6 @@ cd "$(dirname "$0")/../.."
 GLINT_BIN="${GLINT_BIN:-build/glint}"
 case "$GLINT_BIN" in /*) ;; *) GLINT_BIN="$PWD/$GLINT_BIN" ;; esac
 RANKS="${GLINT_VOCAB:-$PWD/../shared/data/tokenizer/llama4-tokenizer.model}"
-[ -f "$RANKS" ] || RANKS=/work/shared/data/tokenizer/llama4-tokenizer.model
 TEST_DIR="${GLINT_TEST_DIR:-$PWD/build/testdata}"
 WORK="$TEST_DIR/tok-oracle"
 mkdir -p "$WORK"

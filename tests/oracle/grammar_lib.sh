@@ -1,12 +1,11 @@
 # SPDX-License-Identifier: MIT
 # Helpers for the grammar oracle checks and bench/maskbench.sh. Source after lib.sh.
 #   gl_grammar_ranks          echoes the tiktoken ranks file (the real 202,048-token vocabulary)
-#   gl_grammar_extract NAME   extracts /work/shared/data/jsonschemabench/NAME.tar.gz (or
+#   gl_grammar_extract NAME   extracts ../shared/data/jsonschemabench/NAME.tar.gz (or
 #                             $GLINT_JSB_DIR/NAME.tar.gz) under $GLINT_TEST_DIR/NAME once and
 #                             echoes that directory; re-extracts when the tarball changes.
 
 GL_SHARED_DIR="${GLINT_SHARED_DIR:-$GL_REPO_ROOT/../shared}"
-[ -d "$GL_SHARED_DIR/data" ] || GL_SHARED_DIR=/work/shared
 
 gl_grammar_ranks() {
     local r="${GLINT_VOCAB:-$GL_SHARED_DIR/data/tokenizer/llama4-tokenizer.model}"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # ref_forward.py: float64 PyTorch reference forward pass of muse-glimmer, written from
-# /work/shared/docs/muse-glimmer-arch.md §2-3 (GGUF conventions: norm weights used as stored,
+# ../shared/docs/muse-glimmer-arch.md §2-3 (GGUF conventions: norm weights used as stored,
 # interleaved-pair RoPE on sliding layers only, NoPE on full layers, q/k norm weights applied as
 # RMSNorm weights, sigmoid output gate, post-norm eps 1e-8, logit_scale then tanh softcap).
 # Reads the GGUF itself (minimal numpy reader below; F32/F16/BF16/Q8_0 tensors only), then compares

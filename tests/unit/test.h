@@ -55,15 +55,13 @@ static inline void *t_read_file(const char *path, size_t *n)
 }
 
 // The real vocabulary (Llama 4's tiktoken ranks): $GLINT_VOCAB, else shared/ beside the
-// repository (tests run from its root), else the workspace's copy.
+// repository (tests run from its root; a missing file is reported by the loader).
 static inline const char *t_vocab_path(void)
 {
     const char *env = getenv("GLINT_VOCAB");
     if (env && env[0])
         return env;
-    if (access("../shared/data/tokenizer/llama4-tokenizer.model", R_OK) == 0)
-        return "../shared/data/tokenizer/llama4-tokenizer.model";
-    return "/work/shared/data/tokenizer/llama4-tokenizer.model";
+    return "../shared/data/tokenizer/llama4-tokenizer.model";
 }
 
 typedef void (*t_test_fn)(void);

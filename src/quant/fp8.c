@@ -4,7 +4,7 @@
 // Encoding works on the f32 bit pattern: the 23-bit mantissa is cut to 3 bits with the 20 dropped
 // bits deciding the rounding; magnitudes below 2^-6 go through the subnormal grid of step 2^-9.
 // Row scales are bf16 (fp8.h: why not a power of two).
-#include "kv/fp8.h"
+#include "quant/fp8.h"
 
 #include "base/base.h"
 
