@@ -746,12 +746,12 @@ static gl_status check_answer_room(const struct gl_api_config *c, struct gl_api_
     if (st != GL_OK)
         return st == GL_E_NOMEM ? NOMEM() : FAIL(k->field, "%s: %s", k->field, err.msg);
     if (lower > r->sp.max_tokens)
-        return FAIL("max_tokens",
-                    "'max_tokens' or 'max_completion_tokens' is %d, but the shortest answer that %s "
-                    "allows needs at least %lld tokens (%sthe shortest valid body and the stop "
-                    "token)",
-                    r->sp.max_tokens, k->field, (long long)lower,
-                    r->turn ? "the turn's framing, " : "");
+        return FAIL(
+            "max_tokens",
+            "'max_tokens' or 'max_completion_tokens' is %d, but the shortest answer that %s "
+            "allows needs at least %lld tokens (%sthe shortest valid body and the stop "
+            "token)",
+            r->sp.max_tokens, k->field, (long long)lower, r->turn ? "the turn's framing, " : "");
     return GL_OK;
 }
 

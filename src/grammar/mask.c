@@ -1738,7 +1738,8 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
     e->v = v;
     gl_mstate_copy(e->st, s);
     if (n_set <= GL_MASK_SPARSE_MAX) {
-        memcpy(e->data, c->sparse, (size_t)n_set * sizeof *e->data);
+        if (n_set > 0) // e->data may be NULL for an empty mask (never allocated)
+            memcpy(e->data, c->sparse, (size_t)n_set * sizeof *e->data);
         e->n_ids = (int32_t)n_set;
     } else {
         memcpy(e->data, mask, v->words * sizeof *mask);

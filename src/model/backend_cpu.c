@@ -6,8 +6,8 @@
 // vec_dot type; the quantized copy is kept while only matmuls follow (q/k/v/gate share one, as do
 // ffn_gate/ffn_up) and dropped by any other op. K/V rows are converted back to f32 one head row at
 // a time while attending (fp8: one bf16 scale per row, see src/kv/kv.c).
-#include "quant/fp8.h"
 #include "model/backend.h"
+#include "quant/fp8.h"
 
 #include <math.h>
 #include <string.h>

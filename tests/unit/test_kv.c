@@ -10,9 +10,9 @@
 // here with the gguf writer, 8 layers (6 sliding + 2 global: groups of 2), vocab 64, E 64, H 4, Hkv
 // 2, D 16, F 96, window 8.
 #include "gguf/gguf.h"
-#include "quant/fp8.h"
 #include "kv/kv.h"
 #include "model/model.h"
+#include "quant/fp8.h"
 #include "quant/quant.h"
 #include "test.h"
 
