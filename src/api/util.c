@@ -48,41 +48,8 @@ json_t *gl_api_error_json(const struct gl_api_error *e)
 
 // ---- strings ----
 
-// A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD (jansson refuses it).
-// Length of the valid UTF-8 sequence at p[0..n), or 0 with *bad the length of the maximal
-// invalid subpart to replace with one U+FFFD (Unicode's "maximal subpart" rule, as Python's and
-// HF's lossy decoders do: a truncated sequence is one replacement, a stray byte one each).
-static size_t utf8_seq(const unsigned char *p, size_t n, size_t *bad)
-{
-    unsigned c = p[0];
-    size_t k = c < 0x80                 ? 1
-               : c >= 0xc2 && c <= 0xdf ? 2
-               : c >= 0xe0 && c <= 0xef ? 3
-               : c >= 0xf0 && c <= 0xf4 ? 4
-                                        : 0;
-    *bad = 1;
-    if (k <= 1)
-        return k;
-    unsigned lo = 0x80, hi = 0xbf; // the second byte's range depends on the lead byte
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f;
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    for (size_t j = 1; j < k; j++) {
-        unsigned x = j < n ? p[j] : 0;
-        int ok = j == 1 ? x >= lo && x <= hi : x >= 0x80 && x <= 0xbf;
-        if (j >= n || !ok) {
-            *bad = j;
-            return 0;
-        }
-    }
-    return k;
-}
-
+// Each maximal invalid subpart of the UTF-8 becomes one U+FFFD (gl_utf8_seq), as Python's and
+// HF's lossy decoders do.
 json_t *gl_api_jstr(const char *p, size_t n)
 {
     json_t *s = json_stringn(p, n);
@@ -90,7 +57,7 @@ json_t *gl_api_jstr(const char *p, size_t n)
         return s;
     struct gl_buf b = {0};
     for (size_t i = 0; i < n;) {
-        size_t bad = 1, k = utf8_seq((const unsigned char *)p + i, n - i, &bad);
+        size_t bad = 1, k = gl_utf8_seq((const uint8_t *)p + i, n - i, &bad);
         if (k) {
             gl_buf_put(&b, p + i, k);
             i += k;

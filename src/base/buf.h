@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// base/buf: the one growable byte buffer, and the small text helpers every module shares.
+// base/buf: the one growable byte buffer, and the small text helpers every module shares
+// (hex digits, UTF-8 sequences; gl_utf8_encode is in base.h).
 // A struct gl_buf starts zeroed ({0}) and owns p (gl_malloc'ed: free with gl_buf_free, or take
 // it with gl_buf_take and gl_free it). After any append, even of 0 bytes, p is allocated and
 // p[len] == 0, so text writers can read p as a C string (binary data may hold NULs before len).
@@ -12,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct gl_buf {
     char *p;    // NULL until the first append
@@ -46,4 +48,43 @@ static inline int gl_hex_val(int c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+// Length (1-4) of the well-formed UTF-8 sequence at p[0..n), n >= 1 (Unicode 15 Table 3-7: no
+// overlong forms, surrogates or code points past U+10FFFF), or 0 when none starts there; then, if
+// bad is non-NULL, *bad is the length of the maximal invalid subpart to replace with one U+FFFD
+// (Unicode's "maximal subpart" practice, as Python's and HF's lossy decoders: a truncated
+// sequence is one replacement, a stray byte one each). Inline: the tokenizer calls it per
+// character of every prompt.
+static inline size_t gl_utf8_seq(const uint8_t *p, size_t n, size_t *bad)
+{
+    uint8_t c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t k;
+    uint8_t lo = 0x80, hi = 0xBF; // the second byte's range depends on the lead byte
+    if (c >= 0xC2 && c <= 0xDF) {
+        k = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        k = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        k = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        if (bad)
+            *bad = 1;
+        return 0;
+    }
+    for (size_t j = 1; j < k; j++) {
+        if (j >= n || p[j] < lo || p[j] > hi) {
+            if (bad)
+                *bad = j;
+            return 0;
+        }
+        lo = 0x80, hi = 0xBF;
+    }
+    return k;
 }

@@ -55,34 +55,6 @@ struct gl_atem_parser {
     struct gl_buf args; // scratch for one arguments piece
 };
 
-// Length of the valid UTF-8 sequence at s[0..n), 0 if invalid or incomplete.
-static size_t utf8_seq(const uint8_t *s, size_t n)
-{
-    uint8_t b = s[0];
-    if (b < 0x80)
-        return 1;
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF)
-        need = 2;
-    else if (b >= 0xE0 && b <= 0xEF) {
-        need = 3;
-        lo = b == 0xE0 ? 0xA0 : 0x80;
-        hi = b == 0xED ? 0x9F : 0xBF;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        need = 4;
-        lo = b == 0xF0 ? 0x90 : 0x80;
-        hi = b == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return 0;
-    if (n < need || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < need; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return need;
-}
-
 // out = s with every invalid byte replaced by U+FFFD (text events are valid UTF-8: the
 // accumulator puts them in JSON strings).
 static int utf8_clean(struct gl_buf *out, const char *s, size_t n)
@@ -91,7 +63,7 @@ static int utf8_clean(struct gl_buf *out, const char *s, size_t n)
     if (gl_buf_reserve(out, n * 3) != GL_OK)
         return 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq((const uint8_t *)s + i, n - i);
+        size_t k = gl_utf8_seq((const uint8_t *)s + i, n - i, NULL);
         if (k) {
             memcpy(out->p + out->len, s + i, k);
             out->len += k;
@@ -115,7 +87,7 @@ static int json_quote(struct gl_buf *out, const char *s, size_t n)
     *o++ = '"';
     for (size_t i = 0; i < n;) {
         uint8_t c = (uint8_t)s[i];
-        size_t k = utf8_seq((const uint8_t *)s + i, n - i);
+        size_t k = gl_utf8_seq((const uint8_t *)s + i, n - i, NULL);
         if (!k) {
             memcpy(o, "\\ufffd", 6);
             o += 6;

@@ -367,28 +367,8 @@ static int js_value(struct jscan *s, int depth)
 
 static void put_utf8(struct gl_buf *b, uint32_t cp, int *oom)
 {
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | cp >> 12);
-        u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | cp >> 18);
-        u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-        u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    *oom |= gl_buf_put(b, u, n) != GL_OK;
+    uint8_t u[4];
+    *oom |= gl_buf_put(b, u, (size_t)gl_utf8_encode(cp, u)) != GL_OK;
 }
 
 // One decoded character of a string, re-escaped the minimal way.
