@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-// api_int: helpers shared by the api module's files (not for other modules).
+// api_int: what the api module's files share (not for other modules). The helpers of the first
+// block (through gl_api_check_text_len), with gl_api_fail and gl_api_error_json (api.h), live in
+// util.c, which calls no other api file; calls between the other files run one way: endpoints ->
+// request, responses; response -> responses -> request -> media_url -> media_fetch.
 #pragma once
 
 #include "api/api.h"
@@ -27,6 +30,11 @@ gl_status gl_api_get_ids(json_t *v, const char *k, int32_t n_vocab, int32_t cap,
 json_t *gl_api_jstr(const char *p, size_t n);
 // The id of the one token that encodes text exactly (no specials, no BOS), or -1.
 int32_t gl_api_single_token(const struct gl_tokenizer *t, const char *text);
+// The context-length check that needs no tokenizing: GL_OK when len bytes of text may fit
+// max_model_len tokens, else a 400 naming param (each token spells at most max_token_bytes of
+// the text; x2 for normalisers that drop bytes: api.h). Generation prompts and /tokenize share it.
+gl_status gl_api_check_text_len(const struct gl_api_config *c, size_t len, const char *param,
+                                struct gl_api_error *e);
 
 // gl_api_parse after the body was loaded (b: a JSON value, borrowed); ep is chat or completions.
 gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint ep, json_t *b,
@@ -66,8 +74,3 @@ void gl_api_rs_deltas(struct gl_api_rs_stream *st, const struct gl_api_req *r,
 // response.incomplete with the final object (final: gl_api_rs_response's, taken).
 void gl_api_rs_finish(struct gl_api_rs_stream *st, const struct gl_api_req *r,
                       const struct gl_api_rs_result *res, json_t *final, json_t *ev);
-// The context-length check that needs no tokenizing: GL_OK when len bytes of text may fit
-// max_model_len tokens, else a 400 naming param (each token spells at most max_token_bytes of
-// the text; x2 for normalisers that drop bytes: api.h). Generation prompts and /tokenize share it.
-gl_status gl_api_check_text_len(const struct gl_api_config *c, size_t len, const char *param,
-                                struct gl_api_error *e);

@@ -15,6 +15,7 @@
 // file:// URLs are percent-decoded (RFC 8089) before these checks; plain paths are taken as is.
 // http(s) URLs go to media_fetch.c (only hosts in --allowed-media-domains).
 #include "api/api.h"
+#include "base/buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -204,14 +205,6 @@ static gl_status load_local(const struct gl_api_media_opts *o, char *path, const
     return st;
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 // Decodes %XX escapes of a file:// URL's path in place (RFC 3986 §2.1). 0, or -1 for a
 // malformed escape or an encoded NUL.
 static int percent_decode(char *s)
@@ -222,7 +215,7 @@ static int percent_decode(char *s)
             *o++ = *p;
             continue;
         }
-        int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
+        int hi = gl_hex_val(p[1]), lo = hi < 0 ? -1 : gl_hex_val(p[2]);
         if (lo < 0 || (hi == 0 && lo == 0))
             return -1;
         *o++ = (char)(hi << 4 | lo);

@@ -15,41 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-// ---- errors ----
-
-gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const char *fmt, ...)
-{
-    if (!e)
-        return http == 500 ? GL_E_NOMEM : GL_E_INVAL;
-    e->http = http;
-    snprintf(e->type, sizeof e->type, "%s",
-             http == 400   ? "BadRequestError"
-             : http == 401 ? "AuthenticationError"
-             : http == 404 ? "NotFoundError"
-             : http == 405 ? "MethodNotAllowed"
-             : http == 408 ? "RequestTimeout"
-             : http == 413 ? "RequestTooLarge"
-             : http == 429 ? "TooManyRequests"
-             : http == 503 ? "ServiceUnavailableError"
-                           : "InternalServerError");
-    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return http == 500 ? GL_E_NOMEM : http == 503 ? GL_E_AGAIN : GL_E_INVAL;
-}
-
-json_t *gl_api_error_json(const struct gl_api_error *e)
-{
-    // msg and param quote the request (field names, values) cut with %.Ns or to their buffers,
-    // possibly inside a UTF-8 character, which jansson's "s" refuses: gl_api_jstr replaces it.
-    return json_pack("{s:{s:o,s:s,s:o,s:i}}", "error", "message",
-                     gl_api_jstr(e->msg, strlen(e->msg)), "type", e->type, "param",
-                     e->param[0] ? gl_api_jstr(e->param, strlen(e->param)) : json_null(), "code",
-                     e->http);
-}
-
 #define FAIL(param, ...) gl_api_fail(e, 400, param, __VA_ARGS__)
 #define NOMEM()          gl_api_fail(e, 500, NULL, "out of memory")
 
@@ -942,18 +907,6 @@ int32_t gl_api_max_token_bytes(const struct gl_tokenizer *tok)
     return most > INT32_MAX ? INT32_MAX : (int32_t)most;
 }
 
-gl_status gl_api_check_text_len(const struct gl_api_config *c, size_t len, const char *param,
-                                struct gl_api_error *e)
-{
-    if (c->max_token_bytes > 0 && len / 2 / (size_t)c->max_token_bytes >= (size_t)c->max_model_len)
-        return FAIL(param,
-                    "This model's maximum context length is %d tokens. However, your request "
-                    "has %zu bytes of input text, at least %zu tokens. Please reduce the length "
-                    "of the input messages.",
-                    c->max_model_len, len, len / 2 / (size_t)c->max_token_bytes);
-    return GL_OK;
-}
-
 // param: "prompt" or "messages", for the context-length error.
 static gl_status encode(const struct gl_api_config *c, const char *text, size_t len, int special,
                         int bos, const char *param, struct gl_api_prompt *p, struct gl_api_error *e)
@@ -1488,19 +1441,31 @@ static gl_status check_priority(json_t *b, struct gl_api_error *e)
     return st;
 }
 
-gl_status gl_api_parse(const struct gl_api_config *c, enum gl_api_endpoint ep, const char *body,
-                       size_t len, struct gl_api_req **out, struct gl_api_error *e)
+int gl_api_request_id_ok(const char *rid, size_t len)
 {
-    *out = NULL;
-    json_error_t je;
-    json_t *b = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
-    if (!b)
-        return FAIL("", "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
-                    je.column);
-    gl_status st = ep == GL_API_RESPONSES ? gl_api_responses_parse(c, b, out, e)
-                                          : gl_api_parse_json(c, ep, b, out, e);
-    json_decref(b);
-    return st;
+    if (len == 0 || len > GL_API_RID_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)rid[i];
+        int alnum = (ch >= '0' && ch <= '9') || ((ch | 32) >= 'a' && (ch | 32) <= 'z');
+        if (!alnum && ch != '.' && ch != '_' && ch != ':' && ch != '-')
+            return 0;
+    }
+    return 1;
+}
+
+gl_status gl_api_set_request_id(struct gl_api_req *r, const char *rid, size_t len,
+                                const char *param, struct gl_api_error *e)
+{
+    if (!gl_api_request_id_ok(rid, len))
+        return gl_api_fail(e, 400, param,
+                           "%s: a request id is 1 to %d characters of A-Z a-z 0-9 . _ : -", param,
+                           GL_API_RID_MAX);
+    size_t p = strcspn(r->id, "-_") + 1; // the prefix, through its separator
+    GL_ASSERT(p + len < sizeof r->id);
+    memcpy(r->id + p, rid, len);
+    r->id[p + len] = 0;
+    return GL_OK;
 }
 
 gl_status gl_api_parse_json(const struct gl_api_config *c, enum gl_api_endpoint ep, json_t *b,

@@ -5,37 +5,11 @@
 // skip_special_tokens setting. Completions output is the engine's text.
 #include "api/api.h"
 #include "api/api_int.h"
+#include "base/buf.h"
 #include "chat/atem_parse.h"
 
 #include <stdio.h>
 #include <string.h>
-
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 256;
-        while (nc < b->len + n + 1)
-            nc *= 2;
-        char *q = gl_realloc(b->p, nc);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
 
 struct choice {
     struct gl_api_resp *s;
@@ -50,10 +24,10 @@ struct choice {
     struct gl_atem_parser *parser;
     struct gl_atem_accum acc;
     size_t deltas_sent;
-    struct sbuf held; // answer text that may begin a stop string
+    struct gl_buf held; // answer text that may begin a stop string
     int stop_hit;
     // completions
-    struct sbuf text;
+    struct gl_buf text;
     size_t text_sent;
     // echo with logprobs, streamed: the prompt's entries open the choice's first chunk, which
     // waits (echo_wait) until its prompt's logprobs are all in; echo_sent once they went out
@@ -76,7 +50,7 @@ struct gl_api_resp {
     int32_t n_ch, n_done;
     int64_t prompt_tokens;
     struct gl_sample_params stop_sp; // chat stop strings, for the shared matcher
-    struct sbuf sse;
+    struct gl_buf sse;
     json_t *plp; // prompt_logprobs: per prompt, vLLM's list ([null, {id: {logprob, rank,
                  // decoded_token}}, ...]); NULL when not asked
     struct gl_api_rs_stream rs; // Responses API streaming: the open output item
@@ -85,64 +59,6 @@ struct gl_api_resp {
     int failed;
     struct gl_api_error error; // when failed
 };
-
-// ---- strings ----
-
-// A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD (jansson refuses it).
-// Length of the valid UTF-8 sequence at p[0..n), or 0 with *bad the length of the maximal
-// invalid subpart to replace with one U+FFFD (Unicode's "maximal subpart" rule, as Python's and
-// HF's lossy decoders do: a truncated sequence is one replacement, a stray byte one each).
-static size_t utf8_seq(const unsigned char *p, size_t n, size_t *bad)
-{
-    unsigned c = p[0];
-    size_t k = c < 0x80                 ? 1
-               : c >= 0xc2 && c <= 0xdf ? 2
-               : c >= 0xe0 && c <= 0xef ? 3
-               : c >= 0xf0 && c <= 0xf4 ? 4
-                                        : 0;
-    *bad = 1;
-    if (k <= 1)
-        return k;
-    unsigned lo = 0x80, hi = 0xbf; // the second byte's range depends on the lead byte
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f;
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    for (size_t j = 1; j < k; j++) {
-        unsigned x = j < n ? p[j] : 0;
-        int ok = j == 1 ? x >= lo && x <= hi : x >= 0x80 && x <= 0xbf;
-        if (j >= n || !ok) {
-            *bad = j;
-            return 0;
-        }
-    }
-    return k;
-}
-
-json_t *gl_api_jstr(const char *p, size_t n)
-{
-    json_t *s = json_stringn(p, n);
-    if (s)
-        return s;
-    struct sbuf b = {0};
-    for (size_t i = 0; i < n;) {
-        size_t bad = 1, k = utf8_seq((const unsigned char *)p + i, n - i, &bad);
-        if (k) {
-            sb_add(&b, p + i, k);
-            i += k;
-        } else {
-            sb_add(&b, "\xef\xbf\xbd", 3);
-            i += bad;
-        }
-    }
-    s = b.oom ? NULL : json_stringn(b.p ? b.p : "", b.len);
-    gl_free(b.p);
-    return s;
-}
 
 // The token's text as logprobs show it; bytes the list of its bytes.
 static json_t *tok_json(const struct gl_tokenizer *t, int32_t id, json_t **bytes)
@@ -252,7 +168,7 @@ gl_status gl_api_resp_new(struct gl_api_resp **out, const struct gl_api_config *
         }
         if (st == GL_OK && r->ep == GL_API_COMPLETIONS && r->echo) {
             const struct gl_api_prompt *p = &r->prompts[i / r->sp.n];
-            sb_add(&ch->text, p->text ? p->text : "", p->text_len);
+            gl_buf_put(&ch->text, p->text ? p->text : "", p->text_len);
             // a stream's first offsets count the echoed text (vLLM's previous_text_lens)
             ch->text_chars = u8_chars(p->text ? p->text : "", p->text_len);
         }
@@ -313,7 +229,7 @@ static void chat_sink(void *user, const struct gl_atem_event *ev)
         gl_atem_accum_sink(&ch->acc, ev);
         return;
     }
-    sb_add(&ch->held, ev->text, ev->len);
+    gl_buf_put(&ch->held, ev->text, ev->len);
     if (ch->held.oom) {
         ch->acc.status = GL_E_NOMEM;
         return;
@@ -345,9 +261,9 @@ static void sse_json(struct gl_api_resp *s, json_t *o)
         s->sse.oom = 1;
         return;
     }
-    sb_add(&s->sse, "data: ", 6);
-    sb_add(&s->sse, t, strlen(t));
-    sb_add(&s->sse, "\n\n", 2);
+    gl_buf_put(&s->sse, "data: ", 6);
+    gl_buf_put(&s->sse, t, strlen(t));
+    gl_buf_put(&s->sse, "\n\n", 2);
     free(t);
 }
 
@@ -550,7 +466,7 @@ static void stream_end(struct gl_api_resp *s)
         }
         sse_json(s, o);
     }
-    sb_add(&s->sse, "data: [DONE]\n\n", 14);
+    gl_buf_put(&s->sse, "data: [DONE]\n\n", 14);
 }
 
 // ---- the Responses API's events (responses.c builds them; here they are numbered and sent) ----
@@ -581,9 +497,9 @@ static void rs_send(struct gl_api_resp *s, json_t *ev)
         json_t *o = json_array_get(ev, i);
         const char *ty = json_string_value(json_object_get(o, "type"));
         json_object_set_new(o, "sequence_number", json_integer(s->rs_seq++));
-        sb_add(&s->sse, "event: ", 7);
-        sb_add(&s->sse, ty ? ty : "", ty ? strlen(ty) : 0);
-        sb_add(&s->sse, "\n", 1);
+        gl_buf_put(&s->sse, "event: ", 7);
+        gl_buf_put(&s->sse, ty ? ty : "", ty ? strlen(ty) : 0);
+        gl_buf_put(&s->sse, "\n", 1);
         sse_json(s, json_incref(o));
     }
     json_decref(ev);
@@ -756,7 +672,7 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
         }
     }
     if (r->ep == GL_API_COMPLETIONS) {
-        sb_add(&ch->text, ev->text ? ev->text : "", ev->text_len);
+        gl_buf_put(&ch->text, ev->text ? ev->text : "", ev->text_len);
         ch->text_chars += u8_chars(ev->text ? ev->text : "", ev->text_len);
     }
     ch->n_generated = ev->n_generated;
@@ -832,7 +748,7 @@ void gl_api_resp_fail(struct gl_api_resp *s, const struct gl_api_error *e)
         return;
     }
     sse_json(s, gl_api_error_json(e));
-    sb_add(&s->sse, "data: [DONE]\n\n", 14);
+    gl_buf_put(&s->sse, "data: [DONE]\n\n", 14);
 }
 
 json_t *gl_api_resp_json(const struct gl_api_resp *s)

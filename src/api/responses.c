@@ -715,7 +715,7 @@ static json_t *item_id(const struct gl_api_req *r, const char *prefix, int k)
     return json_string(buf);
 }
 
-static json_t *str_of(const struct gl_atem_buf *b)
+static json_t *str_of(const struct gl_buf *b)
 {
     return gl_api_jstr(b->p ? b->p : "", b->len);
 }

@@ -7,6 +7,8 @@
 // Tool parameter values parse as JSON when the whole value is JSON, else become JSON strings.
 #include "chat/atem_parse.h"
 
+#include "base/buf.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -16,11 +18,6 @@
 #define ID_MAX       64
 
 static const char REPLACEMENT[] = "\xEF\xBF\xBD";
-
-struct strbuf {
-    char *p;
-    size_t len, cap;
-};
 
 // Tool-block sub-state: what the bytes at tool.pos are expected to be.
 enum tool_st {
@@ -36,17 +33,17 @@ struct gl_atem_parser {
     char id_prefix[ID_MAX];
     enum gl_atem_state st;
     int64_t n_consumed, answer_index, tool_index_tok;
-    struct strbuf header; // header bytes since <|start|> (or since the generation prompt)
+    struct gl_buf header; // header bytes since <|start|> (or since the generation prompt)
     int header_overflow;
     struct gl_detok detok;
-    struct strbuf text; // scratch for detok output and its UTF-8 sanitised form
-    struct strbuf clean;
+    struct gl_buf text; // scratch for detok output and its UTF-8 sanitised form
+    struct gl_buf clean;
     // Current tool-call message.
-    struct strbuf tool; // body bytes; [0, pos) consumed
+    struct gl_buf tool; // body bytes; [0, pos) consumed
     size_t pos;         // next unparsed byte
     size_t value_start; // TS_VALUE: value bytes begin here
     size_t scan;        // TS_VALUE: search for the closing tag resumes here
-    struct strbuf key;  // TS_VALUE: parameter name
+    struct gl_buf key;  // TS_VALUE: parameter name
     enum tool_st ts;
     int call_open;   // a call was started and its arguments object is not closed
     int n_params;    // parameters emitted for the open call
@@ -54,80 +51,19 @@ struct gl_atem_parser {
     int tool_overflow;
     int n_calls;
     char call_id[ID_MAX + 24];
-    struct strbuf call_name;
-    struct strbuf args; // scratch for one arguments piece
+    struct gl_buf call_name;
+    struct gl_buf args; // scratch for one arguments piece
 };
-
-static int sb_reserve(struct strbuf *b, size_t extra)
-{
-    if (b->len + extra + 1 <= b->cap)
-        return 1;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *p = gl_realloc(b->p, cap);
-    if (!p)
-        return 0;
-    b->p = p;
-    b->cap = cap;
-    return 1;
-}
-
-static int sb_add(struct strbuf *b, const char *s, size_t n)
-{
-    if (!sb_reserve(b, n))
-        return 0;
-    if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return 1;
-}
-
-static void sb_free(struct strbuf *b)
-{
-    gl_free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-// Length of the valid UTF-8 sequence at s[0..n), 0 if invalid or incomplete.
-static size_t utf8_seq(const uint8_t *s, size_t n)
-{
-    uint8_t b = s[0];
-    if (b < 0x80)
-        return 1;
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF)
-        need = 2;
-    else if (b >= 0xE0 && b <= 0xEF) {
-        need = 3;
-        lo = b == 0xE0 ? 0xA0 : 0x80;
-        hi = b == 0xED ? 0x9F : 0xBF;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        need = 4;
-        lo = b == 0xF0 ? 0x90 : 0x80;
-        hi = b == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return 0;
-    if (n < need || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < need; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return need;
-}
 
 // out = s with every invalid byte replaced by U+FFFD (text events are valid UTF-8: the
 // accumulator puts them in JSON strings).
-static int utf8_clean(struct strbuf *out, const char *s, size_t n)
+static int utf8_clean(struct gl_buf *out, const char *s, size_t n)
 {
     out->len = 0;
-    if (!sb_reserve(out, n * 3))
+    if (gl_buf_reserve(out, n * 3) != GL_OK)
         return 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq((const uint8_t *)s + i, n - i);
+        size_t k = gl_utf8_seq((const uint8_t *)s + i, n - i, NULL);
         if (k) {
             memcpy(out->p + out->len, s + i, k);
             out->len += k;
@@ -143,15 +79,15 @@ static int utf8_clean(struct strbuf *out, const char *s, size_t n)
 }
 
 // Appends s as a JSON string literal (quotes included); invalid UTF-8 becomes \ufffd.
-static int json_quote(struct strbuf *out, const char *s, size_t n)
+static int json_quote(struct gl_buf *out, const char *s, size_t n)
 {
-    if (!sb_reserve(out, n * 6 + 2))
+    if (gl_buf_reserve(out, n * 6 + 2) != GL_OK)
         return 0;
     char *o = out->p + out->len;
     *o++ = '"';
     for (size_t i = 0; i < n;) {
         uint8_t c = (uint8_t)s[i];
-        size_t k = utf8_seq((const uint8_t *)s + i, n - i);
+        size_t k = gl_utf8_seq((const uint8_t *)s + i, n - i, NULL);
         if (!k) {
             memcpy(o, "\\ufffd", 6);
             o += 6;
@@ -224,7 +160,7 @@ static gl_status call_start(struct gl_atem_parser *p, const char *name, size_t n
     p->call_name.len = 0;
     if (!utf8_clean(&p->clean, name, n))
         return nomem(err, "tool name");
-    if (!sb_add(&p->call_name, p->clean.p, p->clean.len))
+    if (gl_buf_put(&p->call_name, p->clean.p, p->clean.len) != GL_OK)
         return nomem(err, "tool name");
     p->call_open = 1;
     p->n_params = 0;
@@ -238,7 +174,7 @@ static gl_status call_end(struct gl_atem_parser *p, int truncated, struct gl_err
     if (!p->call_open)
         return GL_OK;
     p->args.len = 0;
-    if (!sb_add(&p->args, p->n_params ? "}" : "{}", p->n_params ? 1 : 2))
+    if (gl_buf_put(&p->args, p->n_params ? "}" : "{}", p->n_params ? 1 : 2) != GL_OK)
         return nomem(err, "arguments");
     emit(p, GL_ATEM_EV_TOOL_ARGS, p->args.p, p->args.len, 0);
     emit(p, GL_ATEM_EV_TOOL_END, NULL, 0, truncated);
@@ -268,12 +204,14 @@ static int value_is_json(const char *s, size_t n)
 static gl_status param_done(struct gl_atem_parser *p, const char *v, size_t n, struct gl_err *err)
 {
     p->args.len = 0;
-    int ok = sb_add(&p->args, p->n_params ? ", " : "{", p->n_params ? 2 : 1) &&
-             json_quote(&p->args, p->key.p ? p->key.p : "", p->key.len) &&
-             sb_add(&p->args, ": ", 2);
-    if (ok)
-        ok = value_is_json(v, n) ? sb_add(&p->args, v, n) : json_quote(&p->args, v, n);
-    if (!ok)
+    gl_buf_put(&p->args, p->n_params ? ", " : "{", p->n_params ? 2 : 1);
+    json_quote(&p->args, p->key.p ? p->key.p : "", p->key.len);
+    gl_buf_put(&p->args, ": ", 2);
+    if (!p->args.oom && value_is_json(v, n))
+        gl_buf_put(&p->args, v, n);
+    else
+        json_quote(&p->args, v, n);
+    if (p->args.oom) // sticky: any of the appends above failed
         return nomem(err, "arguments");
     p->n_params++;
     emit(p, GL_ATEM_EV_TOOL_ARGS, p->args.p, p->args.len, 0);
@@ -326,7 +264,7 @@ static gl_status tool_tag(struct gl_atem_parser *p, const char *t, size_t n, str
         p->ts = TS_OVER;
     } else if (tag_is(t, n, "<atem:parameter") && tag_name_attr(t, n, &v, &vn) && p->call_open) {
         p->key.len = 0;
-        if (!sb_add(&p->key, v, vn))
+        if (gl_buf_put(&p->key, v, vn) != GL_OK)
             return nomem(err, "parameter name");
         p->ts = TS_VALUE;
         p->value_start = p->scan = p->pos;
@@ -422,7 +360,7 @@ static gl_status tool_feed(struct gl_atem_parser *p, const char *s, size_t n, st
                           "atem: tool call %d body holds over %u bytes unparsed; rest ignored",
                           p->n_calls - 1, TOOL_BUF_MAX);
     }
-    if (!sb_add(&p->tool, s, n))
+    if (gl_buf_put(&p->tool, s, n) != GL_OK)
         return nomem(err, "tool body");
     return tool_run(p, err);
 }
@@ -533,10 +471,10 @@ gl_status gl_atem_parser_feed(struct gl_atem_parser *p, gl_token id, struct gl_e
     } else if (p->st == GL_ATEM_ST_HEADER) {
         if (p->header.len + n > HEADER_MAX)
             p->header_overflow = 1;
-        else if (!sb_add(&p->header, bytes, n))
+        else if (gl_buf_put(&p->header, bytes, n) != GL_OK)
             st = nomem(err, "header");
     } else if (p->st == GL_ATEM_ST_REASONING || p->st == GL_ATEM_ST_ANSWER) {
-        if (!sb_reserve(&p->text, n + 8))
+        if (gl_buf_reserve(&p->text, n + 8) != GL_OK)
             st = nomem(err, "text");
         else {
             int k = gl_detok_feed(&p->detok, p->tok, id, 0, p->text.p, p->text.cap);
@@ -590,13 +528,13 @@ void gl_atem_parser_free(struct gl_atem_parser *p)
 {
     if (!p)
         return;
-    sb_free(&p->header);
-    sb_free(&p->text);
-    sb_free(&p->clean);
-    sb_free(&p->tool);
-    sb_free(&p->key);
-    sb_free(&p->call_name);
-    sb_free(&p->args);
+    gl_buf_free(&p->header);
+    gl_buf_free(&p->text);
+    gl_buf_free(&p->clean);
+    gl_buf_free(&p->tool);
+    gl_buf_free(&p->key);
+    gl_buf_free(&p->call_name);
+    gl_buf_free(&p->args);
     gl_free(p);
 }
 
@@ -649,16 +587,6 @@ static int delta_push(struct gl_atem_accum *a, enum gl_atem_delta_kind kind, int
     return 1;
 }
 
-static int buf_add(struct gl_atem_buf *b, const char *s, size_t n)
-{
-    struct strbuf sb = {b->p, b->len, b->cap};
-    int ok = sb_add(&sb, s, n);
-    b->p = sb.p;
-    b->len = sb.len;
-    b->cap = sb.cap;
-    return ok;
-}
-
 gl_status gl_atem_accum_init(struct gl_atem_accum *a)
 {
     memset(a, 0, sizeof *a);
@@ -688,11 +616,11 @@ static int accum_event(struct gl_atem_accum *a, const struct gl_atem_event *ev)
     switch (ev->kind) {
     case GL_ATEM_EV_CONTENT:
         a->has_content = 1;
-        return buf_add(&a->content, ev->text, ev->len) &&
+        return gl_buf_put(&a->content, ev->text, ev->len) == GL_OK &&
                delta_push(a, GL_ATEM_DELTA_CONTENT, 0, ev->text, ev->len);
     case GL_ATEM_EV_REASONING:
         a->has_reasoning = 1;
-        return buf_add(&a->reasoning, ev->text, ev->len) &&
+        return gl_buf_put(&a->reasoning, ev->text, ev->len) == GL_OK &&
                delta_push(a, GL_ATEM_DELTA_REASONING, 0, ev->text, ev->len);
     case GL_ATEM_EV_TOOL_START: {
         GL_ASSERT(ev->tool_index == a->n_calls);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "base/base.h"
+#include "base/buf.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
@@ -100,10 +101,7 @@ struct gl_atem_delta {
 };
 
 struct gl_atem_accum {
-    struct gl_atem_buf {
-        char *p;
-        size_t len, cap;
-    } content, reasoning;
+    struct gl_buf content, reasoning; // text so far (p NULL until some arrives)
     int has_content, has_reasoning;
     struct gl_atem_tool_call *calls;
     int n_calls, cap_calls;

@@ -5,20 +5,16 @@
 // to one growable byte buffer; the first error stops rendering and names messages[i]/tools[i].
 #include "chat/render.h"
 
+#include "base/buf.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
 struct rctx {
-    struct sbuf out;
+    struct gl_buf out;
     struct gl_err *err;
     gl_status st;
     const json_t *messages, *tools;
@@ -26,36 +22,9 @@ struct rctx {
     const json_t *ns_desc;                // object or NULL
 };
 
-static void sb_put(struct sbuf *b, const char *s, size_t n)
+static void put_str_value(struct gl_buf *b, const json_t *s) // a JSON string, NUL bytes included
 {
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = gl_realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
-}
-
-static void sb_putj(struct sbuf *b, const json_t *s) // a JSON string, NUL bytes included
-{
-    sb_put(b, json_string_value(s), json_string_length(s));
+    gl_buf_put(b, json_string_value(s), json_string_length(s));
 }
 
 // Records the first error; returns 0 so callers can `return fail(...)`.
@@ -103,7 +72,7 @@ static int truthy(const json_t *v)
 
 // Python repr(float): shortest round-trip digits; exponent form when the decimal exponent is
 // < -4 or >= 16 (e.g. 1e-05, 1e+16), else fixed with at least one fractional digit (100.0).
-static int put_pyfloat(struct sbuf *b, double x)
+static int put_pyfloat(struct gl_buf *b, double x)
 {
     if (!isfinite(x))
         return -1;
@@ -119,7 +88,7 @@ static int put_pyfloat(struct sbuf *b, double x)
     size_t nd = 0;
     const char *s = tmp;
     if (*s == '-') {
-        sb_put(b, "-", 1);
+        gl_buf_put(b, "-", 1);
         s++;
     }
     for (; *s && *s != 'e'; s++)
@@ -130,42 +99,42 @@ static int put_pyfloat(struct sbuf *b, double x)
         nd--;
     int decpt = e10 + 1; // value = 0.ddd * 10^decpt
     if (decpt > 16 || decpt < -3) {
-        sb_put(b, digits, 1);
+        gl_buf_put(b, digits, 1);
         if (nd > 1) {
-            sb_put(b, ".", 1);
-            sb_put(b, digits + 1, nd - 1);
+            gl_buf_put(b, ".", 1);
+            gl_buf_put(b, digits + 1, nd - 1);
         }
         snprintf(tmp, sizeof tmp, "e%c%02d", e10 < 0 ? '-' : '+', abs(e10));
-        sb_puts(b, tmp);
+        gl_buf_puts(b, tmp);
     } else if (decpt <= 0) {
-        sb_put(b, "0.", 2);
+        gl_buf_put(b, "0.", 2);
         for (int i = 0; i < -decpt; i++)
-            sb_put(b, "0", 1);
-        sb_put(b, digits, nd);
+            gl_buf_put(b, "0", 1);
+        gl_buf_put(b, digits, nd);
     } else if ((size_t)decpt < nd) {
-        sb_put(b, digits, (size_t)decpt);
-        sb_put(b, ".", 1);
-        sb_put(b, digits + decpt, nd - (size_t)decpt);
+        gl_buf_put(b, digits, (size_t)decpt);
+        gl_buf_put(b, ".", 1);
+        gl_buf_put(b, digits + decpt, nd - (size_t)decpt);
     } else {
-        sb_put(b, digits, nd);
+        gl_buf_put(b, digits, nd);
         for (size_t i = nd; i < (size_t)decpt; i++)
-            sb_put(b, "0", 1);
-        sb_put(b, ".0", 2);
+            gl_buf_put(b, "0", 1);
+        gl_buf_put(b, ".0", 2);
     }
     return 0;
 }
 
-static void put_int(struct sbuf *b, json_int_t v)
+static void put_int(struct gl_buf *b, json_int_t v)
 {
     char tmp[32];
     snprintf(tmp, sizeof tmp, "%" JSON_INTEGER_FORMAT, v);
-    sb_puts(b, tmp);
+    gl_buf_puts(b, tmp);
 }
 
 // json.dumps string escaping with ensure_ascii=False: only " \ and C0 controls are escaped.
-static void put_json_string(struct sbuf *b, const char *s, size_t n)
+static void put_json_string(struct gl_buf *b, const char *s, size_t n)
 {
-    sb_put(b, "\"", 1);
+    gl_buf_put(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -190,28 +159,32 @@ static void put_json_string(struct sbuf *b, const char *s, size_t n)
             esc = u;
         }
         if (esc) {
-            sb_put(b, s + run, i - run);
-            sb_puts(b, esc);
+            gl_buf_put(b, s + run, i - run);
+            gl_buf_puts(b, esc);
             run = i + 1;
         }
     }
-    sb_put(b, s + run, n - run);
-    sb_put(b, "\"", 1);
+    gl_buf_put(b, s + run, n - run);
+    gl_buf_put(b, "\"", 1);
 }
 
-static int put_tojson(struct sbuf *b, const json_t *v, int depth)
+// One value as the template writes it. py = 0: `x | tojson` (json.dumps: null, true, false, quoted
+// strings, lists, dicts); py = 1: `{{ x }}` (Python str(): None, True, False, a string's bare
+// text; lists and dicts are refused, their repr is not copied). Numbers print alike in both.
+// Returns -1 for a refused value, a non-finite float, or nesting deeper than 512.
+static int put_value(struct gl_buf *b, const json_t *v, int py, int depth)
 {
     if (depth > 512)
         return -1;
     switch (json_typeof(v)) {
     case JSON_NULL:
-        sb_puts(b, "null");
+        gl_buf_puts(b, py ? "None" : "null");
         return 0;
     case JSON_TRUE:
-        sb_puts(b, "true");
+        gl_buf_puts(b, py ? "True" : "true");
         return 0;
     case JSON_FALSE:
-        sb_puts(b, "false");
+        gl_buf_puts(b, py ? "False" : "false");
         return 0;
     case JSON_INTEGER:
         put_int(b, json_integer_value(v));
@@ -219,21 +192,28 @@ static int put_tojson(struct sbuf *b, const json_t *v, int depth)
     case JSON_REAL:
         return put_pyfloat(b, json_real_value(v));
     case JSON_STRING:
-        put_json_string(b, json_string_value(v), json_string_length(v));
+        if (py)
+            put_str_value(b, v);
+        else
+            put_json_string(b, json_string_value(v), json_string_length(v));
         return 0;
     case JSON_ARRAY: {
-        sb_put(b, "[", 1);
+        if (py)
+            return -1;
+        gl_buf_put(b, "[", 1);
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i)
-                sb_put(b, ", ", 2);
-            if (put_tojson(b, json_array_get(v, i), depth + 1))
+                gl_buf_put(b, ", ", 2);
+            if (put_value(b, json_array_get(v, i), 0, depth + 1))
                 return -1;
         }
-        sb_put(b, "]", 1);
+        gl_buf_put(b, "]", 1);
         return 0;
     }
     case JSON_OBJECT: {
-        sb_put(b, "{", 1);
+        if (py)
+            return -1;
+        gl_buf_put(b, "{", 1);
         int first = 1;
         const char *k;
         size_t klen;
@@ -241,14 +221,14 @@ static int put_tojson(struct sbuf *b, const json_t *v, int depth)
         json_object_keylen_foreach((json_t *)v, k, klen, item)
         {
             if (!first)
-                sb_put(b, ", ", 2);
+                gl_buf_put(b, ", ", 2);
             first = 0;
             put_json_string(b, k, klen);
-            sb_put(b, ": ", 2);
-            if (put_tojson(b, item, depth + 1))
+            gl_buf_put(b, ": ", 2);
+            if (put_value(b, item, 0, depth + 1))
                 return -1;
         }
-        sb_put(b, "}", 1);
+        gl_buf_put(b, "}", 1);
         return 0;
     }
     }
@@ -257,41 +237,15 @@ static int put_tojson(struct sbuf *b, const json_t *v, int depth)
 
 char *gl_chat_tojson(const json_t *v, size_t *len)
 {
-    struct sbuf b = {0};
-    sb_put(&b, "", 0);
-    if (!v || put_tojson(&b, v, 0) || b.oom) {
+    struct gl_buf b = {0};
+    gl_buf_put(&b, "", 0);
+    if (!v || put_value(&b, v, 0, 0) || b.oom) {
         gl_free(b.p);
         return NULL;
     }
     if (len)
         *len = b.len;
     return b.p;
-}
-
-// Jinja `{{ x }}` (str(x)) for a text part value; -1 for values whose Python repr we don't copy.
-static int put_pystr(struct sbuf *b, const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_STRING:
-        sb_putj(b, v);
-        return 0;
-    case JSON_NULL:
-        sb_puts(b, "None");
-        return 0;
-    case JSON_TRUE:
-        sb_puts(b, "True");
-        return 0;
-    case JSON_FALSE:
-        sb_puts(b, "False");
-        return 0;
-    case JSON_INTEGER:
-        put_int(b, json_integer_value(v));
-        return 0;
-    case JSON_REAL:
-        return put_pyfloat(b, json_real_value(v));
-    default:
-        return -1;
-    }
 }
 
 // Request-level part-type normalisation (OpenAI shapes -> the template's names).
@@ -310,12 +264,12 @@ static const char *part_type(const json_t *part)
 }
 
 // macro render_content(content)
-static int render_content(struct rctx *c, struct sbuf *b, const json_t *content, size_t mi)
+static int render_content(struct rctx *c, struct gl_buf *b, const json_t *content, size_t mi)
 {
     if (!content || json_is_null(content) || json_is_object(content))
         return 1; // undefined/None render nothing; iterating a dict yields keys -> no parts match
     if (json_is_string(content)) {
-        sb_putj(b, content);
+        put_str_value(b, content);
         return 1;
     }
     if (!json_is_array(content))
@@ -331,12 +285,12 @@ static int render_content(struct rctx *c, struct sbuf *b, const json_t *content,
         if (!t)
             continue;
         if (!strcmp(t, "image")) {
-            sb_puts(b, "<|patch|>");
+            gl_buf_puts(b, "<|patch|>");
         } else if (!strcmp(t, "video")) {
-            sb_puts(b, "<|video|>");
+            gl_buf_puts(b, "<|video|>");
         } else if (!strcmp(t, "text")) {
             const json_t *text = json_object_get(part, "text");
-            if (text && put_pystr(b, text))
+            if (text && put_value(b, text, 1, 0))
                 return fail(c, GL_E_INVAL, "messages[%zu].content[%zu].text: must be a string", mi,
                             i);
         }
@@ -409,7 +363,7 @@ static const json_t *fn_field(const json_t *fn, const char *key)
 
 static int put_tojson_or_fail(struct rctx *c, const json_t *v, const char *where, size_t i)
 {
-    if (put_tojson(&c->out, v, 0))
+    if (put_value(&c->out, v, 0, 0))
         return fail(c, GL_E_INVAL,
                     "%s[%zu]: value cannot be written as JSON (non-finite or "
                     "nested too deeply)",
@@ -420,61 +374,63 @@ static int put_tojson_or_fail(struct rctx *c, const json_t *v, const char *where
 // macro render_tool_defs(tools)
 static int render_tool_defs(struct rctx *c, const json_t *ns)
 {
-    struct sbuf *b = &c->out;
-    sb_puts(b, "In this environment you have access to a set of tools you can use to answer the "
-               "user's question.\n\n"
-               "You can invoke a function by writing a \"<atem:function_calls>\" block like the "
-               "following:\n"
-               "<atem:function_calls>\n<atem:invoke name=\"$FUNCTION_NAME\">\n<atem:parameter "
-               "name=\"$PARAMETER_NAME\">$PARAMETER_VALUE</atem:parameter>\n...\n</atem:invoke>\n"
-               "</atem:function_calls>\n\n"
-               "String and scalar parameters should be specified as is, while lists and objects "
-               "should use JSON format. Note that spaces for string values are not stripped. The "
-               "output is not expected to be valid XML and is parsed with regular expressions.\n"
-               "Here are the functions available in JSONSchema format:\n"
-               "// Tool metadata\n");
+    struct gl_buf *b = &c->out;
+    gl_buf_puts(b,
+                "In this environment you have access to a set of tools you can use to answer the "
+                "user's question.\n\n"
+                "You can invoke a function by writing a \"<atem:function_calls>\" block like the "
+                "following:\n"
+                "<atem:function_calls>\n<atem:invoke name=\"$FUNCTION_NAME\">\n<atem:parameter "
+                "name=\"$PARAMETER_NAME\">$PARAMETER_VALUE</atem:parameter>\n...\n</atem:invoke>\n"
+                "</atem:function_calls>\n\n"
+                "String and scalar parameters should be specified as is, while lists and objects "
+                "should use JSON format. Note that spaces for string values are not stripped. The "
+                "output is not expected to be valid XML and is parsed with regular expressions.\n"
+                "Here are the functions available in JSONSchema format:\n"
+                "// Tool metadata\n");
     for (size_t i = 0; i < json_array_size(ns); i++) {
         const json_t *tns = json_array_get(ns, i);
         const json_t *desc = c->ns_desc ? json_object_getn(c->ns_desc, json_string_value(tns),
                                                            json_string_length(tns))
                                         : NULL;
-        sb_puts(b, "{\"name\": ");
+        gl_buf_puts(b, "{\"name\": ");
         put_json_string(b, json_string_value(tns), json_string_length(tns));
-        sb_puts(b, ", \"description\": ");
+        gl_buf_puts(b, ", \"description\": ");
         if (desc) {
             if (!put_tojson_or_fail(c, desc, "tool_namespace_descriptions", i))
                 return 0;
         } else {
-            sb_puts(b, "\"\"");
+            gl_buf_puts(b, "\"\"");
         }
-        sb_puts(b, "}\n");
+        gl_buf_puts(b, "}\n");
     }
-    sb_puts(b, "// Function schemas");
+    gl_buf_puts(b, "// Function schemas");
     for (size_t i = 0; i < json_array_size(c->tools); i++) {
         const json_t *fn = tool_fn(json_array_get(c->tools, i));
-        sb_puts(b, "\n{\"name\": ");
+        gl_buf_puts(b, "\n{\"name\": ");
         put_json_string(b, json_string_value(json_object_get(fn, "name")),
                         json_string_length(json_object_get(fn, "name")));
         // A missing description or parameters renders as null, as vLLM does: its request model
         // fills the absent optional field with None, and the template's tojson prints null (the
         // openai SDK's zodFunction sends no description).
-        sb_puts(b, ", \"description\": ");
+        gl_buf_puts(b, ", \"description\": ");
         if (!put_tojson_or_fail(c, fn_field(fn, "description"), "tools", i))
             return 0;
-        sb_puts(b, ", \"parameters\": ");
+        gl_buf_puts(b, ", \"parameters\": ");
         if (!put_tojson_or_fail(c, fn_field(fn, "parameters"), "tools", i))
             return 0;
-        sb_puts(b, "}");
+        gl_buf_puts(b, "}");
     }
-    sb_puts(b, "\n\nHere's an example of how to call a function in the tool set:\n"
-               "(If the tool namespace is not specified, invoke the function directly as "
-               "`example_function_name` rather than `example_tool_name.example_function_name`)\n\n"
-               "to=example_tool_name.example_function_name\n\n"
-               "<atem:function_calls>\n<atem:invoke name=\"example_tool_name.example_function_name"
-               "\">\n<atem:parameter name=\"example_parameter_1\">value_1</atem:parameter>\n"
-               "<atem:parameter name=\"example_parameter_2\">This is the value for the second "
-               "parameter\nthat can span\n\"multiple\" lines\n</atem:parameter>\n"
-               "</atem:invoke>\n</atem:function_calls>");
+    gl_buf_puts(b,
+                "\n\nHere's an example of how to call a function in the tool set:\n"
+                "(If the tool namespace is not specified, invoke the function directly as "
+                "`example_function_name` rather than `example_tool_name.example_function_name`)\n\n"
+                "to=example_tool_name.example_function_name\n\n"
+                "<atem:function_calls>\n<atem:invoke name=\"example_tool_name.example_function_name"
+                "\">\n<atem:parameter name=\"example_parameter_1\">value_1</atem:parameter>\n"
+                "<atem:parameter name=\"example_parameter_2\">This is the value for the second "
+                "parameter\nthat can span\n\"multiple\" lines\n</atem:parameter>\n"
+                "</atem:invoke>\n</atem:function_calls>");
     return 1;
 }
 
@@ -482,37 +438,37 @@ static int render_tool_defs(struct rctx *c, const json_t *ns)
 // "\n\n", recipients line (render_system_meta), "<|eot|>".
 static int render_system_tail(struct rctx *c)
 {
-    struct sbuf *b = &c->out;
+    struct gl_buf *b = &c->out;
     json_t *ns = NULL;
     if (truthy(c->tools)) {
         ns = tool_namespaces(c);
         if (!ns)
             return 0;
-        sb_puts(b, "\n\n");
+        gl_buf_puts(b, "\n\n");
         if (!render_tool_defs(c, ns)) {
             json_decref(ns);
             return 0;
         }
     }
-    sb_puts(b, "\n\n# Valid recipients: \"self\", ");
+    gl_buf_puts(b, "\n\n# Valid recipients: \"self\", ");
     for (size_t i = 0; i < json_array_size(ns); i++) {
-        sb_puts(b, "\"");
-        sb_putj(b, json_array_get(ns, i));
-        sb_puts(b, ".*\", ");
+        gl_buf_puts(b, "\"");
+        put_str_value(b, json_array_get(ns, i));
+        gl_buf_puts(b, ".*\", ");
     }
-    sb_puts(b, "\"user\".<|eot|>");
+    gl_buf_puts(b, "\"user\".<|eot|>");
     json_decref(ns);
     return 1;
 }
 
 static void render_reasoning(struct rctx *c)
 {
-    sb_puts(&c->out, "Reasoning strength: ");
-    sb_puts(&c->out, c->strength ? c->strength : "high");
-    sb_puts(&c->out, ".");
+    gl_buf_puts(&c->out, "Reasoning strength: ");
+    gl_buf_puts(&c->out, c->strength ? c->strength : "high");
+    gl_buf_puts(&c->out, ".");
 }
 
-static int contains_ci(const struct sbuf *b, const char *needle) // needle lower-case ASCII
+static int contains_ci(const struct gl_buf *b, const char *needle) // needle lower-case ASCII
 {
     size_t n = strlen(needle);
     for (size_t i = 0; i + n <= b->len; i++) {
@@ -532,8 +488,8 @@ static int contains_ci(const struct sbuf *b, const char *needle) // needle lower
 
 static int render_system(struct rctx *c, const json_t *m, size_t mi)
 {
-    struct sbuf sys = {0};
-    sb_put(&sys, "", 0);
+    struct gl_buf sys = {0};
+    gl_buf_put(&sys, "", 0);
     if (!render_content(c, &sys, json_object_get(m, "content"), mi)) {
         gl_free(sys.p);
         return 0;
@@ -546,34 +502,34 @@ static int render_system(struct rctx *c, const json_t *m, size_t mi)
         {"REASONING EFFORT", "REASONING STRENGTH"},
     };
     for (int k = 0; k < 4 && !sys.oom; k++) {
-        struct sbuf nb = {0};
+        struct gl_buf nb = {0};
         size_t n = strlen(casings[k][0]);
         size_t run = 0;
-        sb_put(&nb, "", 0);
+        gl_buf_put(&nb, "", 0);
         for (size_t i = 0; i + n <= sys.len;) {
             if (!memcmp(sys.p + i, casings[k][0], n)) {
-                sb_put(&nb, sys.p + run, i - run);
-                sb_puts(&nb, casings[k][1]);
+                gl_buf_put(&nb, sys.p + run, i - run);
+                gl_buf_puts(&nb, casings[k][1]);
                 i += n;
                 run = i;
             } else {
                 i++;
             }
         }
-        sb_put(&nb, sys.p + run, sys.len - run);
+        gl_buf_put(&nb, sys.p + run, sys.len - run);
         gl_free(sys.p);
         sys = nb;
     }
-    sb_puts(&c->out, "<|start|>system<|message|>");
+    gl_buf_puts(&c->out, "<|start|>system<|message|>");
     if (sys.oom) {
         c->out.oom = 1;
     } else {
-        sb_put(&c->out, sys.p, sys.len);
+        gl_buf_put(&c->out, sys.p, sys.len);
     }
     int has = contains_ci(&sys, "reasoning strength");
     gl_free(sys.p);
     if (!has) {
-        sb_puts(&c->out, "\n\n");
+        gl_buf_puts(&c->out, "\n\n");
         render_reasoning(c);
     }
     return render_system_tail(c);
@@ -613,24 +569,24 @@ static int render_tool(struct rctx *c, const json_t *m, size_t mi)
     }
     if (tname && !need_str(c, tname, "messages", mi))
         return 0;
-    struct sbuf *b = &c->out;
-    sb_puts(b, "<|start|>tool ");
+    struct gl_buf *b = &c->out;
+    gl_buf_puts(b, "<|start|>tool ");
     if (tname)
-        sb_putj(b, tname);
-    sb_puts(b, "<|message|><tool_output name=\"");
+        put_str_value(b, tname);
+    gl_buf_puts(b, "<|message|><tool_output name=\"");
     if (tname)
-        sb_putj(b, tname);
-    sb_puts(b, "\">\n");
+        put_str_value(b, tname);
+    gl_buf_puts(b, "\">\n");
     if (!render_content(c, b, json_object_get(m, "content"), mi))
         return 0;
-    sb_puts(b, "\n</tool_output><|eot|>");
+    gl_buf_puts(b, "\n</tool_output><|eot|>");
     return 1;
 }
 
 // macro render_atem(tc); arguments given as a JSON string are decoded first.
 static int render_atem(struct rctx *c, const json_t *fn, size_t mi, size_t k)
 {
-    struct sbuf *b = &c->out;
+    struct gl_buf *b = &c->out;
     const json_t *args = json_object_get(fn, "arguments");
     json_t *decoded = NULL;
     if (json_is_string(args)) {
@@ -651,52 +607,47 @@ static int render_atem(struct rctx *c, const json_t *fn, size_t mi, size_t k)
                     "a JSON object (the template raises for anything else)",
                     mi, k);
     }
-    sb_puts(b, "<atem:function_calls>\n<atem:invoke name=\"");
-    sb_putj(b, json_object_get(fn, "name"));
-    sb_puts(b, "\">\n");
+    gl_buf_puts(b, "<atem:function_calls>\n<atem:invoke name=\"");
+    put_str_value(b, json_object_get(fn, "name"));
+    gl_buf_puts(b, "\">\n");
     const char *key;
     size_t klen;
     json_t *v;
     int ok = 1;
     json_object_keylen_foreach((json_t *)args, key, klen, v)
     {
-        sb_puts(b, "<atem:parameter name=\"");
-        sb_put(b, key, klen);
-        sb_puts(b, "\">");
-        if (json_is_true(v))
-            sb_puts(b, "true");
-        else if (json_is_false(v))
-            sb_puts(b, "false");
-        else if (json_is_null(v))
-            sb_puts(b, "null");
-        else if (json_is_object(v) || json_is_array(v))
+        gl_buf_puts(b, "<atem:parameter name=\"");
+        gl_buf_put(b, key, klen);
+        gl_buf_puts(b, "\">");
+        // strings bare (str()), booleans and null as JSON (tojson); numbers print alike
+        if (json_is_object(v) || json_is_array(v))
             ok = put_tojson_or_fail(c, v, "messages", mi);
-        else if (put_pystr(b, v))
+        else if (put_value(b, v, json_is_string(v), 0))
             ok =
                 fail(c, GL_E_INVAL, "messages[%zu].tool_calls[%zu]: argument is not finite", mi, k);
         if (!ok)
             break;
-        sb_puts(b, "</atem:parameter>\n");
+        gl_buf_puts(b, "</atem:parameter>\n");
     }
     json_decref(decoded);
     if (!ok)
         return 0;
-    sb_puts(b, "</atem:invoke>\n</atem:function_calls>");
+    gl_buf_puts(b, "</atem:invoke>\n</atem:function_calls>");
     return 1;
 }
 
 static int render_assistant(struct rctx *c, const json_t *m, size_t mi, const char *end_token)
 {
-    struct sbuf *b = &c->out;
+    struct gl_buf *b = &c->out;
     const json_t *rc = json_object_get(m, "reasoning_content");
     if (!rc)
         rc = json_object_get(m, "reasoning");
     if (truthy(rc)) {
         if (!need_str(c, rc, "messages", mi))
             return 0;
-        sb_puts(b, "<|start|>assistant to=self<|message|>");
-        sb_putj(b, rc);
-        sb_puts(b, "<|eom|>");
+        gl_buf_puts(b, "<|start|>assistant to=self<|message|>");
+        put_str_value(b, rc);
+        gl_buf_puts(b, "<|eom|>");
     }
     const json_t *tcs = json_object_get(m, "tool_calls");
     if (truthy(tcs)) {
@@ -708,12 +659,12 @@ static int render_assistant(struct rctx *c, const json_t *m, size_t mi, const ch
                             "messages[%zu].tool_calls[%zu]: need a function "
                             "object with a string name",
                             mi, k);
-            sb_puts(b, "<|start|>assistant to=");
-            sb_putj(b, json_object_get(fn, "name"));
-            sb_puts(b, "<|message|>");
+            gl_buf_puts(b, "<|start|>assistant to=");
+            put_str_value(b, json_object_get(fn, "name"));
+            gl_buf_puts(b, "<|message|>");
             if (!render_atem(c, fn, mi, k))
                 return 0;
-            sb_puts(b, k + 1 == n ? end_token : "<|eom|>");
+            gl_buf_puts(b, k + 1 == n ? end_token : "<|eom|>");
         }
         return 1;
     }
@@ -726,15 +677,15 @@ static int render_assistant(struct rctx *c, const json_t *m, size_t mi, const ch
     int to_user = !rcp || (json_string_length(rcp) == 4 && !strcmp(json_string_value(rcp), "user"));
     const json_t *et = json_object_get(m, "end_turn");
     int end_turn = !et || json_is_null(et) ? to_user : truthy(et);
-    sb_puts(b, "<|start|>assistant to=");
+    gl_buf_puts(b, "<|start|>assistant to=");
     if (rcp)
-        sb_putj(b, rcp);
+        put_str_value(b, rcp);
     else
-        sb_puts(b, "user");
-    sb_puts(b, "<|message|>");
+        gl_buf_puts(b, "user");
+    gl_buf_puts(b, "<|message|>");
     if (!render_content(c, b, json_object_get(m, "content"), mi))
         return 0;
-    sb_puts(b, end_turn ? "<|eot|>" : "<|eom|>");
+    gl_buf_puts(b, end_turn ? "<|eot|>" : "<|eom|>");
     return 1;
 }
 
@@ -802,22 +753,23 @@ static int render_all(struct rctx *c, const json_t *req)
     if (!validate(c))
         return 0;
 
-    struct sbuf *b = &c->out;
-    sb_puts(b, "<|begin_of_text|>");
+    struct gl_buf *b = &c->out;
+    gl_buf_puts(b, "<|begin_of_text|>");
     size_t n = json_array_size(c->messages);
     int has_system = 0;
     for (size_t i = 0; i < n; i++)
         has_system |= role_is(json_array_get(c->messages, i), "system");
     if (!has_system) {
-        sb_puts(b, "<|start|>system<|message|>You are a helpful AI assistant.\nKnowledge cutoff: ");
-        sb_puts(b, c->cutoff ? c->cutoff : "2026-01-04");
-        sb_puts(b, ".");
+        gl_buf_puts(
+            b, "<|start|>system<|message|>You are a helpful AI assistant.\nKnowledge cutoff: ");
+        gl_buf_puts(b, c->cutoff ? c->cutoff : "2026-01-04");
+        gl_buf_puts(b, ".");
         if (c->date) {
-            sb_puts(b, "\nCurrent date: ");
-            sb_puts(b, c->date);
-            sb_puts(b, ".");
+            gl_buf_puts(b, "\nCurrent date: ");
+            gl_buf_puts(b, c->date);
+            gl_buf_puts(b, ".");
         }
-        sb_puts(b, "\n\n");
+        gl_buf_puts(b, "\n\n");
         render_reasoning(c);
         if (!render_system_tail(c))
             return 0;
@@ -834,9 +786,9 @@ static int render_all(struct rctx *c, const json_t *req)
         if (role_is(m, "system"))
             ok = render_system(c, m, i);
         else if (role_is(m, "user")) {
-            sb_puts(b, "<|start|>user<|message|>");
+            gl_buf_puts(b, "<|start|>user<|message|>");
             ok = render_content(c, b, json_object_get(m, "content"), i);
-            sb_puts(b, "<|eot|>");
+            gl_buf_puts(b, "<|eot|>");
         } else if (role_is(m, "tool"))
             ok = render_tool(c, m, i);
         else if (role_is(m, "assistant"))
@@ -846,7 +798,7 @@ static int render_all(struct rctx *c, const json_t *req)
     }
     const json_t *agp = json_object_get(req, "add_generation_prompt");
     if (!agp || truthy(agp))
-        sb_puts(b, "<|start|>assistant");
+        gl_buf_puts(b, "<|start|>assistant");
     return 1;
 }
 
@@ -909,7 +861,7 @@ gl_status gl_chat_render(const json_t *req, char **out, size_t *out_len, struct 
         return (fail(&c, GL_E_INVAL, "the request must be a JSON object"), c.st);
     c.messages = json_object_get(req, "messages");
     c.tools = json_object_get(req, "tools");
-    sb_put(&c.out, "", 0);
+    gl_buf_put(&c.out, "", 0);
     render_all(&c, req);
     if (c.st == GL_OK && c.out.oom)
         fail(&c, GL_E_NOMEM, "out of memory");

@@ -10,6 +10,7 @@
 // (docs/GRAMMAR.md §4).
 #include "cli.h"
 
+#include "base/buf.h"
 #include "gguf/gguf.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
@@ -30,42 +31,7 @@
 #define SAMPLE_MAX_STEP 100000
 
 // ---------------------------------------------------------------------------------------------
-// Small utilities: growable byte buffer and arrays, monotonic clock, JSON string output.
-
-struct buf {
-    char *p;
-    size_t n, cap;
-};
-
-static int buf_reserve(struct buf *b, size_t extra)
-{
-    if (b->n + extra + 1 <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + extra + 1)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int buf_put(struct buf *b, const void *p, size_t n)
-{
-    if (buf_reserve(b, n))
-        return -1;
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
-}
-
-static int buf_putc(struct buf *b, char c)
-{
-    return buf_put(b, &c, 1);
-}
+// Small utilities: growable arrays, monotonic clock, JSON string output (bytes: base/buf.h).
 
 struct dvec {
     double *v;
@@ -157,16 +123,16 @@ static char *read_file(const char *path, size_t *len, const char **why)
         *why = "cannot open";
         return NULL;
     }
-    struct buf b = {0};
+    struct gl_buf b = {0};
     char chunk[1 << 16];
     size_t n;
     *why = NULL;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (b.n + n > CASE_FILE_MAX) {
+        if (b.len + n > CASE_FILE_MAX) {
             *why = "file larger than 256 MiB";
             break;
         }
-        if (buf_put(&b, chunk, n)) {
+        if (gl_buf_put(&b, chunk, n) != GL_OK) {
             *why = "out of memory";
             break;
         }
@@ -175,15 +141,15 @@ static char *read_file(const char *path, size_t *len, const char **why)
         *why = "read error";
     fclose(f);
     if (*why) {
-        free(b.p);
+        gl_free(b.p);
         return NULL;
     }
-    if (!b.p && buf_reserve(&b, 0)) {
+    if (!b.p && gl_buf_reserve(&b, 0) != GL_OK) {
         *why = "out of memory";
         return NULL;
     }
-    b.p[b.n] = '\0';
-    *len = b.n;
+    b.p[b.len] = '\0';
+    *len = b.len;
     return b.p;
 }
 
@@ -261,17 +227,6 @@ static void js_ws(struct jscan *s)
         s->p++;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int js_string(struct jscan *s)
 {
     if (s->p >= s->end || *s->p != '"')
@@ -293,7 +248,7 @@ static int js_string(struct jscan *s)
                 if (s->end - s->p < 6)
                     break;
                 for (int i = 2; i < 6; i++)
-                    if (hexval(s->p[i]) < 0)
+                    if (gl_hex_val(s->p[i]) < 0)
                         return js_fail(s, "bad \\u escape");
                 s->p += 6;
                 continue;
@@ -410,64 +365,44 @@ static int js_value(struct jscan *s, int depth)
     }
 }
 
-static void put_utf8(struct buf *b, uint32_t cp, int *oom)
+static void put_utf8(struct gl_buf *b, uint32_t cp, int *oom)
 {
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | cp >> 12);
-        u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | cp >> 18);
-        u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-        u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    *oom |= buf_put(b, u, n);
+    uint8_t u[4];
+    *oom |= gl_buf_put(b, u, (size_t)gl_utf8_encode(cp, u)) != GL_OK;
 }
 
 // One decoded character of a string, re-escaped the minimal way.
-static void put_str_char(struct buf *b, uint32_t cp, int *oom)
+static void put_str_char(struct gl_buf *b, uint32_t cp, int *oom)
 {
     char e[8];
     switch (cp) {
     case '"':
-        *oom |= buf_put(b, "\\\"", 2);
+        *oom |= gl_buf_put(b, "\\\"", 2) != GL_OK;
         return;
     case '\\':
-        *oom |= buf_put(b, "\\\\", 2);
+        *oom |= gl_buf_put(b, "\\\\", 2) != GL_OK;
         return;
     case '\b':
-        *oom |= buf_put(b, "\\b", 2);
+        *oom |= gl_buf_put(b, "\\b", 2) != GL_OK;
         return;
     case '\f':
-        *oom |= buf_put(b, "\\f", 2);
+        *oom |= gl_buf_put(b, "\\f", 2) != GL_OK;
         return;
     case '\n':
-        *oom |= buf_put(b, "\\n", 2);
+        *oom |= gl_buf_put(b, "\\n", 2) != GL_OK;
         return;
     case '\r':
-        *oom |= buf_put(b, "\\r", 2);
+        *oom |= gl_buf_put(b, "\\r", 2) != GL_OK;
         return;
     case '\t':
-        *oom |= buf_put(b, "\\t", 2);
+        *oom |= gl_buf_put(b, "\\t", 2) != GL_OK;
         return;
     default:
         break;
     }
     if (cp < 0x20 || (cp >= 0xd800 && cp < 0xe000)) { // controls; lone surrogates stay escaped
         snprintf(e, sizeof e, "\\u%04x", (unsigned)cp);
-        *oom |= buf_put(b, e, 6);
+        *oom |= gl_buf_put(b, e, 6) != GL_OK;
         return;
     }
     put_utf8(b, cp, oom);
@@ -475,23 +410,24 @@ static void put_str_char(struct buf *b, uint32_t cp, int *oom)
 
 static uint32_t hex4(const char *p)
 {
-    return (uint32_t)(hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]));
+    return (uint32_t)(gl_hex_val(p[0]) << 12 | gl_hex_val(p[1]) << 8 | gl_hex_val(p[2]) << 4 |
+                      gl_hex_val(p[3]));
 }
 
 // A number with a fraction or an exponent, rewritten the way Python's repr(float) does: the
 // shortest digits that read back to the same double, fixed notation for decimal exponents
 // -4 <= e < 16 (with ".0" when integral), else d.ddde+XX. Lexemes that overflow the double range
 // are kept as written (Python would print the non-JSON "Infinity").
-static int put_real(struct buf *b, const char *lex, size_t n)
+static gl_status put_real(struct gl_buf *b, const char *lex, size_t n)
 {
     char tmp[400], s[48], out[64];
     if (n >= sizeof tmp)
-        return buf_put(b, lex, n);
+        return gl_buf_put(b, lex, n);
     memcpy(tmp, lex, n);
     tmp[n] = '\0';
     double x = strtod(tmp, NULL);
     if (isinf(x) || isnan(x))
-        return buf_put(b, lex, n);
+        return gl_buf_put(b, lex, n);
     for (int p = 0; p < 17; p++) { // shortest round trip; %.16e always does
         snprintf(s, sizeof s, "%.*e", p, x);
         if (strtod(s, NULL) == x)
@@ -538,11 +474,11 @@ static int put_real(struct buf *b, const char *lex, size_t n)
         o += snprintf(out + o, sizeof out - (size_t)o, "e%c%02d", e10 < 0 ? '-' : '+',
                       e10 < 0 ? -e10 : e10);
     }
-    return buf_put(b, out, (size_t)o);
+    return gl_buf_put(b, out, (size_t)o);
 }
 
 // Compacts a span already validated by js_value. Returns 0, or -1 when out of memory.
-static int compact(const char *p, const char *end, struct buf *out)
+static int compact(const char *p, const char *end, struct gl_buf *out)
 {
     int oom = 0;
     while (p < end && !oom) {
@@ -558,20 +494,21 @@ static int compact(const char *p, const char *end, struct buf *out)
                 real |= *q == '.' || *q == 'e' || *q == 'E';
                 q++;
             }
-            oom |= real ? put_real(out, p, (size_t)(q - p)) : buf_put(out, p, (size_t)(q - p));
+            oom |= (real ? put_real(out, p, (size_t)(q - p))
+                         : gl_buf_put(out, p, (size_t)(q - p))) != GL_OK;
             p = q;
             continue;
         }
         if (c != '"') {
-            oom |= buf_putc(out, c);
+            oom |= gl_buf_putc(out, c) != GL_OK;
             p++;
             continue;
         }
-        oom |= buf_putc(out, '"');
+        oom |= gl_buf_putc(out, '"') != GL_OK;
         p++;
         while (*p != '"') {
             if (*p != '\\') { // raw bytes (UTF-8 or not) pass through
-                oom |= buf_putc(out, *p);
+                oom |= gl_buf_putc(out, *p) != GL_OK;
                 p++;
                 continue;
             }
@@ -593,7 +530,7 @@ static int compact(const char *p, const char *end, struct buf *out)
             }
             put_str_char(out, cp, &oom);
         }
-        oom |= buf_putc(out, '"');
+        oom |= gl_buf_putc(out, '"') != GL_OK;
         p++;
     }
     return oom ? -1 : 0;
@@ -836,9 +773,9 @@ struct check_run {
     size_t n_kw;
     long long total, compiled, passing, valid_rejected, invalid_accepted, errors, tokens;
     long long n_valid, n_invalid, n_tests;
-    struct buf failures, compile_errors; // JSON array bodies
+    struct gl_buf failures, compile_errors; // JSON array bodies
     int n_failures, n_compile_errors;
-    struct buf inst; // compacted instance scratch
+    struct gl_buf inst; // compacted instance scratch
     int verbose, dump;
     FILE *per_file; // JSON lines, one per case file (--per-file)
     FILE *digest;   // --mask-digest: one hash a mask, to compare two builds' masks exactly
@@ -848,7 +785,7 @@ struct check_run {
     long long verify, verified; // --verify-every K: every K-th mask against the reference
     uint32_t *ref;
     long long file_masks, slow_test, slow_tok;
-    struct buf slow_prefix;
+    struct gl_buf slow_prefix;
 };
 
 static int kw_add(struct check_run *r, const char *name)
@@ -900,10 +837,10 @@ static void error_keyword(gl_status st, const char *msg, char *out, size_t cap)
              strstr(msg, "accepts no value") ? "accepts no value" : gl_status_name(st));
 }
 
-static void list_sep(struct buf *b, int n)
+static void list_sep(struct gl_buf *b, int n)
 {
     if (n > 0)
-        buf_putc(b, ',');
+        gl_buf_putc(b, ',');
 }
 
 // Appends {"file":..., ...} to r->failures (first LIST_CAP only).
@@ -913,30 +850,30 @@ static void add_failure(struct check_run *r, const char *file, long long test, i
     if (r->n_failures >= LIST_CAP)
         return;
     char num[96];
-    struct buf *b = &r->failures;
+    struct gl_buf *b = &r->failures;
     list_sep(b, r->n_failures++);
-    buf_put(b, "{\"file\":", 8);
-    buf_putc(b, '"');
+    gl_buf_put(b, "{\"file\":", 8);
+    gl_buf_putc(b, '"');
     for (const char *p = file; *p; p++) {
         if (*p == '"' || *p == '\\')
-            buf_putc(b, '\\');
+            gl_buf_putc(b, '\\');
         if ((unsigned char)*p >= 0x20)
-            buf_putc(b, *p);
+            gl_buf_putc(b, *p);
     }
-    buf_putc(b, '"');
+    gl_buf_putc(b, '"');
     snprintf(num, sizeof num, ",\"test\":%lld,\"valid\":%s,\"at_token\":%lld,\"kind\":", test,
              valid ? "true" : "false", at_token);
-    buf_put(b, num, strlen(num));
-    buf_putc(b, '"');
-    buf_put(b, kind, strlen(kind));
-    buf_put(b, "\",\"why\":\"", 9);
+    gl_buf_put(b, num, strlen(num));
+    gl_buf_putc(b, '"');
+    gl_buf_put(b, kind, strlen(kind));
+    gl_buf_put(b, "\",\"why\":\"", 9);
     for (const char *p = why; *p; p++) {
         if (*p == '"' || *p == '\\')
-            buf_putc(b, '\\');
+            gl_buf_putc(b, '\\');
         if ((unsigned char)*p >= 0x20)
-            buf_putc(b, *p);
+            gl_buf_putc(b, *p);
     }
-    buf_put(b, "\"}", 2);
+    gl_buf_put(b, "\"}", 2);
 }
 
 static void add_compile_error(struct check_run *r, const char *file, const char *kw,
@@ -944,20 +881,20 @@ static void add_compile_error(struct check_run *r, const char *file, const char 
 {
     if (r->n_compile_errors >= LIST_CAP)
         return;
-    struct buf *b = &r->compile_errors;
+    struct gl_buf *b = &r->compile_errors;
     list_sep(b, r->n_compile_errors++);
     const char *parts[3] = {file, kw, msg};
     const char *keys[3] = {"{\"file\":\"", "\",\"keyword\":\"", "\",\"message\":\""};
     for (int i = 0; i < 3; i++) {
-        buf_put(b, keys[i], strlen(keys[i]));
+        gl_buf_put(b, keys[i], strlen(keys[i]));
         for (const char *p = parts[i]; *p; p++) {
             if (*p == '"' || *p == '\\')
-                buf_putc(b, '\\');
+                gl_buf_putc(b, '\\');
             if ((unsigned char)*p >= 0x20)
-                buf_putc(b, *p);
+                gl_buf_putc(b, *p);
         }
     }
-    buf_put(b, "\"}", 2);
+    gl_buf_put(b, "\"}", 2);
 }
 
 // FNV-1a over the mask words (--mask-digest): equal masks give equal lines, and two builds whose
@@ -975,14 +912,14 @@ static int check_instance(struct check_run *r, struct gl_matcher *m, const char 
                           size_t test_idx, const struct case_test *t)
 {
     struct gl_err err = {0};
-    r->inst.n = 0;
+    r->inst.len = 0;
     if (compact(t->data.p, t->data.end, &r->inst)) {
         add_failure(r, file, (long long)test_idx, t->valid, "error", -1, "out of memory");
         return -1;
     }
     gl_token *ids = NULL;
     size_t n_ids = 0;
-    gl_status st = gl_tokenizer_encode(r->tok, r->inst.p, r->inst.n, 0, 0, &ids, &n_ids, &err);
+    gl_status st = gl_tokenizer_encode(r->tok, r->inst.p, r->inst.len, 0, 0, &ids, &n_ids, &err);
     if (st != GL_OK) {
         add_failure(r, file, (long long)test_idx, t->valid, "error", -1, err.msg);
         return -1;
@@ -1009,9 +946,9 @@ static int check_instance(struct check_run *r, struct gl_matcher *m, const char 
                 (void)gl_tokenizer_token_bytes(r->tok, ids[k], &tl);
                 nb += tl;
             }
-            r->slow_prefix.n = 0;
-            if (nb > r->inst.n)
-                nb = r->inst.n;
+            r->slow_prefix.len = 0;
+            if (nb > r->inst.len)
+                nb = r->inst.len;
             // Whole characters only (a token may end inside one): the line stays valid JSON text.
             size_t lead = nb;
             while (lead > 0 && nb - lead < 4 && ((uint8_t)r->inst.p[lead - 1] & 0xC0) == 0x80)
@@ -1022,8 +959,8 @@ static int check_instance(struct check_run *r, struct gl_matcher *m, const char 
                 if (nb - (lead - 1) < need)
                     nb = lead - 1;
             }
-            buf_put(&r->slow_prefix, r->inst.p, nb);
-            buf_putc(&r->slow_prefix, 0);
+            gl_buf_put(&r->slow_prefix, r->inst.p, nb);
+            gl_buf_putc(&r->slow_prefix, 0);
         }
         int can_end = gl_matcher_can_end(m);
         if (r->digest)
@@ -1096,7 +1033,7 @@ static int check_instance(struct check_run *r, struct gl_matcher *m, const char 
     }
     if (r->n_failures <= LIST_CAP && getenv("GLINT_GRAMMAR_DEBUG"))
         fprintf(stderr, "%s #%zu (%s) %s: %.*s\n", file, test_idx, t->valid ? "valid" : "invalid",
-                t->valid ? "rejected" : "accepted", (int)(r->inst.n > 400 ? 400 : r->inst.n),
+                t->valid ? "rejected" : "accepted", (int)(r->inst.len > 400 ? 400 : r->inst.len),
                 r->inst.p);
     return 0;
 }
@@ -1121,7 +1058,7 @@ static void per_file_line(struct check_run *r, const char *name, const char *kw,
                 ",\"masks\":%lld,\"mask_us_sum\":%.1f,\"mask_us_max\":%.1f,\"slow_test\":%lld,"
                 "\"slow_token\":%lld,\"slow_prefix\":",
                 r->file_masks, r->file_mask_sum, r->file_mask_max, r->slow_test, r->slow_tok);
-        put_jstr(f, r->slow_prefix.n ? r->slow_prefix.p : "");
+        put_jstr(f, r->slow_prefix.len ? r->slow_prefix.p : "");
     }
     if (kw) {
         fputs(",\"keyword\":", f);
@@ -1151,17 +1088,17 @@ static void check_file(struct check_run *r, const char *dir, const char *name)
         kw_add(r, "bad case file");
         add_compile_error(r, name, "bad case file", msg);
         per_file_line(r, name, "bad case file", msg, 0, 0, 0, 0, 0, 0);
-        free(text);
+        gl_free(text);
         return;
     }
     if (r->dump) { // the serialization only: one compact instance per line
         for (size_t i = 0; i < cf.n_tests; i++) {
-            r->inst.n = 0;
+            r->inst.len = 0;
             if (compact(cf.tests[i].data.p, cf.tests[i].data.end, &r->inst) == 0)
                 printf("%s\n", r->inst.p);
         }
         free(cf.tests);
-        free(text);
+        gl_free(text);
         return;
     }
     struct gl_err err = {0};
@@ -1179,7 +1116,7 @@ static void check_file(struct check_run *r, const char *dir, const char *name)
         if (r->verbose)
             fprintf(stderr, "%s: compile: %s: %s\n", name, gl_status_name(st), err.msg);
         free(cf.tests);
-        free(text);
+        gl_free(text);
         return;
     }
     r->compiled++;
@@ -1210,7 +1147,7 @@ static void check_file(struct check_run *r, const char *dir, const char *name)
     gl_matcher_free(m);
     gl_grammar_unref(g);
     free(cf.tests);
-    free(text);
+    gl_free(text);
 }
 
 // Sorted *.json names in dir (malloc'ed array of malloc'ed strings).
@@ -1451,10 +1388,10 @@ out:
     free(r.kw);
     free(r.compile_ms.v);
     free(r.mask_us.v);
-    free(r.failures.p);
-    free(r.compile_errors.p);
-    free(r.inst.p);
-    free(r.slow_prefix.p);
+    gl_free(r.failures.p);
+    gl_free(r.compile_errors.p);
+    gl_free(r.inst.p);
+    gl_free(r.slow_prefix.p);
     free(r.ref);
     free(r.mask);
     free(r.pc.specials);
@@ -1522,8 +1459,8 @@ struct walker {
     uint8_t *cls;
     int32_t *ids[N_WCLS]; // token ids by class
     size_t n_ids[N_WCLS];
-    int32_t *cand;    // scratch for allowed members of the classes
-    struct buf hints; // the schema's strings as JSON string bodies, NUL-separated (walker_hints)
+    int32_t *cand;       // scratch for allowed members of the classes
+    struct gl_buf hints; // the schema's strings as JSON string bodies, NUL-separated (walker_hints)
     size_t n_hints;
     // Where the document so far stands (fed with each accepted token's bytes): nesting, inside a
     // string (from byte str_start of the document), and whether an object key may start here.
@@ -1590,7 +1527,7 @@ static void walker_free(struct walker *w)
     for (int c = 0; c < N_WCLS; c++)
         free(w->ids[c]);
     free(w->cand);
-    free(w->hints.p);
+    gl_free(w->hints.p);
     free(w->mask);
     free(w->mask2);
     free(w->mask3);
@@ -1627,13 +1564,13 @@ static void walker_hints(struct walker *w, json_t *v, int depth, int required)
     if (json_is_string(v)) {
         const unsigned char *p = (const unsigned char *)json_string_value(v);
         size_t len = json_string_length(v);
-        oom |= buf_putc(&w->hints, required ? 'R' : '-'); // a name listed in "required"
+        oom |= gl_buf_putc(&w->hints, required ? 'R' : '-') != GL_OK; // a name listed in "required"
         for (size_t k = 0; k < len; k++) // re-escape; non-ASCII bytes pass through as UTF-8
             if (p[k] < 0x80)
                 put_str_char(&w->hints, p[k], &oom);
             else
-                oom |= buf_putc(&w->hints, (char)p[k]);
-        oom |= buf_putc(&w->hints, '\0');
+                oom |= gl_buf_putc(&w->hints, (char)p[k]) != GL_OK;
+        oom |= gl_buf_putc(&w->hints, '\0') != GL_OK;
         w->n_hints += !oom;
     } else if (json_is_object(v)) {
         json_object_foreach(v, key, child)
@@ -1687,12 +1624,13 @@ static void track_bytes(struct walker *w, const char *p, size_t n, size_t pos)
 // A token that continues the document towards one of the schema's strings: inside a string
 // whose bytes so far are a prefix of a hint, the first token of the hint's rest and the closing
 // quote; outside strings, the first token of a whole quoted hint. -1 if none is allowed.
-static int32_t hint_draw(struct walker *w, struct rng *rg, const struct buf *doc, int only_required)
+static int32_t hint_draw(struct walker *w, struct rng *rg, const struct gl_buf *doc,
+                         int only_required)
 {
     const char *pre = w->in_str ? doc->p + w->str_start : "";
-    size_t npre = w->in_str ? doc->n - w->str_start : 0, nc = 0;
+    size_t npre = w->in_str ? doc->len - w->str_start : 0, nc = 0;
     char tmp[520];
-    for (const char *e = w->hints.p, *end = e + w->hints.n; e && e < end; e += strlen(e) + 1) {
+    for (const char *e = w->hints.p, *end = e + w->hints.len; e && e < end; e += strlen(e) + 1) {
         const char *h = e + 1; // after the 'R' / '-' flag
         size_t hl = strlen(h), n = 0;
         if (only_required && *e != 'R')
@@ -1716,16 +1654,16 @@ static int32_t hint_draw(struct walker *w, struct rng *rg, const struct buf *doc
 }
 
 static int32_t draw(struct walker *w, struct rng *rg, long long step, long long max_tokens,
-                    const struct buf *doc)
+                    const struct gl_buf *doc)
 {
     uint64_t total = 0;
     for (size_t i = 0; i < w->words; i++)
         total += (uint64_t)__builtin_popcount(w->mask[i]);
     if (total == 0)
         return -1;
-    if (w->n_hints && w->in_str && (doc->n > w->str_start || w->str_is_key) &&
+    if (w->n_hints && w->in_str && (doc->len > w->str_start || w->str_is_key) &&
         rng_unit(rg) < 0.9) { // finish a string that began as a hint (or a key just opened)
-        int32_t id = doc->n == w->str_start ? hint_draw(w, rg, doc, 1) : -1;
+        int32_t id = doc->len == w->str_start ? hint_draw(w, rg, doc, 1) : -1;
         if (id < 0)
             id = hint_draw(w, rg, doc, 0);
         if (id >= 0)
@@ -1783,11 +1721,11 @@ static void violation(struct walker *w, long long walk, long long step, const ch
 
 // One walk; returns 1 when finished (document in *doc), 0 when out of budget, -1 on a breach.
 static int walk_once(struct walker *w, struct gl_matcher *m, struct rng *rg, long long walk,
-                     long long max_tokens, struct buf *doc)
+                     long long max_tokens, struct gl_buf *doc)
 {
     struct gl_err err = {0};
     gl_matcher_reset(m);
-    doc->n = 0;
+    doc->len = 0;
     w->depth = w->in_str = w->esc = w->key_pos = w->str_is_key = 0;
     char forced[256];
     for (long long step = 0; step < max_tokens; step++) {
@@ -1796,7 +1734,7 @@ static int walk_once(struct walker *w, struct gl_matcher *m, struct rng *rg, lon
         const char *bad = police_mask(&w->pc, w->mask, can_end);
         if (bad) {
             violation(w, walk, step, bad);
-            fprintf(stderr, "  document so far: %.*s\n", (int)doc->n, doc->p ? doc->p : "");
+            fprintf(stderr, "  document so far: %.*s\n", (int)doc->len, doc->p ? doc->p : "");
             return -1;
         }
         if (can_end && w->pc.n_stop > 0) {
@@ -1841,7 +1779,7 @@ static int walk_once(struct walker *w, struct gl_matcher *m, struct rng *rg, lon
             memcpy(w->mask3, w->mask, w->words * sizeof *w->mask);
         if (!gl_matcher_accept(m, id)) {
             violation(w, walk, step, "mask allows a token that accept refuses");
-            fprintf(stderr, "  after %zu bytes: %.*s\n  token %d: ", doc->n, (int)doc->n,
+            fprintf(stderr, "  after %zu bytes: %.*s\n  token %d: ", doc->len, (int)doc->len,
                     doc->p ? doc->p : "", (int)id);
             put_jstr_n(stderr, tb, tlen);
             fputc('\n', stderr);
@@ -1868,8 +1806,8 @@ static int walk_once(struct walker *w, struct gl_matcher *m, struct rng *rg, lon
                 return -1;
             }
         }
-        track_bytes(w, tb, tlen, doc->n);
-        if (buf_put(doc, tb, tlen))
+        track_bytes(w, tb, tlen, doc->len);
+        if (gl_buf_put(doc, tb, tlen) != GL_OK)
             return -1;
     }
     return 0;
@@ -1946,7 +1884,7 @@ static int cmd_sample(int argc, char **argv)
     struct gl_grammar *g = NULL;
     struct gl_matcher *m = NULL;
     struct walker w = {0};
-    struct buf doc = {0};
+    struct gl_buf doc = {0};
     struct gl_err err = {0};
     int rc = 1;
     if (!tok)
@@ -1984,26 +1922,27 @@ static int cmd_sample(int argc, char **argv)
         if (r == 1) {
             fin++;
             if (o.ws_max > 0)
-                put_jstr_n(stdout, doc.p ? doc.p : "", doc.n);
+                put_jstr_n(stdout, doc.p ? doc.p : "", doc.len);
             else
-                fwrite(doc.p ? doc.p : "", 1, doc.n, stdout);
+                fwrite(doc.p ? doc.p : "", 1, doc.len, stdout);
             putchar('\n');
         } else {
             unfin++;
             if (o.verbose)
-                fprintf(stderr, "unfinished walk %lld: %.*s\n", k, (int)doc.n, doc.p ? doc.p : "");
+                fprintf(stderr, "unfinished walk %lld: %.*s\n", k, (int)doc.len,
+                        doc.p ? doc.p : "");
         }
     }
     printf("{\"finished\": %lld, \"unfinished\": %lld}\n", fin, unfin);
     rc = w.violations ? 1 : 0;
 out:
-    free(doc.p);
+    gl_free(doc.p);
     walker_free(&w);
     gl_matcher_free(m);
     gl_grammar_unref(g);
     gl_gvocab_free(vocab);
     gl_tokenizer_free(tok);
-    free(src);
+    gl_free(src);
     return rc;
 }
 

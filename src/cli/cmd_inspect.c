@@ -10,6 +10,7 @@
 // "vision:" line.
 #include "cli.h"
 
+#include "base/buf.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "vision/vision_gguf.h"
@@ -21,21 +22,6 @@
 #define SHOW_ARR_ELEMS  8  // array elements shown
 #define SHOW_JSON_BYTES 1024
 
-// Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one.
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
-    if (s[0] > 0xf4 || len == 0 || len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xf0 && s[1] < 0x90) ||
-        (s[0] == 0xf4 && s[1] > 0x8f) || (s[0] == 0xed && s[1] > 0x9f))
-        return 0; // overlong, past U+10FFFF, or a surrogate
-    return len;
-}
-
 // Prints a quoted, escaped view of s cut at about max bytes (never inside a UTF-8 sequence).
 // JSON mode writes only valid JSON (invalid UTF-8 becomes U+FFFD); text mode shows it as \xNN.
 static void put_str(FILE *f, struct gl_gguf_str s, size_t max, int json)
@@ -45,7 +31,7 @@ static void put_str(FILE *f, struct gl_gguf_str s, size_t max, int json)
     fputc('"', f);
     while (i < n && i < max) {
         unsigned char c = p[i];
-        size_t u = c >= 0x80 ? utf8_len(p + i, n - i) : 1;
+        size_t u = c >= 0x80 ? gl_utf8_seq(p + i, n - i, NULL) : 1;
         if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c == '\n')

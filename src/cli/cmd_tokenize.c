@@ -5,6 +5,7 @@
 // one line of ids per input line: the oracle tests push thousands of strings through one process.
 #include "cli.h"
 
+#include "base/buf.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
@@ -151,17 +152,6 @@ static int print_ids(const struct gl_tokenizer *t, const struct opts *o, const c
     return 0;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int run_hex_lines(const struct gl_tokenizer *t, const struct opts *o, double *secs,
                          size_t *bytes)
 {
@@ -184,7 +174,7 @@ static int run_hex_lines(const struct gl_tokenizer *t, const struct opts *o, dou
             n--;
         char *dst = buf + pos; // decode in place: the bytes are half as long as the hex
         for (size_t i = 0; i + 1 < n && rc == 0; i += 2) {
-            int hi = hex_digit(buf[pos + i]), lo = hex_digit(buf[pos + i + 1]);
+            int hi = gl_hex_val(buf[pos + i]), lo = gl_hex_val(buf[pos + i + 1]);
             if (hi < 0 || lo < 0)
                 rc = 1;
             dst[i / 2] = (char)(hi << 4 | lo);

@@ -14,6 +14,7 @@
 // their UTF-8, classes are one-character regexes (GN_REGEX, surrogates excluded), so only valid
 // UTF-8 ever matches a class. Literal alternatives with a common tail ("a" x | "b" x) are
 // left-factored into one alternation regex, so long keyword lists stay one parse thread.
+#include "base/buf.h"
 #include "grammar/frontend.h"
 #include "grammar/regex.h"
 
@@ -236,17 +237,6 @@ static int32_t read_utf8(struct gp *p)
     return cp;
 }
 
-static int hex_val(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 // One character of a literal or class (after an optional backslash escape) -> code point in *cp.
 static gl_status read_char(struct gp *p, int32_t *cp)
 {
@@ -294,7 +284,7 @@ static gl_status read_char(struct gp *p, int32_t *cp)
     }
     uint32_t v = 0;
     for (int i = 0; i < digits; i++) {
-        int h = hex_val(peek(p, 0));
+        int h = gl_hex_val(peek(p, 0));
         if (h < 0)
             return fail_at(p, GL_E_INVAL, start, "escape needs more hex digits");
         v = (v << 4) | (uint32_t)h;

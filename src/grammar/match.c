@@ -17,6 +17,7 @@
 // checked for viability one by one (their intersection is not computed).
 #include "grammar/match.h"
 
+#include "base/buf.h"
 #include "grammar/regex.h"
 
 #include <math.h>
@@ -185,17 +186,6 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n)
 static inline int is_ws(uint8_t b)
 {
     return b == ' ' || b == '\t' || b == '\n' || b == '\r';
-}
-
-static int hexval(uint8_t b)
-{
-    if (b >= '0' && b <= '9')
-        return b - '0';
-    if (b >= 'a' && b <= 'f')
-        return b - 'a' + 10;
-    if (b >= 'A' && b <= 'F')
-        return b - 'A' + 10;
-    return -1;
 }
 
 // Names read so far (object keys outside the declared ones, the items of a uniqueItems array)
@@ -403,7 +393,7 @@ static void jdec_step(struct jdec *d, uint8_t b, struct jev *e)
     }
     case E_U:
     case E_L: {
-        int h = hexval(b);
+        int h = gl_hex_val(b);
         if (h < 0)
             return;
         uint32_t v = (d->v << 4) | (uint32_t)h;

@@ -9,6 +9,7 @@
 // lookaheads of an anchored pattern become NFA components of a product DFA (built whole, facts
 // computed on it); \p{..} covers L, Z* and N*.
 #include "grammar/regex.h"
+#include "base/buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -499,17 +500,6 @@ static int64_t p_cp(struct parser *p)
     return cp;
 }
 
-static int hexval(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // Reads exactly n hex digits at p->i; -1 if not there.
 static int64_t p_hex(struct parser *p, int n)
 {
@@ -517,7 +507,7 @@ static int64_t p_hex(struct parser *p, int n)
         return -1;
     int64_t v = 0;
     for (int k = 0; k < n; k++) {
-        int h = hexval(p->s[p->i + (size_t)k]);
+        int h = gl_hex_val(p->s[p->i + (size_t)k]);
         if (h < 0)
             return -1;
         v = v * 16 + h;
@@ -534,8 +524,8 @@ static int64_t p_uescape(struct parser *p, size_t at)
         size_t j = p->i + 1;
         int64_t v = 0;
         int nd = 0;
-        while (j < p->n && hexval(p->s[j]) >= 0 && v <= RE_CP_MAX) {
-            v = v * 16 + hexval(p->s[j]);
+        while (j < p->n && gl_hex_val(p->s[j]) >= 0 && v <= RE_CP_MAX) {
+            v = v * 16 + gl_hex_val(p->s[j]);
             j++;
             nd++;
         }

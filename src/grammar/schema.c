@@ -8,6 +8,7 @@
 // Invariant: never accept an instance the schema rejects (restricting is allowed: formats are
 // strict regexes, integer bounds stop at 2^53); what we cannot enforce is GL_E_UNSUPPORTED
 // naming the keyword and its JSON pointer (lenient: warned and dropped). Spec: json-schema.org.
+#include "base/buf.h"
 #include "grammar/frontend.h"
 #include "grammar/regex.h"
 
@@ -1208,14 +1209,6 @@ static json_t *ids_find(struct sc *sc, const char *s, size_t n)
     return NULL;
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 // Resolves ref against the document; sets the error (naming $ref and the pointer) on failure.
 static json_t *resolve_ref(struct sc *sc, const char *ref, size_t len)
 {
@@ -1250,8 +1243,8 @@ static json_t *resolve_ref(struct sc *sc, const char *ref, size_t len)
         size_t tl = 0;
         while (f < end && *f != '/') {
             char ch = *f++;
-            if (ch == '%' && end - f >= 2 && hexval(f[0]) >= 0 && hexval(f[1]) >= 0) {
-                ch = (char)(hexval(f[0]) * 16 + hexval(f[1]));
+            if (ch == '%' && end - f >= 2 && gl_hex_val(f[0]) >= 0 && gl_hex_val(f[1]) >= 0) {
+                ch = (char)(gl_hex_val(f[0]) * 16 + gl_hex_val(f[1]));
                 f += 2;
             }
             if (ch == '~' && f < end && (*f == '0' || *f == '1')) {
@@ -2981,36 +2974,9 @@ static int32_t compile_array(struct sc *sc, const struct view *v)
 
 #define SC_NOT_STR_MAX 4096 // code points over all strings of one negated enum
 
-struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
+static void sb_cp(struct gl_buf *b, uint32_t cp)
 {
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = (b->n + n + 1) * 2;
-        char *np = gl_realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_cp(struct sbuf *b, uint32_t cp)
-{
-    char t[16];
-    int n = snprintf(t, sizeof t, "\\u{%X}", (unsigned)cp);
-    sb_put(b, t, (size_t)n);
+    gl_buf_printf(b, "\\u{%X}", (unsigned)cp);
 }
 
 // One string of the set as code points (jansson strings are valid UTF-8).
@@ -3045,34 +3011,34 @@ static size_t utf8_decode_all(const char *s, size_t n, uint32_t *out)
 
 // Strings with prefix w[lo].c[0..d) that are not in w[lo..hi) (sorted): end here (unless a member
 // does), take a member's next code point and recurse, or leave the set's trie for good.
-static void not_set_regex(struct sbuf *b, const struct cps *w, size_t lo, size_t hi, size_t d)
+static void not_set_regex(struct gl_buf *b, const struct cps *w, size_t lo, size_t hi, size_t d)
 {
     int member = 0;
     while (lo < hi && w[lo].n == d) {
         member = 1;
         lo++;
     }
-    sb_put(b, "(?:", 3);
+    gl_buf_put(b, "(?:", 3);
     if (!member)
-        sb_put(b, "|", 1); // the empty alternative: the string ends here
+        gl_buf_put(b, "|", 1); // the empty alternative: the string ends here
     for (size_t i = lo; i < hi;) {
         size_t j = i;
         while (j < hi && w[j].c[d] == w[i].c[d])
             j++;
         sb_cp(b, w[i].c[d]);
         not_set_regex(b, w, i, j, d + 1);
-        sb_put(b, "|", 1);
+        gl_buf_put(b, "|", 1);
         i = j;
     }
     if (lo == hi) {
-        sb_put(b, "[\\s\\S]+)", 8);
+        gl_buf_put(b, "[\\s\\S]+)", 8);
         return;
     }
-    sb_put(b, "[^", 2);
+    gl_buf_put(b, "[^", 2);
     for (size_t i = lo; i < hi; i++)
         if (i == lo || w[i].c[d] != w[i - 1].c[d])
             sb_cp(b, w[i].c[d]);
-    sb_put(b, "][\\s\\S]*)", 9);
+    gl_buf_put(b, "][\\s\\S]*)", 9);
 }
 
 // `not {enum: [...]}` (const folded in; a sibling type filters the values): each value is removed
@@ -3109,7 +3075,7 @@ static gl_status not_enum(struct sc *sc, struct view *v, const struct view *nv)
         return GL_OK;
     struct cps *w = gl_calloc(n_str, sizeof *w);
     uint32_t *pool = gl_calloc(n_cp + 1, sizeof *pool);
-    struct sbuf b = {0};
+    struct gl_buf b = {0};
     gl_status st = GL_OK;
     if (!w || !pool) {
         st = sc_nomem(sc);
@@ -3125,10 +3091,10 @@ static gl_status not_enum(struct sc *sc, struct view *v, const struct view *nv)
         used += w[k++].n;
     }
     qsort(w, k, sizeof *w, cps_cmp);
-    sb_put(&b, "^", 1);
+    gl_buf_put(&b, "^", 1);
     not_set_regex(&b, w, 0, k, 0);
-    sb_put(&b, "$", 1);
-    json_t *pat = b.oom ? NULL : sc_keep(sc, json_stringn(b.p, b.n));
+    gl_buf_put(&b, "$", 1);
+    json_t *pat = b.oom ? NULL : sc_keep(sc, json_stringn(b.p, b.len));
     if (!pat) {
         st = sc_nomem(sc);
         goto out;
@@ -3137,7 +3103,7 @@ static gl_status not_enum(struct sc *sc, struct view *v, const struct view *nv)
 out:
     gl_free(w);
     gl_free(pool);
-    gl_free(b.p);
+    gl_buf_free(&b);
     return st;
 }
 
@@ -3178,8 +3144,8 @@ static char *mult_regex(double m, int integer, int nonneg)
         k++, p10 *= 10;
     if (p10 % ai)
         return NULL; // a has a prime factor other than 2 and 5
-    struct sbuf b = {0};
-    sb_put(&b, nonneg ? "(?:" : "-?(?:", nonneg ? 3 : 5);
+    struct gl_buf b = {0};
+    gl_buf_put(&b, nonneg ? "(?:" : "-?(?:", nonneg ? 3 : 5);
     int first = 1;
     for (int f = 0; f <= (integer ? 0 : s); f++) {
         int j = k - (s - f);
@@ -3203,33 +3169,23 @@ static char *mult_regex(double m, int integer, int nonneg)
             while (*qs == '0')
                 qs++;
             snprintf(q, sizeof q, "%s", *qs ? qs : "0");
-            sb_put(&b, first ? "" : "|", first ? 0 : 1);
+            gl_buf_put(&b, first ? "" : "|", first ? 0 : 1);
             first = 0;
             // I: any integer when t lies in the fraction, else one ending in t's head
             if (ip == 0)
-                sb_put(&b, "(?:0|[1-9][0-9]*)", 17);
-            else {
-                char tmp[64];
-                int n = snprintf(tmp, sizeof tmp, "(?:%s|[1-9][0-9]*%s)", q, ipart);
-                sb_put(&b, tmp, (size_t)n);
-            }
+                gl_buf_put(&b, "(?:0|[1-9][0-9]*)", 17);
+            else
+                gl_buf_printf(&b, "(?:%s|[1-9][0-9]*%s)", q, ipart);
             if (f == 0 && s == 0 && !integer)
-                sb_put(&b, "(?:\\.0+)?", 9); // 10.0: an integral number written as a real
+                gl_buf_put(&b, "(?:\\.0+)?", 9); // 10.0: an integral number written as a real
             if (f > 0) {
-                char tmp[64];
                 int free_digits = f - (jj - ip);
-                int n = snprintf(tmp, sizeof tmp, "\\.[0-9]{%d}%s%s", free_digits, ts + ip,
-                                 f == s ? "0*" : "");
-                sb_put(&b, tmp, (size_t)n);
+                gl_buf_printf(&b, "\\.[0-9]{%d}%s%s", free_digits, ts + ip, f == s ? "0*" : "");
             }
         }
     }
-    sb_put(&b, ")", 1);
-    if (b.oom) {
-        gl_free(b.p);
-        return NULL;
-    }
-    return b.p;
+    gl_buf_put(&b, ")", 1);
+    return gl_buf_take(&b, NULL); // NULL when out of memory
 }
 
 static gl_status apply_nots(struct sc *sc, struct view *v, struct forbid *fb)

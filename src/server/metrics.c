@@ -3,8 +3,9 @@
 // are vLLM's, so dashboards built for vLLM read ours unchanged.
 #include "server/metrics.h"
 
+#include "base/buf.h"
+
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,52 +99,17 @@ void gl_metrics_reject(struct gl_metrics *m)
     pthread_mutex_unlock(&m->mu);
 }
 
-struct out {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-static void put(struct out *o, const char *fmt, ...) GL_PRINTF(2, 3);
-static void put(struct out *o, const char *fmt, ...)
-{
-    for (int tries = 0; tries < 2 && !o->oom; tries++) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(o->p ? o->p + o->len : NULL, o->p ? o->cap - o->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            o->oom = 1;
-            return;
-        }
-        if (o->p && o->len + (size_t)n < o->cap) {
-            o->len += (size_t)n;
-            return;
-        }
-        size_t nc = o->cap ? o->cap : 4096;
-        while (nc <= o->len + (size_t)n)
-            nc *= 2;
-        char *q = gl_realloc(o->p, nc);
-        if (!q) {
-            o->oom = 1;
-            return;
-        }
-        o->p = q;
-        o->cap = nc;
-    }
-}
-
-static void series(struct out *o, const char *name, const char *type, const char *help,
+static void series(struct gl_buf *o, const char *name, const char *type, const char *help,
                    const char *model, double v)
 {
-    put(o, "# HELP %s %s\n# TYPE %s %s\n%s{model_name=\"%s\"} %.17g\n", name, help, name, type,
-        name, model, v);
+    gl_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n%s{model_name=\"%s\"} %.17g\n", name, help, name,
+                  type, name, model, v);
 }
 
-static void hist(struct out *o, const char *name, const char *help, const char *model,
+static void hist(struct gl_buf *o, const char *name, const char *help, const char *model,
                  const struct gl_hist *h)
 {
-    put(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    gl_buf_printf(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     int64_t cum = 0;
     for (int i = 0; i <= h->n; i++) {
         cum += h->counts[i];
@@ -152,19 +118,20 @@ static void hist(struct out *o, const char *name, const char *help, const char *
             char le[32];
             double b = h->bounds[i];
             snprintf(le, sizeof le, b == floor(b) && fabs(b) < 1e15 ? "%.1f" : "%g", b);
-            put(o, "%s_bucket{le=\"%s\",model_name=\"%s\"} %lld\n", name, le, model,
-                (long long)cum);
+            gl_buf_printf(o, "%s_bucket{le=\"%s\",model_name=\"%s\"} %lld\n", name, le, model,
+                          (long long)cum);
         } else
-            put(o, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %lld\n", name, model, (long long)cum);
+            gl_buf_printf(o, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %lld\n", name, model,
+                          (long long)cum);
     }
-    put(o, "%s_sum{model_name=\"%s\"} %.17g\n%s_count{model_name=\"%s\"} %lld\n", name, model,
-        h->sum, name, model, (long long)h->count);
+    gl_buf_printf(o, "%s_sum{model_name=\"%s\"} %.17g\n%s_count{model_name=\"%s\"} %lld\n", name,
+                  model, h->sum, name, model, (long long)h->count);
 }
 
 char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl_engine_stats *st,
                         struct gl_api_mask_stats *ms, size_t *len)
 {
-    struct out o = {0};
+    struct gl_buf o = {0};
     double usage =
         st->kv_pages_total > 0 ? (double)st->kv_pages_used / (double)st->kv_pages_total : 0.0;
     series(&o, "vllm:num_requests_running", "gauge", "Sequences in the running batch.", model,
@@ -225,19 +192,20 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
            "libmicrohttpd error lines not written by the log rate limit (one line per 10 s).",
            model, (double)atomic_load(&m->mhd_log_dropped));
     if (m->block_size > 0) // vLLM's info-style gauge: value 1, the configuration in labels
-        put(&o,
-            "# HELP vllm:cache_config_info Information of the KV cache configuration.\n"
-            "# TYPE vllm:cache_config_info gauge\n"
-            "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"%s\","
-            "enable_prefix_caching=\"%s\",num_gpu_blocks=\"%lld\",model_name=\"%s\"} 1\n",
-            (int)m->block_size, m->cache_dtype ? m->cache_dtype : "auto",
-            m->prefix_caching ? "True" : "False", (long long)st->kv_pages_total, model);
+        gl_buf_printf(&o,
+                      "# HELP vllm:cache_config_info Information of the KV cache configuration.\n"
+                      "# TYPE vllm:cache_config_info gauge\n"
+                      "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"%s\","
+                      "enable_prefix_caching=\"%s\",num_gpu_blocks=\"%lld\",model_name=\"%s\"} 1\n",
+                      (int)m->block_size, m->cache_dtype ? m->cache_dtype : "auto",
+                      m->prefix_caching ? "True" : "False", (long long)st->kv_pages_total, model);
     pthread_mutex_lock(&m->mu);
-    put(&o, "# HELP vllm:request_success_total Finished requests by finish reason.\n"
-            "# TYPE vllm:request_success_total counter\n");
+    gl_buf_printf(&o, "# HELP vllm:request_success_total Finished requests by finish reason.\n"
+                      "# TYPE vllm:request_success_total counter\n");
     for (int i = 0; i < GL_REASON_N; i++)
-        put(&o, "vllm:request_success_total{finished_reason=\"%s\",model_name=\"%s\"} %lld\n",
-            k_reasons[i], model, (long long)m->success[i]);
+        gl_buf_printf(&o,
+                      "vllm:request_success_total{finished_reason=\"%s\",model_name=\"%s\"} %lld\n",
+                      k_reasons[i], model, (long long)m->success[i]);
     series(&o, "vllm:admission_rejections_total", "counter",
            "Requests refused (503) because the waiting queue was full.", model,
            (double)m->rejected);
@@ -289,10 +257,5 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
     hist(&o, "glint:grammar_mask_seconds",
          "Grammar token mask time per mask (and per jump-forward walk), engine thread.", model,
          &mh);
-    if (o.oom) {
-        gl_free(o.p);
-        return NULL;
-    }
-    *len = o.len;
-    return o.p;
+    return gl_buf_take(&o, len); // NULL when out of memory
 }

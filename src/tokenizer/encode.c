@@ -9,6 +9,8 @@
 // boundaries. decode(encode(x)) == x for every byte string x.
 #include "tokenizer/tokenizer_int.h"
 
+#include "base/buf.h"
+
 #include <string.h>
 
 #define SMALL_PIECE 64 // bytes; up to here the quadratic scan beats the heap
@@ -180,35 +182,6 @@ static int bpe_piece(const struct gl_tokenizer *t, const uint8_t *p, size_t n, s
     return n <= SMALL_PIECE ? bpe_small(t, p, n, out) : bpe_large(t, p, n, out);
 }
 
-// Length of the valid UTF-8 sequence at p (1..4), or 0 if p does not start one (truncated,
-// overlong, surrogate, > U+10FFFF or a stray continuation byte).
-static size_t utf8_seq(const uint8_t *p, size_t n)
-{
-    uint8_t b = p[0];
-    if (b < 0x80)
-        return 1;
-    size_t len;
-    uint8_t lo = 0x80, hi = 0xBF; // allowed range of the second byte
-    if (b >= 0xC2 && b <= 0xDF)
-        len = 2;
-    else if (b >= 0xE0 && b <= 0xEF) {
-        len = 3;
-        lo = b == 0xE0 ? 0xA0 : 0x80;
-        hi = b == 0xED ? 0x9F : 0xBF;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        len = 4;
-        lo = b == 0xF0 ? 0x90 : 0x80;
-        hi = b == 0xF4 ? 0x8F : 0xBF;
-    } else
-        return 0;
-    if (n < len || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return len;
-}
-
 // Splits valid UTF-8 text with the regex and BPEs each match.
 static gl_status encode_valid(const struct gl_tokenizer *t, const uint8_t *s, size_t n,
                               pcre2_match_data *md, struct idvec *out, struct gl_err *err)
@@ -228,7 +201,7 @@ static gl_status encode_valid(const struct gl_tokenizer *t, const uint8_t *s, si
         if (a > off && !bpe_piece(t, s + off, a - off, out))
             return gl_err_set(err, GL_E_NOMEM, "tokenizer: out of memory");
         if (b == a) // empty match (impossible for this pattern): consume one code point
-            b = a < n ? a + utf8_seq(s + a, n - a) : n;
+            b = a < n ? a + gl_utf8_seq(s + a, n - a, NULL) : n;
         if (b > a && !bpe_piece(t, s + a, b - a, out))
             return gl_err_set(err, GL_E_NOMEM, "tokenizer: out of memory");
         off = b;
@@ -242,7 +215,7 @@ static gl_status encode_ordinary(const struct gl_tokenizer *t, const uint8_t *s,
     size_t i = 0;
     while (i < n) {
         size_t a = i, k;
-        while (i < n && (k = utf8_seq(s + i, n - i)) > 0)
+        while (i < n && (k = gl_utf8_seq(s + i, n - i, NULL)) > 0)
             i += k;
         if (i > a) {
             gl_status st = encode_valid(t, s + a, i - a, md, out, err);
@@ -250,7 +223,7 @@ static gl_status encode_ordinary(const struct gl_tokenizer *t, const uint8_t *s,
                 return st;
         }
         a = i;
-        while (i < n && utf8_seq(s + i, n - i) == 0)
+        while (i < n && gl_utf8_seq(s + i, n - i, NULL) == 0)
             i++;
         if (i > a && !bpe_piece(t, s + a, i - a, out))
             return gl_err_set(err, GL_E_NOMEM, "tokenizer: out of memory");
