@@ -6,9 +6,9 @@
 // Invariants (gl_kv_pool_audit checks them all): ref == number of table entries naming the page;
 // ref-0 pages are in exactly one of clean/LRU; hashed pages are in the key table under their key.
 // fp8 scale choice: one scale per row (one position of one layer's K or V: Hkv*D elements),
-// bf16(amax(row) / 448) (quant/fp8.h: why bf16 and not a 1-byte power of two). A row is written once
-// and never rescaled, so a per-row scale costs no read-modify-write and adapts to every token's
-// magnitude; vLLM's per-tensor scale needs a calibration pass (or defaults to 1.0 and
+// bf16(amax(row) / 448) (quant/fp8.h: why bf16 and not a 1-byte power of two). A row is written
+// once and never rescaled, so a per-row scale costs no read-modify-write and adapts to every
+// token's magnitude; vLLM's per-tensor scale needs a calibration pass (or defaults to 1.0 and
 // clips/underflows rows far from it). A per-(page, head) scale would cost less but is fixed by
 // the page's first row (later rows clip) or the page must be rescaled. The cost is 2 bytes per
 // 256 fp8 bytes: 0.8% of capacity on the release shape, 6.41 sequences of 131,072 in 5.5 GiB
@@ -693,6 +693,22 @@ gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err)
     if (s->len + n > s->reserved_end)
         s->reserved_end = s->len + n;
     return GL_OK;
+}
+
+void gl_kv_seq_trim(struct gl_kv_seq *s)
+{
+    struct gl_kv_pool *pool = s->pool;
+    const int64_t bs = pool->block_size;
+    const int64_t b_end = (s->reserved_end + bs - 1) / bs, b_keep = (s->len + bs - 1) / bs;
+    for (int64_t b = b_keep; b < b_end && b < s->cap; b++)
+        for (int gi = 0; gi < pool->n_groups; gi++) {
+            int32_t *slot = seq_slot(s, gi, b);
+            if (*slot >= 0) {
+                page_release(pool, *slot);
+                *slot = -1;
+            }
+        }
+    s->reserved_end = s->len;
 }
 
 void gl_kv_seq_commit(struct gl_kv_seq *s, const int32_t *tokens, int64_t n)
