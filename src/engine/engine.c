@@ -295,7 +295,12 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
         return gl_err_set(err, GL_E_INVAL, "engine: max_waiting %d / n_eos %d out of range",
                           p->max_waiting, p->n_eos);
     const struct gl_spec_params *sp = &p->spec;
-    if (sp->method != GL_SPEC_NONE && sp->method != GL_SPEC_NGRAM)
+    if (sp->method == GL_SPEC_REPLAY &&
+        (sp->k < 1 || sp->k > GL_SPEC_MAX_K || sp->n_replay < 0 ||
+         (sp->n_replay > 0 && !sp->replay) || !(sp->alpha >= 0.0f && sp->alpha <= 1.0f)))
+        return gl_err_set(err, GL_E_INVAL, "engine: replay speculation: bad k %d / replay / alpha",
+                          sp->k);
+    if (sp->method != GL_SPEC_NONE && sp->method != GL_SPEC_NGRAM && sp->method != GL_SPEC_REPLAY)
         return gl_err_set(err, GL_E_INVAL, "engine: speculative method %d unknown",
                           (int)sp->method);
     if (sp->method == GL_SPEC_NGRAM && (sp->k < 1 || sp->k > GL_SPEC_MAX_K || sp->lookup_min < 1 ||
@@ -1096,6 +1101,24 @@ static int seq_room(struct seq *s, int64_t n)
     return 0;
 }
 
+// GL_SPEC_REPLAY (engine.h): replay[n_gen ..], each token kept with probability alpha (a
+// splitmix hash of seed and position, so on and off runs see the same drafts).
+static int32_t replay_propose(const struct gl_spec_params *p, int32_t n_gen, int32_t k,
+                              int32_t n_vocab, int32_t *out)
+{
+    int32_t n = 0;
+    for (; n < k && n_gen + n < p->n_replay; n++) {
+        uint64_t x = p->seed ^ ((uint64_t)(n_gen + n) + 1) * 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        x ^= x >> 31;
+        const int32_t t = p->replay[n_gen + n];
+        const double u = (double)(x >> 11) * 0x1.0p-53;
+        out[n] = u < (double)p->alpha ? t : (int32_t)((t + 1 + (int64_t)(x % 97)) % n_vocab);
+    }
+    return n;
+}
+
 // Speculation for decoding sequence s (engine.h): a draft of up to k tokens written after its
 // tokens, cut where its processor would refuse, bounded by the step budget and by what max_tokens
 // and max_model_len leave (the chunk's last position is n_tok - 1 + n_draft); scheduled as one
@@ -1116,8 +1139,10 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget)
     if (k <= 0 || seq_room(s, k))
         return 0;
     int32_t *draft = s->tok + s->n_tok;
-    int32_t n =
-        gl_spec_ngram_propose(s->tok, s->n_tok, p->lookup_min, p->lookup_max, (int32_t)k, draft);
+    int32_t n = p->method == GL_SPEC_REPLAY
+                    ? replay_propose(p, s->n_gen, (int32_t)k, e->n_vocab, draft)
+                    : gl_spec_ngram_propose(s->tok, s->n_tok, p->lookup_min, p->lookup_max,
+                                            (int32_t)k, draft);
     if (n > 0 && proc)
         n = proc->draft_ok(proc->user, draft, n);
     if (n <= 0 || gl_kv_seq_reserve(s->kv, 1 + (int64_t)n, NULL) != GL_OK)

@@ -62,7 +62,11 @@
 // or prompt_logprobs (a logprob per token is reported; kept simple), sequences whose logits
 // processor has no draft_ok (it could not cut a draft), and a step whose pool cannot reserve the
 // k + 1 positions (speculation never preempts).
-enum gl_spec_method { GL_SPEC_NONE, GL_SPEC_NGRAM };
+// GL_SPEC_REPLAY (benchmarks and tests only, not reachable from the server): every sequence's
+// draft is the given continuation replay[n_gen .. n_gen + k) (its known greedy output), each
+// token replaced by another with probability 1 - alpha (a fixed hash of the position and seed),
+// so the acceptance of a greedy run is about alpha per position: the cost curve of issue 22.
+enum gl_spec_method { GL_SPEC_NONE, GL_SPEC_NGRAM, GL_SPEC_REPLAY };
 #define GL_SPEC_MAX_K 16
 struct gl_spec_params {
     enum gl_spec_method method;
@@ -70,6 +74,10 @@ struct gl_spec_params {
     int32_t lookup_min, lookup_max; // ngram: prompt_lookup_min / max, 1 <= min <= max <= 64
     int32_t test_wrong_rule;        // tests only: resample from p WITHOUT removing the rejected
                                     // draft (a wrong rule, for the chi-square negative control)
+    const int32_t *replay;          // GL_SPEC_REPLAY: [n_replay] borrowed, outlives the engine
+    int32_t n_replay;
+    float alpha;   // GL_SPEC_REPLAY: probability that a drafted token is kept, [0, 1]
+    uint64_t seed; // GL_SPEC_REPLAY: corruption hash seed
 };
 // vLLM's ngram proposer (prompt lookup): for n = lookup_max down to lookup_min, the most recent
 // earlier occurrence of the last n tokens of tok[0..n_tok) (starting before n_tok - n); the first

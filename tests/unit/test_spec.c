@@ -596,6 +596,40 @@ TEST(test_greedy_grammar)
     gl_gvocab_free(g_gv);
 }
 
+// The replay drafter (benchmarks): the known greedy output as drafts, kept with probability
+// alpha. alpha 1: every draft token accepted (k + 1 tokens per step); alpha 0: none; the output
+// identical to speculation off either way.
+TEST(test_replay_drafter)
+{
+    struct job j;
+    memset(&j, 0, sizeof j);
+    j.n_prompt = make_prompt(3, j.prompt);
+    j.sp = greedy(40);
+    struct gl_engine_params p = eparams(8 << 20, 4, 64, 0);
+    struct gl_engine_stats off = run_jobs(&j, 1, &p, 1);
+    struct result ref = j.res[0];
+    REQUIRE(ref.n_tok == 40);
+    const float alphas[3] = {1.0f, 0.0f, 0.5f};
+    for (int a = 0; a < 3; a++) {
+        p = eparams(8 << 20, 4, 64, 4);
+        p.spec.method = GL_SPEC_REPLAY;
+        p.spec.replay = ref.tok;
+        p.spec.n_replay = ref.n_tok;
+        p.spec.alpha = alphas[a];
+        p.spec.seed = 5;
+        struct gl_engine_stats on = run_jobs(&j, 1, &p, 1);
+        CHECKF(same_result(&ref, &j.res[0]), "alpha %.1f: output differs", (double)alphas[a]);
+        printf("  alpha %.1f: %lld of %lld draft tokens accepted, %lld steps (off: %lld)\n",
+               (double)alphas[a], (long long)on.spec_accepted_tokens,
+               (long long)on.spec_draft_tokens, (long long)on.steps, (long long)off.steps);
+        if (a == 0)
+            CHECK(on.spec_accepted_tokens == on.spec_draft_tokens && on.steps <= 2 + 40 / 5);
+        if (a == 1)
+            CHECK(on.spec_accepted_tokens == 0 && on.spec_draft_tokens > 0 &&
+                  on.steps == off.steps);
+    }
+}
+
 // ---- rejection sampling ----
 
 // Upper-tail p-value of a chi-square statistic (Wilson-Hilferty, as test_sampling).
@@ -793,5 +827,5 @@ int main(void)
     atexit(cleanup_model);
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
-              test_verify_fits_distribution, test_sampling_chi2_on_off);
+              test_replay_drafter, test_verify_fits_distribution, test_sampling_chi2_on_off);
 }
