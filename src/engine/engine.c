@@ -1122,8 +1122,10 @@ static int32_t replay_propose(const struct gl_spec_params *p, int32_t n_gen, int
 // Speculation for decoding sequence s (engine.h): a draft of up to k tokens written after its
 // tokens, cut where its processor would refuse, bounded by the step budget and by what max_tokens
 // and max_model_len leave (the chunk's last position is n_tok - 1 + n_draft); scheduled as one
-// chunk of 1 + n_draft when the pool has the pages without preempting. Returns 1 if scheduled.
-static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget)
+// chunk of 1 + n_draft when the pool has the pages without preempting. later_decodes: decodes not
+// scheduled yet this step, whose one token each the draft leaves room for (a draft never pushes a
+// plain decode out of the step). Returns 1 if scheduled.
+static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, int32_t later_decodes)
 {
     const struct req *r = s->req;
     const struct gl_spec_params *p = &e->p.spec;
@@ -1133,7 +1135,7 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget)
     if (r->sp.logprobs >= 0 || wants_plp(s) || (proc && !proc->draft_ok))
         return 0;
     int64_t k = p->k;
-    k = k < *budget - 1 ? k : *budget - 1;
+    k = k < *budget - 1 - later_decodes ? k : *budget - 1 - later_decodes;
     k = k < r->max_tokens - s->n_gen - 1 ? k : r->max_tokens - s->n_gen - 1;
     k = k < e->p.max_model_len - s->n_tok ? k : e->p.max_model_len - s->n_tok;
     if (k <= 0 || seq_room(s, k))
@@ -1202,13 +1204,17 @@ static void schedule(struct gl_engine *e)
     e->n_sched = 0;
     e->preempted_now = 0;
     e->plp_left = GL_ENGINE_PLP_ROWS;
+    int32_t n_dec = 0; // decodes not yet scheduled (speculation leaves them their token)
+    for (int32_t i = 0; e->p.spec.method != GL_SPEC_NONE && i < e->n_running; i++)
+        n_dec += e->running[i]->n_tok - e->running[i]->n_computed == 1;
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t i = 0; i < e->n_running && budget > 0; i++) {
             struct seq *s = e->running[i];
             int64_t pending = s->n_tok - s->n_computed;
             if (s->chunk > 0 || (pass == 0) != (pending == 1))
                 continue;
-            if (pass == 0 && e->p.spec.method != GL_SPEC_NONE && spec_schedule(e, s, &budget))
+            if (pass == 0 && e->p.spec.method != GL_SPEC_NONE &&
+                spec_schedule(e, s, &budget, --n_dec))
                 continue;
             if (!sched_running(e, s, pending < budget ? pending : budget, &budget))
                 i--; // s left the running set; the next one moved into slot i

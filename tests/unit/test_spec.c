@@ -630,6 +630,62 @@ TEST(test_replay_drafter)
     }
 }
 
+// A draft never pushes a plain decode out of a step: 4 sequences decoding under a 6-token step
+// budget with drafts always available (replay, alpha 1) each get a token in every step.
+TEST(test_drafts_leave_decodes_their_token)
+{
+    enum { N = 4 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    fill_greedy_jobs(jobs, N, 24);
+    struct gl_engine_params p = eparams(8 << 20, 4, 64, 0);
+    (void)run_jobs(jobs, 1, &p, 1);
+    static int32_t ref[32];
+    memcpy(ref, jobs[0].res[0].tok, 24 * sizeof *ref);
+    for (int i = 1; i < N; i++) { // every job the same prompt: the replay fits them all
+        memcpy(jobs[i].prompt, jobs[0].prompt, sizeof jobs[0].prompt);
+        jobs[i].n_prompt = jobs[0].n_prompt;
+    }
+    p = eparams(8 << 20, N, 6, 4);
+    p.spec.method = GL_SPEC_REPLAY;
+    p.spec.replay = ref;
+    p.spec.n_replay = 24;
+    p.spec.alpha = 1.0f;
+    struct gl_err err = {0};
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    for (int i = 0; i < N; i++) {
+        memset(jobs[i].res, 0, sizeof jobs[i].res);
+        struct gl_request rq = {.prompt = jobs[i].prompt,
+                                .n_prompt = jobs[i].n_prompt,
+                                .sp = jobs[i].sp,
+                                .on_event = on_event,
+                                .user = jobs[i].res};
+        REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+    }
+    int n_active = 1, starved = 0, decode_steps = 0;
+    while (n_active > 0) {
+        int32_t before[N];
+        for (int i = 0; i < N; i++) // decoding: has a token, not finished
+            before[i] = jobs[i].res[0].n_final == 0 ? jobs[i].res[0].n_tok : 0;
+        REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+        for (int i = 0; i < N; i++) {
+            decode_steps += before[i] > 0;
+            starved += before[i] > 0 && jobs[i].res[0].n_tok == before[i];
+        }
+    }
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    CHECKF(starved == 0, "%d times a decoding sequence got no token in a step", starved);
+    CHECK(st.spec_accepted_tokens > 0);
+    for (int i = 0; i < N; i++)
+        CHECK(jobs[i].res[0].n_tok == 24 && memcmp(jobs[i].res[0].tok, ref, 24 * 4) == 0);
+    printf("  %d sequence-steps decoding, %lld draft tokens accepted, %d skipped\n", decode_steps,
+           (long long)st.spec_accepted_tokens, starved);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+    free(jobs);
+}
+
 // ---- rejection sampling ----
 
 // Upper-tail p-value of a chi-square statistic (Wilson-Hilferty, as test_sampling).
@@ -827,5 +883,6 @@ int main(void)
     atexit(cleanup_model);
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
-              test_replay_drafter, test_verify_fits_distribution, test_sampling_chi2_on_off);
+              test_replay_drafter, test_drafts_leave_decodes_their_token,
+              test_verify_fits_distribution, test_sampling_chi2_on_off);
 }
