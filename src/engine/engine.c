@@ -76,7 +76,8 @@ struct gl_engine {
     struct gl_kv_pool *pool;
     struct gl_model_ctx *ctx;
     int64_t pool_pages;
-    int pin_caller; // 1: the next gl_engine_step pins its thread to p.cpus[0]
+    int32_t n_kv_groups; // layer groups of the pool: a decode takes at most one page per group
+    int pin_caller;      // 1: the next gl_engine_step pins its thread to p.cpus[0]
     // step thread
     struct seq **waiting; // FIFO, [0] first; capacity cap_seqs
     int32_t n_waiting;
@@ -361,6 +362,9 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     }
     e->pool_pages = gl_kv_pool_total_pages(e->pool);
     struct gl_kv_plan plan;
+    e->n_kv_groups = 1;
+    if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK)
+        e->n_kv_groups = plan.n_groups;
     if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK &&
         plan.pages_per_seq > e->pool_pages)
         GL_LOGW("engine: the KV pool (%lld pages) holds less than one %d-token sequence (%lld "
@@ -1147,7 +1151,12 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
                                             (int32_t)k, draft);
     if (n > 0 && proc)
         n = proc->draft_ok(proc->user, draft, n);
-    if (n <= 0 || gl_kv_seq_reserve(s->kv, 1 + (int64_t)n, NULL) != GL_OK)
+    // The draft's pages must leave every later decode its worst case (a new block in each
+    // group), so speculation never causes a preemption.
+    if (n <= 0 ||
+        gl_kv_pool_free_pages(e->pool) - gl_kv_seq_pages_needed(s->kv, 1 + (int64_t)n) <
+            (int64_t)later_decodes * e->n_kv_groups ||
+        gl_kv_seq_reserve(s->kv, 1 + (int64_t)n, NULL) != GL_OK)
         return 0;
     s->n_draft = n;
     add_sched(e, s, 1 + (int64_t)n, budget);

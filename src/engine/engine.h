@@ -61,7 +61,8 @@
 // first that ends the sequence ends it. Not speculating (the plain step): requests with logprobs
 // or prompt_logprobs (a logprob per token is reported; kept simple), sequences whose logits
 // processor has no draft_ok (it could not cut a draft), and a step whose pool cannot reserve the
-// k + 1 positions (speculation never preempts).
+// k + 1 positions while leaving each later decode a page per layer group (speculation never
+// causes a preemption); a draft also leaves each later decode its token of the step budget.
 // GL_SPEC_REPLAY (benchmarks and tests only, not reachable from the server): every sequence's
 // draft is the given continuation replay[n_gen .. n_gen + k) (its known greedy output), each
 // token replaced by another with probability 1 - alpha (a fixed hash of the position and seed),
