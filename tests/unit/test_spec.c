@@ -686,6 +686,80 @@ TEST(test_drafts_leave_decodes_their_token)
     free(jobs);
 }
 
+// Not speculating: a request with logprobs, and a processor without draft_ok; both give the
+// output of speculation off (tokens and, for logprobs, the values) and no draft is made.
+static void nd_mask(void *user, float *logits, int32_t n_vocab)
+{
+    (void)user;
+    for (int32_t i = 0; i < n_vocab; i += 7) // a fixed ban: every 7th id
+        logits[i] = -INFINITY;
+}
+
+static int nd_accept(void *user, int32_t t)
+{
+    (void)user;
+    return t % 7 == 0;
+}
+
+static void nd_free(void *user)
+{
+    (void)user;
+}
+
+struct lp_res {
+    float lp[MAX_OUT];
+    int32_t n;
+};
+
+static void on_lp(void *user, const struct gl_event *ev)
+{
+    struct lp_res *r = user;
+    for (int32_t i = 0; ev->logprobs && i < ev->n_tokens && r->n < MAX_OUT; i++)
+        r->lp[r->n++] = ev->logprobs[i];
+}
+
+TEST(test_not_speculating)
+{
+    enum { N = 8 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    fill_greedy_jobs(jobs, N, 30);
+    for (int i = 0; i < N; i++) {
+        jobs[i].proc = (struct gl_logits_processor){
+            .user = NULL, .mask = nd_mask, .accept = nd_accept, .free = nd_free};
+        jobs[i].has_proc = 1;
+    }
+    CHECK(off_on(jobs, N, 8 << 20, 8, 64, 0, "processor without draft_ok", &on, &off) == N);
+    CHECK(on.spec_drafts == 0 && on.steps == off.steps);
+    // logprobs: the same job with speculation on and off, the values compared too.
+    struct lp_res lr[2];
+    memset(lr, 0, sizeof lr);
+    struct gl_engine_stats st[2];
+    for (int pass = 0; pass < 2; pass++) {
+        struct gl_engine_params p = eparams(8 << 20, 4, 64, pass ? 4 : 0);
+        struct gl_err err = {0};
+        struct gl_engine *e = NULL;
+        REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+        struct gl_sample_params sp = greedy(30);
+        sp.logprobs = 2;
+        struct gl_request rq = {.prompt = jobs[1].prompt,
+                                .n_prompt = jobs[1].n_prompt,
+                                .sp = sp,
+                                .on_event = on_lp,
+                                .user = &lr[pass]};
+        REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+        REQUIRE(gl_engine_run(e, &err) == GL_OK);
+        gl_engine_stats(e, &st[pass]);
+        gl_engine_free(e);
+    }
+    CHECK(lr[0].n == 30 && lr[1].n == 30 && memcmp(lr[0].lp, lr[1].lp, 30 * sizeof(float)) == 0);
+    CHECK(st[1].spec_drafts == 0 && st[1].steps == st[0].steps);
+    printf("  processor without draft_ok: %lld drafts; logprobs request: %lld drafts, %d logprobs "
+           "equal\n",
+           (long long)on.spec_drafts, (long long)st[1].spec_drafts, lr[1].n);
+    free(jobs);
+}
+
 // ---- rejection sampling ----
 
 // Upper-tail p-value of a chi-square statistic (Wilson-Hilferty, as test_sampling).
@@ -883,6 +957,6 @@ int main(void)
     atexit(cleanup_model);
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
-              test_replay_drafter, test_drafts_leave_decodes_their_token,
+              test_replay_drafter, test_drafts_leave_decodes_their_token, test_not_speculating,
               test_verify_fits_distribution, test_sampling_chi2_on_off);
 }
