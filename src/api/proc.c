@@ -156,6 +156,25 @@ static const uint32_t *proc_allowed(void *user, int32_t n_vocab)
     return p->mask;
 }
 
+// Speculative decoding (engine.h draft_ok): walk the matcher along the draft while it accepts,
+// then roll it back exactly. After a stop token the processor accepts anything (proc_accept),
+// so the rest of such a draft counts as allowed.
+static int32_t proc_draft_ok(void *user, const int32_t *draft, int32_t n)
+{
+    struct proc *p = user;
+    pthread_mutex_lock(p->c->grammar_lock);
+    int32_t walked = 0;
+    int finished = gl_matcher_is_finished(p->m);
+    while (!finished && walked < n && gl_matcher_accept(p->m, draft[walked])) {
+        walked++;
+        finished = gl_matcher_is_finished(p->m);
+    }
+    gl_status st = gl_matcher_rollback(p->m, walked, NULL);
+    pthread_mutex_unlock(p->c->grammar_lock);
+    GL_ASSERT(st == GL_OK); // walked <= the tokens just accepted
+    return finished ? n : walked;
+}
+
 static void proc_free(void *user)
 {
     struct proc *p = user;
@@ -208,6 +227,7 @@ gl_status gl_api_make_procs(const struct gl_api_config *c, const struct gl_api_r
                                                 .accept = proc_accept,
                                                 .forced = proc_forced,
                                                 .allowed = proc_allowed,
+                                                .draft_ok = proc_draft_ok,
                                                 .free = proc_free};
         if (!p->mask) {
             st = gl_err_set(err, GL_E_NOMEM, "api: no memory for a token mask");

@@ -73,6 +73,81 @@ gl_status gl_api_so_config(const char *json, struct gl_api_so *out, int *backend
     return st;
 }
 
+static gl_status spec_int(json_t *v, const char *key, int32_t lo, int32_t hi, int32_t *dst,
+                          struct gl_err *err)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return gl_err_set(err, GL_E_INVAL,
+                          "--speculative-config: %s: expected an integer in %d..%d", key, lo, hi);
+    *dst = (int32_t)json_integer_value(v);
+    return GL_OK;
+}
+
+gl_status gl_api_spec_config(const char *json, struct gl_spec_params *out, struct gl_err *err)
+{
+    json_error_t je;
+    json_t *o = json_loads(json ? json : "", JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return gl_err_set(err, GL_E_INVAL, "--speculative-config: expected a JSON object (%s)",
+                          o ? "not an object" : je.text);
+    }
+    struct gl_spec_params sp = {0};
+    int32_t lo = 0, hi = 0, k = 0;
+    gl_status st = GL_OK;
+    json_t *m = json_object_get(o, "method");
+    const char *method = json_is_string(m) ? json_string_value(m) : NULL;
+    if (!method)
+        st = gl_err_set(err, GL_E_INVAL,
+                        "--speculative-config: method: expected a string (built: \"ngram\")");
+    else if (strcmp(method, "ngram") != 0)
+        st = gl_err_set(err, GL_E_INVAL,
+                        "--speculative-config: method \"%.32s\": not built yet (built: \"ngram\"; "
+                        "the DFlash drafter, eagle, medusa, mtp and draft models are not)",
+                        method);
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+    {
+        if (st != GL_OK)
+            break;
+        if (!strcmp(key, "method"))
+            continue;
+        if (!strcmp(key, "num_speculative_tokens"))
+            st = spec_int(v, key, 1, GL_SPEC_MAX_K, &k, err);
+        else if (!strcmp(key, "prompt_lookup_min"))
+            st = spec_int(v, key, 1, 64, &lo, err);
+        else if (!strcmp(key, "prompt_lookup_max"))
+            st = spec_int(v, key, 1, 64, &hi, err);
+        else
+            st = gl_err_set(err, GL_E_INVAL,
+                            "--speculative-config: key '%.64s' not supported for method ngram "
+                            "(method, num_speculative_tokens, prompt_lookup_min, "
+                            "prompt_lookup_max)",
+                            key);
+    }
+    json_decref(o);
+    if (st != GL_OK)
+        return st;
+    if (k == 0)
+        return gl_err_set(err, GL_E_INVAL,
+                          "--speculative-config: num_speculative_tokens is required");
+    if (lo == 0 && hi == 0) // vLLM's defaults for ngram
+        lo = hi = 5;
+    lo = lo ? lo : hi;
+    hi = hi ? hi : lo;
+    if (lo > hi)
+        return gl_err_set(err, GL_E_INVAL,
+                          "--speculative-config: prompt_lookup_min %d > prompt_lookup_max %d", lo,
+                          hi);
+    sp.method = GL_SPEC_NGRAM;
+    sp.k = k;
+    sp.lookup_min = lo;
+    sp.lookup_max = hi;
+    *out = sp;
+    return GL_OK;
+}
+
 void gl_api_unenforced_header(const struct gl_grammar *g, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";

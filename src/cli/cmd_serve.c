@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `glint serve`: flags (spelled as vLLM's) -> struct gl_server_params -> gl_server_run.
+#include "api/api.h"
 #include "cli.h"
 #include "image/image.h"
 #include "kv/kv.h"
@@ -11,37 +12,42 @@
 
 static int usage(FILE *f)
 {
-    fprintf(f,
-            "usage: glint serve --model F [options]   (vLLM's flag names)\n"
-            "  --host H                    IPv4 or IPv6 address to bind (default 127.0.0.1;\n"
-            "                              0.0.0.0: every IPv4 interface; ::: every interface)\n"
-            "  --port P                    default 8000 (0: any free port, printed at start)\n"
-            "  --api-key K                 required Bearer key on /v1/* (or VLLM_API_KEY)\n"
-            "  --ssl-certfile F            PEM certificate chain: serve HTTPS (needs\n"
-            "                              --ssl-keyfile)\n"
-            "  --ssl-keyfile F             PEM private key of the certificate\n"
-            "  --ssl-keyfile-password P    passphrase of an encrypted --ssl-keyfile\n"
-            "  --served-model-name N       the model id clients send (default: the path)\n"
-            "  --max-model-len N           prompt + output tokens (default: the model's, lowered\n"
-            "                              to what the KV pool holds; said at start)\n"
-            "  --max-num-seqs N            sequences per step (default 16)\n"
-            "  --max-num-batched-tokens N  tokens per step (default 512)\n"
-            "  --kv-cache-memory-bytes B   KV pool size, e.g. 2GiB (also --kv-cache-memory;\n"
-            "                              default: sized from the memory free after the\n"
-            "                              weights, at most --max-num-seqs full sequences)\n"
-            "  --gpu-memory-utilization F  share of the memory free after the weights that the\n"
-            "                              default KV pool takes, (0, 1] (default 0.9; on CPU\n"
-            "                              it is not a share of total memory as in vLLM)\n"
-            "  --kv-cache-dtype T          auto|f16|bf16|fp8|f32 (default auto = f16)\n"
-            "  --block-size N              positions per KV page (default 16)\n"
-            "  --enable-prefix-caching / --no-enable-prefix-caching   (default on)\n"
-            "  --generation-config G       auto (default: generation_config.json of an HF\n"
-            "                              --model folder) | vllm (vLLM's defaults) | FOLDER\n"
-            "  --seed N                    base seed of unseeded requests (default 0)\n"
-            "  --threads N                 kernel threads (default: the physical cores this\n"
-            "                              process may use, one pinned per core)\n"
-            "  --device cpu                the backend (cpu only so far)\n"
-            "  --max-waiting N             queued sequences before 503 (default 256)\n");
+    fprintf(
+        f,
+        "usage: glint serve --model F [options]   (vLLM's flag names)\n"
+        "  --host H                    IPv4 or IPv6 address to bind (default 127.0.0.1;\n"
+        "                              0.0.0.0: every IPv4 interface; ::: every interface)\n"
+        "  --port P                    default 8000 (0: any free port, printed at start)\n"
+        "  --api-key K                 required Bearer key on /v1/* (or VLLM_API_KEY)\n"
+        "  --ssl-certfile F            PEM certificate chain: serve HTTPS (needs\n"
+        "                              --ssl-keyfile)\n"
+        "  --ssl-keyfile F             PEM private key of the certificate\n"
+        "  --ssl-keyfile-password P    passphrase of an encrypted --ssl-keyfile\n"
+        "  --served-model-name N       the model id clients send (default: the path)\n"
+        "  --max-model-len N           prompt + output tokens (default: the model's, lowered\n"
+        "                              to what the KV pool holds; said at start)\n"
+        "  --max-num-seqs N            sequences per step (default 16)\n"
+        "  --max-num-batched-tokens N  tokens per step (default 512)\n"
+        "  --kv-cache-memory-bytes B   KV pool size, e.g. 2GiB (also --kv-cache-memory;\n"
+        "                              default: sized from the memory free after the\n"
+        "                              weights, at most --max-num-seqs full sequences)\n"
+        "  --gpu-memory-utilization F  share of the memory free after the weights that the\n"
+        "                              default KV pool takes, (0, 1] (default 0.9; on CPU\n"
+        "                              it is not a share of total memory as in vLLM)\n"
+        "  --kv-cache-dtype T          auto|f16|bf16|fp8|f32 (default auto = f16)\n"
+        "  --block-size N              positions per KV page (default 16)\n"
+        "  --enable-prefix-caching / --no-enable-prefix-caching   (default on)\n"
+        "  --generation-config G       auto (default: generation_config.json of an HF\n"
+        "                              --model folder) | vllm (vLLM's defaults) | FOLDER\n"
+        "  --seed N                    base seed of unseeded requests (default 0)\n"
+        "  --threads N                 kernel threads (default: the physical cores this\n"
+        "                              process may use, one pinned per core)\n"
+        "  --device cpu                the backend (cpu only so far)\n"
+        "  --max-waiting N             queued sequences before 503 (default 256)\n"
+        "  --speculative-config J      vLLM's JSON, e.g. '{\"method\": \"ngram\",\n"
+        "                              \"num_speculative_tokens\": 4, \"prompt_lookup_min\": 2,\n"
+        "                              \"prompt_lookup_max\": 4}' (ngram only so far; default\n"
+        "                              off; docs/SERVER.md)\n");
     fprintf(f, // (split: C99 string literal limit)
             "  --tensor-parallel-size 1, --pipeline-parallel-size 1, --data-parallel-size 1\n"
             "                              accepted for vLLM command lines (1 only)\n"
@@ -201,7 +207,13 @@ int gl_cmd_serve(int argc, char **argv)
             p.generation_config = v;
         else if (!strcmp(a, "--structured-outputs-config"))
             p.structured_outputs_config = v;
-        else if (!strcmp(a, "--max-model-len"))
+        else if (!strcmp(a, "--speculative-config")) {
+            struct gl_err e2 = {0};
+            if (gl_api_spec_config(v, &p.engine.spec, &e2) != GL_OK) {
+                fprintf(stderr, "glint serve: %s\n", e2.msg);
+                return 2;
+            }
+        } else if (!strcmp(a, "--max-model-len"))
             bad = gl_cli_parse_int(v, 2, INT32_MAX, &x) || (p.engine.max_model_len = (int32_t)x, 0);
         else if (!strcmp(a, "--max-num-seqs"))
             bad = gl_cli_parse_int(v, 1, 4096, &x) || (p.engine.max_num_seqs = (int32_t)x, 0);

@@ -65,6 +65,7 @@ struct seq {
     int32_t sample_row;      // row to sample from (the chunk ends the pending tokens), or -1
     int64_t pos0;            // first position of this step's chunk
     int32_t plp_done;        // prompt positions 1 .. plp_done have had their prompt logprobs sent
+    int32_t n_draft; // speculative: draft tokens this step, at tok[n_tok .. n_tok + n_draft)
 };
 
 struct gl_engine {
@@ -75,7 +76,8 @@ struct gl_engine {
     struct gl_kv_pool *pool;
     struct gl_model_ctx *ctx;
     int64_t pool_pages;
-    int pin_caller; // 1: the next gl_engine_step pins its thread to p.cpus[0]
+    int32_t n_kv_groups; // layer groups of the pool: a decode takes at most one page per group
+    int pin_caller;      // 1: the next gl_engine_step pins its thread to p.cpus[0]
     // step thread
     struct seq **waiting; // FIFO, [0] first; capacity cap_seqs
     int32_t n_waiting;
@@ -86,7 +88,7 @@ struct gl_engine {
     int32_t n_sched;
     struct gl_batch_seq *bs;
     struct gl_kv_view *views; // [max_num_seqs * n_layer]
-    float *logits;            // [(max_num_seqs + GL_ENGINE_PLP_ROWS) * n_vocab]
+    float *logits;            // [(max_num_seqs * (1 + spec k) + GL_ENGINE_PLP_ROWS) * n_vocab]
     int32_t plp_left;         // this step's logits rows left for prompt logprobs
     float *raw;               // [n_vocab] unmodified row for raw logprobs
     const float **embd;       // [max_num_batched_tokens] given input rows of the step (or NULL)
@@ -293,6 +295,21 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     if (p->max_waiting < 1 || p->n_eos < 0 || p->n_eos > GL_ENGINE_MAX_EOS)
         return gl_err_set(err, GL_E_INVAL, "engine: max_waiting %d / n_eos %d out of range",
                           p->max_waiting, p->n_eos);
+    const struct gl_spec_params *sp = &p->spec;
+    if (sp->method == GL_SPEC_REPLAY &&
+        (sp->k < 1 || sp->k > GL_SPEC_MAX_K || sp->n_replay < 0 ||
+         (sp->n_replay > 0 && !sp->replay) || !(sp->alpha >= 0.0f && sp->alpha <= 1.0f)))
+        return gl_err_set(err, GL_E_INVAL, "engine: replay speculation: bad k %d / replay / alpha",
+                          sp->k);
+    if (sp->method != GL_SPEC_NONE && sp->method != GL_SPEC_NGRAM && sp->method != GL_SPEC_REPLAY)
+        return gl_err_set(err, GL_E_INVAL, "engine: speculative method %d unknown",
+                          (int)sp->method);
+    if (sp->method == GL_SPEC_NGRAM && (sp->k < 1 || sp->k > GL_SPEC_MAX_K || sp->lookup_min < 1 ||
+                                        sp->lookup_max < sp->lookup_min || sp->lookup_max > 64))
+        return gl_err_set(err, GL_E_INVAL,
+                          "engine: ngram speculation: num_speculative_tokens %d not in 1..%d or "
+                          "prompt_lookup_min %d / max %d not 1 <= min <= max <= 64",
+                          sp->k, GL_SPEC_MAX_K, sp->lookup_min, sp->lookup_max);
     struct gl_engine *e = gl_calloc(1, sizeof *e);
     if (!e)
         return gl_err_set(err, GL_E_NOMEM, "engine: no memory");
@@ -330,7 +347,10 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     e->sched = gl_malloc((size_t)S * sizeof *e->sched);
     e->bs = gl_malloc((size_t)S * sizeof *e->bs);
     e->views = gl_malloc((size_t)S * (size_t)e->n_layer * sizeof *e->views);
-    e->logits = gl_malloc((size_t)(S + GL_ENGINE_PLP_ROWS) * (size_t)e->n_vocab * sizeof(float));
+    // Speculation: k + 1 rows per sequence (the pending token and k drafts), else one.
+    const int32_t rows_per_seq = 1 + (p->spec.method != GL_SPEC_NONE ? p->spec.k : 0);
+    e->logits = gl_malloc((size_t)(S * rows_per_seq + GL_ENGINE_PLP_ROWS) * (size_t)e->n_vocab *
+                          sizeof(float));
     e->raw = gl_malloc((size_t)e->n_vocab * sizeof(float));
     e->embd = gl_malloc((size_t)p->max_num_batched_tokens * sizeof *e->embd);
     e->cap_text = 4096;
@@ -342,6 +362,9 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     }
     e->pool_pages = gl_kv_pool_total_pages(e->pool);
     struct gl_kv_plan plan;
+    e->n_kv_groups = 1;
+    if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK)
+        e->n_kv_groups = plan.n_groups;
     if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK &&
         plan.pages_per_seq > e->pool_pages)
         GL_LOGW("engine: the KV pool (%lld pages) holds less than one %d-token sequence (%lld "
@@ -821,6 +844,112 @@ static int emit_plp(struct gl_engine *e, struct seq *s)
 
 // Samples the next token of s from its logits row, then (jump-forward) the processor's forced
 // tokens, and emits one event for all of them.
+// What every row of s gets before the draw, in vLLM's order: the processor's mask, the min_tokens
+// stop mask, then allowed / banned ids, bias and penalties over the tokens generated so far.
+static void process_row(struct gl_engine *e, struct seq *s, float *row)
+{
+    struct req *r = s->req;
+    const struct gl_sample_params *sp = &r->sp;
+    struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
+    if (proc && proc->mask)
+        proc->mask(proc->user, row, e->n_vocab);
+    if (s->n_gen < sp->min_tokens) // vLLM: no EOS / stop id before min_tokens outputs
+        for (int32_t i = 0; i < r->n_stop_ids; i++)
+            row[r->stop_ids[i]] = -INFINITY;
+    const int32_t *out = s->tok + r->n_prompt;
+    gl_sample_process(sp, row, &e->work, s->tok, r->n_prompt, out, s->n_gen);
+}
+
+// The end of a sampling event: n_new tokens (the last ones of s), jump-forward first when the
+// sequence goes on, then the event; a finished sequence leaves the running set and retires.
+static void sample_event(struct gl_engine *e, struct seq *s, struct gl_event *ev, int32_t n_new)
+{
+    const struct req *r = s->req;
+    struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
+    // Jump-forward: never with logprobs (a forced token has no logits to report).
+    if (ev->finish == GL_FINISH_NONE && proc && proc->forced && r->sp.logprobs < 0)
+        n_new += jump_forward(e, s, proc, ev);
+    // Only now: the pushes above may have moved s->tok.
+    ev->tokens = &s->tok[s->n_tok - n_new];
+    ev->n_tokens = n_new;
+    e->text[ev->text_len] = 0; // text_reserve kept room for it (cap_text >= 1 always)
+    ev->text = e->text;
+    const enum gl_finish f = ev->finish;
+    if (f != GL_FINISH_NONE)
+        remove_from(e->running, &e->n_running, s);
+    emit(s, ev);
+    if (f != GL_FINISH_NONE)
+        retire(e, s);
+}
+
+// Verification of a speculative step (engine.h): rows logits_row .. logits_row + n_draft hold
+// the logits after the pending token and after each draft token. Row i decides generated token
+// i through the plain per-token path (process_row, pick, accept, end_token); it stops at the
+// first token that differs from its draft (the correction) or ends the sequence, or after the
+// bonus token of row n_draft. The KV then commits exactly the positions whose input was a real
+// token (the pending one and the accepted drafts) and gives back the rest.
+static void spec_verify(struct gl_engine *e, struct seq *s)
+{
+    struct req *r = s->req;
+    const struct gl_sample_params *sp = &r->sp;
+    const int32_t V = e->n_vocab, k = s->n_draft;
+    struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
+    int32_t draft[GL_SPEC_MAX_K];
+    memcpy(draft, s->tok + s->n_tok, (size_t)k * sizeof *draft); // the pushes overwrite them
+    s->n_draft = 0;
+    struct gl_event ev = {0};
+    ev.stop_token = -1;
+    int32_t n_new = 0, n_acc = 0;
+    for (int32_t i = 0; i <= k; i++) {
+        float *row = e->logits + (size_t)(s->logits_row + i) * (size_t)V;
+        process_row(e, s, row);
+        int32_t t;
+        if (i == k)
+            t = gl_sample_pick(sp, row, &e->work, &s->rng);
+        else if (!e->p.spec.test_wrong_rule)
+            t = gl_sample_verify(sp, row, &e->work, &s->rng, draft[i]);
+        else { // the wrong rule (tests only): on rejection, draw from p with the draft kept
+            gl_sample_filter(sp, row, &e->work);
+            double pd = 0.0;
+            for (int32_t c = 0; c < e->work.n_cand; c++)
+                pd = e->work.cand[c].id == draft[i] ? (double)e->work.cand[c].p : pd;
+            t = gl_rng_uniform(&s->rng) < pd ? draft[i]
+                                             : gl_sample_pick(sp, row, &e->work, &s->rng);
+        }
+        if (push_generated(e, s, t)) {
+            ev.finish = GL_FINISH_ERROR;
+            ev.error = "engine: out of memory";
+        } else {
+            n_new++;
+        }
+        if (ev.finish == GL_FINISH_NONE && proc && proc->accept &&
+            proc->accept(proc->user, t) != 0) {
+            GL_LOGE("engine: request %llu: the logits processor refused sampled token %d",
+                    (unsigned long long)r->id, t);
+            ev.finish = GL_FINISH_ERROR;
+            ev.error = "engine: the logits processor (grammar) refused the sampled token";
+        }
+        end_token(e, s, t, &ev);
+        const int accepted = i < k && t == draft[i] && ev.error == NULL;
+        if (accepted) {
+            n_acc++;
+            e->st.spec_accepted_per_pos[i]++;
+        }
+        if (!accepted || ev.finish != GL_FINISH_NONE)
+            break;
+    }
+    e->st.spec_drafts++;
+    e->st.spec_draft_tokens += k;
+    e->st.spec_accepted_tokens += n_acc;
+    // Inputs 0 .. n_new - 1 of the chunk were the pending token and n_new - 1 accepted drafts
+    // (every pushed token but the last is an accepted draft): as after any decode, the newest
+    // token is pending (n_computed == n_tok - 1).
+    gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, n_new);
+    s->n_computed += n_new;
+    gl_kv_seq_trim(s->kv);
+    sample_event(e, s, &ev, n_new);
+}
+
 static void sample_one(struct gl_engine *e, struct seq *s, float *row)
 {
     struct req *r = s->req;
@@ -829,13 +958,7 @@ static void sample_one(struct gl_engine *e, struct seq *s, float *row)
     struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
     if (sp->logprobs >= 0)
         memcpy(e->raw, row, (size_t)V * sizeof *row);
-    if (proc && proc->mask)
-        proc->mask(proc->user, row, V);
-    if (s->n_gen < sp->min_tokens) // vLLM: no EOS / stop id before min_tokens outputs
-        for (int32_t i = 0; i < r->n_stop_ids; i++)
-            row[r->stop_ids[i]] = -INFINITY;
-    const int32_t *out = s->tok + r->n_prompt;
-    gl_sample_process(sp, row, &e->work, s->tok, r->n_prompt, out, s->n_gen);
+    process_row(e, s, row);
     int32_t t = gl_sample_pick(sp, row, &e->work, &s->rng);
 
     struct gl_event ev = {0};
@@ -863,19 +986,7 @@ static void sample_one(struct gl_engine *e, struct seq *s, float *row)
         ev.error = "engine: the logits processor (grammar) refused the sampled token";
     }
     end_token(e, s, t, &ev);
-    // Jump-forward: never with logprobs (a forced token has no logits to report).
-    if (ev.finish == GL_FINISH_NONE && proc && proc->forced && sp->logprobs < 0)
-        n_new += jump_forward(e, s, proc, &ev);
-    // Only now: the pushes above may have moved s->tok.
-    ev.tokens = &s->tok[s->n_tok - n_new];
-    ev.n_tokens = n_new;
-    e->text[ev.text_len] = 0; // text_reserve kept room for it (cap_text >= 1 always)
-    ev.text = e->text;
-    if (ev.finish != GL_FINISH_NONE)
-        remove_from(e->running, &e->n_running, s);
-    emit(s, &ev);
-    if (ev.finish != GL_FINISH_NONE)
-        retire(e, s);
+    sample_event(e, s, &ev, n_new);
 }
 
 // ---- scheduling (step thread) ----
@@ -913,6 +1024,7 @@ static void unschedule(struct gl_engine *e, struct seq *s, int32_t *budget)
         return;
     *budget += (int32_t)s->chunk;
     s->chunk = 0;
+    s->n_draft = 0;
     remove_from(e->sched, &e->n_sched, s);
 }
 
@@ -973,6 +1085,84 @@ static int sched_running(struct gl_engine *e, struct seq *s, int64_t n, int32_t 
     }
 }
 
+// Room for n more tokens in s->tok (and s->key) beyond n_tok, without changing n_tok.
+static int seq_room(struct seq *s, int64_t n)
+{
+    if (s->n_tok + n <= s->cap)
+        return 0;
+    int64_t nc = s->cap * 2 > s->n_tok + n ? s->cap * 2 : s->n_tok + n;
+    if (s->key) {
+        int32_t *k = gl_realloc(s->key, (size_t)nc * sizeof *k);
+        if (!k)
+            return -1;
+        s->key = k;
+    }
+    int32_t *t = gl_realloc(s->tok, (size_t)nc * sizeof *t);
+    if (!t)
+        return -1;
+    s->tok = t;
+    s->cap = nc;
+    return 0;
+}
+
+// GL_SPEC_REPLAY (engine.h): replay[n_gen ..], each token kept with probability alpha (a
+// splitmix hash of seed and position, so on and off runs see the same drafts).
+static int32_t replay_propose(const struct gl_spec_params *p, int32_t n_gen, int32_t k,
+                              int32_t n_vocab, int32_t *out)
+{
+    int32_t n = 0;
+    for (; n < k && n_gen + n < p->n_replay; n++) {
+        uint64_t x = p->seed ^ ((uint64_t)(n_gen + n) + 1) * 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        x ^= x >> 31;
+        const int32_t t = p->replay[n_gen + n];
+        const double u = (double)(x >> 11) * 0x1.0p-53;
+        out[n] = u < (double)p->alpha ? t : (int32_t)((t + 1 + (int64_t)(x % 97)) % n_vocab);
+    }
+    return n;
+}
+
+// Speculation for decoding sequence s (engine.h): a draft of up to k tokens written after its
+// tokens, cut where its processor would refuse, bounded by the step budget and by what max_tokens
+// and max_model_len leave (the chunk's last position is n_tok - 1 + n_draft); scheduled as one
+// chunk of 1 + n_draft when the pool has the pages without preempting. later_decodes: decodes not
+// scheduled yet this step, whose one token each the draft leaves room for (a draft never pushes a
+// plain decode out of the step). Returns 1 if scheduled.
+static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, int32_t later_decodes)
+{
+    const struct req *r = s->req;
+    const struct gl_spec_params *p = &e->p.spec;
+    const struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
+    // Logprobs: one per token is reported, kept to the plain path for now. A processor without
+    // draft_ok cannot say where a draft leaves its grammar: no speculation for it.
+    if (r->sp.logprobs >= 0 || wants_plp(s) || (proc && !proc->draft_ok))
+        return 0;
+    int64_t k = p->k;
+    k = k < *budget - 1 - later_decodes ? k : *budget - 1 - later_decodes;
+    k = k < r->max_tokens - s->n_gen - 1 ? k : r->max_tokens - s->n_gen - 1;
+    k = k < e->p.max_model_len - s->n_tok ? k : e->p.max_model_len - s->n_tok;
+    if (k <= 0 || seq_room(s, k))
+        return 0;
+    int32_t *draft = s->tok + s->n_tok;
+    int32_t n = p->method == GL_SPEC_REPLAY
+                    ? replay_propose(p, s->n_gen, (int32_t)k, e->n_vocab, draft)
+                    : gl_spec_ngram_propose(s->tok, s->n_tok, p->lookup_min, p->lookup_max,
+                                            (int32_t)k, draft);
+    if (n > 0 && proc)
+        n = proc->draft_ok(proc->user, draft, n);
+    // The draft's pages must leave every later decode its worst case (a new block in each
+    // group), so speculation never causes a preemption.
+    if (n <= 0 ||
+        gl_kv_pool_free_pages(e->pool) - gl_kv_seq_pages_needed(s->kv, 1 + (int64_t)n) <
+            (int64_t)later_decodes * e->n_kv_groups ||
+        gl_kv_seq_reserve(s->kv, 1 + (int64_t)n, NULL) != GL_OK)
+        return 0;
+    s->n_draft = n;
+    add_sched(e, s, 1 + (int64_t)n, budget);
+    return 1;
+}
+
 // Admits the head of the waiting queue with a prefix-cache lookup and a first prefill chunk.
 // Returns 1 if admitted, 0 if the pool has no room for it, -1 if it waits for a sibling.
 static int admit_one(struct gl_engine *e, int32_t *budget)
@@ -1023,11 +1213,17 @@ static void schedule(struct gl_engine *e)
     e->n_sched = 0;
     e->preempted_now = 0;
     e->plp_left = GL_ENGINE_PLP_ROWS;
+    int32_t n_dec = 0; // decodes not yet scheduled (speculation leaves them their token)
+    for (int32_t i = 0; e->p.spec.method != GL_SPEC_NONE && i < e->n_running; i++)
+        n_dec += e->running[i]->n_tok - e->running[i]->n_computed == 1;
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t i = 0; i < e->n_running && budget > 0; i++) {
             struct seq *s = e->running[i];
             int64_t pending = s->n_tok - s->n_computed;
             if (s->chunk > 0 || (pass == 0) != (pending == 1))
+                continue;
+            if (pass == 0 && e->p.spec.method != GL_SPEC_NONE &&
+                spec_schedule(e, s, &budget, --n_dec))
                 continue;
             if (!sched_running(e, s, pending < budget ? pending : budget, &budget))
                 i--; // s left the running set; the next one moved into slot i
@@ -1173,9 +1369,12 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
             for (int32_t l = 0; l < L; l++)
                 e->views[(size_t)i * (size_t)L + (size_t)l] = gl_kv_seq_view(s->kv, l);
             // Rows: one for a chunk that ends the pending tokens (sampled), or every position
-            // of a prompt-logprobs chunk (add_sched bounded their sum).
-            const int ends = s->n_computed + s->chunk == s->n_tok, plp = wants_plp(s);
-            const int32_t n_out = plp ? (int32_t)s->chunk : ends;
+            // of a prompt-logprobs chunk (add_sched bounded their sum) or of a speculative
+            // chunk (the pending token and the draft: n_draft + 1 rows, the logits buffer has
+            // k + 1 per sequence).
+            const int spec = s->n_draft > 0;
+            const int ends = spec || s->n_computed + s->chunk == s->n_tok, plp = wants_plp(s);
+            const int32_t n_out = plp || spec ? (int32_t)s->chunk : ends;
             s->logits_row = n_out > 0 ? row : -1;
             s->sample_row = ends ? row + n_out - 1 : -1;
             s->pos0 = s->n_computed;
@@ -1186,7 +1385,7 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
                                              .views = &e->views[(size_t)i * (size_t)L],
                                              .logits_row = s->logits_row,
                                              .n_logits = n_out,
-                                             .head_mask = head_mask(e, s),
+                                             .head_mask = spec ? NULL : head_mask(e, s),
                                              .embd = embd};
         }
         st = gl_model_forward_batch(e->ctx, e->bs, e->n_sched, e->logits, err);
@@ -1195,6 +1394,8 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
             e->st.last_step_tokens += e->sched[i]->chunk;
         for (int32_t i = 0; st == GL_OK && i < e->n_sched; i++) {
             struct seq *s = e->sched[i];
+            if (s->n_draft > 0) // committed after verification (spec_verify)
+                continue;
             gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, s->chunk);
             s->n_computed += s->chunk;
             s->req->prefilled |= s->n_computed >= s->req->n_prompt;
@@ -1208,6 +1409,11 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
             if (st == GL_OK && wants_plp(s) && emit_plp(e, s) != 0)
                 continue; // s is gone
             s->chunk = 0;
+            if (st == GL_OK && s->n_draft > 0) {
+                spec_verify(e, s);
+                continue;
+            }
+            s->n_draft = 0;
             if (st == GL_OK && s->sample_row >= 0)
                 sample_one(e, s, e->logits + (size_t)s->sample_row * (size_t)e->n_vocab);
         }

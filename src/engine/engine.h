@@ -47,6 +47,46 @@
 
 #define GL_ENGINE_MAX_EOS 8
 
+// Speculative decoding (issue 22; off by default: method NONE leaves every step as before).
+// A decoding sequence with a draft of k tokens runs k + 1 positions in one step (its pending
+// token and the draft; the step budget counts k + 1) with a logits row each; the rows are
+// verified in order through the same per-token path as plain decoding (grammar mask, min_tokens,
+// bias, penalties, temperature, min_p, top-k, top-p): greedy keeps the argmax chain; sampling
+// accepts draft d with probability p(d) and otherwise draws from p without d, renormalised (the
+// residual of a one-hot draft), from the sequence's own RNG, so the output distribution is that
+// of plain sampling; when all k are accepted one more token is drawn from the last row. Only
+// accepted positions are committed to the KV (gl_kv_seq_commit), so sliding pages are released
+// only for real positions, and the pages reserved for rejected ones go back (gl_kv_seq_trim).
+// Stop ids, stop strings, max_tokens, min_tokens and max_model_len are checked per token and the
+// first that ends the sequence ends it. Not speculating (the plain step): requests with logprobs
+// or prompt_logprobs (a logprob per token is reported; kept simple), sequences whose logits
+// processor has no draft_ok (it could not cut a draft), and a step whose pool cannot reserve the
+// k + 1 positions while leaving each later decode a page per layer group (speculation never
+// causes a preemption); a draft also leaves each later decode its token of the step budget.
+// GL_SPEC_REPLAY (benchmarks and tests only, not reachable from the server): every sequence's
+// draft is the given continuation replay[n_gen .. n_gen + k) (its known greedy output), each
+// token replaced by another with probability 1 - alpha (a fixed hash of the position and seed),
+// so the acceptance of a greedy run is about alpha per position: the cost curve of issue 22.
+enum gl_spec_method { GL_SPEC_NONE, GL_SPEC_NGRAM, GL_SPEC_REPLAY };
+#define GL_SPEC_MAX_K 16
+struct gl_spec_params {
+    enum gl_spec_method method;
+    int32_t k;                      // num_speculative_tokens, 1..GL_SPEC_MAX_K
+    int32_t lookup_min, lookup_max; // ngram: prompt_lookup_min / max, 1 <= min <= max <= 64
+    int32_t test_wrong_rule;        // tests only: resample from p WITHOUT removing the rejected
+                                    // draft (a wrong rule, for the chi-square negative control)
+    const int32_t *replay;          // GL_SPEC_REPLAY: [n_replay] borrowed, outlives the engine
+    int32_t n_replay;
+    float alpha;   // GL_SPEC_REPLAY: probability that a drafted token is kept, [0, 1]
+    uint64_t seed; // GL_SPEC_REPLAY: corruption hash seed
+};
+// vLLM's ngram proposer (prompt lookup): for n = lookup_max down to lookup_min, the most recent
+// earlier occurrence of the last n tokens of tok[0..n_tok) (starting before n_tok - n); the first
+// n that has one proposes the up to k tokens that followed it (fewer when tok ends first).
+// Writes them to out[0..k) and returns how many (0: no match). O(n_tok * lookup_max).
+int32_t gl_spec_ngram_propose(const int32_t *tok, int64_t n_tok, int32_t lookup_min,
+                              int32_t lookup_max, int32_t k, int32_t *out);
+
 struct gl_engine_params {
     struct gl_kv_params kv;
     int32_t max_num_seqs;           // running sequences per step; default 16
@@ -64,7 +104,8 @@ struct gl_engine_params {
     // (the release: <|end_of_text|> 200001, <|eot|> 200008). <|eom|> never belongs here.
     int32_t eos_ids[GL_ENGINE_MAX_EOS];
     int32_t n_eos;
-    uint64_t seed; // base of the unseeded-request seed counter (default 0)
+    uint64_t seed;              // base of the unseeded-request seed counter (default 0)
+    struct gl_spec_params spec; // speculative decoding; default method GL_SPEC_NONE (off)
 };
 // Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
 // GGUF; kv: 1 GiB of f16, block 16, prefix cache on; threads and cpus from gl_host_cpus.
@@ -115,6 +156,12 @@ struct gl_logits_processor {
     void (*free)(void *user);
     int32_t (*forced)(void *user, int32_t *out, int32_t cap); // optional: jump-forward, above
     const uint32_t *(*allowed)(void *user, int32_t n_vocab);  // optional: partial head, above
+    // Optional (speculative decoding): how many leading tokens of draft[0..n) the processor
+    // would accept one after another from its current state, which it leaves unchanged (it walks
+    // and rolls back). A draft is cut there; the verified positions still get their masks from
+    // mask() after accept() of the tokens really accepted. Without it the sequence does not
+    // speculate.
+    int32_t (*draft_ok)(void *user, const int32_t *draft, int32_t n);
 };
 
 // ABORT: cancelled by the caller. ERROR: the engine failed this sequence (gl_event.error says
@@ -199,6 +246,7 @@ struct gl_request {
 };
 
 struct gl_engine;
+// GL_E_INVAL names the bad spec field (k, lookup bounds, method).
 GL_MUST_USE gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
                                     const struct gl_tokenizer *tok,
                                     const struct gl_engine_params *p, struct gl_err *err);
@@ -227,6 +275,10 @@ struct gl_engine_stats {
     int64_t prefix_query_tokens, prefix_hit_tokens; // looked up / reused at admission
     int64_t kv_pages_used, kv_pages_total;
     int64_t last_step_tokens; // tokens computed by the latest step (prefill chunks + decodes)
+    // Speculative decoding (vLLM's spec_decode counters): drafts verified, their tokens, the
+    // draft tokens accepted, and accepted per draft position (0 = first draft token).
+    int64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
+    int64_t spec_accepted_per_pos[GL_SPEC_MAX_K];
 };
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
 // The pool, for audits in tests.

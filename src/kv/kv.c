@@ -695,6 +695,22 @@ gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err)
     return GL_OK;
 }
 
+void gl_kv_seq_trim(struct gl_kv_seq *s)
+{
+    struct gl_kv_pool *pool = s->pool;
+    const int64_t bs = pool->block_size;
+    const int64_t b_end = (s->reserved_end + bs - 1) / bs, b_keep = (s->len + bs - 1) / bs;
+    for (int64_t b = b_keep; b < b_end && b < s->cap; b++)
+        for (int gi = 0; gi < pool->n_groups; gi++) {
+            int32_t *slot = seq_slot(s, gi, b);
+            if (*slot >= 0) {
+                page_release(pool, *slot);
+                *slot = -1;
+            }
+        }
+    s->reserved_end = s->len;
+}
+
 void gl_kv_seq_commit(struct gl_kv_seq *s, const int32_t *tokens, int64_t n)
 {
     struct gl_kv_pool *pool = s->pool;

@@ -119,6 +119,11 @@ int64_t gl_kv_seq_pages_needed(const struct gl_kv_seq *s, int64_t n);
 // After the forward pass wrote positions [len, len+n): advances len, keys newly full blocks of
 // the prompt (tokens = the tokens at those positions) into the prefix cache.
 void gl_kv_seq_commit(struct gl_kv_seq *s, const int32_t *tokens, int64_t n);
+// Gives back what was reserved beyond len (speculative decoding: the positions of rejected draft
+// tokens were written but never committed): pages of blocks that start at or after len return
+// to the pool, and the reserved end drops to len. The block holding len stays (its committed
+// positions are real). No-op when nothing is reserved beyond len.
+void gl_kv_seq_trim(struct gl_kv_seq *s);
 // Pages held by the sequence in group kind (sliding = 1 / global = 0), for the window test.
 int64_t gl_kv_seq_pages_held(const struct gl_kv_seq *s, int sliding);
 

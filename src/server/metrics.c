@@ -157,6 +157,24 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
            (double)st->prefix_query_tokens);
     series(&o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.",
            model, (double)st->prefix_hit_tokens);
+    // vLLM's spec_decode counters, only with speculation configured (as vLLM); per position:
+    // draft tokens accepted at position 0 .. k - 1 of their drafts.
+    if (m->spec_k > 0) {
+        series(&o, "vllm:spec_decode_num_drafts_total", "counter", "Drafts verified.", model,
+               (double)st->spec_drafts);
+        series(&o, "vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.",
+               model, (double)st->spec_draft_tokens);
+        series(&o, "vllm:spec_decode_num_accepted_tokens_total", "counter",
+               "Draft tokens accepted.", model, (double)st->spec_accepted_tokens);
+        put(&o, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Draft tokens accepted, "
+                "by position in the draft.\n"
+                "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
+        for (int i = 0; i < m->spec_k && i < GL_SPEC_MAX_K; i++)
+            put(&o,
+                "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"%s\","
+                "position=\"%d\"} %lld\n",
+                model, i, (long long)st->spec_accepted_per_pos[i]);
+    }
     if (m->mm_cache) {
         struct gl_media_cache_stats mc;
         gl_media_cache_get_stats(m->mm_cache, &mc);

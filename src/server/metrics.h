@@ -47,6 +47,7 @@ struct gl_metrics {
     // block_size from it for prefix-aware scoring). block_size 0: not rendered.
     int32_t block_size;              // positions per KV page
     int32_t prefix_caching;          // 1: on
+    int32_t spec_k;                  // speculative tokens per draft; 0: off (no spec metrics)
     const char *cache_dtype;         // static string (gl_kv_dtype_name)
     struct gl_media_cache *mm_cache; // the vision encoder's cache (glint:mm_cache_*), or NULL
     struct gl_grammar_cache *gcache; // compiled grammars (glint:grammar_cache_*), or NULL

@@ -1705,6 +1705,12 @@ static gl_status load(struct server *S, struct gl_err *err)
         return st;
     S->metrics.block_size = ep.kv.block_size;
     S->metrics.prefix_caching = ep.kv.prefix_cache;
+    S->metrics.spec_k = ep.spec.method != GL_SPEC_NONE ? ep.spec.k : 0;
+    if (ep.spec.method == GL_SPEC_NGRAM)
+        fprintf(stderr,
+                "glint serve: speculative decoding: ngram, %d tokens per draft, lookup %d..%d "
+                "(not for requests with logprobs)\n",
+                (int)ep.spec.k, (int)ep.spec.lookup_min, (int)ep.spec.lookup_max);
     S->metrics.cache_dtype = gl_kv_dtype_name(ep.kv.dtype);
     S->max_waiting = ep.max_waiting;
     S->api.tok = S->tok;

@@ -396,10 +396,49 @@ TEST(test_request_ids)
     gl_api_req_free(&cfg, r);
 }
 
+// --speculative-config: vLLM's ngram keys and defaults; other methods and keys refused by name.
+TEST(test_speculative_config)
+{
+    struct gl_spec_params sp = {0};
+    struct gl_err e = {0};
+    CHECK(gl_api_spec_config("{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
+                             "\"prompt_lookup_min\": 2, \"prompt_lookup_max\": 4}",
+                             &sp, &e) == GL_OK);
+    CHECK(sp.method == GL_SPEC_NGRAM && sp.k == 4 && sp.lookup_min == 2 && sp.lookup_max == 4);
+    CHECK(gl_api_spec_config("{\"method\":\"ngram\",\"num_speculative_tokens\":3}", &sp, &e) ==
+              GL_OK &&
+          sp.lookup_min == 5 && sp.lookup_max == 5); // vLLM's defaults
+    CHECK(gl_api_spec_config("{\"method\":\"ngram\",\"num_speculative_tokens\":3,"
+                             "\"prompt_lookup_max\":3}",
+                             &sp, &e) == GL_OK &&
+          sp.lookup_min == 3 && sp.lookup_max == 3);
+    struct gl_spec_params keep = sp;
+    const char *bad[] = {
+        "{\"method\":\"dflash\",\"model\":\"d.gguf\",\"num_speculative_tokens\":16}",
+        "{\"method\":\"eagle3\",\"num_speculative_tokens\":2}",
+        "{\"method\":\"ngram\"}",
+        "{\"method\":\"ngram\",\"num_speculative_tokens\":0}",
+        "{\"method\":\"ngram\",\"num_speculative_tokens\":17}",
+        "{\"method\":\"ngram\",\"num_speculative_tokens\":2,\"prompt_lookup_min\":4,"
+        "\"prompt_lookup_max\":2}",
+        "{\"method\":\"ngram\",\"num_speculative_tokens\":2,\"model\":\"x\"}",
+        "[1]",
+        "{\"num_speculative_tokens\":2}"};
+    const char *says[] = {"dflash\": not built yet", "eagle3",      "is required", "1..16", "1..16",
+                          "> prompt_lookup_max",     "key 'model'", "JSON object", "method"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.msg[0] = 0;
+        CHECKF(gl_api_spec_config(bad[i], &sp, &e) == GL_E_INVAL && strstr(e.msg, says[i]),
+               "%s -> %s", bad[i], e.msg);
+    }
+    CHECK(memcmp(&sp, &keep, sizeof sp) == 0); // refused: unchanged
+}
+
 int main(void)
 {
     if (!setup())
         return 1;
     RUN_TESTS(test_parse_errors, test_unknown_fields, test_chat_reply,
-              test_completions_echo_stream_waits, test_engine_error, test_request_ids);
+              test_completions_echo_stream_waits, test_engine_error, test_request_ids,
+              test_speculative_config);
 }

@@ -866,7 +866,7 @@ TEST(test_logprobs_and_processor)
     struct gl_engine *e = NULL;
     REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
     struct proc_state ps = {0};
-    struct gl_logits_processor proc = {&ps, p_mask, p_accept, p_free, NULL, NULL};
+    struct gl_logits_processor proc = {&ps, p_mask, p_accept, p_free, NULL, NULL, NULL};
     struct result pr;
     memset(&pr, 0, sizeof pr);
     struct gl_sample_params g = greedy(10);
@@ -1043,7 +1043,7 @@ static void jf_run(struct jf_req *q, int n, const struct gl_engine_params *p, in
         q[i].st = q[i].ps;
         memset(&q[i].res, 0, sizeof q[i].res);
         struct gl_logits_processor proc = {
-            &q[i].st, jf_mask, jf_accept, jf_free, jump ? jf_forced : NULL, NULL};
+            &q[i].st, jf_mask, jf_accept, jf_free, jump ? jf_forced : NULL, NULL, NULL};
         struct gl_request rq = {.prompt = q[i].prompt,
                                 .n_prompt = q[i].n_prompt,
                                 .sp = q[i].sp,
@@ -1406,8 +1406,8 @@ TEST(test_partial_head_same_tokens)
             st[mode][i].with_allowed = mode;
             ph_fill(&st[mode][i]);
             memset(&res[mode][i], 0, sizeof res[mode][i]);
-            struct gl_logits_processor proc = {&st[mode][i], ph_mask, ph_accept,
-                                               ph_free,      NULL,    ph_allowed};
+            struct gl_logits_processor proc = {&st[mode][i], ph_mask,    ph_accept, ph_free,
+                                               NULL,         ph_allowed, NULL};
             int32_t prompt[80];
             struct gl_request rq = {.prompt = prompt,
                                     .n_prompt = make_prompt(i + 2, prompt),

@@ -477,6 +477,42 @@ TEST(test_sliding_pages_follow_window)
     gl_kv_pool_free(pool);
 }
 
+// Speculative steps (gl_kv_seq_trim): reserve 1 + 4 positions, commit only the accepted ones,
+// trim; the sequence then holds exactly the pages (sliding and global) of one grown token by
+// token to the same length, and the pool audit agrees.
+TEST(test_trim_after_rejected_drafts)
+{
+    struct gl_kv_pool *pool = pool_make(200, 4, GL_KV_F32, 0);
+    struct gl_kv_seq *a = NULL, *b = NULL;
+    struct gl_err err;
+    REQUIRE(gl_kv_seq_new(pool, &a, &err) == GL_OK && gl_kv_seq_new(pool, &b, &err) == GL_OK);
+    (void)grow(pool, a, 10);
+    const int accepted[6] = {2, 1, 5, 1, 3, 4}; // committed of each 5 reserved (1..5)
+    int64_t len = 10;
+    for (int i = 0; i < 6; i++) {
+        int32_t t[5] = {1, 2, 3, 4, 5};
+        REQUIRE(gl_kv_seq_reserve(a, 5, &err) == GL_OK);
+        gl_kv_seq_commit(a, t, accepted[i]);
+        gl_kv_seq_trim(a);
+        len += accepted[i];
+        struct gl_kv_seq *ref = NULL;
+        REQUIRE(gl_kv_seq_new(pool, &ref, &err) == GL_OK);
+        (void)grow(pool, ref, (int)len);
+        CHECKF(gl_kv_seq_pages_held(a, 0) == gl_kv_seq_pages_held(ref, 0) &&
+                   gl_kv_seq_pages_held(a, 1) == gl_kv_seq_pages_held(ref, 1),
+               "len %lld: global %lld vs %lld, sliding %lld vs %lld", (long long)len,
+               (long long)gl_kv_seq_pages_held(a, 0), (long long)gl_kv_seq_pages_held(ref, 0),
+               (long long)gl_kv_seq_pages_held(a, 1), (long long)gl_kv_seq_pages_held(ref, 1));
+        CHECK(gl_kv_seq_len(a) == len && gl_kv_seq_view(a, 0).n_blocks == (len + 3) / 4);
+        gl_kv_seq_free(ref);
+        CHECK(gl_kv_pool_audit(pool) >= 0);
+    }
+    gl_kv_seq_free(a);
+    gl_kv_seq_free(b);
+    CHECK(gl_kv_pool_audit(pool) == 0 && gl_kv_pool_free_pages(pool) == 200);
+    gl_kv_pool_free(pool);
+}
+
 // ---- forward through the pool ----
 
 struct runseq {
@@ -1005,10 +1041,10 @@ static int run_all(void)
 {
     RUN_TESTS(test_fp8_codes, test_fp8_row_scale, test_plan_release_shape,
               test_pool_accounting_random, test_reserve_failure_changes_nothing,
-              test_sliding_pages_follow_window, test_prefix_cache_hit_logits,
-              test_prefix_sliding_rule, test_fp8_rows_in_pool, test_forward_batch_equals_alone,
-              test_forward_batch_refusals, test_forward_batch_logit_rows, test_forward_capture,
-              test_fit_release_shape);
+              test_sliding_pages_follow_window, test_trim_after_rejected_drafts,
+              test_prefix_cache_hit_logits, test_prefix_sliding_rule, test_fp8_rows_in_pool,
+              test_forward_batch_equals_alone, test_forward_batch_refusals,
+              test_forward_batch_logit_rows, test_forward_capture, test_fit_release_shape);
 }
 
 int main(void)

@@ -1,0 +1,989 @@
+// SPDX-License-Identifier: MIT
+// speculative decoding tests (engine.h gl_spec_params) on the micro model of test_engine (vocab
+// 512, 4 layers, window 8, 3 sliding : 1 global) and the real tokenizer for text:
+// - the ngram proposer against a plain reference (every occurrence listed, the last one taken);
+// - greedy with ngram speculation token-identical to speculation off on 16 prompts with repeated
+//   spans: alone, 16 batched with chunked prefill, under preemption (small pool), under a
+//   JSON-schema grammar (a gl_matcher processor with draft_ok), with stop strings, stop ids and
+//   max_tokens cuts; the KV pool audit clean after each, acceptance reported;
+// - rejection sampling: gl_sample_verify's draws fit the processed distribution (chi-square), a
+//   wrong rule (resampling from p with the draft kept) is rejected; in the engine, seeded
+//   sampling at temperature 1 with top-k / top-p / min_p per position, speculation on against
+//   off (two-sample chi-square) accepted, the wrong rule (engine test_wrong_rule) rejected.
+#include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "grammar/grammar.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { T_V = 512, T_E = 64, T_H = 4, T_HKV = 2, T_D = 16, T_F = 96, T_L = 4, T_CTX = 512 };
+enum { MAX_OUT = 96 };
+
+static struct gl_model *g_model;
+static struct gl_tokenizer *g_tok;
+static char g_path[256];
+
+// ---- the micro model ----
+
+struct tdesc {
+    char name[64];
+    int64_t ne[2];
+    float base, scale;
+};
+static struct tdesc g_t[64];
+static int g_nt;
+
+static void add_t(const char *name, int64_t n_in, int64_t n_out, float base, float scale)
+{
+    struct tdesc *d = &g_t[g_nt++];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->ne[0] = n_in;
+    d->ne[1] = n_out;
+    d->base = base;
+    d->scale = scale;
+}
+
+static float hval(int ti, int64_t r, int64_t i)
+{
+    uint64_t x = (uint64_t)(ti + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)r * 0xBF58476D1CE4E5B9ull ^
+                 (uint64_t)i * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 29;
+    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static gl_status fill(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                      struct gl_err *err)
+{
+    (void)ctx;
+    (void)err;
+    const struct tdesc *d = &g_t[ti];
+    float *o = dst;
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t i = 0; i < d->ne[0]; i++)
+            o[r * d->ne[0] + i] = d->base + d->scale * hval((int)ti, row0 + r, i);
+    return GL_OK;
+}
+
+static void write_model(const char *path)
+{
+    struct gl_gguf_writer *w = gl_gguf_writer_new();
+    GL_ASSERT(w);
+    const char *a = "muse-glimmer";
+    char key[128];
+#define K(suffix) (snprintf(key, sizeof key, "%s.%s", a, suffix), key)
+    GL_ASSERT(gl_gguf_writer_add_str(w, "general.architecture", a) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("block_count"), T_L) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("embedding_length"), T_E) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("feed_forward_length"), T_F) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count"), T_H) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count_kv"), T_HKV) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.key_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.value_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("context_length"), T_CTX) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-5f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("rope.freq_base"), 10000.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("logit_scale"), 2.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.sliding_window"), 8) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("final_logit_softcapping"), 20.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.sliding_window_pattern"), 4) == GL_OK);
+#undef K
+    const int HD = T_H * T_D, KD = T_HKV * T_D;
+    g_nt = 0;
+    add_t("token_embd.weight", T_E, T_V, 0.0f, 1.0f);
+    add_t("output_norm.weight", T_E, 0, 1.0f, 0.2f);
+    add_t("output.weight", T_E, T_V, 0.0f, 0.5f);
+    for (int l = 0; l < T_L; l++) {
+        char nm[64];
+#define A(suf, nin, nout, b, sc)                                                                   \
+    snprintf(nm, sizeof nm, "blk.%d." suf ".weight", l);                                           \
+    add_t(nm, nin, nout, b, sc)
+        A("attn_norm", T_E, 0, 1.0f, 0.2f);
+        A("attn_q", T_E, HD, 0.0f, 0.3f);
+        A("attn_k", T_E, KD, 0.0f, 0.3f);
+        A("attn_v", T_E, KD, 0.0f, 0.3f);
+        A("attn_gate", T_E, HD, 0.0f, 0.2f);
+        A("attn_output", HD, T_E, 0.0f, 0.2f);
+        A("attn_q_norm", T_D, 0, 2.0f, 0.5f);
+        A("attn_k_norm", T_D, 0, 1.0f, 0.2f);
+        A("post_attention_norm", T_E, 0, 1.0f, 0.2f);
+        A("ffn_norm", T_E, 0, 1.0f, 0.2f);
+        A("ffn_gate", T_E, T_F, 0.0f, 0.2f);
+        A("ffn_up", T_E, T_F, 0.0f, 0.2f);
+        A("ffn_down", T_F, T_E, 0.0f, 0.15f);
+        A("post_ffw_norm", T_E, 0, 1.0f, 0.2f);
+#undef A
+    }
+    for (int i = 0; i < g_nt; i++) {
+        int64_t ne[2] = {g_t[i].ne[0], g_t[i].ne[1]};
+        GL_ASSERT(gl_gguf_writer_add_tensor(w, g_t[i].name, ne[1] ? 2 : 1, ne, GL_TYPE_F32) == i);
+    }
+    struct gl_err err = {0};
+    GL_ASSERT_MSG(gl_gguf_writer_write(w, path, 0, fill, NULL, &err) == GL_OK, "%s", err.msg);
+    gl_gguf_writer_delete(w);
+}
+
+// ---- results collected from events ----
+
+struct result {
+    int32_t tok[MAX_OUT + 8];
+    int32_t n_tok;
+    char text[4096];
+    size_t n_text;
+    enum gl_finish finish;
+    char stop_str[64];
+    int32_t stop_token;
+    int32_t n_final;
+};
+
+static void on_event(void *user, const struct gl_event *ev)
+{
+    struct result *r = (struct result *)user + ev->index;
+    for (int32_t i = 0; i < ev->n_tokens && r->n_tok < MAX_OUT + 8; i++)
+        r->tok[r->n_tok++] = ev->tokens[i];
+    GL_ASSERT(r->n_text + ev->text_len < sizeof r->text);
+    memcpy(r->text + r->n_text, ev->text, ev->text_len);
+    r->n_text += ev->text_len;
+    r->text[r->n_text] = 0;
+    if (ev->finish != GL_FINISH_NONE) {
+        r->n_final++;
+        r->finish = ev->finish;
+        r->stop_token = ev->stop_token;
+        if (ev->stop_matched)
+            snprintf(r->stop_str, sizeof r->stop_str, "%s", ev->stop_matched);
+    }
+}
+
+static int same_result(const struct result *a, const struct result *b)
+{
+    return a->n_tok == b->n_tok && memcmp(a->tok, b->tok, (size_t)a->n_tok * 4) == 0 &&
+           a->n_text == b->n_text && memcmp(a->text, b->text, a->n_text) == 0 &&
+           a->finish == b->finish && a->stop_token == b->stop_token &&
+           strcmp(a->stop_str, b->stop_str) == 0 && a->n_final == 1 && b->n_final == 1;
+}
+
+static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int spec_k)
+{
+    struct gl_engine_params p = gl_engine_default_params(g_model);
+    p.kv.dtype = GL_KV_F32;
+    p.kv.budget_bytes = budget;
+    p.kv.block_size = 16;
+    p.max_num_seqs = seqs;
+    p.max_num_batched_tokens = tokens;
+    p.max_model_len = T_CTX;
+    p.n_threads = 1;
+    p.n_eos = 0;
+    if (spec_k > 0) {
+        p.spec.method = GL_SPEC_NGRAM;
+        p.spec.k = spec_k;
+        p.spec.lookup_min = 2;
+        p.spec.lookup_max = 4;
+    }
+    return p;
+}
+
+// Prompt i of the battery: a random span repeated (so the proposer finds earlier occurrences
+// from the first decode on), mixed with other tokens; 11..55 tokens.
+static int32_t make_prompt(int i, int32_t *p)
+{
+    uint64_t x = 0x1234567ull + (uint64_t)i * 7919;
+    int32_t span[12], n_span = 4 + i % 8, n = 0;
+    for (int32_t k = 0; k < n_span; k++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        span[k] = (int32_t)((x >> 33) % T_V);
+    }
+    int reps = 2 + i % 3;
+    for (int r = 0; r < reps; r++) {
+        for (int32_t k = 0; k < n_span; k++)
+            p[n++] = span[k];
+        for (int32_t k = 0; k < 3 + (i + r) % 5; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            p[n++] = (int32_t)((x >> 33) % T_V);
+        }
+    }
+    for (int32_t k = 0; k < n_span / 2; k++) // ends inside the span: the lookup hits at once
+        p[n++] = span[k];
+    return n;
+}
+
+struct job {
+    int32_t prompt[256];
+    int32_t n_prompt;
+    struct gl_sample_params sp;
+    struct gl_logits_processor proc; // .mask NULL: none
+    int has_proc;
+    struct result res[GL_SAMPLE_MAX_N];
+};
+
+// Runs jobs[0..n) in one engine (all submitted at once, or one at a time when alone); checks the
+// pool audit; returns the engine stats.
+static struct gl_engine_stats run_jobs(struct job *jobs, int n, const struct gl_engine_params *p,
+                                       int alone)
+{
+    struct gl_err err = {0};
+    struct gl_engine *e = NULL;
+    GL_ASSERT_MSG(gl_engine_new(&e, g_model, g_tok, p, &err) == GL_OK, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        memset(jobs[i].res, 0, sizeof jobs[i].res);
+        struct gl_request rq = {.prompt = jobs[i].prompt,
+                                .n_prompt = jobs[i].n_prompt,
+                                .sp = jobs[i].sp,
+                                .on_event = on_event,
+                                .user = jobs[i].res,
+                                .procs = jobs[i].has_proc ? &jobs[i].proc : NULL};
+        GL_ASSERT_MSG(gl_engine_submit(e, &rq, NULL, &err) == GL_OK, "%s", err.msg);
+        if (alone || i == n - 1)
+            GL_ASSERT_MSG(gl_engine_run(e, &err) == GL_OK, "%s", err.msg);
+    }
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    GL_ASSERT(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    GL_ASSERT(st.n_running == 0 && st.n_waiting == 0);
+    gl_engine_free(e);
+    return st;
+}
+
+static void report(const char *what, const struct gl_engine_stats *on,
+                   const struct gl_engine_stats *off)
+{
+    printf("  %s: %lld drafts, %lld draft tokens, %lld accepted (%.1f%%; per position", what,
+           (long long)on->spec_drafts, (long long)on->spec_draft_tokens,
+           (long long)on->spec_accepted_tokens,
+           on->spec_draft_tokens
+               ? 100.0 * (double)on->spec_accepted_tokens / (double)on->spec_draft_tokens
+               : 0.0);
+    for (int i = 0; i < 4; i++)
+        printf(" %lld", (long long)on->spec_accepted_per_pos[i]);
+    printf("); steps %lld on vs %lld off, %d/%d preemptions\n", (long long)on->steps,
+           (long long)off->steps, on->n_preempted_total, off->n_preempted_total);
+}
+
+// Runs the battery with speculation off and on (k = 4) and compares every choice.
+static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens, int alone,
+                  const char *what, struct gl_engine_stats *st_on, struct gl_engine_stats *st_off)
+{
+    struct result(*off)[GL_SAMPLE_MAX_N] = calloc((size_t)n, sizeof *off);
+    GL_ASSERT(off);
+    struct gl_engine_params p = eparams(budget, seqs, tokens, 0);
+    *st_off = run_jobs(jobs, n, &p, alone);
+    for (int i = 0; i < n; i++)
+        memcpy(off[i], jobs[i].res, sizeof off[i]);
+    p = eparams(budget, seqs, tokens, 4);
+    *st_on = run_jobs(jobs, n, &p, alone);
+    int same = 0;
+    for (int i = 0; i < n; i++) {
+        int ok = 1;
+        for (int c = 0; c < jobs[i].sp.n; c++)
+            ok &= same_result(&off[i][c], &jobs[i].res[c]);
+        CHECKF(ok, "%s: job %d differs with speculation (%d vs %d tokens)", what, i,
+               off[i][0].n_tok, jobs[i].res[0].n_tok);
+        same += ok;
+    }
+    report(what, st_on, st_off);
+    free(off);
+    return same;
+}
+
+static struct gl_sample_params greedy(int32_t max_tokens)
+{
+    struct gl_sample_params sp = gl_sample_default_params();
+    sp.temperature = 0.0f;
+    sp.max_tokens = max_tokens;
+    return sp;
+}
+
+// ---- the proposer ----
+
+// Plain reference: list every earlier occurrence of each suffix length, take the last one.
+static int32_t ngram_ref(const int32_t *tok, int64_t n_tok, int32_t lo, int32_t hi, int32_t k,
+                         int32_t *out)
+{
+    for (int32_t n = hi; n >= lo; n--) {
+        int64_t last = -1;
+        for (int64_t j = 0; j + n < n_tok; j++) { // j + n <= n_tok - 1: a token follows
+            int eq = 1;
+            for (int32_t i = 0; i < n; i++)
+                eq &= tok[j + i] == tok[n_tok - n + i];
+            if (eq)
+                last = j;
+        }
+        if (last >= 0) {
+            int32_t m = 0;
+            while (m < k && last + n + m < n_tok) {
+                out[m] = tok[last + n + m];
+                m++;
+            }
+            return m;
+        }
+    }
+    return 0;
+}
+
+TEST(test_ngram_proposer)
+{
+    // By hand: "a b c d a b" proposes "c d a b" (k 4) with n = 2; k 2 gives "c d".
+    const int32_t t1[] = {1, 2, 3, 4, 1, 2};
+    int32_t out[8];
+    CHECK(gl_spec_ngram_propose(t1, 6, 2, 4, 4, out) == 4 && out[0] == 3 && out[1] == 4 &&
+          out[2] == 1 && out[3] == 2);
+    CHECK(gl_spec_ngram_propose(t1, 6, 2, 4, 2, out) == 2 && out[0] == 3 && out[1] == 4);
+    CHECK(gl_spec_ngram_propose(t1, 6, 3, 4, 4, out) == 0); // no 3-gram repeats
+    // The longest n wins over a more recent shorter match: "5 1 2 X 9 1 2 Y 5 1 2".
+    const int32_t t2[] = {5, 1, 2, 7, 9, 1, 2, 8, 5, 1, 2};
+    CHECK(gl_spec_ngram_propose(t2, 11, 2, 3, 1, out) == 1 && out[0] == 7);
+    CHECK(gl_spec_ngram_propose(t2, 11, 2, 2, 1, out) == 1 && out[0] == 8); // most recent 2-gram
+    // Random sequences over 3 symbols against the reference.
+    uint64_t x = 42;
+    int bad = 0, hits = 0;
+    for (int it = 0; it < 20000; it++) {
+        int32_t tok[64], a[16], b[16];
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t n = 1 + (int64_t)((x >> 33) % 60);
+        int32_t lo = 1 + (int32_t)((x >> 20) % 3), hi = lo + (int32_t)((x >> 24) % 3);
+        int32_t k = 1 + (int32_t)((x >> 28) % 6);
+        for (int64_t i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            tok[i] = (int32_t)((x >> 40) % 3);
+        }
+        int32_t na = gl_spec_ngram_propose(tok, n, lo, hi, k, a);
+        int32_t nb = ngram_ref(tok, n, lo, hi, k, b);
+        bad += na != nb || memcmp(a, b, (size_t)na * 4) != 0;
+        hits += na > 0;
+    }
+    CHECKF(bad == 0, "%d of 20000 proposals differ from the reference", bad);
+    CHECK(hits > 10000);
+    printf("  20000 random sequences: identical to the reference (%d proposals)\n", hits);
+}
+
+// ---- greedy: token-identical ----
+
+// The battery: make_prompt(i); odd i then append their own greedy continuation G (20 tokens)
+// and the prompt again, so the proposer drafts G and the model, seeing nearly the same window,
+// often agrees (the acceptance a copy-heavy prompt gets from a random model).
+static int fill_greedy_jobs(struct job *jobs, int n, int32_t max_tokens)
+{
+    static struct job base[32];
+    static int have;
+    if (!have) {
+        for (int i = 0; i < 32; i++) {
+            base[i].n_prompt = make_prompt(i, base[i].prompt);
+            base[i].sp = greedy(20);
+        }
+        struct gl_engine_params p = eparams(8 << 20, 16, 64, 0);
+        (void)run_jobs(base, 32, &p, 0);
+        for (int i = 1; i < 32; i += 2) {
+            struct job *b = &base[i];
+            int32_t n0 = b->n_prompt, g = b->res[0].n_tok;
+            GL_ASSERT(2 * n0 + g <= 256);
+            memcpy(b->prompt + n0, b->res[0].tok, (size_t)g * 4);
+            memcpy(b->prompt + n0 + g, b->prompt, (size_t)n0 * 4);
+            b->n_prompt = 2 * n0 + g;
+        }
+        have = 1;
+    }
+    GL_ASSERT(n <= 32);
+    for (int i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].n_prompt = base[i].n_prompt;
+        memcpy(jobs[i].prompt, base[i].prompt, (size_t)base[i].n_prompt * 4);
+        jobs[i].sp = greedy(max_tokens > 0 ? max_tokens : 8 + (i * 7) % 60);
+    }
+    return n;
+}
+
+TEST(test_greedy_alone_and_batched)
+{
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    fill_greedy_jobs(jobs, N, 0);
+    CHECK(off_on(jobs, N, 8 << 20, 4, 64, 1, "alone", &on, &off) == N);
+    CHECK(on.spec_drafts > 0 && on.spec_accepted_tokens > 0);
+    CHECK(on.generated_tokens == off.generated_tokens);
+    // 16 at once, prefill chunked under a 24-token step budget.
+    fill_greedy_jobs(jobs, N, 0);
+    CHECK(off_on(jobs, N, 8 << 20, 16, 24, 0, "16 batched, 24-token steps", &on, &off) == N);
+    CHECK(on.spec_drafts > 0 && on.spec_accepted_tokens > 0);
+    free(jobs);
+}
+
+// Penalties and bias read the tokens generated so far: the verified rows must see the accepted
+// drafts before them (frequency, presence, repetition penalties, a logit bias, min_tokens).
+TEST(test_greedy_penalties)
+{
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    static struct gl_logit_bias bias[N];
+    fill_greedy_jobs(jobs, N, 0);
+    for (int i = 0; i < N; i++) {
+        jobs[i].sp.frequency_penalty = 0.9f * (float)(i % 3);
+        jobs[i].sp.presence_penalty = 1.5f * (float)(i % 2);
+        jobs[i].sp.repetition_penalty = i % 4 == 0 ? 1.3f : 1.0f;
+        bias[i] = (struct gl_logit_bias){.id = jobs[i].prompt[i % 5], .bias = 1.5f};
+        jobs[i].sp.logit_bias = &bias[i];
+        jobs[i].sp.n_logit_bias = 1;
+        jobs[i].sp.min_tokens = i % 6;
+    }
+    CHECK(off_on(jobs, N, 8 << 20, 16, 64, 0, "penalties + bias", &on, &off) == N);
+    CHECK(on.spec_accepted_tokens > 0);
+    free(jobs);
+}
+
+TEST(test_greedy_preemption)
+{
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_params p = eparams(1 << 20, 16, 64, 0);
+    struct gl_kv_plan plan;
+    struct gl_err err;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 140, &plan, &err) == GL_OK);
+    int64_t budget = (int64_t)plan.page_bytes * plan.pages_per_seq * 3;
+    fill_greedy_jobs(jobs, N, 64);
+    struct gl_engine_stats on, off;
+    CHECK(off_on(jobs, N, budget, 16, 64, 0, "small pool", &on, &off) == N);
+    CHECKF(on.n_preempted_total > 0 && off.n_preempted_total > 0, "preemptions %d / %d",
+           on.n_preempted_total, off.n_preempted_total);
+    CHECK(on.spec_accepted_tokens > 0);
+    free(jobs);
+}
+
+// Stop strings (a piece of the unstopped text), stop ids (a token of the unstopped output),
+// min_tokens and max_tokens cuts at every length 1..12.
+TEST(test_greedy_stops_and_cuts)
+{
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    fill_greedy_jobs(jobs, N, 40);
+    struct gl_engine_params p = eparams(8 << 20, 16, 64, 0);
+    (void)run_jobs(jobs, N, &p, 0);
+    static char stops[N][8];
+    static int32_t ids[N];
+    int n_str = 0, n_id = 0;
+    for (int i = 0; i < N; i++) {
+        const struct result *r = &jobs[i].res[0];
+        size_t at = r->n_text / 2;
+        jobs[i].sp = greedy(40);
+        if (i % 2 == 0 && r->n_text > 8) {
+            memcpy(stops[i], r->text + at, 2);
+            stops[i][2] = 0;
+            jobs[i].sp.stop[0] = stops[i];
+            jobs[i].sp.n_stop = 1;
+            n_str++;
+        } else {
+            ids[i] = r->n_tok > 10 ? r->tok[5 + i % 5] : r->tok[0]; // res is cleared
+            jobs[i].sp.stop_token_ids = &ids[i];
+            jobs[i].sp.n_stop_ids = 1;
+            n_id++;
+        }
+        jobs[i].sp.min_tokens = i % 3;
+    }
+    CHECK(off_on(jobs, N, 8 << 20, 16, 64, 0, "stop strings / ids", &on, &off) == N);
+    printf("  (%d with a stop string, %d with a stop id)\n", n_str, n_id);
+    int stopped = 0;
+    for (int i = 0; i < N; i++)
+        stopped += jobs[i].res[0].finish == GL_FINISH_STOP;
+    CHECKF(stopped >= N / 2, "only %d stopped", stopped);
+    for (int mt = 1; mt <= 12; mt++) {
+        fill_greedy_jobs(jobs, N, mt);
+        CHECK(off_on(jobs, N, 8 << 20, 16, 64, 0, "max_tokens cut", &on, &off) == N);
+    }
+    free(jobs);
+}
+
+// ---- grammar: a JSON-schema matcher as the processor ----
+
+static struct gl_gvocab *g_gv;
+static struct gl_grammar *g_gram;
+
+struct gproc {
+    struct gl_matcher *m;
+    uint32_t *mask;
+    int walks; // draft_ok calls
+};
+
+static void g_mask(void *user, float *logits, int32_t n_vocab)
+{
+    struct gproc *p = user;
+    if (gl_matcher_is_finished(p->m))
+        return;
+    gl_matcher_fill_mask(p->m, p->mask);
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (!(p->mask[i / 32] >> (i % 32) & 1))
+            logits[i] = -INFINITY;
+}
+
+static int g_accept(void *user, int32_t t)
+{
+    struct gproc *p = user;
+    return gl_matcher_is_finished(p->m) || gl_matcher_accept(p->m, t) ? 0 : 1;
+}
+
+static int32_t g_draft_ok(void *user, const int32_t *d, int32_t n)
+{
+    struct gproc *p = user;
+    p->walks++;
+    int32_t w = 0;
+    while (w < n && gl_matcher_accept(p->m, d[w]))
+        w++;
+    GL_ASSERT(gl_matcher_rollback(p->m, w, NULL) == GL_OK);
+    return w;
+}
+
+static void g_free(void *user)
+{
+    struct gproc *p = user;
+    gl_matcher_free(p->m);
+    free(p->mask);
+    free(p);
+}
+
+// Jump-forward (engine.h forced): the matcher's forced run, cut before the first id the micro
+// model does not have (the matcher rolled back over the rest).
+static int32_t g_forced(void *user, int32_t *out, int32_t cap)
+{
+    struct gproc *p = user;
+    if (gl_matcher_is_finished(p->m))
+        return 0;
+    int32_t n = gl_matcher_forced_tokens(p->m, out, cap, p->mask), j = 0;
+    while (j < n && out[j] < T_V)
+        j++;
+    GL_ASSERT(gl_matcher_rollback(p->m, n - j, NULL) == GL_OK);
+    return j;
+}
+
+static struct gl_logits_processor make_gproc(int jump)
+{
+    struct gproc *p = calloc(1, sizeof *p);
+    int32_t stop = 1; // never produced here: the output is cut by max_tokens
+    struct gl_err err;
+    GL_ASSERT(gl_matcher_new(&p->m, g_gram, g_gv, &stop, 1, &err) == GL_OK);
+    p->mask = malloc(gl_gvocab_mask_words(g_gv) * sizeof *p->mask);
+    return (struct gl_logits_processor){.user = p,
+                                        .mask = g_mask,
+                                        .accept = g_accept,
+                                        .free = g_free,
+                                        .forced = jump ? g_forced : NULL,
+                                        .draft_ok = g_draft_ok};
+}
+
+TEST(test_greedy_grammar)
+{
+    // Strings and integers only (their bytes are single tokens below 512 of the real
+    // vocabulary; the micro model has 512).
+    const char *schema =
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"maxLength\":4},"
+        "\"b\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+        "\"required\":[\"a\",\"b\"]}";
+    struct gl_err err = {0};
+    struct gl_grammar_opts o = gl_grammar_default_opts();
+    o.ws_max = 0;         // compact: keys and punctuation are forced runs (jump-forward)
+    o.ordered_keys = 1;   // "a" then "b"
+    o.closed_objects = 1; // no other keys
+    REQUIRE(gl_gvocab_new(&g_gv, g_tok, &err) == GL_OK);
+    REQUIRE(gl_grammar_compile(&g_gram, GL_GRAMMAR_JSON_SCHEMA, schema, strlen(schema), &o, &err) ==
+            GL_OK);
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct result(*off)[GL_SAMPLE_MAX_N] = calloc(N, sizeof *off);
+    struct gl_engine_stats st[4];
+    // Passes: off, on, off with jump-forward, on with jump-forward; all four give the same
+    // output (jump-forward does not change greedy tokens, engine.h).
+    for (int pass = 0; pass < 4; pass++) {
+        fill_greedy_jobs(jobs, N, 48);
+        for (int i = 0; i < N; i++) {
+            jobs[i].proc = make_gproc(pass >= 2);
+            jobs[i].has_proc = 1;
+        }
+        struct gl_engine_params p = eparams(8 << 20, 16, 64, pass % 2 ? 4 : 0);
+        st[pass] = run_jobs(jobs, N, &p, 0);
+        for (int i = 0; i < N; i++) {
+            if (pass == 0)
+                memcpy(off[i], jobs[i].res, sizeof off[i]);
+            else
+                CHECKF(same_result(&off[i][0], &jobs[i].res[0]), "grammar pass %d job %d differs",
+                       pass, i);
+        }
+    }
+    report("JSON schema", &st[1], &st[0]);
+    report("JSON schema, jump-forward", &st[3], &st[2]);
+    CHECK(st[3].spec_drafts > 0 && st[2].steps < st[0].steps);
+    printf("  e.g. %.60s\n", jobs[0].res[0].text);
+    CHECK(st[1].spec_drafts > 0);
+    CHECK(jobs[0].res[0].text[0] == '{');
+    free(off);
+    free(jobs);
+    gl_grammar_unref(g_gram);
+    gl_gvocab_free(g_gv);
+}
+
+// The replay drafter (benchmarks): the known greedy output as drafts, kept with probability
+// alpha. alpha 1: every draft token accepted (k + 1 tokens per step); alpha 0: none; the output
+// identical to speculation off either way.
+TEST(test_replay_drafter)
+{
+    struct job j;
+    memset(&j, 0, sizeof j);
+    j.n_prompt = make_prompt(3, j.prompt);
+    j.sp = greedy(40);
+    struct gl_engine_params p = eparams(8 << 20, 4, 64, 0);
+    struct gl_engine_stats off = run_jobs(&j, 1, &p, 1);
+    struct result ref = j.res[0];
+    REQUIRE(ref.n_tok == 40);
+    const float alphas[3] = {1.0f, 0.0f, 0.5f};
+    for (int a = 0; a < 3; a++) {
+        p = eparams(8 << 20, 4, 64, 4);
+        p.spec.method = GL_SPEC_REPLAY;
+        p.spec.replay = ref.tok;
+        p.spec.n_replay = ref.n_tok;
+        p.spec.alpha = alphas[a];
+        p.spec.seed = 5;
+        struct gl_engine_stats on = run_jobs(&j, 1, &p, 1);
+        CHECKF(same_result(&ref, &j.res[0]), "alpha %.1f: output differs", (double)alphas[a]);
+        printf("  alpha %.1f: %lld of %lld draft tokens accepted, %lld steps (off: %lld)\n",
+               (double)alphas[a], (long long)on.spec_accepted_tokens,
+               (long long)on.spec_draft_tokens, (long long)on.steps, (long long)off.steps);
+        if (a == 0)
+            CHECK(on.spec_accepted_tokens == on.spec_draft_tokens && on.steps <= 2 + 40 / 5);
+        if (a == 1)
+            CHECK(on.spec_accepted_tokens == 0 && on.spec_draft_tokens > 0 &&
+                  on.steps == off.steps);
+    }
+}
+
+// A draft never pushes a plain decode out of a step: 4 sequences decoding under a 6-token step
+// budget with drafts always available (replay, alpha 1) each get a token in every step.
+TEST(test_drafts_leave_decodes_their_token)
+{
+    enum { N = 4 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    fill_greedy_jobs(jobs, N, 24);
+    struct gl_engine_params p = eparams(8 << 20, 4, 64, 0);
+    (void)run_jobs(jobs, 1, &p, 1);
+    static int32_t ref[32];
+    memcpy(ref, jobs[0].res[0].tok, 24 * sizeof *ref);
+    for (int i = 1; i < N; i++) { // every job the same prompt: the replay fits them all
+        memcpy(jobs[i].prompt, jobs[0].prompt, sizeof jobs[0].prompt);
+        jobs[i].n_prompt = jobs[0].n_prompt;
+    }
+    p = eparams(8 << 20, N, 6, 4);
+    p.spec.method = GL_SPEC_REPLAY;
+    p.spec.replay = ref;
+    p.spec.n_replay = 24;
+    p.spec.alpha = 1.0f;
+    struct gl_err err = {0};
+    struct gl_engine *e = NULL;
+    REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+    for (int i = 0; i < N; i++) {
+        memset(jobs[i].res, 0, sizeof jobs[i].res);
+        struct gl_request rq = {.prompt = jobs[i].prompt,
+                                .n_prompt = jobs[i].n_prompt,
+                                .sp = jobs[i].sp,
+                                .on_event = on_event,
+                                .user = jobs[i].res};
+        REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+    }
+    int n_active = 1, starved = 0, decode_steps = 0;
+    while (n_active > 0) {
+        int32_t before[N];
+        for (int i = 0; i < N; i++) // decoding: has a token, not finished
+            before[i] = jobs[i].res[0].n_final == 0 ? jobs[i].res[0].n_tok : 0;
+        REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+        for (int i = 0; i < N; i++) {
+            decode_steps += before[i] > 0;
+            starved += before[i] > 0 && jobs[i].res[0].n_tok == before[i];
+        }
+    }
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    CHECKF(starved == 0, "%d times a decoding sequence got no token in a step", starved);
+    CHECK(st.spec_accepted_tokens > 0);
+    for (int i = 0; i < N; i++)
+        CHECK(jobs[i].res[0].n_tok == 24 && memcmp(jobs[i].res[0].tok, ref, 24 * 4) == 0);
+    printf("  %d sequence-steps decoding, %lld draft tokens accepted, %d skipped\n", decode_steps,
+           (long long)st.spec_accepted_tokens, starved);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+    free(jobs);
+}
+
+// Not speculating: a request with logprobs, and a processor without draft_ok; both give the
+// output of speculation off (tokens and, for logprobs, the values) and no draft is made.
+static void nd_mask(void *user, float *logits, int32_t n_vocab)
+{
+    (void)user;
+    for (int32_t i = 0; i < n_vocab; i += 7) // a fixed ban: every 7th id
+        logits[i] = -INFINITY;
+}
+
+static int nd_accept(void *user, int32_t t)
+{
+    (void)user;
+    return t % 7 == 0;
+}
+
+static void nd_free(void *user)
+{
+    (void)user;
+}
+
+struct lp_res {
+    float lp[MAX_OUT];
+    int32_t n;
+};
+
+static void on_lp(void *user, const struct gl_event *ev)
+{
+    struct lp_res *r = user;
+    for (int32_t i = 0; ev->logprobs && i < ev->n_tokens && r->n < MAX_OUT; i++)
+        r->lp[r->n++] = ev->logprobs[i];
+}
+
+TEST(test_not_speculating)
+{
+    enum { N = 8 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    fill_greedy_jobs(jobs, N, 30);
+    for (int i = 0; i < N; i++) {
+        jobs[i].proc = (struct gl_logits_processor){
+            .user = NULL, .mask = nd_mask, .accept = nd_accept, .free = nd_free};
+        jobs[i].has_proc = 1;
+    }
+    CHECK(off_on(jobs, N, 8 << 20, 8, 64, 0, "processor without draft_ok", &on, &off) == N);
+    CHECK(on.spec_drafts == 0 && on.steps == off.steps);
+    // logprobs: the same job with speculation on and off, the values compared too.
+    struct lp_res lr[2];
+    memset(lr, 0, sizeof lr);
+    struct gl_engine_stats st[2];
+    for (int pass = 0; pass < 2; pass++) {
+        struct gl_engine_params p = eparams(8 << 20, 4, 64, pass ? 4 : 0);
+        struct gl_err err = {0};
+        struct gl_engine *e = NULL;
+        REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
+        struct gl_sample_params sp = greedy(30);
+        sp.logprobs = 2;
+        struct gl_request rq = {.prompt = jobs[1].prompt,
+                                .n_prompt = jobs[1].n_prompt,
+                                .sp = sp,
+                                .on_event = on_lp,
+                                .user = &lr[pass]};
+        REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
+        REQUIRE(gl_engine_run(e, &err) == GL_OK);
+        gl_engine_stats(e, &st[pass]);
+        gl_engine_free(e);
+    }
+    CHECK(lr[0].n == 30 && lr[1].n == 30 && memcmp(lr[0].lp, lr[1].lp, 30 * sizeof(float)) == 0);
+    CHECK(st[1].spec_drafts == 0 && st[1].steps == st[0].steps);
+    printf("  processor without draft_ok: %lld drafts; logprobs request: %lld drafts, %d logprobs "
+           "equal\n",
+           (long long)on.spec_drafts, (long long)st[1].spec_drafts, lr[1].n);
+    free(jobs);
+}
+
+// ---- rejection sampling ----
+
+// Upper-tail p-value of a chi-square statistic (Wilson-Hilferty, as test_sampling).
+static double chi2_pvalue(double chi2, int df)
+{
+    if (df <= 0)
+        return 1.0;
+    double k = df, z = (pow(chi2 / k, 1.0 / 3.0) - (1.0 - 2.0 / (9.0 * k))) / sqrt(2.0 / (9.0 * k));
+    return 0.5 * erfc(z / sqrt(2.0));
+}
+
+// Two-sample test (2 x C contingency) of count vectors a and b over n categories; categories
+// with fewer than 10 pooled are merged into one.
+static double chi2_two(const long *a, const long *b, int n)
+{
+    long ta = 0, tb = 0, ra = 0, rb = 0;
+    for (int i = 0; i < n; i++) {
+        ta += a[i];
+        tb += b[i];
+    }
+    double chi2 = 0.0;
+    int df = -1;
+    for (int i = 0; i <= n; i++) {
+        long ca = 0, cb = 0;
+        if (i < n && a[i] + b[i] >= 10) {
+            ca = a[i];
+            cb = b[i];
+        } else if (i < n) {
+            ra += a[i];
+            rb += b[i];
+            continue;
+        } else {
+            ca = ra;
+            cb = rb;
+        }
+        if (ca + cb == 0)
+            continue;
+        double ea = (double)(ca + cb) * (double)ta / (double)(ta + tb);
+        double eb = (double)(ca + cb) * (double)tb / (double)(ta + tb);
+        chi2 +=
+            ((double)ca - ea) * ((double)ca - ea) / ea + ((double)cb - eb) * ((double)cb - eb) / eb;
+        df++;
+    }
+    return chi2_pvalue(chi2, df);
+}
+
+static struct gl_sample_params mixed_params(void)
+{
+    struct gl_sample_params sp = gl_sample_default_params();
+    sp.temperature = 1.0f;
+    sp.top_k = 12;
+    sp.top_p = 0.9f;
+    sp.min_p = 0.05f;
+    return sp;
+}
+
+// gl_sample_verify against the processed distribution itself: 200k draws with a likely draft, an
+// unlikely one and one outside the survivors all fit p; the wrong rule (on rejection, draw from p
+// with the draft kept) does not.
+TEST(test_verify_fits_distribution)
+{
+    enum { V = 64, DRAWS = 200000 };
+    float logits[V];
+    for (int i = 0; i < V; i++)
+        logits[i] = 3.0f * hval(99, 0, i);
+    struct gl_sample_params sp = mixed_params();
+    struct gl_sample_work w;
+    struct gl_err err;
+    REQUIRE(gl_sample_work_init(&w, V, &err) == GL_OK);
+    gl_sample_filter(&sp, logits, &w);
+    double prob[V] = {0};
+    for (int i = 0; i < w.n_cand; i++)
+        prob[w.cand[i].id] = (double)w.cand[i].p;
+    int32_t drafts[3] = {w.cand[0].id, w.cand[w.n_cand - 1].id, -1};
+    for (int i = 0; i < V; i++)
+        if (prob[i] == 0.0)
+            drafts[2] = i;
+    printf("  %d survivors; drafts p = %.3f, %.3f, 0\n", w.n_cand, prob[drafts[0]],
+           prob[drafts[1]]);
+    for (int d = 0; d < 3; d++)
+        for (int wrong = 0; wrong < 2; wrong++) {
+            long cnt[V] = {0};
+            struct gl_rng rng;
+            gl_rng_seed(&rng, 7 + (uint64_t)d);
+            for (int it = 0; it < DRAWS; it++) {
+                int32_t t;
+                if (!wrong) {
+                    t = gl_sample_verify(&sp, logits, &w, &rng, drafts[d]);
+                } else {
+                    t = gl_rng_uniform(&rng) < prob[drafts[d]]
+                            ? drafts[d]
+                            : gl_sample_pick(&sp, logits, &w, &rng);
+                }
+                cnt[t]++;
+            }
+            double chi2 = 0.0;
+            int df = -1, outside = 0;
+            for (int i = 0; i < V; i++) {
+                double e = prob[i] * DRAWS;
+                if (prob[i] == 0.0) {
+                    outside += cnt[i] > 0;
+                    continue;
+                }
+                chi2 += ((double)cnt[i] - e) * ((double)cnt[i] - e) / e;
+                df++;
+            }
+            double pv = outside ? 0.0 : chi2_pvalue(chi2, df);
+            printf("  draft %d, %s rule: p = %.3g\n", d, wrong ? "wrong" : "right", pv);
+            if (!wrong)
+                CHECKF(pv > 1e-3, "draft %d: the right rule rejected (p %.3g)", d, pv);
+            else if (d == 0)
+                CHECKF(pv < 1e-6, "the wrong rule accepted (p %.3g)", pv);
+        }
+    gl_sample_work_free(&w);
+}
+
+// Seeded sampling in the engine: a prompt of span A, A's greedy continuation G, then A again, so
+// the proposer drafts G; 1600 samples (100 requests x n 16) of 5 tokens at temperature 1 with
+// top-k / top-p / min_p, speculation off, on, and on with the wrong rule; per position, the token
+// distribution on against off must be accepted, the wrong rule's rejected at some position.
+TEST(test_sampling_chi2_on_off)
+{
+    enum { REQ = 100, NC = 16, LEN = 5 };
+    int32_t prompt[64], n = 0;
+    for (int i = 0; i < 10; i++)
+        prompt[n++] = (int32_t)((i * 97 + 11) % T_V);
+    {
+        struct job j;
+        memset(&j, 0, sizeof j);
+        memcpy(j.prompt, prompt, (size_t)n * 4);
+        j.n_prompt = n;
+        j.sp = greedy(10);
+        struct gl_engine_params p = eparams(8 << 20, 4, 64, 0);
+        (void)run_jobs(&j, 1, &p, 1);
+        for (int i = 0; i < 10; i++)
+            prompt[n + i] = j.res[0].tok[i];
+        n += 10;
+        for (int i = 0; i < 10; i++)
+            prompt[n++] = prompt[i];
+    }
+    static long cnt[3][LEN][T_V];
+    memset(cnt, 0, sizeof cnt);
+    struct gl_engine_stats st[3];
+    struct job *jobs = calloc(REQ, sizeof *jobs);
+    for (int mode = 0; mode < 3; mode++) {
+        for (int r = 0; r < REQ; r++) {
+            memset(&jobs[r], 0, sizeof jobs[r]);
+            memcpy(jobs[r].prompt, prompt, (size_t)n * 4);
+            jobs[r].n_prompt = n;
+            jobs[r].sp = mixed_params();
+            jobs[r].sp.n = NC;
+            jobs[r].sp.max_tokens = LEN;
+            jobs[r].sp.seed = 1000 + (uint64_t)r + (uint64_t)mode * 100000;
+            jobs[r].sp.has_seed = 1;
+        }
+        struct gl_engine_params p = eparams(32 << 20, 32, 256, mode ? 4 : 0);
+        p.spec.test_wrong_rule = mode == 2;
+        st[mode] = run_jobs(jobs, REQ, &p, 0);
+        for (int r = 0; r < REQ; r++)
+            for (int c = 0; c < NC; c++)
+                for (int i = 0; i < LEN && i < jobs[r].res[c].n_tok; i++)
+                    cnt[mode][i][jobs[r].res[c].tok[i]]++;
+    }
+    report("sampling, on", &st[1], &st[0]);
+    report("sampling, wrong rule", &st[2], &st[0]);
+    double worst_right = 1.0, worst_wrong = 1.0;
+    for (int i = 0; i < LEN; i++) {
+        double pr = chi2_two(cnt[0][i], cnt[1][i], T_V), pw = chi2_two(cnt[0][i], cnt[2][i], T_V);
+        printf("  position %d: on vs off p = %.3g, wrong rule vs off p = %.3g\n", i, pr, pw);
+        worst_right = pr < worst_right ? pr : worst_right;
+        worst_wrong = pw < worst_wrong ? pw : worst_wrong;
+    }
+    CHECKF(worst_right > 1e-3 / LEN, "speculation changed the distribution (p %.3g)", worst_right);
+    CHECKF(worst_wrong < 1e-6, "the wrong rule was not detected (p %.3g)", worst_wrong);
+    CHECK(st[1].spec_accepted_tokens > 0);
+    free(jobs);
+}
+
+static void cleanup_model(void)
+{
+    gl_model_delete(g_model);
+    gl_tokenizer_free(g_tok);
+    unlink(g_path);
+}
+
+int main(void)
+{
+    snprintf(g_path, sizeof g_path, "%s/glint_test_spec_%d.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    write_model(g_path);
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    GL_ASSERT_MSG(gl_model_open(&g_model, g_path, &mp, &err) == GL_OK, "%s", err.msg);
+    GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err) == GL_OK, "%s", err.msg);
+    atexit(cleanup_model);
+    RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
+              test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
+              test_replay_drafter, test_drafts_leave_decodes_their_token, test_not_speculating,
+              test_verify_fits_distribution, test_sampling_chi2_on_off);
+}
