@@ -166,14 +166,15 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
                model, (double)st->spec_draft_tokens);
         series(&o, "vllm:spec_decode_num_accepted_tokens_total", "counter",
                "Draft tokens accepted.", model, (double)st->spec_accepted_tokens);
-        put(&o, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Draft tokens accepted, "
+        gl_buf_printf(
+            &o, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Draft tokens accepted, "
                 "by position in the draft.\n"
                 "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
         for (int i = 0; i < m->spec_k && i < GL_SPEC_MAX_K; i++)
-            put(&o,
-                "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"%s\","
-                "position=\"%d\"} %lld\n",
-                model, i, (long long)st->spec_accepted_per_pos[i]);
+            gl_buf_printf(&o,
+                          "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"%s\","
+                          "position=\"%d\"} %lld\n",
+                          model, i, (long long)st->spec_accepted_per_pos[i]);
     }
     if (m->mm_cache) {
         struct gl_media_cache_stats mc;
