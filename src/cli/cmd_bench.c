@@ -140,7 +140,8 @@ int gl_cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--batch"))
             batch = v;
         else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint bench", v))
+            int dev_unused;
+            if (gl_cli_device("glint bench", v, 0, &dev_unused))
                 return 2;
         } else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) &&
                    !gl_cli_parse_int(v, 1, 256, &t))

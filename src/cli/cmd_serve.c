@@ -211,7 +211,8 @@ int gl_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--threads"))
             bad = gl_cli_parse_int(v, 1, 1024, &x) || (p.engine.n_threads = (int32_t)x, 0);
         else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint serve", v))
+            int dev_unused;
+            if (gl_cli_device("glint serve", v, 0, &dev_unused))
                 return 2;
         } else if (!strcmp(a, "--max-waiting"))
             bad = gl_cli_parse_int(v, 1, 1 << 20, &x) || (p.engine.max_waiting = (int32_t)x, 0);
