@@ -119,8 +119,8 @@ int gl_cli_device(const char *who, const char *v, int vk_ok, int *device)
         if (v[6] == ':') {
             idx = strtol(v + 7, &end, 10);
             if (end == v + 7 || *end || idx < 0 || idx > 255) {
-                fprintf(stderr, "%s: --device %s: INDEX must be a number of `glint devices`\n",
-                        who, v);
+                fprintf(stderr, "%s: --device %s: INDEX must be a number of `glint devices`\n", who,
+                        v);
                 return 2;
             }
         }

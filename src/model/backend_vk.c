@@ -50,10 +50,15 @@ struct vk_backend {
     int n_batch;
     struct gl_vk_device *dev;
     struct gl_vk_recorder *rec;
-    struct gl_vk_buffer **wmat;  // n_layer * N_ROLE_MAT, then OUTPUT
-    uint32_t *vec_off;           // n_layer * N_ROLE_VEC, then OUTPUT_NORM: float index in vecs
-    struct gl_vk_buffer *vecs;   // every norm vector, f32
+    struct gl_vk_buffer **wmat; // n_layer * N_ROLE_MAT, then OUTPUT
+    uint32_t *vec_off;          // n_layer * N_ROLE_VEC, then OUTPUT_NORM: float index in vecs
+    struct gl_vk_buffer *vecs;  // every norm vector, f32
     struct gl_vk_buffer *act[GL_BK_BUF_COUNT];
+    // Matmul inputs rounded to the weight's vec_dot type (fwd_actq.comp), n_batch x the widest
+    // input; holds buffer actq_src rounded to actq_type until any other op runs (-1: nothing).
+    struct gl_vk_buffer *actq;
+    int actq_src;
+    enum gl_type actq_type;
     struct gl_vk_buffer *in, *in_dev; // step inputs (host-visible, device copy)
     uint64_t in_words;                // capacity of both
     uint32_t off_embd, off_cos, off_sin, off_rows, off_hsrc, off_views; // uint indices in `in`
@@ -65,11 +70,11 @@ struct vk_backend {
     size_t cap_bytes[MAX_CAPS];
     int n_caps;
     struct kv_mirror mirror[MAX_MIRROR];
-    struct kv_mirror *kv;               // the step's
-    struct gl_vk_buffer *retired;       // a mirror replaced during the step: freed at step_end
-    double *inv_freq;                   // D/2
-    const struct gl_bk_step *st;        // borrowed until step_end
-    struct gl_bk_head hd;               // the step's head (arrays borrowed), hd.n 0: none
+    struct kv_mirror *kv;         // the step's
+    struct gl_vk_buffer *retired; // a mirror replaced during the step: freed at step_end
+    double *inv_freq;             // D/2
+    const struct gl_bk_step *st;  // borrowed until step_end
+    struct gl_bk_head hd;         // the step's head (arrays borrowed), hd.n 0: none
     int64_t step_no;
     gl_status status; // the step's first error (recording stops adding work after it)
     struct gl_err err;
@@ -90,6 +95,7 @@ static void vk_destroy(struct gl_backend *b)
     gl_vk_buffer_free(c->vecs);
     for (int i = 0; i < GL_BK_BUF_COUNT; i++)
         gl_vk_buffer_free(c->act[i]);
+    gl_vk_buffer_free(c->actq);
     gl_vk_buffer_free(c->in);
     gl_vk_buffer_free(c->in_dev);
     gl_vk_buffer_free(c->logits);
@@ -186,18 +192,25 @@ static gl_status vk_create(struct gl_backend **out, const struct gl_backend_para
             memcpy(vh + o, v, (size_t)n * sizeof(float));
             o += (uint32_t)n;
         }
-        st = vh ? gl_vk_buffer_create(c->dev, n_vec * 4, GL_VK_MEM_DEVICE, "norm weights",
-                                      &c->vecs, err)
+        st = vh ? gl_vk_buffer_create(c->dev, n_vec * 4, GL_VK_MEM_DEVICE, "norm weights", &c->vecs,
+                                      err)
                 : gl_err_set(err, GL_E_NOMEM, "model: no memory for the norm vectors");
         if (st == GL_OK)
             st = gl_vk_upload(c->vecs, 0, vh, n_vec * 4, err);
     }
     gl_free(vh);
     for (int i = 0; st == GL_OK && i < GL_BK_BUF_COUNT; i++)
-        st = gl_vk_buffer_create(c->dev,
-                                 (uint64_t)p->n_batch *
-                                     (uint64_t)gl_bk_buf_width(cf, (enum gl_bk_buf)i) * 4,
-                                 GL_VK_MEM_DEVICE, "activations", &c->act[i], err);
+        st = gl_vk_buffer_create(
+            c->dev, (uint64_t)p->n_batch * (uint64_t)gl_bk_buf_width(cf, (enum gl_bk_buf)i) * 4,
+            GL_VK_MEM_DEVICE, "activations", &c->act[i], err);
+    int64_t widest = cf->n_embd;
+    for (int i = 0; i < GL_BK_BUF_COUNT; i++)
+        if (gl_bk_buf_width(cf, (enum gl_bk_buf)i) > widest)
+            widest = gl_bk_buf_width(cf, (enum gl_bk_buf)i);
+    if (st == GL_OK)
+        st = gl_vk_buffer_create(c->dev, (uint64_t)p->n_batch * (uint64_t)widest * 4,
+                                 GL_VK_MEM_DEVICE, "activations", &c->actq, err);
+    c->actq_src = -1;
     // Fixed part of the step inputs; views and page tables follow (sized per step).
     const uint32_t B = (uint32_t)p->n_batch, D2 = (uint32_t)cf->head_dim / 2;
     c->off_embd = 0;
@@ -239,6 +252,7 @@ static void dispatch(struct vk_backend *c, const char *name, int n_buf,
                      const struct gl_vk_range *rg, const void *push, uint32_t push_bytes,
                      uint32_t gx, uint32_t gy)
 {
+    c->actq_src = -1; // every shader but a matmul may write the buffer actq was made from
     if (!ok(c) || gx == 0 || gy == 0)
         return;
     struct gl_err e;
@@ -295,8 +309,8 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
             const struct gl_kv_view *v = &st->seqs[s].views[l];
             n_pages_words += (uint64_t)v->n_blocks;
             if (v->base != v0->base || v->page_bytes != v0->page_bytes || v->n_pages <= 0 ||
-                v->dtype != GL_KV_F32 || v->page_bytes % 4 || v->row_bytes % 4 ||
-                v->k_off % 4 || v->v_off % 4) {
+                v->dtype != GL_KV_F32 || v->page_bytes % 4 || v->row_bytes % 4 || v->k_off % 4 ||
+                v->v_off % 4) {
                 struct gl_err e;
                 gl_err_set(&e, GL_E_UNSUPPORTED,
                            "vulkan: KV view of sequence %d, layer %d: the device backend keeps "
@@ -409,6 +423,7 @@ static void vk_embed(struct gl_backend *b, enum gl_bk_buf dst)
         else
             c->k->to_float[te->type](row, y, E);
     }
+    c->actq_src = -1;
     gl_vk_rec_copy(c->rec, c->in, 4 * (uint64_t)c->off_embd, c->act[dst], 0,
                    4 * (uint64_t)(c->st->n * E));
     gl_vk_rec_barrier(c->rec);
@@ -434,8 +449,8 @@ static void rms(struct vk_backend *c, enum gl_bk_buf a, enum gl_bk_buf bb, int l
 {
     const struct gl_vk_range rg[4] = {whole(c->act[a]), whole(c->act[bb]), whole(c->vecs),
                                       whole(c->in_dev)};
-    const struct rms_push pc = {(uint32_t)gl_bk_buf_width(&c->m->cfg, a), vec_of(c, layer, w),
-                                mode, c->off_hsrc, eps};
+    const struct rms_push pc = {(uint32_t)gl_bk_buf_width(&c->m->cfg, a), vec_of(c, layer, w), mode,
+                                c->off_hsrc, eps};
     dispatch(c, "fwd_rms", 4, rg, &pc, sizeof pc, (uint32_t)n_rows, 1);
 }
 
@@ -454,11 +469,34 @@ static void vk_norm_residual(struct gl_backend *b, enum gl_bk_buf h, enum gl_bk_
     rms(c, y, h, layer, w, eps, 1, c->st->n);
 }
 
-static void mm(struct vk_backend *c, struct gl_vk_buffer *y, struct gl_vk_buffer *x,
-               int64_t n_tok, struct gl_vk_buffer *w, const struct gl_weight *wt)
+struct actq_push {
+    uint32_t width, mode;
+};
+
+// y = W x over n_tok rows of activation buffer src: x first rounded to W's vec_dot type as the
+// CPU backend quantizes it (fwd_actq.comp), once while only matmuls read it.
+static void mm(struct vk_backend *c, struct gl_vk_buffer *y, enum gl_bk_buf src, int64_t n_tok,
+               struct gl_vk_buffer *w, const struct gl_weight *wt)
 {
     if (!ok(c))
         return;
+    struct gl_vk_buffer *x = c->act[src];
+    const enum gl_type vdt = gl_type_vec_dot_type(wt->type);
+    if (vdt != GL_TYPE_F32) {
+        if (c->actq_src != (int)src || c->actq_type != vdt) {
+            const struct gl_vk_range rg[2] = {whole(x), whole(c->actq)};
+            const uint32_t mode = vdt == GL_TYPE_Q8_K   ? 0
+                                  : vdt == GL_TYPE_Q8_0 ? 1
+                                  : vdt == GL_TYPE_F16  ? 2
+                                                        : 3;
+            GL_ASSERT(mode < 3 || vdt == GL_TYPE_BF16);
+            const struct actq_push pc = {(uint32_t)wt->n_in, mode};
+            dispatch(c, "fwd_actq", 2, rg, &pc, sizeof pc, (uint32_t)n_tok, 1);
+            c->actq_src = (int)src;
+            c->actq_type = vdt;
+        }
+        x = c->actq;
+    }
     const struct gl_vk_matmul m = {.type = wt->type,
                                    .rows = wt->n_out,
                                    .cols = wt->n_in,
@@ -483,8 +521,7 @@ static void vk_matmul(struct gl_backend *b, enum gl_bk_buf dst, enum gl_bk_buf s
     const struct gl_weight *wt = gl_bk_matrix(c->m, layer, w);
     GL_ASSERT(wt->n_in == gl_bk_buf_width(&c->m->cfg, src) &&
               wt->n_out == gl_bk_buf_width(&c->m->cfg, dst));
-    mm(c, c->act[dst], c->act[src], c->st->n, c->wmat[layer * N_ROLE_MAT + (w - GL_BK_WQ)],
-       wt);
+    mm(c, c->act[dst], src, c->st->n, c->wmat[layer * N_ROLE_MAT + (w - GL_BK_WQ)], wt);
 }
 
 struct heads_push {
@@ -518,8 +555,8 @@ static void vk_kv_store(struct gl_backend *b, int layer, enum gl_bk_buf k, enum 
         return;
     const struct gl_vk_range rg[4] = {whole(c->act[k]), whole(c->act[v]), whole(c->kv->buf),
                                       whole(c->in_dev)};
-    const struct kv_push pc = {(uint32_t)gl_bk_buf_width(&c->m->cfg, k), c->off_rows,
-                               c->off_views, (uint32_t)layer, (uint32_t)c->m->cfg.n_layer};
+    const struct kv_push pc = {(uint32_t)gl_bk_buf_width(&c->m->cfg, k), c->off_rows, c->off_views,
+                               (uint32_t)layer, (uint32_t)c->m->cfg.n_layer};
     dispatch(c, "fwd_kv_store", 4, rg, &pc, sizeof pc, (uint32_t)c->st->n, 1);
 }
 
@@ -603,8 +640,7 @@ static void vk_head(struct gl_backend *b, enum gl_bk_buf from, const struct gl_b
     for (int64_t i = 0; i < hd->n; i++)
         in[c->off_hsrc + i] = (uint32_t)hd->src[i];
     rms(c, from, GL_BK_X, 0, GL_BK_OUTPUT_NORM, cf->rms_eps, 2, hd->n);
-    mm(c, c->logits, c->act[GL_BK_X], hd->n, c->wmat[cf->n_layer * N_ROLE_MAT],
-       &c->m->output);
+    mm(c, c->logits, GL_BK_X, hd->n, c->wmat[cf->n_layer * N_ROLE_MAT], &c->m->output);
     ew(c, c->logits, c->logits, hd->n * V, 2, cf->logit_scale, cf->softcap);
     if (ok(c))
         gl_vk_rec_copy(c->rec, c->logits, 0, c->logits_host, 0, (uint64_t)hd->n * (uint64_t)V * 4);

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+// The Vulkan backend (src/model/backend_vk.c) against the CPU backend, on whole steps: two small
+// models written here (vocab 512, E 256, H 4, Hkv 2, D 64, F 512, 3 layers: sliding, global,
+// sliding, window 5), one all F32 and one with Q4_K_M's recipe (Q4_K matrices, Q6_K attn_v,
+// ffn_down and output; Q8_0 attn_gate for that shader too). Two sequences share every step (13
+// and 9 prompt tokens in chunked prefill of 8 rows per step, so prompts span the window and the
+// 4-position KV pages), then 4 decode steps: logits of every step with logits, and the greedy
+// tokens, must agree. Runs on lavapipe in CI; prints SKIP and passes where there is no device
+// (GLINT_VK_REQUIRE=1 makes that a failure).
+//
+// Tolerance: max |vk - cpu| <= tol * max |cpu logit| per step, the llama.cpp parity gates' form
+// and values (tests/oracle/parity_run.py): F32 1e-4: both sides are fp32 with different
+// summation orders (norms: double vs a fp32 tree; attention: another online-softmax order and
+// the device's exp), each op then within a few ulps relative to the sum of |terms| of its
+// dots, and 3 layers of sandwich norms keep that near 1e-6 relative (measured below, printed);
+// a wrong mask, position or norm moves logits by O(1e-1). Quantized 5e-2: the device quantizes
+// activations to the weight's vec_dot type like the CPU and dequantizes them back (fp32 dots of
+// the same products), but a 1-ulp difference upstream can move an activation by one quantum,
+// which the random model amplifies (parity_run.py, Q4_K_M). The control at the end: another
+// sequence's logits must be far outside the tolerance.
+#include "gguf/gguf.h"
+#include "kv/kv.h"
+#include "model/model.h"
+#include "quant/quant.h"
+#include "test.h"
+#include "vk/vk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { T_V = 512, T_E = 256, T_H = 4, T_HKV = 2, T_D = 64, T_F = 512, T_L = 3, T_WIN = 5 };
+
+struct tdesc {
+    char name[64];
+    int64_t ne[2];
+    uint32_t n_dims, type;
+    float base, scale;
+};
+
+struct tset {
+    struct tdesc t[64];
+    int n;
+};
+
+static void add_t(struct tset *ts, const char *name, int64_t n_in, int64_t n_out, uint32_t type,
+                  float base, float scale)
+{
+    struct tdesc *d = &ts->t[ts->n++];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->ne[0] = n_in;
+    d->ne[1] = n_out;
+    d->n_dims = n_out ? 2 : 1;
+    d->type = n_out ? type : GL_TYPE_F32;
+    d->base = base;
+    d->scale = scale;
+}
+
+static const char *const model_name[3] = {"F32", "Q4_K_M", "mixed"};
+
+// quant: 0 all F32; 1 the Q4_K_M recipe (+ a Q8_0 attn_gate); 2 the other types: Q5_K, Q4_0,
+// F16 and BF16 (each activation rounding of fwd_actq.comp is then used).
+static void build_tensors(struct tset *ts, int quant)
+{
+    static const uint32_t types[3][4] = {{GL_TYPE_F32, GL_TYPE_F32, GL_TYPE_F32, GL_TYPE_F32},
+                                         {GL_TYPE_Q4_K, GL_TYPE_Q6_K, GL_TYPE_Q8_0, GL_TYPE_Q4_K},
+                                         {GL_TYPE_Q5_K, GL_TYPE_Q4_0, GL_TYPE_F16, GL_TYPE_BF16}};
+    const uint32_t f = GL_TYPE_F32, q4 = types[quant][0], q6 = types[quant][1],
+                   q8 = types[quant][2], te = types[quant][3];
+    const int HD = T_H * T_D, KD = T_HKV * T_D;
+    // Unit-variance pre-activations: projections scale about 1/sqrt(fan_in) (x 1.7 for uniform).
+    const float sE = 1.7f / sqrtf((float)T_E), sH = 1.7f / sqrtf((float)HD),
+                sF = 1.7f / sqrtf((float)T_F);
+    ts->n = 0;
+    add_t(ts, "token_embd.weight", T_E, T_V, te, 0.0f, 1.0f);
+    add_t(ts, "output_norm.weight", T_E, 0, f, 1.0f, 0.2f);
+    add_t(ts, "output.weight", T_E, T_V, q6, 0.0f, sE);
+    for (int l = 0; l < T_L; l++) {
+        char nm[64];
+#define A(suf, nin, nout, ty, b, sc)                                                               \
+    snprintf(nm, sizeof nm, "blk.%d." suf ".weight", l);                                           \
+    add_t(ts, nm, nin, nout, ty, b, sc)
+        A("attn_norm", T_E, 0, f, 1.0f, 0.2f);
+        A("attn_q", T_E, HD, q4, 0.0f, sE);
+        A("attn_k", T_E, KD, q4, 0.0f, sE);
+        A("attn_v", T_E, KD, q6, 0.0f, sE);
+        A("attn_gate", T_E, HD, q8, 0.0f, sE);
+        A("attn_output", HD, T_E, q4, 0.0f, sH);
+        A("attn_q_norm", T_D, 0, f, 2.0f, 0.5f);
+        A("attn_k_norm", T_D, 0, f, 1.0f, 0.2f);
+        A("post_attention_norm", T_E, 0, f, 1.0f, 0.2f);
+        A("ffn_norm", T_E, 0, f, 1.0f, 0.2f);
+        A("ffn_gate", T_E, T_F, q4, 0.0f, sE);
+        A("ffn_up", T_E, T_F, q4, 0.0f, sE);
+        A("ffn_down", T_F, T_E, q6, 0.0f, sF);
+        A("post_ffw_norm", T_E, 0, f, 1.0f, 0.2f);
+#undef A
+    }
+}
+
+static float hval(int ti, int64_t r, int64_t i)
+{
+    uint64_t x = (uint64_t)ti * 0x9E3779B97F4A7C15ull ^ (uint64_t)r * 0xBF58476D1CE4E5B9ull ^
+                 (uint64_t)i * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 29;
+    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static gl_status fill(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                      struct gl_err *err)
+{
+    (void)err;
+    const struct tdesc *d = &((const struct tset *)ctx)->t[ti];
+    size_t rb = gl_type_row_size(d->type, d->ne[0]);
+    float row[T_F];
+    for (int64_t r = 0; r < n_rows; r++) {
+        for (int64_t i = 0; i < d->ne[0]; i++)
+            row[i] = d->base + d->scale * hval((int)ti, row0 + r, i);
+        gl_quantize_row_ref((enum gl_type)d->type, row, (uint8_t *)dst + (size_t)r * rb, d->ne[0]);
+    }
+    return GL_OK;
+}
+
+static char tmp_dir[256];
+
+static const char *write_model(int quant)
+{
+    static char path[512];
+    static struct tset ts;
+    snprintf(path, sizeof path, "%s/%s.gguf", tmp_dir, model_name[quant]);
+    struct gl_gguf_writer *w = gl_gguf_writer_new();
+    GL_ASSERT(w);
+    const char *a = "muse-glimmer";
+    GL_ASSERT(gl_gguf_writer_add_str(w, "general.architecture", a) == GL_OK);
+    char key[128];
+#define K(suffix) (snprintf(key, sizeof key, "%s.%s", a, suffix), key)
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("block_count"), T_L) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("embedding_length"), T_E) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("feed_forward_length"), T_F) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count"), T_H) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count_kv"), T_HKV) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.key_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.value_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("context_length"), 256) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-5f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("rope.freq_base"), 10000.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("logit_scale"), 0.5f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.sliding_window"), T_WIN) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("final_logit_softcapping"), 20.0f) == GL_OK);
+    const uint8_t pat[T_L] = {1, 0, 1}; // sliding, global, sliding
+    GL_ASSERT(gl_gguf_writer_add_arr(w, K("attention.sliding_window_pattern"), GL_GGUF_BOOL, pat,
+                                     T_L) == GL_OK);
+#undef K
+    build_tensors(&ts, quant);
+    for (int i = 0; i < ts.n; i++)
+        GL_ASSERT(gl_gguf_writer_add_tensor(w, ts.t[i].name, ts.t[i].n_dims, ts.t[i].ne,
+                                            ts.t[i].type) == i);
+    struct gl_err err = {0};
+    gl_status st = gl_gguf_writer_write(w, path, 0, fill, &ts, &err);
+    GL_ASSERT_MSG(st == GL_OK, "write %s: %s", path, err.msg);
+    gl_gguf_writer_delete(w);
+    return path;
+}
+
+// One backend's run: its context and its own KV pool with the two sequences.
+struct side {
+    struct gl_model_ctx *ctx;
+    struct gl_kv_pool *pool;
+    struct gl_kv_seq *seq[2];
+    struct gl_kv_view views[2][T_L];
+};
+
+static int side_open(struct side *s, const struct gl_model *m, int device)
+{
+    memset(s, 0, sizeof *s);
+    struct gl_err err = {0};
+    struct gl_kv_params kp = {
+        .budget_bytes = 1 << 20, .block_size = 4, .dtype = GL_KV_F32, .prefix_cache = 0};
+    gl_status st = gl_model_ctx_new_dev(&s->ctx, m, 8, 2, 256, device, &err);
+    if (st == GL_OK)
+        st = gl_kv_pool_new(&s->pool, &m->cfg, &kp, &err);
+    for (int i = 0; st == GL_OK && i < 2; i++)
+        st = gl_kv_seq_new(s->pool, &s->seq[i], &err);
+    if (st != GL_OK)
+        fprintf(stderr, "  side (device %d): %s\n", device, err.msg);
+    return st == GL_OK;
+}
+
+static void side_close(struct side *s)
+{
+    for (int i = 0; i < 2; i++)
+        gl_kv_seq_free(s->seq[i]);
+    gl_kv_pool_free(s->pool);
+    gl_model_ctx_delete(s->ctx);
+}
+
+// One step: n[i] tokens of sequence i (0 skips it); logits of the last row of each into
+// logits[i * V]. Returns the status.
+static gl_status side_step(struct side *s, const int32_t *const tok[2], const int n[2],
+                           float *logits)
+{
+    struct gl_batch_seq bs[2];
+    int nb = 0;
+    struct gl_err err = {0};
+    for (int i = 0; i < 2; i++) {
+        if (!n[i])
+            continue;
+        const int64_t pos0 = gl_kv_seq_len(s->seq[i]);
+        gl_status st = gl_kv_seq_reserve(s->seq[i], n[i], &err);
+        if (st != GL_OK)
+            return st;
+        for (int l = 0; l < T_L; l++)
+            s->views[i][l] = gl_kv_seq_view(s->seq[i], l);
+        bs[nb++] = (struct gl_batch_seq){.tokens = tok[i],
+                                         .n = n[i],
+                                         .pos0 = pos0,
+                                         .views = s->views[i],
+                                         .logits_row = i,
+                                         .n_logits = 0};
+    }
+    gl_status st = gl_model_forward_batch(s->ctx, bs, nb, logits, &err);
+    if (st != GL_OK) {
+        fprintf(stderr, "  step: %s\n", err.msg);
+        return st;
+    }
+    for (int i = 0; i < 2; i++)
+        if (n[i])
+            gl_kv_seq_commit(s->seq[i], tok[i], n[i]);
+    return GL_OK;
+}
+
+static int argmax(const float *x)
+{
+    int b = 0;
+    for (int i = 1; i < T_V; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
+// max |a - b| / max |a| over a row (NaN anywhere: infinity).
+static double rel_diff(const float *a, const float *b)
+{
+    double d = 0, mag = 0;
+    for (int i = 0; i < T_V; i++) {
+        if (isnan(b[i]) || isnan(a[i]))
+            return INFINITY;
+        d = fmax(d, fabs((double)a[i] - (double)b[i]));
+        mag = fmax(mag, fabs((double)a[i]));
+    }
+    return d / mag;
+}
+
+static void check_model(int quant, double tol)
+{
+    const char *path = write_model(quant);
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+    struct side cpu, vk;
+    int ok_c = side_open(&cpu, m, -1), ok_v = ok_c && side_open(&vk, m, 0);
+    if (!ok_c || !ok_v) {
+        if (ok_c)
+            side_close(&cpu);
+        gl_model_delete(m);
+        CHECK(ok_c && ok_v);
+        return;
+    }
+    int32_t a[32], b[32];
+    for (int i = 0; i < 32; i++) {
+        a[i] = (int32_t)((i * 37 + 11) % T_V);
+        b[i] = (int32_t)((i * 101 + 5) % T_V);
+    }
+    float lc[2 * T_V], lv[2 * T_V];
+    double worst = 0;
+    int n_steps = 0, tok_same = 1;
+    // Chunked prefill (13 and 9 tokens): 5+3, 5+3, 3+3 rows; then 4 decode steps of 1+1.
+    const int pa[3] = {5, 5, 3}, pb[3] = {3, 3, 3};
+    int at_a = 0, at_b = 0;
+    for (int step = 0; step < 7; step++) {
+        int n[2] = {step < 3 ? pa[step] : 1, step < 3 ? pb[step] : 1};
+        const int32_t *tok[2] = {a + at_a, b + at_b};
+        for (int i = 0; i < 2 * T_V; i++)
+            lc[i] = lv[i] = NAN;
+        REQUIRE(side_step(&cpu, tok, n, lc) == GL_OK);
+        REQUIRE(side_step(&vk, tok, n, lv) == GL_OK);
+        at_a += n[0];
+        at_b += n[1];
+        if (step < 2)
+            continue; // logits of the last prompt chunk and of every decode step
+        for (int i = 0; i < 2; i++) {
+            const double r = rel_diff(lc + i * T_V, lv + i * T_V);
+            worst = fmax(worst, r);
+            CHECKF(r <= tol, "%s step %d seq %d: rel %.3e > %.0e", model_name[quant], step, i, r,
+                   tol);
+            const int tc = argmax(lc + i * T_V), tv = argmax(lv + i * T_V);
+            tok_same &= tc == tv;
+            // Greedy: the next input is the CPU's token (both sides see the same).
+            (i ? b : a)[i ? at_b : at_a] = tc;
+        }
+        n_steps++;
+    }
+    CHECK(tok_same);
+    // Control: sequence b's logits are nowhere near a's, so the tolerance discriminates.
+    const double ctl = rel_diff(lc, lv + T_V);
+    CHECKF(ctl > 10 * tol, "control %.3e", ctl);
+    printf("  %s: %d steps with logits, worst rel %.2e (tol %.0e), greedy tokens %s, control "
+           "%.2e\n",
+           model_name[quant], n_steps, worst, tol, tok_same ? "equal" : "DIFFER", ctl);
+    side_close(&vk);
+    side_close(&cpu);
+    gl_model_delete(m);
+}
+
+TEST(test_f32_steps)
+{
+    check_model(0, 1e-4);
+}
+
+TEST(test_q4km_steps)
+{
+    check_model(1, 1e-3);
+}
+
+TEST(test_mixed_types_steps)
+{
+    check_model(2, 1e-3);
+}
+
+int main(void)
+{
+    const char *req = getenv("GLINT_VK_REQUIRE");
+    const int required = req && !strcmp(req, "1");
+    struct gl_vk_device_info *infos = NULL;
+    int n = 0;
+    struct gl_err err = {0};
+    if (gl_vk_list_devices(&infos, &n, &err) != GL_OK || n < 1) {
+        printf("SKIP test_backend_vk: %s\n", n < 1 && !err.msg[0] ? "no Vulkan device" : err.msg);
+        return required ? 1 : 0;
+    }
+    gl_free(infos);
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/glint_test_bkvk_XXXXXX");
+    if (!mkdtemp(tmp_dir))
+        return 1;
+    const int64_t t0 = gl_time_us();
+    t_test_fn fns[] = {test_f32_steps, test_q4km_steps, test_mixed_types_steps};
+    const int rc = t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps", fns, 3);
+    for (int q = 0; q < 3; q++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s.gguf", tmp_dir, model_name[q]);
+        unlink(p);
+    }
+    rmdir(tmp_dir);
+    printf("# %.1f s\n", (double)(gl_time_us() - t0) / 1e6);
+    return rc;
+}
