@@ -9,10 +9,10 @@
 // matrix from the file bytes it was repacked from), the norm vectors in one f32 buffer, one f32
 // activation buffer per enum gl_bk_buf (n_batch rows), a step-input buffer (below), the logits of
 // the head's rows, and a device mirror of the host KV pool the step's views point into: the same
-// pages at the same byte offsets, written and read only on the device (the host pool's bytes are
-// not updated: every K/V row a step reads was written by an earlier step on this backend, which
-// holds as long as one pool's sequences run on one backend). The mirror is keyed by the pool's
-// base address and sized by gl_kv_view.n_pages.
+// pages at the same byte offsets and dtype (f32, f16, bf16), written and read only on the device
+// (the host pool's bytes are not updated: every K/V row a step reads was written by an earlier step
+// on this backend, which holds as long as one pool's sequences run on one backend). The mirror is
+// keyed by the pool's base address and sized by gl_kv_view.n_pages.
 //
 // Step inputs (host-visible `in`, copied to the device `in_dev` first thing in the step, so
 // what the host writes while recording is in it; uint words): the embedding rows (E floats per
@@ -21,7 +21,7 @@
 // formula), per row (position, sequence), the head's source rows, then per (sequence, layer) a
 // view record and the page tables (src/vk/shaders/fwd_kv.glsl).
 //
-// Not yet on the device: KV pools in f16/bf16/fp8 (the step fails with GL_E_UNSUPPORTED), the
+// Not yet on the device: fp8 KV pools (the step fails with GL_E_UNSUPPORTED), the
 // partial head's speed (the whole head is computed; the unselected groups are -INFINITY as on
 // the CPU), one step mixing sequences of two pools.
 #include "model/backend.h"
@@ -71,6 +71,7 @@ struct vk_backend {
     int n_caps;
     struct kv_mirror mirror[MAX_MIRROR];
     struct kv_mirror *kv;         // the step's
+    uint32_t kv_dtype;            // the step's KV dtype (fwd_kv.glsl: 0 f32, 1 f16, 2 bf16)
     struct gl_vk_buffer *retired; // a mirror replaced during the step: freed at step_end
     double *inv_freq;             // D/2
     const struct gl_bk_step *st;  // borrowed until step_end
@@ -309,13 +310,13 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
             const struct gl_kv_view *v = &st->seqs[s].views[l];
             n_pages_words += (uint64_t)v->n_blocks;
             if (v->base != v0->base || v->page_bytes != v0->page_bytes || v->n_pages <= 0 ||
-                v->dtype != GL_KV_F32 || v->page_bytes % 4 || v->row_bytes % 4 || v->k_off % 4 ||
-                v->v_off % 4) {
+                v->dtype != v0->dtype || v->dtype == GL_KV_FP8_E4M3 || v->page_bytes % 4 ||
+                v->row_bytes % 4 || v->k_off % 4 || v->v_off % 4) {
                 struct gl_err e;
                 gl_err_set(&e, GL_E_UNSUPPORTED,
                            "vulkan: KV view of sequence %d, layer %d: the device backend keeps "
-                           "f32 KV of one pool per step (dtype %d; use --kv-cache-dtype auto "
-                           "or --device cpu)",
+                           "f32, f16 or bf16 KV of one pool per step (dtype %d; use "
+                           "--kv-cache-dtype f16 or --device cpu)",
                            s, l, (int)v->dtype);
                 fail(c, GL_E_UNSUPPORTED, &e);
             }
@@ -363,6 +364,7 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
     mr->bytes = pool_bytes > mr->bytes ? pool_bytes : mr->bytes;
     mr->last_use = c->step_no;
     c->kv = mr;
+    c->kv_dtype = v0->dtype == GL_KV_F16 ? 1u : v0->dtype == GL_KV_BF16 ? 2u : 0u;
     // Inputs: RoPE tables, rows, views, page tables.
     uint32_t *in = in_words(c);
     const int64_t D2 = cf->head_dim / 2;
@@ -545,7 +547,7 @@ static void vk_norm_rope_heads(struct gl_backend *b, enum gl_bk_buf buf, int lay
 }
 
 struct kv_push {
-    uint32_t KD, rows_off, views_off, layer, n_layer;
+    uint32_t KD, rows_off, views_off, layer, n_layer, dtype;
 };
 
 static void vk_kv_store(struct gl_backend *b, int layer, enum gl_bk_buf k, enum gl_bk_buf v)
@@ -555,14 +557,19 @@ static void vk_kv_store(struct gl_backend *b, int layer, enum gl_bk_buf k, enum 
         return;
     const struct gl_vk_range rg[4] = {whole(c->act[k]), whole(c->act[v]), whole(c->kv->buf),
                                       whole(c->in_dev)};
-    const struct kv_push pc = {(uint32_t)gl_bk_buf_width(&c->m->cfg, k), c->off_rows, c->off_views,
-                               (uint32_t)layer, (uint32_t)c->m->cfg.n_layer};
+    const struct kv_push pc = {(uint32_t)gl_bk_buf_width(&c->m->cfg, k),
+                               c->off_rows,
+                               c->off_views,
+                               (uint32_t)layer,
+                               (uint32_t)c->m->cfg.n_layer,
+                               c->kv_dtype};
     dispatch(c, "fwd_kv_store", 4, rg, &pc, sizeof pc, (uint32_t)c->st->n, 1);
 }
 
 struct attn_push {
     uint32_t H, Hkv, D, layer, n_layer, window, rows_off, views_off;
     float scale;
+    uint32_t dtype;
 };
 
 static void vk_attn(struct gl_backend *b, int layer, enum gl_bk_buf dst, enum gl_bk_buf q,
@@ -582,7 +589,8 @@ static void vk_attn(struct gl_backend *b, int layer, enum gl_bk_buf dst, enum gl
                                  (uint32_t)(window > 0 ? window : 0),
                                  c->off_rows,
                                  c->off_views,
-                                 1.0f / sqrtf((float)cf->head_dim)};
+                                 1.0f / sqrtf((float)cf->head_dim),
+                                 c->kv_dtype};
     dispatch(c, "fwd_attn", 4, rg, &pc, sizeof pc, (uint32_t)c->st->n, (uint32_t)cf->n_head);
 }
 

@@ -2,7 +2,8 @@
 // The Vulkan backend (src/model/backend_vk.c) against the CPU backend, on whole steps: two small
 // models written here (vocab 512, E 256, H 4, Hkv 2, D 64, F 512, 3 layers: sliding, global,
 // sliding, window 5), one all F32 and one with Q4_K_M's recipe (Q4_K matrices, Q6_K attn_v,
-// ffn_down and output; Q8_0 attn_gate for that shader too). Two sequences share every step (13
+// ffn_down and output; Q8_0 attn_gate for that shader too), and one with the other weight types;
+// f32 KV pools, and f16 / bf16 ones with the F32 model. Two sequences share every step (13
 // and 9 prompt tokens in chunked prefill of 8 rows per step, so prompts span the window and the
 // 4-position KV pages), then 4 decode steps: logits of every step with logits, and the greedy
 // tokens, must agree. Runs on lavapipe in CI; prints SKIP and passes where there is no device
@@ -177,12 +178,12 @@ struct side {
     struct gl_kv_view views[2][T_L];
 };
 
-static int side_open(struct side *s, const struct gl_model *m, int device)
+static int side_open(struct side *s, const struct gl_model *m, int device, enum gl_kv_dtype kvt)
 {
     memset(s, 0, sizeof *s);
     struct gl_err err = {0};
     struct gl_kv_params kp = {
-        .budget_bytes = 1 << 20, .block_size = 4, .dtype = GL_KV_F32, .prefix_cache = 0};
+        .budget_bytes = 1 << 20, .block_size = 4, .dtype = kvt, .prefix_cache = 0};
     gl_status st = gl_model_ctx_new_dev(&s->ctx, m, 8, 2, 256, device, &err);
     if (st == GL_OK)
         st = gl_kv_pool_new(&s->pool, &m->cfg, &kp, &err);
@@ -258,7 +259,7 @@ static double rel_diff(const float *a, const float *b)
     return d / mag;
 }
 
-static void check_model(int quant, double tol)
+static void check_model(int quant, enum gl_kv_dtype kvt, double tol)
 {
     const char *path = write_model(quant);
     struct gl_model *m = NULL;
@@ -266,7 +267,7 @@ static void check_model(int quant, double tol)
     struct gl_model_params mp = gl_model_default_params();
     REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
     struct side cpu, vk;
-    int ok_c = side_open(&cpu, m, -1), ok_v = ok_c && side_open(&vk, m, 0);
+    int ok_c = side_open(&cpu, m, -1, kvt), ok_v = ok_c && side_open(&vk, m, 0, kvt);
     if (!ok_c || !ok_v) {
         if (ok_c)
             side_close(&cpu);
@@ -312,9 +313,11 @@ static void check_model(int quant, double tol)
     // Control: sequence b's logits are nowhere near a's, so the tolerance discriminates.
     const double ctl = rel_diff(lc, lv + T_V);
     CHECKF(ctl > 10 * tol, "control %.3e", ctl);
-    printf("  %s: %d steps with logits, worst rel %.2e (tol %.0e), greedy tokens %s, control "
-           "%.2e\n",
-           model_name[quant], n_steps, worst, tol, tok_same ? "equal" : "DIFFER", ctl);
+    static const char *const kv_name[3] = {"f32", "f16", "bf16"};
+    printf(
+        "  %s, %s KV: %d steps with logits, worst rel %.2e (tol %.0e), greedy tokens %s, control "
+        "%.2e\n",
+        model_name[quant], kv_name[kvt], n_steps, worst, tol, tok_same ? "equal" : "DIFFER", ctl);
     side_close(&vk);
     side_close(&cpu);
     gl_model_delete(m);
@@ -322,17 +325,28 @@ static void check_model(int quant, double tol)
 
 TEST(test_f32_steps)
 {
-    check_model(0, 1e-4);
+    check_model(0, GL_KV_F32, 1e-4);
 }
 
 TEST(test_q4km_steps)
 {
-    check_model(1, 1e-3);
+    check_model(1, GL_KV_F32, 1e-3);
 }
 
 TEST(test_mixed_types_steps)
 {
-    check_model(2, 1e-3);
+    check_model(2, GL_KV_F32, 1e-3);
+}
+
+// 16-bit KV: both sides round K/V rows the same way (gl_f32_to_fp16 / _bf16, nearest even), but
+// an element whose two fp32 values straddle a rounding boundary stores one 16-bit ulp apart
+// (2^-11, 2^-8 relative). Measured: f16 2.6e-4, bf16 below 1e-2 on the F32 model; 1e-2 still
+// fails a wrong half order or byte offset (O(1)). With quantized activations such a flip can move
+// a quantum too (measured 1e-2 on Q4_K_M): those models run with f32 KV above.
+TEST(test_kv16_steps)
+{
+    check_model(0, GL_KV_F16, 1e-2);
+    check_model(0, GL_KV_BF16, 1e-2);
 }
 
 int main(void)
@@ -362,8 +376,9 @@ int main(void)
     if (!mkdtemp(tmp_dir))
         return 1;
     const int64_t t0 = gl_time_us();
-    t_test_fn fns[] = {test_f32_steps, test_q4km_steps, test_mixed_types_steps};
-    const int rc = t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps", fns, 3);
+    t_test_fn fns[] = {test_f32_steps, test_q4km_steps, test_mixed_types_steps, test_kv16_steps};
+    const int rc =
+        t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps, test_kv16_steps", fns, 4);
     for (int q = 0; q < 3; q++) {
         char p[600];
         snprintf(p, sizeof p, "%s/%s.gguf", tmp_dir, model_name[q]);

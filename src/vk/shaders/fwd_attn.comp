@@ -12,7 +12,7 @@
 layout(local_size_x = 64) in;
 layout(std430, set = 0, binding = 0) readonly buffer QBuf { float q[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer OBuf { float o[]; };
-layout(std430, set = 0, binding = 2) readonly buffer KvBuf { float kv[]; };
+layout(std430, set = 0, binding = 2) readonly buffer KvBuf { uint kv[]; };
 layout(push_constant) uniform Push {
     uint H;
     uint Hkv;
@@ -23,6 +23,7 @@ layout(push_constant) uniform Push {
     uint rows_off;
     uint views_off;
     float scale;
+    uint dtype; // 0 f32, 1 f16, 2 bf16
 } p;
 #include "fwd_kv.glsl"
 
@@ -48,10 +49,10 @@ void main()
     for (uint s0 = lo; s0 < hi; s0 += 64u) {
         uint n = min(64u, hi - s0);
         if (tid < n) {
-            uint kr = kv_row(view, s0 + tid, false) + kh * p.D;
+            uint kr = kv_row(view, s0 + tid, false);
             precise float dot = 0.0;
             for (uint d = 0u; d < p.D; d++)
-                dot = fma(qs[d], kv[kr + d], dot);
+                dot = fma(qs[d], kv_get(kr, kh * p.D + d, p.dtype), dot);
             sc[tid] = dot * p.scale;
         }
         barrier();
@@ -65,9 +66,9 @@ void main()
         for (uint j = 0u; j < n; j++) {
             float w = exp(sc[j] - mt);
             l += w;
-            uint vr = kv_row(view, s0 + j, true) + kh * p.D;
+            uint vr = kv_row(view, s0 + j, true);
             for (uint k = 0u; k * 64u + tid < p.D; k++)
-                acc[k] = fma(w, kv[vr + k * 64u + tid], acc[k]);
+                acc[k] = fma(w, kv_get(vr, kh * p.D + k * 64u + tid, p.dtype), acc[k]);
         }
         m = mt;
         barrier(); // sc is rewritten by the next tile
