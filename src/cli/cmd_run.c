@@ -458,6 +458,7 @@ struct batch_opts {
     long long max_seqs, max_tokens, threads;
     int64_t kv_bytes;
     enum gl_kv_dtype kv_dtype;
+    int device;
 };
 
 // Reads every line of path (a trailing line without '\n' counts; blank lines are skipped).
@@ -558,6 +559,7 @@ static int run_batch(struct cli_model *cm, const struct batch_opts *bo)
     ep.n_threads = (int)bo->threads;
     ep.kv.budget_bytes = bo->kv_bytes;
     ep.kv.dtype = bo->kv_dtype;
+    ep.device = bo->device;
     // The server's request settings (server.c load()): the model's EOS set, default sampling.
     struct gl_api_config cfg = {.tok = cm->tok,
                                 .grammar_lock = &grammar_lock,
@@ -814,15 +816,9 @@ int gl_cmd_run(int argc, char **argv)
     const struct gl_model_config *cf = &cm.model->cfg;
     if (o.show_tensors)
         show_tensors(cm.model);
-    if (o.batch && o.device >= 0) {
-        fprintf(stderr, "glint run: --batch runs through the engine, which is not on Vulkan yet "
-                        "(issue 20); use --device cpu\n");
-        cli_model_close(&cm);
-        return 2;
-    }
     if (o.batch) {
-        struct batch_opts bo = {o.batch,      o.out,     o.model,    o.max_seqs,
-                                o.max_tokens, o.threads, o.kv_bytes, o.kv_dtype};
+        struct batch_opts bo = {o.batch,   o.out,      o.model,    o.max_seqs, o.max_tokens,
+                                o.threads, o.kv_bytes, o.kv_dtype, o.device};
         if (bo.max_tokens < bo.max_seqs)
             bo.max_tokens = bo.max_seqs;
         rc = run_batch(&cm, &bo);

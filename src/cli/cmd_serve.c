@@ -40,7 +40,7 @@ static int usage(FILE *f)
             "  --seed N                    base seed of unseeded requests (default 0)\n"
             "  --threads N                 kernel threads (default: the physical cores this\n"
             "                              process may use, one pinned per core)\n"
-            "  --device cpu                the backend (cpu only so far)\n"
+            "  --device D                  cpu (default) or vulkan[:INDEX] (`glint devices`)\n"
             "  --max-waiting N             queued sequences before 503 (default 256)\n");
     fprintf(f, // (split: C99 string literal limit)
             "  --tensor-parallel-size 1, --pipeline-parallel-size 1, --data-parallel-size 1\n"
@@ -211,9 +211,10 @@ int gl_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--threads"))
             bad = gl_cli_parse_int(v, 1, 1024, &x) || (p.engine.n_threads = (int32_t)x, 0);
         else if (!strcmp(a, "--device")) {
-            int dev_unused;
-            if (gl_cli_device("glint serve", v, 0, &dev_unused))
+            int dev;
+            if (gl_cli_device("glint serve", v, 1, &dev))
                 return 2;
+            p.engine.device = dev;
         } else if (!strcmp(a, "--max-waiting"))
             bad = gl_cli_parse_int(v, 1, 1 << 20, &x) || (p.engine.max_waiting = (int32_t)x, 0);
         else if (!strcmp(a, "--shutdown-timeout"))

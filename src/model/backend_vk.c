@@ -330,7 +330,18 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
             c->in_words = cap;
     }
     // The pool's mirror: found by base, else a fresh one (the least recently used replaced).
+    // The shaders bind it whole.
     const uint64_t pool_bytes = (uint64_t)v0->n_pages * v0->page_bytes;
+    const uint64_t range = gl_vk_device_info(c->dev)->max_storage_range;
+    if (ok(c) && pool_bytes > range) {
+        struct gl_err e;
+        gl_err_set(&e, GL_E_LIMIT,
+                   "vulkan: the KV pool (%.0f MiB) is larger than one binding of %s (%.0f MiB): "
+                   "use --kv-cache-memory %.0fMiB or less",
+                   (double)pool_bytes / 1048576.0, gl_vk_device_info(c->dev)->name,
+                   (double)range / 1048576.0, (double)range / 1048576.0);
+        fail(c, GL_E_LIMIT, &e);
+    }
     struct kv_mirror *mr = NULL;
     for (int i = 0; i < MAX_MIRROR && !mr; i++)
         if (c->mirror[i].buf && c->mirror[i].base == v0->base)
