@@ -5,8 +5,9 @@
 // ffn_down and output; Q8_0 attn_gate for that shader too), and one with the other weight types;
 // f32 KV pools, and f16 / bf16 ones with the F32 model. Two sequences share every step (13
 // and 9 prompt tokens in chunked prefill of 8 rows per step, so prompts span the window and the
-// 4-position KV pages), then 4 decode steps: logits of every step with logits, and the greedy
-// tokens, must agree. Runs on lavapipe in CI; prints SKIP and passes where there is no device
+// 4-position KV pages), then 4 decode steps: logits of every step with logits (two of them
+// through the partial head), two captured layers' hidden states, and the greedy tokens must
+// agree. Runs on lavapipe in CI; prints SKIP and passes where there is no device
 // (GLINT_VK_REQUIRE=1 makes that a failure).
 //
 // Tolerance: max |vk - cpu| <= tol * max |cpu logit| per step, the form of the llama.cpp parity
@@ -204,8 +205,9 @@ static void side_close(struct side *s)
 
 // One step: n[i] tokens of sequence i (0 skips it); logits of the last row of each into
 // logits[i * V]. Returns the status.
+// mask: NULL, or a head mask for both sequences (the partial head); cap: NULL or captures.
 static gl_status side_step(struct side *s, const int32_t *const tok[2], const int n[2],
-                           float *logits)
+                           float *logits, const uint32_t *mask, const struct gl_model_capture *cap)
 {
     struct gl_batch_seq bs[2];
     int nb = 0;
@@ -224,9 +226,10 @@ static gl_status side_step(struct side *s, const int32_t *const tok[2], const in
                                          .pos0 = pos0,
                                          .views = s->views[i],
                                          .logits_row = i,
-                                         .n_logits = 0};
+                                         .n_logits = 0,
+                                         .head_mask = mask};
     }
-    gl_status st = gl_model_forward_batch(s->ctx, bs, nb, logits, &err);
+    gl_status st = gl_model_forward_capture(s->ctx, bs, nb, logits, cap, &err);
     if (st != GL_OK) {
         fprintf(stderr, "  step: %s\n", err.msg);
         return st;
@@ -246,17 +249,24 @@ static int argmax(const float *x)
     return b;
 }
 
-// max |a - b| / max |a| over a row (NaN anywhere: infinity).
-static double rel_diff(const float *a, const float *b)
+// max |a - b| / max |a| over n values (NaN anywhere, or -INFINITY on one side only: infinity).
+static double rel_diff_n(const float *a, const float *b, int n)
 {
     double d = 0, mag = 0;
-    for (int i = 0; i < T_V; i++) {
-        if (isnan(b[i]) || isnan(a[i]))
+    for (int i = 0; i < n; i++) {
+        if (isinf(a[i]) && a[i] < 0 && isinf(b[i]) && b[i] < 0)
+            continue; // outside the partial head on both sides
+        if (isnan(b[i]) || isnan(a[i]) || isinf(a[i]) || isinf(b[i]))
             return INFINITY;
         d = fmax(d, fabs((double)a[i] - (double)b[i]));
         mag = fmax(mag, fabs((double)a[i]));
     }
     return d / mag;
+}
+
+static double rel_diff(const float *a, const float *b)
+{
+    return rel_diff_n(a, b, T_V);
 }
 
 static void check_model(int quant, enum gl_kv_dtype kvt, double tol)
@@ -281,6 +291,16 @@ static void check_model(int quant, enum gl_kv_dtype kvt, double tol)
         b[i] = (int32_t)((i * 101 + 5) % T_V);
     }
     float lc[2 * T_V], lv[2 * T_V];
+    // A head mask allowing 3 of the 32 16-row groups (the partial head), for decode steps 4, 6.
+    uint32_t mask[T_V / 32] = {0};
+    mask[0] = 0x0000FFFFu;  // group 0
+    mask[5] = 0x00F00000u;  // group 11
+    mask[12] = 0xFFFF0000u; // group 25
+    // Captures of the normed embedding and the last layer in the second prefill step.
+    static float cap_c[2][8 * T_E], cap_v[2][8 * T_E];
+    const int32_t cap_layers[2] = {-1, T_L - 1};
+    float *const out_c[2] = {cap_c[0], cap_c[1]}, *const out_v[2] = {cap_v[0], cap_v[1]};
+    const struct gl_model_capture cc = {2, cap_layers, out_c}, cv = {2, cap_layers, out_v};
     double worst = 0;
     int n_steps = 0, tok_same = 1;
     // Chunked prefill (13 and 9 tokens): 5+3, 5+3, 3+3 rows; then 4 decode steps of 1+1.
@@ -291,8 +311,19 @@ static void check_model(int quant, enum gl_kv_dtype kvt, double tol)
         const int32_t *tok[2] = {a + at_a, b + at_b};
         for (int i = 0; i < 2 * T_V; i++)
             lc[i] = lv[i] = NAN;
-        REQUIRE(side_step(&cpu, tok, n, lc) == GL_OK);
-        REQUIRE(side_step(&vk, tok, n, lv) == GL_OK);
+        const uint32_t *mk = step == 4 || step == 6 ? mask : NULL;
+        REQUIRE(side_step(&cpu, tok, n, lc, mk, step == 1 ? &cc : NULL) == GL_OK);
+        REQUIRE(side_step(&vk, tok, n, lv, mk, step == 1 ? &cv : NULL) == GL_OK);
+        if (step == 1)
+            for (int c = 0; c < 2; c++) {
+                const double r = rel_diff_n(cap_c[c], cap_v[c], 8 * T_E);
+                worst = fmax(worst, r);
+                CHECKF(r <= tol, "capture of layer %d: rel %.3e", cap_layers[c], r);
+            }
+        if (mk) // the partial head: -INFINITY outside the 3 groups on both sides (rel_diff)
+            for (int i = 0; i < 2; i++)
+                CHECK(isinf(lc[i * T_V + 100]) && isinf(lv[i * T_V + 100]) &&
+                      !isinf(lv[i * T_V + 401]));
         at_a += n[0];
         at_b += n[1];
         if (step < 2)
