@@ -129,7 +129,8 @@ int gl_cli_device(const char *who, const char *v, int vk_ok, int *device)
             return 0;
         }
         fprintf(stderr,
-                "%s: --device %s: the Vulkan backend runs `glint run`, `eval` and `serve` so far "
+                "%s: --device %s: the Vulkan backend runs `glint run`, `eval`, `serve` and `bench` "
+                "so far "
                 "(issue 20: not yet wired into this command); use --device cpu\n",
                 who, v);
     } else {
