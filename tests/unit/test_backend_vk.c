@@ -7,7 +7,8 @@
 // and 9 prompt tokens in chunked prefill of 8 rows per step, so prompts span the window and the
 // 4-position KV pages), then 4 decode steps: logits of every step with logits (two of them
 // through the partial head), two captured layers' hidden states, and the greedy tokens must
-// agree. Runs on lavapipe in CI; prints SKIP and passes where there is no device
+// agree. Then 6 greedy requests through the engine (prefix cache, preemption) on each side must
+// give the same tokens. Runs on lavapipe in CI; prints SKIP and passes where there is no device
 // (GLINT_VK_REQUIRE=1 makes that a failure).
 //
 // Tolerance: max |vk - cpu| <= tol * max |cpu logit| per step, the form of the llama.cpp parity
@@ -24,6 +25,7 @@
 // for). A CPU ISA whose sums flip a quantum here would need the gate's 5e-2. The
 // control at the end: another sequence's logits must be more than 10 x tol away. Validation
 // layer on where installed; any validation error fails.
+#include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kv/kv.h"
 #include "model/model.h"
@@ -380,6 +382,123 @@ TEST(test_kv16_steps)
     check_model(0, GL_KV_BF16, 1e-2);
 }
 
+// ---- the engine on the device ----
+
+enum { E_REQ = 6, E_GEN = 6 };
+
+struct e_out {
+    int32_t tokens[E_REQ][E_GEN + 8];
+    int n[E_REQ];
+    int finish[E_REQ];
+};
+
+struct e_slot {
+    struct e_out *o;
+    int i;
+};
+
+static void on_slot_event(void *user, const struct gl_event *ev)
+{
+    const struct e_slot *sl = user;
+    for (int32_t t = 0; t < ev->n_tokens && sl->o->n[sl->i] < E_GEN + 8; t++)
+        sl->o->tokens[sl->i][sl->o->n[sl->i]++] = ev->tokens[t];
+    if (ev->finish != GL_FINISH_NONE)
+        sl->o->finish[sl->i] = (int)ev->finish;
+}
+
+// E_REQ greedy requests through gl_engine on `device`: prompts of 9-17 tokens sharing an 8-token
+// prefix (4-position blocks: the prefix cache serves the later ones), 12 tokens per step (chunked
+// prefill mixed with decodes) and a pool too small for all of them at once (preemption).
+static int engine_run(const struct gl_model *m, int device, struct e_out *o,
+                      struct gl_engine_stats *es)
+{
+    memset(o, 0, sizeof *o);
+    struct gl_engine_params ep = gl_engine_default_params(m);
+    ep.device = device;
+    ep.max_num_seqs = 4;
+    ep.max_num_batched_tokens = 12;
+    ep.max_model_len = 24;
+    ep.n_threads = 2;
+    ep.cpus = NULL;
+    ep.n_cpus = 0;
+    ep.kv.block_size = 4;
+    ep.kv.dtype = GL_KV_F32;
+    ep.kv.prefix_cache = 1;
+    // 18 pages of 4-position blocks (the engine's plan): not every sequence at once.
+    ep.kv.budget_bytes = (int64_t)T_L * 6 * 4 * T_HKV * T_D * 4 * 2;
+    struct gl_engine *e = NULL;
+    struct gl_err err = {0};
+    if (gl_engine_new(&e, m, NULL, &ep, &err) != GL_OK) {
+        fprintf(stderr, "  engine (device %d): %s\n", device, err.msg);
+        return 0;
+    }
+    static struct e_slot slots[E_REQ];
+    for (int r = 0; r < E_REQ; r++) {
+        int32_t prompt[17];
+        const int n = 9 + (r * 5) % 9;
+        for (int i = 0; i < n; i++)
+            prompt[i] = i < 8 ? (int32_t)(i * 7 + 3) : (int32_t)((r * 31 + i * 13) % T_V);
+        slots[r] = (struct e_slot){o, r};
+        struct gl_request rq = {.prompt = prompt, .n_prompt = n};
+        rq.sp = gl_sample_default_params();
+        rq.sp.temperature = 0.0f;
+        rq.sp.ignore_eos = 1;
+        rq.sp.max_tokens = E_GEN;
+        rq.on_event = on_slot_event;
+        rq.user = &slots[r];
+        if (gl_engine_submit(e, &rq, NULL, &err) != GL_OK) {
+            fprintf(stderr, "  submit: %s\n", err.msg);
+            gl_engine_free(e);
+            return 0;
+        }
+    }
+    int n_active = 1;
+    gl_status st = GL_OK;
+    while (n_active > 0 && st == GL_OK)
+        st = gl_engine_step(e, &n_active, &err);
+    gl_engine_stats(e, es);
+    gl_kv_pool_audit(gl_engine_kv_pool(e));
+    gl_engine_free(e);
+    if (st != GL_OK)
+        fprintf(stderr, "  engine step: %s\n", err.msg);
+    return st == GL_OK;
+}
+
+// The engine's tokens on the device equal its tokens on the CPU, request by request, with the
+// prefix cache and preemption at work (f32 KV, F32 model: the logits agree to ~1e-6, far inside
+// these random logits' gaps).
+TEST(test_engine_tokens)
+{
+    const char *path = write_model(0);
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+    static struct e_out oc, ov;
+    struct gl_engine_stats sc, sv;
+    const int okc = engine_run(m, -1, &oc, &sc), okv = okc && engine_run(m, 0, &ov, &sv);
+    CHECK(okc && okv);
+    int same = okc && okv;
+    for (int r = 0; okc && okv && r < E_REQ; r++) {
+        CHECKF(oc.n[r] == E_GEN && ov.n[r] == E_GEN && oc.finish[r] == GL_FINISH_LENGTH &&
+                   ov.finish[r] == GL_FINISH_LENGTH,
+               "request %d: %d / %d tokens, finish %d / %d", r, oc.n[r], ov.n[r], oc.finish[r],
+               ov.finish[r]);
+        for (int t = 0; t < oc.n[r] && t < ov.n[r]; t++)
+            same &= oc.tokens[r][t] == ov.tokens[r][t];
+    }
+    CHECK(same);
+    if (okc && okv) {
+        CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
+        printf("  engine: %d requests x %d tokens %s; device: %lld steps, %d preemptions, %lld "
+               "prefix-hit tokens (cpu: %lld, %d, %lld)\n",
+               E_REQ, E_GEN, same ? "token-identical" : "DIFFER", (long long)sv.steps,
+               sv.n_preempted_total, (long long)sv.prefix_hit_tokens, (long long)sc.steps,
+               sc.n_preempted_total, (long long)sc.prefix_hit_tokens);
+    }
+    gl_model_delete(m);
+}
+
 int main(void)
 {
     const char *req = getenv("GLINT_VK_REQUIRE");
@@ -407,9 +526,11 @@ int main(void)
     if (!mkdtemp(tmp_dir))
         return 1;
     const int64_t t0 = gl_time_us();
-    t_test_fn fns[] = {test_f32_steps, test_q4km_steps, test_mixed_types_steps, test_kv16_steps};
-    const int rc =
-        t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps, test_kv16_steps", fns, 4);
+    t_test_fn fns[] = {test_f32_steps, test_q4km_steps, test_mixed_types_steps, test_kv16_steps,
+                       test_engine_tokens};
+    const int rc = t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps, "
+                         "test_kv16_steps, test_engine_tokens",
+                         fns, 5);
     for (int q = 0; q < 3; q++) {
         char p[600];
         snprintf(p, sizeof p, "%s/%s.gguf", tmp_dir, model_name[q]);
