@@ -9,7 +9,8 @@
 // matrix from the file bytes it was repacked from), the norm vectors in one f32 buffer, one f32
 // activation buffer per enum gl_bk_buf (n_batch rows), a step-input buffer (below), the logits of
 // the head's rows, and a device mirror of the host KV pool the step's views point into: the same
-// pages at the same byte offsets and dtype (f32, f16, bf16), written and read only on the device
+// pages at the same byte offsets and dtype (f32, f16, bf16, fp8 + row scales), written and read
+// only on the device
 // (the host pool's bytes are not updated: every K/V row a step reads was written by an earlier step
 // on this backend, which holds as long as one pool's sequences run on one backend). The mirror is
 // keyed by the pool's base address and sized by gl_kv_view.n_pages.
@@ -21,7 +22,7 @@
 // formula), per row (position, sequence), the head's source rows, then per (sequence, layer) a
 // view record and the page tables (src/vk/shaders/fwd_kv.glsl).
 //
-// Not yet on the device: fp8 KV pools (the step fails with GL_E_UNSUPPORTED), the
+// Not yet on the device: the
 // partial head's speed (the whole head is computed; the unselected groups are -INFINITY as on
 // the CPU), one step mixing sequences of two pools.
 #include "model/backend.h"
@@ -35,6 +36,7 @@
 #define NO_WEIGHT  0xFFFFFFFFu
 #define MAX_CAPS   (GL_MODEL_MAX_LAYERS + 1)
 #define MAX_MIRROR 4
+#define VIEW_WORDS 10 // one view's record in the step inputs (src/vk/shaders/fwd_kv.glsl)
 
 struct kv_mirror {
     const uint8_t *base; // host pool
@@ -70,8 +72,8 @@ struct vk_backend {
     size_t cap_bytes[MAX_CAPS];
     int n_caps;
     struct kv_mirror mirror[MAX_MIRROR];
-    struct kv_mirror *kv;         // the step's
-    uint32_t kv_dtype;            // the step's KV dtype (fwd_kv.glsl: 0 f32, 1 f16, 2 bf16)
+    struct kv_mirror *kv; // the step's
+    uint32_t kv_dtype;    // the step's KV dtype (fwd_kv.glsl: 0 f32, 1 f16, 2 bf16, 3 fp8 e4m3)
     struct gl_vk_buffer *retired; // a mirror replaced during the step: freed at step_end
     double *inv_freq;             // D/2
     const struct gl_bk_step *st;  // borrowed until step_end
@@ -310,18 +312,19 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
             const struct gl_kv_view *v = &st->seqs[s].views[l];
             n_pages_words += (uint64_t)v->n_blocks;
             if (v->base != v0->base || v->page_bytes != v0->page_bytes || v->n_pages <= 0 ||
-                v->dtype != v0->dtype || v->dtype == GL_KV_FP8_E4M3 || v->page_bytes % 4 ||
-                v->row_bytes % 4 || v->k_off % 4 || v->v_off % 4) {
+                v->dtype != v0->dtype || v->page_bytes % 4 || v->row_bytes % 4 || v->k_off % 4 ||
+                v->v_off % 4 || v->k_scale_off % 2 || v->v_scale_off % 2) {
                 struct gl_err e;
                 gl_err_set(&e, GL_E_UNSUPPORTED,
                            "vulkan: KV view of sequence %d, layer %d: the device backend keeps "
-                           "f32, f16 or bf16 KV of one pool per step (dtype %d; use "
-                           "--kv-cache-dtype f16 or --device cpu)",
+                           "the KV of one pool per step, rows of whole 32-bit words (dtype %d; "
+                           "use --device cpu)",
                            s, l, (int)v->dtype);
                 fail(c, GL_E_UNSUPPORTED, &e);
             }
         }
-    const uint64_t used = c->off_views + 8 * (uint64_t)st->n_seqs * (uint64_t)L + n_pages_words;
+    const uint64_t used =
+        c->off_views + VIEW_WORDS * (uint64_t)st->n_seqs * (uint64_t)L + n_pages_words;
     if (used > c->in_words) {
         const uint64_t cap = used * 2;
         ensure(c, &c->in, cap * 4, GL_VK_MEM_HOST, "step inputs");
@@ -375,7 +378,10 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
     mr->bytes = pool_bytes > mr->bytes ? pool_bytes : mr->bytes;
     mr->last_use = c->step_no;
     c->kv = mr;
-    c->kv_dtype = v0->dtype == GL_KV_F16 ? 1u : v0->dtype == GL_KV_BF16 ? 2u : 0u;
+    c->kv_dtype = v0->dtype == GL_KV_F16    ? 1u
+                  : v0->dtype == GL_KV_BF16 ? 2u
+                  : v0->dtype == GL_KV_F32  ? 0u
+                                            : 3u;
     // Inputs: RoPE tables, rows, views, page tables.
     uint32_t *in = in_words(c);
     const int64_t D2 = cf->head_dim / 2;
@@ -389,11 +395,11 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
         in[c->off_rows + 2 * t] = (uint32_t)st->row_pos[t];
         in[c->off_rows + 2 * t + 1] = (uint32_t)st->row_seq[t];
     }
-    uint64_t pg = c->off_views + 8 * (uint64_t)st->n_seqs * (uint64_t)L;
+    uint64_t pg = c->off_views + VIEW_WORDS * (uint64_t)st->n_seqs * (uint64_t)L;
     for (int s = 0; s < st->n_seqs; s++)
         for (int l = 0; l < L; l++) {
             const struct gl_kv_view *v = &st->seqs[s].views[l];
-            uint32_t *r = &in[c->off_views + 8 * ((uint64_t)s * L + l)];
+            uint32_t *r = &in[c->off_views + VIEW_WORDS * ((uint64_t)s * L + l)];
             r[0] = (uint32_t)pg;
             r[1] = (uint32_t)v->n_blocks;
             r[2] = (uint32_t)v->block_size;
@@ -401,7 +407,9 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
             r[4] = (uint32_t)(v->row_bytes / 4);
             r[5] = (uint32_t)(v->k_off / 4);
             r[6] = (uint32_t)(v->v_off / 4);
-            r[7] = 0;
+            r[7] = (uint32_t)v->k_scale_off;
+            r[8] = (uint32_t)v->v_scale_off;
+            r[9] = 0;
             for (int32_t i = 0; i < v->n_blocks; i++)
                 in[pg + (uint64_t)i] = (uint32_t)v->pages[i];
             pg += (uint64_t)v->n_blocks;

@@ -3,7 +3,7 @@
 // models written here (vocab 512, E 256, H 4, Hkv 2, D 64, F 512, 3 layers: sliding, global,
 // sliding, window 5), one all F32 and one with Q4_K_M's recipe (Q4_K matrices, Q6_K attn_v,
 // ffn_down and output; Q8_0 attn_gate for that shader too), and one with the other weight types;
-// f32 KV pools, and f16 / bf16 ones with the F32 model. Two sequences share every step (13
+// f32 KV pools, and f16 / bf16 / fp8 ones with the F32 model. Two sequences share every step (13
 // and 9 prompt tokens in chunked prefill of 8 rows per step, so prompts span the window and the
 // 4-position KV pages), then 4 decode steps: logits of every step with logits (two of them
 // through the partial head), two captured layers' hidden states, and the greedy tokens must
@@ -346,7 +346,7 @@ static void check_model(int quant, enum gl_kv_dtype kvt, double tol)
     // Control: sequence b's logits are nowhere near a's, so the tolerance discriminates.
     const double ctl = rel_diff(lc, lv + T_V);
     CHECKF(ctl > 10 * tol, "control %.3e", ctl);
-    static const char *const kv_name[3] = {"f32", "f16", "bf16"};
+    static const char *const kv_name[4] = {"f32", "f16", "bf16", "fp8"};
     printf(
         "  %s, %s KV: %d steps with logits, worst rel %.2e (tol %.0e), greedy tokens %s, control "
         "%.2e\n",
@@ -371,15 +371,18 @@ TEST(test_mixed_types_steps)
     check_model(2, GL_KV_F32, 1e-3);
 }
 
-// 16-bit KV: both sides round K/V rows the same way (gl_f32_to_fp16 / _bf16, nearest even), but
-// an element whose two fp32 values straddle a rounding boundary stores one 16-bit ulp apart
-// (2^-11, 2^-8 relative). Measured: f16 2.6e-4, bf16 below 1e-2 on the F32 model; 1e-2 still
-// fails a wrong half order or byte offset (O(1)). With quantized activations such a flip can move
-// a quantum too (measured 1e-2 on Q4_K_M): those models run with f32 KV above.
+// 16-bit and fp8 KV: both sides round K/V rows the same way (gl_f32_to_fp16 / _bf16, nearest
+// even; fp8: the same bf16 row scale and e4m3 rounding, src/kv/fp8.c), but an element whose two
+// fp32 values straddle a rounding boundary stores one ulp apart (2^-11, 2^-8, 2^-4 relative).
+// Measured on the F32 model: f16 1.6e-4, bf16 9e-5, fp8 7e-6 (flips are rarer on the coarser
+// grid); 1e-2 still fails a wrong half order, byte offset or row scale (O(1)). With quantized
+// activations such a flip can move a quantum too (measured 1e-2 on Q4_K_M with f16 KV): those
+// models run with f32 KV above.
 TEST(test_kv16_steps)
 {
     check_model(0, GL_KV_F16, 1e-2);
     check_model(0, GL_KV_BF16, 1e-2);
+    check_model(0, GL_KV_FP8_E4M3, 1e-2);
 }
 
 // ---- the engine on the device ----

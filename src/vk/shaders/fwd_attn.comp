@@ -23,7 +23,7 @@ layout(push_constant) uniform Push {
     uint rows_off;
     uint views_off;
     float scale;
-    uint dtype; // 0 f32, 1 f16, 2 bf16
+    uint dtype; // 0 f32, 1 f16, 2 bf16, 3 fp8
 } p;
 #include "fwd_kv.glsl"
 
@@ -36,7 +36,7 @@ void main()
     uint r = gl_WorkGroupID.x, h = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
     uint kh = h / (p.H / p.Hkv);
     uint pos = inb[p.rows_off + 2u * r], seq = inb[p.rows_off + 2u * r + 1u];
-    uint view = p.views_off + 8u * (seq * p.n_layer + p.layer);
+    uint view = p.views_off + 10u * (seq * p.n_layer + p.layer);
     uint lo = p.window > 0u && pos + 1u > p.window ? pos + 1u - p.window : 0u, hi = pos + 1u;
     uint qb = (r * p.H + h) * p.D;
     for (uint d = tid; d < p.D; d += 64u)
@@ -50,9 +50,10 @@ void main()
         uint n = min(64u, hi - s0);
         if (tid < n) {
             uint kr = kv_row(view, s0 + tid, false);
+            float ks = kv_scale(view, s0 + tid, false, p.dtype);
             precise float dot = 0.0;
             for (uint d = 0u; d < p.D; d++)
-                dot = fma(qs[d], kv_get(kr, kh * p.D + d, p.dtype), dot);
+                dot = fma(qs[d], kv_get(kr, kh * p.D + d, p.dtype, ks), dot);
             sc[tid] = dot * p.scale;
         }
         barrier();
@@ -67,8 +68,9 @@ void main()
             float w = exp(sc[j] - mt);
             l += w;
             uint vr = kv_row(view, s0 + j, true);
+            float vs = kv_scale(view, s0 + j, true, p.dtype);
             for (uint k = 0u; k * 64u + tid < p.D; k++)
-                acc[k] = fma(w, kv_get(vr, kh * p.D + k * 64u + tid, p.dtype), acc[k]);
+                acc[k] = fma(w, kv_get(vr, kh * p.D + k * 64u + tid, p.dtype, vs), acc[k]);
         }
         m = mt;
         barrier(); // sc is rewritten by the next tile
