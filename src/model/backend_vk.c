@@ -10,21 +10,24 @@
 // activation buffer per enum gl_bk_buf (n_batch rows), a step-input buffer (below), the logits of
 // the head's rows, and a device mirror of the host KV pool the step's views point into: the same
 // pages at the same byte offsets and dtype (f32, f16, bf16, fp8 + row scales), written and read
-// only on the device
-// (the host pool's bytes are not updated: every K/V row a step reads was written by an earlier step
-// on this backend, which holds as long as one pool's sequences run on one backend). The mirror is
-// keyed by the pool's base address and sized by gl_kv_view.n_pages.
+// only on the device (the host pool's bytes are not updated: every K/V row a step reads was
+// written by an earlier step on this backend, which holds as long as one pool's sequences run on
+// one backend). The mirror is keyed by the pool's base address, sized by gl_kv_view.n_pages and
+// bound whole (a pool wider than one binding is refused with the numbers).
 //
 // Step inputs (host-visible `in`, copied to the device `in_dev` first thing in the step, so
 // what the host writes while recording is in it; uint words): the embedding rows (E floats per
 // row: the token_embd rows dequantized on the host by the CPU kernels, bit for bit the CPU
-// backend's, or the given soft-token rows), RoPE cos/sin per row (the CPU backend's double
-// formula), per row (position, sequence), the head's source rows, then per (sequence, layer) a
-// view record and the page tables (src/vk/shaders/fwd_kv.glsl).
+// backend's, or the given soft-token rows; token_embd stays on the host, as llama.cpp keeps its
+// input layer), RoPE cos/sin per row (the CPU backend's double formula), per row (position,
+// sequence), the head's source rows, then per (sequence, layer) a view record and the page
+// tables (src/vk/shaders/fwd_kv.glsl).
 //
-// Not yet on the device: the
-// partial head's speed (the whole head is computed; the unselected groups are -INFINITY as on
-// the CPU), one step mixing sequences of two pools.
+// Matmul inputs are rounded to the weight's vec_dot type first (fwd_actq.comp), so quantized
+// models agree with the CPU path to fp32 summation order, not to activation quantization noise.
+//
+// Not yet: the partial head's speed (the whole head is computed; the unselected groups are set
+// to -INFINITY on the host, as the CPU leaves them), one step mixing sequences of two pools.
 #include "model/backend.h"
 #include "vk/vk.h"
 
