@@ -372,7 +372,7 @@ TEST(test_mixed_types_steps)
 }
 
 // 16-bit and fp8 KV: both sides round K/V rows the same way (gl_f32_to_fp16 / _bf16, nearest
-// even; fp8: the same bf16 row scale and e4m3 rounding, src/kv/fp8.c), but an element whose two
+// even; fp8: the same bf16 row scale and e4m3 rounding, fp8.c), but an element whose two
 // fp32 values straddle a rounding boundary stores one ulp apart (2^-11, 2^-8, 2^-4 relative).
 // Measured on the F32 model: f16 1.6e-4, bf16 9e-5, fp8 7e-6 (flips are rarer on the coarser
 // grid); 1e-2 still fails a wrong half order, byte offset or row scale (O(1)). With quantized

@@ -7,7 +7,7 @@
 //                        scales), 0
 // KV is the device mirror of the host pool: the same pages at the same byte offsets, rows in the
 // pool's dtype (push constant dtype: 0 f32, 1 f16, 2 bf16, 3 fp8 e4m3 with a bf16 scale per row,
-// src/kv/fp8.h; 16-bit elements 2j and 2j + 1 share a word, 2j in the low half, and fp8 codes
+// fp8.h; 16-bit elements 2j and 2j + 1 share a word, 2j in the low half, and fp8 codes
 // 4j .. 4j + 3 one word, as the little-endian host stores them). First word of the K (or
 // V) row at position pos: page * page_words + (k|v)_off_words + (pos % block_size) * row_words,
 // as backend_cpu.c's kv_page / kv_head address the host. The including shader declares
@@ -87,7 +87,7 @@ float kv_scale(uint vb, uint pos, bool is_v, uint dtype)
     return uintBitsToFloat(((kv[b >> 2] >> ((b & 2u) * 8u)) & 0xFFFFu) << 16);
 }
 
-// E4M3 (src/kv/fp8.c): encode rounds to nearest even and saturates to +-448, NaN -> 0x7F; decode
+// E4M3 (fp8.c): encode rounds to nearest even and saturates to +-448, NaN -> 0x7F; decode
 // is exact.
 uint e4m3(float x)
 {
