@@ -725,12 +725,9 @@ static gl_status vk_step_end(struct gl_backend *b, struct gl_err *err)
     c->st = NULL;
     c->hd.n = 0;
     if (!ok(c)) {
-        // A step that failed may have left the mirror half written: forget it (a lost device
-        // fails every later call anyway).
-        if (c->kv) {
-            gl_vk_buffer_free(c->kv->buf);
-            *c->kv = (struct kv_mirror){0};
-        }
+        // The mirror is kept: other sequences' K/V live in it, and a failed step wrote at most
+        // its own positions, which the caller fails or recomputes (a lost device fails every
+        // later call anyway).
         if (err)
             *err = c->err;
         return c->status;
