@@ -6,8 +6,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export GLINT_TEST_DIR="${GLINT_TEST_DIR:-$PWD/build/testdata}"
 mkdir -p "$GLINT_TEST_DIR"
-# build/test_vk skips where there is no Vulkan device; where install-deps put the Vulkan packages
-# (vulkaninfo is one of them) a skip would hide a broken lavapipe, so it must run.
+# build/test_vk and build/test_backend_vk skip where there is no Vulkan device; where install-deps
+# put the Vulkan packages (vulkaninfo is one of them) a skip would hide a broken lavapipe, so they
+# must run.
 command -v vulkaninfo >/dev/null 2>&1 && export GLINT_VK_REQUIRE="${GLINT_VK_REQUIRE:-1}"
 LOG_DIR="$PWD/build/test-logs"
 mkdir -p "$LOG_DIR"

@@ -85,7 +85,8 @@ gl_status gl_bench_pp_tg(const struct gl_model *m, const struct gl_bench_params 
     int32_t *ids = NULL;
     struct gl_kv_view *views = NULL;
     gl_status st = GL_OK;
-    if ((st = gl_model_ctx_new(&ctx, m, (int)n_batch, p->n_threads, n_ctx, err)) != GL_OK ||
+    if ((st = gl_model_ctx_new_dev(&ctx, m, (int)n_batch, p->n_threads, n_ctx, p->device, err)) !=
+            GL_OK ||
         (st = gl_kv_cache_new(&kv, cf, n_ctx, err)) != GL_OK)
         goto done;
     *isa = gl_model_ctx_kernels(ctx)->isa;

@@ -23,7 +23,8 @@ struct gl_bench_params {
     int64_t n_gen;    // N, 0 = skip tg
     int64_t n_depth;  // D, tokens already in the cache before each timed run (0 = empty)
     int n_threads;
-    int reps; // >= 1
+    int reps;   // >= 1
+    int device; // -1: the CPU; N >= 0: Vulkan device N (gl_model_ctx_new_dev)
 };
 
 struct gl_bench_result {

@@ -29,10 +29,10 @@ int gl_cli_parse_double(const char *s, double lo, double hi, double *out);
 // Parses a byte count: "5905580032", "5.5GiB", "6G", "512MB" (K/M/G/T are binary, KB/MB/GB/TB
 // decimal). Returns 0, or -1 (out untouched) if s is not such a count in [1, 2^62].
 int gl_cli_parse_bytes(const char *s, int64_t *out);
-// --device V of serve/run/eval/bench: 0 for "cpu" (the only backend of the forward pass so far);
-// otherwise prints "WHO: --device ..." (vulkan[:INDEX]: not built into the forward pass yet; any
-// other value: not a device) and returns 2, the usage exit code.
-int gl_cli_device(const char *who, const char *v);
+// --device V of serve/run/eval/bench: 0 with *device -1 for "cpu", N for "vulkan[:N]" when the
+// command runs on Vulkan (vk_ok); otherwise prints "WHO: --device ..." (vulkan: not wired into
+// this command yet; a bad INDEX; any other value: not a device) and returns 2, the usage code.
+int gl_cli_device(const char *who, const char *v, int vk_ok, int *device);
 // A whole file, at most max + 1 bytes (so an over-limit file reaches the caller's own limit
 // check); malloc'ed, the caller frees. NULL when it cannot be opened or read.
 uint8_t *gl_cli_read_file(const char *path, size_t max, size_t *len);

@@ -26,7 +26,7 @@ static int usage(FILE *f)
                "  -d D    depth: pp and tg run after D tokens already in the cache (written\n"
                "          once, untimed, like llama-bench -d)\n"
                "  -t T    threads (default 2)\n"
-               "  --device cpu  the backend (cpu only so far)\n"
+               "  --device D    cpu (default) or vulkan[:INDEX] (pp/tg; --batch: cpu only)\n"
                "  -r R    repetitions (default 3)\n"
                "  --json  print JSON instead of a table\n"
                "  --batch 1,4,8,16  aggregate decode t/s of B concurrent sequences through the\n"
@@ -111,7 +111,7 @@ int gl_cmd_bench(int argc, char **argv)
 {
     const char *path = NULL;
     long long p = 512, n = 128, d = 0, t = 2, reps = 3;
-    int json = 0, n_set = 0;
+    int json = 0, n_set = 0, device = -1;
     const char *batch = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -140,7 +140,7 @@ int gl_cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--batch"))
             batch = v;
         else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint bench", v))
+            if (gl_cli_device("glint bench", v, 1, &device))
                 return 2;
         } else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) &&
                    !gl_cli_parse_int(v, 1, 256, &t))
@@ -157,6 +157,10 @@ int gl_cmd_bench(int argc, char **argv)
         fprintf(stderr, "glint bench: need --model\n");
         return usage(stderr);
     }
+    if (batch && device >= 0) {
+        fprintf(stderr, "glint bench: --batch runs on the CPU only so far; use --device cpu\n");
+        return 2;
+    }
     if (batch)
         return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t);
 
@@ -170,8 +174,12 @@ int gl_cmd_bench(int argc, char **argv)
     }
     int64_t tl1 = gl_time_us();
     const struct gl_model_config *cf = &m->cfg;
-    struct gl_bench_params bp = {
-        .n_prompt = p, .n_gen = n, .n_depth = d, .n_threads = (int)t, .reps = (int)reps};
+    struct gl_bench_params bp = {.n_prompt = p,
+                                 .n_gen = n,
+                                 .n_depth = d,
+                                 .n_threads = (int)t,
+                                 .reps = (int)reps,
+                                 .device = device};
     struct gl_bench_result res[2];
     int n_res = 0;
     const char *isa = "?";

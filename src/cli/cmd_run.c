@@ -46,9 +46,10 @@ static gl_status cli_model_open(struct cli_model *cm, const char *path, const ch
 }
 
 static gl_status cli_model_start(struct cli_model *cm, int n_batch, int n_threads, int64_t n_ctx,
-                                 struct gl_err *err)
+                                 int device, struct gl_err *err)
 {
-    gl_status st = gl_model_ctx_new(&cm->ctx, cm->model, n_batch, n_threads, n_ctx, err);
+    gl_status st =
+        gl_model_ctx_new_dev(&cm->ctx, cm->model, n_batch, n_threads, n_ctx, device, err);
     if (st == GL_OK)
         st = gl_kv_cache_new(&cm->kv, &cm->model->cfg, n_ctx, err);
     return st;
@@ -77,7 +78,7 @@ static int usage_run(FILE *f)
                "  --ids         print the generated ids, space-separated, as the last line\n"
                "  --special     parse specials in --prompt and print special tokens' text\n"
                "  --threads N   worker threads (default 2)\n"
-               "  --device cpu  the backend (cpu only so far)\n"
+               "  --device D    cpu (default) or vulkan[:INDEX] (`glint devices`)\n"
                "  --show-tensors  print where every tensor lives (mmap / heap) to stderr\n"
                "  --image FILE  PNG or JPEG for the next <|patch|> of the prompt (repeatable;\n"
                "                <|patch|> in --prompt needs --special; id 200092); needs a\n"
@@ -110,7 +111,7 @@ static int usage_eval(FILE *f)
             "  --dump-layers  write DIR/embed.f32, DIR/layer_XX.f32 (n_tok x n_embd) and\n"
             "                 DIR/logits.f32\n"
             "  --batch N      process the prompt in chunks of N tokens (default: all at once)\n"
-            "  --device cpu   the backend (cpu only so far)\n"
+            "  --device D     cpu (default) or vulkan[:INDEX] (`glint devices`)\n"
             "  --image/--video  media for the prompt's <|patch|> / <|video|> ids (as glint run);\n"
             "                 positions count the expanded prompt\n");
     return f == stdout ? 0 : 2;
@@ -169,6 +170,7 @@ struct run_opts {
     int64_t kv_bytes;
     enum gl_kv_dtype kv_dtype;
     long long n_gen, threads;
+    int device; // -1: cpu, else the Vulkan device index
     struct gl_sample_params sp;
     int print_ids, special, show_tensors;
     const char *mmproj;                    // --mmproj: vision GGUF for a GGUF model
@@ -456,6 +458,7 @@ struct batch_opts {
     long long max_seqs, max_tokens, threads;
     int64_t kv_bytes;
     enum gl_kv_dtype kv_dtype;
+    int device;
 };
 
 // Reads every line of path (a trailing line without '\n' counts; blank lines are skipped).
@@ -556,6 +559,7 @@ static int run_batch(struct cli_model *cm, const struct batch_opts *bo)
     ep.n_threads = (int)bo->threads;
     ep.kv.budget_bytes = bo->kv_bytes;
     ep.kv.dtype = bo->kv_dtype;
+    ep.device = bo->device;
     // The server's request settings (server.c load()): the model's EOS set, default sampling.
     struct gl_api_config cfg = {.tok = cm->tok,
                                 .grammar_lock = &grammar_lock,
@@ -703,7 +707,8 @@ static gl_status expand_media(const struct cli_model *cm, const struct run_opts 
 
 int gl_cmd_run(int argc, char **argv)
 {
-    struct run_opts o = {.n_gen = 32,
+    struct run_opts o = {.device = -1,
+                         .n_gen = 32,
                          .threads = 2,
                          .sp = gl_sample_default_params(),
                          .max_seqs = 16,
@@ -749,7 +754,7 @@ int gl_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--out"))
             o.out = v;
         else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint run", v))
+            if (gl_cli_device("glint run", v, 1, &o.device))
                 return 2;
         } else if (!strcmp(a, "--mmproj"))
             o.mmproj = v;
@@ -812,8 +817,8 @@ int gl_cmd_run(int argc, char **argv)
     if (o.show_tensors)
         show_tensors(cm.model);
     if (o.batch) {
-        struct batch_opts bo = {o.batch,      o.out,     o.model,    o.max_seqs,
-                                o.max_tokens, o.threads, o.kv_bytes, o.kv_dtype};
+        struct batch_opts bo = {o.batch,   o.out,      o.model,    o.max_seqs, o.max_tokens,
+                                o.threads, o.kv_bytes, o.kv_dtype, o.device};
         if (bo.max_tokens < bo.max_seqs)
             bo.max_tokens = bo.max_seqs;
         rc = run_batch(&cm, &bo);
@@ -854,7 +859,7 @@ int gl_cmd_run(int argc, char **argv)
         goto done;
     }
     int n_batch = n_prompt < PREFILL_BATCH ? (int)n_prompt : PREFILL_BATCH;
-    if (cli_model_start(&cm, n_batch, (int)o.threads, n_ctx, &err) != GL_OK ||
+    if (cli_model_start(&cm, n_batch, (int)o.threads, n_ctx, o.device, &err) != GL_OK ||
         gl_sample_params_check(&o.sp, cf->n_vocab, &err) != GL_OK ||
         gl_sample_work_init(&smp, cf->n_vocab, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
@@ -957,6 +962,7 @@ int gl_cmd_eval(int argc, char **argv)
     const char *model = NULL, *ids_s = NULL, *out = NULL, *dump_dir = NULL;
     long long threads = 2, batch = 0;
     struct run_opts mo = {0}; // --image / --video / --mmproj, as glint run takes them
+    int device = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -976,7 +982,7 @@ int gl_cmd_eval(int argc, char **argv)
         else if (!strcmp(a, "--dump-layers"))
             dump_dir = v;
         else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint eval", v))
+            if (gl_cli_device("glint eval", v, 1, &device))
                 return 2;
         } else if (!strcmp(a, "--mmproj"))
             mo.mmproj = v;
@@ -1025,7 +1031,7 @@ int gl_cmd_eval(int argc, char **argv)
     const struct gl_model_config *cf = &cm.model->cfg;
     if (batch == 0 || batch > n)
         batch = n > 65536 ? 65536 : n;
-    if (cli_model_start(&cm, (int)batch, (int)threads, n, &err) != GL_OK) {
+    if (cli_model_start(&cm, (int)batch, (int)threads, n, device, &err) != GL_OK) {
         fprintf(stderr, "glint eval: %s\n", err.msg);
         goto done;
     }

@@ -42,7 +42,7 @@ static int usage(FILE *f)
         "  --seed N                    base seed of unseeded requests (default 0)\n"
         "  --threads N                 kernel threads (default: the physical cores this\n"
         "                              process may use, one pinned per core)\n"
-        "  --device cpu                the backend (cpu only so far)\n"
+        "  --device D                  cpu (default) or vulkan[:INDEX] (`glint devices`)\n"
         "  --max-waiting N             queued sequences before 503 (default 256)\n"
         "  --speculative-config J      vLLM's JSON, e.g. '{\"method\": \"ngram\",\n"
         "                              \"num_speculative_tokens\": 4, \"prompt_lookup_min\": 2,\n"
@@ -223,8 +223,10 @@ int gl_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--threads"))
             bad = gl_cli_parse_int(v, 1, 1024, &x) || (p.engine.n_threads = (int32_t)x, 0);
         else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint serve", v))
+            int dev;
+            if (gl_cli_device("glint serve", v, 1, &dev))
                 return 2;
+            p.engine.device = dev;
         } else if (!strcmp(a, "--max-waiting"))
             bad = gl_cli_parse_int(v, 1, 1 << 20, &x) || (p.engine.max_waiting = (int32_t)x, 0);
         else if (!strcmp(a, "--shutdown-timeout"))

@@ -138,6 +138,7 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
     p.kv.block_size = 16;
     p.kv.dtype = GL_KV_F16;
     p.kv.prefix_cache = 1;
+    p.device = -1;
     p.max_num_seqs = 16;
     p.max_num_batched_tokens = 512;
     p.max_model_len = m ? m->cfg.n_ctx_train : 4096;
@@ -329,8 +330,8 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     const int32_t S = p->max_num_seqs;
     gl_status st = gl_kv_pool_new(&e->pool, &m->cfg, &p->kv, err);
     if (st == GL_OK)
-        st = gl_model_ctx_new(&e->ctx, m, p->max_num_batched_tokens, p->n_threads, p->max_model_len,
-                              err);
+        st = gl_model_ctx_new_dev(&e->ctx, m, p->max_num_batched_tokens, p->n_threads,
+                                  p->max_model_len, p->device, err);
     if (st == GL_OK && p->cpus && p->n_threads <= p->n_cpus) {
         (void)gl_pool_pin(gl_model_ctx_pool(e->ctx), p->cpus, p->n_cpus);
         e->pin_caller = 1;

@@ -106,6 +106,9 @@ struct gl_engine_params {
     int32_t n_eos;
     uint64_t seed;              // base of the unseeded-request seed counter (default 0)
     struct gl_spec_params spec; // speculative decoding; default method GL_SPEC_NONE (off)
+    // The forward pass's backend: -1 the CPU (default), N >= 0 Vulkan device N (one device
+    // submission per step; gl_model_ctx_new_dev).
+    int32_t device;
 };
 // Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
 // GGUF; kv: 1 GiB of f16, block 16, prefix cache on; threads and cpus from gl_host_cpus.

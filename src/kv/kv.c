@@ -823,6 +823,7 @@ struct gl_kv_view gl_kv_seq_view(const struct gl_kv_seq *s, int layer)
         .pages = s->tab ? s->tab + (size_t)gi * (size_t)s->cap : NULL,
         .base = pool->mem,
         .page_bytes = pool->page_bytes,
+        .n_pages = pool->n_pages,
         .row_bytes = pool->row_bytes,
         .k_off = k_off,
         .v_off = k_off + bs * pool->row_bytes,

@@ -95,6 +95,7 @@ struct gl_backend_params {
     int n_batch;
     struct gl_pool *pool;
     const struct gl_kernels *k;
+    int device; // a device backend: its index in gl_vk_list_devices
 };
 
 // A backend instance; each implementation embeds this as its first member.
@@ -146,3 +147,4 @@ struct gl_backend_ops {
 };
 
 extern const struct gl_backend_ops gl_backend_cpu; // backend_cpu.c: today's kernels, in place
+extern const struct gl_backend_ops gl_backend_vk;  // backend_vk.c: one Vulkan submit per step

@@ -63,6 +63,12 @@ void gl_model_ctx_delete(struct gl_model_ctx *c)
 gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, int n_batch,
                            int n_threads, int64_t n_ctx, struct gl_err *err)
 {
+    return gl_model_ctx_new_dev(out, m, n_batch, n_threads, n_ctx, -1, err);
+}
+
+gl_status gl_model_ctx_new_dev(struct gl_model_ctx **out, const struct gl_model *m, int n_batch,
+                               int n_threads, int64_t n_ctx, int device, struct gl_err *err)
+{
     *out = NULL;
     if (n_batch <= 0 || n_batch > 65536)
         return gl_err_set(err, GL_E_INVAL, "model: batch size %d not in 1..65536", n_batch);
@@ -99,8 +105,8 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for step scratch (batch %d, ctx %lld)",
                           n_batch, (long long)n_ctx);
     }
-    struct gl_backend_params bp = {m, n_batch, c->pool, c->k};
-    gl_status st = gl_backend_cpu.create(&c->bk, &bp, err);
+    struct gl_backend_params bp = {m, n_batch, c->pool, c->k, device};
+    gl_status st = (device < 0 ? &gl_backend_cpu : &gl_backend_vk)->create(&c->bk, &bp, err);
     if (st != GL_OK) {
         gl_model_ctx_delete(c);
         return st;

@@ -880,6 +880,7 @@ struct gl_kv_view gl_kv_cache_view(const struct gl_kv_cache *kv, int layer)
         .pages = kv->pages + (size_t)layer * (size_t)kv->n_blocks,
         .base = kv->slab,
         .page_bytes = kv->page_bytes,
+        .n_pages = (int64_t)kv->n_blocks * kv->n_layer,
         .row_bytes = kv->row_bytes,
         .k_off = 0,
         .v_off = KV_BLOCK * kv->row_bytes,

@@ -224,6 +224,7 @@ struct gl_kv_view {
     const int32_t *pages; // [n_blocks]
     uint8_t *base;        // page id i starts at base + i * page_bytes
     size_t page_bytes;
+    int64_t n_pages; // pages at base (the whole pool: what a device mirror of it holds)
     size_t row_bytes;
     size_t k_off, v_off;
     size_t k_scale_off, v_scale_off; // fp8 only: bf16 row scales
@@ -257,6 +258,12 @@ struct gl_model_ctx;
 GL_MUST_USE gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m,
                                        int n_batch, int n_threads, int64_t n_ctx,
                                        struct gl_err *err);
+// The same on a chosen backend: device -1 the CPU, N >= 0 Vulkan device N (the index of
+// gl_vk_list_devices; src/model/backend_vk.c). A device backend uploads the weights here
+// (GL_E_UNSUPPORTED without Vulkan or the device, GL_E_NOMEM without device memory).
+GL_MUST_USE gl_status gl_model_ctx_new_dev(struct gl_model_ctx **out, const struct gl_model *m,
+                                           int n_batch, int n_threads, int64_t n_ctx, int device,
+                                           struct gl_err *err);
 void gl_model_ctx_delete(struct gl_model_ctx *c); // NULL-safe
 const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c);
 struct gl_pool *gl_model_ctx_pool(struct gl_model_ctx *c); // its threads (for pinning)

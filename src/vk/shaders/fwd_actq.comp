@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// Activation rounding before a matmul, as the CPU path does it: the CPU quantizes each input row
+// to the weight's vec_dot type (src/quant/quant.c: Q8_K for the K-quants, Q8_0 for Q8_0/Q4_0,
+// F16 / BF16 for those weights) and multiplies the quantized values. Here each element is
+// replaced by its quantized value dequantized back (a fp32 number the CPU also multiplies), so
+// the fp32 matmul shaders then form the same products, up to summation order.
+//   mode 0 Q8_K: per 256: max = the signed value of the first largest |x|, iscale = -127/max,
+//                q = min(127, round-half-even(iscale * x)), value q * (1 / iscale)
+//   mode 1 Q8_0: per 32: amax, d = amax / 127, id = 127 / amax (0 if amax is 0),
+//                q = clamp(rne(x * id), -127, 127), value q * fp16(d)
+//   mode 2 F16 (round to nearest even, as gl_f32_to_fp16), mode 3 BF16 (as gl_f32_to_bf16)
+// The divisions are IEEE-exact on lavapipe (LLVM); Vulkan allows 2.5 ulp elsewhere, which can move
+// a scale by an ulp there. One workgroup per row; thread i takes blocks (or elements) i, i + 64.
+#version 450
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer XBuf { float x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer YBuf { float y[]; };
+layout(push_constant) uniform Push {
+    uint width;
+    uint mode;
+} p;
+
+uint to_fp16(float f)
+{
+    uint u = floatBitsToUint(f), s = (u >> 16) & 0x8000u, m = u & 0x7FFFFFu;
+    int e = int((u >> 23) & 0xFFu);
+    if (e == 255)
+        return s | 0x7C00u | (m != 0u ? 0x200u : 0u);
+    e = e - 127 + 15;
+    if (e >= 31)
+        return s | 0x7C00u;
+    if (e <= 0) {
+        if (e < -10)
+            return s;
+        m |= 0x800000u;
+        uint shift = uint(14 - e), half_ = 1u << (shift - 1u);
+        uint r = m >> shift, rem = m & ((1u << shift) - 1u);
+        if (rem > half_ || (rem == half_ && (r & 1u) != 0u))
+            r++;
+        return s | r;
+    }
+    uint h = s | (uint(e) << 10) | (m >> 13), rem = m & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u))
+        h++;
+    return h;
+}
+
+float from_fp16(uint h)
+{
+    uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0u) {
+        float v = float(m) * 5.9604644775390625e-8;
+        return s != 0u ? -v : v;
+    }
+    if (e == 31u)
+        return uintBitsToFloat(s | 0x7F800000u | (m << 13));
+    return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
+}
+
+void main()
+{
+    uint b0 = gl_WorkGroupID.x * p.width, tid = gl_LocalInvocationID.x;
+    if (p.mode >= 2u) {
+        for (uint i = tid; i < p.width; i += 64u) {
+            uint u = floatBitsToUint(x[b0 + i]);
+            if (p.mode == 2u) {
+                y[b0 + i] = from_fp16(to_fp16(x[b0 + i]));
+            } else if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+                y[b0 + i] = x[b0 + i];
+            } else {
+                u += 0x7FFFu + ((u >> 16) & 1u);
+                y[b0 + i] = uintBitsToFloat(u & 0xFFFF0000u);
+            }
+        }
+        return;
+    }
+    uint bs = p.mode == 0u ? 256u : 32u;
+    for (uint blk = tid; blk * bs < p.width; blk += 64u) {
+        uint o = b0 + blk * bs;
+        float amax = 0.0, mx = 0.0;
+        for (uint j = 0u; j < bs; j++)
+            if (abs(x[o + j]) > amax) {
+                amax = abs(x[o + j]);
+                mx = x[o + j];
+            }
+        if (p.mode == 0u) {
+            if (amax == 0.0) {
+                for (uint j = 0u; j < bs; j++)
+                    y[o + j] = 0.0;
+                continue;
+            }
+            float iscale = -127.0 / mx, d = 1.0 / iscale;
+            for (uint j = 0u; j < bs; j++)
+                y[o + j] = min(127.0, roundEven(iscale * x[o + j])) * d;
+        } else {
+            float d = from_fp16(to_fp16(amax / 127.0)), id = amax != 0.0 ? 127.0 / amax : 0.0;
+            for (uint j = 0u; j < bs; j++)
+                y[o + j] = clamp(roundEven(x[o + j] * id), -127.0, 127.0) * d;
+        }
+    }
+}

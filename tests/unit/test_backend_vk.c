@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: MIT
+// The Vulkan backend (src/model/backend_vk.c) against the CPU backend, on whole steps: two small
+// models written here (vocab 512, E 256, H 4, Hkv 2, D 64, F 512, 3 layers: sliding, global,
+// sliding, window 5), one all F32 and one with Q4_K_M's recipe (Q4_K matrices, Q6_K attn_v,
+// ffn_down and output; Q8_0 attn_gate for that shader too), and one with the other weight types;
+// f32 KV pools, and f16 / bf16 / fp8 ones with the F32 model. Two sequences share every step (13
+// and 9 prompt tokens in chunked prefill of 8 rows per step, so prompts span the window and the
+// 4-position KV pages), then 4 decode steps: logits of every step with logits (two of them
+// through the partial head), two captured layers' hidden states, and the greedy tokens must
+// agree. Then 6 greedy requests through the engine (prefix cache, preemption) on each side must
+// give the same tokens. Runs on lavapipe in CI; prints SKIP and passes where there is no device
+// (GLINT_VK_REQUIRE=1 makes that a failure).
+//
+// Tolerance: max |vk - cpu| <= tol * max |cpu logit| per step, the form of the llama.cpp parity
+// gates (tests/oracle/parity_run.py): F32 1e-4, their value: both sides are fp32 with different
+// summation orders (norms: double vs a fp32 tree; attention: another online-softmax order and
+// the device's exp), each op then within a few ulps relative to the sum of |terms| of its
+// dots, and 3 layers of sandwich norms keep that near 1e-6 relative (measured, printed); a
+// wrong mask, position or norm moves logits by O(1e-1). Quantized 1e-3: the device rounds
+// activations to the weight's vec_dot type like the CPU and dequantizes them back (fp32 dots of
+// the same products), but a 1-ulp difference upstream can move an activation by one quantum,
+// which the random model amplifies (parity_run.py: up to 2.5e-2 at 20 positions of the tiny
+// preset). Measured here: 1.6e-6 (no flip in these 5 steps); 1e-3 is 600x that and fails the
+// device multiplying unrounded fp32 activations (4e-2 on the Q4_K_M model: what fwd_actq is
+// for). A CPU ISA whose sums flip a quantum here would need the gate's 5e-2. The
+// control at the end: another sequence's logits must be more than 10 x tol away. Validation
+// layer on where installed; any validation error fails.
+#include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "kv/kv.h"
+#include "model/model.h"
+#include "quant/quant.h"
+#include "test.h"
+#include "vk/vk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { T_V = 512, T_E = 256, T_H = 4, T_HKV = 2, T_D = 64, T_F = 512, T_L = 3, T_WIN = 5 };
+
+struct tdesc {
+    char name[64];
+    int64_t ne[2];
+    uint32_t n_dims, type;
+    float base, scale;
+};
+
+struct tset {
+    struct tdesc t[64];
+    int n;
+};
+
+static void add_t(struct tset *ts, const char *name, int64_t n_in, int64_t n_out, uint32_t type,
+                  float base, float scale)
+{
+    struct tdesc *d = &ts->t[ts->n++];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->ne[0] = n_in;
+    d->ne[1] = n_out;
+    d->n_dims = n_out ? 2 : 1;
+    d->type = n_out ? type : GL_TYPE_F32;
+    d->base = base;
+    d->scale = scale;
+}
+
+static const char *const model_name[3] = {"F32", "Q4_K_M", "mixed"};
+
+// quant: 0 all F32; 1 the Q4_K_M recipe (+ a Q8_0 attn_gate); 2 the other types: Q5_K, Q4_0,
+// F16 and BF16 (each activation rounding of fwd_actq.comp is then used).
+static void build_tensors(struct tset *ts, int quant)
+{
+    static const uint32_t types[3][4] = {{GL_TYPE_F32, GL_TYPE_F32, GL_TYPE_F32, GL_TYPE_F32},
+                                         {GL_TYPE_Q4_K, GL_TYPE_Q6_K, GL_TYPE_Q8_0, GL_TYPE_Q4_K},
+                                         {GL_TYPE_Q5_K, GL_TYPE_Q4_0, GL_TYPE_F16, GL_TYPE_BF16}};
+    const uint32_t f = GL_TYPE_F32, q4 = types[quant][0], q6 = types[quant][1],
+                   q8 = types[quant][2], te = types[quant][3];
+    const int HD = T_H * T_D, KD = T_HKV * T_D;
+    // Unit-variance pre-activations: projections scale about 1/sqrt(fan_in) (x 1.7 for uniform).
+    const float sE = 1.7f / sqrtf((float)T_E), sH = 1.7f / sqrtf((float)HD),
+                sF = 1.7f / sqrtf((float)T_F);
+    ts->n = 0;
+    add_t(ts, "token_embd.weight", T_E, T_V, te, 0.0f, 1.0f);
+    add_t(ts, "output_norm.weight", T_E, 0, f, 1.0f, 0.2f);
+    add_t(ts, "output.weight", T_E, T_V, q6, 0.0f, sE);
+    for (int l = 0; l < T_L; l++) {
+        char nm[64];
+#define A(suf, nin, nout, ty, b, sc)                                                               \
+    snprintf(nm, sizeof nm, "blk.%d." suf ".weight", l);                                           \
+    add_t(ts, nm, nin, nout, ty, b, sc)
+        A("attn_norm", T_E, 0, f, 1.0f, 0.2f);
+        A("attn_q", T_E, HD, q4, 0.0f, sE);
+        A("attn_k", T_E, KD, q4, 0.0f, sE);
+        A("attn_v", T_E, KD, q6, 0.0f, sE);
+        A("attn_gate", T_E, HD, q8, 0.0f, sE);
+        A("attn_output", HD, T_E, q4, 0.0f, sH);
+        A("attn_q_norm", T_D, 0, f, 2.0f, 0.5f);
+        A("attn_k_norm", T_D, 0, f, 1.0f, 0.2f);
+        A("post_attention_norm", T_E, 0, f, 1.0f, 0.2f);
+        A("ffn_norm", T_E, 0, f, 1.0f, 0.2f);
+        A("ffn_gate", T_E, T_F, q4, 0.0f, sE);
+        A("ffn_up", T_E, T_F, q4, 0.0f, sE);
+        A("ffn_down", T_F, T_E, q6, 0.0f, sF);
+        A("post_ffw_norm", T_E, 0, f, 1.0f, 0.2f);
+#undef A
+    }
+}
+
+static float hval(int ti, int64_t r, int64_t i)
+{
+    uint64_t x = (uint64_t)ti * 0x9E3779B97F4A7C15ull ^ (uint64_t)r * 0xBF58476D1CE4E5B9ull ^
+                 (uint64_t)i * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 29;
+    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static gl_status fill(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, void *dst,
+                      struct gl_err *err)
+{
+    (void)err;
+    const struct tdesc *d = &((const struct tset *)ctx)->t[ti];
+    size_t rb = gl_type_row_size(d->type, d->ne[0]);
+    float row[T_F];
+    for (int64_t r = 0; r < n_rows; r++) {
+        for (int64_t i = 0; i < d->ne[0]; i++)
+            row[i] = d->base + d->scale * hval((int)ti, row0 + r, i);
+        gl_quantize_row_ref((enum gl_type)d->type, row, (uint8_t *)dst + (size_t)r * rb, d->ne[0]);
+    }
+    return GL_OK;
+}
+
+static char tmp_dir[256];
+
+static const char *write_model(int quant)
+{
+    static char path[512];
+    static struct tset ts;
+    snprintf(path, sizeof path, "%s/%s.gguf", tmp_dir, model_name[quant]);
+    struct gl_gguf_writer *w = gl_gguf_writer_new();
+    GL_ASSERT(w);
+    const char *a = "muse-glimmer";
+    GL_ASSERT(gl_gguf_writer_add_str(w, "general.architecture", a) == GL_OK);
+    char key[128];
+#define K(suffix) (snprintf(key, sizeof key, "%s.%s", a, suffix), key)
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("block_count"), T_L) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("embedding_length"), T_E) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("feed_forward_length"), T_F) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count"), T_H) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count_kv"), T_HKV) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.key_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.value_length"), T_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("context_length"), 256) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-5f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("rope.freq_base"), 10000.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("logit_scale"), 0.5f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.sliding_window"), T_WIN) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("final_logit_softcapping"), 20.0f) == GL_OK);
+    const uint8_t pat[T_L] = {1, 0, 1}; // sliding, global, sliding
+    GL_ASSERT(gl_gguf_writer_add_arr(w, K("attention.sliding_window_pattern"), GL_GGUF_BOOL, pat,
+                                     T_L) == GL_OK);
+#undef K
+    build_tensors(&ts, quant);
+    for (int i = 0; i < ts.n; i++)
+        GL_ASSERT(gl_gguf_writer_add_tensor(w, ts.t[i].name, ts.t[i].n_dims, ts.t[i].ne,
+                                            ts.t[i].type) == i);
+    struct gl_err err = {0};
+    gl_status st = gl_gguf_writer_write(w, path, 0, fill, &ts, &err);
+    GL_ASSERT_MSG(st == GL_OK, "write %s: %s", path, err.msg);
+    gl_gguf_writer_delete(w);
+    return path;
+}
+
+// One backend's run: its context and its own KV pool with the two sequences.
+struct side {
+    struct gl_model_ctx *ctx;
+    struct gl_kv_pool *pool;
+    struct gl_kv_seq *seq[2];
+    struct gl_kv_view views[2][T_L];
+};
+
+static int side_open(struct side *s, const struct gl_model *m, int device, enum gl_kv_dtype kvt)
+{
+    memset(s, 0, sizeof *s);
+    struct gl_err err = {0};
+    struct gl_kv_params kp = {
+        .budget_bytes = 1 << 20, .block_size = 4, .dtype = kvt, .prefix_cache = 0};
+    gl_status st = gl_model_ctx_new_dev(&s->ctx, m, 8, 2, 256, device, &err);
+    if (st == GL_OK)
+        st = gl_kv_pool_new(&s->pool, &m->cfg, &kp, &err);
+    for (int i = 0; st == GL_OK && i < 2; i++)
+        st = gl_kv_seq_new(s->pool, &s->seq[i], &err);
+    if (st != GL_OK)
+        fprintf(stderr, "  side (device %d): %s\n", device, err.msg);
+    return st == GL_OK;
+}
+
+static void side_close(struct side *s)
+{
+    for (int i = 0; i < 2; i++)
+        gl_kv_seq_free(s->seq[i]);
+    gl_kv_pool_free(s->pool);
+    gl_model_ctx_delete(s->ctx);
+}
+
+// One step: n[i] tokens of sequence i (0 skips it); logits of the last row of each into
+// logits[i * V]. Returns the status.
+// mask: NULL, or a head mask for both sequences (the partial head); cap: NULL or captures.
+static gl_status side_step(struct side *s, const int32_t *const tok[2], const int n[2],
+                           float *logits, const uint32_t *mask, const struct gl_model_capture *cap)
+{
+    struct gl_batch_seq bs[2];
+    int nb = 0;
+    struct gl_err err = {0};
+    for (int i = 0; i < 2; i++) {
+        if (!n[i])
+            continue;
+        const int64_t pos0 = gl_kv_seq_len(s->seq[i]);
+        gl_status st = gl_kv_seq_reserve(s->seq[i], n[i], &err);
+        if (st != GL_OK)
+            return st;
+        for (int l = 0; l < T_L; l++)
+            s->views[i][l] = gl_kv_seq_view(s->seq[i], l);
+        bs[nb++] = (struct gl_batch_seq){.tokens = tok[i],
+                                         .n = n[i],
+                                         .pos0 = pos0,
+                                         .views = s->views[i],
+                                         .logits_row = i,
+                                         .n_logits = 0,
+                                         .head_mask = mask};
+    }
+    gl_status st = gl_model_forward_capture(s->ctx, bs, nb, logits, cap, &err);
+    if (st != GL_OK) {
+        fprintf(stderr, "  step: %s\n", err.msg);
+        return st;
+    }
+    for (int i = 0; i < 2; i++)
+        if (n[i])
+            gl_kv_seq_commit(s->seq[i], tok[i], n[i]);
+    return GL_OK;
+}
+
+static int argmax(const float *x)
+{
+    int b = 0;
+    for (int i = 1; i < T_V; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
+// max |a - b| / max |a| over n values (NaN anywhere, or -INFINITY on one side only: infinity).
+static double rel_diff_n(const float *a, const float *b, int n)
+{
+    double d = 0, mag = 0;
+    for (int i = 0; i < n; i++) {
+        if (isinf(a[i]) && a[i] < 0 && isinf(b[i]) && b[i] < 0)
+            continue; // outside the partial head on both sides
+        if (isnan(b[i]) || isnan(a[i]) || isinf(a[i]) || isinf(b[i]))
+            return INFINITY;
+        d = fmax(d, fabs((double)a[i] - (double)b[i]));
+        mag = fmax(mag, fabs((double)a[i]));
+    }
+    return d / mag;
+}
+
+static double rel_diff(const float *a, const float *b)
+{
+    return rel_diff_n(a, b, T_V);
+}
+
+static void check_model(int quant, enum gl_kv_dtype kvt, double tol)
+{
+    const char *path = write_model(quant);
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+    struct side cpu, vk;
+    int ok_c = side_open(&cpu, m, -1, kvt), ok_v = ok_c && side_open(&vk, m, 0, kvt);
+    if (!ok_c || !ok_v) {
+        if (ok_c)
+            side_close(&cpu);
+        gl_model_delete(m);
+        CHECK(ok_c && ok_v);
+        return;
+    }
+    int32_t a[32], b[32];
+    for (int i = 0; i < 32; i++) {
+        a[i] = (int32_t)((i * 37 + 11) % T_V);
+        b[i] = (int32_t)((i * 101 + 5) % T_V);
+    }
+    float lc[2 * T_V], lv[2 * T_V];
+    // A head mask allowing 3 of the 32 16-row groups (the partial head), for decode steps 4, 6.
+    uint32_t mask[T_V / 32] = {0};
+    mask[0] = 0x0000FFFFu;  // group 0
+    mask[5] = 0x00F00000u;  // group 11
+    mask[12] = 0xFFFF0000u; // group 25
+    // Captures of the normed embedding and the last layer in the second prefill step.
+    static float cap_c[2][8 * T_E], cap_v[2][8 * T_E];
+    const int32_t cap_layers[2] = {-1, T_L - 1};
+    float *const out_c[2] = {cap_c[0], cap_c[1]}, *const out_v[2] = {cap_v[0], cap_v[1]};
+    const struct gl_model_capture cc = {2, cap_layers, out_c}, cv = {2, cap_layers, out_v};
+    double worst = 0;
+    int n_steps = 0, tok_same = 1;
+    // Chunked prefill (13 and 9 tokens): 5+3, 5+3, 3+3 rows; then 4 decode steps of 1+1.
+    const int pa[3] = {5, 5, 3}, pb[3] = {3, 3, 3};
+    int at_a = 0, at_b = 0;
+    for (int step = 0; step < 7; step++) {
+        int n[2] = {step < 3 ? pa[step] : 1, step < 3 ? pb[step] : 1};
+        const int32_t *tok[2] = {a + at_a, b + at_b};
+        for (int i = 0; i < 2 * T_V; i++)
+            lc[i] = lv[i] = NAN;
+        const uint32_t *mk = step == 4 || step == 6 ? mask : NULL;
+        REQUIRE(side_step(&cpu, tok, n, lc, mk, step == 1 ? &cc : NULL) == GL_OK);
+        REQUIRE(side_step(&vk, tok, n, lv, mk, step == 1 ? &cv : NULL) == GL_OK);
+        if (step == 1)
+            for (int c = 0; c < 2; c++) {
+                const double r = rel_diff_n(cap_c[c], cap_v[c], 8 * T_E);
+                worst = fmax(worst, r);
+                CHECKF(r <= tol, "capture of layer %d: rel %.3e", cap_layers[c], r);
+            }
+        if (mk) // the partial head: -INFINITY outside the 3 groups on both sides (rel_diff)
+            for (int i = 0; i < 2; i++)
+                CHECK(isinf(lc[i * T_V + 100]) && isinf(lv[i * T_V + 100]) &&
+                      !isinf(lv[i * T_V + 401]));
+        at_a += n[0];
+        at_b += n[1];
+        if (step < 2)
+            continue; // logits of the last prompt chunk and of every decode step
+        for (int i = 0; i < 2; i++) {
+            const double r = rel_diff(lc + i * T_V, lv + i * T_V);
+            worst = fmax(worst, r);
+            CHECKF(r <= tol, "%s step %d seq %d: rel %.3e > %.0e", model_name[quant], step, i, r,
+                   tol);
+            const int tc = argmax(lc + i * T_V), tv = argmax(lv + i * T_V);
+            tok_same &= tc == tv;
+            // Greedy: the next input is the CPU's token (both sides see the same).
+            (i ? b : a)[i ? at_b : at_a] = tc;
+        }
+        n_steps++;
+    }
+    CHECK(tok_same);
+    // Control: sequence b's logits are nowhere near a's, so the tolerance discriminates.
+    const double ctl = rel_diff(lc, lv + T_V);
+    CHECKF(ctl > 10 * tol, "control %.3e", ctl);
+    static const char *const kv_name[4] = {"f32", "f16", "bf16", "fp8"};
+    printf(
+        "  %s, %s KV: %d steps with logits, worst rel %.2e (tol %.0e), greedy tokens %s, control "
+        "%.2e\n",
+        model_name[quant], kv_name[kvt], n_steps, worst, tol, tok_same ? "equal" : "DIFFER", ctl);
+    side_close(&vk);
+    side_close(&cpu);
+    gl_model_delete(m);
+}
+
+TEST(test_f32_steps)
+{
+    check_model(0, GL_KV_F32, 1e-4);
+}
+
+TEST(test_q4km_steps)
+{
+    check_model(1, GL_KV_F32, 1e-3);
+}
+
+TEST(test_mixed_types_steps)
+{
+    check_model(2, GL_KV_F32, 1e-3);
+}
+
+// 16-bit and fp8 KV: both sides round K/V rows the same way (gl_f32_to_fp16 / _bf16, nearest
+// even; fp8: the same bf16 row scale and e4m3 rounding, fp8.c), but an element whose two
+// fp32 values straddle a rounding boundary stores one ulp apart (2^-11, 2^-8, 2^-4 relative).
+// Measured on the F32 model: f16 1.6e-4, bf16 9e-5, fp8 7e-6 (flips are rarer on the coarser
+// grid); 1e-2 still fails a wrong half order, byte offset or row scale (O(1)). With quantized
+// activations such a flip can move a quantum too (measured 1e-2 on Q4_K_M with f16 KV): those
+// models run with f32 KV above.
+TEST(test_kv16_steps)
+{
+    check_model(0, GL_KV_F16, 1e-2);
+    check_model(0, GL_KV_BF16, 1e-2);
+    check_model(0, GL_KV_FP8_E4M3, 1e-2);
+}
+
+// ---- the engine on the device ----
+
+enum { E_REQ = 6, E_GEN = 6 };
+
+struct e_out {
+    int32_t tokens[E_REQ][E_GEN + 8];
+    int n[E_REQ];
+    int finish[E_REQ];
+};
+
+struct e_slot {
+    struct e_out *o;
+    int i;
+};
+
+static void on_slot_event(void *user, const struct gl_event *ev)
+{
+    const struct e_slot *sl = user;
+    for (int32_t t = 0; t < ev->n_tokens && sl->o->n[sl->i] < E_GEN + 8; t++)
+        sl->o->tokens[sl->i][sl->o->n[sl->i]++] = ev->tokens[t];
+    if (ev->finish != GL_FINISH_NONE)
+        sl->o->finish[sl->i] = (int)ev->finish;
+}
+
+// E_REQ greedy requests through gl_engine on `device`: prompts of 9-17 tokens sharing an 8-token
+// prefix (4-position blocks: the prefix cache serves the later ones), 12 tokens per step (chunked
+// prefill mixed with decodes) and a pool too small for all of them at once (preemption).
+static int engine_run(const struct gl_model *m, int device, struct e_out *o,
+                      struct gl_engine_stats *es)
+{
+    memset(o, 0, sizeof *o);
+    struct gl_engine_params ep = gl_engine_default_params(m);
+    ep.device = device;
+    ep.max_num_seqs = 4;
+    ep.max_num_batched_tokens = 12;
+    ep.max_model_len = 24;
+    ep.n_threads = 2;
+    ep.cpus = NULL;
+    ep.n_cpus = 0;
+    ep.kv.block_size = 4;
+    ep.kv.dtype = GL_KV_F32;
+    ep.kv.prefix_cache = 1;
+    // 18 pages of 4-position blocks (the engine's plan): not every sequence at once.
+    ep.kv.budget_bytes = (int64_t)T_L * 6 * 4 * T_HKV * T_D * 4 * 2;
+    struct gl_engine *e = NULL;
+    struct gl_err err = {0};
+    if (gl_engine_new(&e, m, NULL, &ep, &err) != GL_OK) {
+        fprintf(stderr, "  engine (device %d): %s\n", device, err.msg);
+        return 0;
+    }
+    static struct e_slot slots[E_REQ];
+    for (int r = 0; r < E_REQ; r++) {
+        int32_t prompt[17];
+        const int n = 9 + (r * 5) % 9;
+        for (int i = 0; i < n; i++)
+            prompt[i] = i < 8 ? (int32_t)(i * 7 + 3) : (int32_t)((r * 31 + i * 13) % T_V);
+        slots[r] = (struct e_slot){o, r};
+        struct gl_request rq = {.prompt = prompt, .n_prompt = n};
+        rq.sp = gl_sample_default_params();
+        rq.sp.temperature = 0.0f;
+        rq.sp.ignore_eos = 1;
+        rq.sp.max_tokens = E_GEN;
+        rq.on_event = on_slot_event;
+        rq.user = &slots[r];
+        if (gl_engine_submit(e, &rq, NULL, &err) != GL_OK) {
+            fprintf(stderr, "  submit: %s\n", err.msg);
+            gl_engine_free(e);
+            return 0;
+        }
+    }
+    int n_active = 1;
+    gl_status st = GL_OK;
+    while (n_active > 0 && st == GL_OK)
+        st = gl_engine_step(e, &n_active, &err);
+    gl_engine_stats(e, es);
+    gl_kv_pool_audit(gl_engine_kv_pool(e));
+    gl_engine_free(e);
+    if (st != GL_OK)
+        fprintf(stderr, "  engine step: %s\n", err.msg);
+    return st == GL_OK;
+}
+
+// The engine's tokens on the device equal its tokens on the CPU, request by request, with the
+// prefix cache and preemption at work (f32 KV, F32 model: the logits agree to ~1e-6, far inside
+// these random logits' gaps).
+TEST(test_engine_tokens)
+{
+    const char *path = write_model(0);
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+    static struct e_out oc, ov;
+    struct gl_engine_stats sc, sv;
+    const int okc = engine_run(m, -1, &oc, &sc), okv = okc && engine_run(m, 0, &ov, &sv);
+    CHECK(okc && okv);
+    int same = okc && okv;
+    for (int r = 0; okc && okv && r < E_REQ; r++) {
+        CHECKF(oc.n[r] == E_GEN && ov.n[r] == E_GEN && oc.finish[r] == GL_FINISH_LENGTH &&
+                   ov.finish[r] == GL_FINISH_LENGTH,
+               "request %d: %d / %d tokens, finish %d / %d", r, oc.n[r], ov.n[r], oc.finish[r],
+               ov.finish[r]);
+        for (int t = 0; t < oc.n[r] && t < ov.n[r]; t++)
+            same &= oc.tokens[r][t] == ov.tokens[r][t];
+    }
+    CHECK(same);
+    if (okc && okv) {
+        CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
+        printf("  engine: %d requests x %d tokens %s; device: %lld steps, %d preemptions, %lld "
+               "prefix-hit tokens (cpu: %lld, %d, %lld)\n",
+               E_REQ, E_GEN, same ? "token-identical" : "DIFFER", (long long)sv.steps,
+               sv.n_preempted_total, (long long)sv.prefix_hit_tokens, (long long)sc.steps,
+               sc.n_preempted_total, (long long)sc.prefix_hit_tokens);
+    }
+    gl_model_delete(m);
+}
+
+int main(void)
+{
+    const char *req = getenv("GLINT_VK_REQUIRE");
+    const int required = req && !strcmp(req, "1");
+    // Under the Khronos validation layer where it is installed (GLINT_VK_VALIDATION=0: off).
+    if (!getenv("GLINT_VK_VALIDATION"))
+        setenv("GLINT_VK_VALIDATION", "1", 1);
+    struct gl_vk_device_info *infos = NULL;
+    int n = 0;
+    struct gl_err err = {0};
+    struct gl_vk_device *probe = NULL;
+    if (gl_vk_device_open(0, &probe, &err) == GL_E_UNSUPPORTED &&
+        strstr(err.msg, "validation layer")) {
+        printf("# the Khronos validation layer is not installed: running without it\n");
+        setenv("GLINT_VK_VALIDATION", "0", 1);
+    }
+    gl_vk_device_close(probe);
+    err = (struct gl_err){0};
+    if (gl_vk_list_devices(&infos, &n, &err) != GL_OK || n < 1) {
+        printf("SKIP test_backend_vk: %s\n", n < 1 && !err.msg[0] ? "no Vulkan device" : err.msg);
+        return required ? 1 : 0;
+    }
+    gl_free(infos);
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/glint_test_bkvk_XXXXXX");
+    if (!mkdtemp(tmp_dir))
+        return 1;
+    const int64_t t0 = gl_time_us();
+    t_test_fn fns[] = {test_f32_steps, test_q4km_steps, test_mixed_types_steps, test_kv16_steps,
+                       test_engine_tokens};
+    const int rc = t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps, "
+                         "test_kv16_steps, test_engine_tokens",
+                         fns, 5);
+    for (int q = 0; q < 3; q++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s.gguf", tmp_dir, model_name[q]);
+        unlink(p);
+    }
+    rmdir(tmp_dir);
+    const long verr = gl_vk_validation_errors();
+    printf("# %.1f s; validation %s, errors: %ld\n", (double)(gl_time_us() - t0) / 1e6,
+           getenv("GLINT_VK_VALIDATION"), verr);
+    return rc != 0 || verr != 0;
+}
