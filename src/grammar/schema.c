@@ -675,231 +675,447 @@ static gl_status parse_dependencies(struct sc *sc, struct view *v, const char *k
     return GL_OK;
 }
 
-static gl_status parse_part(struct sc *sc, json_t *o, struct view *v)
+// What parse_part gathers from one schema object before it settles the view: the keywords whose
+// meaning depends on a sibling (items on prefixItems, minimum on a draft-4 exclusiveMinimum,
+// const on enum, then on if, nullable on type).
+struct part {
+    json_t *o; // the schema object being parsed
+    json_t *minimum, *maximum, *emin, *emax;
+    json_t *items, *prefix, *add_items, *constv, *enumv;
+    int has_const, nullable, has_type, contains_any;
+    json_t *if_s, *then_s, *else_s;
+};
+
+// One keyword's check and effect: x is the value of keyword k[0..kl) of p->o; sets v (or p, for
+// keywords parse_part settles later). GL_OK, or the error set in sc->err.
+typedef gl_status (*kw_fn)(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                           json_t *x);
+
+static gl_status kw_type(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                         json_t *x)
 {
-    const char *k;
-    size_t kl;
-    json_t *x;
-    json_t *minimum = NULL, *maximum = NULL, *emin = NULL, *emax = NULL;
-    json_t *items = NULL, *prefix = NULL, *add_items = NULL, *constv = NULL, *enumv = NULL;
-    int has_const = 0, nullable = 0, has_type = 0, contains_any = 0;
-    json_t *if_s = NULL, *then_s = NULL, *else_s = NULL;
-    gl_status st;
-    json_object_keylen_foreach(o, k, kl, x)
-    {
-        if (key_is(k, kl, "type")) {
-            unsigned t = 0;
-            if (json_is_string(x)) {
-                t = type_bit(json_string_value(x));
-            } else if (json_is_array(x) && json_array_size(x) > 0) {
-                size_t i;
-                json_t *e;
-                json_array_foreach(x, i, e)
-                {
-                    unsigned bit = json_is_string(e) ? type_bit(json_string_value(e)) : 0;
-                    if (!bit) {
-                        t = 0;
-                        break;
-                    }
-                    t |= bit;
-                }
-            }
-            if (!t)
-                return sc_bad(sc, "type", "not a type name or a non-empty list of them");
-            v->types = t;
-            has_type = 1;
-        } else if (key_is(k, kl, "properties")) {
-            if (!json_is_object(x))
-                return sc_bad(sc, "properties", "must be an object");
-            v->props = x;
-        } else if (key_is(k, kl, "patternProperties")) {
-            if (!json_is_object(x))
-                return sc_bad(sc, "patternProperties", "must be an object");
-            if (json_object_size(x))
-                v->pprops = x;
-        } else if (key_is(k, kl, "required")) {
-            if (json_is_boolean(x))
-                continue; // draft 3: handled by the parent's properties
-            if (!json_is_array(x))
-                return sc_bad(sc, "required", "must be an array of strings");
-            size_t i;
-            json_t *e;
-            json_array_foreach(x, i, e) if (!json_is_string(e)) return sc_bad(
-                sc, "required", "must be an array of strings");
-            if (json_array_size(x))
-                v->required = x;
-        } else if (key_is(k, kl, "additionalProperties")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, "additionalProperties", "must be a schema");
-            v->addl = x;
-        } else if (key_is(k, kl, "items")) {
-            if (!json_is_object(x) && !json_is_boolean(x) && !json_is_array(x))
-                return sc_bad(sc, "items", "must be a schema or an array of schemas");
-            items = x;
-        } else if (key_is(k, kl, "prefixItems")) {
-            if (!json_is_array(x))
-                return sc_bad(sc, "prefixItems", "must be an array of schemas");
-            prefix = x;
-        } else if (key_is(k, kl, "additionalItems")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, "additionalItems", "must be a schema");
-            add_items = x;
-        } else if (key_is(k, kl, "enum")) {
-            if (!json_is_array(x))
-                return sc_bad(sc, "enum", "must be an array");
-            if (json_array_size(x) > SC_MAX_ENUM)
-                return gl_err_set(sc->err, GL_E_LIMIT,
-                                  "grammar: 'enum' at %s has %zu values, over the limit of %d",
-                                  sc_ptr(sc), json_array_size(x), SC_MAX_ENUM);
-            enumv = x;
-        } else if (key_is(k, kl, "const")) {
-            constv = x;
-            has_const = 1;
-        } else if (key_is(k, kl, "minimum") || key_is(k, kl, "maximum")) {
-            if (!json_is_number(x))
-                return sc_bad(sc, k, "must be a number");
-            *(k[1] == 'i' ? &minimum : &maximum) = x;
-        } else if (key_is(k, kl, "exclusiveMinimum") || key_is(k, kl, "exclusiveMaximum")) {
-            if (!json_is_number(x) && !json_is_boolean(x))
-                return sc_bad(sc, k, "must be a number (or a boolean, draft 4)");
-            *(k[10] == 'i' ? &emin : &emax) = x;
-        } else if (key_is(k, kl, "multipleOf")) {
-            if (!json_is_number(x) || !(json_number_value(x) > 0))
-                return sc_bad(sc, "multipleOf", "must be a number > 0");
-            v->has_mult = 1;
-            v->mult = json_number_value(x);
-        } else if (key_is(k, kl, "minLength") || key_is(k, kl, "maxLength") ||
-                   key_is(k, kl, "minItems") || key_is(k, kl, "maxItems") ||
-                   key_is(k, kl, "minProperties") || key_is(k, kl, "maxProperties")) {
-            int64_t n;
-            if (!get_count(x, &n))
-                return sc_bad(sc, k, "must be a non-negative integer");
-            int64_t *dst = k[1] == 'i' ? (k[3] == 'L'   ? &v->min_len
-                                          : k[3] == 'I' ? &v->min_items
-                                                        : &v->min_props)
-                                       : (k[3] == 'L'   ? &v->max_len
-                                          : k[3] == 'I' ? &v->max_items
-                                                        : &v->max_props);
-            *dst = n;
-        } else if (key_is(k, kl, "pattern")) {
-            if (!json_is_string(x))
-                return sc_bad(sc, "pattern", "must be a string");
-            v->pat[v->n_pat++] = x;
-        } else if (key_is(k, kl, "format")) {
-            if (json_is_string(x))
-                v->fmt[v->n_fmt++] = x;
-        } else if (key_is(k, kl, "anyOf") || key_is(k, kl, "oneOf")) {
-            if (!json_is_array(x) || json_array_size(x) == 0)
-                return sc_bad(sc, k, "must be a non-empty array of schemas");
-            if (k[0] == 'a')
-                v->anyof[v->n_anyof++] = x;
-            else
-                v->oneof[v->n_oneof++] = x;
-        } else if (key_is(k, kl, "not")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, "not", "must be a schema");
-            v->nots[v->n_not++] = x;
-        } else if (key_is(k, kl, "uniqueItems")) {
-            if (!json_is_boolean(x))
-                return sc_bad(sc, "uniqueItems", "must be a boolean");
-            v->unique = json_is_true(x);
-        } else if (key_is(k, kl, "nullable")) {
-            nullable = json_is_true(x);
-        } else if (key_is(k, kl, "dependencies") || key_is(k, kl, "dependentRequired") ||
-                   key_is(k, kl, "dependentSchemas")) {
-            if (!json_is_object(x))
-                return sc_bad(sc, k, "must be an object");
-            st = parse_dependencies(sc, v, k, kl, x);
-            if (st != GL_OK)
-                return st;
-        } else if (key_is(k, kl, "propertyNames")) {
-            if (json_is_false(x))
-                v->max_props = 0;
-            else if (json_is_object(x) && json_object_size(x))
-                v->pnames = x;
-            else if (!json_is_boolean(x) && !json_is_object(x))
-                return sc_bad(sc, "propertyNames", "must be a schema");
-        } else if (key_is(k, kl, "if") || key_is(k, kl, "then") || key_is(k, kl, "else")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, k, "must be a schema");
-            *(k[0] == 'i' ? &if_s : k[0] == 't' ? &then_s : &else_s) = x;
-        } else {
-            for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; i++) {
-                if (!key_is(k, kl, k_unsupported[i]))
-                    continue;
-                // Forms that constrain nothing are accepted as they are; contains: true (or {})
-                // only asks for a first item.
-                if (key_is(k, kl, "contains") && !json_object_get(o, "minContains") &&
-                    !json_object_get(o, "maxContains") &&
-                    (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0))) {
-                    contains_any = 1;
-                    break;
-                }
-                if (!key_is(k, kl, "contains") &&
-                    (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0)))
-                    break;
-                if (key_is(k, kl, "propertyNames") && json_is_false(x)) {
-                    v->max_props = 0;
-                    break;
-                }
-                size_t old = path_push(sc, k, kl);
-                st = sc_unsup(sc, k_unsupported[i], "not enforced by the grammar");
-                path_pop(sc, old);
-                if (st != GL_OK)
-                    return st;
+    (void)k, (void)kl;
+    unsigned t = 0;
+    if (json_is_string(x)) {
+        t = type_bit(json_string_value(x));
+    } else if (json_is_array(x) && json_array_size(x) > 0) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(x, i, e)
+        {
+            unsigned bit = json_is_string(e) ? type_bit(json_string_value(e)) : 0;
+            if (!bit) {
+                t = 0;
                 break;
             }
+            t |= bit;
         }
     }
-    if (contains_any && v->min_items < 1)
+    if (!t)
+        return sc_bad(sc, "type", "not a type name or a non-empty list of them");
+    v->types = t;
+    p->has_type = 1;
+    return GL_OK;
+}
+
+static gl_status kw_properties(struct sc *sc, struct view *v, struct part *p, const char *k,
+                               size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x))
+        return sc_bad(sc, "properties", "must be an object");
+    v->props = x;
+    return GL_OK;
+}
+
+static gl_status kw_pattern_properties(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                       size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x))
+        return sc_bad(sc, "patternProperties", "must be an object");
+    if (json_object_size(x))
+        v->pprops = x;
+    return GL_OK;
+}
+
+static gl_status kw_required(struct sc *sc, struct view *v, struct part *p, const char *k,
+                             size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (json_is_boolean(x))
+        return GL_OK; // draft 3: handled by the parent's properties
+    if (!json_is_array(x))
+        return sc_bad(sc, "required", "must be an array of strings");
+    size_t i;
+    json_t *e;
+    json_array_foreach(x, i, e) if (!json_is_string(e)) return sc_bad(
+        sc, "required", "must be an array of strings");
+    if (json_array_size(x))
+        v->required = x;
+    return GL_OK;
+}
+
+static gl_status kw_additional_properties(struct sc *sc, struct view *v, struct part *p,
+                                          const char *k, size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, "additionalProperties", "must be a schema");
+    v->addl = x;
+    return GL_OK;
+}
+
+static gl_status kw_items(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x) && !json_is_array(x))
+        return sc_bad(sc, "items", "must be a schema or an array of schemas");
+    p->items = x;
+    return GL_OK;
+}
+
+static gl_status kw_prefix_items(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_array(x))
+        return sc_bad(sc, "prefixItems", "must be an array of schemas");
+    p->prefix = x;
+    return GL_OK;
+}
+
+static gl_status kw_additional_items(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                     size_t kl, json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, "additionalItems", "must be a schema");
+    p->add_items = x;
+    return GL_OK;
+}
+
+static gl_status kw_enum(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                         json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_array(x))
+        return sc_bad(sc, "enum", "must be an array");
+    if (json_array_size(x) > SC_MAX_ENUM)
+        return gl_err_set(sc->err, GL_E_LIMIT,
+                          "grammar: 'enum' at %s has %zu values, over the limit of %d", sc_ptr(sc),
+                          json_array_size(x), SC_MAX_ENUM);
+    p->enumv = x;
+    return GL_OK;
+}
+
+static gl_status kw_const(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)sc, (void)v, (void)k, (void)kl;
+    p->constv = x;
+    p->has_const = 1;
+    return GL_OK;
+}
+
+// minimum, maximum
+static gl_status kw_bound(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)v, (void)kl;
+    if (!json_is_number(x))
+        return sc_bad(sc, k, "must be a number");
+    *(k[1] == 'i' ? &p->minimum : &p->maximum) = x;
+    return GL_OK;
+}
+
+// exclusiveMinimum, exclusiveMaximum: a number, or a draft-4 flag on minimum/maximum
+static gl_status kw_exclusive(struct sc *sc, struct view *v, struct part *p, const char *k,
+                              size_t kl, json_t *x)
+{
+    (void)v, (void)kl;
+    if (!json_is_number(x) && !json_is_boolean(x))
+        return sc_bad(sc, k, "must be a number (or a boolean, draft 4)");
+    *(k[10] == 'i' ? &p->emin : &p->emax) = x;
+    return GL_OK;
+}
+
+static gl_status kw_multiple_of(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_number(x) || !(json_number_value(x) > 0))
+        return sc_bad(sc, "multipleOf", "must be a number > 0");
+    v->has_mult = 1;
+    v->mult = json_number_value(x);
+    return GL_OK;
+}
+
+// min/max Length, Items, Properties
+static gl_status kw_count(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)p, (void)kl;
+    int64_t n;
+    if (!get_count(x, &n))
+        return sc_bad(sc, k, "must be a non-negative integer");
+    int64_t *dst = k[1] == 'i' ? (k[3] == 'L'   ? &v->min_len
+                                  : k[3] == 'I' ? &v->min_items
+                                                : &v->min_props)
+                               : (k[3] == 'L'   ? &v->max_len
+                                  : k[3] == 'I' ? &v->max_items
+                                                : &v->max_props);
+    *dst = n;
+    return GL_OK;
+}
+
+static gl_status kw_pattern(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                            json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_string(x))
+        return sc_bad(sc, "pattern", "must be a string");
+    v->pat[v->n_pat++] = x;
+    return GL_OK;
+}
+
+static gl_status kw_format(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                           json_t *x)
+{
+    (void)sc, (void)p, (void)k, (void)kl;
+    if (json_is_string(x))
+        v->fmt[v->n_fmt++] = x;
+    return GL_OK;
+}
+
+// anyOf, oneOf
+static gl_status kw_alternatives(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)p, (void)kl;
+    if (!json_is_array(x) || json_array_size(x) == 0)
+        return sc_bad(sc, k, "must be a non-empty array of schemas");
+    if (k[0] == 'a')
+        v->anyof[v->n_anyof++] = x;
+    else
+        v->oneof[v->n_oneof++] = x;
+    return GL_OK;
+}
+
+static gl_status kw_not(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                        json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, "not", "must be a schema");
+    v->nots[v->n_not++] = x;
+    return GL_OK;
+}
+
+static gl_status kw_unique_items(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_boolean(x))
+        return sc_bad(sc, "uniqueItems", "must be a boolean");
+    v->unique = json_is_true(x);
+    return GL_OK;
+}
+
+static gl_status kw_nullable(struct sc *sc, struct view *v, struct part *p, const char *k,
+                             size_t kl, json_t *x)
+{
+    (void)sc, (void)v, (void)k, (void)kl;
+    p->nullable = json_is_true(x);
+    return GL_OK;
+}
+
+// dependencies, dependentRequired, dependentSchemas
+static gl_status kw_dependencies(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)p;
+    if (!json_is_object(x))
+        return sc_bad(sc, k, "must be an object");
+    return parse_dependencies(sc, v, k, kl, x);
+}
+
+static gl_status kw_property_names(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                   size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (json_is_false(x))
+        v->max_props = 0;
+    else if (json_is_object(x) && json_object_size(x))
+        v->pnames = x;
+    else if (!json_is_boolean(x) && !json_is_object(x))
+        return sc_bad(sc, "propertyNames", "must be a schema");
+    return GL_OK;
+}
+
+// if, then, else
+static gl_status kw_conditional(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                size_t kl, json_t *x)
+{
+    (void)v, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, k, "must be a schema");
+    *(k[0] == 'i' ? &p->if_s : k[0] == 't' ? &p->then_s : &p->else_s) = x;
+    return GL_OK;
+}
+
+// The keywords parse_part reads; any other is an annotation, or one of k_unsupported.
+static const struct {
+    const char *name;
+    kw_fn fn;
+} k_keywords[] = {
+    {"type", kw_type},
+    {"properties", kw_properties},
+    {"patternProperties", kw_pattern_properties},
+    {"required", kw_required},
+    {"additionalProperties", kw_additional_properties},
+    {"items", kw_items},
+    {"prefixItems", kw_prefix_items},
+    {"additionalItems", kw_additional_items},
+    {"enum", kw_enum},
+    {"const", kw_const},
+    {"minimum", kw_bound},
+    {"maximum", kw_bound},
+    {"exclusiveMinimum", kw_exclusive},
+    {"exclusiveMaximum", kw_exclusive},
+    {"multipleOf", kw_multiple_of},
+    {"minLength", kw_count},
+    {"maxLength", kw_count},
+    {"minItems", kw_count},
+    {"maxItems", kw_count},
+    {"minProperties", kw_count},
+    {"maxProperties", kw_count},
+    {"pattern", kw_pattern},
+    {"format", kw_format},
+    {"anyOf", kw_alternatives},
+    {"oneOf", kw_alternatives},
+    {"not", kw_not},
+    {"uniqueItems", kw_unique_items},
+    {"nullable", kw_nullable},
+    {"dependencies", kw_dependencies},
+    {"dependentRequired", kw_dependencies},
+    {"dependentSchemas", kw_dependencies},
+    {"propertyNames", kw_property_names},
+    {"if", kw_conditional},
+    {"then", kw_conditional},
+    {"else", kw_conditional},
+};
+
+// A keyword not in k_keywords: an annotation (ignored), or one of k_unsupported, which is an
+// error (a warning when lenient) unless its value constrains nothing.
+static gl_status kw_other(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; i++) {
+        if (!key_is(k, kl, k_unsupported[i]))
+            continue;
+        // Forms that constrain nothing are accepted as they are; contains: true (or {})
+        // only asks for a first item.
+        if (key_is(k, kl, "contains") && !json_object_get(p->o, "minContains") &&
+            !json_object_get(p->o, "maxContains") &&
+            (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0))) {
+            p->contains_any = 1;
+            return GL_OK;
+        }
+        if (!key_is(k, kl, "contains") &&
+            (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0)))
+            return GL_OK;
+        if (key_is(k, kl, "propertyNames") && json_is_false(x)) {
+            v->max_props = 0;
+            return GL_OK;
+        }
+        size_t old = path_push(sc, k, kl);
+        gl_status st = sc_unsup(sc, k_unsupported[i], "not enforced by the grammar");
+        path_pop(sc, old);
+        return st;
+    }
+    return GL_OK;
+}
+
+// Settles the keywords that depend on a sibling (struct part) into v.
+static gl_status part_settle(struct sc *sc, struct view *v, const struct part *p)
+{
+    if (p->contains_any && v->min_items < 1)
         v->min_items = 1;
-    if (if_s && (then_s || else_s) && !sc->pre7) {
-        v->ifs[0][0] = if_s;
-        v->ifs[0][1] = then_s;
-        v->ifs[0][2] = else_s;
+    if (p->if_s && (p->then_s || p->else_s) && !sc->pre7) {
+        v->ifs[0][0] = p->if_s;
+        v->ifs[0][1] = p->then_s;
+        v->ifs[0][2] = p->else_s;
         v->n_if = 1;
     }
     // Arrays: 2020-12 prefixItems + items, or draft 4-7 array-form items + additionalItems.
-    if (prefix) {
-        if (json_is_array(items))
+    if (p->prefix) {
+        if (json_is_array(p->items))
             return sc_bad(sc, "items", "array form together with prefixItems");
-        v->prefix = prefix;
-        v->items = items;
-    } else if (json_is_array(items)) {
-        v->prefix = items;
-        v->items = add_items;
+        v->prefix = p->prefix;
+        v->items = p->items;
+    } else if (json_is_array(p->items)) {
+        v->prefix = p->items;
+        v->items = p->add_items;
     } else {
-        v->items = items;
+        v->items = p->items;
     }
     if (v->prefix && json_array_size(v->prefix) == 0)
         v->prefix = NULL;
     // Numbers: draft-4 boolean exclusive flags modify minimum/maximum.
-    if (minimum)
-        bound_min(v, json_number_value(minimum), json_is_true(emin));
-    if (maximum)
-        bound_max(v, json_number_value(maximum), json_is_true(emax));
-    if (json_is_number(emin))
-        bound_min(v, json_number_value(emin), 1);
-    if (json_is_number(emax))
-        bound_max(v, json_number_value(emax), 1);
-    if (has_const) {
+    if (p->minimum)
+        bound_min(v, json_number_value(p->minimum), json_is_true(p->emin));
+    if (p->maximum)
+        bound_max(v, json_number_value(p->maximum), json_is_true(p->emax));
+    if (json_is_number(p->emin))
+        bound_min(v, json_number_value(p->emin), 1);
+    if (json_is_number(p->emax))
+        bound_max(v, json_number_value(p->emax), 1);
+    // const: a one-value enum (empty when an enum beside it does not hold the value).
+    if (p->has_const) {
         json_t *arr = json_array();
         if (!arr)
             return sc_nomem(sc);
-        int in_enum = !enumv;
-        for (size_t i = 0; enumv && i < json_array_size(enumv); i++)
-            in_enum |= val_equal(json_array_get(enumv, i), constv);
+        int in_enum = !p->enumv;
+        for (size_t i = 0; p->enumv && i < json_array_size(p->enumv); i++)
+            in_enum |= val_equal(json_array_get(p->enumv, i), p->constv);
         if (in_enum)
-            json_array_append(arr, constv);
+            json_array_append(arr, p->constv);
         v->enumv = sc_keep(sc, arr);
         if (!v->enumv)
             return sc_nomem(sc);
-    } else if (enumv) {
-        v->enumv = enumv;
+    } else if (p->enumv) {
+        v->enumv = p->enumv;
     }
-    if (nullable && has_type && SC_NULLABLE_ADDS_NULL)
+    if (p->nullable && p->has_type && SC_NULLABLE_ADDS_NULL)
         v->types |= T_NULL;
     return GL_OK;
+}
+
+// Reads one schema object's keywords into v (which the caller has initialised): each keyword's
+// table entry checks and records it, then part_settle combines the ones that depend on each
+// other. GL_OK, or the error set in sc->err.
+static gl_status parse_part(struct sc *sc, json_t *o, struct view *v)
+{
+    struct part p = {.o = o};
+    const char *k;
+    size_t kl;
+    json_t *x;
+    json_object_keylen_foreach(o, k, kl, x)
+    {
+        kw_fn fn = kw_other;
+        for (size_t i = 0; i < sizeof k_keywords / sizeof k_keywords[0]; i++) {
+            if (key_is(k, kl, k_keywords[i].name)) {
+                fn = k_keywords[i].fn;
+                break;
+            }
+        }
+        gl_status st = fn(sc, v, &p, k, kl, x);
+        if (st != GL_OK)
+            return st;
+    }
+    return part_settle(sc, v, &p);
 }
 
 // ---- merging parts (allOf, $ref siblings) ----
@@ -2565,17 +2781,44 @@ static int forbidden(const struct forbid *f, const char *k, size_t kl)
     return 0;
 }
 
-static int32_t compile_object(struct sc *sc, const struct view *v, const struct forbid *fb)
+// ---- objects: compile_object and its phases ----
+//
+// Each phase returns 0 to go on, or the object's result: SC_FAIL (error set in sc->err) or
+// SC_NEVER (no object satisfies the view).
+
+// The object being compiled: the view, the names a `not: {required}` forbids, and what the
+// phases build for the GN_JOBJECT node.
+struct objc {
+    const struct view *v;
+    const struct forbid *fb;
+    size_t np, nreq;               // declared properties, required names (counts)
+    struct gl_gprop *props;        // [np + nreq + fb->n] capacity; n used
+    int32_t n;                     //
+    int32_t additional;            // node for undeclared keys; -1: none may appear
+    int32_t pn_re, pn_value;       // propertyNames' one pattern and its value node; -1: none
+    int open;                      // an undeclared key may appear
+    struct gl_gpattern_prop *pats; // [npat]: patternProperties (or propertyNames' pattern)
+    int32_t npat;                  //
+    int32_t *order;                // [n] declaration order for ordered_keys, else NULL
+};
+
+// One candidate name: its key, the schemas its value must satisfy (list[0..nl)), and whether it
+// is required.
+struct objname {
+    const char *k;
+    size_t kl;
+    json_t *list[2 * SC_MAX_LIST + 4];
+    int nl;
+    int req;
+};
+
+enum { OBJ_NAME, OBJ_SKIP, OBJ_END, OBJ_ERR };
+
+// The value node of undeclared keys (o->additional): additionalProperties, absent meaning any
+// value unless opts->closed_objects. A schema that accepts nothing becomes -1 (no such key).
+static int32_t obj_additional(struct sc *sc, struct objc *o)
 {
-    size_t np = v->props ? json_object_size(v->props) : 0;
-    size_t nreq = v->required ? json_array_size(v->required) : 0;
-    size_t cap = np + nreq + (size_t)(fb ? fb->n : 0);
-    struct gl_gprop *props = sc_alloc(sc, (cap ? cap : 1) * sizeof *props);
-    int32_t r = SC_FAIL;
-    if (!props) {
-        sc_nomem(sc);
-        goto out;
-    }
+    const struct view *v = o->v;
     int32_t additional;
     if (!v->addl && sc->c->opts && sc->c->opts->closed_objects) {
         additional = SC_NEVER; // vLLM's closed default (grammar.h closed_objects)
@@ -2585,160 +2828,188 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         additional = compile_child(sc, v->addl, "additionalProperties", NULL, 0);
     }
     if (additional == SC_FAIL)
-        goto out;
-    if (additional == SC_NEVER)
-        additional = -1;
-    // propertyNames with one pattern: undeclared keys become that patternProperty; declared
-    // names that fail it cannot appear.
-    int32_t pn_re = -1, pn_value = -1;
-    if (v->pnames) {
-        struct view *pv = view_get(sc, v->pnames);
-        if (!pv)
-            goto out;
-        struct view t = *pv;
-        t.types = T_ALL;
-        t.n_pat = 0;
-        if (!(pv->types & T_STR) || pv->never) {
-            r = SC_NEVER; // no key is valid: only {} -- approximated as no object (restriction)
-            goto out;
-        }
-        if (view_is_empty(&t) && pv->n_pat == 1 && !v->pprops) {
-            size_t old = path_push(sc, "propertyNames", 13);
-            pn_re = sc_pattern(sc, pv->pat[0]);
-            path_pop(sc, old);
-            if (pn_re < 0)
-                goto out;
-            pn_value = additional;
-            additional = -1;
-        } else if (!(view_is_empty(&t) && pv->n_pat == 0)) {
-            size_t old = path_push(sc, "propertyNames", 13);
-            gl_status st = sc_unsup(sc, "propertyNames", "only {type: string} or one pattern");
-            path_pop(sc, old);
-            if (st != GL_OK)
-                goto out;
-        }
+        return SC_FAIL;
+    o->additional = additional == SC_NEVER ? -1 : additional;
+    return 0;
+}
+
+// propertyNames with one pattern: undeclared keys become that patternProperty (o->pn_re, its
+// value the former o->additional); declared names that fail it cannot appear. {type: string}
+// alone constrains nothing; other forms are unsupported.
+static int32_t obj_property_names(struct sc *sc, struct objc *o)
+{
+    const struct view *v = o->v;
+    if (!v->pnames)
+        return 0;
+    struct view *pv = view_get(sc, v->pnames);
+    if (!pv)
+        return SC_FAIL;
+    struct view t = *pv;
+    t.types = T_ALL;
+    t.n_pat = 0;
+    if (!(pv->types & T_STR) || pv->never)
+        return SC_NEVER; // no key is valid: only {} -- approximated as no object (restriction)
+    if (view_is_empty(&t) && pv->n_pat == 1 && !v->pprops) {
+        size_t old = path_push(sc, "propertyNames", 13);
+        o->pn_re = sc_pattern(sc, pv->pat[0]);
+        path_pop(sc, old);
+        if (o->pn_re < 0)
+            return SC_FAIL;
+        o->pn_value = o->additional;
+        o->additional = -1;
+    } else if (!(view_is_empty(&t) && pv->n_pat == 0)) {
+        size_t old = path_push(sc, "propertyNames", 13);
+        gl_status st = sc_unsup(sc, "propertyNames", "only {type: string} or one pattern");
+        path_pop(sc, old);
+        if (st != GL_OK)
+            return SC_FAIL;
     }
-    int open = additional >= 0 || v->pprops || pn_value >= 0;
-    int32_t n = 0;
-    size_t n_names = np + nreq + (size_t)(fb ? fb->n : 0);
-    // Declared properties (declaration order), then required names not declared, then names a
-    // `not: {required}` forbids.
-    {
-        const char *k;
-        size_t kl;
-        json_t *ps;
-        size_t idx = 0;
-        void *it = v->props ? json_object_iter(v->props) : NULL;
-        for (;; idx++) {
-            int req = 0;
-            json_t *list[2 * SC_MAX_LIST + 4];
-            int nl = 0;
-            if (it) {
-                k = json_object_iter_key(it);
-                kl = json_object_iter_key_len(it);
-                ps = json_object_iter_value(it);
-                it = json_object_iter_next(v->props, it);
-                list[nl++] = ps;
-                // draft 3: {"required": true} inside the property schema
-                if (json_is_object(ps) && json_is_true(json_object_get(ps, "required")))
-                    req = 1;
-                if (v->pprops) {
-                    // the property also satisfies every patternProperties schema it matches
-                    struct view tmp = *v;
-                    tmp.props = NULL;
-                    tmp.addl = NULL;
-                    if (key_side(sc, &tmp, k, kl, list, &nl, 2 * SC_MAX_LIST) != GL_OK)
-                        goto out;
-                }
-            } else if (idx < np + nreq) {
-                json_t *rq = json_array_get(v->required, idx - np);
-                k = json_string_value(rq);
-                kl = json_string_length(rq);
-                if (v->props && json_object_getn(v->props, k, kl))
-                    continue;
-                int dup = 0;
-                for (int32_t j = 0; j < n && !dup; j++)
-                    dup = props[j].name.len == kl && memcmp(props[j].name.p, k, kl) == 0;
-                if (dup)
-                    continue;
-                if (key_side(sc, v, k, kl, list, &nl, 2 * SC_MAX_LIST) != GL_OK)
-                    goto out;
-                if (nl == 0 && v->addl) { // additionalProperties: true
-                    list[nl++] = json_true();
-                }
-                if (nl == 0)
-                    list[nl++] = json_true();
-            } else if (fb && idx < n_names) {
-                json_t *nm = fb->names[idx - np - nreq];
-                k = json_string_value(nm);
-                kl = json_string_length(nm);
-                int dup = 0;
-                for (int32_t j = 0; j < n && !dup; j++)
-                    dup = props[j].name.len == kl && memcmp(props[j].name.p, k, kl) == 0;
-                if (dup)
-                    continue;
-                list[nl++] = json_false();
-            } else {
-                break;
-            }
-            if (idx >= np && idx < np + nreq)
-                req = 1;
-            for (size_t j = 0; !req && v->required && j < json_array_size(v->required); j++) {
-                json_t *rq = json_array_get(v->required, j);
-                req = json_string_length(rq) == kl && memcmp(json_string_value(rq), k, kl) == 0;
-            }
-            int32_t val;
-            if (pn_re >= 0 && !gl_regex_match(sc_re(sc, pn_re), k, kl)) {
-                if (req) {
-                    r = SC_NEVER;
-                    goto out;
-                }
-                continue;
-            }
-            if (forbidden(fb, k, kl)) {
-                val = SC_NEVER;
-            } else {
-                json_t *s = synth_all(sc, list, nl);
-                val = compile_child(sc, s ? s : json_true(), "properties", k, kl);
-                if (val == SC_FAIL)
-                    goto out;
-            }
-            if (val == SC_NEVER) {
-                if (req) {
-                    r = SC_NEVER;
-                    goto out;
-                }
-                if (!open)
-                    continue; // the key cannot appear anyway
-                val = sc_never_node(sc);
-                if (val < 0)
-                    goto out;
-            }
-            props[n].name.p = gl_arena_memdup(sc->b->ir->arena, k, kl ? kl : 1);
-            if (!props[n].name.p) {
-                sc_nomem(sc);
-                goto out;
-            }
-            props[n].name.len = (uint32_t)kl;
-            props[n].value = val;
-            props[n].required = (uint8_t)req;
-            n++;
+    return 0;
+}
+
+// 1 when o->props already holds the name k[0..kl).
+static int obj_has(const struct objc *o, const char *k, size_t kl)
+{
+    int dup = 0;
+    for (int32_t j = 0; j < o->n && !dup; j++)
+        dup = o->props[j].name.len == kl && memcmp(o->props[j].name.p, k, kl) == 0;
+    return dup;
+}
+
+// The idx-th candidate name into *nm: declared properties (declaration order, *it walks them),
+// then required names not declared, then names a `not: {required}` forbids. OBJ_SKIP for a name
+// already listed, OBJ_END past the last, OBJ_ERR with the error set.
+static int obj_name(struct sc *sc, const struct objc *o, void **it, size_t idx, struct objname *nm)
+{
+    const struct view *v = o->v;
+    nm->req = 0;
+    nm->nl = 0;
+    if (*it) {
+        nm->k = json_object_iter_key(*it);
+        nm->kl = json_object_iter_key_len(*it);
+        json_t *ps = json_object_iter_value(*it);
+        *it = json_object_iter_next(v->props, *it);
+        nm->list[nm->nl++] = ps;
+        // draft 3: {"required": true} inside the property schema
+        if (json_is_object(ps) && json_is_true(json_object_get(ps, "required")))
+            nm->req = 1;
+        if (v->pprops) {
+            // the property also satisfies every patternProperties schema it matches
+            struct view tmp = *v;
+            tmp.props = NULL;
+            tmp.addl = NULL;
+            if (key_side(sc, &tmp, nm->k, nm->kl, nm->list, &nm->nl, 2 * SC_MAX_LIST) != GL_OK)
+                return OBJ_ERR;
         }
+    } else if (idx < o->np + o->nreq) {
+        json_t *rq = json_array_get(v->required, idx - o->np);
+        nm->k = json_string_value(rq);
+        nm->kl = json_string_length(rq);
+        if (v->props && json_object_getn(v->props, nm->k, nm->kl))
+            return OBJ_SKIP;
+        if (obj_has(o, nm->k, nm->kl))
+            return OBJ_SKIP;
+        if (key_side(sc, v, nm->k, nm->kl, nm->list, &nm->nl, 2 * SC_MAX_LIST) != GL_OK)
+            return OBJ_ERR;
+        if (nm->nl == 0) // additionalProperties: true, or absent (any value)
+            nm->list[nm->nl++] = json_true();
+    } else if (o->fb && idx < o->np + o->nreq + (size_t)o->fb->n) {
+        json_t *name = o->fb->names[idx - o->np - o->nreq];
+        nm->k = json_string_value(name);
+        nm->kl = json_string_length(name);
+        if (obj_has(o, nm->k, nm->kl))
+            return OBJ_SKIP;
+        nm->list[nm->nl++] = json_false();
+    } else {
+        return OBJ_END;
     }
-    struct gl_gpattern_prop *pats = NULL;
-    int32_t npat = 0;
-    if (pn_value >= 0) {
-        pats = sc_alloc(sc, sizeof *pats);
-        if (!pats)
-            goto out;
-        pats[0].re = pn_re;
-        pats[0].value = pn_value;
-        npat = 1;
+    if (idx >= o->np && idx < o->np + o->nreq)
+        nm->req = 1;
+    for (size_t j = 0; !nm->req && v->required && j < json_array_size(v->required); j++) {
+        json_t *rq = json_array_get(v->required, j);
+        nm->req =
+            json_string_length(rq) == nm->kl && memcmp(json_string_value(rq), nm->k, nm->kl) == 0;
+    }
+    return OBJ_NAME;
+}
+
+// Compiles one candidate's value (the allOf of its list) and appends it to o->props. A name that
+// propertyNames or `not: {required}` rules out, or whose value accepts nothing, is dropped when
+// optional (kept as a never node while undeclared keys may appear, so it is not taken for one)
+// and makes the object SC_NEVER when required.
+static int32_t obj_place(struct sc *sc, struct objc *o, const struct objname *nm)
+{
+    int32_t val;
+    if (o->pn_re >= 0 && !gl_regex_match(sc_re(sc, o->pn_re), nm->k, nm->kl))
+        return nm->req ? SC_NEVER : 0;
+    if (forbidden(o->fb, nm->k, nm->kl)) {
+        val = SC_NEVER;
+    } else {
+        json_t *s = synth_all(sc, nm->list, nm->nl);
+        val = compile_child(sc, s ? s : json_true(), "properties", nm->k, nm->kl);
+        if (val == SC_FAIL)
+            return SC_FAIL;
+    }
+    if (val == SC_NEVER) {
+        if (nm->req)
+            return SC_NEVER;
+        if (!o->open)
+            return 0; // the key cannot appear anyway
+        val = sc_never_node(sc);
+        if (val < 0)
+            return SC_FAIL;
+    }
+    struct gl_gprop *p = &o->props[o->n];
+    p->name.p = gl_arena_memdup(sc->b->ir->arena, nm->k, nm->kl ? nm->kl : 1);
+    if (!p->name.p) {
+        sc_nomem(sc);
+        return SC_FAIL;
+    }
+    p->name.len = (uint32_t)nm->kl;
+    p->value = val;
+    p->required = (uint8_t)nm->req;
+    o->n++;
+    return 0;
+}
+
+// The named properties (o->props[0..n)), in candidate order.
+static int32_t obj_properties(struct sc *sc, struct objc *o)
+{
+    void *it = o->v->props ? json_object_iter(o->v->props) : NULL;
+    for (size_t idx = 0;; idx++) {
+        struct objname nm;
+        int got = obj_name(sc, o, &it, idx, &nm);
+        if (got == OBJ_END)
+            return 0;
+        if (got == OBJ_ERR)
+            return SC_FAIL;
+        if (got == OBJ_SKIP)
+            continue;
+        int32_t r = obj_place(sc, o, &nm);
+        if (r != 0)
+            return r;
+    }
+}
+
+// The pattern-keyed values (o->pats[0..npat)): propertyNames' pattern, or patternProperties
+// (search regexes, declaration order). The matcher gives an undeclared key the first pattern it
+// matches; JSON Schema wants every matching pattern. Equal only when patterns with different
+// schemas never share a key, so any other pair is unsupported.
+static int32_t obj_patterns(struct sc *sc, struct objc *o)
+{
+    const struct view *v = o->v;
+    if (o->pn_value >= 0) {
+        o->pats = sc_alloc(sc, sizeof *o->pats);
+        if (!o->pats)
+            return SC_FAIL;
+        o->pats[0].re = o->pn_re;
+        o->pats[0].value = o->pn_value;
+        o->npat = 1;
     }
     if (v->pprops) {
-        pats = sc_alloc(sc, json_object_size(v->pprops) * sizeof *pats);
-        if (!pats)
-            goto out;
+        o->pats = sc_alloc(sc, json_object_size(v->pprops) * sizeof *o->pats);
+        if (!o->pats)
+            return SC_FAIL;
         const char *k;
         size_t kl;
         json_t *ps;
@@ -2749,21 +3020,20 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
             int32_t re = sc_regex(sc, k, kl, GL_RE_SEARCH);
             path_pop(sc, old);
             if (re < 0)
-                goto out;
+                return SC_FAIL;
             int32_t val = compile_child(sc, ps, "patternProperties", k, kl);
             if (val == SC_FAIL)
-                goto out;
+                return SC_FAIL;
             if (val == SC_NEVER && (val = sc_never_node(sc)) < 0)
-                goto out;
-            pats[npat].re = re;
-            pats[npat].value = val;
-            npat++;
+                return SC_FAIL;
+            o->pats[o->npat].re = re;
+            o->pats[o->npat].value = val;
+            o->npat++;
         }
     }
-    // The matcher gives an undeclared key the first pattern it matches; JSON Schema wants every
-    // matching pattern. Equal only when patterns with different schemas never share a key.
-    for (int32_t i = 0; i < npat; i++)
-        for (int32_t j = i + 1; j < npat; j++) {
+    struct gl_gpattern_prop *pats = o->pats;
+    for (int32_t i = 0; i < o->npat; i++)
+        for (int32_t j = i + 1; j < o->npat; j++) {
             if (pats[i].value == pats[j].value ||
                 regex_disjoint(sc_re(sc, pats[i].re), sc_re(sc, pats[j].re)))
                 continue;
@@ -2772,63 +3042,99 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
                                     "two patterns with different schemas may match one key");
             path_pop(sc, old);
             if (st != GL_OK)
-                goto out;
-            i = j = npat;
+                return SC_FAIL;
+            i = j = o->npat;
         }
-    // Required count, min/maxProperties: an object that cannot be completed is NEVER (so the
-    // matcher never enters a dead end).
+    return 0;
+}
+
+// Required count, min/maxProperties: an object that cannot be completed is SC_NEVER (so the
+// matcher never enters a dead end).
+static int32_t obj_completable(struct sc *sc, const struct objc *o)
+{
+    const struct view *v = o->v;
     int32_t n_required = 0, n_possible = 0;
+    for (int32_t i = 0; i < o->n; i++) {
+        n_required += o->props[i].required;
+        n_possible += o->props[i].value != sc->never_node || sc->never_node < 0;
+    }
+    if (v->max_props >= 0 && (n_required > v->max_props || v->min_props > v->max_props))
+        return SC_NEVER;
+    if (o->additional < 0 && !o->npat && v->min_props > n_possible)
+        return SC_NEVER;
+    return 0;
+}
+
+// Sorts o->props by name bytes (the matcher's binary search); for ordered_keys, o->order[i] is
+// the sorted position of the i-th declared name.
+static int32_t obj_sort(struct sc *sc, struct objc *o)
+{
+    int32_t n = o->n;
+    if (!(sc->c->opts && sc->c->opts->ordered_keys && n > 0)) {
+        qsort(o->props, (size_t)n, sizeof *o->props, prop_cmp);
+        return 0;
+    }
+    o->order = sc_alloc(sc, (size_t)n * sizeof *o->order);
+    if (!o->order)
+        return SC_FAIL;
+    // Remember each declared name, sort, then map positions back by name.
+    struct gl_gbytes *names = gl_malloc((size_t)n * sizeof *names);
+    if (!names) {
+        sc_nomem(sc);
+        return SC_FAIL;
+    }
+    for (int32_t i = 0; i < n; i++)
+        names[i] = o->props[i].name;
+    qsort(o->props, (size_t)n, sizeof *o->props, prop_cmp);
     for (int32_t i = 0; i < n; i++) {
-        n_required += props[i].required;
-        n_possible += props[i].value != sc->never_node || sc->never_node < 0;
+        struct gl_gprop key = {.name = names[i]};
+        struct gl_gprop *hit = bsearch(&key, o->props, (size_t)n, sizeof *o->props, prop_cmp);
+        GL_ASSERT(hit);
+        o->order[i] = (int32_t)(hit - o->props);
     }
-    if (v->max_props >= 0 && (n_required > v->max_props || v->min_props > v->max_props)) {
-        r = SC_NEVER;
-        goto out;
+    gl_free(names);
+    return 0;
+}
+
+// A GN_JOBJECT node for an object view (fb: names a `not: {required}` forbids, or NULL), or
+// SC_NEVER / SC_FAIL.
+static int32_t compile_object(struct sc *sc, const struct view *v, const struct forbid *fb)
+{
+    struct objc o = {.v = v, .fb = fb, .pn_re = -1, .pn_value = -1};
+    o.np = v->props ? json_object_size(v->props) : 0;
+    o.nreq = v->required ? json_array_size(v->required) : 0;
+    size_t cap = o.np + o.nreq + (size_t)(fb ? fb->n : 0);
+    o.props = sc_alloc(sc, (cap ? cap : 1) * sizeof *o.props);
+    if (!o.props) {
+        sc_nomem(sc);
+        return SC_FAIL;
     }
-    if (additional < 0 && !npat && v->min_props > n_possible) {
-        r = SC_NEVER;
-        goto out;
-    }
-    // Sort by name bytes; keep the declaration order for ordered_keys.
-    int32_t *order = NULL;
-    if (sc->c->opts && sc->c->opts->ordered_keys && n > 0) {
-        order = sc_alloc(sc, (size_t)n * sizeof *order);
-        if (!order)
-            goto out;
-        // Remember each declared name, sort, then map positions back by name.
-        struct gl_gbytes *names = gl_malloc((size_t)n * sizeof *names);
-        if (!names) {
-            sc_nomem(sc);
-            goto out;
-        }
-        for (int32_t i = 0; i < n; i++)
-            names[i] = props[i].name;
-        qsort(props, (size_t)n, sizeof *props, prop_cmp);
-        for (int32_t i = 0; i < n; i++) {
-            struct gl_gprop key = {.name = names[i]};
-            struct gl_gprop *hit = bsearch(&key, props, (size_t)n, sizeof *props, prop_cmp);
-            GL_ASSERT(hit);
-            order[i] = (int32_t)(hit - props);
-        }
-        gl_free(names);
-    } else {
-        qsort(props, (size_t)n, sizeof *props, prop_cmp);
-    }
+    int32_t r = obj_additional(sc, &o);
+    if (r == 0)
+        r = obj_property_names(sc, &o);
+    o.open = o.additional >= 0 || v->pprops || o.pn_value >= 0;
+    if (r == 0)
+        r = obj_properties(sc, &o);
+    if (r == 0)
+        r = obj_patterns(sc, &o);
+    if (r == 0)
+        r = obj_completable(sc, &o);
+    if (r == 0)
+        r = obj_sort(sc, &o);
+    if (r != 0)
+        return r;
     struct gl_gnode nd;
     memset(&nd, 0, sizeof nd);
     nd.kind = GN_JOBJECT;
-    nd.u.obj.props = props;
-    nd.u.obj.n_props = n;
-    nd.u.obj.patterns = pats;
-    nd.u.obj.n_patterns = npat;
-    nd.u.obj.additional = additional;
+    nd.u.obj.props = o.props;
+    nd.u.obj.n_props = o.n;
+    nd.u.obj.patterns = o.pats;
+    nd.u.obj.n_patterns = o.npat;
+    nd.u.obj.additional = o.additional;
     nd.u.obj.min_props = clamp32(v->min_props);
     nd.u.obj.max_props = v->max_props < 0 ? -1 : clamp32(v->max_props);
-    nd.u.obj.order = order;
-    r = sc_add(sc, &nd);
-out:
-    return r;
+    nd.u.obj.order = o.order;
+    return sc_add(sc, &nd);
 }
 
 // 1 when every state regex idx can reach (a search for up to RE_INEX_STATES of them) has
