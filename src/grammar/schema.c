@@ -4099,17 +4099,14 @@ static gl_status rewrite_nots(struct sc *sc, struct view *w)
     return GL_OK;
 }
 
-static int32_t compile_view(struct sc *sc, struct view *v0)
+// ---- compile_view's phases ----
+// Each returns 0 to go on or SC_FAIL (error set in sc->err).
+
+// if/then/else (with an enum the values are checked directly): (if and then) or (N and else), N
+// a condition implying "not if" (negate_member), added to v as one more anyOf list. Clears
+// v->n_if unless v has an enum.
+static int32_t cv_ifs(struct sc *sc, struct view *v)
 {
-    if (sc->depth > SC_MAX_DEPTH)
-        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: schema nests deeper than %d at %s",
-                          SC_MAX_DEPTH, sc_ptr(sc)),
-               SC_FAIL;
-    struct view w = *v0, *v = &w;
-    if (v->n_not && !v->enumv && rewrite_nots(sc, v) != GL_OK)
-        return SC_FAIL;
-    // if/then/else (with an enum the values are checked directly): (if and then) or
-    // (N and else), N a condition implying "not if" (negate_member).
     for (int i = 0; i < v->n_if && !v->enumv; i++) {
         json_t *neg = negate_member(sc, v->ifs[i][0], NULL);
         json_t *alts = json_array();
@@ -4135,76 +4132,80 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
     }
     if (!v->enumv)
         v->n_if = 0;
-    if (!v->n_anyof && !v->n_oneof) {
-        struct view copy = *v;
-        return compile_plain(sc, &copy);
-    }
-    if (v->n_anyof + v->n_oneof > 1) {
-        size_t prod = 1;
-        for (int i = 0; i < v->n_anyof + v->n_oneof; i++) {
-            json_t *l = i < v->n_anyof ? v->anyof[i] : v->oneof[i - v->n_anyof];
-            prod *= json_array_size(l);
-            if (prod > SC_MAX_ALTS) {
-                char why[96];
-                snprintf(why, sizeof why, "anyOf/oneOf lists multiply to over %d alternatives",
-                         SC_MAX_ALTS);
-                gl_err_set(sc->err, GL_E_UNSUPPORTED, "grammar: unsupported keyword '%s' at %s: %s",
-                           v->n_oneof ? "oneOf" : "anyOf", sc_ptr(sc), why);
-                return SC_FAIL;
-            }
+    return 0;
+}
+
+// The anyOf/oneOf lists multiply out (each branch of one carries the others): refused above
+// SC_MAX_ALTS alternatives in all.
+static int32_t cv_product(struct sc *sc, const struct view *v)
+{
+    if (v->n_anyof + v->n_oneof <= 1)
+        return 0;
+    size_t prod = 1;
+    for (int i = 0; i < v->n_anyof + v->n_oneof; i++) {
+        json_t *l = i < v->n_anyof ? v->anyof[i] : v->oneof[i - v->n_anyof];
+        prod *= json_array_size(l);
+        if (prod > SC_MAX_ALTS) {
+            char why[96];
+            snprintf(why, sizeof why, "anyOf/oneOf lists multiply to over %d alternatives",
+                     SC_MAX_ALTS);
+            gl_err_set(sc->err, GL_E_UNSUPPORTED, "grammar: unsupported keyword '%s' at %s: %s",
+                       v->n_oneof ? "oneOf" : "anyOf", sc_ptr(sc), why);
+            return SC_FAIL;
         }
     }
-    // Take one list at a time: the branches still carry the other lists (recursion).
-    struct view base = *v;
+    return 0;
+}
+
+// The one anyOf/oneOf list compile_view takes apart: its members' views (each with the rest of
+// the schema, or alone when nothing else constrains) and, for oneOf, which pairs may overlap.
+struct cvlist {
+    struct view base; // the schema without this list (still carrying the other lists)
     json_t *list;
-    const char *kw;
-    int one;
-    if (base.n_oneof) {
-        list = base.oneof[--base.n_oneof];
-        kw = "oneOf";
-        one = 1;
-    } else {
-        list = base.anyof[--base.n_anyof];
-        kw = "anyOf";
-        one = 0;
-    }
-    size_t n = json_array_size(list);
-    if (n > SC_MAX_BRANCHES)
-        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: '%s' at %s has %zu branches, over %d", kw,
-                          sc_ptr(sc), n, SC_MAX_BRANCHES),
-               SC_FAIL;
-    struct view **bv = gl_calloc(n, sizeof *bv);
-    int32_t *kids = gl_malloc(n * sizeof *kids);
-    uint8_t *ov = NULL;
-    int32_t r = SC_FAIL, nk = 0;
-    if (!bv || !kids) {
-        sc_nomem(sc);
-        goto out;
-    }
-    // With no sibling constraints, a member compiles on its own (memoised, and a member that
-    // reaches this schema again is caught as a cycle by the memo).
-    int bare = view_is_empty(&base), any_ov = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = json_array_get(list, i);
-        if (bare) {
-            size_t old = path_push_idx(sc, kw, i);
-            bv[i] = view_get(sc, m);
+    const char *kw;   // "anyOf" or "oneOf"
+    int one;          // oneOf: branches must be made disjoint
+    size_t n;         // members
+    int bare;         // base is empty: members compile alone (compile_schema, memoised)
+    struct view **bv; // [n] member views
+    uint8_t *ov;      // [n * n] oneOf: 0 disjoint, 1 overlap, 2 only outside objects
+};
+
+// The member views L->bv. With no sibling constraints, a member compiles on its own (memoised,
+// and a member that reaches this schema again is caught as a cycle by the memo).
+static int32_t cv_member_views(struct sc *sc, struct cvlist *L)
+{
+    L->bare = view_is_empty(&L->base);
+    for (size_t i = 0; i < L->n; i++) {
+        json_t *m = json_array_get(L->list, i);
+        if (L->bare) {
+            size_t old = path_push_idx(sc, L->kw, i);
+            L->bv[i] = view_get(sc, m);
             path_pop(sc, old);
         } else {
-            bv[i] = branch_view(sc, &base, m, kw, i);
+            L->bv[i] = branch_view(sc, &L->base, m, L->kw, i);
         }
-        if (!bv[i])
-            goto out;
+        if (!L->bv[i])
+            return SC_FAIL;
     }
-    if (one && (ov = gl_calloc(n * n, 1)) == NULL) {
+    return 0;
+}
+
+// oneOf: L->ov for every pair of members that may both match. Overlapping members get their own
+// branch views (they will be changed), even when bare.
+static int32_t cv_overlaps(struct sc *sc, struct cvlist *L)
+{
+    size_t n = L->n;
+    struct view **bv = L->bv;
+    if (L->one && (L->ov = gl_calloc(n * n, 1)) == NULL) {
         sc_nomem(sc);
-        goto out;
+        return SC_FAIL;
     }
-    for (size_t i = 0; one && i < n; i++)
+    int any_ov = 0;
+    for (size_t i = 0; L->one && i < n; i++)
         for (size_t j = i + 1; j < n; j++) {
             int d = disjoint_views(sc, bv[i], bv[j], 0);
             if (d == V_ERROR)
-                goto out;
+                return SC_FAIL;
             if (d == 1)
                 continue;
             // Members that only constrain objects both take every other value; when their
@@ -4213,35 +4214,44 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
                 struct view oi = *bv[i];
                 oi.types = T_OBJ;
                 if ((d = disjoint_views(sc, &oi, bv[j], 0)) == V_ERROR)
-                    goto out;
+                    return SC_FAIL;
             }
-            ov[i * n + j] = ov[j * n + i] = d == 1 ? 2 : 1;
+            L->ov[i * n + j] = L->ov[j * n + i] = d == 1 ? 2 : 1;
             any_ov = 1;
         }
-    if (any_ov && bare) {
-        bare = 0;
+    if (any_ov && L->bare) {
+        L->bare = 0;
         for (size_t i = 0; i < n; i++)
-            if (!(bv[i] = branch_view(sc, &base, json_array_get(list, i), kw, i)))
-                goto out;
+            if (!(bv[i] = branch_view(sc, &L->base, json_array_get(L->list, i), L->kw, i)))
+                return SC_FAIL;
     }
-    // Overlapping members: branch i also excludes member j (a condition implying "not member
-    // j"), which makes the branches disjoint by construction.
-    for (size_t i = 0; one && i < n; i++) {
+    return 0;
+}
+
+// Overlapping members: branch i also excludes member j (a condition implying "not member j"),
+// which makes the branches disjoint by construction. Where no such condition is found (or the
+// alternatives would multiply past SC_MAX_ALTS) the oneOf is unsupported (lenient: an anyOf).
+static int32_t cv_exclusive(struct sc *sc, struct cvlist *L)
+{
+    size_t n = L->n;
+    struct view **bv = L->bv;
+    const uint8_t *ov = L->ov;
+    for (size_t i = 0; L->one && i < n; i++) {
         size_t prod = 1;
         for (size_t j = 0; j < n; j++) {
             if (ov[i * n + j] == 2)
                 bv[i]->types = types_and(bv[i]->types, T_OBJ);
             if (ov[i * n + j] != 1)
                 continue;
-            json_t *m = json_array_get(list, j);
+            json_t *m = json_array_get(L->list, j);
             int f = enum_minus(sc, bv[i], m);
             if (f == V_ERROR)
-                goto out;
+                return SC_FAIL;
             if (f == 1)
                 continue;
             json_t *neg = discriminator(sc, bv[i], m);
             if (!neg && sc->err && sc->err->code != GL_OK)
-                goto out;
+                return SC_FAIL;
             if (!neg && n <= 16)
                 neg = negate_member(sc, m, bv[i]);
             json_t *alts = neg ? json_object_get(neg, "anyOf") : NULL;
@@ -4249,42 +4259,94 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
             if (neg && prod <= SC_MAX_ALTS) {
                 struct xp x;
                 memset(&x, 0, sizeof x);
-                size_t old = path_push_idx(sc, kw, j);
+                size_t old = path_push_idx(sc, L->kw, j);
                 gl_status st = xp_seed(&x, bv[i]) ? expand(sc, neg, bv[i], &x) : sc_nomem(sc);
                 path_pop(sc, old);
                 if (st == GL_OK && !view_set_parts(sc, bv[i], &x.parts))
                     st = sc_nomem(sc);
                 xp_free(&x);
                 if (st != GL_OK)
-                    goto out;
+                    return SC_FAIL;
                 continue;
             }
             if (sc->err && sc->err->code == GL_E_NOMEM)
-                goto out;
+                return SC_FAIL;
             char why[128];
             snprintf(why, sizeof why,
                      "branches %zu and %zu may both match (not provably exclusive)", i, j);
             if (sc_unsup(sc, "oneOf", why) != GL_OK)
-                goto out;
+                return SC_FAIL;
             i = j = n; // lenient: compiled as anyOf
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        size_t old = path_push_idx(sc, kw, i);
-        sc->depth += !bare; // (compile_schema counts its own depth)
-        int32_t k = bare ? compile_schema(sc, json_array_get(list, i)) : compile_view(sc, bv[i]);
-        sc->depth -= !bare;
+    return 0;
+}
+
+// The GN_ALT of the branches that accept something (kids: [n] scratch), or SC_FAIL.
+static int32_t cv_branches(struct sc *sc, const struct cvlist *L, int32_t *kids)
+{
+    int32_t nk = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        size_t old = path_push_idx(sc, L->kw, i);
+        sc->depth += !L->bare; // (compile_schema counts its own depth)
+        int32_t k =
+            L->bare ? compile_schema(sc, json_array_get(L->list, i)) : compile_view(sc, L->bv[i]);
+        sc->depth -= !L->bare;
         path_pop(sc, old);
         if (k == SC_FAIL)
-            goto out;
+            return SC_FAIL;
         if (k != SC_NEVER)
             kids[nk++] = k;
     }
-    r = sc_alt(sc, kids, nk);
-out:
-    gl_free(bv);
+    return sc_alt(sc, kids, nk);
+}
+
+// A view to a node: negations rewritten, if/then/else turned into an anyOf list, then one
+// anyOf/oneOf list at a time becomes a GN_ALT of its members (each carrying the rest, which
+// recursion takes apart); with no list left, compile_plain. SC_NEVER / SC_FAIL.
+static int32_t compile_view(struct sc *sc, struct view *v0)
+{
+    if (sc->depth > SC_MAX_DEPTH)
+        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: schema nests deeper than %d at %s",
+                          SC_MAX_DEPTH, sc_ptr(sc)),
+               SC_FAIL;
+    struct view w = *v0, *v = &w;
+    if (v->n_not && !v->enumv && rewrite_nots(sc, v) != GL_OK)
+        return SC_FAIL;
+    if (cv_ifs(sc, v) != 0)
+        return SC_FAIL;
+    if (!v->n_anyof && !v->n_oneof) {
+        struct view copy = *v;
+        return compile_plain(sc, &copy);
+    }
+    if (cv_product(sc, v) != 0)
+        return SC_FAIL;
+    // Take one list at a time: the branches still carry the other lists (recursion).
+    struct cvlist L = {.base = *v};
+    if (L.base.n_oneof) {
+        L.list = L.base.oneof[--L.base.n_oneof];
+        L.kw = "oneOf";
+        L.one = 1;
+    } else {
+        L.list = L.base.anyof[--L.base.n_anyof];
+        L.kw = "anyOf";
+        L.one = 0;
+    }
+    L.n = json_array_size(L.list);
+    if (L.n > SC_MAX_BRANCHES)
+        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: '%s' at %s has %zu branches, over %d",
+                          L.kw, sc_ptr(sc), L.n, SC_MAX_BRANCHES),
+               SC_FAIL;
+    L.bv = gl_calloc(L.n, sizeof *L.bv);
+    int32_t *kids = gl_malloc(L.n * sizeof *kids);
+    int32_t r = SC_FAIL;
+    if (!L.bv || !kids)
+        sc_nomem(sc);
+    else if (cv_member_views(sc, &L) == 0 && cv_overlaps(sc, &L) == 0 && cv_exclusive(sc, &L) == 0)
+        r = cv_branches(sc, &L, kids);
+    gl_free(L.bv);
     gl_free(kids);
-    gl_free(ov);
+    gl_free(L.ov);
     return r;
 }
 
