@@ -1783,117 +1783,130 @@ static int64_t utf8_chars(const char *s, size_t n)
 #define V_ERROR   (-2)
 static int val_schema(struct sc *sc, json_t *s, json_t *x, int depth);
 
-// 1 valid, 0 invalid, V_UNKNOWN cannot tell, V_ERROR error set.
-static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
+// val_view's phases: each returns what val_view does for the keywords of one kind -- 1 valid, 0
+// invalid, V_UNKNOWN cannot tell, V_ERROR error set -- stopping at the first 0 or error.
+
+// A string: length in code points, patterns (search), and formats we can check.
+static int val_string(struct sc *sc, const struct view *v, json_t *x)
 {
-    if (depth > 32)
-        return V_UNKNOWN;
-    if (v->never)
+    int unknown = 0;
+    const char *s = json_string_value(x);
+    size_t n = json_string_length(x);
+    int64_t c = utf8_chars(s, n);
+    if (c < v->min_len || (v->max_len >= 0 && c > v->max_len))
         return 0;
-    unsigned t = value_types(x);
-    if (!(t & v->types))
-        return 0;
-    if (v->enumv) {
-        int found = 0;
-        for (size_t i = 0; i < json_array_size(v->enumv) && !found; i++)
-            found = val_equal(json_array_get(v->enumv, i), x);
-        if (!found)
+    for (int i = 0; i < v->n_pat; i++) {
+        int32_t re = sc_pattern(sc, v->pat[i]);
+        if (re < 0)
+            return V_ERROR;
+        if (!gl_regex_match(sc_re(sc, re), s, n))
             return 0;
     }
+    for (int i = 0; i < v->n_fmt; i++) {
+        const struct fmt_def *d;
+        if (!fmt_lookup(json_string_value(v->fmt[i]), &d))
+            continue;
+        if (!d->re) {
+            unknown = 1;
+            continue;
+        }
+        int32_t re = fmt_regex(sc, d);
+        if (re < 0)
+            return V_ERROR;
+        if (!gl_regex_match(sc_re(sc, re), s, n) || (d->max_chars >= 0 && c > d->max_chars))
+            return 0;
+    }
+    return unknown ? V_UNKNOWN : 1;
+}
+
+// A number: bounds, and multipleOf where it is exact (integral divisor and value below 2^53).
+static int val_number(const struct view *v, json_t *x)
+{
+    double d = json_number_value(x);
+    if (v->has_min && (d < v->nmin || (v->excl_min && d == v->nmin)))
+        return 0;
+    if (v->has_max && (d > v->nmax || (v->excl_max && d == v->nmax)))
+        return 0;
+    if (v->has_mult) {
+        if (floor(v->mult) == v->mult && is_integral(x) && fabs(d) < SC_INT_LIMIT &&
+            v->mult < SC_INT_LIMIT) {
+            if ((int64_t)d % (int64_t)v->mult != 0)
+                return 0;
+        } else {
+            return V_UNKNOWN;
+        }
+    }
+    return 1;
+}
+
+// An object: size, required names, then each member's name (propertyNames) and value (the
+// schemas key_side gives its key).
+static int val_object(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
     int unknown = 0, r;
-    if (json_is_string(x)) {
-        const char *s = json_string_value(x);
-        size_t n = json_string_length(x);
-        int64_t c = utf8_chars(s, n);
-        if (c < v->min_len || (v->max_len >= 0 && c > v->max_len))
+    int64_t n = (int64_t)json_object_size(x);
+    if (n < v->min_props || (v->max_props >= 0 && n > v->max_props))
+        return 0;
+    for (size_t i = 0; v->required && i < json_array_size(v->required); i++) {
+        json_t *k = json_array_get(v->required, i);
+        if (!json_object_getn(x, json_string_value(k), json_string_length(k)))
             return 0;
-        for (int i = 0; i < v->n_pat; i++) {
-            int32_t re = sc_pattern(sc, v->pat[i]);
-            if (re < 0)
-                return V_ERROR;
-            if (!gl_regex_match(sc_re(sc, re), s, n))
-                return 0;
-        }
-        for (int i = 0; i < v->n_fmt; i++) {
-            const struct fmt_def *d;
-            if (!fmt_lookup(json_string_value(v->fmt[i]), &d))
-                continue;
-            if (!d->re) {
-                unknown = 1;
-                continue;
-            }
-            int32_t re = fmt_regex(sc, d);
-            if (re < 0)
-                return V_ERROR;
-            if (!gl_regex_match(sc_re(sc, re), s, n) || (d->max_chars >= 0 && c > d->max_chars))
-                return 0;
-        }
-    } else if (json_is_number(x)) {
-        double d = json_number_value(x);
-        if (v->has_min && (d < v->nmin || (v->excl_min && d == v->nmin)))
-            return 0;
-        if (v->has_max && (d > v->nmax || (v->excl_max && d == v->nmax)))
-            return 0;
-        if (v->has_mult) {
-            if (floor(v->mult) == v->mult && is_integral(x) && fabs(d) < SC_INT_LIMIT &&
-                v->mult < SC_INT_LIMIT) {
-                if ((int64_t)d % (int64_t)v->mult != 0)
-                    return 0;
-            } else {
-                unknown = 1;
-            }
-        }
-    } else if (json_is_object(x)) {
-        int64_t n = (int64_t)json_object_size(x);
-        if (n < v->min_props || (v->max_props >= 0 && n > v->max_props))
-            return 0;
-        for (size_t i = 0; v->required && i < json_array_size(v->required); i++) {
-            json_t *k = json_array_get(v->required, i);
-            if (!json_object_getn(x, json_string_value(k), json_string_length(k)))
-                return 0;
-        }
-        const char *k;
-        size_t kl;
-        json_t *val;
-        json_object_keylen_foreach(x, k, kl, val)
-        {
-            json_t *list[SC_MAX_LIST + 2];
-            int nl = 0;
-            if (v->pnames) {
-                json_t *ks = json_stringn(k, kl);
-                r = ks ? val_schema(sc, v->pnames, ks, depth + 1) : V_UNKNOWN;
-                json_decref(ks);
-                if (r == 0 || r == V_ERROR)
-                    return r;
-                unknown |= r == V_UNKNOWN;
-            }
-            if (key_side(sc, v, k, kl, list, &nl, SC_MAX_LIST) != GL_OK)
-                return V_ERROR;
-            for (int i = 0; i < nl; i++) {
-                r = val_schema(sc, list[i], val, depth + 1);
-                if (r == 0 || r == V_ERROR)
-                    return r;
-                unknown |= r == V_UNKNOWN;
-            }
-        }
-    } else if (json_is_array(x)) {
-        int64_t n = (int64_t)json_array_size(x);
-        if (n < v->min_items || (v->max_items >= 0 && n > v->max_items))
-            return 0;
-        size_t np = v->prefix ? json_array_size(v->prefix) : 0;
-        for (size_t i = 0; i < json_array_size(x); i++) {
-            json_t *s = i < np ? json_array_get(v->prefix, i) : v->items;
-            r = val_schema(sc, s, json_array_get(x, i), depth + 1);
+    }
+    const char *k;
+    size_t kl;
+    json_t *val;
+    json_object_keylen_foreach(x, k, kl, val)
+    {
+        json_t *list[SC_MAX_LIST + 2];
+        int nl = 0;
+        if (v->pnames) {
+            json_t *ks = json_stringn(k, kl);
+            r = ks ? val_schema(sc, v->pnames, ks, depth + 1) : V_UNKNOWN;
+            json_decref(ks);
             if (r == 0 || r == V_ERROR)
                 return r;
             unknown |= r == V_UNKNOWN;
         }
-        if (v->unique)
-            for (size_t i = 0; i < json_array_size(x); i++)
-                for (size_t j = i + 1; j < json_array_size(x); j++)
-                    if (val_equal(json_array_get(x, i), json_array_get(x, j)))
-                        return 0;
+        if (key_side(sc, v, k, kl, list, &nl, SC_MAX_LIST) != GL_OK)
+            return V_ERROR;
+        for (int i = 0; i < nl; i++) {
+            r = val_schema(sc, list[i], val, depth + 1);
+            if (r == 0 || r == V_ERROR)
+                return r;
+            unknown |= r == V_UNKNOWN;
+        }
     }
+    return unknown ? V_UNKNOWN : 1;
+}
+
+// An array: size, each item against prefixItems or items, then uniqueItems.
+static int val_array(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
+    int unknown = 0, r;
+    int64_t n = (int64_t)json_array_size(x);
+    if (n < v->min_items || (v->max_items >= 0 && n > v->max_items))
+        return 0;
+    size_t np = v->prefix ? json_array_size(v->prefix) : 0;
+    for (size_t i = 0; i < json_array_size(x); i++) {
+        json_t *s = i < np ? json_array_get(v->prefix, i) : v->items;
+        r = val_schema(sc, s, json_array_get(x, i), depth + 1);
+        if (r == 0 || r == V_ERROR)
+            return r;
+        unknown |= r == V_UNKNOWN;
+    }
+    if (v->unique)
+        for (size_t i = 0; i < json_array_size(x); i++)
+            for (size_t j = i + 1; j < json_array_size(x); j++)
+                if (val_equal(json_array_get(x, i), json_array_get(x, j)))
+                    return 0;
+    return unknown ? V_UNKNOWN : 1;
+}
+
+// The applicators: each `not`, each if/then/else, and each anyOf (some member) and oneOf
+// (exactly one member) list.
+static int val_applicators(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
+    int unknown = 0, r;
     for (int i = 0; i < v->n_not; i++) {
         r = val_schema(sc, v->nots[i], x, depth + 1);
         if (r == 1)
@@ -1936,6 +1949,41 @@ static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
         }
     }
     return unknown ? V_UNKNOWN : 1;
+}
+
+// 1 valid, 0 invalid, V_UNKNOWN cannot tell, V_ERROR error set.
+static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
+    if (depth > 32)
+        return V_UNKNOWN;
+    if (v->never)
+        return 0;
+    unsigned t = value_types(x);
+    if (!(t & v->types))
+        return 0;
+    if (v->enumv) {
+        int found = 0;
+        for (size_t i = 0; i < json_array_size(v->enumv) && !found; i++)
+            found = val_equal(json_array_get(v->enumv, i), x);
+        if (!found)
+            return 0;
+    }
+    int r = 1;
+    if (json_is_string(x))
+        r = val_string(sc, v, x);
+    else if (json_is_number(x))
+        r = val_number(v, x);
+    else if (json_is_object(x))
+        r = val_object(sc, v, x, depth);
+    else if (json_is_array(x))
+        r = val_array(sc, v, x, depth);
+    if (r == 0 || r == V_ERROR)
+        return r;
+    int unknown = r == V_UNKNOWN;
+    r = val_applicators(sc, v, x, depth);
+    if (r == 0 || r == V_ERROR)
+        return r;
+    return unknown || r == V_UNKNOWN ? V_UNKNOWN : 1;
 }
 
 static int val_schema(struct sc *sc, json_t *s, json_t *x, int depth)
@@ -3629,27 +3677,15 @@ static int32_t compile_plain(struct sc *sc, struct view *v)
 
 static int32_t compile_view(struct sc *sc, struct view *v);
 
-// A condition that implies "not member m" (exact when m has only types or only `required`):
-// not its types, or one of its required names absent. Using a stronger condition than the exact
-// negation only removes instances (sound). NULL when m has neither.
-static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
+// ---- negate_member's alternatives ----
+// Each appends to alts conditions that imply "not member mv" (any one of them holding suffices).
+// hint: the other branch's view (oneOf), or NULL when negating an `if`.
+
+// Not the member's types (unless that removes every value of the other branch: kills), one of
+// its required names absent, a number beyond one of its bounds, or one of its `not`s satisfied.
+static void neg_basic(json_t *alts, const struct view *mv, int kills)
 {
-    if (json_is_true(m))
-        return json_false();
-    struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
-    if (!mv || mv->never)
-        return NULL;
-    if (view_is_empty(mv))
-        return json_false(); // m takes every value: nothing fails it
-    json_t *alts = json_array();
-    if (!alts || !sc_keep(sc, alts)) {
-        json_decref(alts);
-        sc_nomem(sc);
-        return NULL;
-    }
     unsigned t = mv->types;
-    // "not these types" is useless where it removes every value of the other branch
-    int kills = hint && !(view_types_eff(hint) & ~types_and(t, view_types_eff(hint)));
     if (t != T_ALL && (!(t & T_INT) || (t & T_NUM)) && !kills) {
         static const char *const names[] = {"null",  "boolean", "object",
                                             "array", "string",  "number"};
@@ -3675,28 +3711,40 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     for (int i = 0; i < mv->n_not; i++)
         if (!json_is_false(mv->nots[i]))
             json_array_append(alts, mv->nots[i]);
-    // A key the member forbids (a false property, or additionalProperties false and no
-    // pattern matching it) that the other branch declares.
-    if (hint && hint->props && (mv->addl || mv->props)) {
-        const char *k;
-        size_t kl;
-        json_t *ps;
-        json_object_keylen_foreach(hint->props, k, kl, ps)
-        {
-            json_t *side[SC_MAX_LIST + 2];
-            int ns = 0, closed = 0;
-            if (key_side(sc, mv, k, kl, side, &ns, SC_MAX_LIST) != GL_OK)
-                return NULL;
-            for (int i = 0; i < ns; i++)
-                closed |= json_is_false(side[i]);
-            if (closed)
-                json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
-        }
+}
+
+// A key the member forbids (a false property, or additionalProperties false and no pattern
+// matching it) that the other branch declares: that key present. GL_OK, or the error set.
+static gl_status neg_forbidden_keys(struct sc *sc, json_t *alts, const struct view *mv,
+                                    const struct view *hint)
+{
+    if (!(hint && hint->props && (mv->addl || mv->props)))
+        return GL_OK;
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    json_object_keylen_foreach(hint->props, k, kl, ps)
+    {
+        json_t *side[SC_MAX_LIST + 2];
+        int ns = 0, closed = 0;
+        gl_status st = key_side(sc, mv, k, kl, side, &ns, SC_MAX_LIST);
+        if (st != GL_OK)
+            return st;
+        for (int i = 0; i < ns; i++)
+            closed |= json_is_false(side[i]);
+        if (closed)
+            json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
     }
-    // A discriminator: the member's property p has finitely many values (enum/const) and so
-    // has the other branch's: p present with a value outside the member's set. Negating an
-    // `if` (no other branch), the same when not_enum can remove the set (strings and null) and
-    // the `if` has `required` (without, the block below gives this alternative already).
+    return GL_OK;
+}
+
+// A discriminator: the member's property p has finitely many values (enum/const) and so has the
+// other branch's: p present with a value outside the member's set. Negating an `if` (no other
+// branch), the same when not_enum can remove the set (strings and null) and the `if` has
+// `required` (without, neg_failing_property gives this alternative already).
+static void neg_discriminators(struct sc *sc, json_t *alts, const struct view *mv,
+                               const struct view *hint)
+{
     for (void *it = (!hint || hint->props) && mv->props ? json_object_iter(mv->props) : NULL; it;
          it = json_object_iter_next(mv->props, it)) {
         const char *k = json_object_iter_key(it);
@@ -3715,25 +3763,34 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                                   json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
                                             kl, "properties", k, kl, "not", ps));
     }
+}
+
+// m = "every listed property present satisfies its schema" (properties and nothing else): one of
+// them present and failing it implies not m.
+static void neg_failing_property(json_t *alts, const struct view *mv)
+{
     struct view rest = *mv;
     rest.types = T_ALL;
     rest.required = NULL;
     rest.props = NULL;
-    if (mv->props && !mv->required && mv->types == T_ALL && view_is_empty(&rest)) {
-        // m = "every listed property present satisfies its schema": one of them present and
-        // failing it implies not m.
-        const char *k;
-        size_t kl;
-        json_t *ps;
-        json_object_keylen_foreach(mv->props, k, kl, ps)
-        {
-            json_t *name = json_stringn(k, kl);
-            json_array_append_new(alts, json_pack("{sss[o]s{s{sO}}}", "type", "object", "required",
-                                                  name, "properties", k, "not", ps));
-        }
+    if (!(mv->props && !mv->required && mv->types == T_ALL && view_is_empty(&rest)))
+        return;
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    json_object_keylen_foreach(mv->props, k, kl, ps)
+    {
+        json_t *name = json_stringn(k, kl);
+        json_array_append_new(alts, json_pack("{sss[o]s{s{sO}}}", "type", "object", "required",
+                                              name, "properties", k, "not", ps));
     }
-    // Only when nothing else does (every alternative multiplies the branches): a member with an
-    // enum (or const) of strings and null: a value outside it fails it.
+}
+
+// Only when nothing else does (every alternative multiplies the branches): a value outside the
+// member's enum of strings and null; a value of a type beyond the member's count bound; a string
+// failing one of its patterns.
+static void neg_fallbacks(json_t *alts, const struct view *mv)
+{
     int enum_negatable = mv->enumv != NULL;
     for (size_t i = 0; enum_negatable && i < json_array_size(mv->enumv); i++) {
         json_t *x = json_array_get(mv->enumv, i);
@@ -3773,6 +3830,34 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                 alts, np ? json_pack("{sssO}", "type", "string", "pattern", np)
                          : json_pack("{sss{sO}}", "type", "string", "not", "pattern", p));
         }
+}
+
+// A condition that implies "not member m" (exact when m has only types or only `required`):
+// not its types, or one of its required names absent. Using a stronger condition than the exact
+// negation only removes instances (sound). NULL when m has neither.
+static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
+{
+    if (json_is_true(m))
+        return json_false();
+    struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
+    if (!mv || mv->never)
+        return NULL;
+    if (view_is_empty(mv))
+        return json_false(); // m takes every value: nothing fails it
+    json_t *alts = json_array();
+    if (!alts || !sc_keep(sc, alts)) {
+        json_decref(alts);
+        sc_nomem(sc);
+        return NULL;
+    }
+    // "not these types" is useless where it removes every value of the other branch
+    int kills = hint && !(view_types_eff(hint) & ~types_and(mv->types, view_types_eff(hint)));
+    neg_basic(alts, mv, kills);
+    if (neg_forbidden_keys(sc, alts, mv, hint) != GL_OK)
+        return NULL;
+    neg_discriminators(sc, alts, mv, hint);
+    neg_failing_property(alts, mv);
+    neg_fallbacks(alts, mv);
     // A member with only types whose negation removes all of the other branch: that branch
     // is then empty, exactly (every value of it satisfies the member).
     struct view only_t = *mv;
