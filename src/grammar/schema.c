@@ -2682,15 +2682,13 @@ static int32_t compile_string(struct sc *sc, const struct view *v)
 static int mult_scale(double m, int *s_out, double *a_out);
 static char *mult_regex(double m, int integer, int nonneg);
 
-static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
+// compile_number's bounds into g: integers get exact inclusive bounds within 2^53 (a wider bound
+// narrowed, an unrepresentable range refused); other numbers keep theirs with the exclusive
+// flags. 0, SC_NEVER (an empty range) or SC_FAIL.
+static int32_t num_bounds(struct sc *sc, const struct view *v, struct gl_gnum *g)
 {
-    struct gl_gnum g;
-    memset(&g, 0, sizeof g);
-    g.integer = (uint8_t)integer;
-    if (v->has_mult && floor(v->mult) == v->mult && v->mult == 1)
-        g.integer = 1;
     double lo = -HUGE_VAL, hi = HUGE_VAL;
-    if (g.integer) {
+    if (g->integer) {
         if (v->has_min)
             lo = v->excl_min ? floor(v->nmin) + 1 : ceil(v->nmin);
         if (v->has_max)
@@ -2710,94 +2708,131 @@ static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
             return SC_FAIL;
         }
         if (v->has_min) {
-            g.has_min = 1;
-            g.min = lo < -SC_INT_LIMIT ? -SC_INT_LIMIT : lo;
+            g->has_min = 1;
+            g->min = lo < -SC_INT_LIMIT ? -SC_INT_LIMIT : lo;
         }
         if (v->has_max) {
-            g.has_max = 1;
-            g.max = hi > SC_INT_LIMIT ? SC_INT_LIMIT : hi;
+            g->has_max = 1;
+            g->max = hi > SC_INT_LIMIT ? SC_INT_LIMIT : hi;
         }
     } else {
-        g.has_min = v->has_min;
-        g.has_max = v->has_max;
-        g.excl_min = v->excl_min;
-        g.excl_max = v->excl_max;
-        g.min = v->nmin;
-        g.max = v->nmax;
+        g->has_min = v->has_min;
+        g->has_max = v->has_max;
+        g->excl_min = v->excl_min;
+        g->excl_max = v->excl_max;
+        g->min = v->nmin;
+        g->max = v->nmax;
         if (v->has_min && v->has_max &&
             (v->nmin > v->nmax || (v->nmin == v->nmax && (v->excl_min || v->excl_max))))
             return SC_NEVER;
     }
-    if (v->has_mult && v->mult != 1) {
-        double m = v->mult;
-        double inv = 1 / m;
-        if (g.integer && inv < SC_INT_LIMIT && fabs(inv - round(inv)) < 1e-9)
-            goto plain; // m = 1/k: every integer is a multiple
-        if (floor(m) == m && m < SC_INT_LIMIT && g.has_min && g.has_max) {
-            // Bounded integers: enumerate the multiples (exact, any spelling of each value).
-            double first = ceil((g.integer ? g.min : g.min) / m), last = floor(g.max / m);
-            if (!g.integer) {
-                if (g.excl_min && first * m == g.min)
-                    first += 1;
-                if (g.excl_max && last * m == g.max)
-                    last -= 1;
-            }
-            if (last < first)
-                return SC_NEVER;
-            if (last - first < SC_MAX_ENUMERATE) {
-                int32_t nk = (int32_t)(last - first) + 1;
-                int32_t *kids = gl_malloc((size_t)nk * sizeof *kids);
-                if (!kids)
-                    return sc_nomem(sc), SC_FAIL;
-                for (int32_t i = 0; i < nk; i++) {
-                    struct gl_gnode n;
-                    memset(&n, 0, sizeof n);
-                    n.kind = GN_JNUMBER;
-                    n.u.num.has_min = n.u.num.has_max = 1;
-                    n.u.num.min = n.u.num.max = (first + i) * m;
-                    kids[i] = sc_add(sc, &n);
-                    if (kids[i] < 0) {
-                        gl_free(kids);
-                        return SC_FAIL;
-                    }
-                }
-                int32_t r = sc_alt(sc, kids, nk);
-                gl_free(kids);
-                return r;
-            }
-        }
-        // Unbounded (or only minimum 0): the multiples as a regex over the number's text.
-        int nonneg = g.has_min && !g.excl_min && g.min == 0 && !g.has_max;
-        char *rx = (!g.has_min && !g.has_max) || nonneg ? mult_regex(m, g.integer, nonneg) : NULL;
-        if (rx) {
-            int32_t re = sc_regex(sc, rx, strlen(rx), 0);
-            gl_free(rx);
-            if (re < 0)
-                return SC_FAIL;
-            struct gl_gnode n;
-            memset(&n, 0, sizeof n);
-            n.kind = GN_REGEX;
-            n.u.regex.re = re;
-            return sc_add(sc, &n);
-        }
-        // Any other bound: the matcher's decimal grid (ir.h gl_gnum.mult_a), exact.
-        int gs;
-        double ga;
-        if ((g.has_min || g.has_max) && mult_scale(m, &gs, &ga) && (gs == 0 || !g.integer)) {
-            g.mult_a = (uint32_t)ga;
-            g.mult_s = (uint8_t)gs;
-            goto plain;
-        }
-        size_t old = path_push(sc, "multipleOf", 10);
-        gl_status st = sc_unsup(sc, "multipleOf",
-                                "only a / 10^s (a < 10^6, s <= 6) with a minimum or maximum, 1, "
-                                "or a / 10^s with a = 2^i 5^j <= 1000 unbounded or with minimum "
-                                "0");
-        path_pop(sc, old);
-        if (st != GL_OK)
+    return 0;
+}
+
+// The multiples first * m .. last * m, one exact GN_JNUMBER each (any spelling of each value),
+// as a GN_ALT; SC_FAIL.
+static int32_t num_enumerate(struct sc *sc, double first, double last, double m)
+{
+    int32_t nk = (int32_t)(last - first) + 1;
+    int32_t *kids = gl_malloc((size_t)nk * sizeof *kids);
+    if (!kids)
+        return sc_nomem(sc), SC_FAIL;
+    for (int32_t i = 0; i < nk; i++) {
+        struct gl_gnode n;
+        memset(&n, 0, sizeof n);
+        n.kind = GN_JNUMBER;
+        n.u.num.has_min = n.u.num.has_max = 1;
+        n.u.num.min = n.u.num.max = (first + i) * m;
+        kids[i] = sc_add(sc, &n);
+        if (kids[i] < 0) {
+            gl_free(kids);
             return SC_FAIL;
+        }
     }
-plain:;
+    int32_t r = sc_alt(sc, kids, nk);
+    gl_free(kids);
+    return r;
+}
+
+// multipleOf m (not 1) on the bounded number g. 1 with *out the result (node, SC_NEVER or
+// SC_FAIL): the multiples enumerated (bounded integers, under SC_MAX_ENUMERATE) or a regex over
+// the number's text (unbounded, or only minimum 0). 0 when the plain number node follows: every
+// integer is a multiple, or g takes the matcher's decimal grid, or (lenient) unsupported.
+static int num_multiple(struct sc *sc, struct gl_gnum *g, double m, int32_t *out)
+{
+    double inv = 1 / m;
+    if (g->integer && inv < SC_INT_LIMIT && fabs(inv - round(inv)) < 1e-9)
+        return 0; // m = 1/k: every integer is a multiple
+    if (floor(m) == m && m < SC_INT_LIMIT && g->has_min && g->has_max) {
+        // Bounded integers: enumerate the multiples (exact, any spelling of each value).
+        double first = ceil((g->integer ? g->min : g->min) / m), last = floor(g->max / m);
+        if (!g->integer) {
+            if (g->excl_min && first * m == g->min)
+                first += 1;
+            if (g->excl_max && last * m == g->max)
+                last -= 1;
+        }
+        if (last < first) {
+            *out = SC_NEVER;
+            return 1;
+        }
+        if (last - first < SC_MAX_ENUMERATE) {
+            *out = num_enumerate(sc, first, last, m);
+            return 1;
+        }
+    }
+    // Unbounded (or only minimum 0): the multiples as a regex over the number's text.
+    int nonneg = g->has_min && !g->excl_min && g->min == 0 && !g->has_max;
+    char *rx = (!g->has_min && !g->has_max) || nonneg ? mult_regex(m, g->integer, nonneg) : NULL;
+    if (rx) {
+        int32_t re = sc_regex(sc, rx, strlen(rx), 0);
+        gl_free(rx);
+        if (re < 0) {
+            *out = SC_FAIL;
+            return 1;
+        }
+        struct gl_gnode n;
+        memset(&n, 0, sizeof n);
+        n.kind = GN_REGEX;
+        n.u.regex.re = re;
+        *out = sc_add(sc, &n);
+        return 1;
+    }
+    // Any other bound: the matcher's decimal grid (ir.h gl_gnum.mult_a), exact.
+    int gs;
+    double ga;
+    if ((g->has_min || g->has_max) && mult_scale(m, &gs, &ga) && (gs == 0 || !g->integer)) {
+        g->mult_a = (uint32_t)ga;
+        g->mult_s = (uint8_t)gs;
+        return 0;
+    }
+    size_t old = path_push(sc, "multipleOf", 10);
+    gl_status st = sc_unsup(sc, "multipleOf",
+                            "only a / 10^s (a < 10^6, s <= 6) with a minimum or maximum, 1, "
+                            "or a / 10^s with a = 2^i 5^j <= 1000 unbounded or with minimum "
+                            "0");
+    path_pop(sc, old);
+    if (st != GL_OK) {
+        *out = SC_FAIL;
+        return 1;
+    }
+    return 0;
+}
+
+// A number view (integer: only integers) to a node: bounds, then multipleOf, then the plain
+// GN_JNUMBER (or, for strict integers without bounds, the integer regex).
+static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
+{
+    struct gl_gnum g;
+    memset(&g, 0, sizeof g);
+    g.integer = (uint8_t)integer;
+    if (v->has_mult && floor(v->mult) == v->mult && v->mult == 1)
+        g.integer = 1;
+    int32_t r = num_bounds(sc, v, &g);
+    if (r != 0)
+        return r;
+    if (v->has_mult && v->mult != 1 && num_multiple(sc, &g, v->mult, &r))
+        return r;
     struct gl_gnode n;
     memset(&n, 0, sizeof n);
     if (g.integer && sc->strict_int && !g.has_min && !g.has_max) {
