@@ -3712,6 +3712,33 @@ static int32_t compile_plain(struct sc *sc, struct view *v)
 
 static int32_t compile_view(struct sc *sc, struct view *v);
 
+// A count bound of v (properties, items, string length): a value of that type beyond it, one
+// alternative per bound, appended to alts.
+static void append_count_negations(json_t *alts, const struct view *v)
+{
+    static const struct {
+        const char *type, *min_kw, *max_kw;
+        size_t lo, hi; // offsets of the view's min / max counts
+    } counts[] = {
+        {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
+         offsetof(struct view, max_props)},
+        {"array", "minItems", "maxItems", offsetof(struct view, min_items),
+         offsetof(struct view, max_items)},
+        {"string", "minLength", "maxLength", offsetof(struct view, min_len),
+         offsetof(struct view, max_len)},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        int64_t lo = *(const int64_t *)((const char *)v + counts[i].lo);
+        int64_t hi = *(const int64_t *)((const char *)v + counts[i].hi);
+        if (lo > 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].max_kw, (json_int_t)(lo - 1)));
+        if (hi >= 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].min_kw, (json_int_t)(hi + 1)));
+    }
+}
+
 // ---- negate_member's alternatives ----
 // Each appends to alts conditions that imply "not member mv" (any one of them holding suffices).
 // hint: the other branch's view (oneOf), or NULL when negating an `if`.
@@ -3834,29 +3861,8 @@ static void neg_fallbacks(json_t *alts, const struct view *mv)
     if (enum_negatable && json_array_size(alts) == 0)
         json_array_append_new(alts, json_pack("{s{sO}}", "not", "enum", mv->enumv));
     // A member with a count bound: a value of that type beyond it fails it.
-    if (json_array_size(alts) == 0) {
-        static const struct {
-            const char *type, *min_kw, *max_kw;
-            size_t lo, hi; // offsets of the view's min / max counts
-        } counts[] = {
-            {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
-             offsetof(struct view, max_props)},
-            {"array", "minItems", "maxItems", offsetof(struct view, min_items),
-             offsetof(struct view, max_items)},
-            {"string", "minLength", "maxLength", offsetof(struct view, min_len),
-             offsetof(struct view, max_len)},
-        };
-        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-            int64_t lo = *(const int64_t *)((const char *)mv + counts[i].lo);
-            int64_t hi = *(const int64_t *)((const char *)mv + counts[i].hi);
-            if (lo > 0)
-                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                      counts[i].max_kw, (json_int_t)(lo - 1)));
-            if (hi >= 0)
-                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                      counts[i].min_kw, (json_int_t)(hi + 1)));
-        }
-    }
+    if (json_array_size(alts) == 0)
+        append_count_negations(alts, mv);
     // A member with patterns: a string failing one of them fails it (a negated one is P again).
     for (int i = 0; i < mv->n_pat && json_array_size(alts) == 0; i++)
         for (int j = 0; j < mv->n_pat; j++) {
@@ -4009,6 +4015,77 @@ static int dbl_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+// negate_exact's enum: the values in nv's types, numbers into e[0..*ne) (at most
+// SC_NOT_NUM_MAX, each within 2^53) and booleans into *bools (bit 1: true, bit 0: false); *et
+// the types met. 0 when a value cannot be negated here (a string, null or container).
+static int nex_enum(const struct view *nv, double *e, size_t *ne, int *bools, unsigned *et)
+{
+    unsigned nt = nv->types;
+    for (size_t i = 0; i < json_array_size(nv->enumv); i++) {
+        json_t *x = json_array_get(nv->enumv, i);
+        if (!(value_types(x) & nt))
+            continue;
+        if (json_is_boolean(x))
+            *bools |= json_is_true(x) ? 2 : 1;
+        else if (!json_is_number(x) || *ne == SC_NOT_NUM_MAX ||
+                 !(fabs(json_number_value(x)) < SC_INT_LIMIT))
+            return 0;
+        else
+            e[(*ne)++] = json_number_value(x);
+        *et |= value_types(x) & (T_NUM | T_BOOL);
+    }
+    return 1;
+}
+
+// The shape of nv (no enum) negated: a value of a type beyond one of its counts or bounds, an
+// object without one of its required names, or with one of its properties failing its schema.
+static void nex_shape(json_t *alts, const struct view *nv)
+{
+    append_count_negations(alts, nv);
+    if (nv->has_max)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_max ? "minimum" : "exclusiveMinimum",
+                                              json_real(nv->nmax)));
+    if (nv->has_min)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_min ? "maximum" : "exclusiveMaximum",
+                                              json_real(nv->nmin)));
+    for (size_t i = 0; nv->required && i < json_array_size(nv->required); i++)
+        json_array_append_new(alts, json_pack("{sss{s[O]}}", "type", "object", "not", "required",
+                                              json_array_get(nv->required, i)));
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    if (nv->props)
+        json_object_keylen_foreach(nv->props, k, kl, ps)
+        {
+            if (json_is_true(ps) || (json_is_object(ps) && !json_object_size(ps)))
+                continue; // no value fails it
+            json_array_append_new(alts,
+                                  json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
+                                            kl, "properties", k, kl, "not", ps));
+        }
+}
+
+// Numbers outside the enum's e[0..ne): the open intervals (-inf, e1), (e1, e2), ..., (en, inf)
+// of the sorted values (sorts e).
+static void nex_intervals(json_t *alts, double *e, size_t ne)
+{
+    if (!ne)
+        return;
+    qsort(e, ne, sizeof e[0], dbl_cmp);
+    for (size_t i = 0; i <= ne; i++) {
+        if (i > 0 && i < ne && e[i] == e[i - 1])
+            continue;
+        json_t *a = json_pack("{ss}", "type", "number");
+        if (a && i > 0)
+            json_object_set_new(a, "exclusiveMinimum", json_real(e[i - 1]));
+        if (a && i < ne)
+            json_object_set_new(a, "exclusiveMaximum", json_real(e[i]));
+        json_array_append_new(alts, a);
+    }
+}
+
 static json_t *negate_exact(struct sc *sc, const struct view *nv)
 {
     struct view t = *nv;
@@ -4025,19 +4102,8 @@ static json_t *negate_exact(struct sc *sc, const struct view *nv)
     size_t ne = 0;
     int bools = 0; // bit 1: true in the enum, bit 0: false
     unsigned et = 0;
-    for (size_t i = 0; i < json_array_size(nv->enumv); i++) {
-        json_t *x = json_array_get(nv->enumv, i);
-        if (!(value_types(x) & nt))
-            continue;
-        if (json_is_boolean(x))
-            bools |= json_is_true(x) ? 2 : 1;
-        else if (!json_is_number(x) || ne == SC_NOT_NUM_MAX ||
-                 !(fabs(json_number_value(x)) < SC_INT_LIMIT))
-            return NULL; // strings and null: not_enum's; containers: not here
-        else
-            e[ne++] = json_number_value(x);
-        et |= value_types(x) & (T_NUM | T_BOOL);
-    }
+    if (!nex_enum(nv, e, &ne, &bools, &et))
+        return NULL; // strings and null: not_enum's; containers: not here
     int num = nv->enumv != NULL;
     struct view u = *nv;
     u.types = T_ALL;
@@ -4066,64 +4132,9 @@ static json_t *negate_exact(struct sc *sc, const struct view *nv)
     }
     if (num && (bools == 1 || bools == 2))
         json_array_append_new(alts, json_pack("{so}", "const", json_boolean(bools == 1)));
-    // A count or a bound: a value of that type beyond it.
-    static const struct {
-        const char *type, *min_kw, *max_kw;
-        size_t lo, hi; // offsets of the view's min / max counts
-    } counts[] = {
-        {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
-         offsetof(struct view, max_props)},
-        {"array", "minItems", "maxItems", offsetof(struct view, min_items),
-         offsetof(struct view, max_items)},
-        {"string", "minLength", "maxLength", offsetof(struct view, min_len),
-         offsetof(struct view, max_len)},
-    };
-    for (size_t i = 0; !num && i < sizeof counts / sizeof counts[0]; i++) {
-        int64_t lo = *(const int64_t *)((const char *)nv + counts[i].lo);
-        int64_t hi = *(const int64_t *)((const char *)nv + counts[i].hi);
-        if (lo > 0)
-            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                  counts[i].max_kw, (json_int_t)(lo - 1)));
-        if (hi >= 0)
-            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                  counts[i].min_kw, (json_int_t)(hi + 1)));
-    }
-    if (!num && nv->has_max)
-        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
-                                              nv->excl_max ? "minimum" : "exclusiveMinimum",
-                                              json_real(nv->nmax)));
-    if (!num && nv->has_min)
-        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
-                                              nv->excl_min ? "maximum" : "exclusiveMaximum",
-                                              json_real(nv->nmin)));
-    for (size_t i = 0; !num && nv->required && i < json_array_size(nv->required); i++)
-        json_array_append_new(alts, json_pack("{sss{s[O]}}", "type", "object", "not", "required",
-                                              json_array_get(nv->required, i)));
-    const char *k;
-    size_t kl;
-    json_t *ps;
-    if (!num && nv->props)
-        json_object_keylen_foreach(nv->props, k, kl, ps)
-        {
-            if (json_is_true(ps) || (json_is_object(ps) && !json_object_size(ps)))
-                continue; // no value fails it
-            json_array_append_new(alts,
-                                  json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
-                                            kl, "properties", k, kl, "not", ps));
-        }
-    if (ne) {
-        qsort(e, ne, sizeof e[0], dbl_cmp);
-        for (size_t i = 0; i <= ne; i++) {
-            if (i > 0 && i < ne && e[i] == e[i - 1])
-                continue;
-            json_t *a = json_pack("{ss}", "type", "number");
-            if (a && i > 0)
-                json_object_set_new(a, "exclusiveMinimum", json_real(e[i - 1]));
-            if (a && i < ne)
-                json_object_set_new(a, "exclusiveMaximum", json_real(e[i]));
-            json_array_append_new(alts, a);
-        }
-    }
+    if (!num)
+        nex_shape(alts, nv);
+    nex_intervals(alts, e, ne);
     return alts;
 }
 
