@@ -1027,23 +1027,23 @@ static void kids_of(const struct gl_gnode *nd, const int32_t **kids, int32_t *n,
     }
 }
 
-static gl_status check_graph(struct gp *p, int32_t base)
+// check_graph's view of the nodes this grammar added: ir->nodes[base .. base + n), each array
+// indexed by node - base.
+struct gcheck {
+    const struct gl_gir *ir;
+    int32_t base, n;
+    uint8_t *nullable; // [n] the node matches the empty string
+    int32_t *owner;    // [n] the rule that owns the node (-1: none)
+    uint8_t *color;    // [n] left-recursion DFS: 0 unseen, 1 on the stack, 2 done
+    int32_t *stack;    // [2n] DFS stack (owners: nodes; left recursion: node, next kid pairs)
+};
+
+// Owner: a rule node owns what it reaches without passing another rule node (first wins), so
+// that an error found at a node can name its rule.
+static void cg_owners(struct gp *p, struct gcheck *g)
 {
-    const struct gl_gir *ir = p->b->ir;
-    int32_t n = ir->n_nodes - base;
-    if (n <= 0)
-        return GL_OK;
-    uint8_t *nullable = gl_calloc((size_t)n, 1);
-    int32_t *owner = gl_malloc((size_t)n * sizeof *owner);
-    uint8_t *color = gl_calloc((size_t)n, 1);
-    int32_t *stack = gl_malloc((size_t)n * 2 * sizeof *stack);
-    gl_status st = GL_OK;
-    if (!nullable || !owner || !color || !stack) {
-        st = nomem(p);
-        goto out;
-    }
-    // Owner: a rule node owns what it reaches without passing another rule node (first wins).
-    for (int32_t i = 0; i < n; i++)
+    int32_t base = g->base, *owner = g->owner, *stack = g->stack;
+    for (int32_t i = 0; i < g->n; i++)
         owner[i] = -1;
     for (int32_t r = 0; r < p->n_rules; r++)
         owner[p->rules[r].node - base] = r;
@@ -1051,7 +1051,7 @@ static gl_status check_graph(struct gp *p, int32_t base)
         int32_t sp = 0;
         stack[sp++] = p->rules[r].node;
         while (sp) {
-            const struct gl_gnode *nd = &ir->nodes[stack[--sp]];
+            const struct gl_gnode *nd = &g->ir->nodes[stack[--sp]];
             const int32_t *kids;
             int32_t nk, one;
             kids_of(nd, &kids, &nk, &one);
@@ -1064,69 +1064,111 @@ static gl_status check_graph(struct gp *p, int32_t base)
             }
         }
     }
-    // Nullable: least fixpoint.
+}
+
+// 1 when nd matches the empty string given what g->nullable knows so far (nodes below base, from
+// other grammars, count as not nullable).
+static int cg_node_nullable(const struct gcheck *g, const struct gl_gnode *nd)
+{
+    int32_t base = g->base;
+    const uint8_t *nullable = g->nullable;
+    int v = 0;
+    switch (nd->kind) {
+    case GN_EMPTY:
+        v = 1;
+        break;
+    case GN_BYTES:
+        v = nd->u.bytes.len == 0;
+        break;
+    case GN_REGEX: {
+        struct gl_regex *re = g->ir->regexes[nd->u.regex.re];
+        v = gl_regex_is_accept(re, gl_regex_start(re));
+        break;
+    }
+    case GN_SEQ:
+        v = 1;
+        for (int32_t k = 0; k < nd->u.list.n && v; k++) {
+            int32_t c = nd->u.list.kids[k];
+            v = c >= base && nullable[c - base];
+        }
+        break;
+    case GN_ALT:
+        for (int32_t k = 0; k < nd->u.list.n && !v; k++) {
+            int32_t c = nd->u.list.kids[k];
+            v = c >= base && nullable[c - base];
+        }
+        break;
+    case GN_REPEAT:
+        v = nd->u.rep.min == 0 || (nd->u.rep.kid >= base && nullable[nd->u.rep.kid - base]);
+        break;
+    default:
+        break;
+    }
+    return v;
+}
+
+// Nullable: the least fixpoint, one sweep over the nodes per round (checks the time budget each
+// round).
+static gl_status cg_nullable(struct gp *p, struct gcheck *g)
+{
     for (int changed = 1; changed;) {
         changed = 0;
-        if ((st = gl_gctx_check_time(p->c, p->err)) != GL_OK)
-            goto out;
-        for (int32_t i = 0; i < n; i++) {
-            if (nullable[i])
+        gl_status st = gl_gctx_check_time(p->c, p->err);
+        if (st != GL_OK)
+            return st;
+        for (int32_t i = 0; i < g->n; i++) {
+            if (g->nullable[i])
                 continue;
-            const struct gl_gnode *nd = &ir->nodes[base + i];
-            int v = 0;
-            switch (nd->kind) {
-            case GN_EMPTY:
-                v = 1;
-                break;
-            case GN_BYTES:
-                v = nd->u.bytes.len == 0;
-                break;
-            case GN_REGEX: {
-                struct gl_regex *re = ir->regexes[nd->u.regex.re];
-                v = gl_regex_is_accept(re, gl_regex_start(re));
-                break;
-            }
-            case GN_SEQ:
-                v = 1;
-                for (int32_t k = 0; k < nd->u.list.n && v; k++) {
-                    int32_t c = nd->u.list.kids[k];
-                    v = c >= base && nullable[c - base];
-                }
-                break;
-            case GN_ALT:
-                for (int32_t k = 0; k < nd->u.list.n && !v; k++) {
-                    int32_t c = nd->u.list.kids[k];
-                    v = c >= base && nullable[c - base];
-                }
-                break;
-            case GN_REPEAT:
-                v = nd->u.rep.min == 0 || (nd->u.rep.kid >= base && nullable[nd->u.rep.kid - base]);
-                break;
-            default:
-                break;
-            }
-            if (v) {
-                nullable[i] = 1;
+            if (cg_node_nullable(g, &g->ir->nodes[g->base + i])) {
+                g->nullable[i] = 1;
                 changed = 1;
             }
         }
     }
-    // Open repetition of a nullable item.
-    for (int32_t i = 0; i < n; i++) {
-        const struct gl_gnode *nd = &ir->nodes[base + i];
+    return GL_OK;
+}
+
+// An open repetition (max < 0) of a nullable item would let the matcher loop without reading:
+// refused, naming the rule.
+static gl_status cg_open_repeat(struct gp *p, const struct gcheck *g)
+{
+    int32_t base = g->base;
+    for (int32_t i = 0; i < g->n; i++) {
+        const struct gl_gnode *nd = &g->ir->nodes[base + i];
         if (nd->kind == GN_REPEAT && nd->u.rep.max < 0 && nd->u.rep.kid >= base &&
-            nullable[nd->u.rep.kid - base]) {
-            int32_t r = node_rule(p, owner, base, base + i);
-            st = r >= 0
-                     ? fail_rule(p, GL_E_INVAL, "open repetition of a possibly empty item in rule",
-                                 r, p->rules[r].def_pos)
-                     : gl_err_set(p->err, GL_E_INVAL,
-                                  "gbnf: open repetition of a possibly empty item");
-            goto out;
+            g->nullable[nd->u.rep.kid - base]) {
+            int32_t r = node_rule(p, g->owner, base, base + i);
+            return r >= 0 ? fail_rule(p, GL_E_INVAL,
+                                      "open repetition of a possibly empty item in rule", r,
+                                      p->rules[r].def_pos)
+                          : gl_err_set(p->err, GL_E_INVAL,
+                                       "gbnf: open repetition of a possibly empty item");
         }
     }
-    // Left recursion: a cycle over "may start with" edges (iterative DFS; color 1 = on stack).
-    for (int32_t s0 = 0; s0 < n; s0++) {
+    return GL_OK;
+}
+
+// The error for left recursion found at node c (on the DFS stack): the rule whose node c is,
+// else its owner.
+static gl_status cg_left_recursion_error(struct gp *p, const struct gcheck *g, int32_t c)
+{
+    int32_t r = -1;
+    for (int32_t i = 0; i < p->n_rules && r < 0; i++)
+        if (p->rules[i].node == c)
+            r = i;
+    if (r < 0)
+        r = node_rule(p, g->owner, g->base, c);
+    return r >= 0 ? fail_rule(p, GL_E_INVAL, "left recursion through rule", r, p->rules[r].def_pos)
+                  : gl_err_set(p->err, GL_E_INVAL, "gbnf: left recursion");
+}
+
+// Left recursion: a cycle over "may start with" edges (iterative DFS; color 1 = on stack). The
+// matcher would expand such a rule forever without reading a byte.
+static gl_status cg_left_recursion(struct gp *p, struct gcheck *g)
+{
+    int32_t base = g->base, *stack = g->stack;
+    uint8_t *color = g->color;
+    for (int32_t s0 = 0; s0 < g->n; s0++) {
         if (color[s0])
             continue;
         int32_t sp = 0;
@@ -1135,14 +1177,14 @@ static gl_status check_graph(struct gp *p, int32_t base)
         color[s0] = 1;
         while (sp) {
             int32_t v = stack[sp - 2], k = stack[sp - 1];
-            const struct gl_gnode *nd = &ir->nodes[v];
+            const struct gl_gnode *nd = &g->ir->nodes[v];
             const int32_t *kids;
             int32_t nk, one;
             kids_of(nd, &kids, &nk, &one);
             // In a SEQ only the prefix up to the first non-nullable kid may start the match.
             if (nd->kind == GN_SEQ && k > 0) {
                 int32_t prev = kids[k - 1];
-                if (!(prev >= base && nullable[prev - base]))
+                if (!(prev >= base && g->nullable[prev - base]))
                     nk = k;
             }
             if (k >= nk) {
@@ -1154,18 +1196,8 @@ static gl_status check_graph(struct gp *p, int32_t base)
             int32_t c = kids[k];
             if (c < base)
                 continue;
-            if (color[c - base] == 1) {
-                int32_t r = -1;
-                for (int32_t i = 0; i < p->n_rules && r < 0; i++)
-                    if (p->rules[i].node == c)
-                        r = i;
-                if (r < 0)
-                    r = node_rule(p, owner, base, c);
-                st = r >= 0 ? fail_rule(p, GL_E_INVAL, "left recursion through rule", r,
-                                        p->rules[r].def_pos)
-                            : gl_err_set(p->err, GL_E_INVAL, "gbnf: left recursion");
-                goto out;
-            }
+            if (color[c - base] == 1)
+                return cg_left_recursion_error(p, g, c);
             if (color[c - base] == 0) {
                 color[c - base] = 1;
                 stack[sp++] = c;
@@ -1173,11 +1205,37 @@ static gl_status check_graph(struct gp *p, int32_t base)
             }
         }
     }
-out:
-    gl_free(nullable);
-    gl_free(owner);
-    gl_free(color);
-    gl_free(stack);
+    return GL_OK;
+}
+
+// Refuses the grammar's nodes (from base on) that the matcher cannot run: an open repetition of
+// a possibly empty item, or left recursion. Finds owners and nullability first.
+static gl_status check_graph(struct gp *p, int32_t base)
+{
+    const struct gl_gir *ir = p->b->ir;
+    int32_t n = ir->n_nodes - base;
+    if (n <= 0)
+        return GL_OK;
+    struct gcheck g = {.ir = ir, .base = base, .n = n};
+    g.nullable = gl_calloc((size_t)n, 1);
+    g.owner = gl_malloc((size_t)n * sizeof *g.owner);
+    g.color = gl_calloc((size_t)n, 1);
+    g.stack = gl_malloc((size_t)n * 2 * sizeof *g.stack);
+    gl_status st;
+    if (!g.nullable || !g.owner || !g.color || !g.stack) {
+        st = nomem(p);
+    } else {
+        cg_owners(p, &g);
+        st = cg_nullable(p, &g);
+        if (st == GL_OK)
+            st = cg_open_repeat(p, &g);
+        if (st == GL_OK)
+            st = cg_left_recursion(p, &g);
+    }
+    gl_free(g.nullable);
+    gl_free(g.owner);
+    gl_free(g.color);
+    gl_free(g.stack);
     return st;
 }
 

@@ -1343,31 +1343,59 @@ static uint32_t edge_weight(const struct nedge *e)
     return e->lo >= 0x80 && e->hi <= 0xBF ? RW_CONT : RW_LEAD; // continuation: no new code point
 }
 
-static gl_status nfa_analyze(struct gl_regex *re, struct gl_err *err)
-{
-    uint32_t n = re->n_ns;
-    gl_status st = GL_E_NOMEM;
-    uint8_t *end_live = gl_calloc(n ? n : 1, 1);
-    uint32_t *deg = gl_calloc((size_t)n + 1, sizeof *deg);
-    uint32_t *radj = NULL, *rw = NULL, *dq = NULL;
-    uint32_t *idx = NULL, *low = NULL, *comp = NULL, *stk = NULL, *cs = NULL, *cit = NULL;
-    uint8_t *onst = NULL, *cinf = NULL;
-    uint32_t *fadj = NULL, *fdeg = NULL;
-    re->dist = gl_malloc((size_t)(n ? n : 1) * sizeof *re->dist);
-    re->inf = gl_calloc(n ? n : 1, 1);
-    if (!end_live || !deg || !re->dist || !re->inf)
-        goto out;
+// nfa_analyze's scratch, indexed by NFA state (n = re->n_ns) unless noted. Allocated in the order
+// the phases need it and freed together at the end (nfa_scratch_free).
+struct nfa_scratch {
+    uint32_t n;
+    uint8_t *end_live; // [n] MATCH reachable by eps, split and $ edges only
+    // Reverse graph, CSR: the edges into state i come from radj[deg[i]..deg[i+1]), of kind rw[]
+    // (RW_*, which the distance BFS reads as weights).
+    uint32_t *deg;       // [n + 1]
+    uint32_t tot;        // reverse edges
+    uint32_t *radj, *rw; // [tot]
+    uint32_t *dq;        // [dq_cap] worklist, then the 0/1-BFS deque
+    size_t dq_cap;       // 2 tot + n + 2
+    // Live forward graph, CSR: fadj[fdeg[i]..fdeg[i+1]) = target | consuming << 31.
+    uint32_t *fdeg; // [n + 1]
+    uint32_t *fadj; // [live edges]
+    // Tarjan: DFS index and lowlink, SCC of each state, the SCC stack (stk, onst), the explicit
+    // call stack (cs: state, cit: its next edge), and per SCC whether it reaches a consuming cycle.
+    uint32_t *idx, *low, *comp, *stk, *cs, *cit; // [n]
+    uint8_t *onst, *cinf;                        // [n]
+};
 
-    // Reverse graph; edge kinds RW_*: the BFS below reads them as weights.
+static void nfa_scratch_free(struct nfa_scratch *s)
+{
+    gl_free(s->end_live);
+    gl_free(s->deg);
+    gl_free(s->radj);
+    gl_free(s->rw);
+    gl_free(s->dq);
+    gl_free(s->idx);
+    gl_free(s->low);
+    gl_free(s->comp);
+    gl_free(s->stk);
+    gl_free(s->cs);
+    gl_free(s->cit);
+    gl_free(s->onst);
+    gl_free(s->cinf);
+    gl_free(s->fadj);
+    gl_free(s->fdeg);
+}
+
+// The reverse graph (s->deg, radj, rw) and the deque it sizes (s->dq).
+static gl_status an_reverse_graph(const struct gl_regex *re, struct nfa_scratch *s)
+{
+    uint32_t n = s->n, *deg = s->deg;
     for (uint32_t i = 0; i < n; i++) {
-        const struct nstate *s = &re->ns[i];
-        if (s->kind == NS_SPLIT) {
-            deg[s->out1]++;
-            deg[s->out2]++;
-        } else if (s->kind == NS_EPS || s->kind == NS_END) {
-            deg[s->out1]++;
-        } else if (s->kind == NS_BYTES) {
-            for (uint32_t e = s->edge; e != RE_NONE; e = re->ne[e].next)
+        const struct nstate *st = &re->ns[i];
+        if (st->kind == NS_SPLIT) {
+            deg[st->out1]++;
+            deg[st->out2]++;
+        } else if (st->kind == NS_EPS || st->kind == NS_END) {
+            deg[st->out1]++;
+        } else if (st->kind == NS_BYTES) {
+            for (uint32_t e = st->edge; e != RE_NONE; e = re->ne[e].next)
                 deg[re->ne[e].to]++;
         }
     }
@@ -1377,151 +1405,202 @@ static gl_status nfa_analyze(struct gl_regex *re, struct gl_err *err)
         deg[i] = tot;
         tot += d;
     }
-    radj = gl_malloc((size_t)(tot ? tot : 1) * sizeof *radj);
-    rw = gl_malloc((size_t)(tot ? tot : 1) * sizeof *rw);
+    s->tot = tot;
+    s->radj = gl_malloc((size_t)(tot ? tot : 1) * sizeof *s->radj);
+    s->rw = gl_malloc((size_t)(tot ? tot : 1) * sizeof *s->rw);
     // A node is pushed at most once per relaxation: tot front pushes, tot + n back pushes.
-    size_t dq_cap = 2 * (size_t)tot + n + 2;
-    dq = gl_malloc(dq_cap * sizeof *dq);
-    if (!radj || !rw || !dq)
-        goto out;
-    {
-        uint32_t *fill = gl_malloc((size_t)(n ? n : 1) * sizeof *fill);
-        if (!fill)
-            goto out;
-        memcpy(fill, deg, (size_t)n * sizeof *fill);
-        for (uint32_t i = 0; i < n; i++) {
-            const struct nstate *s = &re->ns[i];
-            if (s->kind == NS_SPLIT) {
-                radj[fill[s->out1]] = i, rw[fill[s->out1]++] = RW_EPS;
-                radj[fill[s->out2]] = i, rw[fill[s->out2]++] = RW_EPS;
-            } else if (s->kind == NS_EPS || s->kind == NS_END) {
-                radj[fill[s->out1]] = i;
-                rw[fill[s->out1]++] = s->kind == NS_EPS ? RW_EPS : RW_END;
-            } else if (s->kind == NS_BYTES) {
-                for (uint32_t e = s->edge; e != RE_NONE; e = re->ne[e].next) {
-                    uint32_t t = re->ne[e].to;
-                    radj[fill[t]] = i;
-                    rw[fill[t]++] = edge_weight(&re->ne[e]);
-                }
-            }
-        }
-        gl_free(fill);
-    }
-    // end_live: MATCH reachable by eps, split and $ edges only (what may follow a $).
-    {
-        size_t nq = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (re->ns[i].kind == NS_MATCH) {
-                end_live[i] = 1;
-                dq[nq++] = i;
-            }
-        while (nq > 0) {
-            uint32_t u = dq[--nq];
-            for (uint32_t k = deg[u]; k < deg[u + 1]; k++)
-                if ((rw[k] == RW_EPS || rw[k] == RW_END) && !end_live[radj[k]]) {
-                    end_live[radj[k]] = 1;
-                    dq[nq++] = radj[k];
-                }
-        }
-    }
-    {
-        for (uint32_t i = 0; i < n; i++)
-            re->dist[i] = -1;
-        size_t head = (size_t)tot + 1, tail = head, cap = dq_cap;
-        for (uint32_t i = 0; i < n; i++) {
-            const struct nstate *s = &re->ns[i];
-            if (s->kind == NS_MATCH || (s->kind == NS_END && end_live[s->out1])) {
-                re->dist[i] = 0;
-                dq[tail++] = i;
-            }
-        }
-        // Dijkstra with 0/1 weights: each pop settles; stale entries are skipped by value check.
-        int32_t *best = re->dist;
-        uint8_t *done = gl_calloc(n ? n : 1, 1);
-        if (!done)
-            goto out;
-        while (head != tail) {
-            uint32_t u = dq[head++];
-            if (done[u])
-                continue;
-            done[u] = 1;
-            for (uint32_t k = deg[u]; k < deg[u + 1]; k++) {
-                uint32_t v = radj[k];
-                if (rw[k] == RW_END)
-                    continue; // a $ is passed only at the end: END states are sources above
-                int32_t nd = best[u] + (rw[k] == RW_LEAD);
-                if (done[v] || (best[v] >= 0 && best[v] <= nd))
-                    continue;
-                best[v] = nd;
-                if (rw[k] != RW_LEAD) {
-                    GL_ASSERT(head > 0);
-                    dq[--head] = v;
-                } else {
-                    GL_ASSERT(tail < cap);
-                    dq[tail++] = v;
-                }
-            }
-        }
-        gl_free(done);
-    }
-
-    // inf: Tarjan SCCs over the live forward graph (iterative), then a sweep in completion order.
-    fdeg = gl_calloc((size_t)n + 1, sizeof *fdeg);
-    if (!fdeg)
-        goto out;
+    s->dq_cap = 2 * (size_t)tot + n + 2;
+    s->dq = gl_malloc(s->dq_cap * sizeof *s->dq);
+    if (!s->radj || !s->rw || !s->dq)
+        return GL_E_NOMEM;
+    uint32_t *fill = gl_malloc((size_t)(n ? n : 1) * sizeof *fill);
+    if (!fill)
+        return GL_E_NOMEM;
+    memcpy(fill, deg, (size_t)n * sizeof *fill);
+    uint32_t *radj = s->radj, *rw = s->rw;
     for (uint32_t i = 0; i < n; i++) {
-        const struct nstate *s = &re->ns[i];
+        const struct nstate *st = &re->ns[i];
+        if (st->kind == NS_SPLIT) {
+            radj[fill[st->out1]] = i, rw[fill[st->out1]++] = RW_EPS;
+            radj[fill[st->out2]] = i, rw[fill[st->out2]++] = RW_EPS;
+        } else if (st->kind == NS_EPS || st->kind == NS_END) {
+            radj[fill[st->out1]] = i;
+            rw[fill[st->out1]++] = st->kind == NS_EPS ? RW_EPS : RW_END;
+        } else if (st->kind == NS_BYTES) {
+            for (uint32_t e = st->edge; e != RE_NONE; e = re->ne[e].next) {
+                uint32_t t = re->ne[e].to;
+                radj[fill[t]] = i;
+                rw[fill[t]++] = edge_weight(&re->ne[e]);
+            }
+        }
+    }
+    gl_free(fill);
+    return GL_OK;
+}
+
+// s->end_live: MATCH reachable by eps, split and $ edges only (what may follow a $). A backward
+// search from the MATCH states, s->dq as its stack.
+static void an_end_live(const struct gl_regex *re, struct nfa_scratch *s)
+{
+    size_t nq = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        if (re->ns[i].kind == NS_MATCH) {
+            s->end_live[i] = 1;
+            s->dq[nq++] = i;
+        }
+    while (nq > 0) {
+        uint32_t u = s->dq[--nq];
+        for (uint32_t k = s->deg[u]; k < s->deg[u + 1]; k++)
+            if ((s->rw[k] == RW_EPS || s->rw[k] == RW_END) && !s->end_live[s->radj[k]]) {
+                s->end_live[s->radj[k]] = 1;
+                s->dq[nq++] = s->radj[k];
+            }
+    }
+}
+
+// re->dist[i]: the fewest code points from state i to a match (-1: dead), a 0/1 BFS over the
+// reverse graph from MATCH and the $ states that end_live lets through. Lead bytes weigh 1,
+// continuation bytes and eps 0; the deque s->dq starts in its middle (front pushes go down).
+static gl_status an_dist(struct gl_regex *re, struct nfa_scratch *s)
+{
+    uint32_t n = s->n, *dq = s->dq, *deg = s->deg, *radj = s->radj, *rw = s->rw;
+    for (uint32_t i = 0; i < n; i++)
+        re->dist[i] = -1;
+    size_t head = (size_t)s->tot + 1, tail = head, cap = s->dq_cap;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct nstate *st = &re->ns[i];
+        if (st->kind == NS_MATCH || (st->kind == NS_END && s->end_live[st->out1])) {
+            re->dist[i] = 0;
+            dq[tail++] = i;
+        }
+    }
+    // Dijkstra with 0/1 weights: each pop settles; stale entries are skipped by value check.
+    int32_t *best = re->dist;
+    uint8_t *done = gl_calloc(n ? n : 1, 1);
+    if (!done)
+        return GL_E_NOMEM;
+    while (head != tail) {
+        uint32_t u = dq[head++];
+        if (done[u])
+            continue;
+        done[u] = 1;
+        for (uint32_t k = deg[u]; k < deg[u + 1]; k++) {
+            uint32_t v = radj[k];
+            if (rw[k] == RW_END)
+                continue; // a $ is passed only at the end: END states are sources above
+            int32_t nd = best[u] + (rw[k] == RW_LEAD);
+            if (done[v] || (best[v] >= 0 && best[v] <= nd))
+                continue;
+            best[v] = nd;
+            if (rw[k] != RW_LEAD) {
+                GL_ASSERT(head > 0);
+                dq[--head] = v;
+            } else {
+                GL_ASSERT(tail < cap);
+                dq[tail++] = v;
+            }
+        }
+    }
+    gl_free(done);
+    return GL_OK;
+}
+
+// The live forward graph (s->fdeg, s->fadj): the edges between states with dist >= 0, a byte
+// edge marked consuming (bit 31).
+static gl_status an_forward_graph(const struct gl_regex *re, struct nfa_scratch *s)
+{
+    uint32_t n = s->n;
+    const int32_t *dist = re->dist;
+    uint32_t *fdeg = s->fdeg = gl_calloc((size_t)n + 1, sizeof *s->fdeg);
+    if (!fdeg)
+        return GL_E_NOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct nstate *st = &re->ns[i];
         uint32_t c = 0;
-        if (re->dist[i] >= 0) {
-            if (s->kind == NS_SPLIT)
-                c = (re->dist[s->out1] >= 0) + (re->dist[s->out2] >= 0);
-            else if (s->kind == NS_EPS)
-                c = re->dist[s->out1] >= 0;
-            else if (s->kind == NS_BYTES)
-                for (uint32_t e = s->edge; e != RE_NONE; e = re->ne[e].next)
-                    c += re->dist[re->ne[e].to] >= 0;
+        if (dist[i] >= 0) {
+            if (st->kind == NS_SPLIT)
+                c = (dist[st->out1] >= 0) + (dist[st->out2] >= 0);
+            else if (st->kind == NS_EPS)
+                c = dist[st->out1] >= 0;
+            else if (st->kind == NS_BYTES)
+                for (uint32_t e = st->edge; e != RE_NONE; e = re->ne[e].next)
+                    c += dist[re->ne[e].to] >= 0;
         }
         fdeg[i] = c;
     }
-    tot = 0;
+    uint32_t tot = 0;
     for (uint32_t i = 0; i <= n; i++) {
         uint32_t d = fdeg[i];
         fdeg[i] = tot;
         tot += d;
     }
-    fadj = gl_malloc((size_t)(tot ? tot : 1) * sizeof *fadj); // target | consuming << 31
+    uint32_t *fadj = s->fadj = gl_malloc((size_t)(tot ? tot : 1) * sizeof *s->fadj);
     if (!fadj)
-        goto out;
+        return GL_E_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
-        const struct nstate *s = &re->ns[i];
+        const struct nstate *st = &re->ns[i];
         uint32_t w = fdeg[i];
-        if (re->dist[i] < 0)
+        if (dist[i] < 0)
             continue;
-        if (s->kind == NS_SPLIT) {
-            if (re->dist[s->out1] >= 0)
-                fadj[w++] = s->out1;
-            if (re->dist[s->out2] >= 0)
-                fadj[w++] = s->out2;
-        } else if (s->kind == NS_EPS) {
-            if (re->dist[s->out1] >= 0)
-                fadj[w++] = s->out1;
-        } else if (s->kind == NS_BYTES) {
-            for (uint32_t e = s->edge; e != RE_NONE; e = re->ne[e].next)
-                if (re->dist[re->ne[e].to] >= 0)
+        if (st->kind == NS_SPLIT) {
+            if (dist[st->out1] >= 0)
+                fadj[w++] = st->out1;
+            if (dist[st->out2] >= 0)
+                fadj[w++] = st->out2;
+        } else if (st->kind == NS_EPS) {
+            if (dist[st->out1] >= 0)
+                fadj[w++] = st->out1;
+        } else if (st->kind == NS_BYTES) {
+            for (uint32_t e = st->edge; e != RE_NONE; e = re->ne[e].next)
+                if (dist[re->ne[e].to] >= 0)
                     fadj[w++] = re->ne[e].to | 0x80000000u;
         }
         GL_ASSERT(w == fdeg[i + 1]);
     }
-    idx = gl_malloc((size_t)(n ? n : 1) * sizeof *idx);
-    low = gl_malloc((size_t)(n ? n : 1) * sizeof *low);
-    comp = gl_malloc((size_t)(n ? n : 1) * sizeof *comp);
-    stk = gl_malloc((size_t)(n ? n : 1) * sizeof *stk);
-    cs = gl_malloc((size_t)(n ? n : 1) * sizeof *cs);
-    cit = gl_malloc((size_t)(n ? n : 1) * sizeof *cit);
-    onst = gl_calloc(n ? n : 1, 1);
-    cinf = gl_calloc(n ? n : 1, 1);
-    if (!idx || !low || !comp || !stk || !cs || !cit || !onst || !cinf)
-        goto out;
+    return GL_OK;
+}
+
+// Tarjan found SCC c rooted at u: pops it off s->stk (down to *nst) and sets s->cinf[c]: a
+// consuming edge inside it (a cycle that reads), or an edge to an SCC already marked (every SCC
+// it reaches completed before it).
+static void an_scc_close(struct nfa_scratch *s, uint32_t u, uint32_t c, uint32_t *nst)
+{
+    uint32_t top = *nst, w;
+    do {
+        w = s->stk[--*nst];
+        s->onst[w] = 0;
+        s->comp[w] = c;
+    } while (w != u);
+    uint8_t f = 0;
+    for (uint32_t k = *nst; k < top && !f; k++) {
+        uint32_t x = s->stk[k];
+        for (uint32_t j = s->fdeg[x]; j < s->fdeg[x + 1] && !f; j++) {
+            uint32_t v = s->fadj[j] & 0x7FFFFFFFu;
+            if (s->comp[v] == c && s->idx[v] != RE_NONE && !s->onst[v] && (s->fadj[j] >> 31))
+                f = 1;
+            else if (s->comp[v] != c && s->cinf[s->comp[v]])
+                f = 1;
+        }
+    }
+    s->cinf[c] = f;
+}
+
+// re->inf: Tarjan SCCs over the live forward graph (iterative, explicit call stack), each SCC's
+// flag set as it completes (an_scc_close), then copied to its states.
+static gl_status an_inf(struct gl_regex *re, struct nfa_scratch *s)
+{
+    uint32_t n = s->n;
+    s->idx = gl_malloc((size_t)(n ? n : 1) * sizeof *s->idx);
+    s->low = gl_malloc((size_t)(n ? n : 1) * sizeof *s->low);
+    s->comp = gl_malloc((size_t)(n ? n : 1) * sizeof *s->comp);
+    s->stk = gl_malloc((size_t)(n ? n : 1) * sizeof *s->stk);
+    s->cs = gl_malloc((size_t)(n ? n : 1) * sizeof *s->cs);
+    s->cit = gl_malloc((size_t)(n ? n : 1) * sizeof *s->cit);
+    s->onst = gl_calloc(n ? n : 1, 1);
+    s->cinf = gl_calloc(n ? n : 1, 1);
+    if (!s->idx || !s->low || !s->comp || !s->stk || !s->cs || !s->cit || !s->onst || !s->cinf)
+        return GL_E_NOMEM;
+    uint32_t *idx = s->idx, *low = s->low, *cs = s->cs, *cit = s->cit, *fdeg = s->fdeg;
     for (uint32_t i = 0; i < n; i++)
         idx[i] = RE_NONE;
     uint32_t counter = 0, nst = 0, ncomp = 0;
@@ -1532,19 +1611,19 @@ static gl_status nfa_analyze(struct gl_regex *re, struct gl_err *err)
         cs[ncs] = root;
         cit[ncs++] = fdeg[root];
         idx[root] = low[root] = counter++;
-        stk[nst++] = root;
-        onst[root] = 1;
+        s->stk[nst++] = root;
+        s->onst[root] = 1;
         while (ncs > 0) {
             uint32_t u = cs[ncs - 1];
             if (cit[ncs - 1] < fdeg[u + 1]) {
-                uint32_t v = fadj[cit[ncs - 1]++] & 0x7FFFFFFFu;
+                uint32_t v = s->fadj[cit[ncs - 1]++] & 0x7FFFFFFFu;
                 if (idx[v] == RE_NONE) {
                     idx[v] = low[v] = counter++;
-                    stk[nst++] = v;
-                    onst[v] = 1;
+                    s->stk[nst++] = v;
+                    s->onst[v] = 1;
                     cs[ncs] = v;
                     cit[ncs++] = fdeg[v];
-                } else if (onst[v] && idx[v] < low[u]) {
+                } else if (s->onst[v] && idx[v] < low[u]) {
                     low[u] = idx[v];
                 }
                 continue;
@@ -1552,51 +1631,34 @@ static gl_status nfa_analyze(struct gl_regex *re, struct gl_err *err)
             ncs--;
             if (ncs > 0 && low[u] < low[cs[ncs - 1]])
                 low[cs[ncs - 1]] = low[u];
-            if (low[u] != idx[u])
-                continue;
-            // u roots an SCC: pop it; every SCC it reaches already has its cinf.
-            uint32_t c = ncomp++, top = nst;
-            uint32_t w;
-            do {
-                w = stk[--nst];
-                onst[w] = 0;
-                comp[w] = c;
-            } while (w != u);
-            uint8_t f = 0;
-            for (uint32_t k = nst; k < top && !f; k++) {
-                uint32_t x = stk[k];
-                for (uint32_t j = fdeg[x]; j < fdeg[x + 1] && !f; j++) {
-                    uint32_t v = fadj[j] & 0x7FFFFFFFu;
-                    if (comp[v] == c && idx[v] != RE_NONE && !onst[v] && (fadj[j] >> 31))
-                        f = 1;
-                    else if (comp[v] != c && cinf[comp[v]])
-                        f = 1;
-                }
-            }
-            cinf[c] = f;
+            if (low[u] == idx[u])
+                an_scc_close(s, u, ncomp++, &nst);
         }
     }
     for (uint32_t i = 0; i < n; i++)
-        re->inf[i] = re->dist[i] >= 0 ? cinf[comp[i]] : 0;
-    st = GL_OK;
-out:
+        re->inf[i] = re->dist[i] >= 0 ? s->cinf[s->comp[i]] : 0;
+    return GL_OK;
+}
+
+// Sets re->dist and re->inf for every NFA state: the reverse graph, then end_live, then dist by
+// a 0/1 BFS, then inf over the live forward graph. GL_E_NOMEM (set in err) is the only failure.
+static gl_status nfa_analyze(struct gl_regex *re, struct gl_err *err)
+{
+    uint32_t n = re->n_ns;
+    gl_status st = GL_E_NOMEM;
+    struct nfa_scratch s = {.n = n};
+    s.end_live = gl_calloc(n ? n : 1, 1);
+    s.deg = gl_calloc((size_t)n + 1, sizeof *s.deg);
+    re->dist = gl_malloc((size_t)(n ? n : 1) * sizeof *re->dist);
+    re->inf = gl_calloc(n ? n : 1, 1);
+    if (s.end_live && s.deg && re->dist && re->inf && an_reverse_graph(re, &s) == GL_OK) {
+        an_end_live(re, &s);
+        if (an_dist(re, &s) == GL_OK && an_forward_graph(re, &s) == GL_OK)
+            st = an_inf(re, &s);
+    }
     if (st != GL_OK)
         gl_err_set(err, st, "regex: out of memory analysing the NFA");
-    gl_free(end_live);
-    gl_free(deg);
-    gl_free(radj);
-    gl_free(rw);
-    gl_free(dq);
-    gl_free(idx);
-    gl_free(low);
-    gl_free(comp);
-    gl_free(stk);
-    gl_free(cs);
-    gl_free(cit);
-    gl_free(onst);
-    gl_free(cinf);
-    gl_free(fadj);
-    gl_free(fdeg);
+    nfa_scratch_free(&s);
     return st;
 }
 

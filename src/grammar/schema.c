@@ -675,231 +675,447 @@ static gl_status parse_dependencies(struct sc *sc, struct view *v, const char *k
     return GL_OK;
 }
 
-static gl_status parse_part(struct sc *sc, json_t *o, struct view *v)
+// What parse_part gathers from one schema object before it settles the view: the keywords whose
+// meaning depends on a sibling (items on prefixItems, minimum on a draft-4 exclusiveMinimum,
+// const on enum, then on if, nullable on type).
+struct part {
+    json_t *o; // the schema object being parsed
+    json_t *minimum, *maximum, *emin, *emax;
+    json_t *items, *prefix, *add_items, *constv, *enumv;
+    int has_const, nullable, has_type, contains_any;
+    json_t *if_s, *then_s, *else_s;
+};
+
+// One keyword's check and effect: x is the value of keyword k[0..kl) of p->o; sets v (or p, for
+// keywords parse_part settles later). GL_OK, or the error set in sc->err.
+typedef gl_status (*kw_fn)(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                           json_t *x);
+
+static gl_status kw_type(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                         json_t *x)
 {
-    const char *k;
-    size_t kl;
-    json_t *x;
-    json_t *minimum = NULL, *maximum = NULL, *emin = NULL, *emax = NULL;
-    json_t *items = NULL, *prefix = NULL, *add_items = NULL, *constv = NULL, *enumv = NULL;
-    int has_const = 0, nullable = 0, has_type = 0, contains_any = 0;
-    json_t *if_s = NULL, *then_s = NULL, *else_s = NULL;
-    gl_status st;
-    json_object_keylen_foreach(o, k, kl, x)
-    {
-        if (key_is(k, kl, "type")) {
-            unsigned t = 0;
-            if (json_is_string(x)) {
-                t = type_bit(json_string_value(x));
-            } else if (json_is_array(x) && json_array_size(x) > 0) {
-                size_t i;
-                json_t *e;
-                json_array_foreach(x, i, e)
-                {
-                    unsigned bit = json_is_string(e) ? type_bit(json_string_value(e)) : 0;
-                    if (!bit) {
-                        t = 0;
-                        break;
-                    }
-                    t |= bit;
-                }
-            }
-            if (!t)
-                return sc_bad(sc, "type", "not a type name or a non-empty list of them");
-            v->types = t;
-            has_type = 1;
-        } else if (key_is(k, kl, "properties")) {
-            if (!json_is_object(x))
-                return sc_bad(sc, "properties", "must be an object");
-            v->props = x;
-        } else if (key_is(k, kl, "patternProperties")) {
-            if (!json_is_object(x))
-                return sc_bad(sc, "patternProperties", "must be an object");
-            if (json_object_size(x))
-                v->pprops = x;
-        } else if (key_is(k, kl, "required")) {
-            if (json_is_boolean(x))
-                continue; // draft 3: handled by the parent's properties
-            if (!json_is_array(x))
-                return sc_bad(sc, "required", "must be an array of strings");
-            size_t i;
-            json_t *e;
-            json_array_foreach(x, i, e) if (!json_is_string(e)) return sc_bad(
-                sc, "required", "must be an array of strings");
-            if (json_array_size(x))
-                v->required = x;
-        } else if (key_is(k, kl, "additionalProperties")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, "additionalProperties", "must be a schema");
-            v->addl = x;
-        } else if (key_is(k, kl, "items")) {
-            if (!json_is_object(x) && !json_is_boolean(x) && !json_is_array(x))
-                return sc_bad(sc, "items", "must be a schema or an array of schemas");
-            items = x;
-        } else if (key_is(k, kl, "prefixItems")) {
-            if (!json_is_array(x))
-                return sc_bad(sc, "prefixItems", "must be an array of schemas");
-            prefix = x;
-        } else if (key_is(k, kl, "additionalItems")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, "additionalItems", "must be a schema");
-            add_items = x;
-        } else if (key_is(k, kl, "enum")) {
-            if (!json_is_array(x))
-                return sc_bad(sc, "enum", "must be an array");
-            if (json_array_size(x) > SC_MAX_ENUM)
-                return gl_err_set(sc->err, GL_E_LIMIT,
-                                  "grammar: 'enum' at %s has %zu values, over the limit of %d",
-                                  sc_ptr(sc), json_array_size(x), SC_MAX_ENUM);
-            enumv = x;
-        } else if (key_is(k, kl, "const")) {
-            constv = x;
-            has_const = 1;
-        } else if (key_is(k, kl, "minimum") || key_is(k, kl, "maximum")) {
-            if (!json_is_number(x))
-                return sc_bad(sc, k, "must be a number");
-            *(k[1] == 'i' ? &minimum : &maximum) = x;
-        } else if (key_is(k, kl, "exclusiveMinimum") || key_is(k, kl, "exclusiveMaximum")) {
-            if (!json_is_number(x) && !json_is_boolean(x))
-                return sc_bad(sc, k, "must be a number (or a boolean, draft 4)");
-            *(k[10] == 'i' ? &emin : &emax) = x;
-        } else if (key_is(k, kl, "multipleOf")) {
-            if (!json_is_number(x) || !(json_number_value(x) > 0))
-                return sc_bad(sc, "multipleOf", "must be a number > 0");
-            v->has_mult = 1;
-            v->mult = json_number_value(x);
-        } else if (key_is(k, kl, "minLength") || key_is(k, kl, "maxLength") ||
-                   key_is(k, kl, "minItems") || key_is(k, kl, "maxItems") ||
-                   key_is(k, kl, "minProperties") || key_is(k, kl, "maxProperties")) {
-            int64_t n;
-            if (!get_count(x, &n))
-                return sc_bad(sc, k, "must be a non-negative integer");
-            int64_t *dst = k[1] == 'i' ? (k[3] == 'L'   ? &v->min_len
-                                          : k[3] == 'I' ? &v->min_items
-                                                        : &v->min_props)
-                                       : (k[3] == 'L'   ? &v->max_len
-                                          : k[3] == 'I' ? &v->max_items
-                                                        : &v->max_props);
-            *dst = n;
-        } else if (key_is(k, kl, "pattern")) {
-            if (!json_is_string(x))
-                return sc_bad(sc, "pattern", "must be a string");
-            v->pat[v->n_pat++] = x;
-        } else if (key_is(k, kl, "format")) {
-            if (json_is_string(x))
-                v->fmt[v->n_fmt++] = x;
-        } else if (key_is(k, kl, "anyOf") || key_is(k, kl, "oneOf")) {
-            if (!json_is_array(x) || json_array_size(x) == 0)
-                return sc_bad(sc, k, "must be a non-empty array of schemas");
-            if (k[0] == 'a')
-                v->anyof[v->n_anyof++] = x;
-            else
-                v->oneof[v->n_oneof++] = x;
-        } else if (key_is(k, kl, "not")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, "not", "must be a schema");
-            v->nots[v->n_not++] = x;
-        } else if (key_is(k, kl, "uniqueItems")) {
-            if (!json_is_boolean(x))
-                return sc_bad(sc, "uniqueItems", "must be a boolean");
-            v->unique = json_is_true(x);
-        } else if (key_is(k, kl, "nullable")) {
-            nullable = json_is_true(x);
-        } else if (key_is(k, kl, "dependencies") || key_is(k, kl, "dependentRequired") ||
-                   key_is(k, kl, "dependentSchemas")) {
-            if (!json_is_object(x))
-                return sc_bad(sc, k, "must be an object");
-            st = parse_dependencies(sc, v, k, kl, x);
-            if (st != GL_OK)
-                return st;
-        } else if (key_is(k, kl, "propertyNames")) {
-            if (json_is_false(x))
-                v->max_props = 0;
-            else if (json_is_object(x) && json_object_size(x))
-                v->pnames = x;
-            else if (!json_is_boolean(x) && !json_is_object(x))
-                return sc_bad(sc, "propertyNames", "must be a schema");
-        } else if (key_is(k, kl, "if") || key_is(k, kl, "then") || key_is(k, kl, "else")) {
-            if (!json_is_object(x) && !json_is_boolean(x))
-                return sc_bad(sc, k, "must be a schema");
-            *(k[0] == 'i' ? &if_s : k[0] == 't' ? &then_s : &else_s) = x;
-        } else {
-            for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; i++) {
-                if (!key_is(k, kl, k_unsupported[i]))
-                    continue;
-                // Forms that constrain nothing are accepted as they are; contains: true (or {})
-                // only asks for a first item.
-                if (key_is(k, kl, "contains") && !json_object_get(o, "minContains") &&
-                    !json_object_get(o, "maxContains") &&
-                    (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0))) {
-                    contains_any = 1;
-                    break;
-                }
-                if (!key_is(k, kl, "contains") &&
-                    (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0)))
-                    break;
-                if (key_is(k, kl, "propertyNames") && json_is_false(x)) {
-                    v->max_props = 0;
-                    break;
-                }
-                size_t old = path_push(sc, k, kl);
-                st = sc_unsup(sc, k_unsupported[i], "not enforced by the grammar");
-                path_pop(sc, old);
-                if (st != GL_OK)
-                    return st;
+    (void)k, (void)kl;
+    unsigned t = 0;
+    if (json_is_string(x)) {
+        t = type_bit(json_string_value(x));
+    } else if (json_is_array(x) && json_array_size(x) > 0) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(x, i, e)
+        {
+            unsigned bit = json_is_string(e) ? type_bit(json_string_value(e)) : 0;
+            if (!bit) {
+                t = 0;
                 break;
             }
+            t |= bit;
         }
     }
-    if (contains_any && v->min_items < 1)
+    if (!t)
+        return sc_bad(sc, "type", "not a type name or a non-empty list of them");
+    v->types = t;
+    p->has_type = 1;
+    return GL_OK;
+}
+
+static gl_status kw_properties(struct sc *sc, struct view *v, struct part *p, const char *k,
+                               size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x))
+        return sc_bad(sc, "properties", "must be an object");
+    v->props = x;
+    return GL_OK;
+}
+
+static gl_status kw_pattern_properties(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                       size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x))
+        return sc_bad(sc, "patternProperties", "must be an object");
+    if (json_object_size(x))
+        v->pprops = x;
+    return GL_OK;
+}
+
+static gl_status kw_required(struct sc *sc, struct view *v, struct part *p, const char *k,
+                             size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (json_is_boolean(x))
+        return GL_OK; // draft 3: handled by the parent's properties
+    if (!json_is_array(x))
+        return sc_bad(sc, "required", "must be an array of strings");
+    size_t i;
+    json_t *e;
+    json_array_foreach(x, i, e) if (!json_is_string(e)) return sc_bad(
+        sc, "required", "must be an array of strings");
+    if (json_array_size(x))
+        v->required = x;
+    return GL_OK;
+}
+
+static gl_status kw_additional_properties(struct sc *sc, struct view *v, struct part *p,
+                                          const char *k, size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, "additionalProperties", "must be a schema");
+    v->addl = x;
+    return GL_OK;
+}
+
+static gl_status kw_items(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x) && !json_is_array(x))
+        return sc_bad(sc, "items", "must be a schema or an array of schemas");
+    p->items = x;
+    return GL_OK;
+}
+
+static gl_status kw_prefix_items(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_array(x))
+        return sc_bad(sc, "prefixItems", "must be an array of schemas");
+    p->prefix = x;
+    return GL_OK;
+}
+
+static gl_status kw_additional_items(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                     size_t kl, json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, "additionalItems", "must be a schema");
+    p->add_items = x;
+    return GL_OK;
+}
+
+static gl_status kw_enum(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                         json_t *x)
+{
+    (void)v, (void)k, (void)kl;
+    if (!json_is_array(x))
+        return sc_bad(sc, "enum", "must be an array");
+    if (json_array_size(x) > SC_MAX_ENUM)
+        return gl_err_set(sc->err, GL_E_LIMIT,
+                          "grammar: 'enum' at %s has %zu values, over the limit of %d", sc_ptr(sc),
+                          json_array_size(x), SC_MAX_ENUM);
+    p->enumv = x;
+    return GL_OK;
+}
+
+static gl_status kw_const(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)sc, (void)v, (void)k, (void)kl;
+    p->constv = x;
+    p->has_const = 1;
+    return GL_OK;
+}
+
+// minimum, maximum
+static gl_status kw_bound(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)v, (void)kl;
+    if (!json_is_number(x))
+        return sc_bad(sc, k, "must be a number");
+    *(k[1] == 'i' ? &p->minimum : &p->maximum) = x;
+    return GL_OK;
+}
+
+// exclusiveMinimum, exclusiveMaximum: a number, or a draft-4 flag on minimum/maximum
+static gl_status kw_exclusive(struct sc *sc, struct view *v, struct part *p, const char *k,
+                              size_t kl, json_t *x)
+{
+    (void)v, (void)kl;
+    if (!json_is_number(x) && !json_is_boolean(x))
+        return sc_bad(sc, k, "must be a number (or a boolean, draft 4)");
+    *(k[10] == 'i' ? &p->emin : &p->emax) = x;
+    return GL_OK;
+}
+
+static gl_status kw_multiple_of(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_number(x) || !(json_number_value(x) > 0))
+        return sc_bad(sc, "multipleOf", "must be a number > 0");
+    v->has_mult = 1;
+    v->mult = json_number_value(x);
+    return GL_OK;
+}
+
+// min/max Length, Items, Properties
+static gl_status kw_count(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    (void)p, (void)kl;
+    int64_t n;
+    if (!get_count(x, &n))
+        return sc_bad(sc, k, "must be a non-negative integer");
+    int64_t *dst = k[1] == 'i' ? (k[3] == 'L'   ? &v->min_len
+                                  : k[3] == 'I' ? &v->min_items
+                                                : &v->min_props)
+                               : (k[3] == 'L'   ? &v->max_len
+                                  : k[3] == 'I' ? &v->max_items
+                                                : &v->max_props);
+    *dst = n;
+    return GL_OK;
+}
+
+static gl_status kw_pattern(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                            json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_string(x))
+        return sc_bad(sc, "pattern", "must be a string");
+    v->pat[v->n_pat++] = x;
+    return GL_OK;
+}
+
+static gl_status kw_format(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                           json_t *x)
+{
+    (void)sc, (void)p, (void)k, (void)kl;
+    if (json_is_string(x))
+        v->fmt[v->n_fmt++] = x;
+    return GL_OK;
+}
+
+// anyOf, oneOf
+static gl_status kw_alternatives(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)p, (void)kl;
+    if (!json_is_array(x) || json_array_size(x) == 0)
+        return sc_bad(sc, k, "must be a non-empty array of schemas");
+    if (k[0] == 'a')
+        v->anyof[v->n_anyof++] = x;
+    else
+        v->oneof[v->n_oneof++] = x;
+    return GL_OK;
+}
+
+static gl_status kw_not(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                        json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, "not", "must be a schema");
+    v->nots[v->n_not++] = x;
+    return GL_OK;
+}
+
+static gl_status kw_unique_items(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (!json_is_boolean(x))
+        return sc_bad(sc, "uniqueItems", "must be a boolean");
+    v->unique = json_is_true(x);
+    return GL_OK;
+}
+
+static gl_status kw_nullable(struct sc *sc, struct view *v, struct part *p, const char *k,
+                             size_t kl, json_t *x)
+{
+    (void)sc, (void)v, (void)k, (void)kl;
+    p->nullable = json_is_true(x);
+    return GL_OK;
+}
+
+// dependencies, dependentRequired, dependentSchemas
+static gl_status kw_dependencies(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                 size_t kl, json_t *x)
+{
+    (void)p;
+    if (!json_is_object(x))
+        return sc_bad(sc, k, "must be an object");
+    return parse_dependencies(sc, v, k, kl, x);
+}
+
+static gl_status kw_property_names(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                   size_t kl, json_t *x)
+{
+    (void)p, (void)k, (void)kl;
+    if (json_is_false(x))
+        v->max_props = 0;
+    else if (json_is_object(x) && json_object_size(x))
+        v->pnames = x;
+    else if (!json_is_boolean(x) && !json_is_object(x))
+        return sc_bad(sc, "propertyNames", "must be a schema");
+    return GL_OK;
+}
+
+// if, then, else
+static gl_status kw_conditional(struct sc *sc, struct view *v, struct part *p, const char *k,
+                                size_t kl, json_t *x)
+{
+    (void)v, (void)kl;
+    if (!json_is_object(x) && !json_is_boolean(x))
+        return sc_bad(sc, k, "must be a schema");
+    *(k[0] == 'i' ? &p->if_s : k[0] == 't' ? &p->then_s : &p->else_s) = x;
+    return GL_OK;
+}
+
+// The keywords parse_part reads; any other is an annotation, or one of k_unsupported.
+static const struct {
+    const char *name;
+    kw_fn fn;
+} k_keywords[] = {
+    {"type", kw_type},
+    {"properties", kw_properties},
+    {"patternProperties", kw_pattern_properties},
+    {"required", kw_required},
+    {"additionalProperties", kw_additional_properties},
+    {"items", kw_items},
+    {"prefixItems", kw_prefix_items},
+    {"additionalItems", kw_additional_items},
+    {"enum", kw_enum},
+    {"const", kw_const},
+    {"minimum", kw_bound},
+    {"maximum", kw_bound},
+    {"exclusiveMinimum", kw_exclusive},
+    {"exclusiveMaximum", kw_exclusive},
+    {"multipleOf", kw_multiple_of},
+    {"minLength", kw_count},
+    {"maxLength", kw_count},
+    {"minItems", kw_count},
+    {"maxItems", kw_count},
+    {"minProperties", kw_count},
+    {"maxProperties", kw_count},
+    {"pattern", kw_pattern},
+    {"format", kw_format},
+    {"anyOf", kw_alternatives},
+    {"oneOf", kw_alternatives},
+    {"not", kw_not},
+    {"uniqueItems", kw_unique_items},
+    {"nullable", kw_nullable},
+    {"dependencies", kw_dependencies},
+    {"dependentRequired", kw_dependencies},
+    {"dependentSchemas", kw_dependencies},
+    {"propertyNames", kw_property_names},
+    {"if", kw_conditional},
+    {"then", kw_conditional},
+    {"else", kw_conditional},
+};
+
+// A keyword not in k_keywords: an annotation (ignored), or one of k_unsupported, which is an
+// error (a warning when lenient) unless its value constrains nothing.
+static gl_status kw_other(struct sc *sc, struct view *v, struct part *p, const char *k, size_t kl,
+                          json_t *x)
+{
+    for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; i++) {
+        if (!key_is(k, kl, k_unsupported[i]))
+            continue;
+        // Forms that constrain nothing are accepted as they are; contains: true (or {})
+        // only asks for a first item.
+        if (key_is(k, kl, "contains") && !json_object_get(p->o, "minContains") &&
+            !json_object_get(p->o, "maxContains") &&
+            (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0))) {
+            p->contains_any = 1;
+            return GL_OK;
+        }
+        if (!key_is(k, kl, "contains") &&
+            (json_is_true(x) || (json_is_object(x) && json_object_size(x) == 0)))
+            return GL_OK;
+        if (key_is(k, kl, "propertyNames") && json_is_false(x)) {
+            v->max_props = 0;
+            return GL_OK;
+        }
+        size_t old = path_push(sc, k, kl);
+        gl_status st = sc_unsup(sc, k_unsupported[i], "not enforced by the grammar");
+        path_pop(sc, old);
+        return st;
+    }
+    return GL_OK;
+}
+
+// Settles the keywords that depend on a sibling (struct part) into v.
+static gl_status part_settle(struct sc *sc, struct view *v, const struct part *p)
+{
+    if (p->contains_any && v->min_items < 1)
         v->min_items = 1;
-    if (if_s && (then_s || else_s) && !sc->pre7) {
-        v->ifs[0][0] = if_s;
-        v->ifs[0][1] = then_s;
-        v->ifs[0][2] = else_s;
+    if (p->if_s && (p->then_s || p->else_s) && !sc->pre7) {
+        v->ifs[0][0] = p->if_s;
+        v->ifs[0][1] = p->then_s;
+        v->ifs[0][2] = p->else_s;
         v->n_if = 1;
     }
     // Arrays: 2020-12 prefixItems + items, or draft 4-7 array-form items + additionalItems.
-    if (prefix) {
-        if (json_is_array(items))
+    if (p->prefix) {
+        if (json_is_array(p->items))
             return sc_bad(sc, "items", "array form together with prefixItems");
-        v->prefix = prefix;
-        v->items = items;
-    } else if (json_is_array(items)) {
-        v->prefix = items;
-        v->items = add_items;
+        v->prefix = p->prefix;
+        v->items = p->items;
+    } else if (json_is_array(p->items)) {
+        v->prefix = p->items;
+        v->items = p->add_items;
     } else {
-        v->items = items;
+        v->items = p->items;
     }
     if (v->prefix && json_array_size(v->prefix) == 0)
         v->prefix = NULL;
     // Numbers: draft-4 boolean exclusive flags modify minimum/maximum.
-    if (minimum)
-        bound_min(v, json_number_value(minimum), json_is_true(emin));
-    if (maximum)
-        bound_max(v, json_number_value(maximum), json_is_true(emax));
-    if (json_is_number(emin))
-        bound_min(v, json_number_value(emin), 1);
-    if (json_is_number(emax))
-        bound_max(v, json_number_value(emax), 1);
-    if (has_const) {
+    if (p->minimum)
+        bound_min(v, json_number_value(p->minimum), json_is_true(p->emin));
+    if (p->maximum)
+        bound_max(v, json_number_value(p->maximum), json_is_true(p->emax));
+    if (json_is_number(p->emin))
+        bound_min(v, json_number_value(p->emin), 1);
+    if (json_is_number(p->emax))
+        bound_max(v, json_number_value(p->emax), 1);
+    // const: a one-value enum (empty when an enum beside it does not hold the value).
+    if (p->has_const) {
         json_t *arr = json_array();
         if (!arr)
             return sc_nomem(sc);
-        int in_enum = !enumv;
-        for (size_t i = 0; enumv && i < json_array_size(enumv); i++)
-            in_enum |= val_equal(json_array_get(enumv, i), constv);
+        int in_enum = !p->enumv;
+        for (size_t i = 0; p->enumv && i < json_array_size(p->enumv); i++)
+            in_enum |= val_equal(json_array_get(p->enumv, i), p->constv);
         if (in_enum)
-            json_array_append(arr, constv);
+            json_array_append(arr, p->constv);
         v->enumv = sc_keep(sc, arr);
         if (!v->enumv)
             return sc_nomem(sc);
-    } else if (enumv) {
-        v->enumv = enumv;
+    } else if (p->enumv) {
+        v->enumv = p->enumv;
     }
-    if (nullable && has_type && SC_NULLABLE_ADDS_NULL)
+    if (p->nullable && p->has_type && SC_NULLABLE_ADDS_NULL)
         v->types |= T_NULL;
     return GL_OK;
+}
+
+// Reads one schema object's keywords into v (which the caller has initialised): each keyword's
+// table entry checks and records it, then part_settle combines the ones that depend on each
+// other. GL_OK, or the error set in sc->err.
+static gl_status parse_part(struct sc *sc, json_t *o, struct view *v)
+{
+    struct part p = {.o = o};
+    const char *k;
+    size_t kl;
+    json_t *x;
+    json_object_keylen_foreach(o, k, kl, x)
+    {
+        kw_fn fn = kw_other;
+        for (size_t i = 0; i < sizeof k_keywords / sizeof k_keywords[0]; i++) {
+            if (key_is(k, kl, k_keywords[i].name)) {
+                fn = k_keywords[i].fn;
+                break;
+            }
+        }
+        gl_status st = fn(sc, v, &p, k, kl, x);
+        if (st != GL_OK)
+            return st;
+    }
+    return part_settle(sc, v, &p);
 }
 
 // ---- merging parts (allOf, $ref siblings) ----
@@ -1567,117 +1783,130 @@ static int64_t utf8_chars(const char *s, size_t n)
 #define V_ERROR   (-2)
 static int val_schema(struct sc *sc, json_t *s, json_t *x, int depth);
 
-// 1 valid, 0 invalid, V_UNKNOWN cannot tell, V_ERROR error set.
-static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
+// val_view's phases: each returns what val_view does for the keywords of one kind -- 1 valid, 0
+// invalid, V_UNKNOWN cannot tell, V_ERROR error set -- stopping at the first 0 or error.
+
+// A string: length in code points, patterns (search), and formats we can check.
+static int val_string(struct sc *sc, const struct view *v, json_t *x)
 {
-    if (depth > 32)
-        return V_UNKNOWN;
-    if (v->never)
+    int unknown = 0;
+    const char *s = json_string_value(x);
+    size_t n = json_string_length(x);
+    int64_t c = utf8_chars(s, n);
+    if (c < v->min_len || (v->max_len >= 0 && c > v->max_len))
         return 0;
-    unsigned t = value_types(x);
-    if (!(t & v->types))
-        return 0;
-    if (v->enumv) {
-        int found = 0;
-        for (size_t i = 0; i < json_array_size(v->enumv) && !found; i++)
-            found = val_equal(json_array_get(v->enumv, i), x);
-        if (!found)
+    for (int i = 0; i < v->n_pat; i++) {
+        int32_t re = sc_pattern(sc, v->pat[i]);
+        if (re < 0)
+            return V_ERROR;
+        if (!gl_regex_match(sc_re(sc, re), s, n))
             return 0;
     }
+    for (int i = 0; i < v->n_fmt; i++) {
+        const struct fmt_def *d;
+        if (!fmt_lookup(json_string_value(v->fmt[i]), &d))
+            continue;
+        if (!d->re) {
+            unknown = 1;
+            continue;
+        }
+        int32_t re = fmt_regex(sc, d);
+        if (re < 0)
+            return V_ERROR;
+        if (!gl_regex_match(sc_re(sc, re), s, n) || (d->max_chars >= 0 && c > d->max_chars))
+            return 0;
+    }
+    return unknown ? V_UNKNOWN : 1;
+}
+
+// A number: bounds, and multipleOf where it is exact (integral divisor and value below 2^53).
+static int val_number(const struct view *v, json_t *x)
+{
+    double d = json_number_value(x);
+    if (v->has_min && (d < v->nmin || (v->excl_min && d == v->nmin)))
+        return 0;
+    if (v->has_max && (d > v->nmax || (v->excl_max && d == v->nmax)))
+        return 0;
+    if (v->has_mult) {
+        if (floor(v->mult) == v->mult && is_integral(x) && fabs(d) < SC_INT_LIMIT &&
+            v->mult < SC_INT_LIMIT) {
+            if ((int64_t)d % (int64_t)v->mult != 0)
+                return 0;
+        } else {
+            return V_UNKNOWN;
+        }
+    }
+    return 1;
+}
+
+// An object: size, required names, then each member's name (propertyNames) and value (the
+// schemas key_side gives its key).
+static int val_object(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
     int unknown = 0, r;
-    if (json_is_string(x)) {
-        const char *s = json_string_value(x);
-        size_t n = json_string_length(x);
-        int64_t c = utf8_chars(s, n);
-        if (c < v->min_len || (v->max_len >= 0 && c > v->max_len))
+    int64_t n = (int64_t)json_object_size(x);
+    if (n < v->min_props || (v->max_props >= 0 && n > v->max_props))
+        return 0;
+    for (size_t i = 0; v->required && i < json_array_size(v->required); i++) {
+        json_t *k = json_array_get(v->required, i);
+        if (!json_object_getn(x, json_string_value(k), json_string_length(k)))
             return 0;
-        for (int i = 0; i < v->n_pat; i++) {
-            int32_t re = sc_pattern(sc, v->pat[i]);
-            if (re < 0)
-                return V_ERROR;
-            if (!gl_regex_match(sc_re(sc, re), s, n))
-                return 0;
-        }
-        for (int i = 0; i < v->n_fmt; i++) {
-            const struct fmt_def *d;
-            if (!fmt_lookup(json_string_value(v->fmt[i]), &d))
-                continue;
-            if (!d->re) {
-                unknown = 1;
-                continue;
-            }
-            int32_t re = fmt_regex(sc, d);
-            if (re < 0)
-                return V_ERROR;
-            if (!gl_regex_match(sc_re(sc, re), s, n) || (d->max_chars >= 0 && c > d->max_chars))
-                return 0;
-        }
-    } else if (json_is_number(x)) {
-        double d = json_number_value(x);
-        if (v->has_min && (d < v->nmin || (v->excl_min && d == v->nmin)))
-            return 0;
-        if (v->has_max && (d > v->nmax || (v->excl_max && d == v->nmax)))
-            return 0;
-        if (v->has_mult) {
-            if (floor(v->mult) == v->mult && is_integral(x) && fabs(d) < SC_INT_LIMIT &&
-                v->mult < SC_INT_LIMIT) {
-                if ((int64_t)d % (int64_t)v->mult != 0)
-                    return 0;
-            } else {
-                unknown = 1;
-            }
-        }
-    } else if (json_is_object(x)) {
-        int64_t n = (int64_t)json_object_size(x);
-        if (n < v->min_props || (v->max_props >= 0 && n > v->max_props))
-            return 0;
-        for (size_t i = 0; v->required && i < json_array_size(v->required); i++) {
-            json_t *k = json_array_get(v->required, i);
-            if (!json_object_getn(x, json_string_value(k), json_string_length(k)))
-                return 0;
-        }
-        const char *k;
-        size_t kl;
-        json_t *val;
-        json_object_keylen_foreach(x, k, kl, val)
-        {
-            json_t *list[SC_MAX_LIST + 2];
-            int nl = 0;
-            if (v->pnames) {
-                json_t *ks = json_stringn(k, kl);
-                r = ks ? val_schema(sc, v->pnames, ks, depth + 1) : V_UNKNOWN;
-                json_decref(ks);
-                if (r == 0 || r == V_ERROR)
-                    return r;
-                unknown |= r == V_UNKNOWN;
-            }
-            if (key_side(sc, v, k, kl, list, &nl, SC_MAX_LIST) != GL_OK)
-                return V_ERROR;
-            for (int i = 0; i < nl; i++) {
-                r = val_schema(sc, list[i], val, depth + 1);
-                if (r == 0 || r == V_ERROR)
-                    return r;
-                unknown |= r == V_UNKNOWN;
-            }
-        }
-    } else if (json_is_array(x)) {
-        int64_t n = (int64_t)json_array_size(x);
-        if (n < v->min_items || (v->max_items >= 0 && n > v->max_items))
-            return 0;
-        size_t np = v->prefix ? json_array_size(v->prefix) : 0;
-        for (size_t i = 0; i < json_array_size(x); i++) {
-            json_t *s = i < np ? json_array_get(v->prefix, i) : v->items;
-            r = val_schema(sc, s, json_array_get(x, i), depth + 1);
+    }
+    const char *k;
+    size_t kl;
+    json_t *val;
+    json_object_keylen_foreach(x, k, kl, val)
+    {
+        json_t *list[SC_MAX_LIST + 2];
+        int nl = 0;
+        if (v->pnames) {
+            json_t *ks = json_stringn(k, kl);
+            r = ks ? val_schema(sc, v->pnames, ks, depth + 1) : V_UNKNOWN;
+            json_decref(ks);
             if (r == 0 || r == V_ERROR)
                 return r;
             unknown |= r == V_UNKNOWN;
         }
-        if (v->unique)
-            for (size_t i = 0; i < json_array_size(x); i++)
-                for (size_t j = i + 1; j < json_array_size(x); j++)
-                    if (val_equal(json_array_get(x, i), json_array_get(x, j)))
-                        return 0;
+        if (key_side(sc, v, k, kl, list, &nl, SC_MAX_LIST) != GL_OK)
+            return V_ERROR;
+        for (int i = 0; i < nl; i++) {
+            r = val_schema(sc, list[i], val, depth + 1);
+            if (r == 0 || r == V_ERROR)
+                return r;
+            unknown |= r == V_UNKNOWN;
+        }
     }
+    return unknown ? V_UNKNOWN : 1;
+}
+
+// An array: size, each item against prefixItems or items, then uniqueItems.
+static int val_array(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
+    int unknown = 0, r;
+    int64_t n = (int64_t)json_array_size(x);
+    if (n < v->min_items || (v->max_items >= 0 && n > v->max_items))
+        return 0;
+    size_t np = v->prefix ? json_array_size(v->prefix) : 0;
+    for (size_t i = 0; i < json_array_size(x); i++) {
+        json_t *s = i < np ? json_array_get(v->prefix, i) : v->items;
+        r = val_schema(sc, s, json_array_get(x, i), depth + 1);
+        if (r == 0 || r == V_ERROR)
+            return r;
+        unknown |= r == V_UNKNOWN;
+    }
+    if (v->unique)
+        for (size_t i = 0; i < json_array_size(x); i++)
+            for (size_t j = i + 1; j < json_array_size(x); j++)
+                if (val_equal(json_array_get(x, i), json_array_get(x, j)))
+                    return 0;
+    return unknown ? V_UNKNOWN : 1;
+}
+
+// The applicators: each `not`, each if/then/else, and each anyOf (some member) and oneOf
+// (exactly one member) list.
+static int val_applicators(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
+    int unknown = 0, r;
     for (int i = 0; i < v->n_not; i++) {
         r = val_schema(sc, v->nots[i], x, depth + 1);
         if (r == 1)
@@ -1720,6 +1949,41 @@ static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
         }
     }
     return unknown ? V_UNKNOWN : 1;
+}
+
+// 1 valid, 0 invalid, V_UNKNOWN cannot tell, V_ERROR error set.
+static int val_view(struct sc *sc, const struct view *v, json_t *x, int depth)
+{
+    if (depth > 32)
+        return V_UNKNOWN;
+    if (v->never)
+        return 0;
+    unsigned t = value_types(x);
+    if (!(t & v->types))
+        return 0;
+    if (v->enumv) {
+        int found = 0;
+        for (size_t i = 0; i < json_array_size(v->enumv) && !found; i++)
+            found = val_equal(json_array_get(v->enumv, i), x);
+        if (!found)
+            return 0;
+    }
+    int r = 1;
+    if (json_is_string(x))
+        r = val_string(sc, v, x);
+    else if (json_is_number(x))
+        r = val_number(v, x);
+    else if (json_is_object(x))
+        r = val_object(sc, v, x, depth);
+    else if (json_is_array(x))
+        r = val_array(sc, v, x, depth);
+    if (r == 0 || r == V_ERROR)
+        return r;
+    int unknown = r == V_UNKNOWN;
+    r = val_applicators(sc, v, x, depth);
+    if (r == 0 || r == V_ERROR)
+        return r;
+    return unknown || r == V_UNKNOWN ? V_UNKNOWN : 1;
 }
 
 static int val_schema(struct sc *sc, json_t *s, json_t *x, int depth)
@@ -2418,15 +2682,13 @@ static int32_t compile_string(struct sc *sc, const struct view *v)
 static int mult_scale(double m, int *s_out, double *a_out);
 static char *mult_regex(double m, int integer, int nonneg);
 
-static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
+// compile_number's bounds into g: integers get exact inclusive bounds within 2^53 (a wider bound
+// narrowed, an unrepresentable range refused); other numbers keep theirs with the exclusive
+// flags. 0, SC_NEVER (an empty range) or SC_FAIL.
+static int32_t num_bounds(struct sc *sc, const struct view *v, struct gl_gnum *g)
 {
-    struct gl_gnum g;
-    memset(&g, 0, sizeof g);
-    g.integer = (uint8_t)integer;
-    if (v->has_mult && floor(v->mult) == v->mult && v->mult == 1)
-        g.integer = 1;
     double lo = -HUGE_VAL, hi = HUGE_VAL;
-    if (g.integer) {
+    if (g->integer) {
         if (v->has_min)
             lo = v->excl_min ? floor(v->nmin) + 1 : ceil(v->nmin);
         if (v->has_max)
@@ -2446,94 +2708,131 @@ static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
             return SC_FAIL;
         }
         if (v->has_min) {
-            g.has_min = 1;
-            g.min = lo < -SC_INT_LIMIT ? -SC_INT_LIMIT : lo;
+            g->has_min = 1;
+            g->min = lo < -SC_INT_LIMIT ? -SC_INT_LIMIT : lo;
         }
         if (v->has_max) {
-            g.has_max = 1;
-            g.max = hi > SC_INT_LIMIT ? SC_INT_LIMIT : hi;
+            g->has_max = 1;
+            g->max = hi > SC_INT_LIMIT ? SC_INT_LIMIT : hi;
         }
     } else {
-        g.has_min = v->has_min;
-        g.has_max = v->has_max;
-        g.excl_min = v->excl_min;
-        g.excl_max = v->excl_max;
-        g.min = v->nmin;
-        g.max = v->nmax;
+        g->has_min = v->has_min;
+        g->has_max = v->has_max;
+        g->excl_min = v->excl_min;
+        g->excl_max = v->excl_max;
+        g->min = v->nmin;
+        g->max = v->nmax;
         if (v->has_min && v->has_max &&
             (v->nmin > v->nmax || (v->nmin == v->nmax && (v->excl_min || v->excl_max))))
             return SC_NEVER;
     }
-    if (v->has_mult && v->mult != 1) {
-        double m = v->mult;
-        double inv = 1 / m;
-        if (g.integer && inv < SC_INT_LIMIT && fabs(inv - round(inv)) < 1e-9)
-            goto plain; // m = 1/k: every integer is a multiple
-        if (floor(m) == m && m < SC_INT_LIMIT && g.has_min && g.has_max) {
-            // Bounded integers: enumerate the multiples (exact, any spelling of each value).
-            double first = ceil((g.integer ? g.min : g.min) / m), last = floor(g.max / m);
-            if (!g.integer) {
-                if (g.excl_min && first * m == g.min)
-                    first += 1;
-                if (g.excl_max && last * m == g.max)
-                    last -= 1;
-            }
-            if (last < first)
-                return SC_NEVER;
-            if (last - first < SC_MAX_ENUMERATE) {
-                int32_t nk = (int32_t)(last - first) + 1;
-                int32_t *kids = gl_malloc((size_t)nk * sizeof *kids);
-                if (!kids)
-                    return sc_nomem(sc), SC_FAIL;
-                for (int32_t i = 0; i < nk; i++) {
-                    struct gl_gnode n;
-                    memset(&n, 0, sizeof n);
-                    n.kind = GN_JNUMBER;
-                    n.u.num.has_min = n.u.num.has_max = 1;
-                    n.u.num.min = n.u.num.max = (first + i) * m;
-                    kids[i] = sc_add(sc, &n);
-                    if (kids[i] < 0) {
-                        gl_free(kids);
-                        return SC_FAIL;
-                    }
-                }
-                int32_t r = sc_alt(sc, kids, nk);
-                gl_free(kids);
-                return r;
-            }
-        }
-        // Unbounded (or only minimum 0): the multiples as a regex over the number's text.
-        int nonneg = g.has_min && !g.excl_min && g.min == 0 && !g.has_max;
-        char *rx = (!g.has_min && !g.has_max) || nonneg ? mult_regex(m, g.integer, nonneg) : NULL;
-        if (rx) {
-            int32_t re = sc_regex(sc, rx, strlen(rx), 0);
-            gl_free(rx);
-            if (re < 0)
-                return SC_FAIL;
-            struct gl_gnode n;
-            memset(&n, 0, sizeof n);
-            n.kind = GN_REGEX;
-            n.u.regex.re = re;
-            return sc_add(sc, &n);
-        }
-        // Any other bound: the matcher's decimal grid (ir.h gl_gnum.mult_a), exact.
-        int gs;
-        double ga;
-        if ((g.has_min || g.has_max) && mult_scale(m, &gs, &ga) && (gs == 0 || !g.integer)) {
-            g.mult_a = (uint32_t)ga;
-            g.mult_s = (uint8_t)gs;
-            goto plain;
-        }
-        size_t old = path_push(sc, "multipleOf", 10);
-        gl_status st = sc_unsup(sc, "multipleOf",
-                                "only a / 10^s (a < 10^6, s <= 6) with a minimum or maximum, 1, "
-                                "or a / 10^s with a = 2^i 5^j <= 1000 unbounded or with minimum "
-                                "0");
-        path_pop(sc, old);
-        if (st != GL_OK)
+    return 0;
+}
+
+// The multiples first * m .. last * m, one exact GN_JNUMBER each (any spelling of each value),
+// as a GN_ALT; SC_FAIL.
+static int32_t num_enumerate(struct sc *sc, double first, double last, double m)
+{
+    int32_t nk = (int32_t)(last - first) + 1;
+    int32_t *kids = gl_malloc((size_t)nk * sizeof *kids);
+    if (!kids)
+        return sc_nomem(sc), SC_FAIL;
+    for (int32_t i = 0; i < nk; i++) {
+        struct gl_gnode n;
+        memset(&n, 0, sizeof n);
+        n.kind = GN_JNUMBER;
+        n.u.num.has_min = n.u.num.has_max = 1;
+        n.u.num.min = n.u.num.max = (first + i) * m;
+        kids[i] = sc_add(sc, &n);
+        if (kids[i] < 0) {
+            gl_free(kids);
             return SC_FAIL;
+        }
     }
-plain:;
+    int32_t r = sc_alt(sc, kids, nk);
+    gl_free(kids);
+    return r;
+}
+
+// multipleOf m (not 1) on the bounded number g. 1 with *out the result (node, SC_NEVER or
+// SC_FAIL): the multiples enumerated (bounded integers, under SC_MAX_ENUMERATE) or a regex over
+// the number's text (unbounded, or only minimum 0). 0 when the plain number node follows: every
+// integer is a multiple, or g takes the matcher's decimal grid, or (lenient) unsupported.
+static int num_multiple(struct sc *sc, struct gl_gnum *g, double m, int32_t *out)
+{
+    double inv = 1 / m;
+    if (g->integer && inv < SC_INT_LIMIT && fabs(inv - round(inv)) < 1e-9)
+        return 0; // m = 1/k: every integer is a multiple
+    if (floor(m) == m && m < SC_INT_LIMIT && g->has_min && g->has_max) {
+        // Bounded integers: enumerate the multiples (exact, any spelling of each value).
+        double first = ceil((g->integer ? g->min : g->min) / m), last = floor(g->max / m);
+        if (!g->integer) {
+            if (g->excl_min && first * m == g->min)
+                first += 1;
+            if (g->excl_max && last * m == g->max)
+                last -= 1;
+        }
+        if (last < first) {
+            *out = SC_NEVER;
+            return 1;
+        }
+        if (last - first < SC_MAX_ENUMERATE) {
+            *out = num_enumerate(sc, first, last, m);
+            return 1;
+        }
+    }
+    // Unbounded (or only minimum 0): the multiples as a regex over the number's text.
+    int nonneg = g->has_min && !g->excl_min && g->min == 0 && !g->has_max;
+    char *rx = (!g->has_min && !g->has_max) || nonneg ? mult_regex(m, g->integer, nonneg) : NULL;
+    if (rx) {
+        int32_t re = sc_regex(sc, rx, strlen(rx), 0);
+        gl_free(rx);
+        if (re < 0) {
+            *out = SC_FAIL;
+            return 1;
+        }
+        struct gl_gnode n;
+        memset(&n, 0, sizeof n);
+        n.kind = GN_REGEX;
+        n.u.regex.re = re;
+        *out = sc_add(sc, &n);
+        return 1;
+    }
+    // Any other bound: the matcher's decimal grid (ir.h gl_gnum.mult_a), exact.
+    int gs;
+    double ga;
+    if ((g->has_min || g->has_max) && mult_scale(m, &gs, &ga) && (gs == 0 || !g->integer)) {
+        g->mult_a = (uint32_t)ga;
+        g->mult_s = (uint8_t)gs;
+        return 0;
+    }
+    size_t old = path_push(sc, "multipleOf", 10);
+    gl_status st = sc_unsup(sc, "multipleOf",
+                            "only a / 10^s (a < 10^6, s <= 6) with a minimum or maximum, 1, "
+                            "or a / 10^s with a = 2^i 5^j <= 1000 unbounded or with minimum "
+                            "0");
+    path_pop(sc, old);
+    if (st != GL_OK) {
+        *out = SC_FAIL;
+        return 1;
+    }
+    return 0;
+}
+
+// A number view (integer: only integers) to a node: bounds, then multipleOf, then the plain
+// GN_JNUMBER (or, for strict integers without bounds, the integer regex).
+static int32_t compile_number(struct sc *sc, const struct view *v, int integer)
+{
+    struct gl_gnum g;
+    memset(&g, 0, sizeof g);
+    g.integer = (uint8_t)integer;
+    if (v->has_mult && floor(v->mult) == v->mult && v->mult == 1)
+        g.integer = 1;
+    int32_t r = num_bounds(sc, v, &g);
+    if (r != 0)
+        return r;
+    if (v->has_mult && v->mult != 1 && num_multiple(sc, &g, v->mult, &r))
+        return r;
     struct gl_gnode n;
     memset(&n, 0, sizeof n);
     if (g.integer && sc->strict_int && !g.has_min && !g.has_max) {
@@ -2565,17 +2864,44 @@ static int forbidden(const struct forbid *f, const char *k, size_t kl)
     return 0;
 }
 
-static int32_t compile_object(struct sc *sc, const struct view *v, const struct forbid *fb)
+// ---- objects: compile_object and its phases ----
+//
+// Each phase returns 0 to go on, or the object's result: SC_FAIL (error set in sc->err) or
+// SC_NEVER (no object satisfies the view).
+
+// The object being compiled: the view, the names a `not: {required}` forbids, and what the
+// phases build for the GN_JOBJECT node.
+struct objc {
+    const struct view *v;
+    const struct forbid *fb;
+    size_t np, nreq;               // declared properties, required names (counts)
+    struct gl_gprop *props;        // [np + nreq + fb->n] capacity; n used
+    int32_t n;                     //
+    int32_t additional;            // node for undeclared keys; -1: none may appear
+    int32_t pn_re, pn_value;       // propertyNames' one pattern and its value node; -1: none
+    int open;                      // an undeclared key may appear
+    struct gl_gpattern_prop *pats; // [npat]: patternProperties (or propertyNames' pattern)
+    int32_t npat;                  //
+    int32_t *order;                // [n] declaration order for ordered_keys, else NULL
+};
+
+// One candidate name: its key, the schemas its value must satisfy (list[0..nl)), and whether it
+// is required.
+struct objname {
+    const char *k;
+    size_t kl;
+    json_t *list[2 * SC_MAX_LIST + 4];
+    int nl;
+    int req;
+};
+
+enum { OBJ_NAME, OBJ_SKIP, OBJ_END, OBJ_ERR };
+
+// The value node of undeclared keys (o->additional): additionalProperties, absent meaning any
+// value unless opts->closed_objects. A schema that accepts nothing becomes -1 (no such key).
+static int32_t obj_additional(struct sc *sc, struct objc *o)
 {
-    size_t np = v->props ? json_object_size(v->props) : 0;
-    size_t nreq = v->required ? json_array_size(v->required) : 0;
-    size_t cap = np + nreq + (size_t)(fb ? fb->n : 0);
-    struct gl_gprop *props = sc_alloc(sc, (cap ? cap : 1) * sizeof *props);
-    int32_t r = SC_FAIL;
-    if (!props) {
-        sc_nomem(sc);
-        goto out;
-    }
+    const struct view *v = o->v;
     int32_t additional;
     if (!v->addl && sc->c->opts && sc->c->opts->closed_objects) {
         additional = SC_NEVER; // vLLM's closed default (grammar.h closed_objects)
@@ -2585,160 +2911,188 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
         additional = compile_child(sc, v->addl, "additionalProperties", NULL, 0);
     }
     if (additional == SC_FAIL)
-        goto out;
-    if (additional == SC_NEVER)
-        additional = -1;
-    // propertyNames with one pattern: undeclared keys become that patternProperty; declared
-    // names that fail it cannot appear.
-    int32_t pn_re = -1, pn_value = -1;
-    if (v->pnames) {
-        struct view *pv = view_get(sc, v->pnames);
-        if (!pv)
-            goto out;
-        struct view t = *pv;
-        t.types = T_ALL;
-        t.n_pat = 0;
-        if (!(pv->types & T_STR) || pv->never) {
-            r = SC_NEVER; // no key is valid: only {} -- approximated as no object (restriction)
-            goto out;
-        }
-        if (view_is_empty(&t) && pv->n_pat == 1 && !v->pprops) {
-            size_t old = path_push(sc, "propertyNames", 13);
-            pn_re = sc_pattern(sc, pv->pat[0]);
-            path_pop(sc, old);
-            if (pn_re < 0)
-                goto out;
-            pn_value = additional;
-            additional = -1;
-        } else if (!(view_is_empty(&t) && pv->n_pat == 0)) {
-            size_t old = path_push(sc, "propertyNames", 13);
-            gl_status st = sc_unsup(sc, "propertyNames", "only {type: string} or one pattern");
-            path_pop(sc, old);
-            if (st != GL_OK)
-                goto out;
-        }
+        return SC_FAIL;
+    o->additional = additional == SC_NEVER ? -1 : additional;
+    return 0;
+}
+
+// propertyNames with one pattern: undeclared keys become that patternProperty (o->pn_re, its
+// value the former o->additional); declared names that fail it cannot appear. {type: string}
+// alone constrains nothing; other forms are unsupported.
+static int32_t obj_property_names(struct sc *sc, struct objc *o)
+{
+    const struct view *v = o->v;
+    if (!v->pnames)
+        return 0;
+    struct view *pv = view_get(sc, v->pnames);
+    if (!pv)
+        return SC_FAIL;
+    struct view t = *pv;
+    t.types = T_ALL;
+    t.n_pat = 0;
+    if (!(pv->types & T_STR) || pv->never)
+        return SC_NEVER; // no key is valid: only {} -- approximated as no object (restriction)
+    if (view_is_empty(&t) && pv->n_pat == 1 && !v->pprops) {
+        size_t old = path_push(sc, "propertyNames", 13);
+        o->pn_re = sc_pattern(sc, pv->pat[0]);
+        path_pop(sc, old);
+        if (o->pn_re < 0)
+            return SC_FAIL;
+        o->pn_value = o->additional;
+        o->additional = -1;
+    } else if (!(view_is_empty(&t) && pv->n_pat == 0)) {
+        size_t old = path_push(sc, "propertyNames", 13);
+        gl_status st = sc_unsup(sc, "propertyNames", "only {type: string} or one pattern");
+        path_pop(sc, old);
+        if (st != GL_OK)
+            return SC_FAIL;
     }
-    int open = additional >= 0 || v->pprops || pn_value >= 0;
-    int32_t n = 0;
-    size_t n_names = np + nreq + (size_t)(fb ? fb->n : 0);
-    // Declared properties (declaration order), then required names not declared, then names a
-    // `not: {required}` forbids.
-    {
-        const char *k;
-        size_t kl;
-        json_t *ps;
-        size_t idx = 0;
-        void *it = v->props ? json_object_iter(v->props) : NULL;
-        for (;; idx++) {
-            int req = 0;
-            json_t *list[2 * SC_MAX_LIST + 4];
-            int nl = 0;
-            if (it) {
-                k = json_object_iter_key(it);
-                kl = json_object_iter_key_len(it);
-                ps = json_object_iter_value(it);
-                it = json_object_iter_next(v->props, it);
-                list[nl++] = ps;
-                // draft 3: {"required": true} inside the property schema
-                if (json_is_object(ps) && json_is_true(json_object_get(ps, "required")))
-                    req = 1;
-                if (v->pprops) {
-                    // the property also satisfies every patternProperties schema it matches
-                    struct view tmp = *v;
-                    tmp.props = NULL;
-                    tmp.addl = NULL;
-                    if (key_side(sc, &tmp, k, kl, list, &nl, 2 * SC_MAX_LIST) != GL_OK)
-                        goto out;
-                }
-            } else if (idx < np + nreq) {
-                json_t *rq = json_array_get(v->required, idx - np);
-                k = json_string_value(rq);
-                kl = json_string_length(rq);
-                if (v->props && json_object_getn(v->props, k, kl))
-                    continue;
-                int dup = 0;
-                for (int32_t j = 0; j < n && !dup; j++)
-                    dup = props[j].name.len == kl && memcmp(props[j].name.p, k, kl) == 0;
-                if (dup)
-                    continue;
-                if (key_side(sc, v, k, kl, list, &nl, 2 * SC_MAX_LIST) != GL_OK)
-                    goto out;
-                if (nl == 0 && v->addl) { // additionalProperties: true
-                    list[nl++] = json_true();
-                }
-                if (nl == 0)
-                    list[nl++] = json_true();
-            } else if (fb && idx < n_names) {
-                json_t *nm = fb->names[idx - np - nreq];
-                k = json_string_value(nm);
-                kl = json_string_length(nm);
-                int dup = 0;
-                for (int32_t j = 0; j < n && !dup; j++)
-                    dup = props[j].name.len == kl && memcmp(props[j].name.p, k, kl) == 0;
-                if (dup)
-                    continue;
-                list[nl++] = json_false();
-            } else {
-                break;
-            }
-            if (idx >= np && idx < np + nreq)
-                req = 1;
-            for (size_t j = 0; !req && v->required && j < json_array_size(v->required); j++) {
-                json_t *rq = json_array_get(v->required, j);
-                req = json_string_length(rq) == kl && memcmp(json_string_value(rq), k, kl) == 0;
-            }
-            int32_t val;
-            if (pn_re >= 0 && !gl_regex_match(sc_re(sc, pn_re), k, kl)) {
-                if (req) {
-                    r = SC_NEVER;
-                    goto out;
-                }
-                continue;
-            }
-            if (forbidden(fb, k, kl)) {
-                val = SC_NEVER;
-            } else {
-                json_t *s = synth_all(sc, list, nl);
-                val = compile_child(sc, s ? s : json_true(), "properties", k, kl);
-                if (val == SC_FAIL)
-                    goto out;
-            }
-            if (val == SC_NEVER) {
-                if (req) {
-                    r = SC_NEVER;
-                    goto out;
-                }
-                if (!open)
-                    continue; // the key cannot appear anyway
-                val = sc_never_node(sc);
-                if (val < 0)
-                    goto out;
-            }
-            props[n].name.p = gl_arena_memdup(sc->b->ir->arena, k, kl ? kl : 1);
-            if (!props[n].name.p) {
-                sc_nomem(sc);
-                goto out;
-            }
-            props[n].name.len = (uint32_t)kl;
-            props[n].value = val;
-            props[n].required = (uint8_t)req;
-            n++;
+    return 0;
+}
+
+// 1 when o->props already holds the name k[0..kl).
+static int obj_has(const struct objc *o, const char *k, size_t kl)
+{
+    int dup = 0;
+    for (int32_t j = 0; j < o->n && !dup; j++)
+        dup = o->props[j].name.len == kl && memcmp(o->props[j].name.p, k, kl) == 0;
+    return dup;
+}
+
+// The idx-th candidate name into *nm: declared properties (declaration order, *it walks them),
+// then required names not declared, then names a `not: {required}` forbids. OBJ_SKIP for a name
+// already listed, OBJ_END past the last, OBJ_ERR with the error set.
+static int obj_name(struct sc *sc, const struct objc *o, void **it, size_t idx, struct objname *nm)
+{
+    const struct view *v = o->v;
+    nm->req = 0;
+    nm->nl = 0;
+    if (*it) {
+        nm->k = json_object_iter_key(*it);
+        nm->kl = json_object_iter_key_len(*it);
+        json_t *ps = json_object_iter_value(*it);
+        *it = json_object_iter_next(v->props, *it);
+        nm->list[nm->nl++] = ps;
+        // draft 3: {"required": true} inside the property schema
+        if (json_is_object(ps) && json_is_true(json_object_get(ps, "required")))
+            nm->req = 1;
+        if (v->pprops) {
+            // the property also satisfies every patternProperties schema it matches
+            struct view tmp = *v;
+            tmp.props = NULL;
+            tmp.addl = NULL;
+            if (key_side(sc, &tmp, nm->k, nm->kl, nm->list, &nm->nl, 2 * SC_MAX_LIST) != GL_OK)
+                return OBJ_ERR;
         }
+    } else if (idx < o->np + o->nreq) {
+        json_t *rq = json_array_get(v->required, idx - o->np);
+        nm->k = json_string_value(rq);
+        nm->kl = json_string_length(rq);
+        if (v->props && json_object_getn(v->props, nm->k, nm->kl))
+            return OBJ_SKIP;
+        if (obj_has(o, nm->k, nm->kl))
+            return OBJ_SKIP;
+        if (key_side(sc, v, nm->k, nm->kl, nm->list, &nm->nl, 2 * SC_MAX_LIST) != GL_OK)
+            return OBJ_ERR;
+        if (nm->nl == 0) // additionalProperties: true, or absent (any value)
+            nm->list[nm->nl++] = json_true();
+    } else if (o->fb && idx < o->np + o->nreq + (size_t)o->fb->n) {
+        json_t *name = o->fb->names[idx - o->np - o->nreq];
+        nm->k = json_string_value(name);
+        nm->kl = json_string_length(name);
+        if (obj_has(o, nm->k, nm->kl))
+            return OBJ_SKIP;
+        nm->list[nm->nl++] = json_false();
+    } else {
+        return OBJ_END;
     }
-    struct gl_gpattern_prop *pats = NULL;
-    int32_t npat = 0;
-    if (pn_value >= 0) {
-        pats = sc_alloc(sc, sizeof *pats);
-        if (!pats)
-            goto out;
-        pats[0].re = pn_re;
-        pats[0].value = pn_value;
-        npat = 1;
+    if (idx >= o->np && idx < o->np + o->nreq)
+        nm->req = 1;
+    for (size_t j = 0; !nm->req && v->required && j < json_array_size(v->required); j++) {
+        json_t *rq = json_array_get(v->required, j);
+        nm->req =
+            json_string_length(rq) == nm->kl && memcmp(json_string_value(rq), nm->k, nm->kl) == 0;
+    }
+    return OBJ_NAME;
+}
+
+// Compiles one candidate's value (the allOf of its list) and appends it to o->props. A name that
+// propertyNames or `not: {required}` rules out, or whose value accepts nothing, is dropped when
+// optional (kept as a never node while undeclared keys may appear, so it is not taken for one)
+// and makes the object SC_NEVER when required.
+static int32_t obj_place(struct sc *sc, struct objc *o, const struct objname *nm)
+{
+    int32_t val;
+    if (o->pn_re >= 0 && !gl_regex_match(sc_re(sc, o->pn_re), nm->k, nm->kl))
+        return nm->req ? SC_NEVER : 0;
+    if (forbidden(o->fb, nm->k, nm->kl)) {
+        val = SC_NEVER;
+    } else {
+        json_t *s = synth_all(sc, nm->list, nm->nl);
+        val = compile_child(sc, s ? s : json_true(), "properties", nm->k, nm->kl);
+        if (val == SC_FAIL)
+            return SC_FAIL;
+    }
+    if (val == SC_NEVER) {
+        if (nm->req)
+            return SC_NEVER;
+        if (!o->open)
+            return 0; // the key cannot appear anyway
+        val = sc_never_node(sc);
+        if (val < 0)
+            return SC_FAIL;
+    }
+    struct gl_gprop *p = &o->props[o->n];
+    p->name.p = gl_arena_memdup(sc->b->ir->arena, nm->k, nm->kl ? nm->kl : 1);
+    if (!p->name.p) {
+        sc_nomem(sc);
+        return SC_FAIL;
+    }
+    p->name.len = (uint32_t)nm->kl;
+    p->value = val;
+    p->required = (uint8_t)nm->req;
+    o->n++;
+    return 0;
+}
+
+// The named properties (o->props[0..n)), in candidate order.
+static int32_t obj_properties(struct sc *sc, struct objc *o)
+{
+    void *it = o->v->props ? json_object_iter(o->v->props) : NULL;
+    for (size_t idx = 0;; idx++) {
+        struct objname nm;
+        int got = obj_name(sc, o, &it, idx, &nm);
+        if (got == OBJ_END)
+            return 0;
+        if (got == OBJ_ERR)
+            return SC_FAIL;
+        if (got == OBJ_SKIP)
+            continue;
+        int32_t r = obj_place(sc, o, &nm);
+        if (r != 0)
+            return r;
+    }
+}
+
+// The pattern-keyed values (o->pats[0..npat)): propertyNames' pattern, or patternProperties
+// (search regexes, declaration order). The matcher gives an undeclared key the first pattern it
+// matches; JSON Schema wants every matching pattern. Equal only when patterns with different
+// schemas never share a key, so any other pair is unsupported.
+static int32_t obj_patterns(struct sc *sc, struct objc *o)
+{
+    const struct view *v = o->v;
+    if (o->pn_value >= 0) {
+        o->pats = sc_alloc(sc, sizeof *o->pats);
+        if (!o->pats)
+            return SC_FAIL;
+        o->pats[0].re = o->pn_re;
+        o->pats[0].value = o->pn_value;
+        o->npat = 1;
     }
     if (v->pprops) {
-        pats = sc_alloc(sc, json_object_size(v->pprops) * sizeof *pats);
-        if (!pats)
-            goto out;
+        o->pats = sc_alloc(sc, json_object_size(v->pprops) * sizeof *o->pats);
+        if (!o->pats)
+            return SC_FAIL;
         const char *k;
         size_t kl;
         json_t *ps;
@@ -2749,21 +3103,20 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
             int32_t re = sc_regex(sc, k, kl, GL_RE_SEARCH);
             path_pop(sc, old);
             if (re < 0)
-                goto out;
+                return SC_FAIL;
             int32_t val = compile_child(sc, ps, "patternProperties", k, kl);
             if (val == SC_FAIL)
-                goto out;
+                return SC_FAIL;
             if (val == SC_NEVER && (val = sc_never_node(sc)) < 0)
-                goto out;
-            pats[npat].re = re;
-            pats[npat].value = val;
-            npat++;
+                return SC_FAIL;
+            o->pats[o->npat].re = re;
+            o->pats[o->npat].value = val;
+            o->npat++;
         }
     }
-    // The matcher gives an undeclared key the first pattern it matches; JSON Schema wants every
-    // matching pattern. Equal only when patterns with different schemas never share a key.
-    for (int32_t i = 0; i < npat; i++)
-        for (int32_t j = i + 1; j < npat; j++) {
+    struct gl_gpattern_prop *pats = o->pats;
+    for (int32_t i = 0; i < o->npat; i++)
+        for (int32_t j = i + 1; j < o->npat; j++) {
             if (pats[i].value == pats[j].value ||
                 regex_disjoint(sc_re(sc, pats[i].re), sc_re(sc, pats[j].re)))
                 continue;
@@ -2772,63 +3125,99 @@ static int32_t compile_object(struct sc *sc, const struct view *v, const struct 
                                     "two patterns with different schemas may match one key");
             path_pop(sc, old);
             if (st != GL_OK)
-                goto out;
-            i = j = npat;
+                return SC_FAIL;
+            i = j = o->npat;
         }
-    // Required count, min/maxProperties: an object that cannot be completed is NEVER (so the
-    // matcher never enters a dead end).
+    return 0;
+}
+
+// Required count, min/maxProperties: an object that cannot be completed is SC_NEVER (so the
+// matcher never enters a dead end).
+static int32_t obj_completable(struct sc *sc, const struct objc *o)
+{
+    const struct view *v = o->v;
     int32_t n_required = 0, n_possible = 0;
+    for (int32_t i = 0; i < o->n; i++) {
+        n_required += o->props[i].required;
+        n_possible += o->props[i].value != sc->never_node || sc->never_node < 0;
+    }
+    if (v->max_props >= 0 && (n_required > v->max_props || v->min_props > v->max_props))
+        return SC_NEVER;
+    if (o->additional < 0 && !o->npat && v->min_props > n_possible)
+        return SC_NEVER;
+    return 0;
+}
+
+// Sorts o->props by name bytes (the matcher's binary search); for ordered_keys, o->order[i] is
+// the sorted position of the i-th declared name.
+static int32_t obj_sort(struct sc *sc, struct objc *o)
+{
+    int32_t n = o->n;
+    if (!(sc->c->opts && sc->c->opts->ordered_keys && n > 0)) {
+        qsort(o->props, (size_t)n, sizeof *o->props, prop_cmp);
+        return 0;
+    }
+    o->order = sc_alloc(sc, (size_t)n * sizeof *o->order);
+    if (!o->order)
+        return SC_FAIL;
+    // Remember each declared name, sort, then map positions back by name.
+    struct gl_gbytes *names = gl_malloc((size_t)n * sizeof *names);
+    if (!names) {
+        sc_nomem(sc);
+        return SC_FAIL;
+    }
+    for (int32_t i = 0; i < n; i++)
+        names[i] = o->props[i].name;
+    qsort(o->props, (size_t)n, sizeof *o->props, prop_cmp);
     for (int32_t i = 0; i < n; i++) {
-        n_required += props[i].required;
-        n_possible += props[i].value != sc->never_node || sc->never_node < 0;
+        struct gl_gprop key = {.name = names[i]};
+        struct gl_gprop *hit = bsearch(&key, o->props, (size_t)n, sizeof *o->props, prop_cmp);
+        GL_ASSERT(hit);
+        o->order[i] = (int32_t)(hit - o->props);
     }
-    if (v->max_props >= 0 && (n_required > v->max_props || v->min_props > v->max_props)) {
-        r = SC_NEVER;
-        goto out;
+    gl_free(names);
+    return 0;
+}
+
+// A GN_JOBJECT node for an object view (fb: names a `not: {required}` forbids, or NULL), or
+// SC_NEVER / SC_FAIL.
+static int32_t compile_object(struct sc *sc, const struct view *v, const struct forbid *fb)
+{
+    struct objc o = {.v = v, .fb = fb, .pn_re = -1, .pn_value = -1};
+    o.np = v->props ? json_object_size(v->props) : 0;
+    o.nreq = v->required ? json_array_size(v->required) : 0;
+    size_t cap = o.np + o.nreq + (size_t)(fb ? fb->n : 0);
+    o.props = sc_alloc(sc, (cap ? cap : 1) * sizeof *o.props);
+    if (!o.props) {
+        sc_nomem(sc);
+        return SC_FAIL;
     }
-    if (additional < 0 && !npat && v->min_props > n_possible) {
-        r = SC_NEVER;
-        goto out;
-    }
-    // Sort by name bytes; keep the declaration order for ordered_keys.
-    int32_t *order = NULL;
-    if (sc->c->opts && sc->c->opts->ordered_keys && n > 0) {
-        order = sc_alloc(sc, (size_t)n * sizeof *order);
-        if (!order)
-            goto out;
-        // Remember each declared name, sort, then map positions back by name.
-        struct gl_gbytes *names = gl_malloc((size_t)n * sizeof *names);
-        if (!names) {
-            sc_nomem(sc);
-            goto out;
-        }
-        for (int32_t i = 0; i < n; i++)
-            names[i] = props[i].name;
-        qsort(props, (size_t)n, sizeof *props, prop_cmp);
-        for (int32_t i = 0; i < n; i++) {
-            struct gl_gprop key = {.name = names[i]};
-            struct gl_gprop *hit = bsearch(&key, props, (size_t)n, sizeof *props, prop_cmp);
-            GL_ASSERT(hit);
-            order[i] = (int32_t)(hit - props);
-        }
-        gl_free(names);
-    } else {
-        qsort(props, (size_t)n, sizeof *props, prop_cmp);
-    }
+    int32_t r = obj_additional(sc, &o);
+    if (r == 0)
+        r = obj_property_names(sc, &o);
+    o.open = o.additional >= 0 || v->pprops || o.pn_value >= 0;
+    if (r == 0)
+        r = obj_properties(sc, &o);
+    if (r == 0)
+        r = obj_patterns(sc, &o);
+    if (r == 0)
+        r = obj_completable(sc, &o);
+    if (r == 0)
+        r = obj_sort(sc, &o);
+    if (r != 0)
+        return r;
     struct gl_gnode nd;
     memset(&nd, 0, sizeof nd);
     nd.kind = GN_JOBJECT;
-    nd.u.obj.props = props;
-    nd.u.obj.n_props = n;
-    nd.u.obj.patterns = pats;
-    nd.u.obj.n_patterns = npat;
-    nd.u.obj.additional = additional;
+    nd.u.obj.props = o.props;
+    nd.u.obj.n_props = o.n;
+    nd.u.obj.patterns = o.pats;
+    nd.u.obj.n_patterns = o.npat;
+    nd.u.obj.additional = o.additional;
     nd.u.obj.min_props = clamp32(v->min_props);
     nd.u.obj.max_props = v->max_props < 0 ? -1 : clamp32(v->max_props);
-    nd.u.obj.order = order;
-    r = sc_add(sc, &nd);
-out:
-    return r;
+    nd.u.obj.order = o.order;
+    return sc_add(sc, &nd);
 }
 
 // 1 when every state regex idx can reach (a search for up to RE_INEX_STATES of them) has
@@ -3323,27 +3712,42 @@ static int32_t compile_plain(struct sc *sc, struct view *v)
 
 static int32_t compile_view(struct sc *sc, struct view *v);
 
-// A condition that implies "not member m" (exact when m has only types or only `required`):
-// not its types, or one of its required names absent. Using a stronger condition than the exact
-// negation only removes instances (sound). NULL when m has neither.
-static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
+// A count bound of v (properties, items, string length): a value of that type beyond it, one
+// alternative per bound, appended to alts.
+static void append_count_negations(json_t *alts, const struct view *v)
 {
-    if (json_is_true(m))
-        return json_false();
-    struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
-    if (!mv || mv->never)
-        return NULL;
-    if (view_is_empty(mv))
-        return json_false(); // m takes every value: nothing fails it
-    json_t *alts = json_array();
-    if (!alts || !sc_keep(sc, alts)) {
-        json_decref(alts);
-        sc_nomem(sc);
-        return NULL;
+    static const struct {
+        const char *type, *min_kw, *max_kw;
+        size_t lo, hi; // offsets of the view's min / max counts
+    } counts[] = {
+        {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
+         offsetof(struct view, max_props)},
+        {"array", "minItems", "maxItems", offsetof(struct view, min_items),
+         offsetof(struct view, max_items)},
+        {"string", "minLength", "maxLength", offsetof(struct view, min_len),
+         offsetof(struct view, max_len)},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        int64_t lo = *(const int64_t *)((const char *)v + counts[i].lo);
+        int64_t hi = *(const int64_t *)((const char *)v + counts[i].hi);
+        if (lo > 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].max_kw, (json_int_t)(lo - 1)));
+        if (hi >= 0)
+            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
+                                                  counts[i].min_kw, (json_int_t)(hi + 1)));
     }
+}
+
+// ---- negate_member's alternatives ----
+// Each appends to alts conditions that imply "not member mv" (any one of them holding suffices).
+// hint: the other branch's view (oneOf), or NULL when negating an `if`.
+
+// Not the member's types (unless that removes every value of the other branch: kills), one of
+// its required names absent, a number beyond one of its bounds, or one of its `not`s satisfied.
+static void neg_basic(json_t *alts, const struct view *mv, int kills)
+{
     unsigned t = mv->types;
-    // "not these types" is useless where it removes every value of the other branch
-    int kills = hint && !(view_types_eff(hint) & ~types_and(t, view_types_eff(hint)));
     if (t != T_ALL && (!(t & T_INT) || (t & T_NUM)) && !kills) {
         static const char *const names[] = {"null",  "boolean", "object",
                                             "array", "string",  "number"};
@@ -3369,28 +3773,40 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     for (int i = 0; i < mv->n_not; i++)
         if (!json_is_false(mv->nots[i]))
             json_array_append(alts, mv->nots[i]);
-    // A key the member forbids (a false property, or additionalProperties false and no
-    // pattern matching it) that the other branch declares.
-    if (hint && hint->props && (mv->addl || mv->props)) {
-        const char *k;
-        size_t kl;
-        json_t *ps;
-        json_object_keylen_foreach(hint->props, k, kl, ps)
-        {
-            json_t *side[SC_MAX_LIST + 2];
-            int ns = 0, closed = 0;
-            if (key_side(sc, mv, k, kl, side, &ns, SC_MAX_LIST) != GL_OK)
-                return NULL;
-            for (int i = 0; i < ns; i++)
-                closed |= json_is_false(side[i]);
-            if (closed)
-                json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
-        }
+}
+
+// A key the member forbids (a false property, or additionalProperties false and no pattern
+// matching it) that the other branch declares: that key present. GL_OK, or the error set.
+static gl_status neg_forbidden_keys(struct sc *sc, json_t *alts, const struct view *mv,
+                                    const struct view *hint)
+{
+    if (!(hint && hint->props && (mv->addl || mv->props)))
+        return GL_OK;
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    json_object_keylen_foreach(hint->props, k, kl, ps)
+    {
+        json_t *side[SC_MAX_LIST + 2];
+        int ns = 0, closed = 0;
+        gl_status st = key_side(sc, mv, k, kl, side, &ns, SC_MAX_LIST);
+        if (st != GL_OK)
+            return st;
+        for (int i = 0; i < ns; i++)
+            closed |= json_is_false(side[i]);
+        if (closed)
+            json_array_append_new(alts, json_pack("{s[s%]}", "required", k, kl));
     }
-    // A discriminator: the member's property p has finitely many values (enum/const) and so
-    // has the other branch's: p present with a value outside the member's set. Negating an
-    // `if` (no other branch), the same when not_enum can remove the set (strings and null) and
-    // the `if` has `required` (without, the block below gives this alternative already).
+    return GL_OK;
+}
+
+// A discriminator: the member's property p has finitely many values (enum/const) and so has the
+// other branch's: p present with a value outside the member's set. Negating an `if` (no other
+// branch), the same when not_enum can remove the set (strings and null) and the `if` has
+// `required` (without, neg_failing_property gives this alternative already).
+static void neg_discriminators(struct sc *sc, json_t *alts, const struct view *mv,
+                               const struct view *hint)
+{
     for (void *it = (!hint || hint->props) && mv->props ? json_object_iter(mv->props) : NULL; it;
          it = json_object_iter_next(mv->props, it)) {
         const char *k = json_object_iter_key(it);
@@ -3409,25 +3825,34 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                                   json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
                                             kl, "properties", k, kl, "not", ps));
     }
+}
+
+// m = "every listed property present satisfies its schema" (properties and nothing else): one of
+// them present and failing it implies not m.
+static void neg_failing_property(json_t *alts, const struct view *mv)
+{
     struct view rest = *mv;
     rest.types = T_ALL;
     rest.required = NULL;
     rest.props = NULL;
-    if (mv->props && !mv->required && mv->types == T_ALL && view_is_empty(&rest)) {
-        // m = "every listed property present satisfies its schema": one of them present and
-        // failing it implies not m.
-        const char *k;
-        size_t kl;
-        json_t *ps;
-        json_object_keylen_foreach(mv->props, k, kl, ps)
-        {
-            json_t *name = json_stringn(k, kl);
-            json_array_append_new(alts, json_pack("{sss[o]s{s{sO}}}", "type", "object", "required",
-                                                  name, "properties", k, "not", ps));
-        }
+    if (!(mv->props && !mv->required && mv->types == T_ALL && view_is_empty(&rest)))
+        return;
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    json_object_keylen_foreach(mv->props, k, kl, ps)
+    {
+        json_t *name = json_stringn(k, kl);
+        json_array_append_new(alts, json_pack("{sss[o]s{s{sO}}}", "type", "object", "required",
+                                              name, "properties", k, "not", ps));
     }
-    // Only when nothing else does (every alternative multiplies the branches): a member with an
-    // enum (or const) of strings and null: a value outside it fails it.
+}
+
+// Only when nothing else does (every alternative multiplies the branches): a value outside the
+// member's enum of strings and null; a value of a type beyond the member's count bound; a string
+// failing one of its patterns.
+static void neg_fallbacks(json_t *alts, const struct view *mv)
+{
     int enum_negatable = mv->enumv != NULL;
     for (size_t i = 0; enum_negatable && i < json_array_size(mv->enumv); i++) {
         json_t *x = json_array_get(mv->enumv, i);
@@ -3436,29 +3861,8 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
     if (enum_negatable && json_array_size(alts) == 0)
         json_array_append_new(alts, json_pack("{s{sO}}", "not", "enum", mv->enumv));
     // A member with a count bound: a value of that type beyond it fails it.
-    if (json_array_size(alts) == 0) {
-        static const struct {
-            const char *type, *min_kw, *max_kw;
-            size_t lo, hi; // offsets of the view's min / max counts
-        } counts[] = {
-            {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
-             offsetof(struct view, max_props)},
-            {"array", "minItems", "maxItems", offsetof(struct view, min_items),
-             offsetof(struct view, max_items)},
-            {"string", "minLength", "maxLength", offsetof(struct view, min_len),
-             offsetof(struct view, max_len)},
-        };
-        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-            int64_t lo = *(const int64_t *)((const char *)mv + counts[i].lo);
-            int64_t hi = *(const int64_t *)((const char *)mv + counts[i].hi);
-            if (lo > 0)
-                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                      counts[i].max_kw, (json_int_t)(lo - 1)));
-            if (hi >= 0)
-                json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                      counts[i].min_kw, (json_int_t)(hi + 1)));
-        }
-    }
+    if (json_array_size(alts) == 0)
+        append_count_negations(alts, mv);
     // A member with patterns: a string failing one of them fails it (a negated one is P again).
     for (int i = 0; i < mv->n_pat && json_array_size(alts) == 0; i++)
         for (int j = 0; j < mv->n_pat; j++) {
@@ -3467,6 +3871,34 @@ static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
                 alts, np ? json_pack("{sssO}", "type", "string", "pattern", np)
                          : json_pack("{sss{sO}}", "type", "string", "not", "pattern", p));
         }
+}
+
+// A condition that implies "not member m" (exact when m has only types or only `required`):
+// not its types, or one of its required names absent. Using a stronger condition than the exact
+// negation only removes instances (sound). NULL when m has neither.
+static json_t *negate_member(struct sc *sc, json_t *m, const struct view *hint)
+{
+    if (json_is_true(m))
+        return json_false();
+    struct view *mv = json_is_object(m) ? view_get(sc, m) : NULL;
+    if (!mv || mv->never)
+        return NULL;
+    if (view_is_empty(mv))
+        return json_false(); // m takes every value: nothing fails it
+    json_t *alts = json_array();
+    if (!alts || !sc_keep(sc, alts)) {
+        json_decref(alts);
+        sc_nomem(sc);
+        return NULL;
+    }
+    // "not these types" is useless where it removes every value of the other branch
+    int kills = hint && !(view_types_eff(hint) & ~types_and(mv->types, view_types_eff(hint)));
+    neg_basic(alts, mv, kills);
+    if (neg_forbidden_keys(sc, alts, mv, hint) != GL_OK)
+        return NULL;
+    neg_discriminators(sc, alts, mv, hint);
+    neg_failing_property(alts, mv);
+    neg_fallbacks(alts, mv);
     // A member with only types whose negation removes all of the other branch: that branch
     // is then empty, exactly (every value of it satisfies the member).
     struct view only_t = *mv;
@@ -3583,6 +4015,77 @@ static int dbl_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+// negate_exact's enum: the values in nv's types, numbers into e[0..*ne) (at most
+// SC_NOT_NUM_MAX, each within 2^53) and booleans into *bools (bit 1: true, bit 0: false); *et
+// the types met. 0 when a value cannot be negated here (a string, null or container).
+static int nex_enum(const struct view *nv, double *e, size_t *ne, int *bools, unsigned *et)
+{
+    unsigned nt = nv->types;
+    for (size_t i = 0; i < json_array_size(nv->enumv); i++) {
+        json_t *x = json_array_get(nv->enumv, i);
+        if (!(value_types(x) & nt))
+            continue;
+        if (json_is_boolean(x))
+            *bools |= json_is_true(x) ? 2 : 1;
+        else if (!json_is_number(x) || *ne == SC_NOT_NUM_MAX ||
+                 !(fabs(json_number_value(x)) < SC_INT_LIMIT))
+            return 0;
+        else
+            e[(*ne)++] = json_number_value(x);
+        *et |= value_types(x) & (T_NUM | T_BOOL);
+    }
+    return 1;
+}
+
+// The shape of nv (no enum) negated: a value of a type beyond one of its counts or bounds, an
+// object without one of its required names, or with one of its properties failing its schema.
+static void nex_shape(json_t *alts, const struct view *nv)
+{
+    append_count_negations(alts, nv);
+    if (nv->has_max)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_max ? "minimum" : "exclusiveMinimum",
+                                              json_real(nv->nmax)));
+    if (nv->has_min)
+        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
+                                              nv->excl_min ? "maximum" : "exclusiveMaximum",
+                                              json_real(nv->nmin)));
+    for (size_t i = 0; nv->required && i < json_array_size(nv->required); i++)
+        json_array_append_new(alts, json_pack("{sss{s[O]}}", "type", "object", "not", "required",
+                                              json_array_get(nv->required, i)));
+    const char *k;
+    size_t kl;
+    json_t *ps;
+    if (nv->props)
+        json_object_keylen_foreach(nv->props, k, kl, ps)
+        {
+            if (json_is_true(ps) || (json_is_object(ps) && !json_object_size(ps)))
+                continue; // no value fails it
+            json_array_append_new(alts,
+                                  json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
+                                            kl, "properties", k, kl, "not", ps));
+        }
+}
+
+// Numbers outside the enum's e[0..ne): the open intervals (-inf, e1), (e1, e2), ..., (en, inf)
+// of the sorted values (sorts e).
+static void nex_intervals(json_t *alts, double *e, size_t ne)
+{
+    if (!ne)
+        return;
+    qsort(e, ne, sizeof e[0], dbl_cmp);
+    for (size_t i = 0; i <= ne; i++) {
+        if (i > 0 && i < ne && e[i] == e[i - 1])
+            continue;
+        json_t *a = json_pack("{ss}", "type", "number");
+        if (a && i > 0)
+            json_object_set_new(a, "exclusiveMinimum", json_real(e[i - 1]));
+        if (a && i < ne)
+            json_object_set_new(a, "exclusiveMaximum", json_real(e[i]));
+        json_array_append_new(alts, a);
+    }
+}
+
 static json_t *negate_exact(struct sc *sc, const struct view *nv)
 {
     struct view t = *nv;
@@ -3599,19 +4102,8 @@ static json_t *negate_exact(struct sc *sc, const struct view *nv)
     size_t ne = 0;
     int bools = 0; // bit 1: true in the enum, bit 0: false
     unsigned et = 0;
-    for (size_t i = 0; i < json_array_size(nv->enumv); i++) {
-        json_t *x = json_array_get(nv->enumv, i);
-        if (!(value_types(x) & nt))
-            continue;
-        if (json_is_boolean(x))
-            bools |= json_is_true(x) ? 2 : 1;
-        else if (!json_is_number(x) || ne == SC_NOT_NUM_MAX ||
-                 !(fabs(json_number_value(x)) < SC_INT_LIMIT))
-            return NULL; // strings and null: not_enum's; containers: not here
-        else
-            e[ne++] = json_number_value(x);
-        et |= value_types(x) & (T_NUM | T_BOOL);
-    }
+    if (!nex_enum(nv, e, &ne, &bools, &et))
+        return NULL; // strings and null: not_enum's; containers: not here
     int num = nv->enumv != NULL;
     struct view u = *nv;
     u.types = T_ALL;
@@ -3640,64 +4132,9 @@ static json_t *negate_exact(struct sc *sc, const struct view *nv)
     }
     if (num && (bools == 1 || bools == 2))
         json_array_append_new(alts, json_pack("{so}", "const", json_boolean(bools == 1)));
-    // A count or a bound: a value of that type beyond it.
-    static const struct {
-        const char *type, *min_kw, *max_kw;
-        size_t lo, hi; // offsets of the view's min / max counts
-    } counts[] = {
-        {"object", "minProperties", "maxProperties", offsetof(struct view, min_props),
-         offsetof(struct view, max_props)},
-        {"array", "minItems", "maxItems", offsetof(struct view, min_items),
-         offsetof(struct view, max_items)},
-        {"string", "minLength", "maxLength", offsetof(struct view, min_len),
-         offsetof(struct view, max_len)},
-    };
-    for (size_t i = 0; !num && i < sizeof counts / sizeof counts[0]; i++) {
-        int64_t lo = *(const int64_t *)((const char *)nv + counts[i].lo);
-        int64_t hi = *(const int64_t *)((const char *)nv + counts[i].hi);
-        if (lo > 0)
-            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                  counts[i].max_kw, (json_int_t)(lo - 1)));
-        if (hi >= 0)
-            json_array_append_new(alts, json_pack("{sssI}", "type", counts[i].type,
-                                                  counts[i].min_kw, (json_int_t)(hi + 1)));
-    }
-    if (!num && nv->has_max)
-        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
-                                              nv->excl_max ? "minimum" : "exclusiveMinimum",
-                                              json_real(nv->nmax)));
-    if (!num && nv->has_min)
-        json_array_append_new(alts, json_pack("{ssso}", "type", "number",
-                                              nv->excl_min ? "maximum" : "exclusiveMaximum",
-                                              json_real(nv->nmin)));
-    for (size_t i = 0; !num && nv->required && i < json_array_size(nv->required); i++)
-        json_array_append_new(alts, json_pack("{sss{s[O]}}", "type", "object", "not", "required",
-                                              json_array_get(nv->required, i)));
-    const char *k;
-    size_t kl;
-    json_t *ps;
-    if (!num && nv->props)
-        json_object_keylen_foreach(nv->props, k, kl, ps)
-        {
-            if (json_is_true(ps) || (json_is_object(ps) && !json_object_size(ps)))
-                continue; // no value fails it
-            json_array_append_new(alts,
-                                  json_pack("{sss[s%]s{s%{sO}}}", "type", "object", "required", k,
-                                            kl, "properties", k, kl, "not", ps));
-        }
-    if (ne) {
-        qsort(e, ne, sizeof e[0], dbl_cmp);
-        for (size_t i = 0; i <= ne; i++) {
-            if (i > 0 && i < ne && e[i] == e[i - 1])
-                continue;
-            json_t *a = json_pack("{ss}", "type", "number");
-            if (a && i > 0)
-                json_object_set_new(a, "exclusiveMinimum", json_real(e[i - 1]));
-            if (a && i < ne)
-                json_object_set_new(a, "exclusiveMaximum", json_real(e[i]));
-            json_array_append_new(alts, a);
-        }
-    }
+    if (!num)
+        nex_shape(alts, nv);
+    nex_intervals(alts, e, ne);
     return alts;
 }
 
@@ -3793,17 +4230,14 @@ static gl_status rewrite_nots(struct sc *sc, struct view *w)
     return GL_OK;
 }
 
-static int32_t compile_view(struct sc *sc, struct view *v0)
+// ---- compile_view's phases ----
+// Each returns 0 to go on or SC_FAIL (error set in sc->err).
+
+// if/then/else (with an enum the values are checked directly): (if and then) or (N and else), N
+// a condition implying "not if" (negate_member), added to v as one more anyOf list. Clears
+// v->n_if unless v has an enum.
+static int32_t cv_ifs(struct sc *sc, struct view *v)
 {
-    if (sc->depth > SC_MAX_DEPTH)
-        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: schema nests deeper than %d at %s",
-                          SC_MAX_DEPTH, sc_ptr(sc)),
-               SC_FAIL;
-    struct view w = *v0, *v = &w;
-    if (v->n_not && !v->enumv && rewrite_nots(sc, v) != GL_OK)
-        return SC_FAIL;
-    // if/then/else (with an enum the values are checked directly): (if and then) or
-    // (N and else), N a condition implying "not if" (negate_member).
     for (int i = 0; i < v->n_if && !v->enumv; i++) {
         json_t *neg = negate_member(sc, v->ifs[i][0], NULL);
         json_t *alts = json_array();
@@ -3829,76 +4263,80 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
     }
     if (!v->enumv)
         v->n_if = 0;
-    if (!v->n_anyof && !v->n_oneof) {
-        struct view copy = *v;
-        return compile_plain(sc, &copy);
-    }
-    if (v->n_anyof + v->n_oneof > 1) {
-        size_t prod = 1;
-        for (int i = 0; i < v->n_anyof + v->n_oneof; i++) {
-            json_t *l = i < v->n_anyof ? v->anyof[i] : v->oneof[i - v->n_anyof];
-            prod *= json_array_size(l);
-            if (prod > SC_MAX_ALTS) {
-                char why[96];
-                snprintf(why, sizeof why, "anyOf/oneOf lists multiply to over %d alternatives",
-                         SC_MAX_ALTS);
-                gl_err_set(sc->err, GL_E_UNSUPPORTED, "grammar: unsupported keyword '%s' at %s: %s",
-                           v->n_oneof ? "oneOf" : "anyOf", sc_ptr(sc), why);
-                return SC_FAIL;
-            }
+    return 0;
+}
+
+// The anyOf/oneOf lists multiply out (each branch of one carries the others): refused above
+// SC_MAX_ALTS alternatives in all.
+static int32_t cv_product(struct sc *sc, const struct view *v)
+{
+    if (v->n_anyof + v->n_oneof <= 1)
+        return 0;
+    size_t prod = 1;
+    for (int i = 0; i < v->n_anyof + v->n_oneof; i++) {
+        json_t *l = i < v->n_anyof ? v->anyof[i] : v->oneof[i - v->n_anyof];
+        prod *= json_array_size(l);
+        if (prod > SC_MAX_ALTS) {
+            char why[96];
+            snprintf(why, sizeof why, "anyOf/oneOf lists multiply to over %d alternatives",
+                     SC_MAX_ALTS);
+            gl_err_set(sc->err, GL_E_UNSUPPORTED, "grammar: unsupported keyword '%s' at %s: %s",
+                       v->n_oneof ? "oneOf" : "anyOf", sc_ptr(sc), why);
+            return SC_FAIL;
         }
     }
-    // Take one list at a time: the branches still carry the other lists (recursion).
-    struct view base = *v;
+    return 0;
+}
+
+// The one anyOf/oneOf list compile_view takes apart: its members' views (each with the rest of
+// the schema, or alone when nothing else constrains) and, for oneOf, which pairs may overlap.
+struct cvlist {
+    struct view base; // the schema without this list (still carrying the other lists)
     json_t *list;
-    const char *kw;
-    int one;
-    if (base.n_oneof) {
-        list = base.oneof[--base.n_oneof];
-        kw = "oneOf";
-        one = 1;
-    } else {
-        list = base.anyof[--base.n_anyof];
-        kw = "anyOf";
-        one = 0;
-    }
-    size_t n = json_array_size(list);
-    if (n > SC_MAX_BRANCHES)
-        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: '%s' at %s has %zu branches, over %d", kw,
-                          sc_ptr(sc), n, SC_MAX_BRANCHES),
-               SC_FAIL;
-    struct view **bv = gl_calloc(n, sizeof *bv);
-    int32_t *kids = gl_malloc(n * sizeof *kids);
-    uint8_t *ov = NULL;
-    int32_t r = SC_FAIL, nk = 0;
-    if (!bv || !kids) {
-        sc_nomem(sc);
-        goto out;
-    }
-    // With no sibling constraints, a member compiles on its own (memoised, and a member that
-    // reaches this schema again is caught as a cycle by the memo).
-    int bare = view_is_empty(&base), any_ov = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = json_array_get(list, i);
-        if (bare) {
-            size_t old = path_push_idx(sc, kw, i);
-            bv[i] = view_get(sc, m);
+    const char *kw;   // "anyOf" or "oneOf"
+    int one;          // oneOf: branches must be made disjoint
+    size_t n;         // members
+    int bare;         // base is empty: members compile alone (compile_schema, memoised)
+    struct view **bv; // [n] member views
+    uint8_t *ov;      // [n * n] oneOf: 0 disjoint, 1 overlap, 2 only outside objects
+};
+
+// The member views L->bv. With no sibling constraints, a member compiles on its own (memoised,
+// and a member that reaches this schema again is caught as a cycle by the memo).
+static int32_t cv_member_views(struct sc *sc, struct cvlist *L)
+{
+    L->bare = view_is_empty(&L->base);
+    for (size_t i = 0; i < L->n; i++) {
+        json_t *m = json_array_get(L->list, i);
+        if (L->bare) {
+            size_t old = path_push_idx(sc, L->kw, i);
+            L->bv[i] = view_get(sc, m);
             path_pop(sc, old);
         } else {
-            bv[i] = branch_view(sc, &base, m, kw, i);
+            L->bv[i] = branch_view(sc, &L->base, m, L->kw, i);
         }
-        if (!bv[i])
-            goto out;
+        if (!L->bv[i])
+            return SC_FAIL;
     }
-    if (one && (ov = gl_calloc(n * n, 1)) == NULL) {
+    return 0;
+}
+
+// oneOf: L->ov for every pair of members that may both match. Overlapping members get their own
+// branch views (they will be changed), even when bare.
+static int32_t cv_overlaps(struct sc *sc, struct cvlist *L)
+{
+    size_t n = L->n;
+    struct view **bv = L->bv;
+    if (L->one && (L->ov = gl_calloc(n * n, 1)) == NULL) {
         sc_nomem(sc);
-        goto out;
+        return SC_FAIL;
     }
-    for (size_t i = 0; one && i < n; i++)
+    int any_ov = 0;
+    for (size_t i = 0; L->one && i < n; i++)
         for (size_t j = i + 1; j < n; j++) {
             int d = disjoint_views(sc, bv[i], bv[j], 0);
             if (d == V_ERROR)
-                goto out;
+                return SC_FAIL;
             if (d == 1)
                 continue;
             // Members that only constrain objects both take every other value; when their
@@ -3907,35 +4345,44 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
                 struct view oi = *bv[i];
                 oi.types = T_OBJ;
                 if ((d = disjoint_views(sc, &oi, bv[j], 0)) == V_ERROR)
-                    goto out;
+                    return SC_FAIL;
             }
-            ov[i * n + j] = ov[j * n + i] = d == 1 ? 2 : 1;
+            L->ov[i * n + j] = L->ov[j * n + i] = d == 1 ? 2 : 1;
             any_ov = 1;
         }
-    if (any_ov && bare) {
-        bare = 0;
+    if (any_ov && L->bare) {
+        L->bare = 0;
         for (size_t i = 0; i < n; i++)
-            if (!(bv[i] = branch_view(sc, &base, json_array_get(list, i), kw, i)))
-                goto out;
+            if (!(bv[i] = branch_view(sc, &L->base, json_array_get(L->list, i), L->kw, i)))
+                return SC_FAIL;
     }
-    // Overlapping members: branch i also excludes member j (a condition implying "not member
-    // j"), which makes the branches disjoint by construction.
-    for (size_t i = 0; one && i < n; i++) {
+    return 0;
+}
+
+// Overlapping members: branch i also excludes member j (a condition implying "not member j"),
+// which makes the branches disjoint by construction. Where no such condition is found (or the
+// alternatives would multiply past SC_MAX_ALTS) the oneOf is unsupported (lenient: an anyOf).
+static int32_t cv_exclusive(struct sc *sc, struct cvlist *L)
+{
+    size_t n = L->n;
+    struct view **bv = L->bv;
+    const uint8_t *ov = L->ov;
+    for (size_t i = 0; L->one && i < n; i++) {
         size_t prod = 1;
         for (size_t j = 0; j < n; j++) {
             if (ov[i * n + j] == 2)
                 bv[i]->types = types_and(bv[i]->types, T_OBJ);
             if (ov[i * n + j] != 1)
                 continue;
-            json_t *m = json_array_get(list, j);
+            json_t *m = json_array_get(L->list, j);
             int f = enum_minus(sc, bv[i], m);
             if (f == V_ERROR)
-                goto out;
+                return SC_FAIL;
             if (f == 1)
                 continue;
             json_t *neg = discriminator(sc, bv[i], m);
             if (!neg && sc->err && sc->err->code != GL_OK)
-                goto out;
+                return SC_FAIL;
             if (!neg && n <= 16)
                 neg = negate_member(sc, m, bv[i]);
             json_t *alts = neg ? json_object_get(neg, "anyOf") : NULL;
@@ -3943,42 +4390,94 @@ static int32_t compile_view(struct sc *sc, struct view *v0)
             if (neg && prod <= SC_MAX_ALTS) {
                 struct xp x;
                 memset(&x, 0, sizeof x);
-                size_t old = path_push_idx(sc, kw, j);
+                size_t old = path_push_idx(sc, L->kw, j);
                 gl_status st = xp_seed(&x, bv[i]) ? expand(sc, neg, bv[i], &x) : sc_nomem(sc);
                 path_pop(sc, old);
                 if (st == GL_OK && !view_set_parts(sc, bv[i], &x.parts))
                     st = sc_nomem(sc);
                 xp_free(&x);
                 if (st != GL_OK)
-                    goto out;
+                    return SC_FAIL;
                 continue;
             }
             if (sc->err && sc->err->code == GL_E_NOMEM)
-                goto out;
+                return SC_FAIL;
             char why[128];
             snprintf(why, sizeof why,
                      "branches %zu and %zu may both match (not provably exclusive)", i, j);
             if (sc_unsup(sc, "oneOf", why) != GL_OK)
-                goto out;
+                return SC_FAIL;
             i = j = n; // lenient: compiled as anyOf
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        size_t old = path_push_idx(sc, kw, i);
-        sc->depth += !bare; // (compile_schema counts its own depth)
-        int32_t k = bare ? compile_schema(sc, json_array_get(list, i)) : compile_view(sc, bv[i]);
-        sc->depth -= !bare;
+    return 0;
+}
+
+// The GN_ALT of the branches that accept something (kids: [n] scratch), or SC_FAIL.
+static int32_t cv_branches(struct sc *sc, const struct cvlist *L, int32_t *kids)
+{
+    int32_t nk = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        size_t old = path_push_idx(sc, L->kw, i);
+        sc->depth += !L->bare; // (compile_schema counts its own depth)
+        int32_t k =
+            L->bare ? compile_schema(sc, json_array_get(L->list, i)) : compile_view(sc, L->bv[i]);
+        sc->depth -= !L->bare;
         path_pop(sc, old);
         if (k == SC_FAIL)
-            goto out;
+            return SC_FAIL;
         if (k != SC_NEVER)
             kids[nk++] = k;
     }
-    r = sc_alt(sc, kids, nk);
-out:
-    gl_free(bv);
+    return sc_alt(sc, kids, nk);
+}
+
+// A view to a node: negations rewritten, if/then/else turned into an anyOf list, then one
+// anyOf/oneOf list at a time becomes a GN_ALT of its members (each carrying the rest, which
+// recursion takes apart); with no list left, compile_plain. SC_NEVER / SC_FAIL.
+static int32_t compile_view(struct sc *sc, struct view *v0)
+{
+    if (sc->depth > SC_MAX_DEPTH)
+        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: schema nests deeper than %d at %s",
+                          SC_MAX_DEPTH, sc_ptr(sc)),
+               SC_FAIL;
+    struct view w = *v0, *v = &w;
+    if (v->n_not && !v->enumv && rewrite_nots(sc, v) != GL_OK)
+        return SC_FAIL;
+    if (cv_ifs(sc, v) != 0)
+        return SC_FAIL;
+    if (!v->n_anyof && !v->n_oneof) {
+        struct view copy = *v;
+        return compile_plain(sc, &copy);
+    }
+    if (cv_product(sc, v) != 0)
+        return SC_FAIL;
+    // Take one list at a time: the branches still carry the other lists (recursion).
+    struct cvlist L = {.base = *v};
+    if (L.base.n_oneof) {
+        L.list = L.base.oneof[--L.base.n_oneof];
+        L.kw = "oneOf";
+        L.one = 1;
+    } else {
+        L.list = L.base.anyof[--L.base.n_anyof];
+        L.kw = "anyOf";
+        L.one = 0;
+    }
+    L.n = json_array_size(L.list);
+    if (L.n > SC_MAX_BRANCHES)
+        return gl_err_set(sc->err, GL_E_LIMIT, "grammar: '%s' at %s has %zu branches, over %d",
+                          L.kw, sc_ptr(sc), L.n, SC_MAX_BRANCHES),
+               SC_FAIL;
+    L.bv = gl_calloc(L.n, sizeof *L.bv);
+    int32_t *kids = gl_malloc(L.n * sizeof *kids);
+    int32_t r = SC_FAIL;
+    if (!L.bv || !kids)
+        sc_nomem(sc);
+    else if (cv_member_views(sc, &L) == 0 && cv_overlaps(sc, &L) == 0 && cv_exclusive(sc, &L) == 0)
+        r = cv_branches(sc, &L, kids);
+    gl_free(L.bv);
     gl_free(kids);
-    gl_free(ov);
+    gl_free(L.ov);
     return r;
 }
 

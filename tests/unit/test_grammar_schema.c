@@ -166,6 +166,15 @@ TEST(test_object_shape)
     REQUIRE(n->kind == GN_JOBJECT && n->u.obj.order);
     CHECK(n->u.obj.order[0] == 1 && n->u.obj.order[1] == 0 && n->u.obj.order[2] == 2);
     compiled_free(&c);
+
+    // an object that cannot be completed accepts no value (never a matcher dead end): more
+    // required names than maxProperties, or fewer possible keys than minProperties
+    CHECK(fails_with("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}",
+                     GL_E_INVAL, "accepts no value", NULL));
+    CHECK(
+        fails_with("{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false,"
+                   "\"minProperties\":2}",
+                   GL_E_INVAL, "accepts no value", NULL));
 }
 
 TEST(test_escaped_pointer_and_pattern_props)
