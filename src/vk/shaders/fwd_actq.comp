@@ -9,8 +9,10 @@
 //   mode 1 Q8_0: per 32: amax, d = amax / 127, id = 127 / amax (0 if amax is 0),
 //                q = clamp(rne(x * id), -127, 127), value q * fp16(d)
 //   mode 2 F16 (round to nearest even, as gl_f32_to_fp16), mode 3 BF16 (as gl_f32_to_bf16)
-// The divisions are IEEE-exact on lavapipe (LLVM); Vulkan allows 2.5 ulp elsewhere, which can move
-// a scale by an ulp there. One workgroup per row; thread i takes blocks (or elements) i, i + 64.
+// The scales' divisions are correctly rounded (div_rn) as the CPU's are: Vulkan allows a / b to be
+// 2.5 ulp off (lavapipe's is exact; an NVIDIA driver's is not), and a scale an ulp off moves the
+// rounding of every element of its block. One workgroup per row; thread i takes blocks (or
+// elements) i, i + 64.
 #version 450
 layout(local_size_x = 64) in;
 layout(std430, set = 0, binding = 0) readonly buffer XBuf { float x[]; };
@@ -43,6 +45,27 @@ uint to_fp16(float f)
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u))
         h++;
     return h;
+}
+
+// a / b rounded to nearest even, from the driver's approximate quotient q: among q and its
+// neighbours up to 3 ulps away the nearest to a / b is the one with the least |a - c b|, each
+// residual computed exactly by fma (one rounding, and exact for c next to a / b). Finite,
+// non-zero a and b only (the callers' cases).
+float div_rn(float a, float b)
+{
+    precise float q = a / b;
+    precise float best = q, br = abs(fma(-q, b, a));
+    for (int k = -3; k <= 3; k++) {
+        if (k == 0)
+            continue;
+        precise float c = uintBitsToFloat(uint(int(floatBitsToUint(q)) + k));
+        precise float r = abs(fma(-c, b, a));
+        if (r < br || (r == br && (floatBitsToUint(c) & 1u) == 0u)) {
+            best = c;
+            br = r;
+        }
+    }
+    return best;
 }
 
 float from_fp16(uint h)
@@ -89,11 +112,12 @@ void main()
                     y[o + j] = 0.0;
                 continue;
             }
-            float iscale = -127.0 / mx, d = 1.0 / iscale;
+            float iscale = div_rn(-127.0, mx), d = div_rn(1.0, iscale);
             for (uint j = 0u; j < bs; j++)
                 y[o + j] = min(127.0, roundEven(iscale * x[o + j])) * d;
         } else {
-            float d = from_fp16(to_fp16(amax / 127.0)), id = amax != 0.0 ? 127.0 / amax : 0.0;
+            float d = amax != 0.0 ? from_fp16(to_fp16(div_rn(amax, 127.0))) : 0.0;
+            float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
             for (uint j = 0u; j < bs; j++)
                 y[o + j] = clamp(roundEven(x[o + j] * id), -127.0, 127.0) * d;
         }
