@@ -226,6 +226,9 @@ struct gl_qentry {
 // nodes (~1-5 ms) each time, and its DFA states recur under other frame values. A slot holds a
 // whole mask part (v->words words, ~25 KB), allocated on first use.
 #define GL_XMEMO_N 16
+// Whitespace levels trie_walk takes from its run states (tokens of up to this many leading
+// whitespace bytes; indentation runs in the real vocabulary are shorter).
+#define GL_WS_LEVELS 64
 struct gl_mcache {
     struct gl_sentry se[GL_SCACHE_N];
     struct gl_cmemo xmemo[GL_XMEMO_N];
@@ -254,6 +257,14 @@ struct gl_mcache {
     uint64_t (*next)[4];     // next[d]: a superset of the bytes walk[d] accepts (next_bytes)
     int32_t n_walk;          // walk[1 .. n_walk - 1] allocated
     int32_t *exp;            // expected GN_TOKEN ids scratch
+    // trie_walk's whitespace runs (wsst[0]: a probe): wsst[d] is the state after d whitespace
+    // bytes when every
+    // whitespace byte led to the same state at each step (wsok[d] 1: alive, 0: dead; levels
+    // up to ws_known are decided, and ws_stop is the first one that is not uniform).
+    struct gl_mstate *wsst[GL_WS_LEVELS + 1];
+    uint64_t wsnext[GL_WS_LEVELS + 1][4];
+    int8_t wsok[GL_WS_LEVELS + 1];
+    int32_t ws_known, ws_stop;
     int32_t cap_exp;
 };
 
@@ -877,6 +888,8 @@ void gl_mask_cache_free(struct gl_mcache *c)
         cview_clear(&c->cv[i]);
     for (int i = 0; i < GL_XMEMO_N; i++)
         gl_free(c->xmemo[i].acc);
+    for (int i = 0; i <= GL_WS_LEVELS; i++)
+        gl_mstate_free(c->wsst[i]);
     gl_free(c->frames);
     gl_free(c->next);
     gl_mstate_free(c->qst);
@@ -930,6 +943,13 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         gl_status st = gl_mstate_new(&c->qst, &g->ir, NULL, err);
         if (st != GL_OK)
             return st;
+    }
+    for (int i = 0; i <= GL_WS_LEVELS; i++) {
+        if (!c->wsst[i]) {
+            gl_status st = gl_mstate_new(&c->wsst[i], &g->ir, NULL, err);
+            if (st != GL_OK)
+                return st;
+        }
     }
     // P scratch, S bits, and quote_key's S bits for each of up to GL_QSETS_MAX prefixes.
     size_t qw = ((size_t)v->n_qp + 31) / 32 + (1 + GL_QSETS_MAX) * (((size_t)v->n_qs + 31) / 32);
@@ -1015,6 +1035,39 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
 // branch died and a string branch is left) and every token below continues with plain
 // characters only, within the budget, the whole subtree is accepted without walking it: that is
 // the string fast path's rule applied to suffixes. Returns the nodes visited.
+static inline int is_ws_byte(uint8_t b)
+{
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r';
+}
+
+// Decides whitespace level d (c->ws_known == d - 1 < GL_WS_LEVELS): the state after d
+// whitespace bytes from s, if all four bytes lead from level d - 1 to one state (or all are
+// refused). Else the levels stop there (ws_stop).
+static void ws_level(struct gl_mcache *c, const struct gl_mstate *s, int32_t d)
+{
+    static const uint8_t ws[4] = {' ', '\t', '\n', '\r'};
+    const struct gl_mstate *prev = d == 1 ? s : c->wsst[d - 1];
+    struct gl_mstate *w = c->wsst[d], *probe = c->wsst[0];
+    c->ws_known = d;
+    if (d > 1 && !c->wsok[d - 1]) { // nothing after a refused level
+        c->wsok[d] = 0;
+        return;
+    }
+    gl_mstate_copy(w, prev);
+    int alive = gl_mstate_advance_byte(w, ws[0]);
+    for (int k = 1; k < 4; k++) {
+        gl_mstate_copy(probe, prev);
+        int ok = gl_mstate_advance_byte(probe, ws[k]);
+        if (ok != alive || (ok && !gl_mstate_equal(probe, w))) {
+            c->ws_stop = d;
+            return;
+        }
+    }
+    c->wsok[d] = (int8_t)alive;
+    if (alive)
+        gl_mstate_next_bytes(w, c->wsnext[d]);
+}
+
 static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const struct gl_mstate *s,
                          uint32_t *mask)
 {
@@ -1027,6 +1080,13 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
     gl_mstate_next_bytes(s, next[0]);
     uint32_t i = 1, n = t->n_nodes;
     int64_t visited = 0;
+    // Runs of leading whitespace: at JSON positions the four whitespace bytes only move a
+    // counter, so every run of d of them leads to one state, stepped once per walk (ws_level)
+    // instead of at each of the ~300 whitespace-run nodes of the vocabulary (indentation).
+    // wsrun: the current path is whitespace up to depth wsrun.
+    c->ws_known = 0;
+    c->ws_stop = GL_WS_LEVELS + 1;
+    uint32_t wsrun = 0;
     while (i < n) {
         const struct gl_tnode *x = &nd[i];
         uint32_t d = x->depth;
@@ -1036,6 +1096,30 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
         }
         struct gl_mstate *cur = walk[d];
         visited++;
+        if (wsrun > d - 1)
+            wsrun = d - 1;
+        if (wsrun == d - 1 && is_ws_byte(x->byte) && (int32_t)d < c->ws_stop) {
+            if ((int32_t)d > c->ws_known)
+                ws_level(c, s, (int32_t)d);
+            if ((int32_t)d < c->ws_stop) { // level d is uniform: its state is the run's
+                if (!c->wsok[d]) {
+                    i = x->next;
+                    continue;
+                }
+                gl_mstate_copy(cur, c->wsst[d]);
+                fresh[d] = 0;
+                fresh[d + 1] = 0;
+                wsrun = d;
+                if (x->next > i + 1)
+                    memcpy(next[d], c->wsnext[d], sizeof next[d]);
+                for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
+                    uint32_t id = (uint32_t)ids[k];
+                    mask[id >> 5] |= 1u << (id & 31);
+                }
+                i++;
+                continue;
+            }
+        }
         if (!fresh[d]) {
             gl_mstate_copy(cur, d == 1 ? s : walk[d - 1]);
             fresh[d] = 1;
