@@ -49,6 +49,7 @@ struct gl_trie {
     int32_t *ids; // token ids in trie order
     uint32_t n_ids;
     int32_t max_depth;
+    int ws_runs; // the subtrees of whitespace bytes at the root are large (trie_walk's levels)
 };
 
 struct gl_gvocab {
@@ -420,6 +421,11 @@ static int num_only(const uint8_t *p, size_t n)
     return 1;
 }
 
+static inline int is_ws_byte(uint8_t b)
+{
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r';
+}
+
 static void trie_free(struct gl_trie *t)
 {
     gl_free(t->nodes);
@@ -516,6 +522,12 @@ static gl_status trie_build_opt(struct gl_trie *t, const struct gl_tokref *refs,
     t->n_nodes = nn;
     t->n_ids = ni;
     t->max_depth = (int32_t)max_len;
+    // Worth the levels' four steps each (ws_level) only where many nodes sit under them.
+    uint32_t ws_nodes = 0;
+    for (uint32_t k = 1; k < nn; k = t->nodes[k].next)
+        if (is_ws_byte(t->nodes[k].byte))
+            ws_nodes += t->nodes[k].next - k;
+    t->ws_runs = ws_nodes >= 64;
     gl_free(path);
     struct gl_tnode *shrunk = gl_realloc(t->nodes, ((size_t)nn + 1) * sizeof *t->nodes);
     if (shrunk)
@@ -1035,11 +1047,6 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
 // branch died and a string branch is left) and every token below continues with plain
 // characters only, within the budget, the whole subtree is accepted without walking it: that is
 // the string fast path's rule applied to suffixes. Returns the nodes visited.
-static inline int is_ws_byte(uint8_t b)
-{
-    return b == ' ' || b == '\t' || b == '\n' || b == '\r';
-}
-
 // Decides whitespace level d (c->ws_known == d - 1 < GL_WS_LEVELS): the state after d
 // whitespace bytes from s, if all four bytes lead from level d - 1 to one state (or all are
 // refused). Else the levels stop there (ws_stop).
@@ -1085,7 +1092,7 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
     // instead of at each of the ~300 whitespace-run nodes of the vocabulary (indentation).
     // wsrun: the current path is whitespace up to depth wsrun.
     c->ws_known = 0;
-    c->ws_stop = GL_WS_LEVELS + 1;
+    c->ws_stop = t->ws_runs ? GL_WS_LEVELS + 1 : 0;
     uint32_t wsrun = 0;
     while (i < n) {
         const struct gl_tnode *x = &nd[i];
