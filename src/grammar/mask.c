@@ -1853,7 +1853,8 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
             if (c->e[i].stamp < e->stamp)
                 e = &c->e[i];
     }
-    if (need > e->cap_data || (need < e->cap_data / 4 && e->cap_data > 64)) {
+    // An empty mask still gets a buffer (memcpy of 0 ids from NULL is undefined).
+    if (need > e->cap_data || !e->data || (need < e->cap_data / 4 && e->cap_data > 64)) {
         uint32_t *d = gl_realloc(e->data, (need ? need : 1) * sizeof *d);
         if (!d) {
             e->hash = 0;
