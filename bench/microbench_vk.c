@@ -37,8 +37,7 @@ static void on_event(void *user, const struct gl_event *ev)
 }
 
 // Aggregate decode t/s of B greedy sequences (16-id prompts, n_gen tokens each) on device.
-static double batch_decode(const struct gl_model *m, int B, int32_t n_gen, int threads,
-                           int device)
+static double batch_decode(const struct gl_model *m, int B, int32_t n_gen, int threads, int device)
 {
     struct gl_engine_params p = gl_engine_default_params(m);
     p.kv.budget_bytes = (int64_t)512 << 20;
@@ -79,8 +78,8 @@ static double batch_decode(const struct gl_model *m, int B, int32_t n_gen, int t
     return dec;
 }
 
-static void logits_of(const struct gl_model *m, int device, int threads, const int32_t *ids,
-                      int n, float *out)
+static void logits_of(const struct gl_model *m, int device, int threads, const int32_t *ids, int n,
+                      float *out)
 {
     struct gl_model_ctx *c = NULL;
     struct gl_kv_cache *kv = NULL;

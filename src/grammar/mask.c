@@ -49,6 +49,7 @@ struct gl_trie {
     int32_t *ids; // token ids in trie order
     uint32_t n_ids;
     int32_t max_depth;
+    int ws_runs; // the subtrees of whitespace bytes at the root are large (trie_walk's levels)
 };
 
 struct gl_gvocab {
@@ -78,6 +79,11 @@ struct gl_gvocab {
     int32_t n_qp, n_qs, qs_empty; // qs_empty: index of the empty S, or -1
     int32_t n_qd;
     int32_t *qd_tok, *qd_p, *qd_s; // token id, P index, S index
+    uint8_t *qs_many; // per S: it holds two quotes or more (may close a further key: quote_okey)
+    struct gl_trie qmany; // the P '"' S tokens whose S does (walked whole by quote_okey)
+    // Every quote token's bytes before its first quote fit the budgets a free body's cache key
+    // keeps apart (GL_QP_MAX_CHARS, free_max): quote_part may keep its result by that key.
+    int qids_ok;
     uint32_t *plain; // (max_plain + 1) bitsets: plain[k] = plain tokens of 1..k code points
     int32_t max_plain;
     int32_t free_max; // a free body's budget above this accepts the same tokens (>= max_plain
@@ -121,6 +127,12 @@ struct gl_sentry {
     uint32_t *qp;    // quote_part's accepted prefixes for this frame (when qp_ok)
     int32_t qp_first;
     int qp_ok;
+    // quote_part's whole result for this frame and the state after the closing quote that the
+    // quote cache keeps under serial qserial (0: none): the accepted quote token ids.
+    uint64_t qserial;
+    uint32_t *qids;
+    int32_t n_qids;
+    size_t cap_qids;
     const struct gl_gvocab *v;
     size_t key_len;
     uint8_t key[GL_SKEY_MAX];
@@ -204,6 +216,7 @@ struct gl_cview {
 #define GL_QSETS_MAX 8
 struct gl_qentry {
     uint64_t hash, stamp;
+    uint64_t serial; // unique per fill (the cache clock), so a reference to it can go stale
     const struct gl_gvocab *v; // NULL: empty slot
     struct gl_mstate *st;
     uint32_t *accs; // accepted S, (n_qs + 31) / 32 words
@@ -214,6 +227,9 @@ struct gl_qentry {
 // nodes (~1-5 ms) each time, and its DFA states recur under other frame values. A slot holds a
 // whole mask part (v->words words, ~25 KB), allocated on first use.
 #define GL_XMEMO_N 16
+// Whitespace levels trie_walk takes from its run states (tokens of up to this many leading
+// whitespace bytes; indentation runs in the real vocabulary are shorter).
+#define GL_WS_LEVELS 64
 struct gl_mcache {
     struct gl_sentry se[GL_SCACHE_N];
     struct gl_cmemo xmemo[GL_XMEMO_N];
@@ -227,6 +243,7 @@ struct gl_mcache {
     struct gl_mstate *qst; // quote_part: the state just after the string's closing quote
     uint32_t *qacc; // quote_part: accepted P, then accepted S (bitsets), then quote_key's S per P
     size_t qacc_words;
+    uint32_t *qbits; // quote_part: the quote tokens accepted (v->words words, kept zero)
     struct gl_qentry qe[GL_QCACHE_N];        // accepted S by the state after the quote
     size_t qe_words;                         // words allocated for each qe[].accs
     uint32_t sparse[GL_MASK_SPARSE_MAX + 1]; // mcache_put: the allowed ids of a sparse mask
@@ -241,6 +258,14 @@ struct gl_mcache {
     uint64_t (*next)[4];     // next[d]: a superset of the bytes walk[d] accepts (next_bytes)
     int32_t n_walk;          // walk[1 .. n_walk - 1] allocated
     int32_t *exp;            // expected GN_TOKEN ids scratch
+    // trie_walk's whitespace runs (wsst[0]: a probe): wsst[d] is the state after d whitespace
+    // bytes when every
+    // whitespace byte led to the same state at each step (wsok[d] 1: alive, 0: dead; levels
+    // up to ws_known are decided, and ws_stop is the first one that is not uniform).
+    struct gl_mstate *wsst[GL_WS_LEVELS + 1];
+    uint64_t wsnext[GL_WS_LEVELS + 1][4];
+    int8_t wsok[GL_WS_LEVELS + 1];
+    int32_t ws_known, ws_stop;
     int32_t cap_exp;
 };
 
@@ -396,6 +421,11 @@ static int num_only(const uint8_t *p, size_t n)
     return 1;
 }
 
+static inline int is_ws_byte(uint8_t b)
+{
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r';
+}
+
 static void trie_free(struct gl_trie *t)
 {
     gl_free(t->nodes);
@@ -492,6 +522,12 @@ static gl_status trie_build_opt(struct gl_trie *t, const struct gl_tokref *refs,
     t->n_nodes = nn;
     t->n_ids = ni;
     t->max_depth = (int32_t)max_len;
+    // Worth the levels' four steps each (ws_level) only where many nodes sit under them.
+    uint32_t ws_nodes = 0;
+    for (uint32_t k = 1; k < nn; k = t->nodes[k].next)
+        if (is_ws_byte(t->nodes[k].byte))
+            ws_nodes += t->nodes[k].next - k;
+    t->ws_runs = ws_nodes >= 64;
     gl_free(path);
     struct gl_tnode *shrunk = gl_realloc(t->nodes, ((size_t)nn + 1) * sizeof *t->nodes);
     if (shrunk)
@@ -517,8 +553,12 @@ static gl_status quote_split_build(struct gl_gvocab *v, const struct gl_tokref *
     v->qd_tok = gl_malloc((n ? n : 1) * sizeof *v->qd_tok);
     v->qd_p = gl_malloc((n ? n : 1) * sizeof *v->qd_p);
     v->qd_s = gl_malloc((n ? n : 1) * sizeof *v->qd_s);
+    v->qs_many = gl_calloc(n ? n : 1, 1);
+    struct gl_tokref *many = gl_malloc((n ? n : 1) * sizeof *many);
+    size_t n_many = 0;
     gl_status st = GL_OK;
-    if (!esc || !suf || !v->qp || !v->qp_len || !v->qd_tok || !v->qd_p || !v->qd_s) {
+    if (!esc || !suf || !v->qp || !v->qp_len || !v->qd_tok || !v->qd_p || !v->qd_s || !v->qs_many ||
+        !many) {
         st = gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the vocabulary index");
         goto done;
     }
@@ -555,8 +595,16 @@ static gl_status quote_split_build(struct gl_gvocab *v, const struct gl_tokref *
         v->qd_p[v->n_qd] = a;
         v->qd_s[v->n_qd] = b;
         v->n_qd++;
+        const uint8_t *q2 = sl ? memchr(sp, '"', sl) : NULL;
+        if (q2 && memchr(q2 + 1, '"', sl - (size_t)(q2 + 1 - sp))) {
+            v->qs_many[b] = 1;
+            many[n_many++] = q[i]; // keeps the sorted order
+        }
     }
     st = trie_build(&v->qesc, esc, n_esc, err);
+    if (st != GL_OK)
+        goto done;
+    st = trie_build(&v->qmany, many, n_many, err);
     if (st != GL_OK)
         goto done;
     size_t n_suf = 0; // the trie of the non-empty S (the empty one is accepted by any state)
@@ -568,6 +616,7 @@ static gl_status quote_split_build(struct gl_gvocab *v, const struct gl_tokref *
 done:
     gl_free(esc);
     gl_free(suf);
+    gl_free(many);
     return st;
 }
 
@@ -682,6 +731,12 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
     for (size_t i = 0; i < n_slnq; i++)
         if ((int32_t)refs2[i].len > v->free_max)
             v->free_max = (int32_t)refs2[i].len;
+    v->qids_ok = 1;
+    for (size_t i = 0; i < n_slow; i++) { // every quote token is slow (not plain)
+        const uint8_t *qp = memchr(refs[i].p, '"', refs[i].len);
+        if (qp && (qp - refs[i].p > GL_QP_MAX_CHARS || qp - refs[i].p > v->free_max))
+            v->qids_ok = 0;
+    }
     st = trie_build(&v->slnq, refs2, n_slnq, err);
     if (st != GL_OK)
         goto fail;
@@ -739,6 +794,7 @@ void gl_gvocab_free(struct gl_gvocab *v)
     trie_free(&v->slnq);
     trie_free(&v->bsl);
     trie_free(&v->qesc);
+    trie_free(&v->qmany);
     trie_free(&v->qsuf);
     trie_free(&v->numq);
     trie_free(&v->nonum);
@@ -747,6 +803,7 @@ void gl_gvocab_free(struct gl_gvocab *v)
     gl_free(v->qd_tok);
     gl_free(v->qd_p);
     gl_free(v->qd_s);
+    gl_free(v->qs_many);
     for (int i = 0; i < v->n_cshared; i++)
         ctrie_free(v->cshared[i]);
     pthread_mutex_destroy(&v->cmu);
@@ -836,11 +893,15 @@ void gl_mask_cache_free(struct gl_mcache *c)
     for (int i = 0; i < GL_SCACHE_N; i++) {
         gl_free(c->se[i].bits);
         gl_free(c->se[i].qp);
+        gl_free(c->se[i].qids);
     }
+    gl_free(c->qbits);
     for (int i = 0; i < GL_CTRIE_N; i++)
         cview_clear(&c->cv[i]);
     for (int i = 0; i < GL_XMEMO_N; i++)
         gl_free(c->xmemo[i].acc);
+    for (int i = 0; i <= GL_WS_LEVELS; i++)
+        gl_mstate_free(c->wsst[i]);
     gl_free(c->frames);
     gl_free(c->next);
     gl_mstate_free(c->qst);
@@ -895,6 +956,13 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         if (st != GL_OK)
             return st;
     }
+    for (int i = 0; i <= GL_WS_LEVELS; i++) {
+        if (!c->wsst[i]) {
+            gl_status st = gl_mstate_new(&c->wsst[i], &g->ir, NULL, err);
+            if (st != GL_OK)
+                return st;
+        }
+    }
     // P scratch, S bits, and quote_key's S bits for each of up to GL_QSETS_MAX prefixes.
     size_t qw = ((size_t)v->n_qp + 31) / 32 + (1 + GL_QSETS_MAX) * (((size_t)v->n_qs + 31) / 32);
     if (qw > c->qacc_words) {
@@ -934,6 +1002,9 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
         if (!pt)
             return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
         c->part = pt;
+        gl_free(c->qbits);
+        if (!(c->qbits = gl_calloc(v->words, sizeof *c->qbits)))
+            return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the trie walk");
         c->part_words = v->words;
     }
     // One state per trie depth (+1: the walk clears fresh[d + 1] below the deepest node).
@@ -976,6 +1047,34 @@ gl_status gl_mask_prepare(struct gl_grammar *g, const struct gl_gvocab *v, struc
 // branch died and a string branch is left) and every token below continues with plain
 // characters only, within the budget, the whole subtree is accepted without walking it: that is
 // the string fast path's rule applied to suffixes. Returns the nodes visited.
+// Decides whitespace level d (c->ws_known == d - 1 < GL_WS_LEVELS): the state after d
+// whitespace bytes from s, if all four bytes lead from level d - 1 to one state (or all are
+// refused). Else the levels stop there (ws_stop).
+static void ws_level(struct gl_mcache *c, const struct gl_mstate *s, int32_t d)
+{
+    static const uint8_t ws[4] = {' ', '\t', '\n', '\r'};
+    const struct gl_mstate *prev = d == 1 ? s : c->wsst[d - 1];
+    struct gl_mstate *w = c->wsst[d], *probe = c->wsst[0];
+    c->ws_known = d;
+    if (d > 1 && !c->wsok[d - 1]) { // nothing after a refused level
+        c->wsok[d] = 0;
+        return;
+    }
+    gl_mstate_copy(w, prev);
+    int alive = gl_mstate_advance_byte(w, ws[0]);
+    for (int k = 1; k < 4; k++) {
+        gl_mstate_copy(probe, prev);
+        int ok = gl_mstate_advance_byte(probe, ws[k]);
+        if (ok != alive || (ok && !gl_mstate_equal(probe, w))) {
+            c->ws_stop = d;
+            return;
+        }
+    }
+    c->wsok[d] = (int8_t)alive;
+    if (alive)
+        gl_mstate_next_bytes(w, c->wsnext[d]);
+}
+
 static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const struct gl_mstate *s,
                          uint32_t *mask)
 {
@@ -988,6 +1087,13 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
     gl_mstate_next_bytes(s, next[0]);
     uint32_t i = 1, n = t->n_nodes;
     int64_t visited = 0;
+    // Runs of leading whitespace: at JSON positions the four whitespace bytes only move a
+    // counter, so every run of d of them leads to one state, stepped once per walk (ws_level)
+    // instead of at each of the ~300 whitespace-run nodes of the vocabulary (indentation).
+    // wsrun: the current path is whitespace up to depth wsrun.
+    c->ws_known = 0;
+    c->ws_stop = t->ws_runs ? GL_WS_LEVELS + 1 : 0;
+    uint32_t wsrun = 0;
     while (i < n) {
         const struct gl_tnode *x = &nd[i];
         uint32_t d = x->depth;
@@ -997,6 +1103,30 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
         }
         struct gl_mstate *cur = walk[d];
         visited++;
+        if (wsrun > d - 1)
+            wsrun = d - 1;
+        if (wsrun == d - 1 && is_ws_byte(x->byte) && (int32_t)d < c->ws_stop) {
+            if ((int32_t)d > c->ws_known)
+                ws_level(c, s, (int32_t)d);
+            if ((int32_t)d < c->ws_stop) { // level d is uniform: its state is the run's
+                if (!c->wsok[d]) {
+                    i = x->next;
+                    continue;
+                }
+                gl_mstate_copy(cur, c->wsst[d]);
+                fresh[d] = 0;
+                fresh[d + 1] = 0;
+                wsrun = d;
+                if (x->next > i + 1)
+                    memcpy(next[d], c->wsnext[d], sizeof next[d]);
+                for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
+                    uint32_t id = (uint32_t)ids[k];
+                    mask[id >> 5] |= 1u << (id & 31);
+                }
+                i++;
+                continue;
+            }
+        }
         if (!fresh[d]) {
             gl_mstate_copy(cur, d == 1 ? s : walk[d - 1]);
             fresh[d] = 1;
@@ -1705,10 +1835,22 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
         c->cap = g->mcache_cap;
     }
     // One pass: the allowed ids into c->sparse until there are too many for a sparse entry.
+    // Blocks of 8 zero words are skipped with one test (a sparse mask is mostly zeros: the
+    // word-by-word loop over its 6,314 words was most of a put).
     int64_t n_set = 0;
-    for (size_t w = 0; w < v->words && n_set <= GL_MASK_SPARSE_MAX; w++)
+    for (size_t w = 0; w < v->words && n_set <= GL_MASK_SPARSE_MAX; w++) {
+        if ((w & 7) == 0 && w + 8 <= v->words) {
+            uint32_t any = 0;
+            for (size_t k = 0; k < 8; k++)
+                any |= mask[w + k];
+            if (!any) {
+                w += 7;
+                continue;
+            }
+        }
         for (uint32_t x = mask[w]; x && n_set <= GL_MASK_SPARSE_MAX; x &= x - 1)
             c->sparse[n_set++] = (uint32_t)(w * 32 + (size_t)__builtin_ctz(x));
+    }
     size_t need = n_set <= GL_MASK_SPARSE_MAX ? (size_t)n_set : v->words;
     struct gl_mentry *e;
     if (c->n < c->cap) {
@@ -1723,7 +1865,8 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
             if (c->e[i].stamp < e->stamp)
                 e = &c->e[i];
     }
-    if (need > e->cap_data || (need < e->cap_data / 4 && e->cap_data > 64)) {
+    // An empty mask still gets a buffer (memcpy of 0 ids from NULL is undefined).
+    if (need > e->cap_data || !e->data || (need < e->cap_data / 4 && e->cap_data > 64)) {
         uint32_t *d = gl_realloc(e->data, (need ? need : 1) * sizeof *d);
         if (!d) {
             e->hash = 0;
@@ -1738,8 +1881,7 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
     e->v = v;
     gl_mstate_copy(e->st, s);
     if (n_set <= GL_MASK_SPARSE_MAX) {
-        if (n_set > 0) // e->data may be NULL for an empty mask (never allocated)
-            memcpy(e->data, c->sparse, (size_t)n_set * sizeof *e->data);
+        memcpy(e->data, c->sparse, (size_t)n_set * sizeof *e->data);
         e->n_ids = (int32_t)n_set;
     } else {
         memcpy(e->data, mask, v->words * sizeof *mask);
@@ -1765,17 +1907,22 @@ static void mentry_read(const struct gl_mentry *e, size_t words, uint32_t *mask)
 
 // The suffixes S accepted from q, the state just after a closing quote (bits over v->n_qs, the
 // empty S included), into accs: kept by q (c->qe), walked on a miss. Returns the nodes visited.
-static int64_t quote_suffixes(struct gl_mcache *c, const struct gl_gvocab *v,
-                              const struct gl_mstate *q, uint32_t *accs)
+static int64_t quote_suffixes_at(struct gl_mcache *c, const struct gl_gvocab *v,
+                                 const struct gl_mstate *q, uint32_t *accs, uint64_t *serial)
 {
     size_t sw = ((size_t)v->n_qs + 31) / 32;
     uint64_t h = gl_mstate_hash(q);
     struct gl_qentry *old = &c->qe[0];
+    if (serial)
+        *serial = 0;
     for (int i = 0; i < GL_QCACHE_N; i++) {
         struct gl_qentry *e = &c->qe[i];
         if (e->v == v && e->hash == h && gl_mstate_equal(e->st, q)) {
             e->stamp = ++c->clock;
-            memcpy(accs, e->accs, sw * sizeof *accs);
+            if (serial)
+                *serial = e->serial;
+            if (accs)
+                memcpy(accs, e->accs, sw * sizeof *accs);
             return 0;
         }
         if (e->stamp < old->stamp)
@@ -1791,8 +1938,17 @@ static int64_t quote_suffixes(struct gl_mcache *c, const struct gl_gvocab *v,
         old->hash = h;
         old->v = v;
         old->stamp = ++c->clock;
+        old->serial = old->stamp;
+        if (serial)
+            *serial = old->serial;
     }
     return visited;
+}
+
+static int64_t quote_suffixes(struct gl_mcache *c, const struct gl_gvocab *v,
+                              const struct gl_mstate *q, uint32_t *accs)
+{
+    return quote_suffixes_at(c, v, q, accs, NULL);
 }
 
 // The prefixes P the frame (c->frames[0], fs bytes) takes and may end after, into accp (bits
@@ -1818,11 +1974,20 @@ static int32_t quote_prefixes(struct gl_mcache *c, const struct gl_gvocab *v,
     return first;
 }
 
-// The rest, given the prefixes (quote_prefixes). Returns the nodes visited.
+// The rest, given the prefixes (quote_prefixes): the P '"' S tokens and the tokens with a
+// backslash before their first quote (qesc, walked from s), into mask. Both depend on the frame
+// and on the state after the closing quote alone (a string value's end pops its frame), so with
+// the frame's cache entry e the result is kept there as ids, under the serial of the quote
+// cache's entry for that state: the next mask of the same frame value before the same state
+// (most positions of a string value, whose frame is keyed by budgets or DFA states) ORs the
+// ids instead of ~1,000 P/S pairs and a ~50-node walk of whole states (~3-5 us). Returns the
+// nodes visited.
 static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
-                          const uint32_t *accp, int32_t first, uint32_t *mask)
+                          const uint32_t *accp, int32_t first, struct gl_sentry *e, uint32_t *mask)
 {
     int64_t visited = 0;
+    uint64_t serial = 0;
+    uint32_t *out = mask;
     if (first >= 0) {
         // The state after the closing quote, reached through the first P that ends the string.
         // c->qacc: P scratch (quote_prefixes without an entry), then the S bits.
@@ -1832,14 +1997,47 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
         for (uint32_t k = 0; k < v->qp_len[first]; k++)
             GL_ASSERT(gl_mstate_advance_byte(q, v->qp[first][k]));
         GL_ASSERT(gl_mstate_advance_byte(q, '"'));
-        visited += quote_suffixes(c, v, q, accs);
+        visited += quote_suffixes_at(c, v, q, accs, &serial);
+        if (e && !v->qids_ok)
+            e = NULL; // a quote token's prefix is longer than the entry's budgets tell apart
+        if (e && serial && e->qserial == serial) {
+            for (int32_t k = 0; k < e->n_qids; k++)
+                mask[e->qids[k] >> 5] |= 1u << (e->qids[k] & 31);
+            return visited;
+        }
+        if (e && serial)
+            out = c->qbits; // all zero: the ids are gathered from it below
         for (int32_t k = 0; k < v->n_qd; k++) {
             int32_t a = v->qd_p[k], b = v->qd_s[k];
             if ((accp[a >> 5] >> (a & 31) & 1) && (accs[b >> 5] >> (b & 31) & 1))
-                mask[v->qd_tok[k] >> 5] |= 1u << (v->qd_tok[k] & 31);
+                out[v->qd_tok[k] >> 5] |= 1u << (v->qd_tok[k] & 31);
         }
     }
-    return visited + trie_walk(&v->qesc, c, s, mask);
+    visited += trie_walk(&v->qesc, c, s, out);
+    if (out != mask) {
+        // Gather (and clear) the accepted quote tokens: the P/S pairs, then qesc's.
+        int32_t n = 0, cap = v->n_qd + (int32_t)v->qesc.n_ids;
+        if ((size_t)cap > e->cap_qids) {
+            uint32_t *d = gl_realloc(e->qids, (size_t)cap * sizeof *d);
+            if (d) {
+                e->qids = d;
+                e->cap_qids = (size_t)cap;
+            }
+        }
+        int keep = (size_t)cap <= e->cap_qids;
+        for (int32_t k = 0; k < cap; k++) {
+            uint32_t id = (uint32_t)(k < v->n_qd ? v->qd_tok[k] : v->qesc.ids[k - v->n_qd]);
+            if (out[id >> 5] >> (id & 31) & 1) {
+                out[id >> 5] &= ~(1u << (id & 31));
+                mask[id >> 5] |= 1u << (id & 31);
+                if (keep)
+                    e->qids[n++] = id;
+            }
+        }
+        e->n_qids = n;
+        e->qserial = keep ? serial : 0;
+    }
+    return visited;
 }
 
 // quote_part for several string-value threads (c->ents from frames_union): a token P '"' S is
@@ -1953,6 +2151,86 @@ static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const s
     return visited + trie_walk(&v->qesc, c, s, mask);
 }
 
+// The quote tokens of a one-thread state inside a key that need not be a declared name (an
+// object with additional or pattern properties), ORed into mask. A token P '"' S (no backslash
+// in P) is accepted iff the key frame (c->frames[0], fs bytes) takes P, the quote then closes
+// the key (gl_mstate_sframe_key_close), and the state after it takes S. That state is one per
+// outcome (a declared prop, or the value node of a non-declared key), up to the hash that a
+// non-declared key adds to the object's duplicate list, which only the close of a further key
+// of this object reads: for S with fewer than two quotes it is zeroed (gl_mstate_key_canon), so
+// the state repeats across the key's positions and the S bits come from the quote cache. The
+// tokens whose S has two quotes or more (qmany) and those with a backslash before the first
+// quote (qesc) are walked whole. Before, every mask of such a key walked all quote tokens with
+// whole states (~450 nodes, each a copy and a key step over the candidate names: ~30 us).
+// -1 when more than GL_QSETS_MAX outcomes occur (mask then untouched). Returns the nodes
+// visited.
+static int64_t quote_okey(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                          size_t fs, uint32_t *mask)
+{
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint64_t *f1 = c->frames + stride;
+    size_t pw = ((size_t)v->n_qp + 31) / 32, sw = ((size_t)v->n_qs + 31) / 32;
+    uint32_t *slot = c->qsub;           // per P: its outcome's index + 1, or 0
+    uint32_t *accs = c->qacc + pw + sw; // GL_QSETS_MAX S bitsets
+    int kind[GL_QSETS_MAX];
+    int32_t member[GL_QSETS_MAX], rep_p[GL_QSETS_MAX];
+    int n_out = 0;
+    int64_t visited = 0;
+    int32_t mb = -1;
+    if (gl_mstate_sframe_key_close(s, c->frames, &mb) < 0)
+        return -1; // not a key, or inside an escape (a '"' next is part of the key)
+    for (int32_t a = 0; a < v->n_qp; a++) {
+        slot[a] = 0;
+        memcpy(f1, c->frames, fs);
+        uint32_t k = 0;
+        while (k < v->qp_len[a] && gl_mstate_sframe_step(s, f1, v->qp[a][k]))
+            k++;
+        visited += k;
+        int r = k == v->qp_len[a] ? gl_mstate_sframe_key_close(s, f1, &mb) : 0;
+        if (r < 0)
+            return -1; // inside an escape or a character after P: not this split's case
+        if (r == 0)
+            continue;
+        int o = 0;
+        while (o < n_out && !(kind[o] == r && member[o] == mb))
+            o++;
+        if (o == n_out) {
+            if (n_out == GL_QSETS_MAX)
+                return -1;
+            kind[o] = r;
+            member[o] = mb;
+            rep_p[o] = a;
+            n_out++;
+        }
+        slot[a] = (uint32_t)o + 1;
+    }
+    for (int o = 0; o < n_out; o++) {
+        struct gl_mstate *q = c->qst;
+        gl_mstate_copy(q, s);
+        uint32_t k = 0;
+        int32_t a = rep_p[o];
+        while (k < v->qp_len[a] && gl_mstate_advance_byte(q, v->qp[a][k]))
+            k++;
+        visited += k + 1;
+        // The frame took P and said the quote closes: the state agrees (GL_ASSERT would do but
+        // for the thread's size limit, which refuses every key of the outcome alike).
+        if (k < v->qp_len[a] || !gl_mstate_advance_byte(q, '"') ||
+            (kind[o] == 2 && !gl_mstate_key_canon(q))) {
+            memset(accs + (size_t)o * sw, 0, sw * sizeof *accs);
+            continue;
+        }
+        visited += quote_suffixes(c, v, q, accs + (size_t)o * sw);
+    }
+    for (int32_t j = 0; n_out && j < v->n_qd; j++) {
+        uint32_t o = slot[v->qd_p[j]];
+        int32_t b = v->qd_s[j];
+        if (o && !v->qs_many[b] && (accs[(o - 1) * sw + ((uint32_t)b >> 5)] >> (b & 31) & 1))
+            mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
+    }
+    visited += trie_walk(&v->qmany, c, s, mask);
+    return visited + trie_walk(&v->qesc, c, s, mask);
+}
+
 // The union over the threads th[0..nt) of each frame's part: the quote-free tokens of a string
 // or key body (frame_part), or the number-only tokens of a number (num), from the cache keyed
 // by the frame's value, computed on a miss. Writes every word of mask; ents[t]: thread t's cache
@@ -2023,6 +2301,7 @@ static int64_t frames_union(struct gl_mcache *c, const struct gl_gvocab *v,
                 old->hash = h;
                 old->v = v;
                 old->qp_ok = 0;
+                old->qserial = 0;
                 e = old;
             }
             part = dst;
@@ -2071,10 +2350,12 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
                 e0->qp_ok = 1;
             }
         }
-        qv = quote_part(c, v, s, accp, first, mask);
+        qv = quote_part(c, v, s, accp, first, e0, mask);
     } else if (nt == 1 && fs > 0 && gl_mstate_sframe_next_bytes(s, c->frames, nb) &&
                (qv = quote_key(c, v, s, nb, mask)) >= 0) {
         // a key of declared names only (quote_key)
+    } else if (nt == 1 && fs > 0 && (qv = quote_okey(c, v, s, fs, mask)) >= 0) {
+        // a key that need not be a declared name (quote_okey)
     } else if (nt > GL_SCACHE_N || (qv = quote_multi(c, v, s, th, nt, mask)) < 0) {
         qv = trie_walk(&v->quot, c, s, mask);
     }

@@ -2646,6 +2646,57 @@ int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame)
     return str_can_close((struct gl_mstate *)s, (struct frm *)f);
 }
 
+int gl_mstate_sframe_key_close(const struct gl_mstate *s, const uint64_t *frame, int32_t *member)
+{
+    // key_close's decision, on the frame copy and without changing it.
+    struct gl_mstate *m = (struct gl_mstate *)(uintptr_t)s;
+    struct frm *f = (struct frm *)(uintptr_t)frame;
+    const struct gl_gnode *n = &s->ir->nodes[f->node];
+    if (n->kind != GN_JOBJECT)
+        return -1;
+    const struct gl_gobj *o = &n->u.obj;
+    struct opay *p = OP(f);
+    if (p->phase != O_KEY || p->d.esc) // a '"' in an escape is a character of the key
+        return -1;
+    if (p->d.need) // inside a UTF-8 sequence: jdec_step refuses the quote
+        return 0;
+    int allow = o_allow_optional(o, p);
+    if (p->lo < p->hi && o->props[p->lo].name.len == p->keylen) {
+        if (!o_prop_ok(m, f, p->lo, allow))
+            return 0;
+        *member = p->lo;
+        return 1;
+    }
+    if (!o_extra_ok(m, f))
+        return 0;
+    int32_t target = -1;
+    uint32_t *ps = o_pats(m, f);
+    for (int32_t k = 0; k < o->n_patterns && target < 0; k++)
+        if (gl_regex_is_accept(m->ir->regexes[o->patterns[k].re], ps[k]))
+            target = o->patterns[k].value;
+    if (target < 0)
+        target = o->additional;
+    if (target < 0 || hash_in(o_hashes(m, f), p->n_hash, name_hash_end(p->keyhash, p->keylen)))
+        return 0;
+    *member = target;
+    return 2;
+}
+
+int gl_mstate_key_canon(struct gl_mstate *s)
+{
+    if (s->n_threads != 1)
+        return 0;
+    struct thr *t = T(s->buf, 0);
+    struct frm *f = top_of(t);
+    if (!f || s->ir->nodes[f->node].kind != GN_JOBJECT)
+        return 0;
+    struct opay *p = OP(f);
+    if (p->phase != O_COLON || p->n_hash == 0)
+        return 0;
+    o_hashes(s, f)[p->n_hash - 1] = 0;
+    return 1;
+}
+
 int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b)
 {
     // The steps read s only for its grammar (the regexes' lazy DFAs may grow, as on any step);

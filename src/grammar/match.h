@@ -120,6 +120,19 @@ int gl_mstate_sframe_names(const struct gl_mstate *s, const uint64_t *frame, con
 // value's schema). A string value's end pops its frame, so the state after it does not depend
 // on the text read.
 int gl_mstate_sframe_closes(const struct gl_mstate *s, const uint64_t *frame);
+// For a key frame (an object in a key, outside an escape): what a '"' now would do, as the
+// thread's step decides it. 0: refused (inside a UTF-8 sequence, duplicate, out of order, over
+// budget, no schema for such a key). 1: the key is declared prop *member. 2: a non-declared key
+// whose value is node *member. Every key of outcome 1 and prop i leaves the same state after
+// the quote; keys of outcome 2 and one node leave states that differ only in the key's hash
+// appended to the object's list (gl_mstate_key_canon). -1: not such a frame.
+int gl_mstate_sframe_key_close(const struct gl_mstate *s, const uint64_t *frame, int32_t *member);
+// For a one-thread state just after the closing quote of a non-declared key (outcome 2 above):
+// zeroes that key's hash in the object's list, so that it stands for every such key. Only the
+// closing quote of another key of this object reads the list (duplicates): bytes with fewer
+// than two more quotes are accepted from it exactly as from the real state. 1 done, 0 when s is
+// not such a state (one thread, an object after a key with a hash in its list).
+int gl_mstate_key_canon(struct gl_mstate *s);
 // A string-value frame reduced to what a byte other than '"', '\\' or a control byte changes
 // (outside an escape): the UTF-8 decoder, the code-point count and the DFA states. Stepping it
 // (gl_sfast_step) is exactly str_step on such bytes, without the frame's indirections: the
