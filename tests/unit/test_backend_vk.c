@@ -74,8 +74,14 @@ static void build_tensors(struct tset *ts, int quant)
     static const uint32_t types[3][4] = {{GL_TYPE_F32, GL_TYPE_F32, GL_TYPE_F32, GL_TYPE_F32},
                                          {GL_TYPE_Q4_K, GL_TYPE_Q6_K, GL_TYPE_Q8_0, GL_TYPE_Q4_K},
                                          {GL_TYPE_Q5_K, GL_TYPE_Q4_0, GL_TYPE_F16, GL_TYPE_BF16}};
-    const uint32_t f = GL_TYPE_F32, q4 = types[quant][0], q6 = types[quant][1],
-                   q8 = types[quant][2], te = types[quant][3];
+    uint32_t t[4] = {types[quant][0], types[quant][1], types[quant][2], types[quant][3]};
+    // GLINT_TEST_MIXED_SLOTS (diagnosis on a real GPU, e.g. "0100"): the mixed model keeps its
+    // type only in the slots marked 1 and takes Q4_K_M's in the others.
+    const char *slots = getenv("GLINT_TEST_MIXED_SLOTS");
+    for (int i = 0; quant == 2 && slots && i < 4 && slots[i]; i++)
+        if (slots[i] == '0')
+            t[i] = types[1][i];
+    const uint32_t f = GL_TYPE_F32, q4 = t[0], q6 = t[1], q8 = t[2], te = t[3];
     const int HD = T_H * T_D, KD = T_HKV * T_D;
     // Unit-variance pre-activations: projections scale about 1/sqrt(fan_in) (x 1.7 for uniform).
     const float sE = 1.7f / sqrtf((float)T_E), sH = 1.7f / sqrtf((float)HD),
@@ -366,9 +372,18 @@ TEST(test_q4km_steps)
     check_model(1, GL_KV_F32, 1e-3);
 }
 
+// The mixed types' tolerance is wider than Q4_K_M's. Q8_K / Q8_0 dots are integer sums, exact in
+// any order, so on Q4_K_M the device reproduces the CPU's every activation rounding (2e-6). F16
+// and the AVX2 / AVX-512 Q5_K dots sum floats in an order of their own: a 1-ulp difference in one
+// matmul's output moves an element of the next layer's Q8 activation by a quantum, and on this
+// 3-layer model that reaches 1e-2 of the logits. Measured: on lavapipe against the CPU's avx512
+// kernels 1.9e-6, against its ref and avx2 kernels (GLINT_ISA) 7.0e-3; only Q5_K or only the F16
+// gate mixed into Q4_K_M (GLINT_TEST_MIXED_SLOTS 1000, 0010) 2.5e-2; on an NVIDIA H200 3.0e-2
+// (the greedy tokens equal in every case). The CPU's own kernels differ from each other by as
+// much, so 5e-2 is what agreement means here; the controls above are O(1).
 TEST(test_mixed_types_steps)
 {
-    check_model(2, GL_KV_F32, 1e-3);
+    check_model(2, GL_KV_F32, 5e-2);
 }
 
 // 16-bit and fp8 KV: both sides round K/V rows the same way (gl_f32_to_fp16 / _bf16, nearest
