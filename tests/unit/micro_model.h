@@ -3,13 +3,20 @@
 // vocab 512, E 64, H 4, Hkv 2, D 16, F 96, 4 layers, window 8, 3 sliding : 1 global, F32
 // weights from a keyed hash (every value a function of tensor, row and column), so two test
 // programs that write it get the same bytes. Static functions: include once per test program.
+// micro_model_setup writes it to $TMPDIR, opens it as g_model with the real tokenizer as g_tok,
+// and removes both (and the file) at exit.
 #pragma once
 
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "quant/quant.h"
+#include "test.h"
+#include "tokenizer/tokenizer.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 enum { T_V = 512, T_E = 64, T_H = 4, T_HKV = 2, T_D = 16, T_F = 96, T_L = 4, T_CTX = 512 };
 
@@ -110,4 +117,28 @@ static void write_model(const char *path)
     struct gl_err err = {0};
     GL_ASSERT_MSG(gl_gguf_writer_write(w, path, 0, fill, NULL, &err) == GL_OK, "%s", err.msg);
     gl_gguf_writer_delete(w);
+}
+
+static struct gl_model *g_model;
+static struct gl_tokenizer *g_tok;
+static char g_path[256];
+
+static void micro_model_cleanup(void)
+{
+    gl_model_delete(g_model);
+    gl_tokenizer_free(g_tok);
+    unlink(g_path);
+}
+
+// Writes the model as $TMPDIR/glint_<tag>_<pid>.gguf and opens it and the tokenizer.
+static void micro_model_setup(const char *tag)
+{
+    snprintf(g_path, sizeof g_path, "%s/glint_%s_%d.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+    write_model(g_path);
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    GL_ASSERT_MSG(gl_model_open(&g_model, g_path, &mp, &err) == GL_OK, "%s", err.msg);
+    GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err) == GL_OK, "%s", err.msg);
+    atexit(micro_model_cleanup);
 }

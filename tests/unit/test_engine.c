@@ -23,10 +23,6 @@
 
 enum { MAX_OUT = 64 };
 
-static struct gl_model *g_model;
-static struct gl_tokenizer *g_tok;
-static char g_path[256];
-
 // ---- results collected from events ----
 
 struct result {
@@ -1450,23 +1446,9 @@ TEST(test_prompt_logprobs)
     }
 }
 
-static void cleanup_model(void)
-{
-    gl_model_delete(g_model);
-    gl_tokenizer_free(g_tok);
-    unlink(g_path);
-}
-
 int main(void)
 {
-    snprintf(g_path, sizeof g_path, "%s/glint_test_engine_%d.gguf",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    write_model(g_path);
-    struct gl_err err = {0};
-    struct gl_model_params mp = gl_model_default_params();
-    GL_ASSERT_MSG(gl_model_open(&g_model, g_path, &mp, &err) == GL_OK, "%s", err.msg);
-    GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err) == GL_OK, "%s", err.msg);
-    atexit(cleanup_model);
+    micro_model_setup("test_engine");
     RUN_TESTS(test_batching_exact, test_pool_exhaustion_preempts, test_seeded_independent_of_batch,
               test_n_choices_share_prefix, test_cache_salt_isolates_prefixes,
               test_submit_from_thread_unseeded, test_cancel_every_phase, test_overloaded_and_limits,

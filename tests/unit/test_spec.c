@@ -23,10 +23,6 @@
 
 enum { MAX_OUT = 96 };
 
-static struct gl_model *g_model;
-static struct gl_tokenizer *g_tok;
-static char g_path[256];
-
 // ---- results collected from events ----
 
 struct result {
@@ -864,23 +860,9 @@ TEST(test_sampling_chi2_on_off)
     free(jobs);
 }
 
-static void cleanup_model(void)
-{
-    gl_model_delete(g_model);
-    gl_tokenizer_free(g_tok);
-    unlink(g_path);
-}
-
 int main(void)
 {
-    snprintf(g_path, sizeof g_path, "%s/glint_test_spec_%d.gguf",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    write_model(g_path);
-    struct gl_err err = {0};
-    struct gl_model_params mp = gl_model_default_params();
-    GL_ASSERT_MSG(gl_model_open(&g_model, g_path, &mp, &err) == GL_OK, "%s", err.msg);
-    GL_ASSERT_MSG(gl_tokenizer_load_tiktoken(&g_tok, t_vocab_path(), &err) == GL_OK, "%s", err.msg);
-    atexit(cleanup_model);
+    micro_model_setup("test_spec");
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
               test_replay_drafter, test_drafts_leave_decodes_their_token, test_not_speculating,
