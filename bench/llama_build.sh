@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# llama_build.sh: build llama.cpp's llama-bench, llama-batched-bench and llama-server natively
+# llama_build.sh: build llama.cpp's llama-bench, llama-batched-bench, llama-server and
+# llama-mtmd-cli (the vision anchor, issue 21) natively
 # (CPU only, Release, GGML_NATIVE=ON) from the source bundle that node-llama-cpp ships
 # (tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle), as a speed anchor for glint.
 # The bundle is cloned into a cache folder outside the repository; a second run for the same
@@ -16,7 +17,7 @@ REPO="$PWD"
 BUNDLE="${LLAMA_BUNDLE:-$REPO/tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle}"
 CACHE="${LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/glint}"
 JOBS="${LLAMA_JOBS:-2}"
-TARGETS=(llama-bench llama-batched-bench llama-server)
+TARGETS=(llama-bench llama-batched-bench llama-server llama-mtmd-cli)
 log() { echo "llama_build: $*" >&2; }
 
 if [ -n "${LLAMA_CPP_SRC:-}" ]; then

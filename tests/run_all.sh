@@ -31,8 +31,10 @@ run_suite() { # name, command...
 
 run_suite clang-format clang-format --dry-run --Werror $(git ls-files '*.c' '*.h')
 # The house (issue 23): the layer table of docs/ARCHITECTURE.md holds for every #include (after a
-# self-test on a planted tree), and no machine path is in the tree.
+# self-test on a planted tree), no module's files call each other in circles (read from the
+# objects), and no machine path is in the tree.
 run_suite layers python3 tests/structure/check_layers.py --self-test
+run_suite file-calls python3 tests/structure/check_calls.py --self-test
 run_suite machine-paths bash tests/structure/check_paths.sh
 for t in build/test_*; do
     [ -x "$t" ] && run_suite "$(basename "$t")" "$t"

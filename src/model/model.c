@@ -119,35 +119,6 @@ static gl_status parse_pattern(struct gl_model_config *cfg, const struct gl_gguf
     return GL_OK;
 }
 
-gl_status gl_model__set_dims(struct gl_model_config *cfg, const uint32_t v[8], struct gl_err *err)
-{
-    const uint32_t lim = 1u << 20;
-    if (v[0] == 0 || v[0] > lim || v[1] == 0 || v[1] > lim || v[3] == 0 || v[3] > 4096 ||
-        v[4] == 0 || v[5] == 0 || v[5] > 4096 || v[5] % 2 != 0 || v[7] == 0 || v[7] > (1u << 30))
-        return gl_err_set(err, GL_E_FORMAT,
-                          "model: implausible dims: embedding_length %u, feed_forward_length %u, "
-                          "head_count %u, head_count_kv %u, key_length %u (must be even), "
-                          "context_length %u",
-                          v[0], v[1], v[3], v[4], v[5], v[7]);
-    if (v[2] == 0 || v[2] > GL_MODEL_MAX_LAYERS)
-        return gl_err_set(err, GL_E_LIMIT, "model: block_count %u not in 1..%d", v[2],
-                          GL_MODEL_MAX_LAYERS);
-    if (v[3] % v[4] != 0)
-        return gl_err_set(err, GL_E_FORMAT,
-                          "model: head_count %u is not a multiple of head_count_kv %u", v[3], v[4]);
-    if (v[6] != v[5])
-        return gl_err_set(err, GL_E_UNSUPPORTED,
-                          "model: value_length %u != key_length %u is not supported", v[6], v[5]);
-    cfg->n_embd = (int32_t)v[0];
-    cfg->n_ff = (int32_t)v[1];
-    cfg->n_layer = (int32_t)v[2];
-    cfg->n_head = (int32_t)v[3];
-    cfg->n_head_kv = (int32_t)v[4];
-    cfg->head_dim = (int32_t)v[5];
-    cfg->n_ctx_train = (int32_t)v[7];
-    return GL_OK;
-}
-
 gl_status gl_model_config_parse(struct gl_model_config *cfg, const struct gl_gguf *g,
                                 struct gl_err *err)
 {
@@ -235,27 +206,6 @@ gl_status gl_model_config_parse(struct gl_model_config *cfg, const struct gl_ggu
 }
 
 // ---- weight binding ----
-
-static void *own(struct gl_model *m, size_t n)
-{
-    if (m->n_owned == m->cap_owned) {
-        int cap = m->cap_owned ? m->cap_owned * 2 : 64;
-        void **p = gl_realloc(m->owned, (size_t)cap * sizeof *p);
-        if (!p)
-            return NULL;
-        m->owned = p;
-        m->cap_owned = cap;
-    }
-    void *b = gl_malloc_aligned(n ? n : 1);
-    if (b)
-        m->owned[m->n_owned++] = b;
-    return b;
-}
-
-void *gl_model__own(struct gl_model *m, size_t n)
-{
-    return own(m, n);
-}
 
 // A tensor as the binder sees it, whatever the container: ggml ne order ([in, out]).
 struct tview {
@@ -442,7 +392,7 @@ static gl_status bind_weight_ex(struct gl_model *m, const struct gl_kernels *k,
     w->row_bytes = rb;
     const size_t esz = gl_type_row_size(t->type, 1);
     if (m->st && (rope_dim > 0 || (esz && (uintptr_t)t->data % esz != 0))) {
-        uint8_t *c = own(m, rb * (size_t)w->n_out);
+        uint8_t *c = gl_model__own(m, rb * (size_t)w->n_out);
         if (!c)
             return gl_err_set(err, GL_E_NOMEM, "model: no memory for a copy of %s", name);
         const int64_t half = rope_dim / 2;
@@ -461,7 +411,7 @@ static gl_status bind_weight_ex(struct gl_model *m, const struct gl_kernels *k,
         if (!gl_mul_ok((uint64_t)w->n_in * sizeof(float), (uint64_t)w->n_out, &bytes) ||
             bytes > SIZE_MAX)
             return gl_err_set(err, GL_E_NOMEM, "model: f32 copy of %s is too large", name);
-        float *f = own(m, (size_t)bytes);
+        float *f = gl_model__own(m, (size_t)bytes);
         if (!f)
             return gl_err_set(err, GL_E_NOMEM, "model: no memory for the f32 copy of %s (%llu B)",
                               name, (unsigned long long)bytes);
@@ -494,7 +444,7 @@ static gl_status bind_norm(struct gl_model *m, const struct gl_kernels *k, const
     const int is_q = nl > 18 && !strcmp(name + nl - 18, "attn_q_norm.weight");
     const int is_k = nl > 18 && !strcmp(name + nl - 18, "attn_k_norm.weight");
     if (m->st && (is_q || is_k)) {
-        float *f = own(m, (size_t)n * sizeof(float));
+        float *f = gl_model__own(m, (size_t)n * sizeof(float));
         if (!f)
             return gl_err_set(err, GL_E_NOMEM, "model: no memory for norm %s", name);
         for (int64_t i = 0; i < n; i++)
@@ -520,7 +470,7 @@ static gl_status bind_norm(struct gl_model *m, const struct gl_kernels *k, const
         return gl_err_set(err, GL_E_UNSUPPORTED,
                           "model: norm tensor %s has type %s (%u), expected F32/F16/BF16", t->label,
                           type_name(t->type), t->type);
-    float *f = own(m, (size_t)n * sizeof(float));
+    float *f = gl_model__own(m, (size_t)n * sizeof(float));
     if (!f)
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for norm %s", name);
     if (t->type == GL_TYPE_F32)
