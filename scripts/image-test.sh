@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The container image, end to end (run by `make test` as tests/oracle/check_container.sh):
+# The container image, end to end (run by `make test` as tests/deploy/check_container.sh):
 #   1. `make image` in a clean clone of this checkout's HEAD (so the image is what the commit
 #      builds: no build outputs, models or uncommitted files); the tags are glint:<version> and
 #      glint:latest, and the version label and the commit label match;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole suite: build (warnings as errors), unit tests, fuzz-corpus replay, then the oracle
-# checks against third-party references (tests/oracle/check_*.sh). Prints one line per suite and
+# checks against third-party references (tests/oracle/check_*.sh) and the end-to-end runners
+# (tests/{server,hostile,deploy}/check_*.sh). Prints one line per suite and
 # a final "N passed, N failed". Models are generated under $GLINT_TEST_DIR (default build/testdata).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -64,7 +65,10 @@ if [ "${GLINT_SKIP_ASAN:-0}" != 1 ]; then
     fi
 fi
 
-for s in tests/oracle/check_*.sh; do
+# Third-party oracles first, then the end-to-end runners of the server, the attacks and the
+# deployment (each folder holds its own check_*.sh next to the clients it drives).
+for s in tests/oracle/check_*.sh tests/server/check_*.sh tests/hostile/check_*.sh \
+         tests/deploy/check_*.sh; do
     [ -f "$s" ] && run_suite "$(basename "$s" .sh)" bash "$s"
 done
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Hostile-client suite for `glint serve` (run by tests/oracle/check_hostile.sh): one server with
+// Hostile-client suite for `glint serve` (run by tests/hostile/check_hostile.sh): one server with
 // the tiny random-weight model and short limits, a well-behaved client (good_client.mjs, one chat
 // completion per second from 127.0.0.1) and a list of attacks from 127.0.0.2, so the per-address
 // limit is seen to hold the attacker and not the good client. Loopback only; every loop is bounded

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Shared helpers for tests/oracle/check_*.sh. Source it:  . "$(dirname "$0")/lib.sh"
+# Shared helpers for the check_*.sh of tests/oracle, tests/server, tests/hostile and
+# tests/deploy. Source it from the repository root:  . tests/oracle/lib.sh
 #   gl_tiny_model TYPE   echoes the path of $GLINT_TEST_DIR/tiny-TYPE.gguf (tiny preset, seed 1),
 #                        writing it first if it is missing or was made by other parameters.
 # Models are shared between suites, so a sidecar TYPE.gguf.params records what made each file,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Faults with nothing lost (tests/oracle/check_faults.sh): every accepted request completes
+// Faults with nothing lost (tests/server/check_faults.sh): every accepted request completes
 // exactly as it would alone, or gets an explicit error. Four servers on the tiny model:
 //   ref    --max-num-seqs 1: every request runs alone (the reference replies); 48 KV pages
 //   tight  a 40-page KV pool (80 KiB) with --max-num-seqs 64: far too small for 64 sequences

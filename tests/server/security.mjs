@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Security checks of `glint serve` (docs/SECURITY.md), driven by tests/oracle/check_security.sh:
+// Security checks of `glint serve` (docs/SECURITY.md), driven by tests/hostile/check_security.sh:
 //   NODE_EXTRA_CA_CERTS=DIR/cert.pem node tests/server/security.mjs MODEL.gguf DIR
 // DIR holds a self-signed certificate made at test time (cert.pem, key.pem for 127.0.0.1), a
 // second unrelated key (other-key.pem) and key.pem encrypted with the passphrase in

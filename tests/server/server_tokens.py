@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# server_tokens.py: "same tokens as the engine". Driven by tests/oracle/check_server_tokens.sh.
+# server_tokens.py: "same tokens as the engine". Driven by tests/server/check_server_tokens.sh.
 #   python3 tests/server/server_tokens.py GLINT_BIN MODEL
 # 8 seeded requests (4 greedy, 4 at temperature 1 with distinct seeds, some with top_k / top_p /
 # min_p; token-id prompts of 3..37 ids; max_tokens 24, ignore_eos) go to `glint serve`'s
