@@ -702,8 +702,10 @@ static gl_status vk_step_end(struct gl_backend *b, struct gl_err *err)
     gl_vk_buffer_free(c->retired);
     c->retired = NULL;
     if (ok(c)) {
+        // A step of prefill chunks alone has no head (hd.n 0): no logits buffer to read, maybe
+        // none allocated yet.
         const int64_t V = c->m->cfg.n_vocab;
-        const float *lg = gl_vk_buffer_map(c->logits_host);
+        const float *lg = c->hd.n > 0 ? gl_vk_buffer_map(c->logits_host) : NULL;
         for (int64_t i = 0; i < c->hd.n; i++) {
             float *out = c->hd.logits + (int64_t)c->hd.dst[i] * V;
             const float *row = lg + i * V;

@@ -8,8 +8,9 @@
 // 4-position KV pages), then 4 decode steps: logits of every step with logits (two of them
 // through the partial head), two captured layers' hidden states, and the greedy tokens must
 // agree. Then 6 greedy requests through the engine (prefix cache, preemption) on each side must
-// give the same tokens. Runs on lavapipe in CI; prints SKIP and passes where there is no device
-// (GLINT_VK_REQUIRE=1 makes that a failure).
+// give the same tokens; 32 concurrent requests on the device must each give its tokens alone;
+// cancel while queued, prefilling and decoding must return every page. Runs on lavapipe in CI;
+// prints SKIP and passes where there is no device (GLINT_VK_REQUIRE=1 makes that a failure).
 //
 // Tolerance: max |vk - cpu| <= tol * max |cpu logit| per step, the form of the llama.cpp parity
 // gates (tests/oracle/parity_run.py): F32 1e-4, their value: both sides are fp32 with different
@@ -402,12 +403,12 @@ TEST(test_kv16_steps)
 
 // ---- the engine on the device ----
 
-enum { E_REQ = 6, E_GEN = 6 };
+enum { E_MAX = 32, E_GEN = 6, E_MAX_GEN = 12 };
 
 struct e_out {
-    int32_t tokens[E_REQ][E_GEN + 8];
-    int n[E_REQ];
-    int finish[E_REQ];
+    int32_t tokens[E_MAX][E_MAX_GEN + 8];
+    int n[E_MAX];
+    int finish[E_MAX];
 };
 
 struct e_slot {
@@ -418,73 +419,138 @@ struct e_slot {
 static void on_slot_event(void *user, const struct gl_event *ev)
 {
     const struct e_slot *sl = user;
-    for (int32_t t = 0; t < ev->n_tokens && sl->o->n[sl->i] < E_GEN + 8; t++)
+    for (int32_t t = 0; t < ev->n_tokens && sl->o->n[sl->i] < E_MAX_GEN + 8; t++)
         sl->o->tokens[sl->i][sl->o->n[sl->i]++] = ev->tokens[t];
     if (ev->finish != GL_FINISH_NONE)
         sl->o->finish[sl->i] = (int)ev->finish;
 }
 
-// E_REQ greedy requests through gl_engine on `device`: prompts of 9-17 tokens sharing an 8-token
-// prefix (4-position blocks: the prefix cache serves the later ones), 12 tokens per step (chunked
-// prefill mixed with decodes) and a pool too small for all of them at once (preemption).
-static int engine_run(const struct gl_model *m, int device, struct e_out *o,
-                      struct gl_engine_stats *es)
+// The engine's shape for a run: requests, sequences at once, tokens per step, positions of every
+// layer the pool holds (blocks of 4), prefix cache, tokens per request, max_model_len.
+struct e_shape {
+    int n_req, max_seqs, step_tokens, positions, prefix_cache, n_gen, max_len;
+    const int *lens; // prompt lengths (<= 40), or NULL: e_prompt's
+};
+
+// Prompt r of a run: 9..(9 + 3 * 8) tokens (r-dependent), the first 8 shared by every request
+// (with 4-position blocks the prefix cache serves them to the later ones).
+static int e_prompt(const struct e_shape *sh, int r, int32_t *prompt)
 {
-    memset(o, 0, sizeof *o);
+    const int n = sh->lens ? sh->lens[r] : 9 + (r * 5) % (sh->n_req > 6 ? 24 : 9);
+    for (int i = 0; i < n; i++)
+        prompt[i] = i < 8 ? (int32_t)(i * 7 + 3) : (int32_t)((r * 31 + i * 13) % T_V);
+    return n;
+}
+
+static struct gl_engine *e_new(const struct gl_model *m, int device, const struct e_shape *sh)
+{
     struct gl_engine_params ep = gl_engine_default_params(m);
     ep.device = device;
-    ep.max_num_seqs = 4;
-    ep.max_num_batched_tokens = 12;
-    ep.max_model_len = 24;
+    ep.max_num_seqs = sh->max_seqs;
+    ep.max_num_batched_tokens = sh->step_tokens;
+    ep.max_model_len = sh->max_len;
     ep.n_threads = 2;
     ep.cpus = NULL;
     ep.n_cpus = 0;
     ep.kv.block_size = 4;
     ep.kv.dtype = GL_KV_F32;
-    ep.kv.prefix_cache = 1;
-    // 18 pages of 4-position blocks (the engine's plan): not every sequence at once.
-    ep.kv.budget_bytes = (int64_t)T_L * 6 * 4 * T_HKV * T_D * 4 * 2;
+    ep.kv.prefix_cache = sh->prefix_cache;
+    ep.kv.budget_bytes = (int64_t)T_L * sh->positions * T_HKV * T_D * 4 * 2;
     struct gl_engine *e = NULL;
     struct gl_err err = {0};
-    if (gl_engine_new(&e, m, NULL, &ep, &err) != GL_OK) {
+    if (gl_engine_new(&e, m, NULL, &ep, &err) != GL_OK)
         fprintf(stderr, "  engine (device %d): %s\n", device, err.msg);
+    return e;
+}
+
+static int e_submit(struct gl_engine *e, const struct e_shape *sh, struct e_slot *slot, int r,
+                    uint64_t *id)
+{
+    int32_t prompt[40];
+    const int n = e_prompt(sh, r, prompt);
+    struct gl_request rq = {.prompt = prompt, .n_prompt = n};
+    rq.sp = gl_sample_default_params();
+    rq.sp.temperature = 0.0f;
+    rq.sp.ignore_eos = 1;
+    rq.sp.max_tokens = sh->n_gen;
+    rq.on_event = on_slot_event;
+    rq.user = slot;
+    struct gl_err err = {0};
+    if (gl_engine_submit(e, &rq, id, &err) != GL_OK) {
+        fprintf(stderr, "  submit: %s\n", err.msg);
         return 0;
     }
-    static struct e_slot slots[E_REQ];
-    for (int r = 0; r < E_REQ; r++) {
-        int32_t prompt[17];
-        const int n = 9 + (r * 5) % 9;
-        for (int i = 0; i < n; i++)
-            prompt[i] = i < 8 ? (int32_t)(i * 7 + 3) : (int32_t)((r * 31 + i * 13) % T_V);
-        slots[r] = (struct e_slot){o, r};
-        struct gl_request rq = {.prompt = prompt, .n_prompt = n};
-        rq.sp = gl_sample_default_params();
-        rq.sp.temperature = 0.0f;
-        rq.sp.ignore_eos = 1;
-        rq.sp.max_tokens = E_GEN;
-        rq.on_event = on_slot_event;
-        rq.user = &slots[r];
-        if (gl_engine_submit(e, &rq, NULL, &err) != GL_OK) {
-            fprintf(stderr, "  submit: %s\n", err.msg);
-            gl_engine_free(e);
-            return 0;
-        }
-    }
+    return 1;
+}
+
+// Steps until idle; 1 when every step succeeded and the pool audit is clean after.
+static int e_drain(struct gl_engine *e)
+{
+    struct gl_err err = {0};
     int n_active = 1;
     gl_status st = GL_OK;
     while (n_active > 0 && st == GL_OK)
         st = gl_engine_step(e, &n_active, &err);
-    gl_engine_stats(e, es);
-    gl_kv_pool_audit(gl_engine_kv_pool(e));
-    gl_engine_free(e);
     if (st != GL_OK)
         fprintf(stderr, "  engine step: %s\n", err.msg);
-    return st == GL_OK;
+    return st == GL_OK && gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0;
+}
+
+// sh->n_req greedy requests through gl_engine on `device`, all submitted at once; alone = 1
+// runs them one after another instead (a request alone in the engine, no prefix cache).
+static int engine_run(const struct gl_model *m, int device, const struct e_shape *sh, int alone,
+                      struct e_out *o, struct gl_engine_stats *es)
+{
+    memset(o, 0, sizeof *o);
+    static struct e_slot slots[E_MAX];
+    GL_ASSERT(sh->n_req <= E_MAX && sh->n_gen <= E_MAX_GEN);
+    // Alone: a prompt in one step, the pool big enough, no prefix cache; and on lavapipe without
+    // the validation layer, which triples a step's time (these are the batched run's shaders,
+    // validated there).
+    struct e_shape one = *sh;
+    one.prefix_cache = 0;
+    one.step_tokens = 64;
+    one.positions = 64;
+    const char *val = getenv("GLINT_VK_VALIDATION");
+    char val_keep[8] = "";
+    if (alone && val) {
+        snprintf(val_keep, sizeof val_keep, "%s", val);
+        setenv("GLINT_VK_VALIDATION", "0", 1);
+    }
+    struct gl_engine *e = e_new(m, device, alone ? &one : sh);
+    if (alone && val_keep[0])
+        setenv("GLINT_VK_VALIDATION", val_keep, 1);
+    int ok = e != NULL;
+    for (int r = 0; ok && r < sh->n_req; r++) {
+        slots[r] = (struct e_slot){o, r};
+        ok = e_submit(e, sh, &slots[r], r, NULL) && (!alone || e_drain(e));
+    }
+    ok = ok && e_drain(e);
+    if (e)
+        gl_engine_stats(e, es);
+    gl_engine_free(e);
+    return ok;
+}
+
+// Request r of a and b: same length, finished by length, same tokens.
+static int same_tokens(const struct e_out *a, const struct e_out *b, int n_req, int n_gen)
+{
+    int same = 1;
+    for (int r = 0; r < n_req; r++) {
+        CHECKF(a->n[r] == n_gen && b->n[r] == n_gen && a->finish[r] == GL_FINISH_LENGTH &&
+                   b->finish[r] == GL_FINISH_LENGTH,
+               "request %d: %d / %d tokens, finish %d / %d", r, a->n[r], b->n[r], a->finish[r],
+               b->finish[r]);
+        for (int t = 0; t < a->n[r] && t < b->n[r]; t++)
+            same &= a->tokens[r][t] == b->tokens[r][t];
+    }
+    return same;
 }
 
 // The engine's tokens on the device equal its tokens on the CPU, request by request, with the
 // prefix cache and preemption at work (f32 KV, F32 model: the logits agree to ~1e-6, far inside
-// these random logits' gaps).
+// these random logits' gaps). 6 requests of 9-17 tokens, 4 at once, 12 tokens per step (chunked
+// prefill mixed with decodes) and 18 pages, too few for all of them at once (preemption).
 TEST(test_engine_tokens)
 {
     const char *path = write_model(0);
@@ -494,26 +560,106 @@ TEST(test_engine_tokens)
     REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
     static struct e_out oc, ov;
     struct gl_engine_stats sc, sv;
-    const int okc = engine_run(m, -1, &oc, &sc), okv = okc && engine_run(m, 0, &ov, &sv);
+    const struct e_shape sh = {6, 4, 12, 24, 1, E_GEN, 24, NULL};
+    const int okc = engine_run(m, -1, &sh, 0, &oc, &sc);
+    const int okv = okc && engine_run(m, 0, &sh, 0, &ov, &sv);
     CHECK(okc && okv);
-    int same = okc && okv;
-    for (int r = 0; okc && okv && r < E_REQ; r++) {
-        CHECKF(oc.n[r] == E_GEN && ov.n[r] == E_GEN && oc.finish[r] == GL_FINISH_LENGTH &&
-                   ov.finish[r] == GL_FINISH_LENGTH,
-               "request %d: %d / %d tokens, finish %d / %d", r, oc.n[r], ov.n[r], oc.finish[r],
-               ov.finish[r]);
-        for (int t = 0; t < oc.n[r] && t < ov.n[r]; t++)
-            same &= oc.tokens[r][t] == ov.tokens[r][t];
-    }
+    const int same = okc && okv && same_tokens(&oc, &ov, sh.n_req, sh.n_gen);
     CHECK(same);
     if (okc && okv) {
         CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
         printf("  engine: %d requests x %d tokens %s; device: %lld steps, %d preemptions, %lld "
                "prefix-hit tokens (cpu: %lld, %d, %lld)\n",
-               E_REQ, E_GEN, same ? "token-identical" : "DIFFER", (long long)sv.steps,
+               sh.n_req, sh.n_gen, same ? "token-identical" : "DIFFER", (long long)sv.steps,
                sv.n_preempted_total, (long long)sv.prefix_hit_tokens, (long long)sc.steps,
                sc.n_preempted_total, (long long)sc.prefix_hit_tokens);
     }
+    gl_model_delete(m);
+}
+
+// 32 concurrent sequences on the device, each token-identical to itself running alone on the
+// device (issue 20): prompts of 9-32 tokens sharing 8, 32 sequences at once, 40 tokens per step
+// (chunked prefill beside decodes), a pool of 128 positions a layer for up to 32 x 38
+// (preemption), the prefix cache on; alone: one request at a time, no prefix cache.
+TEST(test_engine_battery32)
+{
+    const char *path = write_model(0);
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+    static struct e_out ob, oa;
+    struct gl_engine_stats sb, sa;
+    const struct e_shape sh = {32, 32, 40, 128, 1, E_GEN, 48, NULL};
+    const int okb = engine_run(m, 0, &sh, 0, &ob, &sb);
+    const int oka = okb && engine_run(m, 0, &sh, 1, &oa, &sa);
+    CHECK(okb && oka);
+    const int same = okb && oka && same_tokens(&ob, &oa, sh.n_req, sh.n_gen);
+    CHECK(same);
+    if (okb && oka) {
+        CHECKF(sb.n_preempted_total > 0 && sb.prefix_hit_tokens > 0,
+               "%d preemptions, %lld prefix-hit tokens", sb.n_preempted_total,
+               (long long)sb.prefix_hit_tokens);
+        printf("  battery: %d requests x %d tokens %s running alone; batched: %lld steps, %d "
+               "preemptions, %lld prefix-hit tokens; alone: %lld steps\n",
+               sh.n_req, sh.n_gen, same ? "token-identical to" : "DIFFER from", (long long)sb.steps,
+               sb.n_preempted_total, (long long)sb.prefix_hit_tokens, (long long)sa.steps);
+    }
+    gl_model_delete(m);
+}
+
+// Cancel on the device while queued, while prefilling (chunked) and while decoding: an abort
+// each, pages back in the pool at once, the audit clean; the survivor's tokens unchanged.
+TEST(test_engine_cancel_phases)
+{
+    const char *path = write_model(0);
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+    // 3 at once, 8 tokens per step, prompts of 9, 9, 30, 9: after 3 steps requests 0 and 1
+    // decode, request 2 is part way through its 30 prompt tokens and request 3 waits.
+    static const int lens[4] = {9, 9, 30, 9};
+    const struct e_shape sh = {4, 3, 8, 256, 1, E_MAX_GEN, 48, lens};
+    static struct e_out o, ref;
+    struct gl_engine_stats st;
+    REQUIRE(engine_run(m, 0, &sh, 1, &ref, &st));
+    memset(&o, 0, sizeof o);
+    static struct e_slot slots[4];
+    struct gl_engine *e = e_new(m, 0, &sh);
+    REQUIRE(e);
+    uint64_t id[4];
+    for (int r = 0; r < 4; r++) {
+        slots[r] = (struct e_slot){&o, r};
+        REQUIRE(e_submit(e, &sh, &slots[r], r, &id[r]));
+    }
+    int n_active;
+    for (int k = 0; k < 3; k++)
+        REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+    gl_engine_stats(e, &st);
+    CHECKF(st.n_running == 3 && st.n_waiting == 1, "running %d waiting %d", st.n_running,
+           st.n_waiting);
+    CHECKF(o.n[0] > 0 && o.n[1] > 0 && o.n[2] == 0 && o.n[3] == 0, "tokens so far %d %d %d %d",
+           o.n[0], o.n[1], o.n[2], o.n[3]);
+    const int64_t used0 = gl_kv_pool_audit(gl_engine_kv_pool(e));
+    CHECK(gl_engine_cancel(e, id[3]) == 1); // queued
+    REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+    CHECK(o.finish[3] == GL_FINISH_ABORT && o.n[3] == 0);
+    CHECK(gl_engine_cancel(e, id[2]) == 1); // prefilling
+    REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+    CHECK(o.finish[2] == GL_FINISH_ABORT && o.n[2] == 0);
+    const int64_t used1 = gl_kv_pool_audit(gl_engine_kv_pool(e));
+    CHECKF(used1 < used0, "pages in use %lld -> %lld", (long long)used0, (long long)used1);
+    CHECK(gl_engine_cancel(e, id[0]) == 1); // decoding
+    REQUIRE(e_drain(e));
+    CHECK(o.finish[0] == GL_FINISH_ABORT && o.n[0] < sh.n_gen);
+    CHECKF(o.finish[1] == GL_FINISH_LENGTH && o.n[1] == sh.n_gen &&
+               !memcmp(o.tokens[1], ref.tokens[1], sizeof(int32_t) * (size_t)sh.n_gen),
+           "survivor: %d tokens, finish %d", o.n[1], o.finish[1]);
+    for (int t = 0; t < o.n[0]; t++)
+        CHECK(o.tokens[0][t] == ref.tokens[0][t]);
+    CHECK(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
     gl_model_delete(m);
 }
 
@@ -544,11 +690,13 @@ int main(void)
     if (!mkdtemp(tmp_dir))
         return 1;
     const int64_t t0 = gl_time_us();
-    t_test_fn fns[] = {test_f32_steps, test_q4km_steps, test_mixed_types_steps, test_kv16_steps,
-                       test_engine_tokens};
+    t_test_fn fns[] = {test_f32_steps,           test_q4km_steps,    test_mixed_types_steps,
+                       test_kv16_steps,          test_engine_tokens, test_engine_battery32,
+                       test_engine_cancel_phases};
     const int rc = t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps, "
-                         "test_kv16_steps, test_engine_tokens",
-                         fns, 5);
+                         "test_kv16_steps, test_engine_tokens, test_engine_battery32, "
+                         "test_engine_cancel_phases",
+                         fns, 7);
     for (int q = 0; q < 3; q++) {
         char p[600];
         snprintf(p, sizeof p, "%s/%s.gguf", tmp_dir, model_name[q]);
