@@ -96,6 +96,10 @@ def server_lossy(b):
 
 # ---- the server ----
 
+# GL_SERVE_DEVICE=vulkan[:N]: the server runs its forward pass there while `glint run` (the
+# reference) stays on the CPU (issue 20: the server on the device gives the CPU's tokens).
+SERVE_DEVICE = ["--device", os.environ["GL_SERVE_DEVICE"]] if os.environ.get("GL_SERVE_DEVICE") else []
+
 
 class Server:
     def __init__(self, extra):
@@ -103,7 +107,7 @@ class Server:
         self.p = subprocess.Popen(
             [GLINT, "serve", "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
              "--kv-cache-dtype", "f32", "--deep-health-interval", "0", "--shutdown-timeout", "2"]
-            + extra, stdout=self.log, stderr=subprocess.STDOUT)
+            + SERVE_DEVICE + extra, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 90
         self.port = None
         while time.time() < deadline and self.p.poll() is None:
