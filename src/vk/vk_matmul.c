@@ -10,6 +10,14 @@
 #define MM_NT_SMALL   8
 #define MM_NT_LARGE   32
 #define MM_MAX_GROUPS 65535u // per grid dimension, the least Vulkan guarantees
+// Threads per workgroup (WG in matmul.glsl): 64, or 8 for rows of at most 8 units of 32 weights
+// (the tiny models' 256 columns), where 56 of 64 threads would idle through every barrier: on
+// lavapipe that made a tiny model's 202,048-row head take seconds. Two values, not every power of
+// two, because each is another pipeline to compile (lavapipe: ~0.3 s each). The sums' tree
+// depends on the matrix's width only, never on the tokens, so a token's result stays the same
+// whatever shares its dispatch.
+#define MM_WG_NARROW 8u
+#define MM_WG_WIDE   64u
 
 static const char *const mm_shader[GL_TYPE_COUNT] = {
     [GL_TYPE_F32] = "matmul_f32",   [GL_TYPE_F16] = "matmul_f16",   [GL_TYPE_BF16] = "matmul_bf16",
@@ -97,9 +105,11 @@ gl_status gl_vk_rec_matmul(struct gl_vk_recorder *rec, const struct gl_vk_matmul
     size_t row_bytes = gl_type_row_size((uint32_t)m->type, m->cols);
     gl_status st = check(m, row_bytes, err);
     struct gl_vk_pipeline *pipe = NULL;
-    uint32_t nt = m->n_tok <= MM_NT_SMALL ? MM_NT_SMALL : MM_NT_LARGE;
+    // Specialization: NT, and WG (8 for rows of at most 8 units, else 64).
+    uint32_t spec[2] = {m->n_tok <= MM_NT_SMALL ? MM_NT_SMALL : MM_NT_LARGE,
+                        m->cols <= (int64_t)MM_WG_NARROW * 32 ? MM_WG_NARROW : MM_WG_WIDE};
     if (st == GL_OK)
-        st = gl_vk_pipeline_get(d, mm_shader[m->type], 3, sizeof(struct mm_push), &nt, 1, &pipe,
+        st = gl_vk_pipeline_get(d, mm_shader[m->type], 3, sizeof(struct mm_push), spec, 2, &pipe,
                                 err);
     if (st != GL_OK)
         return st;
@@ -135,7 +145,7 @@ gl_status gl_vk_rec_matmul(struct gl_vk_recorder *rec, const struct gl_vk_matmul
             break;
         // Rows over x and z (matmul.glsl: row = z * groups_x + x), token tiles over y.
         uint32_t gx = n < (int64_t)MM_MAX_GROUPS ? (uint32_t)n : MM_MAX_GROUPS;
-        uint32_t groups[3] = {gx, (uint32_t)((m->n_tok + nt - 1) / nt),
+        uint32_t groups[3] = {gx, (uint32_t)((m->n_tok + spec[0] - 1) / spec[0]),
                               (uint32_t)((n + gx - 1) / gx)};
         st = gl_vk_rec_dispatch(rec, pipe, rg, &pc, groups);
         if (st != GL_OK)

@@ -20,9 +20,11 @@
 // are only 2-byte aligned, and 8/16-bit storage buffers are an optional feature.
 #extension GL_GOOGLE_include_directive : enable
 
-#define WG 64
-layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint NT = 8; // tokens per workgroup
+// Threads per workgroup, chosen per matrix by the host (vk_matmul.c: 8 for rows of at most 8
+// units, else 64), so a narrow matrix does not run 56 idle threads through every barrier.
+layout(constant_id = 1) const uint WG = 64;
+layout(local_size_x_id = 1) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer WBuf { uint w[]; };
 layout(std430, set = 0, binding = 1) readonly buffer XBuf { float x[]; };
@@ -104,6 +106,6 @@ void main()
                 red[t][tid] += red[t][tid + s];
         barrier();
     }
-    if (tid < nt)
-        y[p.y_off + (t0 + tid) * p.y_stride + r] = red[tid][0];
+    for (uint t = tid; t < nt; t += WG) // WG may be below NT
+        y[p.y_off + (t0 + t) * p.y_stride + r] = red[t][0];
 }
