@@ -172,7 +172,8 @@ done:
 }
 
 gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, int n_threads,
-                                double *ts, int64_t *n_tok, int64_t *n_steps, struct gl_err *err)
+                                int device, double *ts, int64_t *n_tok, int64_t *n_steps,
+                                struct gl_err *err)
 {
     *ts = 0.0;
     *n_tok = *n_steps = 0;
@@ -180,8 +181,21 @@ gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, 
     ep.max_num_seqs = B;
     ep.max_num_batched_tokens = B * GL_BENCH_BATCH_PROMPT > 512 ? B * GL_BENCH_BATCH_PROMPT : 512;
     ep.n_threads = n_threads;
+    ep.device = device;
     ep.kv.budget_bytes = (int64_t)256 << 20;
     ep.max_model_len = GL_BENCH_BATCH_PROMPT + (int32_t)n_gen + 1;
+    if (device >= 0) {
+        // A device pool must fit one storage binding (lavapipe: 128 MiB), so there it is sized
+        // to the run: B sequences of max_model_len positions plus a partial 16-position page
+        // each, every layer, K and V, f16 (the engine's default dtype), twice that as slack.
+        const struct gl_model_config *cf = &m->cfg;
+        const int64_t need = (int64_t)B * (ep.max_model_len + 16) * cf->n_layer * 2 *
+                             cf->n_head_kv * cf->head_dim * 2;
+        const int64_t lo = (int64_t)16 << 20;
+        ep.kv.budget_bytes = 2 * need < lo                   ? lo
+                             : 2 * need < ep.kv.budget_bytes ? 2 * need
+                                                             : ep.kv.budget_bytes;
+    }
     struct gl_engine *e = NULL;
     gl_status st = gl_engine_new(&e, m, NULL, &ep, err);
     if (st != GL_OK)

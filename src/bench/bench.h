@@ -44,9 +44,10 @@ void gl_bench_result_free(struct gl_bench_result *r); // NULL-safe
 
 // Aggregate decode of B concurrent greedy sequences through the engine (16-id prompts from
 // xoshiro256** seeded 99, ids mod min(vocab, 200000), ignore_eos, n_gen tokens each,
-// max_num_seqs B, 256 MiB KV): the clock starts after the step in which every sequence has its
-// first token (prefill excluded) and stops after the last step. *ts = decode tokens / seconds.
+// max_num_seqs B, 256 MiB KV; device as gl_bench_params.device): the clock starts after the step in
+// which every sequence has its first token (prefill excluded) and stops after the last step. *ts =
+// decode tokens / seconds.
 #define GL_BENCH_BATCH_PROMPT 16
 GL_MUST_USE gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen,
-                                            int n_threads, double *ts, int64_t *n_tok,
+                                            int n_threads, int device, double *ts, int64_t *n_tok,
                                             int64_t *n_steps, struct gl_err *err);

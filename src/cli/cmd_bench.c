@@ -26,7 +26,7 @@ static int usage(FILE *f)
                "  -d D    depth: pp and tg run after D tokens already in the cache (written\n"
                "          once, untimed, like llama-bench -d)\n"
                "  -t T    threads (default 2)\n"
-               "  --device D    cpu (default) or vulkan[:INDEX] (pp/tg; --batch: cpu only)\n"
+               "  --device D    cpu (default) or vulkan[:INDEX] (pp/tg and --batch)\n"
                "  -r R    repetitions (default 3)\n"
                "  --json  print JSON instead of a table\n"
                "  --batch 1,4,8,16  aggregate decode t/s of B concurrent sequences through the\n"
@@ -37,7 +37,8 @@ static int usage(FILE *f)
 
 #define MAX_BATCHES 16
 
-static int bench_batch(const char *path, const char *list, long long n_gen, long long threads)
+static int bench_batch(const char *path, const char *list, long long n_gen, long long threads,
+                       int device)
 {
     int sizes[MAX_BATCHES], n_sizes = 0;
     for (const char *p = list; *p && n_sizes < MAX_BATCHES;) {
@@ -64,7 +65,7 @@ static int bench_batch(const char *path, const char *list, long long n_gen, long
     }
     int64_t nt, ns;
     double ts1;
-    if (gl_bench_batch_decode(m, 1, 4, (int)threads, &ts1, &nt, &ns, &err) != GL_OK) {
+    if (gl_bench_batch_decode(m, 1, 4, (int)threads, device, &ts1, &nt, &ns, &err) != GL_OK) {
         fprintf(stderr, "glint bench: %s\n", err.msg); // the warm-up: pages in the weights
         gl_model_delete(m);
         return 1;
@@ -75,8 +76,8 @@ static int bench_batch(const char *path, const char *list, long long n_gen, long
     double ts[MAX_BATCHES];
     int64_t ntok[MAX_BATCHES], nstep[MAX_BATCHES];
     for (int i = 0; i < n_sizes; i++) {
-        if (gl_bench_batch_decode(m, sizes[i], n_gen, (int)threads, &ts[i], &ntok[i], &nstep[i],
-                                  &err) != GL_OK) {
+        if (gl_bench_batch_decode(m, sizes[i], n_gen, (int)threads, device, &ts[i], &ntok[i],
+                                  &nstep[i], &err) != GL_OK) {
             fprintf(stderr, "glint bench: %s\n", err.msg);
             gl_model_delete(m);
             return 1;
@@ -157,12 +158,8 @@ int gl_cmd_bench(int argc, char **argv)
         fprintf(stderr, "glint bench: need --model\n");
         return usage(stderr);
     }
-    if (batch && device >= 0) {
-        fprintf(stderr, "glint bench: --batch runs on the CPU only so far; use --device cpu\n");
-        return 2;
-    }
     if (batch)
-        return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t);
+        return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t, device);
 
     struct gl_err err = {0};
     struct gl_model *m = NULL;
