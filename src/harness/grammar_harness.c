@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// glint grammar: the command-line face of grammar.h, used by benchmarks and outside checks.
+// harness/grammar_harness.c: the harnesses behind `glint grammar` (harness.h), used by benchmarks
+// and outside checks; the flags are parsed by cli/cmd_grammar.c.
 //   check  -- the MaskBench harness: compile each case file's schema, walk every instance through
 //             the matcher token by token, classify, and time every compile and every mask.
 //   sample -- random walks under the mask, printed for independent validators to judge.
@@ -8,7 +9,7 @@
 // live mask is never empty; sample also checks rollback and forced bytes. Any breach is an error.
 // Instances are re-serialized compactly from their source text, as Python's json.dumps does
 // (docs/GRAMMAR.md §4).
-#include "cli.h"
+#include "harness.h"
 
 #include "base/buf.h"
 #include "gguf/gguf.h"
@@ -28,7 +29,7 @@
 #define JSON_MAX_DEPTH  512          // nesting of a case file (hostile input)
 #define MAX_STOP        8
 #define LIST_CAP        50 // failures / compile errors echoed in --json
-#define SAMPLE_MAX_STEP 100000
+#define SAMPLE_MAX_STEP GL_GRAMMAR_SAMPLE_MAX_TOKENS
 
 // ---------------------------------------------------------------------------------------------
 // Small utilities: growable arrays, monotonic clock, JSON string output (bytes: base/buf.h).
@@ -751,12 +752,6 @@ static const char *police_mask(const struct police *pc, const uint32_t *mask, in
 // ---------------------------------------------------------------------------------------------
 // glint grammar check
 
-struct check_opts {
-    const char *tokenizer, *cases, *per_file, *digest;
-    int json, ws_max, verbose, dump;
-    long long limit, every, verify;
-};
-
 struct kw_count {
     char *name;
     long long n;
@@ -1250,80 +1245,10 @@ static void print_check_text(struct check_run *r, double wall_s)
     printf("wall %.1f s\n", wall_s);
 }
 
-static void check_usage(FILE *f)
+int gl_harness_grammar_check(const struct gl_grammar_check_opts *po)
 {
-    fprintf(
-        f,
-        "usage: glint grammar check --tokenizer T --cases DIR [options]\n"
-        "  --tokenizer T     a GGUF or a tiktoken .model file\n"
-        "  --cases DIR       MaskBench files {\"schema\":..., \"tests\":[{\"data\",\"valid\"}]}\n"
-        "  --json            print one JSON object with the totals and timings\n"
-        "  --limit N         at most N files (after --every)\n"
-        "  --every K         only every K-th file of the sorted list (0, K, 2K, ...)\n"
-        "  --ws N            whitespace bound of the compiled grammars (default 16; 0 compact)\n"
-        "  --per-file F      write one JSON line per case file to F (compiled, keyword, counts)\n"
-        "  --cpu-time        time compiles and masks in thread CPU time, not wall time\n"
-        "  --verify-every K  also compare every K-th mask with the token-by-token definition\n"
-        "                    (accept + rollback of each of the vocabulary's tokens; slow)\n"
-        "  --mask-digest F   write a hash of every mask to F (one a line, '# FILE' before\n"
-        "                    each case file): identical files mean identical masks\n"
-        "  --verbose         name each failing file on stderr\n"
-        "  --dump-instances  only print each instance as serialized for tokenizing, one a line\n"
-        "                    (no tokenizer or matcher needed; --tokenizer optional)\n");
-}
-
-static int cmd_check(int argc, char **argv)
-{
-    struct check_opts o = {.every = 1, .limit = -1, .ws_max = -1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
-        long long v;
-        if (!strcmp(a, "--tokenizer") && more)
-            o.tokenizer = argv[++i];
-        else if (!strcmp(a, "--cases") && more)
-            o.cases = argv[++i];
-        else if (!strcmp(a, "--json"))
-            o.json = 1;
-        else if (!strcmp(a, "--verbose"))
-            o.verbose = 1;
-        else if (!strcmp(a, "--dump-instances"))
-            o.dump = 1;
-        else if (!strcmp(a, "--cpu-time"))
-            timing_clock = CLOCK_THREAD_CPUTIME_ID;
-        else if (!strcmp(a, "--per-file") && more)
-            o.per_file = argv[++i];
-        else if (!strcmp(a, "--mask-digest") && more)
-            o.digest = argv[++i];
-        else if ((!strcmp(a, "--limit") || !strcmp(a, "--every") || !strcmp(a, "--ws") ||
-                  !strcmp(a, "--verify-every")) &&
-                 more) {
-            if (gl_cli_parse_int(argv[i + 1], !strcmp(a, "--ws") ? 0 : 1, 1LL << 30, &v)) {
-                fprintf(stderr, "glint grammar check: bad value for %s: '%s'\n", a, argv[i + 1]);
-                return 2;
-            }
-            i++;
-            if (!strcmp(a, "--limit"))
-                o.limit = v;
-            else if (!strcmp(a, "--every"))
-                o.every = v;
-            else if (!strcmp(a, "--verify-every"))
-                o.verify = v;
-            else
-                o.ws_max = (int)v;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            check_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "glint grammar check: unknown or incomplete option '%s'\n", a);
-            check_usage(stderr);
-            return 2;
-        }
-    }
-    if ((!o.tokenizer && !o.dump) || !o.cases) {
-        check_usage(stderr);
-        return 2;
-    }
+    struct gl_grammar_check_opts o = *po;
+    timing_clock = o.cpu_time ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
     size_t n_files = 0;
     char **files = list_cases(o.cases, &n_files);
     if (!files) {
@@ -1446,12 +1371,6 @@ enum { TCLS_CLOSE_Q, TCLS_CLOSE, TCLS_PUNCT, TCLS_CLOSER, TCLS_SHORT, TCLS_OTHER
 static const double cls_share[N_WCLS] = {0.45, 0.2, 0.25, 0.02, 0.04};
 #define OTHER_SHARE 0.04
 #define HINT_SHARE  0.5 // closing mode in a string or at a key: first try the schema's strings
-
-struct sample_opts {
-    const char *tokenizer, *schema;
-    long long n, seed, max_tokens, ws_max;
-    int verbose, closed;
-};
 
 struct walker {
     struct police pc;
@@ -1813,65 +1732,9 @@ static int walk_once(struct walker *w, struct gl_matcher *m, struct rng *rg, lon
     return 0;
 }
 
-static void sample_usage(FILE *f)
+int gl_harness_grammar_sample(const struct gl_grammar_sample_opts *po)
 {
-    fprintf(f, "usage: glint grammar sample --tokenizer T --schema FILE [options]\n"
-               "  --n N            walks (default 10)\n"
-               "  --seed S         random seed (default 1)\n"
-               "  --max-tokens M   token budget per walk (default 512)\n"
-               "  --ws N           whitespace runs of at most N bytes (default 0 = compact)\n"
-               "  --compact        no whitespace at all (the default; same as --ws 0)\n"
-               "  --closed-objects objects without additionalProperties take no other key\n"
-               "                   (the server's default, vLLM's; default here: JSON Schema)\n"
-               "  --verbose        print unfinished walks' text to stderr\n"
-               "Prints each finished document on its own line (with --ws N > 0 as a JSON string\n"
-               "literal of the document, so that newlines survive), then\n"
-               "{\"finished\": K, \"unfinished\": U}. Exit 1 if the matcher broke its contract.\n");
-}
-
-static int cmd_sample(int argc, char **argv)
-{
-    struct sample_opts o = {.n = 10, .seed = 1, .max_tokens = 512};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
-        long long *dst = !strcmp(a, "--n")            ? &o.n
-                         : !strcmp(a, "--seed")       ? &o.seed
-                         : !strcmp(a, "--max-tokens") ? &o.max_tokens
-                         : !strcmp(a, "--ws")         ? &o.ws_max
-                                                      : NULL;
-        if (!strcmp(a, "--tokenizer") && more)
-            o.tokenizer = argv[++i];
-        else if (!strcmp(a, "--schema") && more)
-            o.schema = argv[++i];
-        else if (!strcmp(a, "--compact"))
-            o.ws_max = 0;
-        else if (!strcmp(a, "--closed-objects"))
-            o.closed = 1;
-        else if (!strcmp(a, "--verbose"))
-            o.verbose = 1;
-        else if (dst && more) {
-            long long lo = dst == &o.max_tokens ? 1 : 0;
-            long long hi = dst == &o.ws_max       ? 4096
-                           : dst == &o.max_tokens ? SAMPLE_MAX_STEP
-                                                  : (1LL << 62);
-            if (gl_cli_parse_int(argv[++i], lo, hi, dst)) {
-                fprintf(stderr, "glint grammar sample: bad value for %s: '%s'\n", a, argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            sample_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "glint grammar sample: unknown or incomplete option '%s'\n", a);
-            sample_usage(stderr);
-            return 2;
-        }
-    }
-    if (!o.tokenizer || !o.schema) {
-        sample_usage(stderr);
-        return 2;
-    }
+    struct gl_grammar_sample_opts o = *po;
     size_t slen = 0;
     const char *why = NULL;
     char *src = read_file(o.schema, &slen, &why);
@@ -1944,19 +1807,4 @@ out:
     gl_tokenizer_free(tok);
     gl_free(src);
     return rc;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-int gl_cmd_grammar(int argc, char **argv)
-{
-    if (argc >= 2 && !strcmp(argv[1], "check"))
-        return cmd_check(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "sample"))
-        return cmd_sample(argc - 1, argv + 1);
-    FILE *f = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout : stderr;
-    fprintf(f, "usage: glint grammar check|sample [options]  (--help after either for details)\n"
-               "  check   MaskBench harness: classify every instance, time compiles and masks\n"
-               "  sample  random documents drawn under a JSON Schema's mask\n");
-    return f == stdout ? 0 : 2;
 }
