@@ -218,7 +218,7 @@ static void want_text(const struct gl_opt *o, char *out, size_t cap)
 }
 
 // Applies value v (NULL for a flag without one) to o: 0, -1 bad value, 2 (FN printed already).
-static int apply(const struct gl_opt *o, const char *v, const char *name)
+static int apply(const struct gl_opt *o, const char *v, const char *name, const char *cmd)
 {
     long long x;
     double d;
@@ -253,7 +253,7 @@ static int apply(const struct gl_opt *o, const char *v, const char *name)
         store_int(o->dst, o->size, b);
         return 0;
     case GL_OPT_FN:
-        return o->fn(o->dst, v, name);
+        return o->fn(o->dst, v, name, cmd);
     }
     return -1;
 }
@@ -294,7 +294,7 @@ static int parse_opt(const struct gl_cli_spec *s, int argc, char **argv, int *i,
         fprintf(stderr, "%s: %s takes no value\n", s->cmd, name);
         return fail(s);
     }
-    int rc = apply(o, v, name);
+    int rc = apply(o, v, name, s->cmd);
     if (rc == -1) {
         char want[128];
         want_text(o, want, sizeof want);
@@ -413,4 +413,10 @@ void gl_cli_usage(const struct gl_cli_spec *s, FILE *f)
     }
     if (s->epilog)
         fprintf(f, "\n%s", s->epilog);
+}
+
+int gl_cli_opt_device(void *user, const char *v, const char *name, const char *cmd)
+{
+    (void)name;
+    return gl_cli_device(cmd, v, 1, user);
 }

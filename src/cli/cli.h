@@ -34,6 +34,8 @@ int gl_cli_parse_bytes(const char *s, int64_t *out);
 // command runs on Vulkan (vk_ok); otherwise prints "WHO: --device ..." (vulkan: not wired into
 // this command yet; a bad INDEX; any other value: not a device) and returns 2, the usage code.
 int gl_cli_device(const char *who, const char *v, int vk_ok, int *device);
+// --device as a GL_OPT_F callback (Vulkan allowed): user is an int *.
+int gl_cli_opt_device(void *user, const char *v, const char *name, const char *cmd);
 // A whole file, at most max + 1 bytes (so an over-limit file reaches the caller's own limit
 // check); malloc'ed, the caller frees. NULL when it cannot be opened or read.
 uint8_t *gl_cli_read_file(const char *path, size_t max, size_t *len);
@@ -60,8 +62,8 @@ enum gl_opt_kind {
     GL_OPT_SECS,  // a whole number in [lo, hi] into a double (seconds and the like)
     GL_OPT_DBL,   // a finite number in [lo, hi] into a double
     GL_OPT_BYTES, // a byte count (gl_cli_parse_bytes) into an integer of .size bytes
-    GL_OPT_FN,    // fn(user, value or NULL for a flag without one, name): 0, -1 for "bad value",
-                  // or 2 after printing its own message
+    GL_OPT_FN,    // fn(user, value or NULL for a flag without one, the spelling used, the
+                  // command): 0, -1 for "bad value", or 2 after printing its own message
 };
 
 struct gl_opt {
@@ -69,12 +71,12 @@ struct gl_opt {
     const char *alias; // other spellings, space-separated ("-n --n-predict"), or NULL
     enum gl_opt_kind kind;
     void *dst;
-    size_t size;                                            // bytes of *dst for BOOL / INT / BYTES
-    long long ilo, ihi;                                     // INT, SECS: the range
-    double lo, hi;                                          // DBL: the range
-    long long set;                                          // BOOL: the value stored
-    int (*fn)(void *user, const char *v, const char *name); // FN
-    int has_value;                                          // FN: takes a value
+    size_t size;        // bytes of *dst for BOOL / INT / BYTES
+    long long ilo, ihi; // INT, SECS: the range
+    double lo, hi;      // DBL: the range
+    long long set;      // BOOL: the value stored
+    int (*fn)(void *user, const char *v, const char *name, const char *cmd); // FN
+    int has_value;                                                           // FN: takes a value
     const char *meta; // value placeholder in --help ("N", "FILE")
     const char *help; // wrapped in --help; NULL: hidden
     int required;     // "NAME is required" unless given

@@ -53,10 +53,11 @@ static int cmd_check(int argc, char **argv)
     return gl_harness_grammar_check(&o);
 }
 
-static int sample_compact(void *user, const char *v, const char *name)
+static int sample_compact(void *user, const char *v, const char *name, const char *cmd)
 {
     (void)v;
     (void)name;
+    (void)cmd;
     *(long long *)user = 0;
     return 0;
 }
