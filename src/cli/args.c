@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "base/base.h"
+#include "kv/kv.h"
 
 #include <errno.h>
 #include <math.h>
@@ -419,4 +420,11 @@ int gl_cli_opt_device(void *user, const char *v, const char *name, const char *c
 {
     (void)name;
     return gl_cli_device(cmd, v, 1, user);
+}
+
+int gl_cli_opt_kv_dtype(void *user, const char *v, const char *name, const char *cmd)
+{
+    (void)name;
+    (void)cmd;
+    return gl_kv_dtype_parse(v, user, NULL) != GL_OK ? -1 : 0;
 }

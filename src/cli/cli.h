@@ -36,6 +36,9 @@ int gl_cli_parse_bytes(const char *s, int64_t *out);
 int gl_cli_device(const char *who, const char *v, int vk_ok, int *device);
 // --device as a GL_OPT_F callback (Vulkan allowed): user is an int *.
 int gl_cli_opt_device(void *user, const char *v, const char *name, const char *cmd);
+// --kv-cache-dtype as a GL_OPT_F callback: user is an enum gl_kv_dtype * (kv/kv.h's names).
+int gl_cli_opt_kv_dtype(void *user, const char *v, const char *name, const char *cmd);
+#define GL_CLI_KV_DTYPE_WANT "auto, f16, bf16, fp8 or f32"
 // A whole file, at most max + 1 bytes (so an over-limit file reaches the caller's own limit
 // check); malloc'ed, the caller frees. NULL when it cannot be opened or read.
 uint8_t *gl_cli_read_file(const char *path, size_t max, size_t *len);

@@ -39,13 +39,6 @@ static int opt_log_level(void *user, const char *v, const char *name, const char
     return -1;
 }
 
-static int opt_kv_dtype(void *user, const char *v, const char *name, const char *cmd)
-{
-    (void)name;
-    (void)cmd;
-    return gl_kv_dtype_parse(v, user, NULL) != GL_OK ? -1 : 0;
-}
-
 static int opt_spec(void *user, const char *v, const char *name, const char *cmd)
 {
     (void)name;
@@ -140,8 +133,8 @@ int gl_cmd_serve(int argc, char **argv)
                  "a fraction in (0, 1]",
                  "share of the memory free after the weights that the default KV pool takes, "
                  "(0, 1] (default 0.9; on CPU it is not a share of total memory as in vLLM)"),
-        GL_OPT_F("--kv-cache-dtype", NULL, opt_kv_dtype, &e->kv.dtype, "T",
-                 "auto, f16, bf16, fp8 or f32", "auto|f16|bf16|fp8|f32 (default auto = f16)"),
+        GL_OPT_F("--kv-cache-dtype", NULL, gl_cli_opt_kv_dtype, &e->kv.dtype, "T",
+                 GL_CLI_KV_DTYPE_WANT, "auto|f16|bf16|fp8|f32 (default auto = f16)"),
         GL_OPT_I("--block-size", NULL, e->kv.block_size, 1, 1024, "N",
                  "positions per KV page (default 16)"),
         GL_OPT_B("--enable-prefix-caching", NULL, p.prefix_caching, 1, "(default on)"),

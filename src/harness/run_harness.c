@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+// harness/run_harness.c: what `glint run` and `glint eval` do once their flags are parsed
+// (harness.h; the flags are cli/cmd_run.c's).
 // `glint run`: prompt -> prefill (batched) -> decode loop with the sampler, streaming UTF-8-safe
 // text to stdout; stops at EOS/EOT or -n tokens. `glint run --batch IN.jsonl`: every line a
 // /v1/completions request body (api/ parses it) run concurrently through the engine, one JSON
@@ -6,9 +8,9 @@
 // chunked with --batch) and per-layer hidden-state dumps for the reference checks. Flags are a
 // contract used by the oracle scripts: keep them stable.
 #include "api/api.h"
-#include "cli.h"
 #include "engine/engine.h"
 #include "grammar/grammar.h"
+#include "harness.h"
 #include "media/media.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
@@ -30,15 +32,14 @@ struct cli_model {
     struct gl_kv_cache *kv;
 };
 
-static gl_status cli_model_open(struct cli_model *cm, const char *path, const char *mmproj,
-                                int want_tok, struct gl_err *err)
+static gl_status cli_model_open(struct cli_model *cm, const struct gl_run_opts *o, const char *path,
+                                const char *mmproj, int want_tok, struct gl_err *err)
 {
     memset(cm, 0, sizeof *cm);
     struct gl_model_params mp = gl_model_default_params();
-    struct gl_cli_progress pr = {.who = "glint", .t0_us = gl_time_us()};
     mp.mmproj = mmproj;
-    mp.progress = gl_cli_load_progress;
-    mp.progress_user = &pr;
+    mp.progress = o->progress;
+    mp.progress_user = o->progress_user;
     gl_status st = gl_model_open(&cm->model, path, &mp, err);
     if (st == GL_OK && want_tok)
         st = gl_model_load_tokenizer(cm->model, &cm->tok, err);
@@ -62,59 +63,6 @@ static void cli_model_close(struct cli_model *cm)
     gl_tokenizer_free(cm->tok);
     gl_model_delete(cm->model);
     memset(cm, 0, sizeof *cm);
-}
-
-static int usage_run(FILE *f)
-{
-    fprintf(f, "usage: glint run --model F (--prompt P | --prompt-ids \"1 2 3\") [-n N]\n"
-               "                 [--temp T] [--top-p P] [--top-k K] [--min-p M] [--seed S]\n"
-               "                 [--ids] [--special] [--threads N] [--show-tensors]\n"
-               "                 [--image FILE | --video FILE]...\n"
-               "  --prompt      text, tokenized with BOS per tokenizer.ggml.add_bos_token;\n"
-               "                special-token names are parsed only with --special\n"
-               "  --prompt-ids  token ids used verbatim (no BOS added)\n"
-               "  -n N          max tokens to generate (default 32); stops at EOS/EOT\n"
-               "  --temp T      0 = greedy (default); then min-p, top-k, top-p (vLLM order)\n"
-               "  --ids         print the generated ids, space-separated, as the last line\n"
-               "  --special     parse specials in --prompt and print special tokens' text\n"
-               "  --threads N   worker threads (default 2)\n"
-               "  --device D    cpu (default) or vulkan[:INDEX] (`glint devices`)\n"
-               "  --show-tensors  print where every tensor lives (mmap / heap) to stderr\n"
-               "  --image FILE  PNG or JPEG for the next <|patch|> of the prompt (repeatable;\n"
-               "                <|patch|> in --prompt needs --special; id 200092); needs a\n"
-               "                model with a vision tower (an HF folder)\n"
-               "  --video FILE  a video for the next <|video|> (id 200091), sampled at 2 fps\n"
-               "                (at most 96 frames, 144 tokens a frame); --image and --video\n"
-               "                parts fill the placeholders in the order given\n"
-               "  --mmproj F    vision GGUF (glint convert --vision-out) for a GGUF --model\n"
-               "batch: glint run --model F --batch IN.jsonl [--out OUT.jsonl] [--threads N]\n"
-               "                 [--max-num-seqs 16] [--max-num-batched-tokens 512]\n"
-               "                 [--kv-cache-memory BYTES] [--kv-cache-dtype f16|bf16|fp8|f32]\n"
-               "  each line a /v1/completions body with one prompt: {\"prompt\": TEXT |\n"
-               "  \"prompt_token_ids\": [..], the vLLM sampling fields (n, max_tokens,\n"
-               "  temperature (default 1), top_p, top_k, min_p, seed, penalties, logit_bias,\n"
-               "  stop, stop_token_ids, logprobs, ...) and structured output (response_format,\n"
-               "  structured_outputs, guided_*)}; unknown fields are errors, \"model\" is\n"
-               "  ignored. TEXT is tokenized with specials and BOS.\n"
-               "  Output, in input order: {index, text, token_ids, finish_reason,\n"
-               "  stop_reason, usage} or {index, error}.\n");
-    return f == stdout ? 0 : 2;
-}
-
-static int usage_eval(FILE *f)
-{
-    fprintf(f,
-            "usage: glint eval --model F --prompt-ids \"1 2 3\" [--logits OUT.f32]\n"
-            "                  [--dump-layers DIR] [--threads N] [--batch N]\n"
-            "                  [--image F | --video F]... [--mmproj F]\n"
-            "  --logits       write n_tok x n_vocab float32 logits (row-major) to OUT\n"
-            "  --dump-layers  write DIR/embed.f32, DIR/layer_XX.f32 (n_tok x n_embd) and\n"
-            "                 DIR/logits.f32\n"
-            "  --batch N      process the prompt in chunks of N tokens (default: all at once)\n"
-            "  --device D     cpu (default) or vulkan[:INDEX] (`glint devices`)\n"
-            "  --image/--video  media for the prompt's <|patch|> / <|video|> ids (as glint run);\n"
-            "                 positions count the expanded prompt\n");
-    return f == stdout ? 0 : 2;
 }
 
 static int parse_ids(const char *s, int32_t **ids, int64_t *n)
@@ -152,32 +100,6 @@ static int parse_ids(const char *s, int32_t **ids, int64_t *n)
     *n = cnt;
     return 0;
 }
-
-static int parse_float(const char *s, float *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(s, &end);
-    if (end == s || *end || errno)
-        return -1;
-    *out = (float)x;
-    return 0;
-}
-
-struct run_opts {
-    const char *model, *prompt, *prompt_ids, *batch, *out;
-    long long max_seqs, max_tokens;
-    int64_t kv_bytes;
-    enum gl_kv_dtype kv_dtype;
-    long long n_gen, threads;
-    int device; // -1: cpu, else the Vulkan device index
-    struct gl_sample_params sp;
-    int print_ids, special, show_tensors;
-    const char *mmproj;                    // --mmproj: vision GGUF for a GGUF model
-    const char *media[GL_MEDIA_MAX_PARTS]; // --image / --video files, in placeholder order
-    enum gl_media_kind media_kind[GL_MEDIA_MAX_PARTS];
-    int n_media;
-};
 
 static int stream_bytes(const char *buf, int n)
 {
@@ -662,7 +584,7 @@ static uint8_t *read_media(const char *path, size_t max, size_t *len)
 // Expands the prompt's <|patch|> / <|video|> placeholders with the --image / --video files
 // (media/): *prompt becomes the expanded ids, *embd ([n_prompt] pointers, NULL for text
 // positions) points into mp's rows.
-static gl_status expand_media(const struct cli_model *cm, const struct run_opts *o,
+static gl_status expand_media(const struct cli_model *cm, const struct gl_run_opts *o,
                               int32_t **prompt, int64_t *n_prompt, struct gl_media_prompt *mp,
                               const float ***embd, struct gl_err *err)
 {
@@ -705,98 +627,9 @@ static gl_status expand_media(const struct cli_model *cm, const struct run_opts 
     return GL_OK;
 }
 
-int gl_cmd_run(int argc, char **argv)
+int gl_harness_run(const struct gl_run_opts *po)
 {
-    struct run_opts o = {.device = -1,
-                         .n_gen = 32,
-                         .threads = 2,
-                         .sp = gl_sample_default_params(),
-                         .max_seqs = 16,
-                         .max_tokens = 512,
-                         .kv_bytes = (int64_t)1 << 30,
-                         .kv_dtype = GL_KV_F16};
-    long long kvb;
-    o.sp.temperature = 0.0f; // this mode has always been greedy unless --temp says otherwise
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long x;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return usage_run(stdout);
-        if (!strcmp(a, "--ids")) {
-            o.print_ids = 1;
-            continue;
-        }
-        if (!strcmp(a, "--special")) {
-            o.special = 1;
-            continue;
-        }
-        if (!strcmp(a, "--show-tensors")) {
-            o.show_tensors = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "glint run: unknown or incomplete option '%s'\n", a);
-            return usage_run(stderr);
-        }
-        i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m"))
-            o.model = v;
-        else if (!strcmp(a, "--prompt") || !strcmp(a, "-p"))
-            o.prompt = v;
-        else if (!strcmp(a, "--prompt-ids"))
-            o.prompt_ids = v;
-        else if (!strcmp(a, "--batch"))
-            o.batch = v;
-        else if ((!strcmp(a, "--image") || !strcmp(a, "--video")) && o.n_media < GL_MEDIA_MAX_PARTS)
-            o.media_kind[o.n_media] = a[2] == 'v' ? GL_MEDIA_VIDEO : GL_MEDIA_IMAGE,
-            o.media[o.n_media++] = v;
-        else if (!strcmp(a, "--out"))
-            o.out = v;
-        else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint run", v, 1, &o.device))
-                return 2;
-        } else if (!strcmp(a, "--mmproj"))
-            o.mmproj = v;
-        else if (!strcmp(a, "--max-num-seqs") && !gl_cli_parse_int(v, 1, 4096, &x))
-            o.max_seqs = x;
-        else if (!strcmp(a, "--max-num-batched-tokens") && !gl_cli_parse_int(v, 1, 65536, &x))
-            o.max_tokens = x;
-        else if ((!strcmp(a, "--kv-cache-memory") || !strcmp(a, "--kv-cache-memory-bytes")) &&
-                 !gl_cli_parse_int(v, 1, INT64_MAX, &kvb))
-            o.kv_bytes = kvb;
-        else if (!strcmp(a, "--kv-cache-dtype") && gl_kv_dtype_parse(v, &o.kv_dtype, NULL) == GL_OK)
-            ;
-        else if (!strcmp(a, "-n") && !gl_cli_parse_int(v, 0, 1 << 24, &x))
-            o.n_gen = x;
-        else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && !gl_cli_parse_int(v, 1, 256, &x))
-            o.threads = x;
-        else if (!strcmp(a, "--temp") && !parse_float(v, &o.sp.temperature))
-            ;
-        else if (!strcmp(a, "--top-p") && !parse_float(v, &o.sp.top_p))
-            ;
-        else if (!strcmp(a, "--min-p") && !parse_float(v, &o.sp.min_p))
-            ;
-        else if (!strcmp(a, "--top-k") && !gl_cli_parse_int(v, 0, INT32_MAX, &x))
-            o.sp.top_k = (int32_t)x;
-        else if (!strcmp(a, "--seed") && !gl_cli_parse_int(v, 0, INT64_MAX, &x))
-            o.sp.seed = (uint64_t)x, o.sp.has_seed = 1;
-        else {
-            fprintf(stderr, "glint run: bad option or value: %s %s\n", a, v);
-            return usage_run(stderr);
-        }
-    }
-    if (o.batch && o.n_media > 0) {
-        fprintf(stderr,
-                "glint run: --image / --video work with --prompt / --prompt-ids, not --batch\n");
-        return usage_run(stderr);
-    }
-    if (!o.model || (!o.prompt + !o.prompt_ids + !o.batch != 2)) {
-        fprintf(stderr,
-                "glint run: need --model and exactly one of --prompt / --prompt-ids / --batch\n");
-        return usage_run(stderr);
-    }
-
+    struct gl_run_opts o = *po;
     struct gl_err err = {0};
     struct cli_model cm;
     int rc = 1;
@@ -808,7 +641,7 @@ int gl_cmd_run(int argc, char **argv)
     struct gl_sample_work smp = {0};
     struct gl_rng rng;
     gl_rng_seed(&rng, o.sp.seed);
-    if (cli_model_open(&cm, o.model, o.mmproj, 1, &err) != GL_OK) {
+    if (cli_model_open(&cm, &o, o.model, o.mmproj, 1, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
         cli_model_close(&cm);
         return 1;
@@ -957,53 +790,12 @@ static gl_status write_f32(const char *path, const float *x, size_t n, struct gl
     return GL_OK;
 }
 
-int gl_cmd_eval(int argc, char **argv)
+int gl_harness_eval(const struct gl_run_opts *o)
 {
-    const char *model = NULL, *ids_s = NULL, *out = NULL, *dump_dir = NULL;
-    long long threads = 2, batch = 0;
-    struct run_opts mo = {0}; // --image / --video / --mmproj, as glint run takes them
-    int device = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return usage_eval(stdout);
-        if (!v) {
-            fprintf(stderr, "glint eval: unknown or incomplete option '%s'\n", a);
-            return usage_eval(stderr);
-        }
-        i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m"))
-            model = v;
-        else if (!strcmp(a, "--prompt-ids"))
-            ids_s = v;
-        else if (!strcmp(a, "--logits"))
-            out = v;
-        else if (!strcmp(a, "--dump-layers"))
-            dump_dir = v;
-        else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint eval", v, 1, &device))
-                return 2;
-        } else if (!strcmp(a, "--mmproj"))
-            mo.mmproj = v;
-        else if ((!strcmp(a, "--image") || !strcmp(a, "--video")) &&
-                 mo.n_media < GL_MEDIA_MAX_PARTS)
-            mo.media_kind[mo.n_media] = a[2] == 'v' ? GL_MEDIA_VIDEO : GL_MEDIA_IMAGE,
-            mo.media[mo.n_media++] = v;
-        else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) &&
-                 !gl_cli_parse_int(v, 1, 256, &threads))
-            ;
-        else if (!strcmp(a, "--batch") && !gl_cli_parse_int(v, 1, 65536, &batch))
-            ;
-        else {
-            fprintf(stderr, "glint eval: bad option or value: %s %s\n", a, v);
-            return usage_eval(stderr);
-        }
-    }
-    if (!model || !ids_s) {
-        fprintf(stderr, "glint eval: need --model and --prompt-ids\n");
-        return usage_eval(stderr);
-    }
+    const char *model = o->model, *ids_s = o->prompt_ids, *out = o->logits, *dump_dir = o->dump_dir;
+    long long threads = o->threads, batch = o->eval_batch;
+    struct gl_run_opts mo = *o; // --image / --video / --mmproj, as glint run takes them
+    int device = o->device;
     int32_t *ids = NULL;
     int64_t n = 0;
     if (parse_ids(ids_s, &ids, &n) || n == 0) {
@@ -1019,7 +811,7 @@ int gl_cmd_eval(int argc, char **argv)
     struct gl_media_prompt mp = {0};
     const float **embd = NULL; // --image / --video: input rows per prompt position
     mo.threads = threads;
-    if (cli_model_open(&cm, model, mo.mmproj, mo.n_media > 0, &err) != GL_OK ||
+    if (cli_model_open(&cm, o, model, mo.mmproj, mo.n_media > 0, &err) != GL_OK ||
         (mo.n_media > 0 && expand_media(&cm, &mo, &ids, &n, &mp, &embd, &err) != GL_OK)) {
         fprintf(stderr, "glint eval: %s\n", err.msg);
         cli_model_close(&cm);
