@@ -18,10 +18,11 @@ struct opts {
     const char *last;
 };
 
-static int collect(void *user, const char *v, const char *name)
+static int collect(void *user, const char *v, const char *name, const char *cmd)
 {
     struct opts *o = user;
     (void)name;
+    (void)cmd;
     if (!strcmp(v, "bad"))
         return -1;
     o->calls++;
