@@ -139,7 +139,9 @@ struct gl_cli_spec {
     const char **pos;
     int *n_pos;
 };
-#define GL_NOPTS(t) (sizeof(t) / sizeof((t)[0]))
+#define GL_NOPTS(t)    (sizeof(t) / sizeof((t)[0]))
+#define GL_CLI_STR(x)  GL_CLI_STR_(x) // a macro's value as a string literal
+#define GL_CLI_STR_(x) #x
 
 // Parses argv[1..argc) (argv[0] is the command's name). Returns -1 when the command should run,
 // 0 after printing --help / -h to stdout, 2 after printing an error and the usage to stderr:

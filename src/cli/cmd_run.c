@@ -50,9 +50,7 @@ static int opt_media(void *user, const char *v, const char *name, const char *cm
     return 0;
 }
 
-#define MEDIA_WANT "a file (at most " GL_STR(GL_MEDIA_MAX_PARTS) " --image / --video parts)"
-#define GL_STR(x)  GL_STR_(x)
-#define GL_STR_(x) #x
+#define MEDIA_WANT "a file (at most " GL_CLI_STR(GL_MEDIA_MAX_PARTS) " --image / --video parts)"
 
 static const char run_batch_help[] =
     "batch: glint run --model F --batch IN.jsonl [--out OUT.jsonl] [--threads N]\n"
