@@ -428,3 +428,15 @@ int gl_cli_opt_kv_dtype(void *user, const char *v, const char *name, const char 
     (void)cmd;
     return gl_kv_dtype_parse(v, user, NULL) != GL_OK ? -1 : 0;
 }
+
+int gl_cli_opt_fraction(void *user, const char *v, const char *name, const char *cmd)
+{
+    (void)name;
+    (void)cmd;
+    char *end;
+    double f = strtod(v, &end);
+    if (end == v || *end || !(f > 0.0 && f <= 1.0))
+        return -1;
+    *(double *)user = f;
+    return 0;
+}

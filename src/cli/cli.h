@@ -38,6 +38,8 @@ int gl_cli_device(const char *who, const char *v, int vk_ok, int *device);
 int gl_cli_opt_device(void *user, const char *v, const char *name, const char *cmd);
 // --kv-cache-dtype as a GL_OPT_F callback: user is an enum gl_kv_dtype * (kv/kv.h's names).
 int gl_cli_opt_kv_dtype(void *user, const char *v, const char *name, const char *cmd);
+// vLLM's --gpu-memory-utilization as a GL_OPT_F callback: a fraction in (0, 1] into a double.
+int gl_cli_opt_fraction(void *user, const char *v, const char *name, const char *cmd);
 #define GL_CLI_KV_DTYPE_WANT "auto, f16, bf16, fp8 or f32"
 // A whole file, at most max + 1 bytes (so an over-limit file reaches the caller's own limit
 // check); malloc'ed, the caller frees. NULL when it cannot be opened or read.

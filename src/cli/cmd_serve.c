@@ -10,19 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// vLLM's --gpu-memory-utilization: a fraction in (0, 1].
-static int opt_fraction(void *user, const char *v, const char *name, const char *cmd)
-{
-    (void)name;
-    (void)cmd;
-    char *end;
-    double f = strtod(v, &end);
-    if (end == v || *end || !(f > 0.0 && f <= 1.0))
-        return -1;
-    *(double *)user = f;
-    return 0;
-}
-
 // uvicorn's levels: its access log is written at info, so warning and above silence it.
 static int opt_log_level(void *user, const char *v, const char *name, const char *cmd)
 {
@@ -129,7 +116,7 @@ int gl_cmd_serve(int argc, char **argv)
         GL_OPT_Z("--kv-cache-memory-bytes", "--kv-cache-memory", e->kv.budget_bytes, "B",
                  "KV pool size, e.g. 2GiB (default: sized from the memory free after the weights, "
                  "at most --max-num-seqs full sequences)"),
-        GL_OPT_F("--gpu-memory-utilization", NULL, opt_fraction, &p.kv_memory_fraction, "F",
+        GL_OPT_F("--gpu-memory-utilization", NULL, gl_cli_opt_fraction, &p.kv_memory_fraction, "F",
                  "a fraction in (0, 1]",
                  "share of the memory free after the weights that the default KV pool takes, "
                  "(0, 1] (default 0.9; on CPU it is not a share of total memory as in vLLM)"),
