@@ -413,7 +413,7 @@ void gl_cli_usage(const struct gl_cli_spec *s, FILE *f)
         put_wrapped(f, help, USAGE_COL, n);
     }
     if (s->epilog)
-        fprintf(f, "\n%s", s->epilog);
+        fprintf(f, "%s%s", s->n_opts || s->about ? "\n" : "", s->epilog);
 }
 
 int gl_cli_opt_device(void *user, const char *v, const char *name, const char *cmd)

@@ -101,9 +101,13 @@ int gl_cmd_grammar(int argc, char **argv)
         return cmd_check(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "sample"))
         return cmd_sample(argc - 1, argv + 1);
-    FILE *f = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout : stderr;
-    fprintf(f, "usage: glint grammar check|sample [options]  (--help after either for details)\n"
-               "  check   MaskBench harness: classify every instance, time compiles and masks\n"
-               "  sample  random documents drawn under a JSON Schema's mask\n");
-    return f == stdout ? 0 : 2;
+    struct gl_cli_spec s = {.cmd = "glint grammar",
+                            .synopsis = "check|sample [options]  (--help after either for details)",
+                            .epilog = "  check   MaskBench harness: classify every instance, time "
+                                      "compiles and masks\n"
+                                      "  sample  random documents drawn under a JSON Schema's "
+                                      "mask\n"};
+    int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    gl_cli_usage(&s, help ? stdout : stderr);
+    return help ? 0 : 2;
 }
