@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // MaskBench walker for llama.cpp's grammar sampler: the counterpart of `glint grammar check`
-// (src/cli/cmd_grammar.c), written against llama.h's C API only. bench/grammar_vs_llama.sh
+// (src/harness/grammar_harness.c), written against llama.h's C API only. bench/grammar_vs_llama.sh
 // prepares its input (bench/llama_grammar/prep.py: llama.cpp's json_schema_to_grammar output
 // per schema, and per instance the token ids glint's checker walks) and builds it with gcc
 // against the llama.cpp build's libllama.

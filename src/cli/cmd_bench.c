@@ -18,23 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage(FILE *f)
-{
-    fprintf(f, "usage: glint bench --model F [-p 512] [-n 128] [-d 0] [-t 2] [-r 3] [--json]\n"
-               "  -p P    prompt tokens processed in one batch (0 = skip pp)\n"
-               "  -n N    tokens generated one at a time (0 = skip tg)\n"
-               "  -d D    depth: pp and tg run after D tokens already in the cache (written\n"
-               "          once, untimed, like llama-bench -d)\n"
-               "  -t T    threads (default 2)\n"
-               "  --device D    cpu (default) or vulkan[:INDEX] (pp/tg and --batch)\n"
-               "  -r R    repetitions (default 3)\n"
-               "  --json  print JSON instead of a table\n"
-               "  --batch 1,4,8,16  aggregate decode t/s of B concurrent sequences through the\n"
-               "          engine (-n tokens each, default 64 here), ratio over batch 1\n"
-               "          (JSON: over the mean of every 1 listed, e.g. 1,4,8,16,1)\n");
-    return f == stdout ? 0 : 2;
-}
-
 #define MAX_BATCHES 16
 
 static int bench_batch(const char *path, const char *list, long long n_gen, long long threads,
@@ -108,83 +91,11 @@ static int bench_batch(const char *path, const char *list, long long n_gen, long
     return 0;
 }
 
-int gl_cmd_bench(int argc, char **argv)
+// The pp / tg results as llama-bench prints them: a markdown table, or JSON with --json.
+static void print_results(const struct gl_model *m, const char *path, long long t, const char *isa,
+                          const struct gl_bench_result *res, int n_res, int json, int64_t load_us)
 {
-    const char *path = NULL;
-    long long p = 512, n = 128, d = 0, t = 2, reps = 3;
-    int json = 0, n_set = 0, device = -1;
-    const char *batch = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return usage(stdout);
-        if (!strcmp(a, "--json")) {
-            json = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "glint bench: unknown or incomplete option '%s'\n", a);
-            return usage(stderr);
-        }
-        i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m"))
-            path = v;
-        else if ((!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) &&
-                 !gl_cli_parse_int(v, 0, 65536, &p))
-            ;
-        else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && !gl_cli_parse_int(v, 0, 65536, &n))
-            n_set = 1;
-        else if ((!strcmp(a, "-d") || !strcmp(a, "--n-depth")) &&
-                 !gl_cli_parse_int(v, 0, 1 << 20, &d))
-            ;
-        else if (!strcmp(a, "--batch"))
-            batch = v;
-        else if (!strcmp(a, "--device")) {
-            if (gl_cli_device("glint bench", v, 1, &device))
-                return 2;
-        } else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) &&
-                   !gl_cli_parse_int(v, 1, 256, &t))
-            ;
-        else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) &&
-                 !gl_cli_parse_int(v, 1, 1000, &reps))
-            ;
-        else {
-            fprintf(stderr, "glint bench: bad option or value: %s %s\n", a, v);
-            return usage(stderr);
-        }
-    }
-    if (!path) {
-        fprintf(stderr, "glint bench: need --model\n");
-        return usage(stderr);
-    }
-    if (batch)
-        return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t, device);
-
-    struct gl_err err = {0};
-    struct gl_model *m = NULL;
-    struct gl_model_params mp = gl_model_default_params();
-    int64_t tl0 = gl_time_us();
-    if (gl_model_open(&m, path, &mp, &err) != GL_OK) {
-        fprintf(stderr, "glint bench: %s\n", err.msg);
-        return 1;
-    }
-    int64_t tl1 = gl_time_us();
     const struct gl_model_config *cf = &m->cfg;
-    struct gl_bench_params bp = {.n_prompt = p,
-                                 .n_gen = n,
-                                 .n_depth = d,
-                                 .n_threads = (int)t,
-                                 .reps = (int)reps,
-                                 .device = device};
-    struct gl_bench_result res[2];
-    int n_res = 0;
-    const char *isa = "?";
-    if (gl_bench_pp_tg(m, &bp, res, &n_res, &isa, &err) != GL_OK) {
-        fprintf(stderr, "glint bench: %s\n", err.msg);
-        gl_model_delete(m);
-        return 1;
-    }
     uint64_t model_size = 0; // file bytes (GGUF) or tensor bytes (HF folder)
     if (m->gguf)
         model_size = gl_gguf_file_size(m->gguf);
@@ -194,7 +105,7 @@ int gl_cmd_bench(int argc, char **argv)
     if (json) {
         printf("[\n");
         for (int i = 0; i < n_res; i++) {
-            struct gl_bench_result *r = &res[i];
+            const struct gl_bench_result *r = &res[i];
             printf("  {\"model\": \"%s\", \"test\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
                    "\"n_depth\": %lld, \"n_threads\": %lld, \"isa\": \"%s\", \"model_size\": %llu, "
                    "\"n_layer\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
@@ -212,9 +123,73 @@ int gl_cmd_bench(int argc, char **argv)
         for (int i = 0; i < n_res; i++)
             printf("| %s | %.2f GiB | %lld | %s | %s | %.2f ± %.2f |\n", path, size_gib, t, isa,
                    res[i].name, res[i].mean, res[i].sd);
-        fprintf(stderr, "load: %.2f s; %d layers, vocab %d\n", (double)(tl1 - tl0) / 1e6,
-                cf->n_layer, cf->n_vocab);
+        fprintf(stderr, "load: %.2f s; %d layers, vocab %d\n", (double)load_us / 1e6, cf->n_layer,
+                cf->n_vocab);
     }
+}
+
+int gl_cmd_bench(int argc, char **argv)
+{
+    const char *path = NULL, *batch = NULL;
+    long long p = 512, n = -1, d = 0, t = 2, reps = 3;
+    int json = 0, device = -1;
+    struct gl_opt tab[] = {
+        GL_OPT_S("--model", "-m", path, "F", "a GGUF or an HF checkpoint folder"),
+        GL_OPT_I("-p", "--n-prompt", p, 0, 65536, "P",
+                 "prompt tokens processed in one batch (default 512; 0 = skip pp)"),
+        GL_OPT_I("-n", "--n-gen", n, 0, 65536, "N",
+                 "tokens generated one at a time (default 128; 0 = skip tg)"),
+        GL_OPT_I("-d", "--n-depth", d, 0, 1 << 20, "D",
+                 "depth: pp and tg run after D tokens already in the cache (written once, "
+                 "untimed, like llama-bench -d)"),
+        GL_OPT_I("-t", "--threads", t, 1, 256, "T", "threads (default 2)"),
+        GL_OPT_F("--device", NULL, gl_cli_opt_device, &device, "D", NULL,
+                 "cpu (default) or vulkan[:INDEX] (pp/tg and --batch)"),
+        GL_OPT_I("-r", "--repetitions", reps, 1, 1000, "R", "repetitions (default 3)"),
+        GL_OPT_B("--json", NULL, json, 1, "print JSON instead of a table"),
+        GL_OPT_S("--batch", NULL, batch, "1,4,8,16",
+                 "aggregate decode t/s of B concurrent sequences through the engine (-n tokens "
+                 "each, default 64 here), ratio over batch 1 (JSON: over the mean of every 1 "
+                 "listed, e.g. 1,4,8,16,1)"),
+    };
+    tab[0].required = 1;
+    struct gl_cli_spec s = {.cmd = "glint bench",
+                            .synopsis = "--model F [-p 512] [-n 128] [-d 0] [-t 2] [-r 3] [--json]",
+                            .about = "Prompt-processing (pp) and generation (tg) speed, as "
+                                     "llama-bench measures them.",
+                            .opts = tab,
+                            .n_opts = GL_NOPTS(tab)};
+    GL_CLI_PARSE(&s, argc, argv);
+    const int n_set = n >= 0;
+    if (!n_set)
+        n = 128;
+    if (batch)
+        return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t, device);
+
+    struct gl_err err = {0};
+    struct gl_model *m = NULL;
+    struct gl_model_params mp = gl_model_default_params();
+    int64_t tl0 = gl_time_us();
+    if (gl_model_open(&m, path, &mp, &err) != GL_OK) {
+        fprintf(stderr, "glint bench: %s\n", err.msg);
+        return 1;
+    }
+    int64_t tl1 = gl_time_us();
+    struct gl_bench_params bp = {.n_prompt = p,
+                                 .n_gen = n,
+                                 .n_depth = d,
+                                 .n_threads = (int)t,
+                                 .reps = (int)reps,
+                                 .device = device};
+    struct gl_bench_result res[2];
+    int n_res = 0;
+    const char *isa = "?";
+    if (gl_bench_pp_tg(m, &bp, res, &n_res, &isa, &err) != GL_OK) {
+        fprintf(stderr, "glint bench: %s\n", err.msg);
+        gl_model_delete(m);
+        return 1;
+    }
+    print_results(m, path, t, isa, res, n_res, json, tl1 - tl0);
     for (int i = 0; i < n_res; i++)
         gl_bench_result_free(&res[i]);
     gl_model_delete(m);

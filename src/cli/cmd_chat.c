@@ -10,14 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: glint chat render REQUEST.json\n"
-            "  print the Muse Glimmer prompt for an OpenAI chat request body (messages, tools,\n"
-            "  chat_template_kwargs, reasoning_effort, add_generation_prompt); '-' reads stdin\n");
-}
-
 static int cmd_render(const char *path)
 {
     json_error_t je;
@@ -49,12 +41,22 @@ static int cmd_render(const char *path)
 
 int gl_cmd_chat(int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        usage(stdout);
-        return 0;
+    const char *path = NULL;
+    int n_pos = 0;
+    struct gl_cli_spec s = {.cmd = "glint chat render",
+                            .synopsis = "REQUEST.json",
+                            .about = "Prints the Muse Glimmer prompt for an OpenAI chat request "
+                                     "body (messages, tools, chat_template_kwargs, "
+                                     "reasoning_effort, add_generation_prompt); '-' reads stdin.",
+                            .min_pos = 1,
+                            .max_pos = 1,
+                            .pos = &path,
+                            .n_pos = &n_pos};
+    if (argc >= 2 && !strcmp(argv[1], "render")) {
+        GL_CLI_PARSE(&s, argc - 1, argv + 1);
+        return cmd_render(path);
     }
-    if (argc == 3 && !strcmp(argv[1], "render"))
-        return cmd_render(argv[2]);
-    usage(stderr);
-    return 2;
+    int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    gl_cli_usage(&s, help ? stdout : stderr);
+    return help ? 0 : 2;
 }

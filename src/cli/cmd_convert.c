@@ -9,78 +9,40 @@
 #include <stdio.h>
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: glint convert HF_DIR --out F.gguf [options]\n"
-            "  HF_DIR               config.json, tokenizer.model, model.safetensors or shards +\n"
-            "                       model.safetensors.index.json (BF16/F16/F32), optional\n"
-            "                       chat_template.jinja / generation_config.json\n"
-            "  --out F.gguf         the text GGUF (loads in glint and llama.cpp)\n"
-            "  --type T             F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M\n"
-            "                       (default Q4_K_M, llama.cpp's mix; norms are always F32)\n"
-            "  --vision-out V.gguf  also write the vision tower as glint's vision GGUF: the\n"
-            "                       patch embedding keeps its temporal axis (ne [196, 3, 2,\n"
-            "                       1536]) so video works; llama.cpp's mmproj sums it away\n"
-            "  --vision-type T      F32|F16|BF16 for the vision matrices (default BF16)\n"
-            "  --name S             general.name (default: the folder's name)\n"
-            "  --threads N          quantization threads (default: online CPUs, at most 8)\n");
-}
-
 int gl_cmd_convert(int argc, char **argv)
 {
     struct gl_convert_params p = gl_convert_default_params();
     const char *dir = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            if (dir) {
-                fprintf(stderr, "glint convert: unexpected argument '%s'\n", a);
-                usage(stderr);
-                return 2;
-            }
-            dir = a;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "glint convert: missing value for %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--out")) {
-            out = v;
-        } else if (!strcmp(a, "--type")) {
-            p.type = v;
-        } else if (!strcmp(a, "--vision-out")) {
-            p.vision_out = v;
-        } else if (!strcmp(a, "--vision-type")) {
-            p.vision_type = v;
-        } else if (!strcmp(a, "--name")) {
-            p.name = v;
-        } else if (!strcmp(a, "--threads")) {
-            long long n;
-            if (gl_cli_parse_int(v, 1, 256, &n) != 0) {
-                fprintf(stderr, "glint convert: --threads wants an integer in 1..256, got '%s'\n",
-                        v);
-                return 2;
-            }
-            p.n_threads = (int)n;
-        } else {
-            fprintf(stderr, "glint convert: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!dir || !out) {
-        fprintf(stderr, "glint convert: HF_DIR and --out are required\n");
-        usage(stderr);
-        return 2;
-    }
+    int n_pos = 0;
+    struct gl_opt t[] = {
+        GL_OPT_S("--out", NULL, out, "F.gguf", "the text GGUF (loads in glint and llama.cpp)"),
+        GL_OPT_S("--type", NULL, p.type, "T",
+                 "F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M (default Q4_K_M, llama.cpp's "
+                 "mix; norms are always F32)"),
+        GL_OPT_S(
+            "--vision-out", NULL, p.vision_out, "V.gguf",
+            "also write the vision tower as glint's vision GGUF: the patch embedding keeps its "
+            "temporal axis (ne [196, 3, 2, 1536]) so video works; llama.cpp's mmproj sums it "
+            "away"),
+        GL_OPT_S("--vision-type", NULL, p.vision_type, "T",
+                 "F32|F16|BF16 for the vision matrices (default BF16)"),
+        GL_OPT_S("--name", NULL, p.name, "S", "general.name (default: the folder's name)"),
+        GL_OPT_I("--threads", NULL, p.n_threads, 1, 256, "N",
+                 "quantization threads (default: online CPUs, at most 8)"),
+    };
+    t[0].required = 1;
+    struct gl_cli_spec s = {.cmd = "glint convert",
+                            .synopsis = "HF_DIR --out F.gguf [options]",
+                            .about = "HF_DIR: config.json, tokenizer.model, model.safetensors or "
+                                     "shards + model.safetensors.index.json (BF16/F16/F32), "
+                                     "optional chat_template.jinja / generation_config.json.",
+                            .opts = t,
+                            .n_opts = GL_NOPTS(t),
+                            .min_pos = 1,
+                            .max_pos = 1,
+                            .pos = &dir,
+                            .n_pos = &n_pos};
+    GL_CLI_PARSE(&s, argc, argv);
     struct gl_err err = {0};
     gl_status st = gl_convert(dir, out, &p, &err);
     if (st != GL_OK) {

@@ -44,16 +44,12 @@ static void print_device(int i, const struct gl_vk_device_info *d)
 
 int gl_cmd_devices(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: glint devices\n\nLists the Vulkan devices (index, name, driver, memory, "
-                   "features, limits).\nGLINT_VULKAN_LOADER names another loader than "
-                   "libvulkan.so.1.\n");
-            return 0;
-        }
-        fprintf(stderr, "glint devices: unknown option '%s' (see glint devices --help)\n", argv[i]);
-        return 2;
-    }
+    struct gl_cli_spec s = {.cmd = "glint devices",
+                            .synopsis = "",
+                            .about = "Lists the Vulkan devices (index, name, driver, memory, "
+                                     "features, limits). GLINT_VULKAN_LOADER names another loader "
+                                     "than libvulkan.so.1."};
+    GL_CLI_PARSE(&s, argc, argv);
     struct gl_vk_device_info *devs = NULL;
     int n = 0;
     struct gl_err err = {0};

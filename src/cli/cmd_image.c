@@ -18,72 +18,50 @@ struct opts {
     int max_tokens;
 };
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: glint image preprocess IMAGE [options]\n"
-            "  IMAGE                  a PNG or JPEG file\n"
-            "  --max-image-tokens N   cap on merged tokens (default %d, at most %d)\n"
-            "  --out FILE             write the resized 8-bit RGB pixels (row-major, no header)\n"
-            "  --decoded FILE         write the decoded RGB pixels before resizing\n"
-            "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
-            "  --model DIR --rows FILE  encode with the model's vision tower (media/) and write\n"
-            "                         the soft-token rows, float32 [n_tokens][n_embd]\n"
-            "  --mmproj F             with a GGUF --model: its vision GGUF (glint convert)\n"
-            "prints {\"width\", \"height\", \"grid_thw\", \"n_tokens\", \"src_width\", "
-            "\"src_height\"} as one JSON line\n",
-            GL_IMAGE_MAX_TOKENS, GL_IMAGE_MAX_TOKENS_LIMIT);
-}
-
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.max_tokens = GL_IMAGE_MAX_TOKENS};
+    int n_pos = 0;
+    struct gl_opt t[] = {
+        GL_OPT_I("--max-image-tokens", NULL, o->max_tokens, 1, GL_IMAGE_MAX_TOKENS_LIMIT, "N",
+                 "cap on merged tokens (default " GL_CLI_STR(
+                     GL_IMAGE_MAX_TOKENS) ", at most " GL_CLI_STR(GL_IMAGE_MAX_TOKENS_LIMIT) ")"),
+        GL_OPT_S("--out", NULL, o->out, "FILE",
+                 "write the resized 8-bit RGB pixels (row-major, no header)"),
+        GL_OPT_S("--decoded", NULL, o->decoded, "FILE",
+                 "write the decoded RGB pixels before resizing"),
+        GL_OPT_S("--patches", NULL, o->patches, "FILE",
+                 "write the normalised patch vectors, float32 [n][1176]"),
+        GL_OPT_S("--model", NULL, o->model, "DIR",
+                 "with --rows: encode with the model's vision tower (media/)"),
+        GL_OPT_S("--rows", NULL, o->rows, "FILE",
+                 "with --model: write the soft-token rows, float32 [n_tokens][n_embd]"),
+        GL_OPT_S("--mmproj", NULL, o->mmproj, "F",
+                 "with a GGUF --model: its vision GGUF (glint convert)"),
+    };
+    struct gl_cli_spec s = {.cmd = "glint image preprocess",
+                            .synopsis = "IMAGE [options]",
+                            .about = "IMAGE: a PNG or JPEG file. Prints {\"width\", \"height\", "
+                                     "\"grid_thw\", \"n_tokens\", \"src_width\", "
+                                     "\"src_height\"} as one JSON line.",
+                            .opts = t,
+                            .n_opts = GL_NOPTS(t),
+                            .min_pos = 1,
+                            .max_pos = 1,
+                            .pos = &o->image,
+                            .n_pos = &n_pos};
+    int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
     if (argc < 2 || strcmp(argv[1], "preprocess")) {
-        usage(argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout
-                                                                                  : stderr);
-        return argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
+        gl_cli_usage(&s, help ? stdout : stderr);
+        return help ? 0 : 2;
     }
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
-        long long v;
-        if (!strcmp(a, "--max-image-tokens") && more) {
-            if (gl_cli_parse_int(argv[++i], 1, GL_IMAGE_MAX_TOKENS_LIMIT, &v)) {
-                fprintf(stderr, "glint image: --max-image-tokens wants an integer in 1..%d\n",
-                        GL_IMAGE_MAX_TOKENS_LIMIT);
-                return 2;
-            }
-            o->max_tokens = (int)v;
-        } else if (!strcmp(a, "--out") && more) {
-            o->out = argv[++i];
-        } else if (!strcmp(a, "--decoded") && more) {
-            o->decoded = argv[++i];
-        } else if (!strcmp(a, "--patches") && more) {
-            o->patches = argv[++i];
-        } else if (!strcmp(a, "--model") && more) {
-            o->model = argv[++i];
-        } else if (!strcmp(a, "--mmproj") && more) {
-            o->mmproj = argv[++i];
-        } else if (!strcmp(a, "--rows") && more) {
-            o->rows = argv[++i];
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "glint image: unknown or incomplete option '%s'\n", a);
-            return 2;
-        } else if (!o->image) {
-            o->image = a;
-        } else {
-            fprintf(stderr, "glint image: more than one IMAGE argument\n");
-            return 2;
-        }
-    }
-    if (!o->image || !o->model != !o->rows) {
-        usage(stderr);
+    int rc = gl_cli_parse(&s, argc - 1, argv + 1);
+    if (rc < 0 && !o->model != !o->rows) {
+        fprintf(stderr, "glint image preprocess: --model and --rows go together\n");
+        gl_cli_usage(&s, stderr);
         return 2;
     }
-    return -1;
+    return rc;
 }
 
 static int write_patches(const char *path, const struct gl_image *img)

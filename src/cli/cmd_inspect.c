@@ -231,46 +231,32 @@ static void dump_json(FILE *f, const char *path, const struct gl_gguf *g)
     fputs("]}\n", f);
 }
 
-static void usage(FILE *f)
-{
-    fputs("usage: glint inspect FILE [--json] [--no-mmap] [--allow-no-data] [--no-vision-check]\n"
-          "  --json           machine-readable output\n"
-          "  --no-mmap        read the file into memory instead of mapping it (or GLINT_MMAP=0)\n"
-          "  --allow-no-data  accept header-only files (tensor data past the end of the file)\n"
-          "  --no-vision-check  dump a vision GGUF that glint would refuse (e.g. an mmproj\n"
-          "                   whose patch embedding lost its temporal axis)\n",
-          f);
-}
-
 int gl_cmd_inspect(int argc, char **argv)
 {
     const char *path = NULL;
-    int json = 0, vision_check = 1;
+    int json = 0, vision_check = 1, n_pos = 0;
     struct gl_gguf_open_params prm = gl_gguf_default_open_params();
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--no-mmap")) {
-            prm.use_mmap = 0;
-        } else if (!strcmp(argv[i], "--allow-no-data")) {
-            prm.allow_no_data = 1;
-        } else if (!strcmp(argv[i], "--no-vision-check")) {
-            vision_check = 0;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' || path) {
-            fprintf(stderr, "glint inspect: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) {
-        usage(stderr);
-        return 2;
-    }
+    struct gl_opt t[] = {
+        GL_OPT_B("--json", NULL, json, 1, "machine-readable output"),
+        GL_OPT_B("--no-mmap", NULL, prm.use_mmap, 0,
+                 "read the file into memory instead of mapping it (or GLINT_MMAP=0)"),
+        GL_OPT_B("--allow-no-data", NULL, prm.allow_no_data, 1,
+                 "accept header-only files (tensor data past the end of the file)"),
+        GL_OPT_B("--no-vision-check", NULL, vision_check, 0,
+                 "dump a vision GGUF that glint would refuse (e.g. an mmproj whose patch "
+                 "embedding lost its temporal axis)"),
+    };
+    struct gl_cli_spec s = {.cmd = "glint inspect",
+                            .synopsis = "FILE [--json] [--no-mmap] [--allow-no-data] "
+                                        "[--no-vision-check]",
+                            .about = "Prints a GGUF's metadata and tensors.",
+                            .opts = t,
+                            .n_opts = GL_NOPTS(t),
+                            .min_pos = 1,
+                            .max_pos = 1,
+                            .pos = &path,
+                            .n_pos = &n_pos};
+    GL_CLI_PARSE(&s, argc, argv);
     struct gl_gguf *g = NULL;
     struct gl_err err = {0};
     if (vision_check && gl_vgguf_check(path, NULL, &err) != GL_OK) { // by name, before opening

@@ -17,29 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: glint plan --model F [--kv-cache-memory BYTES] [--kv-cache-dtype T]\n"
-            "                  [--max-model-len N] [--block-size N] [--max-num-batched-tokens N]\n"
-            "                  [--max-num-seqs N] [--gpu-memory-utilization F]\n"
-            "                  [--vllm-batched-tokens N]\n"
-            "  --kv-cache-memory  pool bytes (also --kv-cache-memory-bytes): an integer,\n"
-            "                     optionally with K/M/G/T (or KiB, MiB, GiB, TiB: powers of\n"
-            "                     1024) or KB/MB/GB/TB (powers of 1000); decimals allowed\n"
-            "                     (5.5GiB = 5905580032). Without it: the pool glint serve would\n"
-            "                     choose now (memory free minus the model file, times\n"
-            "                     --gpu-memory-utilization 0.9, at most --max-num-seqs 16 full\n"
-            "                     sequences), and max_model_len lowered to fit it unless given\n"
-            "  --kv-cache-dtype   f32|f16|bf16|fp8|fp8_e4m3 (default f16)\n"
-            "  --max-model-len    positions per sequence (default: the model's context_length)\n"
-            "  --block-size       positions per page (default 16)\n"
-            "  --max-num-batched-tokens  prefill chunk of the engine: extra sliding pages one\n"
-            "                     prefilling sequence holds transiently (default 512)\n"
-            "  --vllm-batched-tokens  max_num_batched_tokens assumed for the vLLM comparison\n"
-            "                     (default 16384)\n");
-}
-
 // Most blocks `span` consecutive positions can touch.
 static int64_t touched(int64_t span, int64_t bs)
 {
@@ -52,54 +29,39 @@ int gl_cmd_plan(int argc, char **argv)
     int64_t budget = -1;
     long long max_len = 0, bs = 16, mbt = 512, vllm_mbt = 16384, max_seqs = 16;
     double util = 0.9;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "glint plan: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--kv-cache-dtype"))
-            dtype_s = v;
-        else if (!strcmp(a, "--kv-cache-memory") || !strcmp(a, "--kv-cache-memory-bytes"))
-            bad = gl_cli_parse_bytes(v, &budget);
-        else if (!strcmp(a, "--max-model-len"))
-            bad = gl_cli_parse_int(v, 1, 1 << 30, &max_len);
-        else if (!strcmp(a, "--block-size"))
-            bad = gl_cli_parse_int(v, 1, 4096, &bs);
-        else if (!strcmp(a, "--max-num-batched-tokens"))
-            bad = gl_cli_parse_int(v, 1, 1 << 24, &mbt);
-        else if (!strcmp(a, "--max-num-seqs"))
-            bad = gl_cli_parse_int(v, 1, 4096, &max_seqs);
-        else if (!strcmp(a, "--gpu-memory-utilization")) {
-            char *end;
-            util = strtod(v, &end);
-            bad = end == v || *end || !(util > 0.0 && util <= 1.0);
-        } else if (!strcmp(a, "--vllm-batched-tokens"))
-            bad = gl_cli_parse_int(v, 1, 1 << 24, &vllm_mbt);
-        else {
-            fprintf(stderr, "glint plan: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "glint plan: bad value '%s' for %s\n", v, a);
-            return 2;
-        }
-    }
-    if (!model) {
-        fprintf(stderr, "glint plan: --model is required\n");
-        usage(stderr);
-        return 2;
-    }
+    struct gl_opt t[] = {
+        GL_OPT_S("--model", NULL, model, "F", "a GGUF (a --header-only one will do)"),
+        GL_OPT_Z("--kv-cache-memory", "--kv-cache-memory-bytes", budget, "BYTES",
+                 "pool bytes: an integer, optionally with K/M/G/T (or KiB, MiB, GiB, TiB: powers "
+                 "of 1024) or KB/MB/GB/TB (powers of 1000); decimals allowed (5.5GiB = "
+                 "5905580032). Without it: the pool glint serve would choose now (memory free "
+                 "minus the model file, times --gpu-memory-utilization 0.9, at most "
+                 "--max-num-seqs 16 full sequences), and max_model_len lowered to fit it unless "
+                 "given"),
+        GL_OPT_S("--kv-cache-dtype", NULL, dtype_s, "T", "f32|f16|bf16|fp8|fp8_e4m3 (default f16)"),
+        GL_OPT_I("--max-model-len", NULL, max_len, 1, 1 << 30, "N",
+                 "positions per sequence (default: the model's context_length)"),
+        GL_OPT_I("--block-size", NULL, bs, 1, 4096, "N", "positions per page (default 16)"),
+        GL_OPT_I("--max-num-batched-tokens", NULL, mbt, 1, 1 << 24, "N",
+                 "prefill chunk of the engine: extra sliding pages one prefilling sequence holds "
+                 "transiently (default 512)"),
+        GL_OPT_I("--max-num-seqs", NULL, max_seqs, 1, 4096, "N",
+                 "sequences the default pool holds in full (default 16)"),
+        GL_OPT_F("--gpu-memory-utilization", NULL, gl_cli_opt_fraction, &util, "F",
+                 "a fraction in (0, 1]", "share of the free memory the default pool takes (0.9)"),
+        GL_OPT_I("--vllm-batched-tokens", NULL, vllm_mbt, 1, 1 << 24, "N",
+                 "max_num_batched_tokens assumed for the vLLM comparison (default 16384)"),
+    };
+    t[0].required = 1;
+    struct gl_cli_spec s = {.cmd = "glint plan",
+                            .synopsis = "--model F [options]",
+                            .about = "KV-cache sizing from a model's metadata alone: one JSON "
+                                     "object with the hybrid page layout, capacity and "
+                                     "concurrency, and two comparisons on the same budget (every "
+                                     "layer in full; vLLM's hybrid allocator).",
+                            .opts = t,
+                            .n_opts = GL_NOPTS(t)};
+    GL_CLI_PARSE(&s, argc, argv);
     struct gl_err err = {0};
     struct gl_kv_params p = {budget, (int32_t)bs, GL_KV_F16, 1};
     if (gl_kv_dtype_parse(dtype_s, &p.dtype, &err) != GL_OK) {

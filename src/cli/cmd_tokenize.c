@@ -19,61 +19,41 @@ struct opts {
     int special, bos, decode, hex_out, stats; // bos: -1 default (GGUF add_bos_token / none)
 };
 
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: glint tokenize (--model F.gguf|DIR | --tiktoken F.model) [options] [TEXT]\n"
-        "  TEXT                text to tokenize (read from stdin if absent)\n"
-        "  --special           recognise special-token names such as <|eot|> in the text\n"
-        "  --bos, --no-bos     force / suppress BOS (default: the GGUF's add_bos_token;\n"
-        "                      none with --tiktoken)\n"
-        "  --hex-lines FILE    tokenize each line of FILE (hex-encoded bytes); one id line each\n"
-        "  --decode            TEXT (or stdin) is token ids; print the text they decode to\n"
-        "  --hex               with --decode: print the bytes hex-encoded\n"
-        "  --stats             print load time and encode speed to stderr\n");
-}
-
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.bos = -1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
-        if (!strcmp(a, "--model") && more)
-            o->model = argv[++i];
-        else if (!strcmp(a, "--tiktoken") && more)
-            o->tiktoken = argv[++i];
-        else if (!strcmp(a, "--hex-lines") && more)
-            o->hex_lines = argv[++i];
-        else if (!strcmp(a, "--special"))
-            o->special = 1;
-        else if (!strcmp(a, "--bos"))
-            o->bos = 1;
-        else if (!strcmp(a, "--no-bos"))
-            o->bos = 0;
-        else if (!strcmp(a, "--decode"))
-            o->decode = 1;
-        else if (!strcmp(a, "--hex"))
-            o->hex_out = 1;
-        else if (!strcmp(a, "--stats"))
-            o->stats = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "glint tokenize: unknown or incomplete option '%s'\n", a);
-            return 2;
-        } else if (!o->text)
-            o->text = a;
-        else {
-            fprintf(stderr, "glint tokenize: more than one TEXT argument (quote the text)\n");
-            return 2;
-        }
-    }
+    int n_pos = 0;
+    struct gl_opt t[] = {
+        GL_OPT_S("--model", NULL, o->model, "F.gguf|DIR", "the tokenizer of a GGUF or HF folder"),
+        GL_OPT_S("--tiktoken", NULL, o->tiktoken, "F.model", "a tiktoken ranks file"),
+        GL_OPT_B("--special", NULL, o->special, 1,
+                 "recognise special-token names such as <|eot|> in the text"),
+        GL_OPT_B("--bos", NULL, o->bos, 1,
+                 "force BOS (default: the GGUF's add_bos_token; none with --tiktoken)"),
+        GL_OPT_B("--no-bos", NULL, o->bos, 0, "suppress BOS"),
+        GL_OPT_S("--hex-lines", NULL, o->hex_lines, "FILE",
+                 "tokenize each line of FILE (hex-encoded bytes); one id line each"),
+        GL_OPT_B("--decode", NULL, o->decode, 1,
+                 "TEXT (or stdin) is token ids; print the text they decode to"),
+        GL_OPT_B("--hex", NULL, o->hex_out, 1, "with --decode: print the bytes hex-encoded"),
+        GL_OPT_B("--stats", NULL, o->stats, 1, "print load time and encode speed to stderr"),
+    };
+    struct gl_cli_spec s = {.cmd = "glint tokenize",
+                            .synopsis =
+                                "(--model F.gguf|DIR | --tiktoken F.model) [options] [TEXT]",
+                            .about = "TEXT: the text to tokenize (read from stdin if absent); "
+                                     "prints the ids on one line, space-separated.",
+                            .opts = t,
+                            .n_opts = GL_NOPTS(t),
+                            .max_pos = 1,
+                            .pos = &o->text,
+                            .n_pos = &n_pos};
+    int rc = gl_cli_parse(&s, argc, argv);
+    if (rc >= 0)
+        return rc;
     if (!o->model == !o->tiktoken) {
         fprintf(stderr, "glint tokenize: give exactly one of --model and --tiktoken\n");
-        usage(stderr);
+        gl_cli_usage(&s, stderr);
         return 2;
     }
     return -1;

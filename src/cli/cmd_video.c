@@ -18,114 +18,70 @@ struct opts {
     struct gl_video_params par;
 };
 
-static void usage(FILE *f)
+static int opt_fps(void *user, const char *v, const char *name, const char *cmd)
 {
-    fprintf(
-        f,
-        "usage: glint video preprocess VIDEO [options]\n"
-        "  VIDEO                  a video file (mp4/mov, mkv/webm, avi, ts, flv, ogg, gif)\n"
-        "  --fps F                frames sampled per second (default %.1f)\n"
-        "  --max-frames N         cap on sampled frames (default %d, at most %d)\n"
-        "  --max-frame-tokens N   cap on merged tokens per frame (default %d)\n"
-        "  --out FILE             write the T resized 8-bit RGB frames (no header)\n"
-        "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
-        "  --prompt               add \"prompt\": the expanded placeholder text, specials by name\n"
-        "  --model DIR --rows FILE  write the soft-token rows of every temporal group through\n"
-        "                         the model's vision tower, float32 [groups * gh * gw][n_embd]\n"
-        "  --mmproj F             with a GGUF --model: its vision GGUF (glint convert)\n"
-        "prints {\"frames\", \"width\", \"height\", \"grid_thw\", \"timestamps\", "
-        "\"n_tokens\", \"sampled\", \"indices\", \"total_frames\", \"src_fps\", "
-        "\"fps_known\", \"src_width\", \"src_height\"} as one JSON line\n",
-        GL_VIDEO_FPS, GL_VIDEO_MAX_FRAMES, GL_VIDEO_MAX_FRAMES_LIMIT, GL_VIDEO_MAX_FRAME_TOKENS);
-}
-
-static int parse_fps(const char *s, double *out)
-{
+    (void)name;
+    (void)cmd;
     char *end;
     errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v > 0.0 && v <= 1000.0))
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !(x > 0.0 && x <= 1000.0))
         return -1;
-    *out = v;
+    *(double *)user = x;
     return 0;
-}
-
-static int parse_opt(int argc, char **argv, int *i, struct opts *o)
-{
-    const char *a = argv[*i];
-    int more = *i + 1 < argc;
-    long long v;
-    if (!strcmp(a, "--fps") && more) {
-        if (parse_fps(argv[++*i], &o->par.fps) == 0)
-            return -1;
-        fprintf(stderr, "glint video: --fps wants a number in (0, 1000]\n");
-    } else if (!strcmp(a, "--max-frames") && more) {
-        if (gl_cli_parse_int(argv[++*i], 1, GL_VIDEO_MAX_FRAMES_LIMIT, &v) == 0) {
-            o->par.max_frames = (int)v;
-            return -1;
-        }
-        fprintf(stderr, "glint video: --max-frames wants an integer in 1..%d\n",
-                GL_VIDEO_MAX_FRAMES_LIMIT);
-    } else if (!strcmp(a, "--max-frame-tokens") && more) {
-        if (gl_cli_parse_int(argv[++*i], 1, GL_IMAGE_MAX_TOKENS_LIMIT, &v) == 0) {
-            o->par.max_frame_tokens = (int)v;
-            return -1;
-        }
-        fprintf(stderr, "glint video: --max-frame-tokens wants an integer in 1..%d\n",
-                GL_IMAGE_MAX_TOKENS_LIMIT);
-    } else if (!strcmp(a, "--out") && more) {
-        o->out = argv[++*i];
-        return -1;
-    } else if (!strcmp(a, "--patches") && more) {
-        o->patches = argv[++*i];
-        return -1;
-    } else if (!strcmp(a, "--model") && more) {
-        o->model = argv[++*i];
-        return -1;
-    } else if (!strcmp(a, "--mmproj") && more) {
-        o->mmproj = argv[++*i];
-        return -1;
-    } else if (!strcmp(a, "--rows") && more) {
-        o->rows = argv[++*i];
-        return -1;
-    } else if (!strcmp(a, "--prompt")) {
-        o->prompt = 1;
-        return -1;
-    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-        usage(stdout);
-        return 0;
-    } else if (a[0] == '-' && a[1] != '\0') {
-        fprintf(stderr, "glint video: unknown or incomplete option '%s'\n", a);
-    } else if (!o->video) {
-        o->video = a;
-        return -1;
-    } else {
-        fprintf(stderr, "glint video: more than one VIDEO argument\n");
-    }
-    return 2;
 }
 
 // Returns -1 to go on, else the exit code.
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.par = gl_video_default_params()};
+    int n_pos = 0;
+    struct gl_opt t[] = {
+        GL_OPT_F("--fps", NULL, opt_fps, &o->par.fps, "F", "a number in (0, 1000]",
+                 "frames sampled per second (default " GL_CLI_STR(GL_VIDEO_FPS) ")"),
+        GL_OPT_I("--max-frames", NULL, o->par.max_frames, 1, GL_VIDEO_MAX_FRAMES_LIMIT, "N",
+                 "cap on sampled frames (default " GL_CLI_STR(
+                     GL_VIDEO_MAX_FRAMES) ", at most " GL_CLI_STR(GL_VIDEO_MAX_FRAMES_LIMIT) ")"),
+        GL_OPT_I(
+            "--max-frame-tokens", NULL, o->par.max_frame_tokens, 1, GL_IMAGE_MAX_TOKENS_LIMIT, "N",
+            "cap on merged tokens per frame (default " GL_CLI_STR(GL_VIDEO_MAX_FRAME_TOKENS) ")"),
+        GL_OPT_S("--out", NULL, o->out, "FILE", "write the T resized 8-bit RGB frames (no header)"),
+        GL_OPT_S("--patches", NULL, o->patches, "FILE",
+                 "write the normalised patch vectors, float32 [n][1176]"),
+        GL_OPT_B("--prompt", NULL, o->prompt, 1,
+                 "add \"prompt\": the expanded placeholder text, specials by name"),
+        GL_OPT_S("--model", NULL, o->model, "DIR",
+                 "with --rows: the model whose vision tower encodes every temporal group"),
+        GL_OPT_S("--rows", NULL, o->rows, "FILE",
+                 "with --model: write the soft-token rows, float32 [groups * gh * gw][n_embd]"),
+        GL_OPT_S("--mmproj", NULL, o->mmproj, "F",
+                 "with a GGUF --model: its vision GGUF (glint convert)"),
+    };
+    struct gl_cli_spec s = {
+        .cmd = "glint video preprocess",
+        .synopsis = "VIDEO [options]",
+        .about = "VIDEO: a video file (mp4/mov, mkv/webm, avi, ts, flv, ogg, gif). Prints "
+                 "{\"frames\", \"width\", \"height\", \"grid_thw\", \"timestamps\", "
+                 "\"n_tokens\", \"sampled\", \"indices\", \"total_frames\", \"src_fps\", "
+                 "\"fps_known\", \"src_width\", \"src_height\"} as one JSON line.",
+        .opts = t,
+        .n_opts = GL_NOPTS(t),
+        .min_pos = 1,
+        .max_pos = 1,
+        .pos = &o->video,
+        .n_pos = &n_pos};
     int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
     if (argc < 2 || strcmp(argv[1], "preprocess")) {
-        usage(help ? stdout : stderr);
+        gl_cli_usage(&s, help ? stdout : stderr);
         return help ? 0 : 2;
     }
-    for (int i = 2; i < argc; i++) {
-        int rc = parse_opt(argc, argv, &i, o);
-        if (rc >= 0)
-            return rc;
-    }
-    if (!o->video || !o->model != !o->rows) {
-        if (o->video)
-            fprintf(stderr, "glint video: --model and --rows go together\n");
-        usage(stderr);
+    int rc = gl_cli_parse(&s, argc - 1, argv + 1);
+    if (rc < 0 && !o->model != !o->rows) {
+        fprintf(stderr, "glint video: --model and --rows go together\n");
+        gl_cli_usage(&s, stderr);
         return 2;
     }
-    return -1;
+    return rc;
 }
 
 static int write_patches(const char *path, const struct gl_video *v)

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// harness: test and benchmark harnesses that drive the library's modules from outside, behind
+// thin `glint` commands (issue 23: cli/ only parses flags and prints).
+//   grammar check  -- the MaskBench harness (grammar_harness.c): compile each case file's schema,
+//                     walk every instance through the matcher token by token, classify, time
+//                     every compile and every mask; police the matcher's contract on every step.
+//   grammar sample -- random walks under a JSON Schema's mask, for independent validators.
+//   run / eval     -- generation from a prompt (greedy or sampled, with images and videos), a
+//                     JSONL file of /v1/completions bodies through the engine, and teacher-forced
+//                     logits / per-layer hidden-state dumps for the reference checks
+//                     (run_harness.c; the oracle scripts read these outputs).
+// Ownership: the options and the strings in them belong to the caller and are only read. Each
+// call owns everything it loads (tokenizer, vocabulary index, grammars) and frees it before it
+// returns. Output: the report goes to stdout (grammar: the formats of docs/GRAMMAR.md §4; run:
+// the text; eval: argmax ids unless --logits), unchanged from the commands'; errors go to stderr
+// as "glint grammar check: ...", "glint run: ..." and so on.
+// Errors: each returns a process exit code: 0 done (all contracts held), 1 an input could not be
+// read or compiled where that is fatal, out of memory, or a contract breach (the report still
+// printed where the run finished).
+#pragma once
+
+#include "media/media.h"
+#include "model/model.h"
+#include "sampling/sampling.h"
+
+// glint grammar check. Defaults (the command's): every 1, limit -1 (all), ws_max -1 (the
+// grammar's default, 16), verify 0 (off).
+struct gl_grammar_check_opts {
+    const char *tokenizer, *cases, *per_file, *digest; // tokenizer: GGUF or tiktoken ranks
+    int json, ws_max, verbose, dump, cpu_time;
+    long long limit, every, verify;
+};
+int gl_harness_grammar_check(const struct gl_grammar_check_opts *o);
+
+// glint grammar sample. Defaults (the command's): n 10, seed 1, max_tokens 512, ws_max 0.
+struct gl_grammar_sample_opts {
+    const char *tokenizer, *schema;
+    long long n, seed, max_tokens, ws_max;
+    int verbose, closed;
+};
+#define GL_GRAMMAR_SAMPLE_MAX_TOKENS 100000 // the largest max_tokens
+int gl_harness_grammar_sample(const struct gl_grammar_sample_opts *o);
+
+// glint run / glint eval. Defaults (the commands'): device -1 (cpu), n_gen 32, threads 2,
+// sp = gl_sample_default_params() with temperature 0 (greedy), max_seqs 16, max_tokens 512,
+// kv_bytes 1 GiB, kv_dtype GL_KV_F16, eval_batch 0 (the whole prompt at once). run: exactly one
+// of prompt / prompt_ids / batch (the caller checks); eval: prompt_ids.
+struct gl_run_opts {
+    const char *model, *prompt, *prompt_ids, *batch, *out;
+    long long max_seqs, max_tokens;
+    int64_t kv_bytes;
+    enum gl_kv_dtype kv_dtype;
+    long long n_gen, threads;
+    int device; // -1: cpu, else the Vulkan device index
+    struct gl_sample_params sp;
+    int print_ids, special, show_tensors;
+    const char *mmproj;                    // --mmproj: vision GGUF for a GGUF model
+    const char *media[GL_MEDIA_MAX_PARTS]; // --image / --video files, in placeholder order
+    enum gl_media_kind media_kind[GL_MEDIA_MAX_PARTS];
+    int n_media;
+    const char *logits, *dump_dir;                     // eval: --logits OUT.f32, --dump-layers DIR
+    long long eval_batch;                              // eval: --batch N (0: all at once)
+    void (*progress)(void *user, int done, int total); // model loading (may be NULL)
+    void *progress_user;
+};
+int gl_harness_run(const struct gl_run_opts *o);
+int gl_harness_eval(const struct gl_run_opts *o);
