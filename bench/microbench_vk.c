@@ -11,8 +11,8 @@
 // runs on a machine without glint's other libraries; libvulkan.so.1 is opened at run time.
 // Usage: microbench_vk OUT.gguf VOCAB LAYERS TYPE [P=512] [N=64] [reps=3] [threads=16]
 //                      [batches=1,8,32] [device=0]
-#include "bench/bench.h"
 #include "engine/engine.h"
+#include "harness/harness.h"
 #include "model/make_model.h"
 
 #include "base/base.h"

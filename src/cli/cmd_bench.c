@@ -9,9 +9,9 @@
 // each size B, B concurrent greedy sequences (16-token prompts, -n tokens each, EOS ignored)
 // through the engine; aggregate decode tokens/s counted from the step after every sequence has
 // its first token, and the ratio over batch 1 (one JSON line per size).
-#include "bench/bench.h"
 #include "cli.h"
 #include "gguf/gguf.h"
+#include "harness/harness.h"
 #include "model/model.h"
 
 #include <stdio.h>

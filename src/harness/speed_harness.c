@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// bench: timing loops of `glint bench` (bench.h). Moved out of src/cli/cmd_bench.c unchanged but
-// for the depth (-d), which runs the timed passes through gl_model_forward_batch at positions
-// D.. over a cache that keeps its D depth rows.
-#include "bench/bench.h"
+// harness: the timing loops of `glint bench` (harness.h; was src/bench/). Moved out of
+// src/cli/cmd_bench.c unchanged but for the depth (-d), which runs the timed passes through
+// gl_model_forward_batch at positions D.. over a cache that keeps its D depth rows.
+#include "harness/harness.h"
 
 #include "engine/engine.h"
 #include "sampling/sampling.h"
