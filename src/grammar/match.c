@@ -1736,6 +1736,211 @@ static void branch_pop(struct gl_mstate *m, uint32_t toff, uint32_t fresh)
     X.tmp_top = save;
 }
 
+// What one closure step leaves to do with the thread at the top of its frame stack.
+enum cl_next {
+    CL_DONE,  // emitted, branched or dead: the closure of this thread ends
+    CL_POP,   // the frame completed: pop it, its parent goes on
+    CL_AGAIN, // a child frame was pushed (or the frame changed): look at the top again
+};
+
+// A frame that waits on whitespace or a separator may end here (branch_pop) and also stays as
+// a consuming thread (emit).
+static enum cl_next cl_branch_emit(struct gl_mstate *m, uint32_t toff, uint32_t fresh)
+{
+    branch_pop(m, toff, fresh);
+    emit(m, T(X.tmp, toff));
+    return CL_DONE;
+}
+
+// ALT: every alternative but the last closes in a copy; the thread itself takes the last.
+static enum cl_next cl_alt(struct gl_mstate *m, uint32_t toff, const struct gl_gnode *n,
+                           uint32_t *fresh)
+{
+    if (n->u.list.n == 0)
+        return CL_DONE;
+    for (int32_t k = 0; k + 1 < n->u.list.n && !X.fail; k++) {
+        uint32_t save = X.tmp_top;
+        uint32_t c = dup(toff);
+        if (!c)
+            return CL_DONE;
+        struct thr *ct = T(X.tmp, c);
+        pop(ct);
+        uint32_t fr = ct->depth < *fresh ? ct->depth : *fresh;
+        if (push(m, ct, n->u.list.kids[k]))
+            close_thr(m, c, fr, 0);
+        X.tmp_top = save;
+    }
+    struct thr *t = T(X.tmp, toff);
+    pop(t);
+    if (t->depth < *fresh)
+        *fresh = t->depth;
+    return push(m, t, n->u.list.kids[n->u.list.n - 1]) ? CL_AGAIN : CL_DONE;
+}
+
+// REPEAT: start (maybe empty), after a separator, or after an item (child_fresh: the item
+// matched "", so more iterations add nothing).
+static enum cl_next cl_repeat(struct gl_mstate *m, uint32_t toff, const struct gl_gnode *n,
+                              uint32_t fresh, int child_fresh)
+{
+    struct thr *t = T(X.tmp, toff);
+    struct frm *f = top_of(t);
+    int32_t min = n->u.rep.min, max = n->u.rep.max;
+    if (f->b == R_START) {
+        if (max == 0)
+            return CL_POP;
+        if (min == 0)
+            branch_pop(m, toff, fresh);
+        t = T(X.tmp, toff);
+        f = top_of(t);
+        f->b = R_ITEM;
+        return push(m, t, n->u.rep.kid) ? CL_AGAIN : CL_DONE;
+    }
+    if (f->b == R_SEP) {
+        f->b = R_ITEM;
+        return push(m, t, n->u.rep.kid) ? CL_AGAIN : CL_DONE;
+    }
+    // R_ITEM: the child just completed.
+    int64_t cnt = (int64_t)f->a + 1;
+    if (max < 0 && cnt > min)
+        cnt = min; // unbounded: counts past min are all alike (keeps states finite)
+    f->a = (uint32_t)cnt;
+    if (child_fresh)
+        return CL_POP;
+    if (max >= 0 && cnt >= max)
+        return CL_POP;
+    if (cnt >= min)
+        branch_pop(m, toff, fresh);
+    t = T(X.tmp, toff);
+    f = top_of(t);
+    if (n->u.rep.sep >= 0) {
+        f->b = R_SEP;
+        return push(m, t, n->u.rep.sep) ? CL_AGAIN : CL_DONE;
+    }
+    return push(m, t, n->u.rep.kid) ? CL_AGAIN : CL_DONE;
+}
+
+static enum cl_next cl_jstring(struct gl_mstate *m, uint32_t toff, const struct gl_gnode *n,
+                               uint32_t fresh)
+{
+    struct frm *f = top_of(T(X.tmp, toff));
+    const int can_close = str_can_close(m, f);
+    if (n->u.str.n_regex >= 2 && !can_close &&
+        !regs_joint_viable(
+            m, &n->u.str, ((struct spay *)payload(f))->re,
+            n->u.str.max_chars < 0 ? -1 : 4 * ((int64_t)n->u.str.max_chars - (int64_t)f->a)))
+        return CL_DONE; // no text satisfies every regex from here: a dead thread
+    if (n->u.str.raw && can_close)
+        branch_pop(m, toff, fresh);
+    emit(m, T(X.tmp, toff));
+    return CL_DONE;
+}
+
+static enum cl_next cl_jobject(struct gl_mstate *m, uint32_t toff)
+{
+    struct thr *t = T(X.tmp, toff);
+    struct opay *p = OP(top_of(t));
+    if (p->phase == O_IN_VALUE) {
+        p->phase = O_NEXT;
+        p->ws = 0;
+        emit(m, t);
+        return CL_DONE;
+    }
+    if (p->phase != O_VALUE_WS) {
+        emit(m, t);
+        return CL_DONE;
+    }
+    int32_t v = p->cur;
+    if (p->ws < m->ir->ws_max)
+        emit(m, t);
+    t = T(X.tmp, toff);
+    OP(top_of(t))->phase = O_IN_VALUE;
+    return push(m, t, v) ? CL_AGAIN : CL_DONE;
+}
+
+static enum cl_next cl_jarray(struct gl_mstate *m, uint32_t toff, const struct gl_gnode *n)
+{
+    const struct gl_garr *a = &n->u.arr;
+    struct thr *t = T(X.tmp, toff);
+    struct frm *f = top_of(t);
+    if (f->a == A_IN_ITEM) {
+        f->a = A_NEXT;
+        // Unbounded arrays: counts past the prefix and min_items are all alike.
+        if (a->max_items >= 0 || (int32_t)f->b < a->n_prefix || (int32_t)f->b < a->min_items)
+            f->b++;
+        f->c = 0;
+        emit(m, t);
+        return CL_DONE;
+    }
+    if ((f->a == A_FIRST || f->a == A_COMMA) && arr_item_allowed(m, a, f)) {
+        int32_t kid = (int32_t)f->b < a->n_prefix ? a->prefix[f->b] : a->items;
+        // The consumer (whitespace, or ']' after '[') stays unless nothing is left.
+        if ((int)f->c < m->ir->ws_max || f->a == A_FIRST)
+            emit(m, t);
+        t = T(X.tmp, toff);
+        if (a->unique && !grow_top(t, sizeof(uint64_t)))
+            return CL_DONE; // the item's slot (uniq_close fills it)
+        f = top_of(t);
+        f->a = A_IN_ITEM;
+        return push(m, t, kid) ? CL_AGAIN : CL_DONE;
+    }
+    if (f->a != A_COMMA) // A_COMMA cannot get here: ',' needs an allowed item
+        emit(m, t);
+    return CL_DONE;
+}
+
+// One closure step of the thread at toff whose top frame is node n.
+static enum cl_next cl_step(struct gl_mstate *m, uint32_t toff, const struct gl_gnode *n,
+                            uint32_t *fresh, int child_fresh)
+{
+    struct thr *t = T(X.tmp, toff);
+    struct frm *f = top_of(t);
+    switch (n->kind) {
+    case GN_EMPTY:
+        return CL_POP;
+    case GN_BYTES:
+        if (f->a >= n->u.bytes.len)
+            return CL_POP;
+        emit(m, t);
+        return CL_DONE;
+    case GN_TOKEN:
+        emit(m, t);
+        return CL_DONE;
+    case GN_REGEX:
+        if (f->a == GL_RE_DEAD)
+            return CL_DONE;
+        if (gl_regex_is_accept(m->ir->regexes[n->u.regex.re], f->a))
+            branch_pop(m, toff, *fresh);
+        emit(m, T(X.tmp, toff));
+        return CL_DONE;
+    case GN_ANYBYTES:
+        return cl_branch_emit(m, toff, *fresh);
+    case GN_WS:
+        return (int)f->a < m->ir->ws_max ? cl_branch_emit(m, toff, *fresh) : CL_POP;
+    case GN_SEQ:
+        if ((int32_t)f->a >= n->u.list.n)
+            return CL_POP;
+        return push(m, t, n->u.list.kids[f->a++]) ? CL_AGAIN : CL_DONE;
+    case GN_ALT:
+        return cl_alt(m, toff, n, fresh);
+    case GN_REPEAT:
+        return cl_repeat(m, toff, n, *fresh, child_fresh);
+    case GN_JSTRING:
+        return cl_jstring(m, toff, n, *fresh);
+    case GN_JNUMBER:
+        if (f->a == N_START && !num_nonempty(&n->u.num))
+            return CL_DONE;
+        if (num_can_end(m, f))
+            branch_pop(m, toff, *fresh);
+        emit(m, T(X.tmp, toff));
+        return CL_DONE;
+    case GN_JOBJECT:
+        return cl_jobject(m, toff);
+    case GN_JARRAY:
+        return cl_jarray(m, toff, n);
+    }
+    return CL_DONE;
+}
+
 // Epsilon closure: moves the thread to consuming positions, emitting each.
 // fresh: frames at depth index >= fresh were pushed during this closure (an
 // iteration of a REPEAT whose child completes while fresh matched "" and ends
@@ -1753,209 +1958,16 @@ static void close_thr(struct gl_mstate *m, uint32_t toff, uint32_t fresh, int ch
             emit(m, t);
             return;
         }
-        const struct gl_gnode *n = &m->ir->nodes[f->node];
-        int do_pop = 0;
-        switch (n->kind) {
-        case GN_EMPTY:
-            do_pop = 1;
-            break;
-        case GN_BYTES:
-            if (f->a < n->u.bytes.len) {
-                emit(m, t);
-                return;
-            }
-            do_pop = 1;
-            break;
-        case GN_TOKEN:
-            emit(m, t);
+        const enum cl_next next = cl_step(m, toff, &m->ir->nodes[f->node], &fresh, child_fresh);
+        if (next == CL_DONE)
             return;
-        case GN_REGEX: {
-            struct gl_regex *re = m->ir->regexes[n->u.regex.re];
-            if (f->a == GL_RE_DEAD)
-                return;
-            if (gl_regex_is_accept(re, f->a))
-                branch_pop(m, toff, fresh);
-            emit(m, T(X.tmp, toff));
-            return;
-        }
-        case GN_ANYBYTES:
-            branch_pop(m, toff, fresh);
-            emit(m, T(X.tmp, toff));
-            return;
-        case GN_WS:
-            if ((int)f->a < m->ir->ws_max) {
-                branch_pop(m, toff, fresh);
-                emit(m, T(X.tmp, toff));
-                return;
-            }
-            do_pop = 1;
-            break;
-        case GN_SEQ:
-            if ((int32_t)f->a < n->u.list.n) {
-                int32_t kid = n->u.list.kids[f->a];
-                f->a++;
-                if (!push(m, t, kid))
-                    return;
-                continue;
-            }
-            do_pop = 1;
-            break;
-        case GN_ALT: {
-            if (n->u.list.n == 0)
-                return;
-            for (int32_t k = 0; k + 1 < n->u.list.n && !X.fail; k++) {
-                uint32_t save = X.tmp_top;
-                uint32_t c = dup(toff);
-                if (!c)
-                    return;
-                struct thr *ct = T(X.tmp, c);
-                pop(ct);
-                uint32_t fr = ct->depth < fresh ? ct->depth : fresh;
-                if (push(m, ct, n->u.list.kids[k]))
-                    close_thr(m, c, fr, 0);
-                X.tmp_top = save;
-            }
+        if (next == CL_POP) {
             t = T(X.tmp, toff);
-            pop(t);
-            if (t->depth < fresh)
-                fresh = t->depth;
-            if (!push(m, t, n->u.list.kids[n->u.list.n - 1]))
-                return;
-            continue;
-        }
-        case GN_REPEAT: {
-            int32_t min = n->u.rep.min, max = n->u.rep.max;
-            if (f->b == R_START) {
-                if (max == 0) {
-                    do_pop = 1;
-                    break;
-                }
-                if (min == 0)
-                    branch_pop(m, toff, fresh);
-                t = T(X.tmp, toff);
-                f = top_of(t);
-                f->b = R_ITEM;
-                if (!push(m, t, n->u.rep.kid))
-                    return;
-                continue;
-            }
-            if (f->b == R_SEP) {
-                f->b = R_ITEM;
-                if (!push(m, t, n->u.rep.kid))
-                    return;
-                continue;
-            }
-            // R_ITEM: the child just completed.
-            int64_t cnt = (int64_t)f->a + 1;
-            if (max < 0 && cnt > min)
-                cnt = min; // unbounded: counts past min are all alike (keeps states
-                           // finite)
-            f->a = (uint32_t)cnt;
-            if (child_fresh) {
-                do_pop = 1; // an iteration matched "": more iterations add nothing
-                break;
-            }
-            int more = max < 0 || cnt < max;
-            if (!more) {
-                do_pop = 1;
-                break;
-            }
-            if (cnt >= min)
-                branch_pop(m, toff, fresh);
-            t = T(X.tmp, toff);
-            f = top_of(t);
-            if (n->u.rep.sep >= 0) {
-                f->b = R_SEP;
-                if (!push(m, t, n->u.rep.sep))
-                    return;
-            } else {
-                if (!push(m, t, n->u.rep.kid))
-                    return;
-            }
-            continue;
-        }
-        case GN_JSTRING: {
-            const int can_close = str_can_close(m, f);
-            if (n->u.str.n_regex >= 2 && !can_close &&
-                !regs_joint_viable(m, &n->u.str, ((struct spay *)payload(f))->re,
-                                   n->u.str.max_chars < 0
-                                       ? -1
-                                       : 4 * ((int64_t)n->u.str.max_chars - (int64_t)f->a)))
-                return; // no text satisfies every regex from here: a dead thread
-            if (n->u.str.raw && can_close)
-                branch_pop(m, toff, fresh);
-            emit(m, T(X.tmp, toff));
-            return;
-        }
-        case GN_JNUMBER:
-            if (f->a == N_START && !num_nonempty(&n->u.num))
-                return;
-            if (num_can_end(m, f))
-                branch_pop(m, toff, fresh);
-            emit(m, T(X.tmp, toff));
-            return;
-        case GN_JOBJECT: {
-            struct opay *p = OP(f);
-            if (p->phase == O_IN_VALUE) {
-                p->phase = O_NEXT;
-                p->ws = 0;
-                emit(m, t);
-                return;
-            }
-            if (p->phase == O_VALUE_WS) {
-                int32_t v = p->cur;
-                if (p->ws < m->ir->ws_max)
-                    emit(m, t);
-                t = T(X.tmp, toff);
-                f = top_of(t);
-                OP(f)->phase = O_IN_VALUE;
-                if (!push(m, t, v))
-                    return;
-                continue;
-            }
-            emit(m, t);
-            return;
-        }
-        case GN_JARRAY: {
-            const struct gl_garr *a = &n->u.arr;
-            if (f->a == A_IN_ITEM) {
-                f->a = A_NEXT;
-                // Unbounded arrays: counts past the prefix and min_items are all alike.
-                if (a->max_items >= 0 || (int32_t)f->b < a->n_prefix ||
-                    (int32_t)f->b < a->min_items)
-                    f->b++;
-                f->c = 0;
-                emit(m, t);
-                return;
-            }
-            if ((f->a == A_FIRST || f->a == A_COMMA) && arr_item_allowed(m, a, f)) {
-                int32_t kid = (int32_t)f->b < a->n_prefix ? a->prefix[f->b] : a->items;
-                // The consumer (whitespace, or ']' after '[') stays unless nothing is
-                // left.
-                if ((int)f->c < m->ir->ws_max || f->a == A_FIRST)
-                    emit(m, t);
-                t = T(X.tmp, toff);
-                if (a->unique && !grow_top(t, sizeof(uint64_t)))
-                    return; // the item's slot (uniq_close fills it)
-                f = top_of(t);
-                f->a = A_IN_ITEM;
-                if (!push(m, t, kid))
-                    return;
-                continue;
-            }
-            if (f->a == A_COMMA)
-                return; // cannot happen: ',' needs an allowed item
-            emit(m, t);
-            return;
-        }
-        }
-        if (do_pop) {
             uint32_t idx = t->depth - 1;
             child_fresh = idx >= fresh;
             pop(t);
             if (t->depth < fresh)
                 fresh = t->depth;
-            continue;
         }
     }
 }

@@ -1780,32 +1780,32 @@ static void teardown(struct server *S)
     gl_model_delete(S->model);
 }
 
-gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
+// --structured-outputs-config, parsed and logged (an error is the flag's).
+static gl_status so_config(const struct gl_server_params *p, struct gl_api_so *so,
+                           struct gl_err *err)
 {
-    if (!p->model_path)
-        return gl_err_set(err, GL_E_INVAL, "serve: --model is required");
-    if (p->port < 0 || p->port > 65535)
-        return gl_err_set(err, GL_E_INVAL, "serve: --port %d not in 0..65535", p->port);
-    // Request bodies and schemas are parsed into jansson trees (~15 bytes of nodes per byte of
-    // JSON): their frees count toward the trim (gl_mem_release) like glint's own. Both hooks are
-    // malloc and free, so blocks jansson allocated before this call free the same way.
-    json_set_alloc_funcs(gl_malloc_unmetered, gl_free_unmetered);
-    struct gl_api_so so = {0};
+    memset(so, 0, sizeof *so);
     int backend_ignored = 0;
     if (p->structured_outputs_config &&
-        gl_api_so_config(p->structured_outputs_config, &so, &backend_ignored, err) != GL_OK)
+        gl_api_so_config(p->structured_outputs_config, so, &backend_ignored, err) != GL_OK)
         return GL_E_INVAL;
     if (backend_ignored)
         GL_LOGI("serve: --structured-outputs-config backend ignored: glint has one grammar engine");
     GL_LOGI("serve: structured outputs: %s whitespace, objects %s without additionalProperties, "
             "unenforceable keywords %s",
-            so.ws_bounded ? "bounded" : "no", so.open_objects ? "open" : "closed",
-            so.lenient ? "dropped (lenient)" : "refused");
+            so->ws_bounded ? "bounded" : "no", so->open_objects ? "open" : "closed",
+            so->lenient ? "dropped (lenient)" : "refused");
+    return GL_OK;
+}
+
+// The server's state before anything starts: locks, metrics, state LOADING. NULL on OOM.
+static struct server *server_new(const struct gl_server_params *p, const struct gl_api_so *so)
+{
     struct server *S = gl_calloc(1, sizeof *S);
     if (!S)
-        return gl_err_set(err, GL_E_NOMEM, "serve: no memory");
+        return NULL;
     S->p = *p;
-    S->so = so;
+    S->so = *so;
     S->started = (int64_t)time(NULL);
     snprintf(S->model_name, sizeof S->model_name, "%s",
              p->served_model_name ? p->served_model_name : p->model_path);
@@ -1819,130 +1819,14 @@ gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
     cond_init_monotonic(&S->probe_cv);
     gl_metrics_init(&S->metrics);
     atomic_store(&S->state, ST_LOADING);
+    return S;
+}
 
-    // Signals are taken by sigwait in this thread only: block them before any thread starts.
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    struct sockaddr_in addr = {0};
-    struct sockaddr_in6 addr6 = {0};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)p->port);
-    addr6.sin6_family = AF_INET6;
-    addr6.sin6_port = htons((uint16_t)p->port);
-    gl_status st = GL_OK;
-    struct MHD_Daemon *d = NULL;
-    struct tls tls = {.opts = {{MHD_OPTION_END, 0, NULL}}}; // plain HTTP until tls_setup
-    unsigned ip_flags = 0;                                  // IPv4
-    const struct sockaddr *bind_addr = (const struct sockaddr *)(const void *)&addr;
-    if (inet_pton(AF_INET, p->host, &addr.sin_addr) != 1) {
-        if (inet_pton(AF_INET6, p->host, &addr6.sin6_addr) != 1) {
-            st = gl_err_set(err, GL_E_INVAL,
-                            "serve: --host %s is not an IPv4 or IPv6 address (e.g. 127.0.0.1, "
-                            "0.0.0.0, ::1, ::)",
-                            p->host);
-            goto out;
-        }
-        // "::" takes IPv4 clients too (as uvicorn does on Linux); a specific address only its own.
-        ip_flags = IN6_IS_ADDR_UNSPECIFIED(&addr6.sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
-        bind_addr = (const struct sockaddr *)(const void *)&addr6;
-    }
-    if ((st = gl_cors_init(&S->cors, p->allowed_origins, p->allowed_methods, p->allowed_headers,
-                           p->allow_credentials, err)) != GL_OK ||
-        (st = tls_setup(p, &tls, err)) != GL_OK || (st = guard_start(S, err)) != GL_OK)
-        goto out;
-    if (p->limit_request_rate_per_ip > 0) {
-        double burst = p->limit_request_burst_per_ip > 0
-                           ? p->limit_request_burst_per_ip
-                           : fmax(1.0, 2 * p->limit_request_rate_per_ip);
-        if ((st = gl_ratelimit_new(&S->rl, p->limit_request_rate_per_ip, burst, err)) != GL_OK)
-            goto out;
-        fprintf(stderr, "glint serve: per-address rate limit %g requests/s, burst %g\n",
-                p->limit_request_rate_per_ip, burst);
-    }
-    // Listen first, so /health answers 503 while the model loads (llama.cpp does the same).
-    // MHD's own limits leave the guard room to answer the connections over ours (503/429); more
-    // than 16 over the per-address limit, MHD closes new ones at once, before it spends a thread
-    // on each (a connection flood from one address then costs an accept and a close).
-    unsigned per_ip_hard =
-        p->max_connections_per_ip > 0 ? (unsigned)p->max_connections_per_ip + 16u : 0u;
-    d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-            MHD_USE_ERROR_LOG | tls.flags | ip_flags,
-        // The logger first: MHD uses its own for messages about options read before it.
-        0, NULL, NULL, on_request, S, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, S, MHD_OPTION_SOCK_ADDR,
-        bind_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, S, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections + 256u,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_hard, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls.opts, MHD_OPTION_END);
-    if (!d) {
-        st = tls.flags && errno != EADDRINUSE
-                 ? gl_err_set(err, GL_E_INVAL,
-                              "serve: cannot start HTTPS on %s:%d: GnuTLS refused the certificate "
-                              "or key (malformed, not a matching pair, or a wrong or missing "
-                              "--ssl-keyfile-password; libmicrohttpd's reason is logged above)",
-                              p->host, p->port)
-                 : gl_err_set(err, GL_E_IO, "serve: cannot listen on %s:%d: %s", p->host, p->port,
-                              strerror(errno));
-        goto out;
-    }
-    if ((st = load(S, err)) != GL_OK)
-        goto out;
-    if (pthread_create(&S->engine_thread, NULL, engine_main, S) != 0) {
-        st = gl_err_set(err, GL_E_INTERNAL, "serve: cannot start the engine thread");
-        goto out;
-    }
-    S->engine_started = 1;
-    atomic_store(&S->state, ST_READY);
-    if (p->deep_health_interval_s > 0) {
-        if (pthread_create(&S->probe_thread, NULL, probe_main, S) == 0)
-            S->probe_started = 1;
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, "glint serve: serving '%s' at %s://%s%s%s:%u (OpenAI API under /v1)\n",
-            S->model_name, tls.flags ? "https" : "http", ip_flags ? "[" : "", p->host,
-            ip_flags ? "]" : "", di ? (unsigned)di->port : (unsigned)p->port);
-
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    fprintf(stderr, "glint serve: %s: draining (up to %.0f s)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", p->shutdown_timeout_s);
-    atomic_store(&S->state, ST_DRAINING);
-    MHD_socket ls = MHD_quiesce_daemon(d); // no new connections
-    if (ls != MHD_INVALID_SOCKET)
-        close(ls);
-    int64_t until = gl_time_us() + (int64_t)(p->shutdown_timeout_s * 1e6);
-    while (atomic_load(&S->in_flight) > 0 && gl_time_us() < until) {
-        struct timespec ts = {0, 20 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    if (atomic_load(&S->in_flight) > 0) {
-        // Drain time is up: what still runs ends with an explicit 503, not a cut stream; up to
-        // 2 s more for those answers to be written.
-        GL_LOGW("serve: %lld requests unfinished after the %.0f s drain: failing them",
-                (long long)atomic_load(&S->in_flight), p->shutdown_timeout_s);
-        struct gl_api_error e;
-        (void)gl_api_fail(&e, 503, NULL,
-                          "the server is shutting down: its %.0f s drain time (--shutdown-timeout) "
-                          "ran out before this request finished",
-                          p->shutdown_timeout_s);
-        fail_all(S, &e);
-        until = gl_time_us() + 2000000;
-        while (atomic_load(&S->in_flight) > 0 && gl_time_us() < until) {
-            struct timespec ts = {0, 20 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-    }
-out:
-    if (d)
-        MHD_stop_daemon(d); // after the drain: connection threads are joined
+// Everything server_new and load made, after the daemon stopped (connection threads joined).
+static void server_free(struct server *S)
+{
     guard_stop(S);
     gl_ratelimit_free(S->rl);
-    tls_free(&tls);
     teardown(S);
     gl_cors_free(&S->cors);
     gl_metrics_destroy(&S->metrics);
@@ -1953,5 +1837,158 @@ out:
     pthread_mutex_destroy(&S->media_lock);
     pthread_mutex_destroy(&S->reg_mu);
     gl_free(S);
+}
+
+// The listening side: --host parsed (IPv4, IPv6, "::" dual stack), CORS, TLS, the connection
+// guard, the per-address rate limit, then libmicrohttpd started (*d). *ip_flags: 0 for IPv4.
+static gl_status listen_http(struct server *S, struct tls *tls, struct MHD_Daemon **d,
+                             unsigned *ip_flags, struct gl_err *err)
+{
+    const struct gl_server_params *p = &S->p;
+    struct sockaddr_in addr = {0};
+    struct sockaddr_in6 addr6 = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)p->port);
+    addr6.sin6_family = AF_INET6;
+    addr6.sin6_port = htons((uint16_t)p->port);
+    const struct sockaddr *bind_addr = (const struct sockaddr *)(const void *)&addr;
+    *ip_flags = 0;
+    if (inet_pton(AF_INET, p->host, &addr.sin_addr) != 1) {
+        if (inet_pton(AF_INET6, p->host, &addr6.sin6_addr) != 1)
+            return gl_err_set(err, GL_E_INVAL,
+                              "serve: --host %s is not an IPv4 or IPv6 address (e.g. 127.0.0.1, "
+                              "0.0.0.0, ::1, ::)",
+                              p->host);
+        // "::" takes IPv4 clients too (as uvicorn does on Linux); a specific address only its own.
+        *ip_flags = IN6_IS_ADDR_UNSPECIFIED(&addr6.sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+        bind_addr = (const struct sockaddr *)(const void *)&addr6;
+    }
+    gl_status st;
+    if ((st = gl_cors_init(&S->cors, p->allowed_origins, p->allowed_methods, p->allowed_headers,
+                           p->allow_credentials, err)) != GL_OK ||
+        (st = tls_setup(p, tls, err)) != GL_OK || (st = guard_start(S, err)) != GL_OK)
+        return st;
+    if (p->limit_request_rate_per_ip > 0) {
+        double burst = p->limit_request_burst_per_ip > 0
+                           ? p->limit_request_burst_per_ip
+                           : fmax(1.0, 2 * p->limit_request_rate_per_ip);
+        if ((st = gl_ratelimit_new(&S->rl, p->limit_request_rate_per_ip, burst, err)) != GL_OK)
+            return st;
+        fprintf(stderr, "glint serve: per-address rate limit %g requests/s, burst %g\n",
+                p->limit_request_rate_per_ip, burst);
+    }
+    // MHD's own limits leave the guard room to answer the connections over ours (503/429); more
+    // than 16 over the per-address limit, MHD closes new ones at once, before it spends a thread
+    // on each (a connection flood from one address then costs an accept and a close).
+    unsigned per_ip_hard =
+        p->max_connections_per_ip > 0 ? (unsigned)p->max_connections_per_ip + 16u : 0u;
+    *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+            MHD_USE_ERROR_LOG | tls->flags | *ip_flags,
+        // The logger first: MHD uses its own for messages about options read before it.
+        0, NULL, NULL, on_request, S, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, S, MHD_OPTION_SOCK_ADDR,
+        bind_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, S, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections + 256u,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_hard, MHD_OPTION_CONNECTION_TIMEOUT, 3600u,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls->opts, MHD_OPTION_END);
+    if (*d)
+        return GL_OK;
+    return tls->flags && errno != EADDRINUSE
+               ? gl_err_set(err, GL_E_INVAL,
+                            "serve: cannot start HTTPS on %s:%d: GnuTLS refused the certificate "
+                            "or key (malformed, not a matching pair, or a wrong or missing "
+                            "--ssl-keyfile-password; libmicrohttpd's reason is logged above)",
+                            p->host, p->port)
+               : gl_err_set(err, GL_E_IO, "serve: cannot listen on %s:%d: %s", p->host, p->port,
+                            strerror(errno));
+}
+
+// Blocks until `seconds` pass or no request is in flight; 1 if some still are.
+static int wait_in_flight(struct server *S, double seconds)
+{
+    int64_t until = gl_time_us() + (int64_t)(seconds * 1e6);
+    while (atomic_load(&S->in_flight) > 0 && gl_time_us() < until) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&S->in_flight) > 0;
+}
+
+// After SIGTERM/SIGINT: no new connections, the running requests get --shutdown-timeout to end;
+// what still runs then ends with an explicit 503, not a cut stream (2 s more to write those).
+static void drain(struct server *S, struct MHD_Daemon *d, int sig)
+{
+    const double limit = S->p.shutdown_timeout_s;
+    fprintf(stderr, "glint serve: %s: draining (up to %.0f s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", limit);
+    atomic_store(&S->state, ST_DRAINING);
+    MHD_socket ls = MHD_quiesce_daemon(d); // no new connections
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
+    if (!wait_in_flight(S, limit))
+        return;
+    GL_LOGW("serve: %lld requests unfinished after the %.0f s drain: failing them",
+            (long long)atomic_load(&S->in_flight), limit);
+    struct gl_api_error e;
+    (void)gl_api_fail(&e, 503, NULL,
+                      "the server is shutting down: its %.0f s drain time (--shutdown-timeout) "
+                      "ran out before this request finished",
+                      limit);
+    fail_all(S, &e);
+    (void)wait_in_flight(S, 2.0);
+}
+
+gl_status gl_server_run(const struct gl_server_params *p, struct gl_err *err)
+{
+    if (!p->model_path)
+        return gl_err_set(err, GL_E_INVAL, "serve: --model is required");
+    if (p->port < 0 || p->port > 65535)
+        return gl_err_set(err, GL_E_INVAL, "serve: --port %d not in 0..65535", p->port);
+    // Request bodies and schemas are parsed into jansson trees (~15 bytes of nodes per byte of
+    // JSON): their frees count toward the trim (gl_mem_release) like glint's own. Both hooks are
+    // malloc and free, so blocks jansson allocated before this call free the same way.
+    json_set_alloc_funcs(gl_malloc_unmetered, gl_free_unmetered);
+    struct gl_api_so so;
+    if (so_config(p, &so, err) != GL_OK)
+        return GL_E_INVAL;
+    struct server *S = server_new(p, &so);
+    if (!S)
+        return gl_err_set(err, GL_E_NOMEM, "serve: no memory");
+
+    // Signals are taken by sigwait in this thread only: block them before any thread starts.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct MHD_Daemon *d = NULL;
+    struct tls tls = {.opts = {{MHD_OPTION_END, 0, NULL}}}; // plain HTTP until tls_setup
+    unsigned ip_flags = 0;
+    // Listen first, so /health answers 503 while the model loads (llama.cpp does the same).
+    gl_status st = listen_http(S, &tls, &d, &ip_flags, err);
+    if (st == GL_OK)
+        st = load(S, err);
+    if (st == GL_OK && pthread_create(&S->engine_thread, NULL, engine_main, S) != 0)
+        st = gl_err_set(err, GL_E_INTERNAL, "serve: cannot start the engine thread");
+    if (st == GL_OK) {
+        S->engine_started = 1;
+        atomic_store(&S->state, ST_READY);
+        if (p->deep_health_interval_s > 0 &&
+            pthread_create(&S->probe_thread, NULL, probe_main, S) == 0)
+            S->probe_started = 1;
+        const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+        fprintf(stderr, "glint serve: serving '%s' at %s://%s%s%s:%u (OpenAI API under /v1)\n",
+                S->model_name, tls.flags ? "https" : "http", ip_flags ? "[" : "", p->host,
+                ip_flags ? "]" : "", di ? (unsigned)di->port : (unsigned)p->port);
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        drain(S, d, sig);
+    }
+    if (d)
+        MHD_stop_daemon(d); // after the drain: connection threads are joined
+    tls_free(&tls);
+    server_free(S);
     return st;
 }
