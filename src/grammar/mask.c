@@ -620,6 +620,129 @@ done:
     return st;
 }
 
+// Phase 1 of gl_gvocab_new: every token's bytes into v->blob / v->off; specials, empty, over-long
+// and added tokens into v->excluded; the rest into refs[*n_refs] (sorted by bytes) with their
+// plain-character counts in chars[id] (-1: not a plain string token) and v->max_plain.
+static void vocab_copy(struct gl_gvocab *v, const struct gl_tokenizer *tok, struct gl_tokref *refs,
+                       size_t *n_refs, int32_t *chars)
+{
+    const int32_t n = v->n_vocab;
+    uint32_t o = 0;
+    *n_refs = 0;
+    for (int32_t i = 0; i < n; i++) {
+        size_t len = 0;
+        const char *p = gl_tokenizer_token_bytes(tok, i, &len);
+        v->off[i] = o;
+        if (p && len)
+            memcpy(v->blob + o, p, len);
+        else
+            len = 0;
+        o += (uint32_t)len;
+        chars[i] = -1;
+        if (len == 0 || len > GL_TOKEN_MAX_BYTES || i >= GL_TOK_N_BASE ||
+            gl_tokenizer_is_special(tok, i)) {
+            v->excluded[i >> 5] |= 1u << (i & 31);
+            continue;
+        }
+        refs[*n_refs] = (struct gl_tokref){.p = v->blob + v->off[i], .len = (uint32_t)len, .id = i};
+        (*n_refs)++;
+        int32_t c = plain_chars(v->blob + v->off[i], len);
+        if (c > GL_PLAIN_MAX_CHARS)
+            c = -1;
+        chars[i] = c;
+        if (c > v->max_plain)
+            v->max_plain = c;
+    }
+    v->off[n] = o;
+    qsort(refs, *n_refs, sizeof *refs, tokref_cmp);
+}
+
+// Phase 2: the tries over subsets of refs (sorted; both arrays are scratch of n_refs entries,
+// refs is reordered): full, quote / no quote (+ the quote split), number-only / not, slow (not
+// plain), slow without a quote (slnq, + free_max and qids_ok), with a backslash, string-quote.
+static gl_status vocab_tries(struct gl_gvocab *v, struct gl_tokref *refs, size_t n_refs,
+                             struct gl_tokref *refs2, const int32_t *chars, struct gl_err *err)
+{
+    gl_status st = trie_build(&v->full, refs, n_refs, err);
+    for (int q = 0; q < 2 && st == GL_OK; q++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n_refs; i++) {
+            int quoted = memchr(refs[i].p, '"', refs[i].len) != NULL;
+            if (quoted == q && (q || !ctrl_first(refs[i].p, refs[i].len)))
+                refs2[m++] = refs[i]; // keeps the sorted order
+        }
+        st = trie_build(q ? &v->quot : &v->noq, refs2, m, err);
+        if (st == GL_OK && q)
+            st = quote_split_build(v, refs2, m, err);
+    }
+    if (st != GL_OK)
+        return st;
+    for (uint32_t k = 1; k < v->noq.n_nodes; k = v->noq.nodes[k].next)
+        v->noq_root[v->noq.nodes[k].byte] = k;
+    for (int q = 0; q < 2 && st == GL_OK; q++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n_refs; i++)
+            if (num_only(refs[i].p, refs[i].len) == !q)
+                refs2[m++] = refs[i];
+        st = trie_build(q ? &v->nonum : &v->numq, refs2, m, err);
+    }
+    if (st != GL_OK)
+        return st;
+    size_t n_slow = 0;
+    for (size_t i = 0; i < n_refs; i++)
+        if (chars[refs[i].id] < 0)
+            refs[n_slow++] = refs[i]; // keeps the sorted order
+    if ((st = trie_build(&v->slow, refs, n_slow, err)) != GL_OK)
+        return st;
+    size_t n_slnq = 0;
+    for (size_t i = 0; i < n_slow; i++)
+        if (!memchr(refs[i].p, '"', refs[i].len) && !ctrl_first(refs[i].p, refs[i].len))
+            refs2[n_slnq++] = refs[i];
+    v->free_max = v->max_plain;
+    for (size_t i = 0; i < n_slnq; i++)
+        if ((int32_t)refs2[i].len > v->free_max)
+            v->free_max = (int32_t)refs2[i].len;
+    v->qids_ok = 1;
+    for (size_t i = 0; i < n_slow; i++) { // every quote token is slow (not plain)
+        const uint8_t *qp = memchr(refs[i].p, '"', refs[i].len);
+        if (qp && (qp - refs[i].p > GL_QP_MAX_CHARS || qp - refs[i].p > v->free_max))
+            v->qids_ok = 0;
+    }
+    if ((st = trie_build(&v->slnq, refs2, n_slnq, err)) != GL_OK)
+        return st;
+    size_t n_bsl = 0;
+    for (size_t i = 0; i < n_slnq; i++)
+        if (memchr(refs2[i].p, '\\', refs2[i].len))
+            refs2[n_bsl++] = refs2[i];
+    if ((st = trie_build(&v->bsl, refs2, n_bsl, err)) != GL_OK)
+        return st;
+    size_t n_strq = 0;
+    for (size_t i = 0; i < n_slow; i++)
+        if (!ctrl_first(refs[i].p, refs[i].len))
+            refs[n_strq++] = refs[i];
+    return trie_build(&v->strq, refs, n_strq, err);
+}
+
+// Phase 3: v->plain[k] = the tokens that are plain strings of at most k characters (k in
+// 0..max_plain), one mask each, cumulative.
+static gl_status vocab_plain(struct gl_gvocab *v, const int32_t *chars, struct gl_err *err)
+{
+    uint64_t plain_words;
+    if (!gl_mul_ok((uint64_t)v->max_plain + 1, v->words, &plain_words) ||
+        !(v->plain = gl_calloc((size_t)plain_words, sizeof *v->plain)))
+        return gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the plain-string classes");
+    for (int32_t i = 0; i < v->n_vocab; i++)
+        if (chars[i] > 0)
+            v->plain[(size_t)chars[i] * v->words + ((size_t)i >> 5)] |= 1u << (i & 31);
+    for (int32_t k = 1; k <= v->max_plain; k++) {
+        uint32_t *dst = v->plain + (size_t)k * v->words;
+        const uint32_t *src = dst - v->words;
+        for (size_t w = 0; w < v->words; w++)
+            dst[w] |= src[w];
+    }
+    return GL_OK;
+}
+
 gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, struct gl_err *err)
 {
     *out = NULL;
@@ -643,143 +766,32 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
     }
     if (total > UINT32_MAX) {
         st = gl_err_set(err, GL_E_LIMIT, "grammar: vocabulary has over 4 GiB of token bytes");
-        goto fail;
+        goto out;
     }
     v->blob = gl_malloc(total ? (size_t)total : 1);
     v->off = gl_malloc(((size_t)n + 1) * sizeof *v->off);
     v->excluded = gl_calloc(v->words, sizeof *v->excluded);
     refs = gl_malloc((size_t)n * sizeof *refs);
+    refs2 = gl_malloc((size_t)n * sizeof *refs2);
     chars = gl_malloc((size_t)n * sizeof *chars);
-    if (!v->blob || !v->off || !v->excluded || !refs || !chars) {
+    if (!v->blob || !v->off || !v->excluded || !refs || !refs2 || !chars) {
         st = gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the vocabulary index");
-        goto fail;
+        goto out;
     }
-    uint32_t o = 0;
     size_t n_refs = 0;
-    for (int32_t i = 0; i < n; i++) {
-        size_t len = 0;
-        const char *p = gl_tokenizer_token_bytes(tok, i, &len);
-        v->off[i] = o;
-        if (p && len)
-            memcpy(v->blob + o, p, len);
-        else
-            len = 0;
-        o += (uint32_t)len;
-        chars[i] = -1;
-        if (len == 0 || len > GL_TOKEN_MAX_BYTES || i >= GL_TOK_N_BASE ||
-            gl_tokenizer_is_special(tok, i)) {
-            v->excluded[i >> 5] |= 1u << (i & 31);
-            continue;
-        }
-        refs[n_refs].p = v->blob + v->off[i];
-        refs[n_refs].len = (uint32_t)len;
-        refs[n_refs].id = i;
-        n_refs++;
-        int32_t c = plain_chars(v->blob + v->off[i], len);
-        if (c > GL_PLAIN_MAX_CHARS)
-            c = -1;
-        chars[i] = c;
-        if (c > v->max_plain)
-            v->max_plain = c;
-    }
-    v->off[n] = o;
-    qsort(refs, n_refs, sizeof *refs, tokref_cmp);
-    st = trie_build(&v->full, refs, n_refs, err);
-    if (st != GL_OK)
-        goto fail;
-    refs2 = gl_malloc((n_refs ? n_refs : 1) * sizeof *refs2);
-    if (!refs2) {
-        st = gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the vocabulary index");
-        goto fail;
-    }
-    for (int q = 0; q < 2; q++) {
-        size_t m = 0;
-        for (size_t i = 0; i < n_refs; i++) {
-            int quoted = memchr(refs[i].p, '"', refs[i].len) != NULL;
-            if (quoted == q && (q || !ctrl_first(refs[i].p, refs[i].len)))
-                refs2[m++] = refs[i]; // keeps the sorted order
-        }
-        st = trie_build(q ? &v->quot : &v->noq, refs2, m, err);
-        if (st == GL_OK && q)
-            st = quote_split_build(v, refs2, m, err);
-        if (st != GL_OK)
-            goto fail;
-    }
-    for (uint32_t k = 1; k < v->noq.n_nodes; k = v->noq.nodes[k].next)
-        v->noq_root[v->noq.nodes[k].byte] = k;
-    for (int q = 0; q < 2; q++) {
-        size_t m = 0;
-        for (size_t i = 0; i < n_refs; i++)
-            if (num_only(refs[i].p, refs[i].len) == !q)
-                refs2[m++] = refs[i];
-        st = trie_build(q ? &v->nonum : &v->numq, refs2, m, err);
-        if (st != GL_OK)
-            goto fail;
-    }
-    size_t n_slow = 0;
-    for (size_t i = 0; i < n_refs; i++)
-        if (chars[refs[i].id] < 0)
-            refs[n_slow++] = refs[i]; // keeps the sorted order
-    st = trie_build(&v->slow, refs, n_slow, err);
-    if (st != GL_OK)
-        goto fail;
-    size_t n_slnq = 0;
-    for (size_t i = 0; i < n_slow; i++)
-        if (!memchr(refs[i].p, '"', refs[i].len) && !ctrl_first(refs[i].p, refs[i].len))
-            refs2[n_slnq++] = refs[i];
-    v->free_max = v->max_plain;
-    for (size_t i = 0; i < n_slnq; i++)
-        if ((int32_t)refs2[i].len > v->free_max)
-            v->free_max = (int32_t)refs2[i].len;
-    v->qids_ok = 1;
-    for (size_t i = 0; i < n_slow; i++) { // every quote token is slow (not plain)
-        const uint8_t *qp = memchr(refs[i].p, '"', refs[i].len);
-        if (qp && (qp - refs[i].p > GL_QP_MAX_CHARS || qp - refs[i].p > v->free_max))
-            v->qids_ok = 0;
-    }
-    st = trie_build(&v->slnq, refs2, n_slnq, err);
-    if (st != GL_OK)
-        goto fail;
-    size_t n_bsl = 0;
-    for (size_t i = 0; i < n_slnq; i++)
-        if (memchr(refs2[i].p, '\\', refs2[i].len))
-            refs2[n_bsl++] = refs2[i];
-    st = trie_build(&v->bsl, refs2, n_bsl, err);
-    if (st != GL_OK)
-        goto fail;
-    size_t n_strq = 0;
-    for (size_t i = 0; i < n_slow; i++)
-        if (!ctrl_first(refs[i].p, refs[i].len))
-            refs[n_strq++] = refs[i];
-    st = trie_build(&v->strq, refs, n_strq, err);
-    if (st != GL_OK)
-        goto fail;
-    uint64_t plain_words;
-    if (!gl_mul_ok((uint64_t)v->max_plain + 1, v->words, &plain_words) ||
-        !(v->plain = gl_calloc((size_t)plain_words, sizeof *v->plain))) {
-        st = gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the plain-string classes");
-        goto fail;
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (chars[i] > 0)
-            v->plain[(size_t)chars[i] * v->words + ((size_t)i >> 5)] |= 1u << (i & 31);
-    for (int32_t k = 1; k <= v->max_plain; k++) {
-        uint32_t *dst = v->plain + (size_t)k * v->words;
-        const uint32_t *src = dst - v->words;
-        for (size_t w = 0; w < v->words; w++)
-            dst[w] |= src[w];
-    }
+    vocab_copy(v, tok, refs, &n_refs, chars);
+    if ((st = vocab_tries(v, refs, n_refs, refs2, chars, err)) == GL_OK)
+        st = vocab_plain(v, chars, err);
+out:
     gl_free(refs);
     gl_free(refs2);
     gl_free(chars);
+    if (st != GL_OK) {
+        gl_gvocab_free(v);
+        return st;
+    }
     *out = v;
     return GL_OK;
-fail:
-    gl_free(refs);
-    gl_free(refs2);
-    gl_free(chars);
-    gl_gvocab_free(v);
-    return st;
 }
 
 void gl_gvocab_free(struct gl_gvocab *v)
