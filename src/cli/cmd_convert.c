@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // glint convert HF_DIR --out F.gguf [--type T] [--vision-out V.gguf] ...: an HF checkpoint
-// folder to a text GGUF (and glint's temporal vision GGUF); src/convert/convert.h. Exit 0 on
+// folder to a text GGUF (and an mmproj in llama.cpp's layout); src/convert/convert.h. Exit 0 on
 // success, 1 on a runtime error (missing tensor, I/O), 2 on a usage error.
 #include "cli.h"
 
@@ -11,20 +11,22 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: glint convert HF_DIR --out F.gguf [options]\n"
-            "  HF_DIR               config.json, tokenizer.model, model.safetensors or shards +\n"
-            "                       model.safetensors.index.json (BF16/F16/F32), optional\n"
-            "                       chat_template.jinja / generation_config.json\n"
-            "  --out F.gguf         the text GGUF (loads in glint and llama.cpp)\n"
-            "  --type T             F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M\n"
-            "                       (default Q4_K_M, llama.cpp's mix; norms are always F32)\n"
-            "  --vision-out V.gguf  also write the vision tower as glint's vision GGUF: the\n"
-            "                       patch embedding keeps its temporal axis (ne [196, 3, 2,\n"
-            "                       1536]) so video works; llama.cpp's mmproj sums it away\n"
-            "  --vision-type T      F32|F16|BF16 for the vision matrices (default BF16)\n"
-            "  --name S             general.name (default: the folder's name)\n"
-            "  --threads N          quantization threads (default: online CPUs, at most 8)\n");
+    fprintf(
+        f, "usage: glint convert HF_DIR --out F.gguf [options]\n"
+           "  HF_DIR               config.json, tokenizer.model, model.safetensors or shards +\n"
+           "                       model.safetensors.index.json (BF16/F16/F32), optional\n"
+           "                       chat_template.jinja / generation_config.json\n"
+           "  --out F.gguf         the text GGUF (loads in glint and llama.cpp)\n"
+           "  --type T             F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M\n"
+           "                       (default Q4_K_M, llama.cpp's mix; norms are always F32)\n"
+           "  --vision-out V.gguf  also write the vision tower as an mmproj in llama.cpp's\n"
+           "                       layout (llama-mtmd-cli --mmproj loads it) plus the full\n"
+           "                       temporal patch kernel llama.cpp ignores, so glint serves\n"
+           "                       video from the same file\n"
+           "  --vision-type T      F32|F16|BF16|Q8_0|Q4_K|Q5_K|Q6_K for the vision matrices\n"
+           "                       (default BF16; k-quants need widths that are multiples of 256)\n"
+           "  --name S             general.name (default: the folder's name)\n"
+           "  --threads N          quantization threads (default: online CPUs, at most 8)\n");
 }
 
 int gl_cmd_convert(int argc, char **argv)

@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "  --patches FILE         write the normalised patch vectors, float32 [n][1176]\n"
             "  --model DIR --rows FILE  encode with the model's vision tower (media/) and write\n"
             "                         the soft-token rows, float32 [n_tokens][n_embd]\n"
-            "  --mmproj F             with a GGUF --model: its vision GGUF (glint convert)\n"
+            "  --mmproj F             with a GGUF --model: its mmproj (llama.cpp layout)\n"
             "prints {\"width\", \"height\", \"grid_thw\", \"n_tokens\", \"src_width\", "
             "\"src_height\"} as one JSON line\n",
             GL_IMAGE_MAX_TOKENS, GL_IMAGE_MAX_TOKENS_LIMIT);

@@ -32,7 +32,7 @@ static void usage(FILE *f)
         "  --prompt               add \"prompt\": the expanded placeholder text, specials by name\n"
         "  --model DIR --rows FILE  write the soft-token rows of every temporal group through\n"
         "                         the model's vision tower, float32 [groups * gh * gw][n_embd]\n"
-        "  --mmproj F             with a GGUF --model: its vision GGUF (glint convert)\n"
+        "  --mmproj F             with a GGUF --model: its mmproj (llama.cpp layout)\n"
         "prints {\"frames\", \"width\", \"height\", \"grid_thw\", \"timestamps\", "
         "\"n_tokens\", \"sampled\", \"indices\", \"total_frames\", \"src_fps\", "
         "\"fps_known\", \"src_width\", \"src_height\"} as one JSON line\n",

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
-// vision_gguf: glint's vision GGUF ("muse-glimmer-vision", written by `glint convert
-// --vision-out`) and the check that refuses vision GGUFs that cannot serve video.
+// vision_gguf: the vision GGUF layouts glint reads. Since issue 21 `glint convert --vision-out`
+// writes llama.cpp's mmproj layout (below, "llama.cpp's mmproj layout") plus one tensor llama.cpp
+// never asks for, the full temporal patch kernel, so one file works in llama-mtmd-cli and serves
+// video in glint. llama.cpp's own files (its converter, the released mmproj-kquant.gguf and
+// mmproj-*-BF16.gguf) hold only the patch kernel SUMMED over its two temporal slabs: exact for a
+// still image (both slabs see the same frame), not enough for video, which is then refused.
 //
-// Why a format of our own: llama.cpp's mmproj for this model (LCPP-CONV, arch doc §6.3 step 1)
-// stores the patch embedding as a conv2d kernel [1536, 3, 14, 14] made by SUMMING the two
-// temporal slabs of HF's [1536, 2, 3, 14, 14] kernel. That is exact for a still image (both slabs
-// see the same frame) but loses the weights needed for two different video frames, so video
-// cannot work from it. The released `mmproj-kquant.gguf` is such a file.
-//
-// Layout of our file (GGUF v3, written by the project's gguf writer):
+// glint's older "muse-glimmer-vision" layout (written before issue 21) is still read, so files
+// converted earlier keep working; nothing writes it any more. Its layout (GGUF v3):
 //  * general.architecture = "muse-glimmer-vision", general.type = "mmproj"; llama.cpp does not
 //    know the architecture, so it never mistakes the file for its own mmproj.
 //  * GL_VGGUF_KEY_FORMAT = GL_VGGUF_FORMAT ("temporal-v1") names the layout;
