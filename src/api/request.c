@@ -755,6 +755,10 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
     struct gl_err err = {0};
     struct gl_video *clip = &r->clips[r->n_parts];
     const int tower = c->model && gl_model_vision(c->model) && c->media_pool;
+    if (video && tower && gl_model_vision_video(c->model)) { // before decoding the clip
+        gl_free(bytes);
+        return FAIL("messages", "%s: %s", param, gl_model_vision_video(c->model));
+    }
     if (!video) {
         struct gl_image img = {0};
         st = gl_image_decode(bytes, n, &r->mm.limits, &img, &err);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // glint convert HF_DIR --out F.gguf [--type T] [--vision-out V.gguf] ...: an HF checkpoint
-// folder to a text GGUF (and glint's temporal vision GGUF); src/convert/convert.h. Exit 0 on
+// folder to a text GGUF (and an mmproj in llama.cpp's layout); src/convert/convert.h. Exit 0 on
 // success, 1 on a runtime error (missing tensor, I/O), 2 on a usage error.
 #include "cli.h"
 
@@ -21,11 +21,12 @@ int gl_cmd_convert(int argc, char **argv)
                  "mix; norms are always F32)"),
         GL_OPT_S(
             "--vision-out", NULL, p.vision_out, "V.gguf",
-            "also write the vision tower as glint's vision GGUF: the patch embedding keeps its "
-            "temporal axis (ne [196, 3, 2, 1536]) so video works; llama.cpp's mmproj sums it "
-            "away"),
+            "also write the vision tower as an mmproj in llama.cpp's layout (llama-mtmd-cli "
+            "--mmproj loads it) plus the full temporal patch kernel llama.cpp ignores, so glint "
+            "serves video from the same file"),
         GL_OPT_S("--vision-type", NULL, p.vision_type, "T",
-                 "F32|F16|BF16 for the vision matrices (default BF16)"),
+                 "F32|F16|BF16|Q8_0|Q4_K|Q5_K|Q6_K for the vision matrices (default BF16; "
+                 "k-quants need widths that are multiples of 256)"),
         GL_OPT_S("--name", NULL, p.name, "S", "general.name (default: the folder's name)"),
         GL_OPT_I("--threads", NULL, p.n_threads, 1, 256, "N",
                  "quantization threads (default: online CPUs, at most 8)"),

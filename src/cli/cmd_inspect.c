@@ -4,10 +4,10 @@
 // KV (arrays as type, count and the first elements; long strings cut), and every tensor with its
 // type, shape, bytes, offsets and where its bytes live (mmap'ed region, heap copy, or absent for
 // header-only files). A file the reader refuses exits 1 with the reader's message.
-// Vision GGUFs are checked as glint would load them (src/vision/vision_gguf.h): the released
-// mmproj-kquant.gguf (by name) and any mmproj whose patch embedding has no temporal axis are
-// refused with the reason, unless --no-vision-check; glint's own temporal layout gets a
-// "vision:" line.
+// Vision GGUFs are checked as glint would load them (src/vision/vision_gguf.h), unless
+// --no-vision-check: an mmproj (llama.cpp's layout) must pass gl_vgguf_mmproj_read and gets a
+// "vision:" line saying whether it serves video (the full temporal kernel) or still images only
+// (the summed kernel); a glint "muse-glimmer-vision" file without the temporal axis is refused.
 #include "cli.h"
 
 #include "base/buf.h"
@@ -181,7 +181,15 @@ static void dump_text(FILE *f, const char *path, const struct gl_gguf *g)
     fprintf(f, "tensor bytes: %llu (%.2f GiB), %llu absent\n", (unsigned long long)total,
             (double)total / (1024.0 * 1024.0 * 1024.0), (unsigned long long)n_absent);
     int64_t frames = 0;
-    if (gl_vgguf_kind(g, &frames) == GL_VGGUF_TEMPORAL)
+    struct gl_vision_config vc;
+    struct gl_vgguf_info info;
+    struct gl_err err = {0};
+    if (gl_vgguf_is_mmproj(g) && gl_vgguf_mmproj_read(g, &vc, &info, &err) == GL_OK)
+        fprintf(f, "vision: llama.cpp mmproj (%s), %d blocks of %d: %s\n", GL_MMPROJ_PROJECTOR,
+                (int)vc.n_layers, (int)vc.hidden,
+                info.video ? "full temporal patch kernel (images and video)"
+                           : "summed patch kernel (still images only)");
+    else if (gl_vgguf_kind(g, &frames) == GL_VGGUF_TEMPORAL)
         fprintf(f, "vision: patch embedding keeps %lld temporal slabs (video-capable)\n",
                 (long long)frames);
 }
@@ -259,17 +267,16 @@ int gl_cmd_inspect(int argc, char **argv)
     GL_CLI_PARSE(&s, argc, argv);
     struct gl_gguf *g = NULL;
     struct gl_err err = {0};
-    if (vision_check && gl_vgguf_check(path, NULL, &err) != GL_OK) { // by name, before opening
-        fprintf(stderr, "glint inspect: %s\n", err.msg);
-        return 1;
-    }
     if (gl_gguf_open(&g, path, &prm, &err) != GL_OK) {
         fprintf(stderr, "glint inspect: %s\n", err.msg);
         if (!prm.allow_no_data && strstr(err.msg, "exceeds data section"))
             fprintf(stderr, "glint inspect: (a header-only file? try --allow-no-data)\n");
         return 1;
     }
-    if (vision_check && gl_vgguf_check(path, g, &err) != GL_OK) {
+    struct gl_vision_config vc;
+    struct gl_vgguf_info info;
+    if (vision_check && (gl_vgguf_is_mmproj(g) ? gl_vgguf_mmproj_read(g, &vc, &info, &err)
+                                               : gl_vgguf_check(path, g, &err)) != GL_OK) {
         fprintf(stderr, "glint inspect: %s\n", err.msg);
         gl_gguf_close(g);
         return 1;

@@ -111,7 +111,8 @@ int gl_cmd_run(int argc, char **argv)
                  "144 tokens a frame); --image and --video parts fill the placeholders in the "
                  "order given"),
         GL_OPT_S("--mmproj", NULL, o.mmproj, "F",
-                 "vision GGUF (glint convert --vision-out) for a GGUF --model"),
+                 "mmproj (llama.cpp's layout, or glint convert --vision-out's) for a GGUF --model; "
+                 "one with only the summed patch kernel serves images"),
         GL_OPT_S("--batch", NULL, o.batch, "IN.jsonl", "run a JSONL file of requests (below)"),
         GL_OPT_S("--out", NULL, o.out, "OUT.jsonl", "--batch: results (default stdout)"),
         GL_OPT_I("--max-num-seqs", NULL, o.max_seqs, 1, 4096, "N",
@@ -172,7 +173,8 @@ int gl_cmd_eval(int argc, char **argv)
         GL_OPT_F("--video", NULL, opt_media, &o, "F", MEDIA_WANT,
                  "media for the prompt's <|video|> id (as glint run)"),
         GL_OPT_S("--mmproj", NULL, o.mmproj, "F",
-                 "vision GGUF (glint convert --vision-out) for a GGUF --model"),
+                 "mmproj (llama.cpp's layout, or glint convert --vision-out's) for a GGUF --model; "
+                 "one with only the summed patch kernel serves images"),
     };
     t[0].required = t[1].required = 1;
     struct gl_cli_spec s = {.cmd = "glint eval",

@@ -230,8 +230,9 @@ static size_t http_flags(struct gl_opt *out, struct gl_server_params *ps)
                  "most one grammar compile may hold (default 256MiB; over it: 400 naming the "
                  "schema part)"),
         GL_OPT_S("--mmproj", NULL, ps->mmproj, "F",
-                 "vision GGUF from glint convert --vision-out, for a GGUF --model (an HF folder "
-                 "brings its own tower)"),
+                 "mmproj (llama.cpp's layout, e.g. glint convert --vision-out's) for a GGUF "
+                 "--model (an HF folder brings its own tower); with only the summed patch kernel, "
+                 "video parts are 400s"),
         GL_OPT_I("--max-image-tokens", NULL, ps->max_image_tokens, 1, GL_IMAGE_MAX_TOKENS_LIMIT,
                  "N",
                  "merged tokens per image (default 4096; a request's "

@@ -55,7 +55,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         GL_OPT_S("--rows", NULL, o->rows, "FILE",
                  "with --model: write the soft-token rows, float32 [groups * gh * gw][n_embd]"),
         GL_OPT_S("--mmproj", NULL, o->mmproj, "F",
-                 "with a GGUF --model: its vision GGUF (glint convert)"),
+                 "with a GGUF --model: its mmproj (llama.cpp layout)"),
     };
     struct gl_cli_spec s = {
         .cmd = "glint video preprocess",

@@ -34,6 +34,7 @@ enum cv_xform {
     CV_ROPE,     // source row h*D + t*D/2 + j for output row h*D + 2j + t (rotate-half -> pairs)
     CV_CENTERED, // source row + 1 (HF stores the sandwich norms as w - 1)
     CV_CONST,    // every element = value (synthesised QK-norm weights)
+    CV_TSUM,     // patch kernel row: the sum of the T temporal slabs' rows (llama.cpp's conv2d)
 };
 
 struct cv_tensor {
@@ -52,7 +53,8 @@ struct cv_plan {
     struct cv_tensor *t;
     int64_t n, cap;
     int64_t max_ne0;
-    int64_t head_dim;  // rows per head of a CV_ROPE tensor
+    int64_t head_dim;  // rows per head of a CV_ROPE tensor (elements per head of a CV_ROPE vector)
+    int64_t frames;    // temporal slabs of a CV_TSUM source
     uint64_t n_params; // elements of every tensor (general.size_label)
 };
 
@@ -241,7 +243,11 @@ static gl_status plan_text(struct cv_plan *pl, struct cv_text *tx, const char *r
 #define VT "model.vision_tower."
 
 // The patch embedding: HF [hidden, T*3*p*p] (or the 5-D conv3d form [hidden, T, 3, p, p], same
-// bytes) -> ne [p*p, 3, T, hidden] (vision_gguf.h).
+// bytes) -> llama.cpp's conv2d kernel v.patch_embd.weight ne [p, p, 3, hidden] holding the sum of
+// the T slabs (what llama.cpp's graph convolves; F32, or F16 for an F16 file: its converter's
+// rule for patch kernels), and the full kernel as GL_MMPROJ_PATCH_T ne [p*p, 3, T, hidden] (the
+// HF bytes in the matrix type, F32 for a quantized one), which llama.cpp never asks for and glint
+// prefers: video works and image rows equal the HF folder's (vision_gguf.h).
 static gl_status add_patch(struct cv_plan *pl, const struct gl_vision_config *vc, enum gl_type type,
                            struct gl_err *err)
 {
@@ -254,17 +260,29 @@ static gl_status add_patch(struct cv_plan *pl, const struct gl_vision_config *vc
                                      : find_checked(pl, hn, GL_VGGUF_PATCH, 2, want2, &t, err);
     if (st != GL_OK)
         return st;
-    const int64_t ne[4] = {p * p, CV_CHANNELS, T, vc->hidden};
-    return plan_push(pl, GL_VGGUF_PATCH, hn, t, 4, ne, type, CV_PLAIN, 0.0f, err);
+    if (T != 2)
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "convert: patch_temporal %lld: llama.cpp's mmproj layout has 2 slabs",
+                          (long long)T);
+    pl->frames = T;
+    const int flt = type == GL_TYPE_F32 || type == GL_TYPE_F16 || type == GL_TYPE_BF16;
+    const int64_t ne[4] = {p, p, CV_CHANNELS, vc->hidden},
+                  ne_t[4] = {p * p, CV_CHANNELS, T, vc->hidden};
+    if ((st = plan_push(pl, GL_VGGUF_PATCH, hn, t, 4, ne,
+                        type == GL_TYPE_F16 ? GL_TYPE_F16 : GL_TYPE_F32, CV_TSUM, 0.0f, err)))
+        return st;
+    return plan_push(pl, GL_MMPROJ_PATCH_T, hn, t, 4, ne_t, flt ? type : GL_TYPE_F32, CV_PLAIN,
+                     0.0f, err);
 }
 
-// One vision tensor under its GGUF name (gl_vgguf_tensor_name: the map the loader reads back).
+// q/k weights and biases (xf CV_ROPE) go to llama.cpp's pair order, as its converter writes them.
 static gl_status add_vis(struct cv_plan *pl, const char *hf, int64_t n_out, int64_t n_in,
                          enum gl_type type, struct gl_err *err)
 {
     char gg[128];
     GL_ASSERT_MSG(gl_vgguf_tensor_name(hf, gg, sizeof gg) == 0, "no GGUF name for %s", hf);
-    return add_hf(pl, gg, hf, n_out, n_in, type, CV_PLAIN, err);
+    const int qk = strstr(hf, ".attn.q_proj.") || strstr(hf, ".attn.k_proj.");
+    return add_hf(pl, gg, hf, n_out, n_in, type, qk ? CV_ROPE : CV_PLAIN, err);
 }
 
 static gl_status plan_vision(struct cv_plan *pl, const struct gl_vision_config *vc,
@@ -272,6 +290,7 @@ static gl_status plan_vision(struct cv_plan *pl, const struct gl_vision_config *
 {
     const int64_t H = vc->hidden, FF = vc->ffn, A = vc->adapter;
     gl_status st;
+    pl->head_dim = vc->head_dim;
     if ((st = add_patch(pl, vc, type, err)) ||
         // A lookup table read as f32 rows by the encoder: always F32.
         (st = add_vis(pl, VT "patch_embedder.position_embedding_table.weight",
@@ -312,7 +331,7 @@ struct cv_fill {
     const struct cv_plan *pl;
     struct gl_pool *pool;
     int n_threads;
-    float **f;     // per thread: max_ne0 floats
+    float **f;     // per thread: 2 * max_ne0 floats (a row and a second source row)
     uint8_t **raw; // per thread: a copy of one source row (max_ne0 * 4 bytes, aligned)
 };
 
@@ -324,6 +343,28 @@ struct cv_job {
     size_t row_bytes;
 };
 
+// Source row src (n elements of t->src, any dtype) -> f32 f (raw: an aligned copy).
+static void read_row(const struct cv_tensor *t, int64_t src, int64_t n, float *f, uint8_t *raw)
+{
+    const size_t esz = gl_safetensors_dtype_size(t->src->dtype);
+    // A copy: safetensors data carries no alignment promise.
+    memcpy(raw, (const uint8_t *)t->src->data + (size_t)src * (size_t)n * esz, (size_t)n * esz);
+    const uint16_t *h16 = (const uint16_t *)(const void *)raw;
+    switch (t->src->dtype) {
+    case GL_SAFETENSORS_DTYPE_F32:
+        memcpy(f, raw, (size_t)n * sizeof(float));
+        break;
+    case GL_SAFETENSORS_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++)
+            f[i] = gl_bf16_to_f32(h16[i]);
+        break;
+    case GL_SAFETENSORS_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++)
+            f[i] = gl_fp16_to_f32(h16[i]);
+        break;
+    }
+}
+
 static void convert_row(const struct cv_plan *pl, const struct cv_tensor *t, int64_t r, float *f,
                         uint8_t *raw, uint8_t *dst)
 {
@@ -331,29 +372,33 @@ static void convert_row(const struct cv_plan *pl, const struct cv_tensor *t, int
     if (t->xf == CV_CONST) {
         for (int64_t i = 0; i < n; i++)
             f[i] = t->value;
+    } else if (t->xf == CV_TSUM) {
+        // Output ne [p, p, 3, hidden]: row r = (o * 3 + c) * p + y of p pixels. The source's
+        // rows of p pixels run (o, t, c, y) (HF [hidden, T, 3, p, p]), so slab tt of row r is
+        // source row (o * T + tt) * 3p + (r mod 3p). The sum is formed in f32, slab 0 first.
+        const int64_t per = t->ne[1] * t->ne[2], o = r / per, rem = r % per, T = pl->frames;
+        float *g = f + n; // the second half of the row buffer (2 * max_ne0 floats)
+        for (int64_t i = 0; i < n; i++)
+            f[i] = 0.0f;
+        for (int64_t tt = 0; tt < T; tt++) {
+            read_row(t, (o * T + tt) * per + rem, n, g, raw);
+            for (int64_t i = 0; i < n; i++)
+                f[i] += g[i];
+        }
+    } else if (t->xf == CV_ROPE && t->n_dims == 1) {
+        // A q/k bias: element h*D + 2j + s takes element h*D + s*D/2 + j (as the rows below).
+        const int64_t D = pl->head_dim;
+        float *g = f + n;
+        read_row(t, 0, n, g, raw);
+        for (int64_t i = 0; i < n; i++)
+            f[i] = g[(i / D) * D + (i % D % 2) * (D / 2) + i % D / 2];
     } else {
         int64_t src = r;
         if (t->xf == CV_ROPE) { // output row h*D + 2j + t takes HF row h*D + t*D/2 + j (§2.3)
             const int64_t D = pl->head_dim, h = r / D, i = r % D;
             src = h * D + (i % 2) * (D / 2) + i / 2;
         }
-        const size_t esz = gl_safetensors_dtype_size(t->src->dtype);
-        // A copy: safetensors data carries no alignment promise.
-        memcpy(raw, (const uint8_t *)t->src->data + (size_t)src * (size_t)n * esz, (size_t)n * esz);
-        const uint16_t *h16 = (const uint16_t *)(const void *)raw;
-        switch (t->src->dtype) {
-        case GL_SAFETENSORS_DTYPE_F32:
-            memcpy(f, raw, (size_t)n * sizeof(float));
-            break;
-        case GL_SAFETENSORS_DTYPE_BF16:
-            for (int64_t i = 0; i < n; i++)
-                f[i] = gl_bf16_to_f32(h16[i]);
-            break;
-        case GL_SAFETENSORS_DTYPE_F16:
-            for (int64_t i = 0; i < n; i++)
-                f[i] = gl_fp16_to_f32(h16[i]);
-            break;
-        }
+        read_row(t, src, n, f, raw);
         // In f32, as llama.cpp's converter (which widens BF16 before the shift) and glint's HF
         // loader do; for |w| <= 1 stored exactly, (w - 1) + 1 gives w back bit for bit.
         for (int64_t i = 0; t->xf == CV_CENTERED && i < n; i++)
@@ -431,7 +476,7 @@ static gl_status fill_init(struct cv_fill *c, const struct cv_plan *pl, int n_th
     c->raw = gl_calloc((size_t)c->n_threads, sizeof *c->raw);
     int ok = c->f && c->raw;
     for (int i = 0; ok && i < c->n_threads; i++)
-        ok = (c->f[i] = gl_malloc_aligned((size_t)pl->max_ne0 * sizeof(float))) &&
+        ok = (c->f[i] = gl_malloc_aligned(2 * (size_t)pl->max_ne0 * sizeof(float))) &&
              (c->raw[i] = gl_malloc_aligned((size_t)pl->max_ne0 * sizeof(float)));
     if (!ok) {
         fill_free(c);
@@ -604,6 +649,10 @@ static gl_status add_tokenizer_keys(struct gl_gguf_writer *w, const char *dir, i
                : gl_err_set(err, kv.st, "convert: adding tokenizer.chat_template failed");
 }
 
+// llama.cpp's mmproj keys for this projector (MmprojModel and the muse-glimmer converter class;
+// clip.cpp reads them with typed getters, so the types matter), in the converter's order. What
+// clip.cpp hard-codes (RoPE theta, the global-layer interval, 2 frames) is not written; the
+// position table's side and the adapter width are read from the tensors' shapes.
 static gl_status add_vision_keys(struct gl_gguf_writer *w, const struct gl_vision_config *vc,
                                  const char *name, enum gl_type type, struct gl_err *err)
 {
@@ -611,37 +660,30 @@ static gl_status add_vision_keys(struct gl_gguf_writer *w, const struct gl_visio
     struct gl_gguf_keys kv = {w, GL_OK};
     char nm[256];
     snprintf(nm, sizeof nm, "%.240s vision", name);
-#define VK(s) GL_VGGUF_ARCH "." s
-    gl_gguf_keys_str(&kv, "general.architecture", GL_VGGUF_ARCH);
+#define VK(s) "clip.vision." s
+    gl_gguf_keys_str(&kv, "general.architecture", GL_MMPROJ_ARCH);
     gl_gguf_keys_str(&kv, "general.type", "mmproj");
     gl_gguf_keys_str(&kv, "general.name", nm);
-    gl_gguf_keys_u32(&kv, "general.file_type",
-                     type == GL_TYPE_F32   ? 0
-                     : type == GL_TYPE_F16 ? 1
-                                           : 32);
-    gl_gguf_keys_str(&kv, GL_VGGUF_KEY_FORMAT, GL_VGGUF_FORMAT);
-    gl_gguf_keys_u32(&kv, GL_VGGUF_KEY_TEMPORAL, (uint32_t)vc->patch_frames);
+    uint32_t ft = 0;
+    const int known = gl_make_model_recipe_type(type_name(type), NULL, 1, &ft) >= 0;
+    GL_ASSERT(known); // vision_type_of offers only recipe types
+    gl_gguf_keys_u32(&kv, "general.file_type", ft);
+    gl_gguf_keys_bool(&kv, "clip.has_vision_encoder", 1);
+    gl_gguf_keys_u32(&kv, VK("projection_dim"), (uint32_t)vc->out_dim);
+    // The nominal size llama.cpp's converter writes: pos_emb side x patch x merge (896).
+    gl_gguf_keys_u32(&kv, VK("image_size"), (uint32_t)(vc->pos_h * vc->patch_size * vc->merge));
     gl_gguf_keys_u32(&kv, VK("patch_size"), (uint32_t)vc->patch_size);
     gl_gguf_keys_u32(&kv, VK("embedding_length"), (uint32_t)vc->hidden);
     gl_gguf_keys_u32(&kv, VK("feed_forward_length"), (uint32_t)vc->ffn);
     gl_gguf_keys_u32(&kv, VK("block_count"), (uint32_t)vc->n_layers);
     gl_gguf_keys_u32(&kv, VK("attention.head_count"), (uint32_t)vc->n_heads);
-    gl_gguf_keys_f32(&kv, VK("attention.layer_norm_epsilon"), vc->ln_eps);
-    // Layer i attends over the whole image iff (i + 1) % interval == 0 or it is the last layer;
-    // the others within position-table-sized windows (§6.1, §6.3).
-    gl_gguf_keys_u32(&kv, VK("full_attention_interval"), 4);
-    gl_gguf_keys_u32(&kv, VK("position_embedding_height"), (uint32_t)vc->pos_h);
-    gl_gguf_keys_u32(&kv, VK("position_embedding_width"), (uint32_t)vc->pos_w);
-    gl_gguf_keys_u32(&kv, VK("spatial_merge_size"), (uint32_t)vc->merge);
-    gl_gguf_keys_f32(&kv, VK("rope.freq_base"), vc->rope_theta);
-    gl_gguf_keys_str(&kv, VK("rope_layout"), "rotate_half");
-    gl_gguf_keys_u32(&kv, VK("projector.hidden_size"), (uint32_t)vc->adapter);
-    gl_gguf_keys_u32(&kv, VK("projection_dim"), (uint32_t)vc->out_dim);
-    gl_gguf_keys_f32(&kv, VK("rms_norm_epsilon"), vc->rms_eps);
     if (kv.st == GL_OK)
         kv.st = gl_gguf_writer_add_arr(w, VK("image_mean"), GL_GGUF_F32, half3, 3);
     if (kv.st == GL_OK)
         kv.st = gl_gguf_writer_add_arr(w, VK("image_std"), GL_GGUF_F32, half3, 3);
+    gl_gguf_keys_str(&kv, "clip.projector_type", GL_MMPROJ_PROJECTOR);
+    gl_gguf_keys_f32(&kv, VK("attention.layer_norm_epsilon"), vc->ln_eps);
+    gl_gguf_keys_u32(&kv, VK("spatial_merge_size"), (uint32_t)vc->merge);
 #undef VK
     return kv.st == GL_OK ? GL_OK
                           : gl_err_set(err, kv.st, "convert: adding vision metadata failed (%s)",
@@ -661,13 +703,17 @@ static gl_status vision_type_of(const char *name, enum gl_type *out, struct gl_e
     static const struct {
         const char *name;
         enum gl_type type;
-    } ok[] = {{"F32", GL_TYPE_F32}, {"F16", GL_TYPE_F16}, {"BF16", GL_TYPE_BF16}};
+    } ok[] = {{"F32", GL_TYPE_F32},   {"F16", GL_TYPE_F16},   {"BF16", GL_TYPE_BF16},
+              {"Q8_0", GL_TYPE_Q8_0}, {"Q4_K", GL_TYPE_Q4_K}, {"Q5_K", GL_TYPE_Q5_K},
+              {"Q6_K", GL_TYPE_Q6_K}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (!strcasecmp(name, ok[i].name)) {
             *out = ok[i].type;
             return GL_OK;
         }
-    return gl_err_set(err, GL_E_INVAL, "convert: vision type '%s' is not F32, F16 or BF16", name);
+    return gl_err_set(err, GL_E_INVAL,
+                      "convert: vision type '%s' is not F32, F16, BF16, Q8_0, Q4_K, Q5_K or Q6_K",
+                      name);
 }
 
 gl_status gl_convert(const char *hf_dir, const char *out, const struct gl_convert_params *p,
@@ -749,9 +795,10 @@ gl_status gl_convert(const char *hf_dir, const char *out, const struct gl_conver
         if ((st = add_vision_keys(w, &vc, name, vtype, err)) ||
             (st = write_plan(w, &vis, p->vision_out, n_threads, err)))
             goto done;
-        GL_LOGI("convert: wrote %s (%s matrices, %lld tensors, patch embedding [%d, 3, %d, %d])",
-                p->vision_out, type_name(vtype), (long long)vis.n, vc.patch_size * vc.patch_size,
-                vc.patch_frames, vc.hidden);
+        GL_LOGI("convert: wrote %s (llama.cpp mmproj layout, %s matrices, %lld tensors, patch "
+                "kernel [%d, %d, 3, %d] summed, and the full temporal kernel)",
+                p->vision_out, type_name(vtype), (long long)vis.n, vc.patch_size, vc.patch_size,
+                vc.hidden);
     }
 done:
     gl_gguf_writer_delete(w);

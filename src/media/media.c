@@ -299,6 +299,10 @@ static gl_status check_expand(const struct gl_model *m, const struct gl_tokenize
     if (st != GL_OK)
         return gl_err_set(err, st, "media: part 0 (%s): %.400s", kind_name(parts[0].kind),
                           inner.msg);
+    for (int32_t i = 0; i < n_parts; i++) // an image-only tower (summed patch kernel) and a video
+        if (parts[i].kind == GL_MEDIA_VIDEO && gl_model_vision_video(m))
+            return gl_err_set(err, GL_E_UNSUPPORTED, "media: part %d (video): %s", i,
+                              gl_model_vision_video(m));
     return GL_OK;
 }
 

@@ -127,6 +127,8 @@ struct gl_model {
     struct gl_vision_layer *vision_layers; // [vision_cfg.n_layers], owned
     struct gl_gguf *vision_gguf;           // gl_model_attach_vision's file (owned), or NULL
     char *vision_path;                     // its path (owned), for messages
+    int vision_mmproj;   // 1: vision_gguf is llama.cpp's mmproj layout (vision/vision_gguf.h)
+    int vision_no_video; // 1: the tower cannot encode video (an mmproj with the summed kernel)
     char vision_unsupported[256]; // non-empty: why the encoder cannot run vision_cfg (checked at
                                   // bind time, only when the folder has the tower's tensors)
 };
@@ -185,13 +187,17 @@ struct gl_tokenizer;
 GL_MUST_USE gl_status gl_model_load_tokenizer(const struct gl_model *m, struct gl_tokenizer **out,
                                               struct gl_err *err);
 void gl_model_delete(struct gl_model *m); // NULL-safe
-// Attaches glint's vision GGUF (`glint convert --vision-out`, src/vision/vision_gguf.h) as m's
-// vision tower: its config from the file's keys, its tensors bound from the file's mapping (the
-// model owns the file from here). Refused: a model that already has a tower (GL_E_INVAL); the
-// released mmproj-kquant.gguf by name and any projector without the temporal axis
-// (GL_E_UNSUPPORTED, gl_vgguf_check's message); a file that is not a vision GGUF, a
-// projection_dim other than the text width, or a missing or mis-shaped tensor (GL_E_FORMAT,
-// naming it); matrix types other than F32/F16/BF16 (GL_E_UNSUPPORTED). On error m is unchanged.
+// Attaches a vision GGUF as m's vision tower: llama.cpp's mmproj layout (what `glint convert
+// --vision-out` writes and llama.cpp's converter writes, the released mmproj files included; F32,
+// F16, BF16, Q8_0 and k-quant matrices) or glint's older "muse-glimmer-vision" file
+// (src/vision/vision_gguf.h). Config from the file's keys (rms_eps from the text model), tensors
+// bound from the file's mapping (the model owns the file from here); an mmproj's q/k rows are put
+// back in rotate-half order and its patch kernel widened to the two-slab f32 matrix (owned
+// copies). An mmproj whose patch kernel is only the temporal sum serves images; video is refused
+// (gl_model_vision_video). Refused: a model that already has a tower (GL_E_INVAL); a file that is
+// not a vision GGUF, a projection_dim other than the text width, a bad key or a missing or
+// mis-shaped tensor (GL_E_FORMAT, naming it); a weight type without kernels, another projector
+// (GL_E_UNSUPPORTED). On error m is unchanged.
 GL_MUST_USE gl_status gl_model_attach_vision(struct gl_model *m, const char *path,
                                              struct gl_err *err);
 
@@ -200,6 +206,8 @@ GL_MUST_USE gl_status gl_model_attach_vision(struct gl_model *m, const char *pat
 const struct gl_vision_weights *gl_model_vision(const struct gl_model *m);
 // Its config (shapes checked against every tensor at load), or NULL when it has no tower.
 const struct gl_vision_config *gl_model_vision_config(const struct gl_model *m);
+// NULL when the tower can encode video (or there is no tower), else why not (a static string).
+const char *gl_model_vision_video(const struct gl_model *m);
 // 1 when the file tensor whose bytes start at data was repacked (its weight now lives in
 // resident memory, in the r16 layout), for diagnostics.
 int gl_model_is_repacked(const struct gl_model *m, const void *data);

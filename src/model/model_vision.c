@@ -50,13 +50,15 @@ static gl_status vis_from_gguf(const struct gl_model *m, const char *name, int w
                                struct vis_tensor *vt, int *found, struct gl_err *err)
 {
     char gg[128];
-    const struct gl_gguf_tensor *t = gl_vgguf_tensor_name(name, gg, sizeof gg) == 0
-                                         ? gl_gguf_find_tensor(m->vision_gguf, gg)
-                                         : NULL;
+    int named = gl_vgguf_tensor_name(name, gg, sizeof gg) == 0;
+    if (named && m->vision_mmproj && !strcmp(gg, GL_VGGUF_PATCH)) // the full kernel, not the sum
+        snprintf(gg, sizeof gg, "%s", GL_MMPROJ_PATCH_T);
+    const struct gl_gguf_tensor *t = named ? gl_gguf_find_tensor(m->vision_gguf, gg) : NULL;
     *found = t != NULL;
     if (!t)
         return GL_OK;
-    if (t->type != GL_TYPE_F32 && t->type != GL_TYPE_F16 && t->type != GL_TYPE_BF16) {
+    if (!m->vision_mmproj && t->type != GL_TYPE_F32 && t->type != GL_TYPE_F16 &&
+        t->type != GL_TYPE_BF16) {
         const struct gl_type_traits *tr = gl_type_traits_of(t->type);
         return gl_err_set(err, GL_E_UNSUPPORTED,
                           "model: vision tensor %s in %s is %s; the encoder takes F32, F16 or BF16",
@@ -191,6 +193,65 @@ static gl_status bind_layer(struct gl_model *m, int l, struct gl_vision_layer *L
     return st;
 }
 
+// An mmproj without GL_MMPROJ_PATCH_T: its v.patch_embd.weight (ne [p, p, 3, hidden]) holds
+// S = slab 0 + slab 1 only. The encoder's [hidden][2 * 3 * p * p] f32 matrix gets rows [S, 0]
+// (owned): a still image has both frames equal, so S * frame + 0 * frame is the full kernel's
+// result (the products are llama.cpp's own); video is refused (gl_model_vision_video). Shape and
+// type were checked by gl_vgguf_mmproj_read (F32/F16/BF16).
+static gl_status bind_summed_patch(struct gl_model *m, struct gl_vision_mat *out,
+                                   struct gl_err *err)
+{
+    const struct gl_vision_config *c = &m->vision_cfg;
+    const int64_t H = c->hidden, K = 3 * (int64_t)c->patch_size * c->patch_size;
+    const struct gl_gguf_tensor *t = gl_gguf_find_tensor(m->vision_gguf, GL_VGGUF_PATCH);
+    GL_ASSERT(t && t->data);
+    float *w = gl_model__own(m, (size_t)H * 2 * (size_t)K * sizeof(float));
+    void *row = gl_malloc((size_t)K * sizeof(float));
+    if (!w || !row) {
+        gl_free(row);
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for the patch kernel");
+    }
+    const size_t rb = gl_type_row_size(t->type, K);
+    for (int64_t o = 0; o < H; o++) {
+        float *a = w + o * 2 * K;
+        memcpy(row, (const uint8_t *)t->data + (size_t)o * rb, rb); // no alignment promise
+        if (t->type == GL_TYPE_F32)
+            memcpy(a, row, (size_t)K * sizeof(float));
+        else
+            gl_kernels_get()->to_float[t->type](row, a, K);
+        memset(a + K, 0, (size_t)K * sizeof(float));
+    }
+    gl_free(row);
+    out->type = GL_TYPE_F32;
+    out->data = w;
+    return GL_OK;
+}
+
+// An mmproj's q/k rows are in ggml's pair order within each head (row 2j + s of a head holds HF
+// rotate-half row s * D/2 + j; llama.cpp's converter un-permutes them); the encoder applies RoPE
+// in rotate-half order, so the rows are copied back: dst row h*D + s*D/2 + j = src row
+// h*D + 2j + s. mat: [H][H] of any type (whole rows move); bias: [H] f32.
+static gl_status unpair_rows(struct gl_model *m, struct gl_vision_mat *mat, const float **bias,
+                             struct gl_err *err)
+{
+    const struct gl_vision_config *c = &m->vision_cfg;
+    const int64_t H = c->hidden, D = c->head_dim;
+    const size_t rb = gl_type_row_size(mat->type, H);
+    uint8_t *w = gl_model__own(m, (size_t)H * rb);
+    float *b = gl_model__own(m, (size_t)H * sizeof(float));
+    if (!w || !b)
+        return gl_err_set(err, GL_E_NOMEM, "model: no memory for the q/k row order");
+    for (int64_t r = 0; r < H; r++) {
+        const int64_t h = r / D, i = r % D, s = i / (D / 2), j = i % (D / 2);
+        const int64_t src = h * D + 2 * j + s;
+        memcpy(w + (size_t)r * rb, (const uint8_t *)mat->data + (size_t)src * rb, rb);
+        b[r] = (*bias)[src];
+    }
+    mat->data = w;
+    *bias = b;
+    return GL_OK;
+}
+
 // Binds every tower tensor (from the folder, or from m->vision_gguf when set) against
 // m->vision_cfg.
 static gl_status bind_tower(struct gl_model *m, struct gl_err *err)
@@ -204,8 +265,10 @@ static gl_status bind_tower(struct gl_model *m, struct gl_err *err)
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for %d vision layers",
                           (int)c->n_layers);
     gl_status st;
-    if ((st = vis_mat(m, VT "patch_embedder.patch_embedding.weight", H, gl_vision_patch_dim(c),
-                      &w->patch, err)) ||
+    if ((st = m->vision_mmproj && m->vision_no_video
+                  ? bind_summed_patch(m, &w->patch, err)
+                  : vis_mat(m, VT "patch_embedder.patch_embedding.weight", H,
+                            gl_vision_patch_dim(c), &w->patch, err)) ||
         (st = vis_f32(m, VT "patch_embedder.position_embedding_table.weight",
                       (int64_t)c->pos_h * c->pos_w, H, &w->pos, err)) ||
         (st = vis_f32(m, VT "ln_pre.weight", H, 0, &w->ln_pre_w, err)) ||
@@ -219,9 +282,14 @@ static gl_status bind_tower(struct gl_model *m, struct gl_err *err)
         (st = vis_mat(m, "model.vision_projection.weight", c->out_dim, c->adapter, &w->projection,
                       err)))
         return st;
-    for (int l = 0; l < c->n_layers; l++)
-        if ((st = bind_layer(m, l, &m->vision_layers[l], err)))
+    for (int l = 0; l < c->n_layers; l++) {
+        struct gl_vision_layer *L = &m->vision_layers[l];
+        if ((st = bind_layer(m, l, L, err)))
             return st;
+        if (m->vision_mmproj && ((st = unpair_rows(m, &L->q, &L->q_b, err)) ||
+                                 (st = unpair_rows(m, &L->k, &L->k_b, err))))
+            return st;
+    }
     w->layers = m->vision_layers;
     m->has_vision = 1;
     return GL_OK;
@@ -246,21 +314,25 @@ gl_status gl_model_attach_vision(struct gl_model *m, const char *path, struct gl
                           "model: %s: the model already has a vision tower (an HF folder brings "
                           "its own)",
                           path);
-    gl_status st = gl_vgguf_check(path, NULL, err); // the released mmproj, by name, unopened
-    if (st != GL_OK)
-        return st;
     struct gl_gguf *g = NULL;
     struct gl_gguf_open_params op = gl_gguf_default_open_params();
-    if ((st = gl_gguf_open(&g, path, &op, err)) != GL_OK)
+    gl_status st = gl_gguf_open(&g, path, &op, err);
+    if (st != GL_OK)
         return st;
     struct gl_vision_config cfg;
+    struct gl_vgguf_info info = {0, 1};
     struct gl_err inner = {0};
-    if (gl_vgguf_kind(g, NULL) == GL_VGGUF_NOT_VISION)
+    if (gl_vgguf_is_mmproj(g)) {
+        if ((st = gl_vgguf_mmproj_read(g, &cfg, &info, &inner)) != GL_OK)
+            gl_err_set(err, st, "model: %s: %.400s", path, inner.msg);
+        cfg.rms_eps = m->cfg.rms_eps; // perception_emb_norm uses the text eps (§6.3 step 11)
+    } else if (gl_vgguf_kind(g, NULL) == GL_VGGUF_NOT_VISION) {
         st = gl_err_set(err, GL_E_FORMAT, "model: %s has no " GL_VGGUF_PATCH ": not a vision GGUF",
                         path);
-    else if ((st = gl_vgguf_check(path, g, err)) == GL_OK &&
-             (st = gl_vgguf_config(g, &cfg, &inner)) != GL_OK)
+    } else if ((st = gl_vgguf_check(path, g, err)) == GL_OK &&
+               (st = gl_vgguf_config(g, &cfg, &inner)) != GL_OK) {
         gl_err_set(err, st, "model: %s: %.400s", path, inner.msg);
+    }
     if (st == GL_OK && cfg.out_dim != m->cfg.n_embd)
         st = gl_err_set(err, GL_E_FORMAT,
                         "model: %s: projection_dim %d is not the text model's embedding width %d "
@@ -274,6 +346,8 @@ gl_status gl_model_attach_vision(struct gl_model *m, const char *path, struct gl
     }
     m->vision_gguf = g;
     m->vision_cfg = cfg;
+    m->vision_mmproj = info.mmproj;
+    m->vision_no_video = !info.video;
     if ((st = bind_tower(m, err)) != GL_OK) {
         // leave the model as it was: text only
         m->has_vision = 0;
@@ -283,8 +357,18 @@ gl_status gl_model_attach_vision(struct gl_model *m, const char *path, struct gl
         m->vision_gguf = NULL;
         gl_free(m->vision_path);
         m->vision_path = NULL;
+        m->vision_mmproj = m->vision_no_video = 0;
     }
     return st;
+}
+
+const char *gl_model_vision_video(const struct gl_model *m)
+{
+    return m && m->has_vision && m->vision_no_video
+               ? "the vision GGUF (--mmproj) stores the patch kernel with its two temporal slabs "
+                 "summed (llama.cpp's mmproj layout): right for still images, but video needs the "
+                 "slabs apart; use an mmproj written by glint convert --vision-out"
+               : NULL;
 }
 
 const struct gl_vision_weights *gl_model_vision(const struct gl_model *m)

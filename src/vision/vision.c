@@ -475,9 +475,10 @@ static gl_status check_mat(const struct gl_kernels *k, struct gl_vision_mat m, c
 {
     if (!m.data)
         return gl_err_set(err, GL_E_INVAL, "vision: weight %s missing", name);
-    if (m.type != GL_TYPE_F32 && m.type != GL_TYPE_F16 && m.type != GL_TYPE_BF16)
-        return gl_err_set(err, GL_E_UNSUPPORTED,
-                          "vision: weight %s has type %d (F32/F16/BF16 only)", name, (int)m.type);
+    // Any type with a vec_dot kernel (F32, F16, BF16, Q8_0, the k-quants: an mmproj's types).
+    if ((unsigned)m.type >= GL_TYPE_COUNT)
+        return gl_err_set(err, GL_E_UNSUPPORTED, "vision: weight %s has type %d", name,
+                          (int)m.type);
     enum gl_type vdt = gl_type_vec_dot_type(m.type);
     if (!k->vec_dot[m.type] || (vdt != GL_TYPE_F32 && !k->from_float[vdt]))
         return gl_err_set(err, GL_E_UNSUPPORTED, "vision: no kernel for weight %s type %d", name,

@@ -5,7 +5,7 @@
 // weight-less RMS norm. Input: the (2gh)x(2gw) patch grid of gl_image_patchify; output: one
 // row of out_dim floats per merged token (row-major over gh x gw), ready to replace the
 // <|patch|> rows of the prompt. Matmuls go through gl_matmul (the text tower's kernels), so the
-// weight types are those the kernel table has (F32, F16, BF16 here).
+// weight types are those the kernel table has (F32, F16, BF16, Q8_0, the k-quants).
 #pragma once
 
 #include "base/base.h"

@@ -12,13 +12,12 @@
 #      agree with glint under check_parity.sh's tolerances (tests/oracle/parity_run.py: logits
 #      per type and the tokenizer battery, with its negative control; not the greedy battery,
 #      which check_parity.sh runs on make-model's files, whose tensors (b) shows are these bytes);
-#  (d) the vision GGUF (--vision-out) has every vision tensor, the patch embedding with its
-#      temporal axis (ne [196, 3, 2, 64]) holding exactly the HF tensor's values, and the
-#      metadata that names the layout; glint inspect reports it video-capable;
-#  (e) an mmproj-style file written here (the HF patch kernel with its two temporal slabs summed,
-#      llama.cpp's conv2d form [14, 14, 3, 64]) and any file named mmproj-kquant.gguf are refused
-#      by glint inspect with the reason (temporal axis summed away) and the way out
-#      (glint convert --vision-out); --no-vision-check still dumps them;
+#  (d) the vision GGUF (--vision-out) is llama.cpp's mmproj layout: its keys, every tensor, the
+#      summed conv2d kernel [14, 14, 3, 64] = slab 0 + slab 1, q/k rows in llama.cpp's pair
+#      order, and glint's full temporal kernel (ne [196, 3, 2, 64]) holding the HF bytes;
+#  (e) the same file without the full kernel (as llama.cpp's converter writes it): image rows
+#      equal the two-slab file's within F32 rounding (<= 1e-5 of the largest value), a video is
+#      refused with the reason, and the two-slab file encodes the video;
 #  plus CLI refusals (missing folder, unknown type) with exit codes 1 / 2.
 # Env: GLINT_BIN (default build/glint), GLINT_TEST_DIR (default build/testdata),
 #      GLINT_CONVERT_PARITY=0 skips (c)'s parity run (the llama.cpp load check still runs).
@@ -168,27 +167,28 @@ else
     echo "SKIP: (c) node-llama-cpp missing (cd tests/oracle && npm install)"
 fi
 
-# ---- (d) the vision GGUF ----
+# ---- (d) the vision GGUF: llama.cpp's mmproj layout ----
 vis="$DIR/conv-F32-vision.gguf"
 if info=$("$GLINT_BIN" inspect "$vis" 2>&1); then
-    grep -q '"v.patch_embd.weight" F32   ne=\[196, 3, 2, 64\]' <<<"$info" &&
-        grep -q '^vision: patch embedding keeps 2 temporal slabs' <<<"$info" &&
-        grep -q '^tensors: 41$' <<<"$info" &&
-        ok "(d) vision GGUF: 41 tensors, v.patch_embd.weight ne [196, 3, 2, 64] (temporal axis kept)" ||
-        fail "(d) vision GGUF layout: $(grep -E 'patch_embd|^tensors|^vision' <<<"$info")"
+    grep -q '"v.patch_embd.weight" F32   ne=\[14, 14, 3, 64\]' <<<"$info" &&
+        grep -q '"v.patch_embd_temporal.weight" F32   ne=\[196, 3, 2, 64\]' <<<"$info" &&
+        grep -q '^vision: llama.cpp mmproj (muse-glimmer).*images and video' <<<"$info" &&
+        grep -q '^tensors: 42$' <<<"$info" &&
+        ok "(d) mmproj: 42 tensors, v.patch_embd.weight ne [14, 14, 3, 64] (summed) + v.patch_embd_temporal.weight ne [196, 3, 2, 64]" ||
+        fail "(d) mmproj layout: $(grep -E 'patch_embd|^tensors|^vision' <<<"$info")"
 else
-    fail "(d) glint inspect refused the vision GGUF: $info"
+    fail "(d) glint inspect refused the mmproj: $info"
 fi
 "$GLINT_BIN" inspect --json "$vis" >"$DIR/vis.json" 2>/dev/null
 if msg=$("$PY" - "$vis" "$DIR/vis.json" "$DIR/hf-F32/model.safetensors" 2>&1 <<'EOF'
-import json, struct, sys
+import array, json, struct, sys
 gg, js, st = sys.argv[1:4]
 j = json.load(open(js))
 kv = {k["key"]: k.get("value") for k in j["kv"]}
-assert kv["general.architecture"] == "muse-glimmer-vision", kv["general.architecture"]
-assert kv["muse-glimmer-vision.format"] == "temporal-v1"
-assert kv["muse-glimmer-vision.patch_temporal"] == 2
-assert kv["muse-glimmer-vision.rope_layout"] == "rotate_half"
+for k, v in [("general.architecture", "clip"), ("general.type", "mmproj"),
+             ("clip.projector_type", "muse-glimmer"), ("clip.has_vision_encoder", True),
+             ("clip.vision.spatial_merge_size", 2), ("clip.vision.patch_size", 14)]:
+    assert kv.get(k) == v, (k, kv.get(k))
 t = {x["name"]: x for x in j["tensors"]}
 f = open(st, "rb")
 n = struct.unpack("<Q", f.read(8))[0]
@@ -197,64 +197,72 @@ def hf(name):
     e = h[name]; a, b = e["data_offsets"]; f.seek(8 + n + a); return e["shape"], f.read(b - a)
 def gguf(name):
     x = t[name]; g = open(gg, "rb"); g.seek(x["file_offset"]); return x["ne"], g.read(x["n_bytes"])
-checks = [("v.patch_embd.weight", "model.vision_tower.patch_embedder.patch_embedding.weight"),
-          ("v.blk.1.attn_q.weight", "model.vision_tower.layers.1.attn.q_proj.weight"),
+P = "model.vision_tower.patch_embedder.patch_embedding.weight"
+checks = [("v.patch_embd_temporal.weight", P),
+          ("v.blk.1.attn_v.weight", "model.vision_tower.layers.1.attn.v_proj.weight"),
           ("v.blk.0.ffn_down.bias", "model.vision_tower.layers.0.mlp.fc2.bias"),
           ("mm.2.weight", "model.vision_projection.weight")]
 for g, s in checks:
     (ne, gb), (shape, sb) = gguf(g), hf(s)
     assert gb == sb, f"{g} bytes differ from {s}"
-    assert list(reversed(shape)) == ne or (g == "v.patch_embd.weight" and ne[3] == shape[0]), (g, ne, shape)
-print(f"patch embedding ne {t['v.patch_embd.weight']['ne']} = HF {h[checks[0][1]]['shape']} bytes; "
-      f"{len(checks)} tensors byte-equal to the HF ones; format keys present")
+# the summed kernel: slab 0 + slab 1 of HF's [hidden, 2 * 588] rows, in f32
+(_, w), (_, sb) = gguf("v.patch_embd.weight"), hf(P)
+sw, hw = array.array("f", w), array.array("f", sb)
+f32 = lambda x: struct.unpack("<f", struct.pack("<f", x))[0]  # the f32 sum, as convert forms it
+assert all(sw[o * 588 + i] == f32(hw[o * 1176 + i] + hw[o * 1176 + 588 + i]) for o in range(64) for i in range(588))
+# q/k in llama.cpp's pair order: row h*D + 2j + s = HF row h*D + s*D/2 + j (D = 64 / heads)
+(ne, qb), (shape, hb) = gguf("v.blk.0.attn_q.weight"), hf("model.vision_tower.layers.0.attn.q_proj.weight")
+D = 64 // kv["clip.vision.attention.head_count"]; row = 4 * ne[0]
+for r in range(ne[1]):
+    hh, i = divmod(r, D); src = hh * D + (i % 2) * (D // 2) + i // 2
+    assert qb[r * row:(r + 1) * row] == hb[src * row:(src + 1) * row], r
+print(f"{len(checks)} tensors byte-equal to the HF ones, the summed kernel = slab 0 + slab 1, "
+      f"attn_q in pair order (D = {D}), llama.cpp's keys")
 EOF
-); then ok "(d) $msg"; else fail "(d) vision content: $msg"; fi
+); then ok "(d) $msg"; else fail "(d) mmproj content: $msg"; fi
 # Whole outputs first: `inspect | grep -q` under pipefail fails when grep quits early (SIGPIPE).
 info=$("$GLINT_BIN" inspect "$DIR/conv-BF16-vision.gguf" 2>/dev/null)
 grep -q '"v.blk.0.attn_q.weight" BF16' <<<"$info" &&
-    ok "(d) BF16 vision GGUF: matrices BF16 (default --vision-type)" || fail "(d) BF16 vision GGUF types"
+    ok "(d) BF16 mmproj: matrices BF16 (default --vision-type)" || fail "(d) BF16 mmproj types"
 
-# ---- (e) mmproj-style files are refused ----
+# ---- (e) the summed kernel alone (llama.cpp's own converter, the released files) ----
+# The same file with the full temporal kernel's name changed (same length, so nothing moves): the
+# loader sees only v.patch_embd.weight, the slab sum. Image rows must equal the two-slab file's
+# within F32 rounding; a video must be refused with the reason.
 mm="$DIR/mmproj-summed.gguf"
-"$PY" - "$DIR/hf-F32/model.safetensors" "$mm" <<'EOF' || fail "(e) writing the mmproj-style file"
-# llama.cpp's mmproj form of the patch embedding: the two temporal slabs summed (arch doc §6.3),
-# stored as a conv2d kernel ne [14, 14, 3, hidden] under general.architecture "clip".
-import array, json, struct, sys
-f = open(sys.argv[1], "rb")
-n = struct.unpack("<Q", f.read(8))[0]
-h = json.loads(f.read(n))
-e = h["model.vision_tower.patch_embedder.patch_embedding.weight"]
-a, b = e["data_offsets"]; f.seek(8 + n + a)
-w = array.array("f"); w.frombytes(f.read(b - a))
-hidden, k = e["shape"]; slab = k // 2
-summed = array.array("f", (w[o * k + i] + w[o * k + slab + i] for o in range(hidden) for i in range(slab)))
-s = lambda x: struct.pack("<Q", len(x.encode())) + x.encode()
-kvs = [s("general.architecture") + struct.pack("<I", 8) + s("clip"),
-       s("clip.projector_type") + struct.pack("<I", 8) + s("muse-glimmer"),
-       s("clip.vision.patch_size") + struct.pack("<I", 4) + struct.pack("<I", 14)]
-info = s("v.patch_embd.weight") + struct.pack("<I4QIQ", 4, 14, 14, 3, hidden, 0, 0)
-out = b"GGUF" + struct.pack("<IQQ", 3, 1, len(kvs)) + b"".join(kvs) + info
-out += b"\0" * (-len(out) % 32)
-open(sys.argv[2], "wb").write(out + summed.tobytes())
+"$PY" - "$vis" "$mm" <<'EOF' || fail "(e) writing the summed-only file"
+import sys
+b = open(sys.argv[1], "rb").read()
+old, new = b"v.patch_embd_temporal.weight", b"x.patch_embd_temporal.weight"
+assert b.count(old) == 1
+open(sys.argv[2], "wb").write(b.replace(old, new))
 EOF
-refused() { # WHAT FILE NEEDLE...
-    local what="$1" f="$2" msg rc
-    shift 2
-    msg=$("$GLINT_BIN" inspect "$f" 2>&1 >/dev/null)
-    rc=$?
-    [ $rc -eq 1 ] || { fail "(e) $what: glint inspect exit $rc, want 1"; return; }
-    for n in "$@"; do grep -qF -- "$n" <<<"$msg" || { fail "(e) $what: '$n' not in: $msg"; return; }; done
-    ok "(e) $what refused: $msg"
-}
-refused "mmproj with the temporal axis summed" "$mm" "no temporal axis" "video cannot work" \
-    "glint convert HF_DIR --out TEXT.gguf --vision-out VISION.gguf"
-cp "$vis" "$DIR/mmproj-kquant.gguf"
-refused "a file named mmproj-kquant.gguf" "$DIR/mmproj-kquant.gguf" "mmproj-kquant.gguf refused" \
-    "temporal axis summed away" "--vision-out"
-refused "mmproj-kquant.gguf that does not exist" "$DIR/nowhere/mmproj-kquant.gguf" "refused"
-info=$("$GLINT_BIN" inspect --no-vision-check "$mm" 2>/dev/null)
-grep -q 'ne=\[14, 14, 3, 64\]' <<<"$info" &&
-    ok "(e) --no-vision-check still dumps the mmproj" || fail "(e) --no-vision-check"
+grep -q 'summed patch kernel (still images only)' <<<"$("$GLINT_BIN" inspect "$mm" 2>&1)" &&
+    ok "(e) glint inspect: the summed-only mmproj serves still images only" ||
+    fail "(e) inspect of the summed-only mmproj"
+vimg="$DIR/vis.png" vclip=tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4
+"$PY" -c 'import sys; from PIL import Image; im = Image.new("RGB", (150, 97)); im.putdata([((x * 5 + y) % 256, (x * y) % 256, (255 - 2 * y) % 256) for y in range(97) for x in range(150)]); im.save(sys.argv[1])' "$vimg"
+"$GLINT_BIN" image preprocess "$vimg" --model "$DIR/conv-F32-F32.gguf" --mmproj "$vis" --rows "$DIR/rows-two" >/dev/null 2>&1 &&
+    "$GLINT_BIN" image preprocess "$vimg" --model "$DIR/conv-F32-F32.gguf" --mmproj "$mm" --rows "$DIR/rows-sum" >/dev/null 2>&1 ||
+    fail "(e) image rows from the two mmprojs"
+if msg=$("$PY" - "$DIR/rows-two" "$DIR/rows-sum" 2>&1 <<'EOF'
+import array, sys
+a, b = (array.array("f", open(p, "rb").read()) for p in sys.argv[1:3])
+assert len(a) == len(b) > 0, (len(a), len(b))
+scale = max(abs(x) for x in a)
+err = max(abs(x - y) for x, y in zip(a, b)) / scale
+assert err <= 1e-5, f"max |diff| / max |row| = {err:.3g}"
+print(f"{len(a)} values, max |diff| / max |row| = {err:.2g} (tol 1e-5), identical: {a == b}")
+EOF
+); then ok "(e) image rows, summed-only vs two-slab mmproj: $msg"; else fail "(e) image rows: $msg"; fi
+out=$("$GLINT_BIN" video preprocess "$vclip" --model "$DIR/conv-F32-F32.gguf" --mmproj "$mm" --rows "$DIR/rows-v" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && grep -q "temporal slabs summed" <<<"$out" &&
+    ok "(e) video with the summed-only mmproj refused: $(grep -m1 -o 'part 0 (video).\{0,90\}' <<<"$out")" ||
+    fail "(e) video with the summed-only mmproj: exit $rc: $out"
+"$GLINT_BIN" video preprocess "$vclip" --model "$DIR/conv-F32-F32.gguf" --mmproj "$vis" --rows "$DIR/rows-v" >/dev/null 2>&1 &&
+    ok "(e) video with the two-slab mmproj encodes" || fail "(e) video with the two-slab mmproj"
+rm -f "$DIR"/rows-* "$vimg"
 
 # ---- CLI refusals ----
 "$GLINT_BIN" convert "$DIR/no-such-folder" --out "$DIR/x.gguf" --type F32 >/dev/null 2>&1
