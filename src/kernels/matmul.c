@@ -13,6 +13,9 @@
 #include "base/base.h"
 
 #include <stdatomic.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 #include <string.h>
 
 // Rows per item: 64 rows of a 6656-wide Q4_K matrix are 240 KiB of contiguous weights, long
@@ -295,6 +298,35 @@ struct bf16_job {
     _Atomic int64_t next_item;
 };
 
+// out[t][r] = tile[r - r0][t - t0]: 4x4 blocks transposed in SSE registers, so a token's row
+// is written 16 bytes at a time (4-byte stores to 64 rows 36 KB apart cost ~15% of a fc1 item).
+static void bf16_tile_out(const struct bf16_job *j, const float *tile, int64_t r0, int64_t r1,
+                          int64_t t0, int64_t t1)
+{
+    int64_t t = t0;
+#if defined(__SSE2__)
+    for (; t + 4 <= t1; t += 4) {
+        int64_t r = r0;
+        for (; r + 4 <= r1; r += 4) {
+            const float *s = tile + (r - r0) * BF16_TILE_TOK + (t - t0);
+            __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + BF16_TILE_TOK),
+                   c = _mm_loadu_ps(s + 2 * BF16_TILE_TOK), d = _mm_loadu_ps(s + 3 * BF16_TILE_TOK);
+            _MM_TRANSPOSE4_PS(a, b, c, d);
+            _mm_storeu_ps(j->out + t * j->out_stride + r, a);
+            _mm_storeu_ps(j->out + (t + 1) * j->out_stride + r, b);
+            _mm_storeu_ps(j->out + (t + 2) * j->out_stride + r, c);
+            _mm_storeu_ps(j->out + (t + 3) * j->out_stride + r, d);
+        }
+        for (; r < r1; r++)
+            for (int64_t u = t; u < t + 4; u++)
+                j->out[u * j->out_stride + r] = tile[(r - r0) * BF16_TILE_TOK + (u - t0)];
+    }
+#endif
+    for (; t < t1; t++)
+        for (int64_t r = r0; r < r1; r++)
+            j->out[t * j->out_stride + r] = tile[(r - r0) * BF16_TILE_TOK + (t - t0)];
+}
+
 static void bf16_item(const struct bf16_job *j, int64_t item)
 {
     float tile[BF16_CHUNK_COLS * BF16_TILE_TOK];
@@ -318,11 +350,7 @@ static void bf16_item(const struct bf16_job *j, int64_t item)
             }
         }
     }
-    for (int64_t t = t0; t < t1; t++) {
-        float *o = j->out + t * j->out_stride;
-        for (int64_t r = r0; r < r1; r++)
-            o[r] = tile[(r - r0) * BF16_TILE_TOK + (t - t0)];
-    }
+    bf16_tile_out(j, tile, r0, r1, t0, t1);
 }
 
 static void bf16_worker(void *ctx, int ith, int nth)

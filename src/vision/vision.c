@@ -300,7 +300,7 @@ static void rows_rope(void *ctx, int ith, int nth)
     }
 }
 
-#define VIS_Q_BLOCK 64 // queries per attention task
+#define VIS_Q_BLOCK 256 // queries per attention task
 
 // Per-thread attention scratch, in floats: the query block, its output, running max and sum, and
 // one transposed key tile and value tile (kernels.h attn_tile layout).
