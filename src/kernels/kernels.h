@@ -70,7 +70,9 @@ struct gl_kernels {
     // (the model then keeps the row layout).
     gl_gemm_r16_fn gemm_r16[GL_TYPE_COUNT];
     gl_attn_tile_fn attn_tile;
-    gl_gemm_bf16_fn gemm_bf16; // token-lane BF16 tile (above); every ISA has one
+    // Token-lane BF16 tile (above): the reference and AVX-512 tables have one; NULL in the AVX2
+    // table (no vdpbf16ps), whose callers keep the row-layout BF16 vec_dot.
+    gl_gemm_bf16_fn gemm_bf16;
 };
 
 // The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.

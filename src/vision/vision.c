@@ -221,16 +221,17 @@ static void run_rows(struct vis_run *r, gl_pool_fn fn, struct vis_rows j)
 
 // ---- matmul ----
 
-// out [n_tok][n_out] = x [n_tok][n_in] times W^T (no bias). BF16 weights (n_in even) take the
-// token-lane GEMM (kernels.h gl_matmul_bf16): x is packed to bf16 in r->act, and a call whose
-// x is the one packed by the previous BF16 call (same_x: q, k and v of one LayerNorm output)
-// reuses that pack. Other types convert x to W's vec_dot type first when that is not f32 (F16)
-// and take the row-layout gl_matmul, as the text tower's matmul does. Both BF16 paths multiply
-// the same bf16-rounded activations; they differ in the order of the f32 sums only.
+// out [n_tok][n_out] = x [n_tok][n_in] times W^T (no bias). BF16 weights (n_in even, a table
+// with gemm_bf16: not AVX2) take the token-lane GEMM (kernels.h gl_matmul_bf16): x is packed to
+// bf16 in r->act, and a call whose x is the one packed by the previous BF16 call (same_x: q, k and
+// v of one LayerNorm output) reuses that pack. Other types convert x to W's vec_dot type first when
+// that is not f32 (F16) and take the row-layout gl_matmul, as the text tower's matmul does. Both
+// BF16 paths multiply the same bf16-rounded activations; they differ in the order of the f32 sums
+// only.
 static void vis_matmul_x(struct vis_run *r, struct gl_vision_mat m, int64_t n_out, int64_t n_in,
                          const float *x, int64_t n_tok, float *out, int same_x)
 {
-    if (m.type == GL_TYPE_BF16 && n_in % 2 == 0) {
+    if (m.type == GL_TYPE_BF16 && n_in % 2 == 0 && r->k->gemm_bf16 != NULL) {
         if (!same_x) {
             gl_pack_bf16(r->pool, x, n_tok, n_in, n_in, r->act);
             r->act_x = x;
@@ -381,7 +382,8 @@ static void block_attention(struct vis_run *r, const struct gl_vision_layer *L, 
                                .width = H,
                                .eps = eps});
     vis_matmul(r, L->q, H, H, r->t, P, r->q);
-    int same = L->q.type == GL_TYPE_BF16 && L->k.type == GL_TYPE_BF16 && H % 2 == 0;
+    int same = L->q.type == GL_TYPE_BF16 && L->k.type == GL_TYPE_BF16 && H % 2 == 0 &&
+               r->k->gemm_bf16 != NULL;
     vis_matmul_x(r, L->k, H, H, r->t, P, r->kk, same);
     vis_matmul_x(r, L->v, H, H, r->t, P, r->v, same && L->v.type == GL_TYPE_BF16);
     run_rows(r, rows_bias_act,

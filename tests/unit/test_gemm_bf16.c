@@ -102,7 +102,9 @@ TEST(test_gemm_bf16_shapes)
         struct gl_kernels k;
         if (!gl_kernels_init_isa(&k, isas[i]))
             continue;
-        REQUIRE(k.gemm_bf16 != NULL);
+        CHECK((k.gemm_bf16 == NULL) == (i == 1)); // AVX2 has none: BF16 keeps vec_dot there
+        if (k.gemm_bf16 == NULL)
+            continue;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int threads = 1; threads <= 3; threads++)
                 CHECKF(check_shape(&k, &ref, threads, shapes[s][0], shapes[s][1], shapes[s][2]) ==
