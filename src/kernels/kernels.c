@@ -111,6 +111,40 @@ static void ref_attn_tile(int D, int n_rows, const float *q, const float *KT, co
     }
 }
 
+// The BF16 token-lane tile (kernels.h), vdpbf16ps's arithmetic spelled out: bf16 denormals read
+// as zero, two fmas per pair (odd element first), each result flushed to zero when denormal.
+static float bf16_daz(uint16_t h)
+{
+    return (h & 0x7f80) == 0 ? ((h & 0x8000) ? -0.0f : 0.0f) : gl_bf16_to_f32(h);
+}
+
+static float f32_ftz(float v)
+{
+    return fabsf(v) < 1.17549435e-38f ? copysignf(0.0f, v) : v;
+}
+
+static void ref_gemm_bf16(int64_t n_pairs, const uint16_t *act, size_t group_stride, int n_groups,
+                          const uint16_t *w, size_t w_stride, int n_cols, float *tile,
+                          size_t tile_stride, int accumulate)
+{
+    GL_ASSERT(n_groups >= 1 && n_groups <= GL_BF16_MAX_GROUPS && n_cols >= 1 &&
+              n_cols <= GL_BF16_MAX_COLS && n_pairs >= 0);
+    for (int c = 0; c < n_cols; c++)
+        for (int g = 0; g < n_groups; g++)
+            for (int i = 0; i < GL_BF16_GROUP; i++) {
+                const uint16_t *a = act + (size_t)g * group_stride + 2 * i;
+                const uint16_t *wr = w + (size_t)c * w_stride;
+                float *o = &tile[(size_t)c * tile_stride + GL_BF16_GROUP * g + i];
+                float acc = accumulate ? *o : 0.0f;
+                for (int64_t p = 0; p < n_pairs; p++) {
+                    const uint16_t *ap = a + p * 2 * GL_BF16_GROUP;
+                    acc = f32_ftz(fmaf(bf16_daz(ap[1]), bf16_daz(wr[2 * p + 1]), acc));
+                    acc = f32_ftz(fmaf(bf16_daz(ap[0]), bf16_daz(wr[2 * p]), acc));
+                }
+                *o = acc;
+            }
+}
+
 static void fill_ref(struct gl_kernels *k)
 {
     memset(k, 0, sizeof *k);
@@ -126,6 +160,7 @@ static void fill_ref(struct gl_kernels *k)
     k->gemm_r16[GL_TYPE_Q4_K] = ref_gemm_r16_Q4_K;
     k->gemm_r16[GL_TYPE_Q6_K] = ref_gemm_r16_Q6_K;
     k->attn_tile = ref_attn_tile;
+    k->gemm_bf16 = ref_gemm_bf16;
     REF_SET(k, Q8_K);
 }
 

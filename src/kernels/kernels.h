@@ -41,6 +41,25 @@ typedef void (*gl_gemm_r16_fn)(int64_t n_in, const void *w, const void *act, siz
 typedef void (*gl_attn_tile_fn)(int D, int n_rows, const float *q, const float *KT, const float *V,
                                 int klo, int khi, float scale, float *m, float *l, float *O);
 
+// BF16 weights x activations in token lanes (the vision encoder's matmuls, M = 1k-4k tokens):
+// activations are packed by gl_pack_bf16 into groups of GL_BF16_GROUP tokens, each group
+// [n_in / 2 pairs][16 tokens][2] bf16, so one zmm holds one k-pair of 16 tokens and vdpbf16ps
+// with a broadcast weight pair (two consecutive bf16 of a row-layout weight row) adds 32 products
+// into 16 per-token f32 lanes: the weights need no repacking. A call computes n_cols (1..
+// GL_BF16_MAX_COLS) weight rows w + c * w_stride (elements) by n_groups (1..GL_BF16_MAX_GROUPS)
+// groups act + g * group_stride (elements) over n_pairs pairs, into the transposed tile
+// tile[c * tile_stride + 16 g + lane]; accumulate = 0 starts the sums at +0, 1 continues
+// from the tile's values (a split over k gives the same bits as one call). Per output, pair p
+// ascending: acc = fma(a[2p+1], w[2p+1], acc); acc = fma(a[2p], w[2p], acc), in f32 (each
+// bf16 product is exact in f32, so the fma is one rounding), bf16 denormal inputs read as zero
+// and denormal results flushed to zero: vdpbf16ps's definition, which the reference copies.
+#define GL_BF16_GROUP      16
+#define GL_BF16_MAX_GROUPS 2
+#define GL_BF16_MAX_COLS   12
+typedef void (*gl_gemm_bf16_fn)(int64_t n_pairs, const uint16_t *act, size_t group_stride,
+                                int n_groups, const uint16_t *w, size_t w_stride, int n_cols,
+                                float *tile, size_t tile_stride, int accumulate);
+
 struct gl_kernels {
     const char *isa;                            // "ref", "avx2", "avx512"
     gl_vec_dot_fn vec_dot[GL_TYPE_COUNT];       // indexed by weight type
@@ -51,6 +70,9 @@ struct gl_kernels {
     // (the model then keeps the row layout).
     gl_gemm_r16_fn gemm_r16[GL_TYPE_COUNT];
     gl_attn_tile_fn attn_tile;
+    // Token-lane BF16 tile (above): the reference and AVX-512 tables have one; NULL in the AVX2
+    // table (no vdpbf16ps), whose callers keep the row-layout BF16 vec_dot.
+    gl_gemm_bf16_fn gemm_bf16;
 };
 
 // The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.
@@ -89,6 +111,24 @@ void gl_matmul(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type wt
 // Rows are split over the pool's threads when n_tok > 1.
 void gl_quantize_rows(struct gl_pool *pool, const struct gl_kernels *k, enum gl_type vdt,
                       const float *x, int64_t n_tok, int64_t n_in, void *dst, size_t stride);
+
+// Bytes of n_tok activation rows of n_in (even) elements packed by gl_pack_bf16: n_tok rounded up
+// to a whole group of 16, times n_in bf16.
+size_t gl_bf16_packed_bytes(int64_t n_tok, int64_t n_in);
+// Packs n_tok rows of n_in (even) floats, row stride x_stride floats, into the token-lane layout
+// above at dst (gl_bf16_packed_bytes), rounding each to bf16 as gl_f32_to_bf16 does (the same
+// activations the BF16 vec_dot path sees); the last group's missing tokens are zeros. Groups are
+// split over the pool's threads.
+void gl_pack_bf16(struct gl_pool *pool, const float *x, int64_t n_tok, int64_t n_in,
+                  int64_t x_stride, void *dst);
+// out[t][r] = dot(W row r, act token t) for r < n_rows, t < n_tok, with W BF16 in the row layout
+// (n_rows rows of n_in bf16, n_in even) and act packed by gl_pack_bf16 with the same n_tok and
+// n_in. Items (up to 96 rows x 64 tokens) are claimed by the threads from a counter; inside one,
+// k is cut in blocks of 512 so the tile's weights and activations stay in L1/L2. Every element
+// is one k-ordered sum as defined for gemm_bf16, so results do not depend on the thread count or
+// the tiling, and equal the reference table's bit for bit.
+void gl_matmul_bf16(struct gl_pool *pool, const struct gl_kernels *k, const void *W, int64_t n_rows,
+                    int64_t n_in, const void *act, int64_t n_tok, float *out, int64_t out_stride);
 
 // Same product for a weight repacked by gl_repack_r16 (n_rows a multiple of 16, k->gemm_r16[wtype]
 // set): groups of 16 rows are split across the threads, tokens tiled as above.

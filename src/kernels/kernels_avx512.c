@@ -588,4 +588,5 @@ void gl_kernels__register_avx512(struct gl_kernels *k)
     k->vec_dot4[GL_TYPE_Q6_K] = vec_dot4_q6_K_q8_K;
     gl_kernels__register_avx512_r16(k);
     gl_kernels__register_avx512_attn(k);
+    gl_kernels__register_avx512_bf16(k);
 }

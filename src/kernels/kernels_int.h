@@ -12,3 +12,5 @@ void gl_kernels__register_avx512(struct gl_kernels *k);
 void gl_kernels__register_avx512_r16(struct gl_kernels *k);
 // The attention tile (attn_avx512.c), called by gl_kernels__register_avx512.
 void gl_kernels__register_avx512_attn(struct gl_kernels *k);
+// The BF16 token-lane tile (gemm_bf16_avx512.c), called by gl_kernels__register_avx512.
+void gl_kernels__register_avx512_bf16(struct gl_kernels *k);

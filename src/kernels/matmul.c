@@ -13,6 +13,10 @@
 #include "base/base.h"
 
 #include <stdatomic.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+#include <string.h>
 
 // Rows per item: 64 rows of a 6656-wide Q4_K matrix are 240 KiB of contiguous weights, long
 // enough for the prefetchers, and a 19968-row matrix still splits into ~300 items.
@@ -272,4 +276,173 @@ void gl_quantize_rows(struct gl_pool *pool, const struct gl_kernels *k, enum gl_
         gl_pool_run(pool, quant_rows, &j);
     else
         quant_rows(&j, 0, 1);
+}
+
+// ---- BF16 token-lane GEMM ----
+// An item is up to BF16_CHUNK_COLS weight rows x BF16_TILE_TOK tokens; inside it k goes in blocks
+// of BF16_KC pairs (1 KiB of each weight row, 1 KiB per token), and for each block the 12-row
+// column blocks (12 KiB of weights, reused from L1) pass over the tile's groups two at a time
+// (32 KiB of activations from L2). The item's sums live in a transposed tile on the stack between
+// k blocks (storing and reloading an f32 is exact), then go to out once. Items are tile-major:
+// the two threads share a token tile (from L2/L3) and stream the weights, which at 64 tokens a
+// tile is 64 FLOP per weight byte.
+#define BF16_CHUNK_COLS (8 * GL_BF16_MAX_COLS)
+#define BF16_TILE_TOK   64
+#define BF16_KC         256
+
+struct bf16_job {
+    gl_gemm_bf16_fn fn;
+    const uint16_t *W, *act;
+    int64_t n_rows, n_in, n_tok, out_stride, n_chunks, n_items;
+    float *out;
+    _Atomic int64_t next_item;
+};
+
+// out[t][r] = tile[r - r0][t - t0]: 4x4 blocks transposed in SSE registers, so a token's row
+// is written 16 bytes at a time (4-byte stores to 64 rows 36 KB apart cost ~15% of a fc1 item).
+static void bf16_tile_out(const struct bf16_job *j, const float *tile, int64_t r0, int64_t r1,
+                          int64_t t0, int64_t t1)
+{
+    int64_t t = t0;
+#if defined(__SSE2__)
+    for (; t + 4 <= t1; t += 4) {
+        int64_t r = r0;
+        for (; r + 4 <= r1; r += 4) {
+            const float *s = tile + (r - r0) * BF16_TILE_TOK + (t - t0);
+            __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + BF16_TILE_TOK),
+                   c = _mm_loadu_ps(s + 2 * BF16_TILE_TOK), d = _mm_loadu_ps(s + 3 * BF16_TILE_TOK);
+            _MM_TRANSPOSE4_PS(a, b, c, d);
+            _mm_storeu_ps(j->out + t * j->out_stride + r, a);
+            _mm_storeu_ps(j->out + (t + 1) * j->out_stride + r, b);
+            _mm_storeu_ps(j->out + (t + 2) * j->out_stride + r, c);
+            _mm_storeu_ps(j->out + (t + 3) * j->out_stride + r, d);
+        }
+        for (; r < r1; r++)
+            for (int64_t u = t; u < t + 4; u++)
+                j->out[u * j->out_stride + r] = tile[(r - r0) * BF16_TILE_TOK + (u - t0)];
+    }
+#endif
+    for (; t < t1; t++)
+        for (int64_t r = r0; r < r1; r++)
+            j->out[t * j->out_stride + r] = tile[(r - r0) * BF16_TILE_TOK + (t - t0)];
+}
+
+static void bf16_item(const struct bf16_job *j, int64_t item)
+{
+    float tile[BF16_CHUNK_COLS * BF16_TILE_TOK];
+    const int64_t n_pairs = j->n_in / 2;
+    const size_t gs = (size_t)j->n_in * GL_BF16_GROUP; // elements per packed group
+    int64_t r0 = (item % j->n_chunks) * BF16_CHUNK_COLS, t0 = (item / j->n_chunks) * BF16_TILE_TOK;
+    int64_t r1 = r0 + BF16_CHUNK_COLS < j->n_rows ? r0 + BF16_CHUNK_COLS : j->n_rows;
+    int64_t t1 = t0 + BF16_TILE_TOK < j->n_tok ? t0 + BF16_TILE_TOK : j->n_tok;
+    int64_t n_groups = (t1 - t0 + GL_BF16_GROUP - 1) / GL_BF16_GROUP;
+    const uint16_t *act = j->act + (size_t)(t0 / GL_BF16_GROUP) * gs;
+    for (int64_t p0 = 0; p0 < n_pairs; p0 += BF16_KC) {
+        int64_t np = n_pairs - p0 < BF16_KC ? n_pairs - p0 : BF16_KC;
+        for (int64_t c = r0; c < r1; c += GL_BF16_MAX_COLS) {
+            int nc = (int)(r1 - c < GL_BF16_MAX_COLS ? r1 - c : GL_BF16_MAX_COLS);
+            for (int64_t g = 0; g < n_groups; g += GL_BF16_MAX_GROUPS) {
+                int ng =
+                    (int)(n_groups - g < GL_BF16_MAX_GROUPS ? n_groups - g : GL_BF16_MAX_GROUPS);
+                j->fn(np, act + (size_t)g * gs + (size_t)p0 * 2 * GL_BF16_GROUP, gs, ng,
+                      j->W + (size_t)c * (size_t)j->n_in + 2 * (size_t)p0, (size_t)j->n_in, nc,
+                      tile + (c - r0) * BF16_TILE_TOK + g * GL_BF16_GROUP, BF16_TILE_TOK, p0 > 0);
+            }
+        }
+    }
+    bf16_tile_out(j, tile, r0, r1, t0, t1);
+}
+
+static void bf16_worker(void *ctx, int ith, int nth)
+{
+    struct bf16_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    for (;;) {
+        int64_t item = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
+        if (item >= j->n_items)
+            return;
+        bf16_item(j, item);
+    }
+}
+
+void gl_matmul_bf16(struct gl_pool *pool, const struct gl_kernels *k, const void *W, int64_t n_rows,
+                    int64_t n_in, const void *act, int64_t n_tok, float *out, int64_t out_stride)
+{
+    GL_ASSERT(k != NULL && k->gemm_bf16 != NULL);
+    GL_ASSERT(n_rows >= 0 && n_tok >= 0 && n_in > 0 && n_in % 2 == 0);
+    GL_ASSERT(n_tok <= 1 || out_stride >= n_rows);
+    if (n_rows == 0 || n_tok == 0)
+        return;
+    struct bf16_job j = {
+        .fn = k->gemm_bf16,
+        .W = W,
+        .act = act,
+        .n_rows = n_rows,
+        .n_in = n_in,
+        .n_tok = n_tok,
+        .out_stride = out_stride,
+        .out = out,
+        .n_chunks = (n_rows + BF16_CHUNK_COLS - 1) / BF16_CHUNK_COLS,
+    };
+    j.n_items = j.n_chunks * ((n_tok + BF16_TILE_TOK - 1) / BF16_TILE_TOK);
+    atomic_init(&j.next_item, 0);
+    if (j.n_items == 1)
+        bf16_worker(&j, 0, 1);
+    else
+        gl_pool_run(pool, bf16_worker, &j);
+}
+
+size_t gl_bf16_packed_bytes(int64_t n_tok, int64_t n_in)
+{
+    GL_ASSERT(n_tok >= 0 && n_in >= 0 && n_in % 2 == 0);
+    int64_t groups = (n_tok + GL_BF16_GROUP - 1) / GL_BF16_GROUP;
+    return (size_t)groups * GL_BF16_GROUP * (size_t)n_in * sizeof(uint16_t);
+}
+
+struct pack_job {
+    const float *x;
+    uint16_t *dst;
+    int64_t n_tok, n_in, x_stride;
+};
+
+// gl_f32_to_bf16 (base.c), inlined here: the pack converts every activation of every matmul.
+static inline uint32_t bf16_rne(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return (x >> 16) | 64; // quiet NaN
+    return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+}
+
+// Group g: token i's elements (2p, 2p + 1) become dword p * 16 + i of the group (low half 2p).
+static void pack_groups(void *ctx, int ith, int nth)
+{
+    const struct pack_job *j = ctx;
+    int64_t n_groups = (j->n_tok + GL_BF16_GROUP - 1) / GL_BF16_GROUP, n_pairs = j->n_in / 2;
+    for (int64_t g = ith; g < n_groups; g += nth) {
+        uint32_t *d = (uint32_t *)(j->dst + (size_t)g * GL_BF16_GROUP * (size_t)j->n_in);
+        for (int i = 0; i < GL_BF16_GROUP; i++) {
+            int64_t t = g * GL_BF16_GROUP + i;
+            const float *x = j->x + t * j->x_stride;
+            if (t >= j->n_tok)
+                for (int64_t p = 0; p < n_pairs; p++)
+                    d[p * GL_BF16_GROUP + i] = 0;
+            else
+                for (int64_t p = 0; p < n_pairs; p++)
+                    d[p * GL_BF16_GROUP + i] = bf16_rne(x[2 * p]) | bf16_rne(x[2 * p + 1]) << 16;
+        }
+    }
+}
+
+void gl_pack_bf16(struct gl_pool *pool, const float *x, int64_t n_tok, int64_t n_in,
+                  int64_t x_stride, void *dst)
+{
+    GL_ASSERT(n_tok >= 0 && n_in > 0 && n_in % 2 == 0 && x_stride >= n_in);
+    struct pack_job j = {x, dst, n_tok, n_in, x_stride};
+    if (n_tok > GL_BF16_GROUP)
+        gl_pool_run(pool, pack_groups, &j);
+    else
+        pack_groups(&j, 0, 1);
 }

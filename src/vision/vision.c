@@ -2,7 +2,8 @@
 // vision: the perception encoder forward pass (arch doc §6.3), f32 activations throughout.
 // Tokens live in window order from ln_pre to ln_post (§6.3 step 4), so a window is a contiguous
 // run [win_start[w], win_start[w + 1]) and a full-attention layer is the single run [0, P).
-// Matmuls are gl_matmul (rows split over the pool); the per-token phases (LayerNorm, bias, GELU,
+// Matmuls are gl_matmul_bf16 for BF16 weights (token-lane vdpbf16ps tiles) and gl_matmul
+// otherwise (rows split over the pool); the per-token phases (LayerNorm, bias, GELU,
 // RoPE) and attention (one task per window x head x block of queries) are split over the same
 // pool. Attention uses the text tower's attention tile kernel (kernels.h attn_tile, online
 // softmax over tiles of 16 keys) on a block of 64 queries of one head; key tiles are transposed
@@ -127,9 +128,11 @@ struct vis_run {
     float *attn_scratch; // [n_threads][attn_scratch_floats(head_dim)]
     float *ms;           // [M][4 hidden] pixel-shuffled
     float *m1, *m2;      // [M][adapter]
-    uint8_t *act;        // activations converted to a weight's vec_dot type
-    int32_t *order;      // [P]
-    int64_t *win_start;  // [n_windows + 1]
+    uint8_t *act;        // activations converted to a weight's vec_dot type, or packed bf16
+    const float *act_x;  // the rows act holds packed (gl_pack_bf16) for BF16 weights, or NULL
+    int64_t act_n_in;
+    int32_t *order;     // [P]
+    int64_t *win_start; // [n_windows + 1]
     int64_t n_windows;
 };
 
@@ -218,11 +221,28 @@ static void run_rows(struct vis_run *r, gl_pool_fn fn, struct vis_rows j)
 
 // ---- matmul ----
 
-// out [n_tok][n_out] = x [n_tok][n_in] times W^T (no bias), converting x to W's vec_dot type
-// first when that is not f32 (F16/BF16 weights), as the text tower's matmul does.
-static void vis_matmul(struct vis_run *r, struct gl_vision_mat m, int64_t n_out, int64_t n_in,
-                       const float *x, int64_t n_tok, float *out)
+// out [n_tok][n_out] = x [n_tok][n_in] times W^T (no bias). BF16 weights (n_in even, a table
+// with gemm_bf16: not AVX2) take the token-lane GEMM (kernels.h gl_matmul_bf16): x is packed to
+// bf16 in r->act, and a call whose x is the one packed by the previous BF16 call (same_x: q, k and
+// v of one LayerNorm output) reuses that pack. Other types convert x to W's vec_dot type first when
+// that is not f32 (F16) and take the row-layout gl_matmul, as the text tower's matmul does. Both
+// BF16 paths multiply the same bf16-rounded activations; they differ in the order of the f32 sums
+// only.
+static void vis_matmul_x(struct vis_run *r, struct gl_vision_mat m, int64_t n_out, int64_t n_in,
+                         const float *x, int64_t n_tok, float *out, int same_x)
 {
+    if (m.type == GL_TYPE_BF16 && n_in % 2 == 0 && r->k->gemm_bf16 != NULL) {
+        if (!same_x) {
+            gl_pack_bf16(r->pool, x, n_tok, n_in, n_in, r->act);
+            r->act_x = x;
+            r->act_n_in = n_in;
+        }
+        GL_ASSERT(r->act_x == x && r->act_n_in == n_in);
+        gl_matmul_bf16(r->pool, r->k, m.data, n_out, n_in, r->act, n_tok, out, n_out);
+        return;
+    }
+    GL_ASSERT(!same_x);
+    r->act_x = NULL;
     enum gl_type vdt = gl_type_vec_dot_type(m.type);
     const void *act = x;
     size_t stride = (size_t)n_in * sizeof(float);
@@ -232,6 +252,12 @@ static void vis_matmul(struct vis_run *r, struct gl_vision_mat m, int64_t n_out,
         act = r->act;
     }
     gl_matmul(r->pool, r->k, m.type, m.data, n_out, n_in, act, stride, n_tok, out, n_out);
+}
+
+static void vis_matmul(struct vis_run *r, struct gl_vision_mat m, int64_t n_out, int64_t n_in,
+                       const float *x, int64_t n_tok, float *out)
+{
+    vis_matmul_x(r, m, n_out, n_in, x, n_tok, out, 0);
 }
 
 // ---- attention ----
@@ -275,7 +301,7 @@ static void rows_rope(void *ctx, int ith, int nth)
     }
 }
 
-#define VIS_Q_BLOCK 64 // queries per attention task
+#define VIS_Q_BLOCK 256 // queries per attention task
 
 // Per-thread attention scratch, in floats: the query block, its output, running max and sum, and
 // one transposed key tile and value tile (kernels.h attn_tile layout).
@@ -356,8 +382,10 @@ static void block_attention(struct vis_run *r, const struct gl_vision_layer *L, 
                                .width = H,
                                .eps = eps});
     vis_matmul(r, L->q, H, H, r->t, P, r->q);
-    vis_matmul(r, L->k, H, H, r->t, P, r->kk);
-    vis_matmul(r, L->v, H, H, r->t, P, r->v);
+    int same = L->q.type == GL_TYPE_BF16 && L->k.type == GL_TYPE_BF16 && H % 2 == 0 &&
+               r->k->gemm_bf16 != NULL;
+    vis_matmul_x(r, L->k, H, H, r->t, P, r->kk, same);
+    vis_matmul_x(r, L->v, H, H, r->t, P, r->v, same && L->v.type == GL_TYPE_BF16);
     run_rows(r, rows_bias_act,
              (struct vis_rows){.n = P, .src = r->q, .dst = r->q, .b = L->q_b, .width = H});
     run_rows(r, rows_bias_act,
@@ -542,6 +570,10 @@ static gl_status run_alloc(struct vis_run *r, struct gl_err *err)
     size_t sc = f32_bytes(gl_pool_size(r->pool), attn_scratch_floats(c->head_dim)),
            ms = f32_bytes(r->M, 4 * (int64_t)H);
     size_t ma = f32_bytes(r->M, c->adapter), act = f32_bytes(P, n_in_max); // f32 >= F16/BF16 rows
+    if (act) { // the packed bf16 rows round P up to a group of 16 (M = P / 4 <= P rows too)
+        size_t packed = gl_bf16_packed_bytes(P, n_in_max + n_in_max % 2);
+        act = packed > act ? packed : act;
+    }
     size_t ord = f32_bytes(P, 1); // also bounds order (int32) and win_start (int64) below
     if (!ph || !pf || !pr || !sc || !ms || !ma || !act || !ord)
         return gl_err_set(err, GL_E_LIMIT, "vision: %lld patches overflow the scratch sizes",
