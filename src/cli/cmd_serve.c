@@ -102,6 +102,9 @@ static int usage(FILE *f)
             "                              GGUF --model (an HF folder brings its own tower)\n"
             "  --max-image-tokens N        merged tokens per image (default 4096; a request's\n"
             "                              mm_processor_kwargs.max_image_tokens overrides)\n"
+            "  --max-num-encoder-input-tokens N   soft-token rows the vision encoder may have\n"
+            "                              in flight; each step queues parts under it (default\n"
+            "                              4096: one image at the default cap)\n"
             "  --strict-request-fields     a request field glint does not know is a 400 (default:\n"
             "                              ignored with a warning and X-Glint-Ignored-Fields,\n"
             "                              as vLLM ignores extra fields)\n"
@@ -266,6 +269,9 @@ int gl_cmd_serve(int argc, char **argv)
                 gl_cli_parse_bytes(v, &bytes) || bytes <= 0 || (p.grammar_compile_bytes = bytes, 0);
         else if (!strcmp(a, "--media-fetch-timeout"))
             bad = gl_cli_parse_int(v, 1, 3600, &x) || (p.media_fetch_timeout_s = (double)x, 0);
+        else if (!strcmp(a, "--max-num-encoder-input-tokens"))
+            bad = gl_cli_parse_int(v, 1, 1 << 20, &x) ||
+                  (p.engine.max_num_encoder_input_tokens = (int32_t)x, 0);
         else if (!strcmp(a, "--max-image-tokens"))
             bad = gl_cli_parse_int(v, 1, GL_IMAGE_MAX_TOKENS_LIMIT, &x) ||
                   (p.max_image_tokens = (int32_t)x, 0);

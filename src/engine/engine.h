@@ -109,6 +109,19 @@ struct gl_engine_params {
     // The forward pass's backend: -1 the CPU (default), N >= 0 Vulkan device N (one device
     // submission per step; gl_model_ctx_new_dev).
     int32_t device;
+    // Encoder (models with a vision tower; deferred media, gl_request_media):
+    // - max_num_encoder_input_tokens (vLLM's name): soft-token rows handed to the encoder worker
+    //   and not finished yet, at most; each step dispatches queued parts FCFS under it (one part
+    //   larger than it runs alone). Default 4096, one image at the default max_image_tokens.
+    // - encoder_threads: the worker's own kernel pool (default n_threads). It is not pinned and
+    //   runs at encoder_nice (default 10, CFS weight 110 vs 1024): the step threads take the
+    //   cores when they have work, the encoder takes what they leave (text keeps decoding).
+    // - encoder_cache_bytes: rows kept after the last request using them ends, LRU (vLLM's
+    //   multimodal cache; default 0: freed at once). Rows in use are never evicted.
+    int32_t max_num_encoder_input_tokens;
+    int32_t encoder_threads;
+    int32_t encoder_nice;
+    int64_t encoder_cache_bytes;
 };
 // Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
 // GGUF; kv: 1 GiB of f16, block 16, prefix cache on; threads and cpus from gl_host_cpus.
@@ -221,11 +234,19 @@ typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
 // digest must therefore identify the rows' content (src/media hashes the pixels the encoder
 // saw and the grid); a 64-bit digest folded to 31 bits per position: a wrong hit needs every
 // soft position of a block to collide (about 2^-31 for a block holding one soft position).
+//
+// Deferred encoding (vLLM's encoder scheduling): embd NULL and patches set hands the engine the
+// part's patch vectors instead of its rows. The engine's encoder worker (a thread of its own,
+// see "Encoder" below) runs gl_vision_encode on them; until their rows exist the sequence is not
+// prefilled past pos (text before it is). Parts with the same (digest, gh, gw) share one encode
+// and one set of rows, also across requests in flight (the encoder cache).
 struct gl_request_media {
     int32_t pos;     // prompt index of the first row
     int32_t n_rows;  // >= 1; pos + n_rows <= n_prompt; media sorted by pos, not overlapping
     float *embd;     // [n_rows][n_embd] f32 from gl_malloc; see gl_request.media for ownership
     uint64_t digest; // content id of the rows
+    float *patches;  // deferred: [(2 gh) (2 gw)][patch_dim] f32 from gl_malloc (ownership as embd)
+    int32_t gh, gw;  // deferred: merged-token grid, gh * gw == n_rows
 };
 
 struct gl_request {
@@ -282,6 +303,10 @@ struct gl_engine_stats {
     // draft tokens accepted, and accepted per draft position (0 = first draft token).
     int64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     int64_t spec_accepted_per_pos[GL_SPEC_MAX_K];
+    // Encoder: deferred parts submitted, of which found in the encoder cache (in flight or
+    // kept), encodes run (finished), parts queued or encoding now; entries and bytes of rows held.
+    int64_t enc_queries, enc_hits, enc_runs, enc_pending;
+    int64_t enc_entries, enc_bytes;
 };
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
 // The pool, for audits in tests.
