@@ -303,6 +303,8 @@ static void *enc_main(void *arg)
         }
         x->state = ENC_RUNNING;
         pthread_mutex_unlock(&e->enc_mu);
+        if (e->p.encoder_hook)
+            e->p.encoder_hook(e->p.encoder_hook_user);
         struct gl_err err = {0};
         float *rows = gl_malloc(enc_bytes(e, x));
         gl_status st =

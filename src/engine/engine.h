@@ -122,6 +122,10 @@ struct gl_engine_params {
     int32_t encoder_threads;
     int32_t encoder_nice;
     int64_t encoder_cache_bytes;
+    // Tests: called on the encoder worker before each encode (it may block, holding the encoder
+    // mid-job, so that cancel and sharing are checked in a known state). NULL: none.
+    void (*encoder_hook)(void *user);
+    void *encoder_hook_user;
 };
 // Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
 // GGUF; kv: 1 GiB of f16, block 16, prefix cache on; threads and cpus from gl_host_cpus.
