@@ -26,6 +26,18 @@
 //   rows live until the request retires (N x n_embd floats per image). The prefix cache needs no
 //   change: blocks are keyed by a parallel array of key ids in which media positions carry ids
 //   derived from the content digest (negative, never a token id), so kv.c stays token-agnostic.
+// - Encoder (vLLM V1's encoder scheduling): media may come as patch vectors (deferred) instead of
+//   rows. The engine owns one encoder worker thread (started at the first such part) with its
+//   own kernel pool at a lower priority (encoder_nice), so text sequences keep decoding while
+//   images encode; the step thread never waits for it. Each step hands queued parts to the
+//   worker FCFS within max_num_encoder_input_tokens rows in flight, takes finished rows, and cuts
+//   every prefill chunk before the first position whose rows do not exist yet (the text before an
+//   image is prefilled; a sequence blocked at an image holds its pages and waits). Parts are
+//   shared by (digest, grid) among all requests in flight (one encode; counted in enc_hits) and
+//   kept after them within encoder_cache_bytes. A cancel drops a queued part at once; a part in
+//   the encoder (gl_vision_encode cannot stop midway) is discarded when it finishes, unless
+//   another request holds it. A failed encode ends the sequences that need it (finish ERROR).
+//   Cost: the rows are n_rows x n_embd floats per distinct part while any holder lives.
 // - Nothing is lost silently. A request whose prompt + max_tokens (unset: max_model_len - prompt)
 //   cannot fit the whole pool is refused at submit (GL_E_LIMIT): it could never finish, and
 //   ending it early with "length" would pass the pool off as a length limit (vLLM refuses to
