@@ -1481,11 +1481,12 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
     return 1;
 }
 
-// Admits the head of the waiting queue with a prefix-cache lookup and a first prefill chunk.
-// Returns 1 if admitted, 0 if the pool has no room for it, -1 if it waits for a sibling.
-static int admit_one(struct gl_engine *e, int32_t *budget)
+// Admits waiting[w] with a prefix-cache lookup and a first prefill chunk. Returns 1 if admitted,
+// 0 if the pool has no room for it, -1 if it waits for a sibling, -2 if its next position is an
+// image still being encoded (it stays queued and takes no slot; those behind it may pass).
+static int admit_one(struct gl_engine *e, int32_t w, int32_t *budget)
 {
-    struct seq *s = e->waiting[0];
+    struct seq *s = e->waiting[w];
     // n > 1: later choices wait until one choice has the prompt in the cache, then share its
     // full blocks through the prefix cache instead of computing the prompt n times.
     if (s->index > 0 && !s->req->prefilled && e->p.kv.prefix_cache &&
@@ -1497,6 +1498,11 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
                          ? gl_kv_seq_reuse_prefix(s->kv, seq_keys(s), s->n_tok)
                          : 0;
     int64_t n = enc_limit(s, reused) - reused; // not past rows still being encoded
+    if (n == 0) {
+        gl_kv_seq_free(s->kv);
+        s->kv = NULL;
+        return -2;
+    }
     n = n < *budget ? n : *budget;
     // Into an empty pool a first chunk too big for it is split (each sliding group holds the
     // blocks of window - 1 + n positions until the chunk is committed, far more than the
@@ -1509,7 +1515,8 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
         }
         n = (n + 1) / 2;
     }
-    memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
+    memmove(e->waiting + w, e->waiting + w + 1,
+            (size_t)(e->n_waiting - w - 1) * sizeof *e->waiting);
     e->n_waiting--;
     s->n_computed = reused;
     if (!s->t_scheduled_us) { // a preempted sequence keeps its first admission
@@ -1519,8 +1526,7 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
     e->st.prefix_hit_tokens += reused;
     e->st.prefix_query_tokens += e->p.kv.prefix_cache ? s->n_tok : 0;
     e->running[e->n_running++] = s;
-    if (n > 0) // else it holds its cached prefix and waits for the encoder
-        add_sched(e, s, n, budget);
+    add_sched(e, s, n, budget);
     return 1;
 }
 
@@ -1564,16 +1570,22 @@ static void schedule(struct gl_engine *e)
                 i--; // s left the running set; the next one moved into slot i
         }
     }
-    while (!e->preempted_now && e->n_waiting > 0 && budget > 0 &&
+    int32_t w = 0; // waiting[0..w) wait for the encoder
+    while (!e->preempted_now && w < e->n_waiting && budget > 0 &&
            e->n_running < e->p.max_num_seqs) {
-        int a = admit_one(e, &budget);
+        int a = admit_one(e, w, &budget);
         if (a > 0)
             continue;
+        if (a == -2) {
+            w++;
+            continue;
+        }
         if (a == 0 && e->n_running == 0) { // an empty pool cannot take even its first chunk
-            struct seq *s = e->waiting[0];
+            struct seq *s = e->waiting[w];
             GL_LOGE("engine: request %llu cannot get KV pages in an empty pool",
                     (unsigned long long)s->req->id);
-            memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
+            memmove(e->waiting + w, e->waiting + w + 1,
+                    (size_t)(e->n_waiting - w - 1) * sizeof *e->waiting);
             e->n_waiting--;
             finish_now(e, s, GL_FINISH_ERROR, "engine: the KV pool cannot hold this prompt");
             continue;

@@ -32,8 +32,9 @@
 //   images encode; the step thread never waits for it. Each step hands queued parts to the
 //   worker FCFS within max_num_encoder_input_tokens rows in flight, takes finished rows, and cuts
 //   every prefill chunk before the first position whose rows do not exist yet (the text before an
-//   image is prefilled; a sequence blocked at an image holds its pages and waits). Parts are
-//   shared by (digest, grid) among all requests in flight (one encode; counted in enc_hits) and
+//   image is prefilled; a running sequence blocked at an image holds its pages and waits; a waiting
+//   one with nothing to compute before an image is not admitted and lets those behind pass). Parts
+//   are shared by (digest, grid) among all requests in flight (one encode; counted in enc_hits) and
 //   kept after them within encoder_cache_bytes. A cancel drops a queued part at once; a part in
 //   the encoder (gl_vision_encode cannot stop midway) is discarded when it finishes, unless
 //   another request holds it. A failed encode ends the sequences that need it (finish ERROR).
