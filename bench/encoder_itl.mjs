@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Inter-token latency of text streams while images encode (issue 21 part 3, docs/SERVER.md
 // "Vision encoding"). One `glint serve` on loopback, the tiny HF folder with its vision tower
-// (a 1792x1792 image is 4096 merged tokens, 16384 patches: the tower's full-attention layer makes
+// (a 1568x1568 image is 3136 merged tokens, 12544 patches: the tower's full-attention layer makes
 // one encode take seconds on 2 cores). Rounds, interleaved A B A B:
 //   A: 4 streaming text completions alone;
-//   B: the same 4 streams started together with 4 chat requests, each a different 1792x1792
+//   B: the same 4 streams started together with 4 chat requests, each a different 1568x1568
 //      image (max_tokens 1), so 4 encodes run while the streams decode.
 // ITL = the gap between consecutive content chunks of one stream; reported: p50 / p99 over all
 // gaps of a round's 4 streams, and for B also only the gaps that ended before the last image
@@ -16,7 +16,7 @@ import { startServer, streamPost, http } from "../tests/server/lib.mjs";
 const dir = process.argv[2];
 const rounds = Number(process.argv[3] || 2);
 const nTok = Number(process.env.ITL_TOKENS || 200);
-const side = Number(process.env.ITL_IMAGE_SIDE || 1792);
+const side = Number(process.env.ITL_IMAGE_SIDE || 1568);
 
 const CRC = Array.from({ length: 256 }, (_, n) => {
     let c = n;
@@ -46,6 +46,7 @@ function png(w, h, seed) {
     return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", zlib.deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
 }
 
+let retries = 0;
 const pct = (a, q) => {
     if (!a.length) return NaN;
     const s = [...a].sort((x, y) => x - y);
@@ -67,10 +68,20 @@ async function textStream(base, i) {
 async function imageReq(base, k, round) {
     const url = "data:image/png;base64," + png(side, side, k + 8 * round).toString("base64");
     const t0 = performance.now();
-    const r = await http(base, "POST", "/v1/chat/completions", {
-        body: { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url } }, { type: "text", text: "What is it?" }] }], max_tokens: 1, temperature: 0 },
-        timeoutMs: 600000,
-    });
+    let r;
+    for (let attempt = 0; ; attempt++) {
+        // A large body on a loaded machine sometimes meets EPIPE (both binaries): retry, counted.
+        try {
+            r = await http(base, "POST", "/v1/chat/completions", {
+                body: { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url } }, { type: "text", text: "What is it?" }] }], max_tokens: 1, temperature: 0 },
+                timeoutMs: 600000,
+            });
+            break;
+        } catch (e) {
+            if (attempt >= 3) throw e;
+            retries++;
+        }
+    }
     if (r.status !== 200) throw new Error(`image ${r.status} ${JSON.stringify(r.body ?? r.text).slice(0, 300)}`);
     return performance.now() - t0;
 }
@@ -99,7 +110,7 @@ try {
         }
     const m = await http(srv.base, "GET", "/metrics");
     const lines = String(m.text ?? m.body ?? "").split("\n").filter((l) => /^glint:(encoder|mm_cache)/.test(l));
-    console.log(lines.join("\n"));
+    console.log(lines.join("\n") + `\nimage request retries after a transport error: ${retries}`);
 } finally {
     await srv.stop();
 }
