@@ -636,6 +636,15 @@ void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out)
     *out = e->st_pub;
     out->n_waiting += e->n_in;
     pthread_mutex_unlock(&e->mu);
+    // The encoder's counters live (submit counts lookups before any step publishes): a client
+    // that reads /metrics right after its reply sees its own request's lookup.
+    pthread_mutex_lock(&e->enc_mu);
+    out->enc_queries = e->enc_queries;
+    out->enc_hits = e->enc_hits;
+    out->enc_runs = e->enc_runs;
+    out->enc_entries = e->enc_entries;
+    out->enc_bytes = e->enc_bytes;
+    pthread_mutex_unlock(&e->enc_mu);
 }
 
 // ---- submit / cancel (any thread) ----

@@ -321,7 +321,8 @@ struct gl_engine_stats {
     int64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     int64_t spec_accepted_per_pos[GL_SPEC_MAX_K];
     // Encoder: deferred parts submitted, of which found in the encoder cache (in flight or
-    // kept), encodes run (finished), parts queued or encoding now; entries and bytes of rows held.
+    // kept), encodes run (finished), parts queued or encoding (as of the last step); entries and
+    // bytes of rows held. All but enc_pending are read live.
     int64_t enc_queries, enc_hits, enc_runs, enc_pending;
     int64_t enc_entries, enc_bytes;
 };
