@@ -955,6 +955,57 @@ TEST(test_engine_deferred_exact)
     }
 }
 
+// A video's temporal groups take the same path: deferred, each group carries its own patch
+// vectors (and the digest of the rows path); the engine's greedy tokens equal those from the rows
+// media/ computed, and the 3 groups are 3 encodes.
+TEST(test_engine_deferred_video)
+{
+    struct gl_err err = {0};
+    struct gl_tokenizer *tok = NULL;
+    REQUIRE(gl_tokenizer_load_tiktoken(&tok, t_vocab_path(), &err) == GL_OK);
+    size_t n = 0;
+    uint8_t *clip_bytes = t_read_file("tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4", &n);
+    REQUIRE(clip_bytes);
+    struct gl_video v = {0};
+    REQUIRE(gl_video_preprocess(clip_bytes, n, NULL, NULL, &v, &err) == GL_OK);
+    float *patches = NULL;
+    size_t n_patches = 0;
+    REQUIRE(gl_video_patchify(&v, &patches, &n_patches, &err) == GL_OK);
+    const int32_t ids[4] = {GL_TOK_BOS, 11, GL_VIDEO_TOK_VIDEO, 12};
+    struct gl_media_part part = {.kind = GL_MEDIA_VIDEO, .clip = &v};
+    struct gl_media_prompt mr, md;
+    REQUIRE(gl_media_expand(g_model, tok, g_pool, ids, 4, &part, 1, NULL, &mr, &err) == GL_OK);
+    struct gl_media_params dp = gl_media_default_params();
+    dp.defer = 1;
+    REQUIRE(gl_media_expand(g_model, tok, NULL, ids, 4, &part, 1, &dp, &md, &err) == GL_OK);
+    REQUIRE(md.n_media == 3 && md.n_ids == mr.n_ids);
+    const size_t gp = (size_t)md.media[0].n_rows * 4 * GL_IMAGE_PATCH_DIM;
+    for (int g = 0; g < 3; g++)
+        CHECK(!md.media[g].embd && md.media[g].digest == mr.media[g].digest &&
+              md.media[g].pos == mr.media[g].pos &&
+              memcmp(md.media[g].patches, patches + (size_t)g * gp, gp * sizeof(float)) == 0);
+    struct gl_engine_params p = eparams(64 << 20, 4, 16, 16); // chunks cut through the groups
+    struct gl_engine *e = NULL;
+    struct result ra = {0}, rb = {0};
+    struct gl_engine_stats st;
+    REQUIRE(gl_engine_new(&e, g_model, NULL, &p, &err) == GL_OK);
+    submit_media(e, &mr, 6, &ra);
+    run_to_end(e, &st);
+    gl_engine_free(e);
+    REQUIRE(gl_engine_new(&e, g_model, NULL, &p, &err) == GL_OK);
+    submit_media(e, &md, 6, &rb);
+    run_to_end(e, &st);
+    gl_engine_free(e);
+    CHECK(ra.n_tok == 6 && rb.n_tok == 6 && memcmp(ra.tok, rb.tok, sizeof ra.tok) == 0);
+    CHECKF(st.enc_runs == 3 && st.enc_queries == 3, "%lld encodes", (long long)st.enc_runs);
+    gl_media_prompt_free(&mr);
+    gl_media_prompt_free(&md);
+    gl_free(patches);
+    gl_video_free(&v);
+    free(clip_bytes);
+    gl_tokenizer_free(tok);
+}
+
 // A gate the encoder worker waits at (engine params encoder_hook): the test holds it mid-encode.
 static struct {
     pthread_mutex_t mu;
@@ -1129,5 +1180,6 @@ int main(void)
     RUN_TESTS(test_vision_load, test_expand_one_and_two, test_expand_errors, test_expand_video,
               test_encode_cache, test_soft_rows_reach_forward, test_engine_exact, test_prefix_cache,
               test_engine_choices_and_cancel, test_engine_deferred_exact,
-              test_engine_encoder_sched_cancel, test_engine_refuses_bad_media);
+              test_engine_deferred_video, test_engine_encoder_sched_cancel,
+              test_engine_refuses_bad_media);
 }
