@@ -14,6 +14,7 @@
 // grabbed right back).
 // Stop strings: decoded text is held back while its tail could still begin a stop string, so
 // a match across token boundaries is cut before any of it was emitted.
+#define _GNU_SOURCE // pthread_setname_np, pthread_setaffinity_np, CPU_* (the encoder thread)
 #include "engine/engine.h"
 
 #include "base/host.h"
@@ -285,6 +286,19 @@ static void enc_unref(struct gl_engine *e, struct enc_entry *x)
 static void *enc_main(void *arg)
 {
     struct gl_engine *e = arg;
+    // Started from whichever thread submitted first (an HTTP thread, or the pinned step thread
+    // in a CLI run): name it, and let it and its pool threads (which inherit both) float over
+    // every core the engine uses instead of that thread's pin.
+    (void)pthread_setname_np(pthread_self(), "glint-encoder");
+    if (e->p.cpus && e->p.n_cpus > 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int32_t i = 0; i < e->p.n_cpus; i++)
+            if (e->p.cpus[i] >= 0 && e->p.cpus[i] < CPU_SETSIZE)
+                CPU_SET(e->p.cpus[i], &set);
+        if (CPU_COUNT(&set) > 0)
+            (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
     errno = 0;
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), e->p.encoder_nice) != 0)
         GL_LOGW("engine: cannot set the encoder's nice to %d: errno %d", e->p.encoder_nice, errno);
