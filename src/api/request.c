@@ -759,9 +759,11 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
     struct gl_video *clip = &r->clips[r->n_parts];
     const int tower = c->model && gl_model_vision(c->model) && (c->media_pool || c->defer_encode);
     struct gl_image *px = &r->pixels[r->n_parts];
-    if (!video) {
+    if (!video && tower) {
         struct gl_image_grid g;
         st = gl_image_preprocess(bytes, n, &r->mm.limits, r->mm.max_image_tokens, px, &g, &err);
+    } else if (!video) { // only checked: a text-only model refuses it below
+        st = gl_image_decode(bytes, n, &r->mm.limits, px, &err);
     } else if (tower) { // a video is decoded only for a model that can use it
         st = gl_video_preprocess(bytes, n, &r->mm.video_limits, &r->mm.video, clip, &err);
     }
