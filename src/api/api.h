@@ -125,14 +125,17 @@ struct gl_api_config {
                          // vLLM ignores extra fields (output-changing ones are refused either way)
     struct gl_api_so so; // structured-output defaults
     // Media parts (image_url, video_url): where their bytes may come from and the default image
-    // cap. They need model (with a vision tower: gl_model_vision) and media_pool, on which the
-    // encoder runs at parse time, one request at a time (media_lock).
+    // cap. They need model (with a vision tower: gl_model_vision) and either defer_encode (the
+    // server: parsing decodes, resizes and patchifies each part once and the engine's encoder
+    // worker encodes, engine.h "Deferred encoding") or media_pool, on which the encoder runs at
+    // parse time, one request at a time (media_lock).
     struct gl_api_media_opts media;
     int32_t max_image_tokens; // default cap on merged tokens per image (4096)
     const struct gl_model *model;
     struct gl_pool *media_pool;
     pthread_mutex_t *media_lock;
     struct gl_media_cache *media_cache; // encoded rows to reuse across requests, or NULL
+    int defer_encode;
 };
 
 // An error for the client: HTTP status, OpenAI error type, the offending field (or "") and a
@@ -209,6 +212,7 @@ struct gl_api_req {
     // prompt's soft-token rows (prompts[0] holds its ids), handed to the engine at submit
     struct gl_media_part *parts; // [GL_MEDIA_MAX_PARTS]
     struct gl_video *clips;      // [GL_MEDIA_MAX_PARTS]
+    struct gl_image *pixels;     // [GL_MEDIA_MAX_PARTS] an image's resized pixels (decoded once)
     int32_t n_parts;
     struct gl_media_prompt media;
     char *chat_stop[GL_SAMPLE_MAX_STOP]; // applied to content by the server (sp.n_stop = 0)

@@ -724,9 +724,11 @@ static gl_status check_answer_room(const struct gl_api_config *c, struct gl_api_
 
 // An image or video part: its URL's bytes fetched and decoded, so that a malformed part is a 400
 // naming it (truncated, not an image or video, zero-sized, over the byte, pixel, frame or duration
-// limits, a path outside --allowed-local-media-path). A video is preprocessed here, once (decode,
-// sampling, resize under r->mm's video caps); an image is only decoded (the expansion resizes it
-// under the final max_image_tokens). The part joins r->parts; the prompt expansion encodes it.
+// limits, a path outside --allowed-local-media-path). Each is preprocessed here, once: a video
+// (decode, sampling, resize under r->mm's video caps) into clips[k], an image (decode, grid under
+// max_image_tokens, which mm_processor_kwargs has already set, resize) into pixels[k]; the bytes
+// are dropped. The part joins r->parts; the prompt expansion patchifies it (and encodes it unless
+// the engine does, defer_encode).
 static gl_status check_media_part(const struct gl_api_config *c, json_t *part, const char *ty,
                                   size_t i, size_t j, struct gl_api_req *r, struct gl_api_error *e)
 {
@@ -744,7 +746,8 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
         return FAIL("messages", "%s: more than %d images and videos in one request", param,
                     r->mm.max_parts);
     if (!r->parts && (!(r->parts = gl_calloc((size_t)r->mm.max_parts, sizeof *r->parts)) ||
-                      !(r->clips = gl_calloc((size_t)r->mm.max_parts, sizeof *r->clips))))
+                      !(r->clips = gl_calloc((size_t)r->mm.max_parts, sizeof *r->clips)) ||
+                      !(r->pixels = gl_calloc((size_t)r->mm.max_parts, sizeof *r->pixels))))
         return NOMEM();
     uint8_t *bytes = NULL;
     size_t n = 0;
@@ -754,20 +757,23 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
         return st;
     struct gl_err err = {0};
     struct gl_video *clip = &r->clips[r->n_parts];
-    const int tower = c->model && gl_model_vision(c->model) && c->media_pool;
+    const int tower = c->model && gl_model_vision(c->model) && (c->media_pool || c->defer_encode);
     if (video && tower && gl_model_vision_video(c->model)) { // before decoding the clip
         gl_free(bytes);
         return FAIL("messages", "%s: %s", param, gl_model_vision_video(c->model));
     }
-    if (!video) {
-        struct gl_image img = {0};
-        st = gl_image_decode(bytes, n, &r->mm.limits, &img, &err);
-        gl_image_free(&img);
+    struct gl_image *px = &r->pixels[r->n_parts];
+    if (!video && tower) {
+        struct gl_image_grid g;
+        st = gl_image_preprocess(bytes, n, &r->mm.limits, r->mm.max_image_tokens, px, &g, &err);
+    } else if (!video) { // only checked: a text-only model refuses it below
+        st = gl_image_decode(bytes, n, &r->mm.limits, px, &err);
     } else if (tower) { // a video is decoded only for a model that can use it
         st = gl_video_preprocess(bytes, n, &r->mm.video_limits, &r->mm.video, clip, &err);
     }
     if (st == GL_OK && !tower) {
         gl_free(bytes);
+        gl_image_free(px);
         return FAIL("messages", "%s: this model has no vision tower: it takes text only", param);
     }
     if (st != GL_OK) {
@@ -775,11 +781,11 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
         return st == GL_E_NOMEM ? gl_api_fail(e, 500, "messages", "%s: %s", param, err.msg)
                                 : FAIL("messages", "%s: %s", param, err.msg);
     }
+    gl_free(bytes); // preprocessed: the pixels or the clip are all the expansion needs
     r->parts[r->n_parts++] = (struct gl_media_part){
-        .data = bytes,
-        .n = n,
         .kind = video ? GL_MEDIA_VIDEO : GL_MEDIA_IMAGE,
         .clip = video ? clip : NULL,
+        .pixels = video ? NULL : px,
     };
     return GL_OK;
 }
@@ -790,11 +796,14 @@ static void free_parts(struct gl_api_req *r)
     for (int32_t i = 0; i < r->n_parts; i++) {
         gl_free((void *)r->parts[i].data);
         gl_video_free(&r->clips[i]);
+        gl_image_free(&r->pixels[i]);
     }
     gl_free(r->parts);
     gl_free(r->clips);
+    gl_free(r->pixels);
     r->parts = NULL;
     r->clips = NULL;
+    r->pixels = NULL;
     r->n_parts = 0;
 }
 
@@ -932,16 +941,20 @@ static gl_status encode(const struct gl_api_config *c, const char *text, size_t 
 }
 
 // Each part's placeholder in prompts[0] (<|patch|> for an image, <|video|> for a video) expanded
-// into its soft-token run (media/), the encoder running on the shared media pool; the parts'
-// bytes and clips are dropped after.
+// into its soft-token run (media/): with defer_encode the run carries the part's patch vectors
+// for the engine's encoder (nothing is computed here), else the encoder runs on the shared media
+// pool, one request at a time. The parts' pixels and clips are dropped after.
 static gl_status expand_media(const struct gl_api_config *c, struct gl_api_req *r,
                               struct gl_api_error *e)
 {
     struct gl_err err = {0};
-    pthread_mutex_lock(c->media_lock);
+    r->mm.defer = c->defer_encode;
+    if (!r->mm.defer)
+        pthread_mutex_lock(c->media_lock);
     gl_status st = gl_media_expand(c->model, c->tok, c->media_pool, r->prompts[0].ids,
                                    r->prompts[0].n, r->parts, r->n_parts, &r->mm, &r->media, &err);
-    pthread_mutex_unlock(c->media_lock);
+    if (!r->mm.defer)
+        pthread_mutex_unlock(c->media_lock);
     free_parts(r);
     if (st != GL_OK)
         return st == GL_E_NOMEM ? NOMEM() : FAIL("messages", "%s", err.msg);

@@ -237,6 +237,10 @@ static size_t http_flags(struct gl_opt *out, struct gl_server_params *ps)
                  "N",
                  "merged tokens per image (default 4096; a request's "
                  "mm_processor_kwargs.max_image_tokens overrides)"),
+        GL_OPT_I("--max-num-encoder-input-tokens", NULL, ps->engine.max_num_encoder_input_tokens, 1,
+                 1 << 20, "N",
+                 "soft-token rows the vision encoder may have in flight; each step queues parts "
+                 "under it (default 4096: one image at the default cap)"),
         GL_OPT_B("--strict-request-fields", NULL, ps->strict_request_fields, 1,
                  "a request field glint does not know is a 400 (default: ignored with a warning "
                  "and X-Glint-Ignored-Fields, as vLLM ignores extra fields)"),

@@ -14,16 +14,39 @@
 // grabbed right back).
 // Stop strings: decoded text is held back while its tail could still begin a stop string, so
 // a match across token boundaries is cut before any of it was emitted.
+#define _GNU_SOURCE // pthread_setname_np, pthread_setaffinity_np, CPU_* (the encoder thread)
 #include "engine/engine.h"
 
 #include "base/host.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 // ---- types ----
+
+// One encoder job and its result, shared by every part in flight with the same content (engine.h
+// "Deferred encoding"). state and rows/patches are guarded by enc_mu (the worker writes them);
+// ready/failed are the step thread's copies, refreshed at the start of each step.
+enum enc_state { ENC_QUEUED, ENC_DISPATCHED, ENC_RUNNING, ENC_DONE, ENC_FAILED };
+struct enc_entry {
+    uint64_t digest;
+    int32_t n_rows, gh, gw;
+    float *patches; // [(2gh)(2gw)][patch_dim], owned until encoded
+    float *rows;    // [n_rows][n_embd] once ENC_DONE
+    enum enc_state state;
+    int32_t refs;      // requests holding it (0 and DONE: kept for encoder_cache_bytes, LRU)
+    uint64_t last_use; // LRU tick
+    int ready, failed; // step thread's snapshot of state
+    char why[200];     // ENC_FAILED: the encoder's message
+    struct enc_entry *prev, *next;
+};
 
 struct req {
     uint64_t id;
@@ -39,10 +62,12 @@ struct req {
     struct gl_logits_processor *procs; // [sp.n] or NULL, owned
     struct gl_request_media *media;    // [n_media] sorted by pos, rows owned
     int32_t n_media;
-    int32_t *keys; // [n_prompt] prefix-cache key ids (media rows: derived ids), or NULL
+    struct enc_entry **enc; // [n_media]: deferred media's shared entry (one ref each), else NULL
+    int32_t *keys;          // [n_prompt] prefix-cache key ids (media rows: derived ids), or NULL
     uint64_t seed;
-    int prefilled;    // some choice has computed the whole prompt (n > 1 waits for it)
-    struct req *next; // inbox link
+    struct gl_engine *eng; // for the encoder entries' release
+    int prefilled;         // some choice has computed the whole prompt (n > 1 waits for it)
+    struct req *next;      // inbox link
 };
 
 struct seq {
@@ -110,6 +135,18 @@ struct gl_engine {
     int32_t n_waiting_pub; // sequences waiting, as of the last step
     int preempted_now;     // a preemption happened this step: admit nothing new
     struct gl_engine_stats st_pub;
+    // encoder worker and cache (engine.h "Encoder"), guarded by enc_mu
+    pthread_mutex_t enc_mu;
+    pthread_cond_t enc_cv; // worker: a part was dispatched, or stop; starter: pool ready
+    pthread_t enc_thread;
+    int enc_started, enc_ready, enc_stop;  // worker started / its pool made (-1: failed) / stop
+    struct gl_pool *enc_pool;              // the worker's, made on its thread (inherits its nice)
+    struct enc_entry *enc_head, *enc_tail; // every entry, oldest first
+    int64_t enc_inflight;                  // rows of DISPATCHED + RUNNING entries
+    int64_t enc_kept;                      // bytes of DONE entries no request holds
+    uint64_t enc_tick;
+    int64_t enc_queries, enc_hits, enc_runs, enc_pending, enc_entries, enc_bytes;
+    int enc_any; // step thread: some entry existed at this step's enc_schedule
 };
 
 const char *gl_finish_name(enum gl_finish f)
@@ -143,9 +180,12 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
     p.max_num_batched_tokens = 512;
     p.max_model_len = m ? m->cfg.n_ctx_train : 4096;
     p.max_waiting = 256;
+    p.max_num_encoder_input_tokens = 4096; // one image at the default max_image_tokens
+    p.encoder_nice = 10;
     // One kernel thread per physical core this process may use (base/host.h), pinned there.
     const struct gl_host_cpus *hc = gl_host_cpus();
     p.n_threads = hc->n < 256 ? hc->n : 256; // gl_model_ctx_new's limit
+    p.encoder_threads = p.n_threads;
     p.cpus = hc->cpus[0] >= 0 ? hc->cpus : NULL;
     p.n_cpus = hc->cpus[0] >= 0 ? hc->n : 0;
     // The model's stop ids (GGUF eos/eot keys, or an HF folder's generation_config.json).
@@ -180,6 +220,186 @@ static int live_find(const struct gl_engine *e, uint64_t id)
     return -1;
 }
 
+// ---- encoder cache and worker (engine.h "Encoder") ----
+
+static size_t enc_bytes(const struct gl_engine *e, const struct enc_entry *x)
+{
+    return (size_t)x->n_rows * (size_t)e->m->cfg.n_embd * sizeof(float);
+}
+
+// Unlinks and frees x (caller holds enc_mu; x is not RUNNING).
+static void enc_drop(struct gl_engine *e, struct enc_entry *x)
+{
+    GL_ASSERT(x->state != ENC_RUNNING);
+    if (x->state == ENC_DISPATCHED)
+        e->enc_inflight -= x->n_rows;
+    if (x->state == ENC_DONE) {
+        e->enc_bytes -= (int64_t)enc_bytes(e, x);
+        if (x->refs == 0)
+            e->enc_kept -= (int64_t)enc_bytes(e, x);
+    }
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        e->enc_head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        e->enc_tail = x->prev;
+    e->enc_entries--;
+    gl_free(x->patches);
+    gl_free(x->rows);
+    gl_free(x);
+}
+
+// Evicts the least recently used unheld rows until those kept fit encoder_cache_bytes.
+static void enc_evict(struct gl_engine *e)
+{
+    while (e->enc_kept > e->p.encoder_cache_bytes) {
+        struct enc_entry *lru = NULL;
+        for (struct enc_entry *x = e->enc_head; x; x = x->next)
+            if (x->state == ENC_DONE && x->refs == 0 && (!lru || x->last_use < lru->last_use))
+                lru = x;
+        GL_ASSERT(lru);
+        enc_drop(e, lru);
+    }
+}
+
+// A request lets go of x (caller holds enc_mu). Nobody else holding it: a queued job is dropped
+// at once, a running one when the worker finishes (its rows are not kept: nobody asked for them),
+// rows are kept under encoder_cache_bytes.
+static void enc_unref(struct gl_engine *e, struct enc_entry *x)
+{
+    GL_ASSERT(x->refs > 0);
+    if (--x->refs > 0 || x->state == ENC_RUNNING)
+        return;
+    if (x->state != ENC_DONE) {
+        enc_drop(e, x);
+        return;
+    }
+    e->enc_kept += (int64_t)enc_bytes(e, x);
+    enc_evict(e);
+}
+
+// The worker: takes dispatched entries oldest first and encodes them on its own pool, at the
+// encoder's nice (set before the pool is made, so its threads inherit it).
+static void *enc_main(void *arg)
+{
+    struct gl_engine *e = arg;
+    // Started from whichever thread submitted first (an HTTP thread, or the pinned step thread
+    // in a CLI run): name it, and let it and its pool threads (which inherit both) float over
+    // every core the engine uses instead of that thread's pin.
+    (void)pthread_setname_np(pthread_self(), "glint-encoder");
+    if (e->p.cpus && e->p.n_cpus > 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int32_t i = 0; i < e->p.n_cpus; i++)
+            if (e->p.cpus[i] >= 0 && e->p.cpus[i] < CPU_SETSIZE)
+                CPU_SET(e->p.cpus[i], &set);
+        if (CPU_COUNT(&set) > 0)
+            (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    errno = 0;
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), e->p.encoder_nice) != 0)
+        GL_LOGW("engine: cannot set the encoder's nice to %d: errno %d", e->p.encoder_nice, errno);
+    struct gl_pool *pool = gl_pool_new(e->p.encoder_threads > 0 ? e->p.encoder_threads : 1);
+    pthread_mutex_lock(&e->enc_mu);
+    e->enc_pool = pool;
+    e->enc_ready = pool ? 1 : -1;
+    pthread_cond_broadcast(&e->enc_cv);
+    while (pool && !e->enc_stop) {
+        struct enc_entry *x = e->enc_head;
+        while (x && x->state != ENC_DISPATCHED)
+            x = x->next;
+        if (!x) {
+            pthread_cond_wait(&e->enc_cv, &e->enc_mu);
+            continue;
+        }
+        x->state = ENC_RUNNING;
+        pthread_mutex_unlock(&e->enc_mu);
+        if (e->p.encoder_hook)
+            e->p.encoder_hook(e->p.encoder_hook_user);
+        struct gl_err err = {0};
+        float *rows = gl_malloc(enc_bytes(e, x));
+        gl_status st =
+            rows ? gl_vision_encode(pool, gl_model_vision_config(e->m), gl_model_vision(e->m),
+                                    x->patches, 2 * x->gh, 2 * x->gw, rows, &err)
+                 : gl_err_set(&err, GL_E_NOMEM, "no memory for %d soft-token rows", (int)x->n_rows);
+        pthread_mutex_lock(&e->enc_mu);
+        e->enc_inflight -= x->n_rows;
+        e->enc_runs++;
+        gl_free(x->patches);
+        x->patches = NULL;
+        if (st == GL_OK) {
+            x->rows = rows;
+            x->state = ENC_DONE;
+            e->enc_bytes += (int64_t)enc_bytes(e, x);
+        } else {
+            gl_free(rows);
+            x->state = ENC_FAILED;
+            snprintf(x->why, sizeof x->why, "engine: the vision encoder failed: %.150s", err.msg);
+        }
+        if (x->refs == 0) // cancelled while it ran
+            enc_drop(e, x);
+        pthread_mutex_unlock(&e->enc_mu);
+        gl_engine_wake(e);
+        pthread_mutex_lock(&e->enc_mu);
+    }
+    pthread_mutex_unlock(&e->enc_mu);
+    gl_pool_delete(pool);
+    return NULL;
+}
+
+// Starts the worker on the first deferred part (caller holds enc_mu). GL_E_NOMEM if it cannot.
+static gl_status enc_start(struct gl_engine *e, struct gl_err *err)
+{
+    if (!e->enc_started) {
+        if (pthread_create(&e->enc_thread, NULL, enc_main, e) != 0)
+            return gl_err_set(err, GL_E_NOMEM, "engine: cannot start the encoder thread");
+        e->enc_started = 1;
+    }
+    while (e->enc_ready == 0)
+        pthread_cond_wait(&e->enc_cv, &e->enc_mu);
+    return e->enc_ready > 0 ? GL_OK
+                            : gl_err_set(err, GL_E_NOMEM, "engine: cannot start the encoder pool");
+}
+
+// Step thread, start of a step: hands queued parts to the worker FCFS while the rows in flight
+// stay within max_num_encoder_input_tokens (a part larger than that runs alone), and refreshes
+// the entries' ready / failed snapshot.
+static void enc_schedule(struct gl_engine *e)
+{
+    pthread_mutex_lock(&e->enc_mu);
+    e->enc_any = e->enc_head != NULL;
+    int dispatched = 0, blocked = 0; // FCFS: nothing passes a part that must wait
+    int64_t pending = 0;
+    for (struct enc_entry *x = e->enc_head; x; x = x->next) {
+        if (x->state == ENC_QUEUED && !blocked) {
+            if (e->enc_inflight == 0 ||
+                e->enc_inflight + x->n_rows <= e->p.max_num_encoder_input_tokens) {
+                x->state = ENC_DISPATCHED;
+                e->enc_inflight += x->n_rows;
+                dispatched = 1;
+            } else {
+                blocked = 1;
+            }
+        }
+        x->ready = x->state == ENC_DONE;
+        x->failed = x->state == ENC_FAILED;
+        pending += x->state <= ENC_RUNNING;
+    }
+    e->enc_pending = pending;
+    if (dispatched)
+        pthread_cond_broadcast(&e->enc_cv);
+    pthread_mutex_unlock(&e->enc_mu);
+}
+
+// The first position >= from of s's prompt whose rows are not encoded yet (s->n_tok if none):
+// prefill chunks stop there.
+static int64_t enc_limit(const struct seq *s, int64_t from);
+// The message of a failed encode s needs, or NULL.
+static const char *enc_failed(const struct seq *s);
+
 // ---- requests and sequences ----
 
 static void req_free(struct req *r)
@@ -192,8 +412,18 @@ static void req_free(struct req *r)
                 r->procs[i].free(r->procs[i].user);
         gl_free(r->procs);
     }
-    for (int32_t i = 0; i < r->n_media; i++)
+    for (int32_t i = 0; i < r->n_media; i++) {
         gl_free(r->media[i].embd);
+        gl_free(r->media[i].patches);
+    }
+    if (r->enc) {
+        pthread_mutex_lock(&r->eng->enc_mu);
+        for (int32_t i = 0; i < r->n_media; i++)
+            if (r->enc[i])
+                enc_unref(r->eng, r->enc[i]);
+        pthread_mutex_unlock(&r->eng->enc_mu);
+        gl_free(r->enc);
+    }
     gl_free(r->media);
     gl_free(r->keys);
     gl_sample_params_free(&r->sp);
@@ -254,11 +484,35 @@ static int seq_embd(const struct seq *s, const float **out, int32_t n_embd)
         const struct gl_request_media *md = &r->media[i];
         const int64_t lo = md->pos > a ? md->pos : a;
         const int64_t hi = md->pos + md->n_rows < b ? md->pos + md->n_rows : b;
+        // deferred: the scheduler cut the chunk before rows that are not encoded yet
+        const float *rows = r->enc && r->enc[i] ? r->enc[i]->rows : md->embd;
+        GL_ASSERT(lo >= hi || (rows && (!r->enc || !r->enc[i] || r->enc[i]->ready)));
         for (int64_t p = lo; p < hi; p++) // row p - pos of the image, n_embd floats each
-            out[p - a] = md->embd + (p - md->pos) * (int64_t)n_embd;
+            out[p - a] = rows + (p - md->pos) * (int64_t)n_embd;
         any |= lo < hi;
     }
     return any;
+}
+
+static int64_t enc_limit(const struct seq *s, int64_t from)
+{
+    const struct req *r = s->req;
+    for (int32_t i = 0; r->enc && i < r->n_media; i++) {
+        const struct gl_request_media *md = &r->media[i];
+        if (md->pos + md->n_rows <= from || !r->enc[i] || r->enc[i]->ready)
+            continue;
+        return md->pos > from ? md->pos : from;
+    }
+    return s->n_tok;
+}
+
+static const char *enc_failed(const struct seq *s)
+{
+    const struct req *r = s->req;
+    for (int32_t i = 0; r->enc && i < r->n_media; i++)
+        if (r->enc[i] && r->enc[i]->failed)
+            return r->enc[i]->why;
+    return NULL;
 }
 
 static int held_reserve(struct seq *s, size_t extra)
@@ -311,9 +565,17 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
                           "engine: ngram speculation: num_speculative_tokens %d not in 1..%d or "
                           "prompt_lookup_min %d / max %d not 1 <= min <= max <= 64",
                           sp->k, GL_SPEC_MAX_K, sp->lookup_min, sp->lookup_max);
+    if (p->max_num_encoder_input_tokens < 1 || p->encoder_threads < 0 || p->encoder_threads > 256 ||
+        p->encoder_nice < -20 || p->encoder_nice > 19 || p->encoder_cache_bytes < 0)
+        return gl_err_set(err, GL_E_INVAL,
+                          "engine: max_num_encoder_input_tokens %d < 1, encoder_threads %d not in "
+                          "0..256, encoder_nice %d not in -20..19 or a negative encoder cache",
+                          p->max_num_encoder_input_tokens, p->encoder_threads, p->encoder_nice);
     struct gl_engine *e = gl_calloc(1, sizeof *e);
     if (!e)
         return gl_err_set(err, GL_E_NOMEM, "engine: no memory");
+    pthread_mutex_init(&e->enc_mu, NULL);
+    pthread_cond_init(&e->enc_cv, NULL);
     e->m = m;
     e->tok = tok;
     e->p = *p;
@@ -388,6 +650,15 @@ void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out)
     *out = e->st_pub;
     out->n_waiting += e->n_in;
     pthread_mutex_unlock(&e->mu);
+    // The encoder's counters live (submit counts lookups before any step publishes): a client
+    // that reads /metrics right after its reply sees its own request's lookup.
+    pthread_mutex_lock(&e->enc_mu);
+    out->enc_queries = e->enc_queries;
+    out->enc_hits = e->enc_hits;
+    out->enc_runs = e->enc_runs;
+    out->enc_entries = e->enc_entries;
+    out->enc_bytes = e->enc_bytes;
+    pthread_mutex_unlock(&e->enc_mu);
 }
 
 // ---- submit / cancel (any thread) ----
@@ -420,20 +691,30 @@ static gl_status build_stop_ids(struct gl_engine *e, struct req *r, struct gl_er
 }
 
 // Media of a request: inside the prompt, sorted, not overlapping, each with rows.
-static gl_status check_media(const struct gl_request *r, struct gl_err *err)
+static gl_status check_media(const struct gl_engine *e, const struct gl_request *r,
+                             struct gl_err *err)
 {
     if (r->n_media < 0 || (r->n_media > 0 && !r->media))
         return gl_err_set(err, GL_E_INVAL, "engine: %d media items without an array", r->n_media);
     int64_t end = 0;
     for (int32_t i = 0; i < r->n_media; i++) {
         const struct gl_request_media *md = &r->media[i];
-        if (!md->embd || md->n_rows < 1 || md->pos < end ||
+        const int deferred = !md->embd && md->patches;
+        if ((!md->embd && !deferred) || md->n_rows < 1 || md->pos < end ||
             (int64_t)md->pos + md->n_rows > r->n_prompt)
             return gl_err_set(err, GL_E_INVAL,
                               "engine: media %d: %d rows at prompt position %d (prompt of %d "
                               "tokens): rows must be given, inside the prompt, sorted and not "
                               "overlapping",
                               i, md->n_rows, md->pos, r->n_prompt);
+        if (deferred && ((int64_t)md->gh * md->gw != md->n_rows || md->gh < 1))
+            return gl_err_set(err, GL_E_INVAL, "engine: media %d: grid %dx%d for %d rows", i,
+                              md->gh, md->gw, md->n_rows);
+        if (deferred && !gl_model_vision(e->m))
+            return gl_err_set(err, GL_E_UNSUPPORTED,
+                              "engine: media %d: patches to encode, but the model has no vision "
+                              "tower",
+                              i);
         end = (int64_t)md->pos + md->n_rows;
     }
     return GL_OK;
@@ -442,8 +723,66 @@ static gl_status check_media(const struct gl_request *r, struct gl_err *err)
 // Frees the rows of r's media: they belong to the engine from submit on, also when it refuses.
 static void free_media(const struct gl_request *r)
 {
-    for (int32_t i = 0; r->media && i < r->n_media; i++)
+    for (int32_t i = 0; r->media && i < r->n_media; i++) {
         gl_free(r->media[i].embd);
+        gl_free(r->media[i].patches);
+    }
+}
+
+// Deferred media of q (its patches) join the encoder cache: an entry with the same content in
+// flight or kept is shared (its patches are dropped), else a new one is queued. q->enc holds one
+// reference per deferred part.
+static gl_status enc_attach(struct gl_engine *e, struct req *q, struct gl_err *err)
+{
+    int any = 0;
+    for (int32_t i = 0; i < q->n_media; i++)
+        any |= q->media[i].patches != NULL;
+    if (!any)
+        return GL_OK;
+    if (!(q->enc = gl_calloc((size_t)q->n_media, sizeof *q->enc)))
+        return gl_err_set(err, GL_E_NOMEM, "engine: no memory");
+    pthread_mutex_lock(&e->enc_mu);
+    gl_status st = enc_start(e, err);
+    for (int32_t i = 0; st == GL_OK && i < q->n_media; i++) {
+        struct gl_request_media *md = &q->media[i];
+        if (!md->patches)
+            continue;
+        struct enc_entry *x = e->enc_head;
+        while (x && !(x->digest == md->digest && x->gh == md->gh && x->gw == md->gw &&
+                      x->state != ENC_FAILED))
+            x = x->next;
+        e->enc_queries++;
+        if (x) {
+            e->enc_hits++;
+            if (x->refs++ == 0 && x->state == ENC_DONE)
+                e->enc_kept -= (int64_t)enc_bytes(e, x);
+            gl_free(md->patches);
+        } else {
+            if (!(x = gl_calloc(1, sizeof *x))) {
+                st = gl_err_set(err, GL_E_NOMEM, "engine: no memory");
+                break;
+            }
+            *x = (struct enc_entry){.digest = md->digest,
+                                    .n_rows = md->n_rows,
+                                    .gh = md->gh,
+                                    .gw = md->gw,
+                                    .patches = md->patches,
+                                    .state = ENC_QUEUED,
+                                    .refs = 1,
+                                    .prev = e->enc_tail};
+            if (e->enc_tail)
+                e->enc_tail->next = x;
+            else
+                e->enc_head = x;
+            e->enc_tail = x;
+            e->enc_entries++;
+        }
+        x->last_use = ++e->enc_tick;
+        md->patches = NULL;
+        q->enc[i] = x;
+    }
+    pthread_mutex_unlock(&e->enc_mu);
+    return st;
 }
 
 // Prefix-cache key id of row j of the media with this digest (engine.h): a 64-bit mix of both,
@@ -464,7 +803,7 @@ static gl_status check_request(struct gl_engine *e, const struct gl_request *r, 
         return st;
     if (r->n_prompt < 1 || !r->prompt)
         return gl_err_set(err, GL_E_INVAL, "engine: empty prompt");
-    if ((st = check_media(r, err)) != GL_OK)
+    if ((st = check_media(e, r, err)) != GL_OK)
         return st;
     for (int32_t i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= e->n_vocab)
@@ -553,7 +892,8 @@ gl_status gl_engine_submit(struct gl_engine *e, const struct gl_request *r, uint
     q->user = r->user;
     int32_t room = e->p.max_model_len - r->n_prompt;
     q->max_tokens = r->sp.max_tokens < 0 || r->sp.max_tokens > room ? room : r->sp.max_tokens;
-    if ((st = build_stop_ids(e, q, err)) != GL_OK) {
+    q->eng = e;
+    if ((st = build_stop_ids(e, q, err)) != GL_OK || (st = enc_attach(e, q, err)) != GL_OK) {
         req_free(q);
         return st;
     }
@@ -1164,11 +1504,12 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
     return 1;
 }
 
-// Admits the head of the waiting queue with a prefix-cache lookup and a first prefill chunk.
-// Returns 1 if admitted, 0 if the pool has no room for it, -1 if it waits for a sibling.
-static int admit_one(struct gl_engine *e, int32_t *budget)
+// Admits waiting[w] with a prefix-cache lookup and a first prefill chunk. Returns 1 if admitted,
+// 0 if the pool has no room for it, -1 if it waits for a sibling, -2 if its next position is an
+// image still being encoded (it stays queued and takes no slot; those behind it may pass).
+static int admit_one(struct gl_engine *e, int32_t w, int32_t *budget)
 {
-    struct seq *s = e->waiting[0];
+    struct seq *s = e->waiting[w];
     // n > 1: later choices wait until one choice has the prompt in the cache, then share its
     // full blocks through the prefix cache instead of computing the prompt n times.
     if (s->index > 0 && !s->req->prefilled && e->p.kv.prefix_cache &&
@@ -1179,12 +1520,17 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
     int64_t reused = e->p.kv.prefix_cache && !wants_plp(s)
                          ? gl_kv_seq_reuse_prefix(s->kv, seq_keys(s), s->n_tok)
                          : 0;
-    int64_t n = s->n_tok - reused;
+    int64_t n = enc_limit(s, reused) - reused; // not past rows still being encoded
+    if (n == 0) {
+        gl_kv_seq_free(s->kv);
+        s->kv = NULL;
+        return -2;
+    }
     n = n < *budget ? n : *budget;
     // Into an empty pool a first chunk too big for it is split (each sliding group holds the
     // blocks of window - 1 + n positions until the chunk is committed, far more than the
     // sequence needs later); with others running, it waits for their pages instead (FCFS).
-    while (gl_kv_seq_reserve(s->kv, n, NULL) != GL_OK) {
+    while (n > 0 && gl_kv_seq_reserve(s->kv, n, NULL) != GL_OK) {
         if (e->n_running > 0 || n == 1) {
             gl_kv_seq_free(s->kv);
             s->kv = NULL;
@@ -1192,7 +1538,8 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
         }
         n = (n + 1) / 2;
     }
-    memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
+    memmove(e->waiting + w, e->waiting + w + 1,
+            (size_t)(e->n_waiting - w - 1) * sizeof *e->waiting);
     e->n_waiting--;
     s->n_computed = reused;
     if (!s->t_scheduled_us) { // a preempted sequence keeps its first admission
@@ -1210,6 +1557,20 @@ static int admit_one(struct gl_engine *e, int32_t *budget)
 // within max_num_batched_tokens and max_num_seqs.
 static void schedule(struct gl_engine *e)
 {
+    enc_schedule(e);
+    for (int list = 0; e->enc_any && list < 2; list++) { // a failed encode ends its sequences
+        struct seq **arr = list ? e->running : e->waiting;
+        int32_t *n = list ? &e->n_running : &e->n_waiting;
+        for (int32_t i = 0; i < *n; i++) {
+            const char *why = arr[i]->req->enc ? enc_failed(arr[i]) : NULL;
+            if (!why)
+                continue;
+            struct seq *s = arr[i];
+            remove_from(arr, n, s);
+            i--;
+            finish_now(e, s, GL_FINISH_ERROR, why);
+        }
+    }
     int32_t budget = e->p.max_num_batched_tokens;
     e->n_sched = 0;
     e->preempted_now = 0;
@@ -1226,20 +1587,28 @@ static void schedule(struct gl_engine *e)
             if (pass == 0 && e->p.spec.method != GL_SPEC_NONE &&
                 spec_schedule(e, s, &budget, --n_dec))
                 continue;
+            if (s->req->enc && (pending = enc_limit(s, s->n_computed) - s->n_computed) == 0)
+                continue; // its next position is an image still being encoded
             if (!sched_running(e, s, pending < budget ? pending : budget, &budget))
                 i--; // s left the running set; the next one moved into slot i
         }
     }
-    while (!e->preempted_now && e->n_waiting > 0 && budget > 0 &&
+    int32_t w = 0; // waiting[0..w) wait for the encoder
+    while (!e->preempted_now && w < e->n_waiting && budget > 0 &&
            e->n_running < e->p.max_num_seqs) {
-        int a = admit_one(e, &budget);
+        int a = admit_one(e, w, &budget);
         if (a > 0)
             continue;
+        if (a == -2) {
+            w++;
+            continue;
+        }
         if (a == 0 && e->n_running == 0) { // an empty pool cannot take even its first chunk
-            struct seq *s = e->waiting[0];
+            struct seq *s = e->waiting[w];
             GL_LOGE("engine: request %llu cannot get KV pages in an empty pool",
                     (unsigned long long)s->req->id);
-            memmove(e->waiting, e->waiting + 1, (size_t)(e->n_waiting - 1) * sizeof *e->waiting);
+            memmove(e->waiting + w, e->waiting + w + 1,
+                    (size_t)(e->n_waiting - w - 1) * sizeof *e->waiting);
             e->n_waiting--;
             finish_now(e, s, GL_FINISH_ERROR, "engine: the KV pool cannot hold this prompt");
             continue;
@@ -1324,6 +1693,16 @@ static void publish(struct gl_engine *e)
     e->st.n_running = e->n_running;
     e->st.kv_pages_total = e->pool_pages;
     e->st.kv_pages_used = e->pool_pages - gl_kv_pool_free_pages(e->pool);
+    {
+        pthread_mutex_lock(&e->enc_mu);
+        e->st.enc_queries = e->enc_queries;
+        e->st.enc_hits = e->enc_hits;
+        e->st.enc_runs = e->enc_runs;
+        e->st.enc_pending = e->enc_pending;
+        e->st.enc_entries = e->enc_entries;
+        e->st.enc_bytes = e->enc_bytes;
+        pthread_mutex_unlock(&e->enc_mu);
+    }
     pthread_mutex_lock(&e->mu);
     e->st_pub = e->st;
     e->n_waiting_pub = e->n_waiting;
@@ -1356,6 +1735,7 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
     gl_status st = drain_inbox(e, err);
     if (st == GL_OK)
         schedule(e);
+    const int32_t n_scheduled = st == GL_OK ? e->n_sched : 1;
     if (st == GL_OK && e->n_sched > 0) {
         const int32_t L = e->n_layer;
         int32_t row = 0;
@@ -1420,6 +1800,10 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
         }
     }
     publish(e);
+    // Nothing to compute while images encode: sleep until the worker (or a submit or cancel)
+    // wakes the engine, instead of spinning on empty steps beside the encoder.
+    if (n_scheduled == 0 && e->enc_pending > 0 && e->n_running + e->n_waiting > 0)
+        (void)gl_engine_wait(e, 100);
     if (n_active) {
         pthread_mutex_lock(&e->mu);
         *n_active = e->n_waiting + e->n_running + e->n_in;
@@ -1476,6 +1860,16 @@ void gl_engine_free(struct gl_engine *e)
 {
     if (!e)
         return;
+    if (e->enc_started) { // lets the encode in progress finish (no way to stop it midway)
+        pthread_mutex_lock(&e->enc_mu);
+        e->enc_stop = 1;
+        pthread_cond_broadcast(&e->enc_cv);
+        pthread_mutex_unlock(&e->enc_mu);
+        pthread_join(e->enc_thread, NULL);
+        for (struct enc_entry *x = e->enc_head; x; x = x->next)
+            if (x->state == ENC_RUNNING) // the worker stopped before taking it back
+                x->state = ENC_FAILED;
+    }
     if (e->waiting && e->running) {
         (void)drain_inbox(e, NULL);
         while (e->n_running > 0) {
@@ -1501,6 +1895,10 @@ void gl_engine_free(struct gl_engine *e)
     gl_sample_work_free(&e->work);
     gl_model_ctx_delete(e->ctx);
     gl_kv_pool_free(e->pool);
+    while (e->enc_head) // kept rows (every request has let go of its entries by now)
+        enc_drop(e, e->enc_head);
+    pthread_cond_destroy(&e->enc_cv);
+    pthread_mutex_destroy(&e->enc_mu);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     gl_free(e);

@@ -26,6 +26,19 @@
 //   rows live until the request retires (N x n_embd floats per image). The prefix cache needs no
 //   change: blocks are keyed by a parallel array of key ids in which media positions carry ids
 //   derived from the content digest (negative, never a token id), so kv.c stays token-agnostic.
+// - Encoder (vLLM V1's encoder scheduling): media may come as patch vectors (deferred) instead of
+//   rows. The engine owns one encoder worker thread (started at the first such part) with its
+//   own kernel pool at a lower priority (encoder_nice), so text sequences keep decoding while
+//   images encode; the step thread never waits for it. Each step hands queued parts to the
+//   worker FCFS within max_num_encoder_input_tokens rows in flight, takes finished rows, and cuts
+//   every prefill chunk before the first position whose rows do not exist yet (the text before an
+//   image is prefilled; a running sequence blocked at an image holds its pages and waits; a waiting
+//   one with nothing to compute before an image is not admitted and lets those behind pass). Parts
+//   are shared by (digest, grid) among all requests in flight (one encode; counted in enc_hits) and
+//   kept after them within encoder_cache_bytes. A cancel drops a queued part at once; a part in
+//   the encoder (gl_vision_encode cannot stop midway) is discarded when it finishes, unless
+//   another request holds it. A failed encode ends the sequences that need it (finish ERROR).
+//   Cost: the rows are n_rows x n_embd floats per distinct part while any holder lives.
 // - Nothing is lost silently. A request whose prompt + max_tokens (unset: max_model_len - prompt)
 //   cannot fit the whole pool is refused at submit (GL_E_LIMIT): it could never finish, and
 //   ending it early with "length" would pass the pool off as a length limit (vLLM refuses to
@@ -109,6 +122,23 @@ struct gl_engine_params {
     // The forward pass's backend: -1 the CPU (default), N >= 0 Vulkan device N (one device
     // submission per step; gl_model_ctx_new_dev).
     int32_t device;
+    // Encoder (models with a vision tower; deferred media, gl_request_media):
+    // - max_num_encoder_input_tokens (vLLM's name): soft-token rows handed to the encoder worker
+    //   and not finished yet, at most; each step dispatches queued parts FCFS under it (one part
+    //   larger than it runs alone). Default 4096, one image at the default max_image_tokens.
+    // - encoder_threads: the worker's own kernel pool (default n_threads). It is not pinned and
+    //   runs at encoder_nice (default 10, CFS weight 110 vs 1024): the step threads take the
+    //   cores when they have work, the encoder takes what they leave (text keeps decoding).
+    // - encoder_cache_bytes: rows kept after the last request using them ends, LRU (vLLM's
+    //   multimodal cache; default 0: freed at once). Rows in use are never evicted.
+    int32_t max_num_encoder_input_tokens;
+    int32_t encoder_threads;
+    int32_t encoder_nice;
+    int64_t encoder_cache_bytes;
+    // Tests: called on the encoder worker before each encode (it may block, holding the encoder
+    // mid-job, so that cancel and sharing are checked in a known state). NULL: none.
+    void (*encoder_hook)(void *user);
+    void *encoder_hook_user;
 };
 // Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
 // GGUF; kv: 1 GiB of f16, block 16, prefix cache on; threads and cpus from gl_host_cpus.
@@ -221,11 +251,19 @@ typedef void (*gl_event_fn)(void *user, const struct gl_event *ev);
 // digest must therefore identify the rows' content (src/media hashes the pixels the encoder
 // saw and the grid); a 64-bit digest folded to 31 bits per position: a wrong hit needs every
 // soft position of a block to collide (about 2^-31 for a block holding one soft position).
+//
+// Deferred encoding (vLLM's encoder scheduling): embd NULL and patches set hands the engine the
+// part's patch vectors instead of its rows. The engine's encoder worker (a thread of its own,
+// see "Encoder" below) runs gl_vision_encode on them; until their rows exist the sequence is not
+// prefilled past pos (text before it is). Parts with the same (digest, gh, gw) share one encode
+// and one set of rows, also across requests in flight (the encoder cache).
 struct gl_request_media {
     int32_t pos;     // prompt index of the first row
     int32_t n_rows;  // >= 1; pos + n_rows <= n_prompt; media sorted by pos, not overlapping
     float *embd;     // [n_rows][n_embd] f32 from gl_malloc; see gl_request.media for ownership
     uint64_t digest; // content id of the rows
+    float *patches;  // deferred: [(2 gh) (2 gw)][patch_dim] f32 from gl_malloc (ownership as embd)
+    int32_t gh, gw;  // deferred: merged-token grid, gh * gw == n_rows
 };
 
 struct gl_request {
@@ -282,6 +320,11 @@ struct gl_engine_stats {
     // draft tokens accepted, and accepted per draft position (0 = first draft token).
     int64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     int64_t spec_accepted_per_pos[GL_SPEC_MAX_K];
+    // Encoder: deferred parts submitted, of which found in the encoder cache (in flight or
+    // kept), encodes run (finished), parts queued or encoding (as of the last step); entries and
+    // bytes of rows held. All but enc_pending are read live.
+    int64_t enc_queries, enc_hits, enc_runs, enc_pending;
+    int64_t enc_entries, enc_bytes;
 };
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
 // The pool, for audits in tests.

@@ -171,6 +171,7 @@ static gl_status encode_rows(const struct gl_model *m, struct gl_pool *pool,
 {
     const int32_t n_rows = g->gh * g->gw;
     const int64_t E = m->cfg.n_embd;
+    GL_ASSERT(!p->defer);
     if (!(*rows = gl_malloc((size_t)n_rows * (size_t)E * sizeof(float))))
         return gl_err_set(err, GL_E_NOMEM, "no memory for %d x %lld soft-token rows", (int)n_rows,
                           (long long)E);
@@ -198,26 +199,41 @@ gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
     gl_status st = check_tower(m, err);
     if (st != GL_OK)
         return st;
-    if (!img || !img->data || img->kind != GL_MEDIA_IMAGE || !pool)
+    if (!img || (!img->data && !img->pixels) || img->kind != GL_MEDIA_IMAGE || (!pool && !p->defer))
         return gl_err_set(err, GL_E_INVAL, "no image data or no thread pool");
-    struct gl_image px = {0};
+    struct gl_image own = {0};
     struct gl_image_grid g = {0};
-    if ((st = gl_image_preprocess(img->data, img->n, &p->limits, p->max_image_tokens, &px, &g,
-                                  err)) != GL_OK)
-        return st;
+    const struct gl_image *px = img->pixels;
+    if (px) { // preprocessed by the caller: its sides are the grid's
+        if (px->width % GL_IMAGE_UNIT || px->height % GL_IMAGE_UNIT || !px->rgb)
+            return gl_err_set(err, GL_E_INVAL, "preprocessed image %dx%d is not on the %d px grid",
+                              px->width, px->height, GL_IMAGE_UNIT);
+        g = (struct gl_image_grid){px->height / GL_IMAGE_UNIT, px->width / GL_IMAGE_UNIT};
+    } else {
+        if ((st = gl_image_preprocess(img->data, img->n, &p->limits, p->max_image_tokens, &own, &g,
+                                      err)) != GL_OK)
+            return st;
+        px = &own;
+    }
     float *patches = NULL;
     size_t n_patches = 0;
-    st = gl_image_patchify(&px, &patches, &n_patches, err);
+    st = gl_image_patchify(px, &patches, &n_patches, err);
     const uint64_t digest = st == GL_OK
-                                ? pixels_digest(DIGEST_IMAGE, &g, px.width, px.height, px.rgb,
-                                                (size_t)px.width * (size_t)px.height * 3)
+                                ? pixels_digest(DIGEST_IMAGE, &g, px->width, px->height, px->rgb,
+                                                (size_t)px->width * (size_t)px->height * 3)
                                 : 0;
-    gl_image_free(&px);
+    gl_image_free(&own);
     const int64_t n_rows = (int64_t)g.gh * g.gw;
     float *rows = NULL;
     GL_ASSERT(st != GL_OK || n_patches == (size_t)(4 * n_rows)); // (2gh) x (2gw) patches
-    if (st == GL_OK)
+    if (st == GL_OK && p->defer) { // the engine's encoder worker takes the patches
+        out->patches = patches;
+        out->gh = g.gh;
+        out->gw = g.gw;
+        patches = NULL;
+    } else if (st == GL_OK) {
         st = encode_rows(m, pool, p, digest, &g, patches, &rows, err);
+    }
     gl_free(patches);
     if (st != GL_OK)
         return st;
@@ -231,16 +247,20 @@ gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
 
 void gl_media_prompt_moved(struct gl_media_prompt *mp)
 {
-    for (int32_t i = 0; mp && mp->media && i < mp->n_media; i++)
+    for (int32_t i = 0; mp && mp->media && i < mp->n_media; i++) {
         mp->media[i].embd = NULL;
+        mp->media[i].patches = NULL;
+    }
 }
 
 void gl_media_prompt_free(struct gl_media_prompt *mp)
 {
     if (!mp)
         return;
-    for (int32_t i = 0; mp->media && i < mp->n_media; i++)
+    for (int32_t i = 0; mp->media && i < mp->n_media; i++) {
         gl_free(mp->media[i].embd);
+        gl_free(mp->media[i].patches);
+    }
     gl_free(mp->media);
     gl_free(mp->ids);
     memset(mp, 0, sizeof *mp);
@@ -348,6 +368,7 @@ static gl_status push_rows(struct build *b, struct gl_request_media e, int32_t t
         struct gl_request_media *a = gl_realloc(o->media, (size_t)cap * sizeof *a);
         if (!a) {
             gl_free(e.embd);
+            gl_free(e.patches);
             return gl_err_set(err, GL_E_NOMEM, "no memory for %d soft-token runs", (int)cap);
         }
         o->media = a;
@@ -369,8 +390,10 @@ static gl_status expand_image(const struct gl_model *m, struct gl_pool *pool,
         st = push_ids(b, NULL, GL_TOK_IMAGE_START, 1, err);
     if (st == GL_OK)
         st = push_rows(b, e, GL_TOK_PATCH, err);
-    else
+    else {
         gl_free(e.embd);
+        gl_free(e.patches);
+    }
     if (st == GL_OK)
         st = push_ids(b, NULL, GL_TOK_IMAGE_END, 1, err);
     return st;
@@ -428,9 +451,19 @@ static gl_status expand_video(const struct gl_model *m, const struct gl_tokenize
             e.digest = pixels_digest(DIGEST_VIDEO, &v->grid, v->width, v->height,
                                      v->rgb + (size_t)(GL_VIDEO_TEMPORAL * g) * frame_bytes,
                                      GL_VIDEO_TEMPORAL * frame_bytes);
-            st = encode_rows(m, pool, p, e.digest, &v->grid,
-                             patches + (size_t)(g * group_patches) * GL_IMAGE_PATCH_DIM, &e.embd,
-                             err);
+            const float *gp = patches + (size_t)(g * group_patches) * GL_IMAGE_PATCH_DIM;
+            if (p->defer) { // the group's own copy of its patch vectors, for the engine
+                const size_t nb = (size_t)group_patches * GL_IMAGE_PATCH_DIM * sizeof(float);
+                e.gh = v->grid.gh;
+                e.gw = v->grid.gw;
+                st = (e.patches = gl_malloc(nb))
+                         ? GL_OK
+                         : gl_err_set(err, GL_E_NOMEM, "no memory for a group's patches");
+                if (st == GL_OK)
+                    memcpy(e.patches, gp, nb);
+            } else {
+                st = encode_rows(m, pool, p, e.digest, &v->grid, gp, &e.embd, err);
+            }
             if (st != GL_OK)
                 break;
             st = push_rows(b, e, GL_VIDEO_TOK_VIDEO, err);
@@ -457,7 +490,7 @@ gl_status gl_media_expand(const struct gl_model *m, const struct gl_tokenizer *t
     gl_status st = check_expand(m, tok, ids, n_ids, parts, n_parts, p, err);
     if (st != GL_OK)
         return st;
-    if (n_parts > 0 && !pool)
+    if (n_parts > 0 && !pool && !p->defer)
         return gl_err_set(err, GL_E_INVAL, "media: no thread pool for the encoder");
     struct build b = {.out = out};
     int32_t k = 0;

@@ -62,19 +62,25 @@ struct gl_media_params {
     struct gl_video_params video;        // fps, frame and per-frame token caps (HF defaults)
     struct gl_video_limits video_limits; // gl_video_default_limits()
     struct gl_media_cache *cache;        // encoded rows to reuse, or NULL (borrowed)
+    // 1: do not encode. Each entry gets its patch vectors (gl_request_media patches, gh, gw;
+    // embd NULL) for the engine's encoder worker (engine.h "Deferred encoding"); no pool needed.
+    int defer;
 };
 struct gl_media_params gl_media_default_params(void);
 
 enum gl_media_kind { GL_MEDIA_IMAGE = 0, GL_MEDIA_VIDEO = 1 };
 
 // One image or video, borrowed for the call: its encoded bytes (PNG or JPEG; a video container),
-// or for a video the caller already preprocessed with gl_video_preprocess (the same params), clip
-// (then data and n are not read). A zero kind is an image.
+// or for a video the caller already preprocessed with gl_video_preprocess (the same params), clip,
+// or for an image the caller already preprocessed with gl_image_preprocess (the same limits and
+// max_image_tokens), pixels (then data and n are not read: the image is decoded once). A zero
+// kind is an image.
 struct gl_media_part {
     const uint8_t *data;
     size_t n;
     enum gl_media_kind kind;
     const struct gl_video *clip;
+    const struct gl_image *pixels;
 };
 
 // An expanded prompt. ids and media are owned (gl_media_prompt_free). The rows inside media pass
@@ -90,7 +96,8 @@ struct gl_media_prompt {
 
 // Encodes one image (img->kind GL_MEDIA_IMAGE) into out (pos 0): out->embd is a gl_malloc'd
 // [n_rows][n_embd] array the caller owns, out->digest its content id; *grid (may be NULL) the
-// merged-token grid (n_rows = gh * gw). Errors as above, without a part index (the caller adds it).
+// merged-token grid (n_rows = gh * gw). With p->defer: out->patches instead (pool unused).
+// Errors as above, without a part index (the caller adds it).
 GL_MUST_USE gl_status gl_media_encode(const struct gl_model *m, struct gl_pool *pool,
                                       const struct gl_media_part *img,
                                       const struct gl_media_params *p, struct gl_request_media *out,

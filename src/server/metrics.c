@@ -176,16 +176,22 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
                           "position=\"%d\"} %lld\n",
                           model, i, (long long)st->spec_accepted_per_pos[i]);
     }
-    if (m->mm_cache) {
-        struct gl_media_cache_stats mc;
-        gl_media_cache_get_stats(m->mm_cache, &mc);
+    if (m->encoder) {
         series(&o, "glint:mm_cache_queries_total", "counter",
                "Images and video frame pairs looked up in the encoder cache.", model,
-               (double)(mc.hits + mc.misses));
+               (double)st->enc_queries);
         series(&o, "glint:mm_cache_hits_total", "counter",
-               "Encoder cache lookups that skipped the vision encoder.", model, (double)mc.hits);
+               "Encoder cache lookups that skipped the vision encoder (the same content in "
+               "flight or kept).",
+               model, (double)st->enc_hits);
         series(&o, "glint:mm_cache_bytes", "gauge", "Soft-token rows held by the encoder cache.",
-               model, (double)mc.bytes);
+               model, (double)st->enc_bytes);
+        series(&o, "glint:encoder_runs_total", "counter",
+               "Images and video frame pairs the vision encoder has encoded.", model,
+               (double)st->enc_runs);
+        series(&o, "glint:encoder_pending", "gauge",
+               "Images and video frame pairs queued for or in the vision encoder.", model,
+               (double)st->enc_pending);
     }
     if (m->gcache) {
         struct gl_grammar_cache_stats gc;

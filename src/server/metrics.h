@@ -45,11 +45,11 @@ struct gl_metrics {
     // The KV pool's configuration, set once after the engine starts and rendered as
     // vllm:cache_config_info (the Gateway API Inference Extension's endpoint picker reads
     // block_size from it for prefix-aware scoring). block_size 0: not rendered.
-    int32_t block_size;              // positions per KV page
-    int32_t prefix_caching;          // 1: on
-    int32_t spec_k;                  // speculative tokens per draft; 0: off (no spec metrics)
-    const char *cache_dtype;         // static string (gl_kv_dtype_name)
-    struct gl_media_cache *mm_cache; // the vision encoder's cache (glint:mm_cache_*), or NULL
+    int32_t block_size;      // positions per KV page
+    int32_t prefix_caching;  // 1: on
+    int32_t spec_k;          // speculative tokens per draft; 0: off (no spec metrics)
+    const char *cache_dtype; // static string (gl_kv_dtype_name)
+    int encoder; // the model has a vision tower: glint:mm_cache_* and glint:encoder_* series
     struct gl_grammar_cache *gcache; // compiled grammars (glint:grammar_cache_*), or NULL
     pthread_mutex_t *grammar_lock;   // its lock
     double b125[32];                 // 1, 2, 5, 10, ... <= max_model_len (token histograms)

@@ -53,9 +53,7 @@ struct server {
     struct gl_gvocab *gvocab;
     struct gl_grammar_cache *gcache;
     pthread_mutex_t grammar_lock;
-    struct gl_pool *media_pool;         // the vision encoder's threads (models with a tower)
-    struct gl_media_cache *media_cache; // its output cache (--mm-processor-cache-gb), or NULL
-    pthread_mutex_t media_lock;         // one image encode at a time on media_pool
+    pthread_mutex_t media_lock; // one image encode at a time on media_pool
     struct gl_engine *engine;
     struct gl_api_config api;
     struct gl_api_so so; // parsed --structured-outputs-config
@@ -1691,6 +1689,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     memcpy(ep.eos_ids, def.eos_ids, sizeof ep.eos_ids);
     ep.n_eos = def.n_eos;
     ep.kv.prefix_cache = S->p.prefix_caching;
+    ep.encoder_cache_bytes = (int64_t)S->p.mm_cache_bytes; // rows kept after their requests
     if ((st = size_kv(S, &ep, def.max_model_len, err)) != GL_OK)
         return st;
     gl_metrics_set_max_model_len(&S->metrics, ep.max_model_len);
@@ -1738,18 +1737,10 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.max_image_tokens = S->p.max_image_tokens;
     S->api.model = S->model;
     S->api.media_lock = &S->media_lock;
-    if (gl_model_vision(S->model)) {
-        // Encodes run on HTTP threads at parse time, beside the engine's own pool.
-        S->media_pool = gl_pool_new(ep.n_threads > 0 ? ep.n_threads : 2);
-        if (!S->media_pool)
-            return gl_err_set(err, GL_E_NOMEM, "serve: cannot start the vision encoder's threads");
-        S->api.media_pool = S->media_pool;
-        if (S->p.mm_cache_bytes > 0 &&
-            (st = gl_media_cache_new(S->p.mm_cache_bytes, &S->media_cache, err)) != GL_OK)
-            return st;
-        S->api.media_cache = S->media_cache;
-        S->metrics.mm_cache = S->media_cache;
-    }
+    // Parsing only preprocesses and patchifies each part; the engine's encoder worker encodes
+    // (engine.h "Deferred encoding"), its cache (--mm-processor-cache-gb) keeps the rows.
+    S->api.defer_encode = 1;
+    S->metrics.encoder = gl_model_vision(S->model) != NULL;
     fprintf(stderr, "glint serve: ready in %.1f s (%d layers, vocabulary %d, max_model_len %d)\n",
             (double)(gl_time_us() - t0) / 1e6, S->model->cfg.n_layer, S->model->cfg.n_vocab,
             ep.max_model_len);
@@ -1775,8 +1766,6 @@ static void teardown(struct server *S)
     gl_grammar_cache_free(S->gcache);
     gl_gvocab_free(S->gvocab); // after every grammar (grammar.h)
     gl_tokenizer_free(S->tok);
-    gl_pool_delete(S->media_pool);
-    gl_media_cache_free(S->media_cache);
     gl_model_delete(S->model);
 }
 

@@ -21,6 +21,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <png.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,23 @@ static void expand(const int32_t *ids, int32_t n, const struct mem *const *imgs,
     struct gl_err err = {0};
     gl_status st = gl_media_expand(g_model, NULL, g_pool, ids, n, im, n_img, NULL, out, &err);
     GL_ASSERT_MSG(st == GL_OK, "expand: %s", err.msg);
+}
+
+// The same with deferred encoding: each run carries its patches for the engine's encoder.
+static void expand_deferred(const int32_t *ids, int32_t n, const struct mem *const *imgs,
+                            int32_t n_img, struct gl_media_prompt *out)
+{
+    struct gl_media_part im[4];
+    for (int32_t i = 0; i < n_img; i++)
+        im[i] = img_of(imgs[i]);
+    struct gl_media_params p = gl_media_default_params();
+    p.defer = 1;
+    struct gl_err err = {0};
+    gl_status st = gl_media_expand(g_model, NULL, NULL, ids, n, im, n_img, &p, out, &err);
+    GL_ASSERT_MSG(st == GL_OK, "expand: %s", err.msg);
+    for (int32_t i = 0; i < out->n_media; i++)
+        GL_ASSERT(!out->media[i].embd && out->media[i].patches &&
+                  out->media[i].gh * out->media[i].gw == out->media[i].n_rows);
 }
 
 // ---- tests ----
@@ -661,12 +679,15 @@ static uint64_t submit_n(struct gl_engine *e, const struct gl_media_prompt *mp, 
 {
     struct gl_request_media md[4];
     GL_ASSERT(mp->n_media <= 4);
-    for (int32_t i = 0; i < mp->n_media; i++) {
+    for (int32_t i = 0; i < mp->n_media; i++) { // rows, or (deferred) patches
         md[i] = mp->media[i];
-        size_t bytes = (size_t)md[i].n_rows * T_E * sizeof(float);
-        md[i].embd = gl_malloc(bytes);
-        GL_ASSERT(md[i].embd);
-        memcpy(md[i].embd, mp->media[i].embd, bytes);
+        float *src = md[i].patches ? md[i].patches : md[i].embd;
+        size_t bytes =
+            (size_t)md[i].n_rows * sizeof(float) * (md[i].patches ? 4 * GL_IMAGE_PATCH_DIM : T_E);
+        float *copy = gl_malloc(bytes);
+        GL_ASSERT(copy);
+        memcpy(copy, src, bytes);
+        *(md[i].patches ? &md[i].patches : &md[i].embd) = copy;
     }
     struct gl_sample_params sp = gl_sample_default_params();
     sp.temperature = 0.0f;
@@ -882,6 +903,239 @@ TEST(test_engine_choices_and_cancel)
     gl_media_prompt_free(&pa);
 }
 
+// Deferred encoding (engine.h): the workload with patches instead of rows gives the same greedy
+// tokens as with the rows media/ computed, batched and in 4-token steps; image A, in flight three
+// times (requests 0, 2 and 5), is encoded once.
+TEST(test_engine_deferred_exact)
+{
+    struct gl_media_prompt mp[N_REQ], md[N_REQ];
+    workload(mp);
+    const int32_t p0[6] = {GL_TOK_BOS, 31, 32, GL_TOK_PATCH, 33, 34};
+    const int32_t p2[7] = {GL_TOK_BOS, GL_TOK_PATCH, 51, 52, GL_TOK_PATCH, 53, 54};
+    const int32_t p4[3] = {GL_TOK_BOS, GL_TOK_PATCH, 70};
+    const struct mem *a[1] = {&g_png_a}, *c[1] = {&g_png_c}, *ba[2] = {&g_png_b, &g_png_a};
+    expand_deferred(p0, 6, a, 1, &md[0]);
+    expand_deferred(mp[1].ids, mp[1].n_ids, NULL, 0, &md[1]);
+    expand_deferred(p2, 7, ba, 2, &md[2]);
+    expand_deferred(mp[3].ids, mp[3].n_ids, NULL, 0, &md[3]);
+    expand_deferred(p4, 3, c, 1, &md[4]);
+    expand_deferred(p0, 6, a, 1, &md[5]);
+    for (int i = 0; i < N_REQ; i++) // same ids and digests, no rows
+        REQUIRE(md[i].n_ids == mp[i].n_ids && md[i].n_media == mp[i].n_media &&
+                memcmp(md[i].ids, mp[i].ids, sizeof(int32_t) * (size_t)mp[i].n_ids) == 0 &&
+                (md[i].n_media == 0 || md[i].media[0].digest == mp[i].media[0].digest));
+    struct result ref[N_REQ], got[N_REQ];
+    struct gl_engine_stats st;
+    const int tokens[2] = {256, 4};
+    for (int c2 = 0; c2 < 2; c2++) {
+        memset(ref, 0, sizeof ref);
+        memset(got, 0, sizeof got);
+        struct gl_engine_params p = eparams(64 << 20, tokens[c2] < 8 ? 4 : 8, tokens[c2], 16);
+        run_workload(mp, 0, p, ref, &st);
+        run_workload(md, 0, p, got, &st);
+        int same = 0;
+        for (int i = 0; i < N_REQ; i++) {
+            int ok = got[i].n_tok == ref[i].n_tok && got[i].n_final == 1 && ref[i].n_tok == 6 + i &&
+                     memcmp(got[i].tok, ref[i].tok, (size_t)ref[i].n_tok * 4) == 0;
+            CHECKF(ok, "%d-token steps: request %d differs from the rows computed by media/",
+                   tokens[c2], i);
+            same += ok;
+        }
+        // A (3 times), B, C: 5 lookups, 3 encodes, 2 shared; nothing kept (cache bytes 0)
+        CHECKF(st.enc_queries == 5 && st.enc_runs == 3 && st.enc_hits == 2,
+               "queries %lld runs %lld hits %lld", (long long)st.enc_queries,
+               (long long)st.enc_runs, (long long)st.enc_hits);
+        CHECK(st.enc_entries == 0 && st.enc_bytes == 0 && st.enc_pending == 0);
+        printf("  deferred, %d-token steps: %d/%d identical, %lld encodes for %lld parts\n",
+               tokens[c2], same, N_REQ, (long long)st.enc_runs, (long long)st.enc_queries);
+    }
+    for (int i = 0; i < N_REQ; i++) {
+        gl_media_prompt_free(&mp[i]);
+        gl_media_prompt_free(&md[i]);
+    }
+}
+
+// A video's temporal groups take the same path: deferred, each group carries its own patch
+// vectors (and the digest of the rows path); the engine's greedy tokens equal those from the rows
+// media/ computed, and the 3 groups are 3 encodes.
+TEST(test_engine_deferred_video)
+{
+    struct gl_err err = {0};
+    struct gl_tokenizer *tok = NULL;
+    REQUIRE(gl_tokenizer_load_tiktoken(&tok, t_vocab_path(), &err) == GL_OK);
+    size_t n = 0;
+    uint8_t *clip_bytes = t_read_file("tests/fuzz/corpus/video/testsrc2_96x64_25fps_3s.mp4", &n);
+    REQUIRE(clip_bytes);
+    struct gl_video v = {0};
+    REQUIRE(gl_video_preprocess(clip_bytes, n, NULL, NULL, &v, &err) == GL_OK);
+    float *patches = NULL;
+    size_t n_patches = 0;
+    REQUIRE(gl_video_patchify(&v, &patches, &n_patches, &err) == GL_OK);
+    const int32_t ids[4] = {GL_TOK_BOS, 11, GL_VIDEO_TOK_VIDEO, 12};
+    struct gl_media_part part = {.kind = GL_MEDIA_VIDEO, .clip = &v};
+    struct gl_media_prompt mr, md;
+    REQUIRE(gl_media_expand(g_model, tok, g_pool, ids, 4, &part, 1, NULL, &mr, &err) == GL_OK);
+    struct gl_media_params dp = gl_media_default_params();
+    dp.defer = 1;
+    REQUIRE(gl_media_expand(g_model, tok, NULL, ids, 4, &part, 1, &dp, &md, &err) == GL_OK);
+    REQUIRE(md.n_media == 3 && md.n_ids == mr.n_ids);
+    const size_t gp = (size_t)md.media[0].n_rows * 4 * GL_IMAGE_PATCH_DIM;
+    for (int g = 0; g < 3; g++)
+        CHECK(!md.media[g].embd && md.media[g].digest == mr.media[g].digest &&
+              md.media[g].pos == mr.media[g].pos &&
+              memcmp(md.media[g].patches, patches + (size_t)g * gp, gp * sizeof(float)) == 0);
+    struct gl_engine_params p = eparams(64 << 20, 4, 16, 16); // chunks cut through the groups
+    struct gl_engine *e = NULL;
+    struct result ra = {0}, rb = {0};
+    struct gl_engine_stats st;
+    REQUIRE(gl_engine_new(&e, g_model, NULL, &p, &err) == GL_OK);
+    submit_media(e, &mr, 6, &ra);
+    run_to_end(e, &st);
+    gl_engine_free(e);
+    REQUIRE(gl_engine_new(&e, g_model, NULL, &p, &err) == GL_OK);
+    submit_media(e, &md, 6, &rb);
+    run_to_end(e, &st);
+    gl_engine_free(e);
+    CHECK(ra.n_tok == 6 && rb.n_tok == 6 && memcmp(ra.tok, rb.tok, sizeof ra.tok) == 0);
+    CHECKF(st.enc_runs == 3 && st.enc_queries == 3, "%lld encodes", (long long)st.enc_runs);
+    gl_media_prompt_free(&mr);
+    gl_media_prompt_free(&md);
+    gl_free(patches);
+    gl_video_free(&v);
+    free(clip_bytes);
+    gl_tokenizer_free(tok);
+}
+
+// A gate the encoder worker waits at (engine params encoder_hook): the test holds it mid-encode.
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered, open;
+} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void gate_hook(void *user)
+{
+    (void)user;
+    pthread_mutex_lock(&g_gate.mu);
+    g_gate.entered++;
+    pthread_cond_broadcast(&g_gate.cv);
+    while (!g_gate.open)
+        pthread_cond_wait(&g_gate.cv, &g_gate.mu);
+    pthread_mutex_unlock(&g_gate.mu);
+}
+
+static void gate_wait_entered(int n)
+{
+    pthread_mutex_lock(&g_gate.mu);
+    while (g_gate.entered < n)
+        pthread_cond_wait(&g_gate.cv, &g_gate.mu);
+    pthread_mutex_unlock(&g_gate.mu);
+}
+
+static void gate_set(int open)
+{
+    pthread_mutex_lock(&g_gate.mu);
+    g_gate.open = open;
+    if (!open)
+        g_gate.entered = 0;
+    pthread_cond_broadcast(&g_gate.cv);
+    pthread_mutex_unlock(&g_gate.mu);
+}
+
+// While image A is held in the encoder: a text request decodes to its end, the image request is
+// not prefilled past its placeholder, a second request with A shares the job (one encode) and
+// C waits for the budget (12 rows: A alone). Then: released, both A requests give the tokens of
+// the precomputed rows. Second round: all three cancelled mid-encode return every KV page and
+// every encoder entry (the running job's when the worker finishes it).
+TEST(test_engine_encoder_sched_cancel)
+{
+    const int32_t ids[11] = {GL_TOK_BOS, 61, 62, GL_TOK_PATCH, 63, 64, 65, 66, 67, 68, 69};
+    const struct mem *a[1] = {&g_png_a}, *c[1] = {&g_png_c};
+    struct gl_media_prompt pa, pad, pcd, txt;
+    expand(ids, 11, a, 1, &pa);
+    expand_deferred(ids, 11, a, 1, &pad);
+    expand_deferred(ids, 11, c, 1, &pcd);
+    int32_t t[30];
+    for (int i = 0; i < 30; i++)
+        t[i] = 700 + i * 13;
+    expand(t, 30, NULL, 0, &txt);
+    REQUIRE(pad.media[0].n_rows == 12 && pad.media[0].pos == 4);
+    struct gl_engine_params p = eparams(64 << 20, 4, 64, 4);
+    p.max_num_encoder_input_tokens = 12;
+    p.encoder_hook = gate_hook;
+    struct gl_err err = {0};
+    struct gl_engine *e = NULL;
+    struct result ref = {0}, txt_ref = {0};
+    struct gl_engine_stats s;
+    REQUIRE(gl_engine_new(&e, g_model, NULL, &p, &err) == GL_OK);
+    submit_media(e, &pa, 5, &ref);
+    submit_media(e, &txt, 8, &txt_ref);
+    run_to_end(e, &s);
+    gl_engine_free(e);
+
+    for (int round = 0; round < 2; round++) {
+        gate_set(0);
+        REQUIRE(gl_engine_new(&e, g_model, NULL, &p, &err) == GL_OK);
+        struct gl_kv_pool *pool = gl_engine_kv_pool(e);
+        const int64_t free0 = gl_kv_pool_free_pages(pool);
+        struct result r1 = {0}, r2 = {0}, r3 = {0}, rt = {0};
+        const uint64_t id1 = submit_n(e, &pad, 5, 1, &r1);
+        int n_active = 0;
+        REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK); // BOS..<|image_start|>; A goes
+        gate_wait_entered(1);                                 // A is in the encoder now
+        const uint64_t id2 = submit_n(e, &pad, 5, 1, &r2);
+        const uint64_t id3 = submit_n(e, &pcd, 5, 1, &r3);
+        if (round == 0)
+            submit_media(e, &txt, 8, &rt);
+        for (int i = 0; i < 50 && rt.n_final == 0 && round == 0; i++)
+            REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+        if (round == 0) { // text ran to its end beside the held encode
+            CHECK(rt.n_final == 1 && rt.n_tok == 8 &&
+                  memcmp(rt.tok, txt_ref.tok, sizeof rt.tok) == 0);
+        } else {
+            REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+        }
+        gl_engine_stats(e, &s);
+        CHECK(r1.n_tok == 0 && r2.n_tok == 0 && r3.n_tok == 0);
+        CHECKF(s.enc_queries == 3 && s.enc_hits == 1 && s.enc_entries == 2 && s.enc_pending == 2,
+               "queries %lld hits %lld entries %lld pending %lld", (long long)s.enc_queries,
+               (long long)s.enc_hits, (long long)s.enc_entries, (long long)s.enc_pending);
+        if (round == 0) {
+            gate_set(1);
+            run_to_end(e, &s);
+            CHECK(r1.n_final == 1 && r1.n_tok == 5 && memcmp(r1.tok, ref.tok, sizeof ref.tok) == 0);
+            CHECK(r2.n_final == 1 && r2.n_tok == 5 && memcmp(r2.tok, ref.tok, sizeof ref.tok) == 0);
+            CHECK(r3.n_final == 1 && r3.n_tok == 5);
+            CHECKF(s.enc_runs == 2, "%lld encodes for A, A, C", (long long)s.enc_runs);
+        } else {
+            CHECK(gl_engine_cancel(e, id1) && gl_engine_cancel(e, id2) && gl_engine_cancel(e, id3));
+            REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+            gl_engine_stats(e, &s);
+            // C (queued) is gone; A (running, nobody holds it) goes when the worker is done
+            CHECKF(s.enc_entries == 1 && n_active == 0, "entries %lld active %d",
+                   (long long)s.enc_entries, n_active);
+            CHECK(gl_kv_pool_free_pages(pool) == free0 && s.kv_pages_used == 0);
+            gate_set(1);
+            for (int i = 0; i < 200 && s.enc_entries > 0; i++) {
+                struct timespec ts = {0, 5000000};
+                nanosleep(&ts, NULL);
+                REQUIRE(gl_engine_step(e, &n_active, &err) == GL_OK);
+                gl_engine_stats(e, &s);
+            }
+            CHECK(s.enc_entries == 0 && s.enc_bytes == 0 && s.enc_runs == 1);
+            CHECK(gl_kv_pool_free_pages(pool) == free0 && gl_kv_pool_audit(pool) == 0);
+            CHECK(r1.finish == GL_FINISH_ABORT && r2.finish == GL_FINISH_ABORT &&
+                  r3.finish == GL_FINISH_ABORT && r1.n_final == 1 && r3.n_final == 1);
+        }
+        gl_engine_free(e);
+    }
+    gate_set(1);
+    gl_media_prompt_free(&pa);
+    gl_media_prompt_free(&pad);
+    gl_media_prompt_free(&pcd);
+    gl_media_prompt_free(&txt);
+}
+
 TEST(test_engine_refuses_bad_media)
 {
     struct gl_engine_params p = eparams(16 << 20, 4, 64, 16);
@@ -925,5 +1179,7 @@ int main(void)
     atexit(cleanup);
     RUN_TESTS(test_vision_load, test_expand_one_and_two, test_expand_errors, test_expand_video,
               test_encode_cache, test_soft_rows_reach_forward, test_engine_exact, test_prefix_cache,
-              test_engine_choices_and_cancel, test_engine_refuses_bad_media);
+              test_engine_choices_and_cancel, test_engine_deferred_exact,
+              test_engine_deferred_video, test_engine_encoder_sched_cancel,
+              test_engine_refuses_bad_media);
 }
