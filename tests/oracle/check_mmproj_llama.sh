@@ -8,8 +8,9 @@
 # patch grid fits the tiny tower's 4 x 4 position table (4 sizes x 2 pictures), which must agree,
 # and 4 larger ones, reported only: there the table is upsampled, and the arch doc (§6.3 step 2)
 # says HF pads the bilinear taps with zeros; on 2026-12-04 these split from llama.cpp after 0-9
-# tokens (cause not yet pinned down: a near tie or llama.cpp's edge handling). Both sides see BOS, the image block and "Describe": llama-mtmd-cli with a template that
-# prints the message content only (--jinja --chat-template), glint with <|patch|>Describe
+# tokens (cause not yet pinned down: a near tie or llama.cpp's edge handling). Both sides see
+# BOS, the image block and "Describe": llama-mtmd-cli with a template that prints the message
+# content only (--jinja --chat-template), glint with <|patch|>Describe
 # (--special). Negative control: glint's tokens for image k against llama.cpp's for image k+1
 # must differ somewhere. Skips (exit 0) when llama-mtmd-cli is not built (bench/llama_build.sh).
 # Env: LLAMA_MTMD_CLI (default: the newest <cache>/llama.cpp-*/build-glint/bin/llama-mtmd-cli),
