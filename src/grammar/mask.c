@@ -209,7 +209,7 @@ struct gl_cview {
 // by the state there: the quote pops the string, so every position of one string value (and
 // each value of the same property in later items or documents) reaches the same state, and the
 // S walk (~480 suffixes stepped through a whole state, ~10 us) runs once per such state.
-#define GL_QCACHE_N 16
+#define GL_QCACHE_N 64
 // Names a declared-name key's walk follows directly (names_part); more: the frame walk.
 #define GL_NAMES_MAX 256
 // Thread sets (quote_multi) or closing prefixes (quote_key) handled per quote-token mask.
