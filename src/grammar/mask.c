@@ -115,7 +115,7 @@ struct gl_mentry {
 // Quote-free part of the mask of a string-body state, keyed by the string frame's value
 // (gl_mstate_string_key): regex-constrained strings (formats, patterns) walk most of the trie
 // on every mask, yet their frames repeat across positions and documents.
-#define GL_SCACHE_N    32
+#define GL_SCACHE_N    128
 #define GL_SFRAMES_CAP 1024 // threads of a string state handled frame by frame
 #define GL_SKEY_MAX    (GL_SFRAME_MAX + 16)
 // Quote-token prefixes (the text before the first quote) are at most this long; a string's
@@ -209,7 +209,7 @@ struct gl_cview {
 // by the state there: the quote pops the string, so every position of one string value (and
 // each value of the same property in later items or documents) reaches the same state, and the
 // S walk (~480 suffixes stepped through a whole state, ~10 us) runs once per such state.
-#define GL_QCACHE_N 16
+#define GL_QCACHE_N 64
 // Names a declared-name key's walk follows directly (names_part); more: the frame walk.
 #define GL_NAMES_MAX 256
 // Thread sets (quote_multi) or closing prefixes (quote_key) handled per quote-token mask.
@@ -226,7 +226,7 @@ struct gl_qentry {
 // or `email` format, many literal characters) or one still renting its trie walks 40k-400k
 // nodes (~1-5 ms) each time, and its DFA states recur under other frame values. A slot holds a
 // whole mask part (v->words words, ~25 KB), allocated on first use.
-#define GL_XMEMO_N 16
+#define GL_XMEMO_N 64
 // Whitespace levels trie_walk takes from its run states (tokens of up to this many leading
 // whitespace bytes; indentation runs in the real vocabulary are shorter).
 #define GL_WS_LEVELS 64
@@ -2368,7 +2368,7 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
         // a key of declared names only (quote_key)
     } else if (nt == 1 && fs > 0 && (qv = quote_okey(c, v, s, fs, mask)) >= 0) {
         // a key that need not be a declared name (quote_okey)
-    } else if (nt > GL_SCACHE_N || (qv = quote_multi(c, v, s, th, nt, mask)) < 0) {
+    } else if (nt > 32 || nt > GL_SCACHE_N || (qv = quote_multi(c, v, s, th, nt, mask)) < 0) {
         qv = trie_walk(&v->quot, c, s, mask);
     }
     return visited + qv;
