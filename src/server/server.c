@@ -14,6 +14,7 @@
 #include "server/cors.h"
 #include "server/metrics.h"
 #include "server/ratelimit.h"
+#include "server/route.h"
 #include "tokenizer/tokenizer.h"
 
 #include <arpa/inet.h>
@@ -910,24 +911,6 @@ static int authorized(struct server *S, struct MHD_Connection *c)
     return gl_secret_equal(h + 7, strlen(h + 7), S->p.api_key, strlen(S->p.api_key));
 }
 
-struct route {
-    const char *path, *method;
-    int id;
-};
-enum { R_CHAT, R_COMP, R_RESP, R_MODELS, R_HEALTH, R_PING, R_METRICS, R_VERSION, R_TOK, R_DETOK };
-static const struct route k_routes[] = {
-    {"/v1/chat/completions", "POST", R_CHAT},
-    {"/v1/completions", "POST", R_COMP},
-    {"/v1/responses", "POST", R_RESP},
-    {"/v1/models", "GET", R_MODELS},
-    {"/health", "GET", R_HEALTH},
-    {"/ping", "GET", R_PING},
-    {"/metrics", "GET", R_METRICS},
-    {"/version", "GET", R_VERSION},
-    {"/tokenize", "POST", R_TOK},
-    {"/detokenize", "POST", R_DETOK},
-};
-
 // The body limit for url: --max-body-bytes, lower for /tokenize and /detokenize (api.h).
 static size_t body_limit(const struct server *S, const char *url)
 {
@@ -982,16 +965,17 @@ static enum MHD_Result rate_limited(struct server *S, struct MHD_Connection *c, 
     return send_json_hdr(c, 429, gl_api_error_json(&e), "Retry-After", retry);
 }
 
-static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int id, struct conn *cn)
+static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, enum gl_route_id id,
+                                struct conn *cn)
 {
     struct gl_api_error e = {0};
     switch (id) {
-    case R_HEALTH:
-    case R_PING:
+    case GL_R_HEALTH:
+    case GL_R_PING:
         return health(S, c);
-    case R_METRICS:
+    case GL_R_METRICS:
         return metrics(S, c);
-    case R_VERSION:
+    case GL_R_VERSION:
         return send_json(c, 200, json_pack("{s:s}", "version", GL_VERSION));
     default:
         break;
@@ -1006,20 +990,22 @@ static enum MHD_Result dispatch(struct server *S, struct MHD_Connection *c, int 
         return body_too_large(S, c, cn->limit);
     json_t *o = NULL;
     switch (id) {
-    case R_CHAT:
+    case GL_R_CHAT:
         return generate(S, c, GL_API_CHAT, cn);
-    case R_COMP:
+    case GL_R_COMP:
         return generate(S, c, GL_API_COMPLETIONS, cn);
-    case R_RESP:
+    case GL_R_RESP:
         return generate(S, c, GL_API_RESPONSES, cn);
-    case R_MODELS:
+    case GL_R_MODELS:
         return send_json(c, 200, gl_api_models(&S->api, S->started));
-    case R_TOK:
+    case GL_R_TOK:
         o = gl_api_tokenize(&S->api, cn->body, cn->len, &e);
         break;
-    case R_DETOK:
+    case GL_R_DETOK:
         o = gl_api_detokenize(&S->api, cn->body, cn->len, &e);
         break;
+    default: // answered above, before the state check; GL_R_NONE never reaches dispatch
+        GL_ASSERT_MSG(0, "route %d dispatched twice", (int)id);
     }
     return o ? send_json(c, 200, o) : send_error(c, &e);
 }
@@ -1138,23 +1124,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return fail(c, 401, NULL,
                     "Unauthorized: a valid API key is required (Authorization: "
                     "Bearer KEY)");
-    const struct route *rt = NULL;
     const char *allow = NULL;
-    for (size_t i = 0; i < sizeof k_routes / sizeof k_routes[0]; i++)
-        if (strcmp(k_routes[i].path, url) == 0) {
-            allow = k_routes[i].method;
-            if (strcmp(k_routes[i].method, method) == 0)
-                rt = &k_routes[i];
-        }
+    const enum gl_route_id id = gl_route_find(method, url, &allow);
     if (!allow)
         return fail(c, 404, NULL, "Not Found");
-    if (!rt) {
+    if (id == GL_R_NONE) {
         struct gl_api_error e;
         (void)gl_api_fail(&e, 405, allow, "Method %s is not allowed on %s; use %s", method, url,
                           allow);
         return send_error(c, &e);
     }
-    return dispatch(S, c, rt->id, cn);
+    return dispatch(S, c, id, cn);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
