@@ -440,3 +440,13 @@ int gl_cli_opt_fraction(void *user, const char *v, const char *name, const char 
     *(double *)user = f;
     return 0;
 }
+
+int gl_cli_parse_sub(const struct gl_cli_spec *s, const char *sub, int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], sub)) {
+        const int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+        gl_cli_usage(s, help ? stdout : stderr);
+        return help ? 0 : 2;
+    }
+    return gl_cli_parse(s, argc - 1, argv + 1);
+}

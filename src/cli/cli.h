@@ -150,6 +150,10 @@ struct gl_cli_spec {
 // "CMD: unknown option 'X'", "CMD: X needs a value", "CMD: bad value 'V' for X: an integer in
 // LO..HI", "CMD: X is required", "CMD: unexpected argument 'A'". "--name=value" is taken too.
 int gl_cli_parse(const struct gl_cli_spec *s, int argc, char **argv);
+// gl_cli_parse for `glint CMD SUB [options]` with a single subcommand: argv[1] must be sub
+// (else the usage, to stdout with exit 0 for --help / -h, to stderr with 2 otherwise), then the
+// options after it are parsed. Returns as gl_cli_parse.
+int gl_cli_parse_sub(const struct gl_cli_spec *s, const char *sub, int argc, char **argv);
 // The usage text of s (what --help prints) to f.
 void gl_cli_usage(const struct gl_cli_spec *s, FILE *f);
 // The standard start of a command: parse, and return from the caller unless it should run.

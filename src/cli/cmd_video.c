@@ -70,12 +70,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         .max_pos = 1,
         .pos = &o->video,
         .n_pos = &n_pos};
-    int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-    if (argc < 2 || strcmp(argv[1], "preprocess")) {
-        gl_cli_usage(&s, help ? stdout : stderr);
-        return help ? 0 : 2;
-    }
-    int rc = gl_cli_parse(&s, argc - 1, argv + 1);
+    int rc = gl_cli_parse_sub(&s, "preprocess", argc, argv);
     if (rc < 0 && !o->model != !o->rows) {
         fprintf(stderr, "glint video: --model and --rows go together\n");
         gl_cli_usage(&s, stderr);
