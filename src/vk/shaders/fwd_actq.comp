@@ -14,6 +14,8 @@
 // rounding of every element of its block. One workgroup per row; thread i takes blocks (or
 // elements) i, i + 64.
 #version 450
+#extension GL_GOOGLE_include_directive : enable
+#include "fp16.glsl"
 layout(local_size_x = 64) in;
 layout(std430, set = 0, binding = 0) readonly buffer XBuf { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer YBuf { float y[]; };
@@ -21,31 +23,6 @@ layout(push_constant) uniform Push {
     uint width;
     uint mode;
 } p;
-
-uint to_fp16(float f)
-{
-    uint u = floatBitsToUint(f), s = (u >> 16) & 0x8000u, m = u & 0x7FFFFFu;
-    int e = int((u >> 23) & 0xFFu);
-    if (e == 255)
-        return s | 0x7C00u | (m != 0u ? 0x200u : 0u);
-    e = e - 127 + 15;
-    if (e >= 31)
-        return s | 0x7C00u;
-    if (e <= 0) {
-        if (e < -10)
-            return s;
-        m |= 0x800000u;
-        uint shift = uint(14 - e), half_ = 1u << (shift - 1u);
-        uint r = m >> shift, rem = m & ((1u << shift) - 1u);
-        if (rem > half_ || (rem == half_ && (r & 1u) != 0u))
-            r++;
-        return s | r;
-    }
-    uint h = s | (uint(e) << 10) | (m >> 13), rem = m & 0x1FFFu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u))
-        h++;
-    return h;
-}
 
 // a / b rounded to nearest even, from the driver's approximate quotient q: among q and its
 // neighbours up to 3 ulps away the nearest to a / b is the one with the least |a - c b|, each
@@ -66,18 +43,6 @@ float div_rn(float a, float b)
         }
     }
     return best;
-}
-
-float from_fp16(uint h)
-{
-    uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-    if (e == 0u) {
-        float v = float(m) * 5.9604644775390625e-8;
-        return s != 0u ? -v : v;
-    }
-    if (e == 31u)
-        return uintBitsToFloat(s | 0x7F800000u | (m << 13));
-    return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
 }
 
 void main()

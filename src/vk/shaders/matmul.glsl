@@ -48,19 +48,7 @@ uint rd8(uint b) { return (w[b >> 2] >> ((b & 3u) * 8u)) & 0xFFu; }
 uint rd16(uint b) { return (w[b >> 2] >> ((b & 2u) * 8u)) & 0xFFFFu; }
 int rd8s(uint b) { return bitfieldExtract(int(rd8(b)), 0, 8); }
 
-// IEEE binary16 -> fp32, exact for every input (subnormals included; unpackHalf2x16 may flush).
-float fp16(uint h)
-{
-    uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-    if (e == 0u) {
-        float v = float(m) * 5.9604644775390625e-8; // m * 2^-24
-        return s != 0u ? -v : v;
-    }
-    if (e == 31u)
-        return uintBitsToFloat(s | 0x7F800000u | (m << 13));
-    return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
-}
-float bf16(uint h) { return uintBitsToFloat(h << 16); }
+#include "fp16.glsl"
 
 // The 32 weights of unit u (columns 32u .. 32u + 31) of the row starting at byte rb; for the
 // float types the last unit may be short and its extra entries are not read.

@@ -7,7 +7,7 @@
 void unit_weights(uint rb, uint u, out float wv[32])
 {
     uint b = rb + 18u * u;
-    float d = fp16(rd16(b));
+    float d = from_fp16(rd16(b));
     for (uint j = 0u; j < 16u; j++) {
         uint q = rd8(b + 2u + j);
         wv[j] = float(int(q & 15u) - 8) * d;

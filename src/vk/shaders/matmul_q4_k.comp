@@ -10,7 +10,7 @@ void unit_weights(uint rb, uint u, out float wv[32])
 {
     uint b = rb + 144u * (u >> 3), j = u & 7u, sc, m;
     scale_min_k4(b + 4u, j, sc, m);
-    float d = fp16(rd16(b)) * float(sc), mm = fp16(rd16(b + 2u)) * float(m);
+    float d = from_fp16(rd16(b)) * float(sc), mm = from_fp16(rd16(b + 2u)) * float(m);
     uint q = b + 16u + 32u * (j >> 1), shift = 4u * (j & 1u);
     for (uint l = 0u; l < 32u; l++) {
         // precise: no fused multiply-add, so the weight is the reference's bits (two roundings).

@@ -9,7 +9,7 @@
 void unit_weights(uint rb, uint u, out float wv[32])
 {
     uint b = rb + 210u * (u >> 3), j = u & 7u, h = j >> 2, k = j & 3u;
-    float d = fp16(rd16(b + 208u));
+    float d = from_fp16(rd16(b + 208u));
     uint ql = b + 64u * h + 32u * (k & 1u), qh = b + 128u + 32u * h, shift = 4u * (k >> 1);
     for (uint l = 0u; l < 32u; l++) {
         uint q = ((rd8(ql + l) >> shift) & 15u) | (((rd8(qh + l) >> (2u * k)) & 3u) << 4);

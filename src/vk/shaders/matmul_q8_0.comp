@@ -6,7 +6,7 @@
 void unit_weights(uint rb, uint u, out float wv[32])
 {
     uint b = rb + 34u * u;
-    float d = fp16(rd16(b));
+    float d = from_fp16(rd16(b));
     for (uint j = 0u; j < 32u; j++)
         wv[j] = float(rd8s(b + 2u + j)) * d;
 }
