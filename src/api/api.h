@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
-// api: the OpenAI / vLLM protocol without I/O or threads. A request body (chat, completions, or
-// the Responses API's, which is translated into the chat request it means: responses.c) becomes
-// engine work (prompt token ids, sampling parameters, a grammar) or an error that says
-// what, where and why with its HTTP status; engine events become response JSON or SSE chunks.
-// The server (server/) owns sockets, threads and the engine; this module only transforms.
+// api: the OpenAI / vLLM protocol, without sockets or threads of its own. A request body (chat,
+// completions, or the Responses API's, which is translated into the chat request it means:
+// responses.c) becomes engine work (prompt token ids, sampling parameters, a grammar) or an
+// error that says what, where and why with its HTTP status; engine events become response JSON
+// or SSE chunks. The server (server/) owns sockets, threads and the engine. The one I/O left
+// here: an image or video part's bytes are read while the request is parsed (data: URLs, files
+// under --allowed-local-media-path, http(s) from allowed hosts: media_url.c, media_fetch.c).
+// Encoding is the engine's (deferred media), never done here. The request is opaque outside
+// api/ (accessors below; fields in api_int.h), and engine / media types appear only behind
+// pointers, so an includer gets neither the model nor the KV headers through this one.
 //
 // Field semantics follow vLLM (shared/docs/serving.md §1.2-1.6). Decisions:
 // - Fields (request.c's table): implemented; accepted and ignored when ignoring them cannot
@@ -34,9 +39,7 @@
 #pragma once
 
 #include "base/base.h"
-#include "engine/engine.h"
 #include "grammar/grammar.h"
-#include "media/media.h"
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
 
@@ -46,7 +49,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The engine's and media's types appear here only behind pointers (engine/engine.h,
+// media/media.h): an includer of api.h does not get the model, KV, kernels or video headers.
+struct gl_request;
+struct gl_spec_params;
+struct gl_logits_processor;
+struct gl_event;
+struct gl_model;
+struct gl_pool;
+struct gl_media_cache;
+
 #define GL_API_MAX_PROMPTS  64 // prompts in one completions request
+#define GL_API_MAX_EOS      8  // stop ids of the model (= GL_ENGINE_MAX_EOS, checked in api_int.h)
 #define GL_API_WS_MAX       16 // bytes per whitespace run when bounded whitespace is asked for
 #define GL_API_MAX_STOP_IDS 64 // request stop_token_ids
 // logit_bias entries per request (OpenAI allows 300, vLLM has no limit: 100,000 entries would be
@@ -115,9 +129,9 @@ struct gl_api_config {
     // text longer than 2 * max_token_bytes * max_model_len bytes cannot fit the context, and is
     // refused before it is tokenized (tokenizing 10 MB takes seconds).
     int32_t max_token_bytes;
-    int32_t max_logprobs;               // top logprobs cap (vLLM --max-logprobs; 20)
-    struct gl_sample_params defaults;   // generation_config defaults (temperature, top_p, ...)
-    int32_t eos_ids[GL_ENGINE_MAX_EOS]; // the model's stop set (generation_config / GGUF)
+    int32_t max_logprobs;             // top logprobs cap (vLLM --max-logprobs; 20)
+    struct gl_sample_params defaults; // generation_config defaults (temperature, top_p, ...)
+    int32_t eos_ids[GL_API_MAX_EOS];  // the model's stop set (generation_config / GGUF)
     int32_t n_eos;
     int framing;         // 1: chat requests run the whole-turn grammar (default)
     int strict_fields;   // 1: an unknown request field is a 400 (--strict-request-fields);
@@ -162,72 +176,30 @@ GL_MUST_USE gl_status gl_api_media_load(const struct gl_api_media_opts *o, const
                                         size_t len, const char *param, uint8_t **bytes, size_t *n,
                                         struct gl_api_error *e);
 
-struct gl_api_prompt {
-    int32_t *ids; // owned
-    int32_t n;
-    char *text; // completions echo: the prompt text (decoded for token prompts); owned
-    size_t text_len;
-};
+// A parsed request: opaque outside api/ (its fields are api_int.h's). Ownership: it owns
+// everything it points to (free with gl_api_req_free) and holds one grammar reference.
+struct gl_api_req;
 
 #define GL_API_IGNORED_CAP 512 // bytes of the ignored-fields list (the rest becomes "...")
 
-struct gl_api_req {
-    enum gl_api_endpoint ep;
-    char id[48]; // "chatcmpl-<hex>" / "cmpl-<hex>", or the client's id (gl_api_set_request_id)
-    // Fields accepted but ignored, "a, b" (header-safe bytes), for X-Glint-Ignored-Fields; ""
-    // when none.
-    char ignored[GL_API_IGNORED_CAP];
-    int64_t created;
-    int stream, include_usage, continuous_usage;
-    int echo; // completions: prompt text first; chat: see echo_text
-    // chat echo (vLLM): the last message's content when it is the assistant's, put before the
-    // reply's content; owned, NULL when none
-    char *echo_text;
-    size_t echo_len;
-    // chat continue_final_message: the prompt ends inside the final assistant message's answer
-    // body (chat/render.h), so the reply continues it: no turn grammar, and the output parser
-    // starts in that body
-    int continue_final;
-    int return_token_ids; // vLLM extra: choices carry token_ids (and prompt_token_ids)
-    uint64_t cache_salt;  // vLLM extra cache_salt: keyed hash of the string, 0 when absent
-    struct gl_api_prompt *prompts;
-    int32_t n_prompts;          // chat: 1
-    struct gl_sample_params sp; // engine parameters; arrays point into the storage below
-    int32_t max_tokens_set;     // the client gave max_tokens / max_completion_tokens
-    // chat
-    int chat_logprobs; // logprobs: true
-    int32_t top_logprobs;
-    int include_reasoning;
-    int skip_special_tokens;
-    int parallel_tool_calls;
-    // Responses API (responses.c): the request came to /v1/responses; id is "resp_<hex>" and echo
-    // holds the request fields the response object repeats (instructions, tools, text, ...).
-    int responses;
-    json_t *resp_echo; // owned
-    // media caps: the server's, then mm_processor_kwargs (max_image_tokens, fps, num_frames,
-    // max_video_frame_tokens)
-    struct gl_media_params mm;
-    // chat images and videos while the request is parsed: each part's bytes (owned), a video's
-    // preprocessed clip in clips[k] (owned; parts[k].clip points at it); then the expanded
-    // prompt's soft-token rows (prompts[0] holds its ids), handed to the engine at submit
-    struct gl_media_part *parts; // [GL_MEDIA_MAX_PARTS]
-    struct gl_video *clips;      // [GL_MEDIA_MAX_PARTS]
-    struct gl_image *pixels;     // [GL_MEDIA_MAX_PARTS] an image's resized pixels (decoded once)
-    int32_t n_parts;
-    struct gl_media_prompt media;
-    char *chat_stop[GL_SAMPLE_MAX_STOP]; // applied to content by the server (sp.n_stop = 0)
-    int32_t n_chat_stop;
-    // structured output
-    struct gl_grammar *grammar; // NULL: unconstrained; a GL_GRAMMAR_ATEM_TURN grammar for chat
-    int turn;                   // grammar covers the whole assistant turn
-    int32_t reasoning_budget;   // tokens of reasoning body; < 0: none
-    int finish_within;          // structured_outputs.finish_within_max_tokens (proc.c)
-    int64_t grammar_us;         // time to compile or find the grammar (metrics)
-    // storage for sp
-    struct gl_logit_bias *bias;
-    int32_t *stop_ids, *allowed_ids, *bad_ids;
-    char *stops[GL_SAMPLE_MAX_STOP];
-};
+// What the server and the harnesses read of a request.
+int32_t gl_api_req_n_prompts(const struct gl_api_req *r); // completions: up to 64; chat: 1
+// Sampling parameters for the engine (n choices, max_tokens, logprobs, ...); arrays point into
+// the request, valid while it lives.
+const struct gl_sample_params *gl_api_req_sp(const struct gl_api_req *r);
+const char *gl_api_req_id(const struct gl_api_req *r); // "chatcmpl-<hex>", "cmpl-<hex>", ...
+// Fields accepted but ignored, "a, b" (header-safe), for X-Glint-Ignored-Fields; "" when none.
+const char *gl_api_req_ignored(const struct gl_api_req *r);
+int gl_api_req_stream(const struct gl_api_req *r);
+// The compiled grammar (NULL: unconstrained) and the time it took to compile or find (µs).
+const struct gl_grammar *gl_api_req_grammar(const struct gl_api_req *r);
+int64_t gl_api_req_grammar_us(const struct gl_api_req *r);
+// The engine request of prompt i (0 <= i < n_prompts): its ids, the media rows with prompt 0,
+// the sampling parameters and cache salt. The caller sets on_event, user and procs. Borrowed:
+// valid while r lives; once prompt 0 is submitted, gl_api_req_media_moved.
+void gl_api_req_engine_request(const struct gl_api_req *r, int32_t i, struct gl_request *out);
+// The engine took prompt 0's media rows (gl_engine_submit moves them): r no longer frees them.
+void gl_api_req_media_moved(struct gl_api_req *r);
 
 // Parses and validates one request body. On GL_OK *out is a new request (prompt tokens
 // rendered and tokenized, grammar compiled or taken from the cache); on error *out is NULL and e

@@ -7,12 +7,81 @@
 
 #include "api/api.h"
 #include "chat/atem_parse.h"
+#include "engine/engine.h"
+#include "media/media.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
 
 #include <stddef.h>
 #include <stdint.h>
+
+_Static_assert(GL_API_MAX_EOS == GL_ENGINE_MAX_EOS, "api.h mirrors the engine's stop-set size");
+
+struct gl_api_prompt {
+    int32_t *ids; // owned
+    int32_t n;
+    char *text; // completions echo: the prompt text (decoded for token prompts); owned
+    size_t text_len;
+};
+
+struct gl_api_req {
+    enum gl_api_endpoint ep;
+    char id[48]; // "chatcmpl-<hex>" / "cmpl-<hex>", or the client's id (gl_api_set_request_id)
+    // Fields accepted but ignored, "a, b" (header-safe bytes), for X-Glint-Ignored-Fields; ""
+    // when none.
+    char ignored[GL_API_IGNORED_CAP];
+    int64_t created;
+    int stream, include_usage, continuous_usage;
+    int echo; // completions: prompt text first; chat: see echo_text
+    // chat echo (vLLM): the last message's content when it is the assistant's, put before the
+    // reply's content; owned, NULL when none
+    char *echo_text;
+    size_t echo_len;
+    // chat continue_final_message: the prompt ends inside the final assistant message's answer
+    // body (chat/render.h), so the reply continues it: no turn grammar, and the output parser
+    // starts in that body
+    int continue_final;
+    int return_token_ids; // vLLM extra: choices carry token_ids (and prompt_token_ids)
+    uint64_t cache_salt;  // vLLM extra cache_salt: keyed hash of the string, 0 when absent
+    struct gl_api_prompt *prompts;
+    int32_t n_prompts;          // chat: 1
+    struct gl_sample_params sp; // engine parameters; arrays point into the storage below
+    int32_t max_tokens_set;     // the client gave max_tokens / max_completion_tokens
+    // chat
+    int chat_logprobs; // logprobs: true
+    int32_t top_logprobs;
+    int include_reasoning;
+    int skip_special_tokens;
+    int parallel_tool_calls;
+    // Responses API (responses.c): the request came to /v1/responses; id is "resp_<hex>" and echo
+    // holds the request fields the response object repeats (instructions, tools, text, ...).
+    int responses;
+    json_t *resp_echo; // owned
+    // media caps: the server's, then mm_processor_kwargs (max_image_tokens, fps, num_frames,
+    // max_video_frame_tokens)
+    struct gl_media_params mm;
+    // chat images and videos while the request is parsed: each part's bytes (owned), a video's
+    // preprocessed clip in clips[k] (owned; parts[k].clip points at it); then the expanded
+    // prompt's soft-token rows (prompts[0] holds its ids), handed to the engine at submit
+    struct gl_media_part *parts; // [GL_MEDIA_MAX_PARTS]
+    struct gl_video *clips;      // [GL_MEDIA_MAX_PARTS]
+    struct gl_image *pixels;     // [GL_MEDIA_MAX_PARTS] an image's resized pixels (decoded once)
+    int32_t n_parts;
+    struct gl_media_prompt media;
+    char *chat_stop[GL_SAMPLE_MAX_STOP]; // applied to content by the server (sp.n_stop = 0)
+    int32_t n_chat_stop;
+    // structured output
+    struct gl_grammar *grammar; // NULL: unconstrained; a GL_GRAMMAR_ATEM_TURN grammar for chat
+    int turn;                   // grammar covers the whole assistant turn
+    int32_t reasoning_budget;   // tokens of reasoning body; < 0: none
+    int finish_within;          // structured_outputs.finish_within_max_tokens (proc.c)
+    int64_t grammar_us;         // time to compile or find the grammar (metrics)
+    // storage for sp
+    struct gl_logit_bias *bias;
+    int32_t *stop_ids, *allowed_ids, *bad_ids;
+    char *stops[GL_SAMPLE_MAX_STOP];
+};
 
 // prefix + 24 hex digits from a process-wide counter mixed with the clock (unique per process
 // run, not secret).

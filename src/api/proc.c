@@ -11,7 +11,7 @@
 // another reasoning token would leave less than that; in the turn's headers the mask keeps only
 // the arms that still fit (gl_matcher_filter_within), so reasoning is not opened without room.
 // With finish_within_max_tokens the same filter runs on every mask outside the reasoning body.
-#include "api/api.h"
+#include "api/api_int.h"
 #include "chat/atem_parse.h"
 
 #include <math.h>

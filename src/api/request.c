@@ -1616,3 +1616,54 @@ void gl_api_req_free(const struct gl_api_config *c, struct gl_api_req *r)
     }
     gl_free(r);
 }
+
+int32_t gl_api_req_n_prompts(const struct gl_api_req *r)
+{
+    return r->n_prompts;
+}
+
+const struct gl_sample_params *gl_api_req_sp(const struct gl_api_req *r)
+{
+    return &r->sp;
+}
+
+const char *gl_api_req_id(const struct gl_api_req *r)
+{
+    return r->id;
+}
+
+const char *gl_api_req_ignored(const struct gl_api_req *r)
+{
+    return r->ignored;
+}
+
+int gl_api_req_stream(const struct gl_api_req *r)
+{
+    return r->stream;
+}
+
+const struct gl_grammar *gl_api_req_grammar(const struct gl_api_req *r)
+{
+    return r->grammar;
+}
+
+int64_t gl_api_req_grammar_us(const struct gl_api_req *r)
+{
+    return r->grammar_us;
+}
+
+void gl_api_req_engine_request(const struct gl_api_req *r, int32_t i, struct gl_request *out)
+{
+    GL_ASSERT(i >= 0 && i < r->n_prompts);
+    *out = (struct gl_request){.prompt = r->prompts[i].ids,
+                               .n_prompt = r->prompts[i].n,
+                               .media = i == 0 ? r->media.media : NULL,
+                               .n_media = i == 0 ? r->media.n_media : 0,
+                               .sp = r->sp,
+                               .cache_salt = r->cache_salt};
+}
+
+void gl_api_req_media_moved(struct gl_api_req *r)
+{
+    gl_media_prompt_moved(&r->media);
+}

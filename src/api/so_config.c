@@ -2,6 +2,7 @@
 // so_config: the server-wide structured-output defaults (vLLM's --structured-outputs-config) and
 // the response header that names the keywords a lenient grammar did not enforce (api.h).
 #include "api/api.h"
+#include "engine/engine.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -430,16 +430,15 @@ static int submit_line(struct gl_engine *e, const struct gl_api_config *cfg,
     free(body);
     if (!r)
         return 0;
-    lo->n_prompt = r->prompts[0].n;
-    lo->n_choices = r->sp.n;
-    lo->want_lp = r->sp.logprobs >= 0;
-    lo->top_n = r->sp.logprobs > 0 ? r->sp.logprobs : 0;
-    lo->ch = gl_calloc((size_t)r->sp.n, sizeof *lo->ch);
-    struct gl_request rq = {.prompt = r->prompts[0].ids,
-                            .n_prompt = r->prompts[0].n,
-                            .sp = r->sp,
-                            .on_event = batch_event,
-                            .user = lo};
+    struct gl_request rq;
+    gl_api_req_engine_request(r, 0, &rq);
+    rq.on_event = batch_event;
+    rq.user = lo;
+    lo->n_prompt = rq.n_prompt;
+    lo->n_choices = rq.sp.n;
+    lo->want_lp = rq.sp.logprobs >= 0;
+    lo->top_n = rq.sp.logprobs > 0 ? rq.sp.logprobs : 0;
+    lo->ch = gl_calloc((size_t)rq.sp.n, sizeof *lo->ch);
     gl_status st = lo->ch ? GL_E_AGAIN : gl_err_set(err, GL_E_NOMEM, "out of memory");
     int rc = 0;
     while (st == GL_E_AGAIN) {

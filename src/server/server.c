@@ -173,7 +173,7 @@ static int sreq_release_locked(struct sreq *r)
 
 static void cancel_all(struct sreq *r)
 {
-    for (int32_t i = 0; i < r->req->n_prompts; i++)
+    for (int32_t i = 0; i < gl_api_req_n_prompts(r->req); i++)
         if (r->eng_ids[i])
             (void)gl_engine_cancel(r->S->engine, r->eng_ids[i]);
 }
@@ -188,8 +188,8 @@ static void note_finished(struct sreq *r)
     for (int32_t i = 0; i < gl_api_resp_n_choices(r->resp); i++)
         gl_metrics_finish(m, gl_api_resp_finish(r->resp, i));
     gl_metrics_observe(m, GL_HIST_E2E, (double)(gl_time_us() - r->t_arrival) / 1e6);
-    for (int32_t i = 0; i < r->req->n_prompts; i++) { // vLLM: once per parent request
-        gl_metrics_observe(m, GL_HIST_PARAMS_N, r->req->sp.n);
+    for (int32_t i = 0; i < gl_api_req_n_prompts(r->req); i++) { // vLLM: once per parent request
+        gl_metrics_observe(m, GL_HIST_PARAMS_N, gl_api_req_sp(r->req)->n);
         gl_metrics_observe(m, GL_HIST_MAX_GEN, r->max_gen[i]);
     }
 }
@@ -206,7 +206,8 @@ static void note_choice_done(struct sreq *r, int32_t prompt, const struct gl_eve
         r->max_gen[prompt] = ev->n_generated;
     if (ev->finish == GL_FINISH_ERROR)
         return;
-    int64_t first = r->t_first_c[(size_t)prompt * (size_t)r->req->sp.n + (size_t)ev->index];
+    int64_t first =
+        r->t_first_c[(size_t)prompt * (size_t)gl_api_req_sp(r->req)->n + (size_t)ev->index];
     int64_t sched = ev->t_scheduled_us;
     if (sched > 0) {
         if (!first)
@@ -220,7 +221,7 @@ static void note_choice_done(struct sreq *r, int32_t prompt, const struct gl_eve
     gl_metrics_observe(m, GL_HIST_GEN_TOK, ev->n_generated);
     // vLLM observes the effective max_tokens (unset: what max_model_len leaves after the prompt).
     int64_t room = (int64_t)r->S->api.max_model_len - ev->n_prompt;
-    int64_t mt = r->req->sp.max_tokens;
+    int64_t mt = gl_api_req_sp(r->req)->max_tokens;
     gl_metrics_observe(m, GL_HIST_MAX_TOK, (double)(mt >= 0 && mt < room ? mt : room));
 }
 
@@ -232,7 +233,8 @@ static void on_event(void *user, const struct gl_event *ev)
     pthread_mutex_lock(&r->mu);
     int64_t now = gl_time_us();
     if (ev->n_tokens > 0) {
-        int64_t *tc = &r->t_first_c[(size_t)pc->idx * (size_t)r->req->sp.n + (size_t)ev->index];
+        int64_t *tc =
+            &r->t_first_c[(size_t)pc->idx * (size_t)gl_api_req_sp(r->req)->n + (size_t)ev->index];
         if (!*tc)
             *tc = now;
         if (!r->t_first) {
@@ -610,10 +612,11 @@ static struct sreq *sreq_new(struct server *S, struct gl_api_req *req, struct gl
     r->req = req;
     pthread_mutex_init(&r->mu, NULL);
     cond_init_monotonic(&r->cv);
-    r->pctx = gl_calloc((size_t)req->n_prompts, sizeof *r->pctx);
-    r->eng_ids = gl_calloc((size_t)req->n_prompts, sizeof *r->eng_ids);
-    r->t_first_c = gl_calloc((size_t)req->n_prompts * (size_t)req->sp.n, sizeof *r->t_first_c);
-    r->max_gen = gl_calloc((size_t)req->n_prompts, sizeof *r->max_gen);
+    const size_t n_prompts = (size_t)gl_api_req_n_prompts(req);
+    r->pctx = gl_calloc(n_prompts, sizeof *r->pctx);
+    r->eng_ids = gl_calloc(n_prompts, sizeof *r->eng_ids);
+    r->t_first_c = gl_calloc(n_prompts * (size_t)gl_api_req_sp(req)->n, sizeof *r->t_first_c);
+    r->max_gen = gl_calloc(n_prompts, sizeof *r->max_gen);
     if (!r->pctx || !r->eng_ids || !r->t_first_c || !r->max_gen ||
         gl_api_resp_new(&r->resp, &S->api, req, &err) != GL_OK) {
         r->req = NULL; // the caller still owns req
@@ -638,7 +641,7 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
     pthread_mutex_lock(&r->mu);
     r->t_submit = gl_time_us(); // queue time starts (vllm:request_queue_time_seconds)
     gl_status st = GL_OK;
-    for (int32_t i = 0; i < q->n_prompts && st == GL_OK; i++) {
+    for (int32_t i = 0; i < gl_api_req_n_prompts(q) && st == GL_OK; i++) {
         struct gl_err err = {0};
         struct gl_logits_processor *procs = NULL;
         r->pctx[i] = (struct sprompt){r, i};
@@ -647,21 +650,17 @@ static gl_status submit(struct server *S, struct sreq *r, struct gl_api_error *e
             (void)gl_api_fail(e, 500, NULL, "%s", err.msg);
             break;
         }
-        struct gl_request er = {.prompt = q->prompts[i].ids,
-                                .n_prompt = q->prompts[i].n,
-                                .media = i == 0 ? q->media.media : NULL,
-                                .n_media = i == 0 ? q->media.n_media : 0,
-                                .sp = q->sp,
-                                .cache_salt = q->cache_salt,
-                                .on_event = on_event,
-                                .user = &r->pctx[i],
-                                .procs = procs};
+        struct gl_request er;
+        gl_api_req_engine_request(q, i, &er);
+        er.on_event = on_event;
+        er.user = &r->pctx[i];
+        er.procs = procs;
         st = gl_engine_submit(S->engine, &er, &r->eng_ids[i], &err);
         gl_free(procs); // the engine owns the processors now (also on rejection)
         if (i == 0)     // and the image rows
-            gl_media_prompt_moved(&r->req->media);
+            gl_api_req_media_moved(r->req);
         if (st == GL_OK) {
-            r->eng_live += q->sp.n;
+            r->eng_live += gl_api_req_sp(q)->n;
         } else if (st == GL_E_AGAIN) {
             gl_metrics_reject(&S->metrics);
             (void)gl_api_fail(e, 503, NULL,
@@ -687,7 +686,7 @@ static void note_usage(struct sreq *r)
         return;
     gl_api_resp_usage(r->resp, &cn->prompt_tokens, &cn->completion_tokens);
     cn->cached_tokens = r->cached;
-    snprintf(cn->id, sizeof cn->id, "%s", r->req->id);
+    snprintf(cn->id, sizeof cn->id, "%s", gl_api_req_id(r->req));
 }
 
 static void http_release(struct sreq *r)
@@ -800,15 +799,16 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         gl_api_req_free(&S->api, req);
         return MHD_NO;
     }
-    if (req->grammar)
-        gl_metrics_observe(&S->metrics, GL_HIST_GRAMMAR, (double)req->grammar_us / 1e6);
+    if (gl_api_req_grammar(req))
+        gl_metrics_observe(&S->metrics, GL_HIST_GRAMMAR, (double)gl_api_req_grammar_us(req) / 1e6);
     // Lenient mode: say what the grammar did not enforce (api.h), never claim it silently.
     char unenforced[1024];
-    gl_api_unenforced_header(req->grammar, unenforced, sizeof unenforced);
+    gl_api_unenforced_header(gl_api_req_grammar(req), unenforced, sizeof unenforced);
     if (unenforced[0])
-        GL_LOGW("request %s: keywords not enforced (lenient_keywords): %s", req->id, unenforced);
-    char ignored[sizeof req->ignored]; // req is not ours to read after http_release
-    memcpy(ignored, req->ignored, sizeof ignored);
+        GL_LOGW("request %s: keywords not enforced (lenient_keywords): %s", gl_api_req_id(req),
+                unenforced);
+    char ignored[GL_API_IGNORED_CAP]; // req is not ours to read after http_release
+    snprintf(ignored, sizeof ignored, "%s", gl_api_req_ignored(req));
     struct sreq *r = sreq_new(S, req, &e);
     if (!r) {
         gl_api_req_free(&S->api, req);
@@ -821,7 +821,7 @@ static enum MHD_Result generate(struct server *S, struct MHD_Connection *c, enum
         http_release(r);
         return send_error(c, &e);
     }
-    if (req->stream) {
+    if (gl_api_req_stream(req)) {
         struct MHD_Response *res =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_reader, r, sse_free);
         if (!res) {

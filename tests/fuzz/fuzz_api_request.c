@@ -15,7 +15,7 @@
 // response.completed, response.incomplete or response.failed, and its object is a "response".
 // Vocabulary: $GLINT_VOCAB, else shared/ beside the repository (../shared/data/tokenizer/...
 // from the source dir, then from the working directory); absent: no-op.
-#include "api/api.h"
+#include "api/api_int.h" // white-box: the request's fields
 #include "chat/atem_parse.h"
 
 #include <pthread.h>

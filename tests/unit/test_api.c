@@ -5,7 +5,7 @@
 // reassemble into the whole reply, completions echo + logprobs (a choice that runs ahead of
 // choice 0's prompt logprobs waits for them), an engine error, request ids. The real vocabulary
 // ($GLINT_VOCAB or ../shared).
-#include "api/api.h"
+#include "api/api_int.h" // white-box: the request's fields
 #include "test.h"
 
 #include <string.h>
