@@ -10,41 +10,15 @@
 // gaps of a round's 4 streams, and for B also only the gaps that ended before the last image
 // reply (the time the encoder was busy). Usage: node bench/encoder_itl.mjs MODEL_DIR [ROUNDS]
 // (GLINT_BIN picks the binary; ITL_TOKENS the stream length, default 200).
-import zlib from "node:zlib";
-import { startServer, streamPost, http } from "../tests/server/lib.mjs";
+import { startServer, streamPost, http, png } from "../tests/server/lib.mjs";
 
 const dir = process.argv[2];
 const rounds = Number(process.argv[3] || 2);
 const nTok = Number(process.env.ITL_TOKENS || 200);
 const side = Number(process.env.ITL_IMAGE_SIDE || 1568);
 
-const CRC = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-});
-function crc32(buf) {
-    let c = 0xffffffff;
-    for (const b of buf) c = CRC[(c ^ b) & 0xff] ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-}
-function chunk(type, data) {
-    const len = Buffer.alloc(4), crc = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
-    crc.writeUInt32BE(crc32(td));
-    return Buffer.concat([len, td, crc]);
-}
-function png(w, h, seed) {
-    const ihdr = Buffer.alloc(13);
-    ihdr.writeUInt32BE(w, 0);
-    ihdr.writeUInt32BE(h, 4);
-    ihdr.set([8, 2, 0, 0, 0], 8);
-    const raw = Buffer.alloc(h * (1 + 3 * w));
-    for (let y = 0; y < h; y++)
-        for (let x = 0; x < w; x++) raw.set([(x + seed * 17) & 255, (y * 3) & 255, (x ^ y ^ seed) & 255], y * (1 + 3 * w) + 1 + 3 * x);
-    return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", zlib.deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
-}
+// A distinct picture per seed (the encoder cache must not serve it).
+const picture = (w, h, seed) => png(w, h, (x, y) => [(x + seed * 17) & 255, (y * 3) & 255, (x ^ y ^ seed) & 255]);
 
 let retries = 0;
 const pct = (a, q) => {
@@ -66,7 +40,7 @@ async function textStream(base, i) {
 }
 
 async function imageReq(base, k, round) {
-    const url = "data:image/png;base64," + png(side, side, k + 8 * round).toString("base64");
+    const url = "data:image/png;base64," + picture(side, side, k + 8 * round).toString("base64");
     const t0 = performance.now();
     let r;
     for (let attempt = 0; ; attempt++) {

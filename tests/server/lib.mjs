@@ -3,6 +3,7 @@
 // starting and stopping a server on a free loopback port, raw HTTP, SSE parsing, Prometheus
 // parsing, ajv, the framing-text detector and a seeded RNG. The npm modules (openai, ajv,
 // ajv-formats) are the ones pinned in tests/oracle/package.json.
+import zlib from "node:zlib";
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import fs from "node:fs";
@@ -547,4 +548,34 @@ export function connectResult(port, timeoutMs = 3000) {
             resolve("timeout");
         });
     });
+}
+
+// A minimal RGB PNG encoder (filter 0 rows, one IDAT) so the test needs no image package.
+const CRC = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+});
+function crc32(buf) {
+    let c = 0xffffffff;
+    for (const b of buf) c = CRC[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+}
+function chunk(type, data) {
+    const len = Buffer.alloc(4), crc = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    crc.writeUInt32BE(crc32(td));
+    return Buffer.concat([len, td, crc]);
+}
+// png(w, h, (x, y) => [r, g, b]): the bytes of a w x h 8-bit RGB PNG.
+export function png(w, h, pixel) {
+    const ihdr = Buffer.alloc(13);
+    ihdr.writeUInt32BE(w, 0);
+    ihdr.writeUInt32BE(h, 4);
+    ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+    const raw = Buffer.alloc(h * (1 + 3 * w));
+    for (let y = 0; y < h; y++)
+        for (let x = 0; x < w; x++) raw.set(pixel(x, y), y * (1 + 3 * w) + 1 + 3 * x);
+    return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", zlib.deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
 }
