@@ -252,10 +252,12 @@ static void enc_drop(struct gl_engine *e, struct enc_entry *x)
     gl_free(x);
 }
 
-// Evicts the least recently used unheld rows until those kept fit encoder_cache_bytes.
+// Evicts the least recently used unheld rows until all rows, those in use included, fit
+// encoder_cache_bytes, or none unheld is left (rows in use are never evicted: while they alone
+// are over the budget, nothing is kept).
 static void enc_evict(struct gl_engine *e)
 {
-    while (e->enc_kept > e->p.encoder_cache_bytes) {
+    while (e->enc_kept > 0 && e->enc_bytes > e->p.encoder_cache_bytes) {
         struct enc_entry *lru = NULL;
         for (struct enc_entry *x = e->enc_head; x; x = x->next)
             if (x->state == ENC_DONE && x->refs == 0 && (!lru || x->last_use < lru->last_use))
@@ -334,6 +336,7 @@ static void *enc_main(void *arg)
             x->rows = rows;
             x->state = ENC_DONE;
             e->enc_bytes += (int64_t)enc_bytes(e, x);
+            enc_evict(e); // new rows in use push kept ones out
         } else {
             gl_free(rows);
             x->state = ENC_FAILED;

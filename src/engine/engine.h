@@ -129,8 +129,10 @@ struct gl_engine_params {
     // - encoder_threads: the worker's own kernel pool (default n_threads). It is not pinned and
     //   runs at encoder_nice (default 10, CFS weight 110 vs 1024): the step threads take the
     //   cores when they have work, the encoder takes what they leave (text keeps decoding).
-    // - encoder_cache_bytes: rows kept after the last request using them ends, LRU (vLLM's
-    //   multimodal cache; default 0: freed at once). Rows in use are never evicted.
+    // - encoder_cache_bytes: the budget of encoded rows, those in use included, as vLLM's
+    //   encoder cache: rows stay after the last request using them ends while all fit, and the
+    //   least recently used unheld ones go first (default 0: freed at once). Rows in use are
+    //   never evicted, so requests in flight alone can be over it; then nothing is kept.
     int32_t max_num_encoder_input_tokens;
     int32_t encoder_threads;
     int32_t encoder_nice;
