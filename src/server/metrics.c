@@ -128,120 +128,130 @@ static void hist(struct gl_buf *o, const char *name, const char *help, const cha
                   model, h->sum, name, model, (long long)h->count);
 }
 
-char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl_engine_stats *st,
-                        struct gl_api_mask_stats *ms, size_t *len)
+// The engine's gauges and counters (vLLM's names) and the speculative-decoding ones.
+static void render_engine(struct gl_buf *o, const struct gl_metrics *m, const char *model,
+                          const struct gl_engine_stats *st)
 {
-    struct gl_buf o = {0};
     double usage =
         st->kv_pages_total > 0 ? (double)st->kv_pages_used / (double)st->kv_pages_total : 0.0;
-    series(&o, "vllm:num_requests_running", "gauge", "Sequences in the running batch.", model,
+    series(o, "vllm:num_requests_running", "gauge", "Sequences in the running batch.", model,
            st->n_running);
-    series(&o, "vllm:num_requests_waiting", "gauge", "Sequences waiting to be scheduled.", model,
+    series(o, "vllm:num_requests_waiting", "gauge", "Sequences waiting to be scheduled.", model,
            st->n_waiting);
-    series(&o, "vllm:kv_cache_usage_perc", "gauge",
+    series(o, "vllm:kv_cache_usage_perc", "gauge",
            "KV-cache usage, 0-1 (pages held by requests; prefix-cache-only pages count as free).",
            model, usage);
-    series(&o, "vllm:gpu_cache_usage_perc", "gauge",
+    series(o, "vllm:gpu_cache_usage_perc", "gauge",
            "KV-cache usage, 0-1 (vLLM's older name of vllm:kv_cache_usage_perc).", model, usage);
-    series(&o, "glint:kv_pages_held_by_requests", "gauge",
+    series(o, "glint:kv_pages_held_by_requests", "gauge",
            "KV pages held by queued or running requests.", model, (double)st->kv_pages_used);
-    series(&o, "glint:kv_pages_total", "gauge", "KV pages in the pool.", model,
+    series(o, "glint:kv_pages_total", "gauge", "KV pages in the pool.", model,
            (double)st->kv_pages_total);
-    series(&o, "vllm:prompt_tokens_total", "counter", "Prefill tokens processed.", model,
+    series(o, "vllm:prompt_tokens_total", "counter", "Prefill tokens processed.", model,
            (double)st->prompt_tokens);
-    series(&o, "vllm:generation_tokens_total", "counter", "Generated tokens.", model,
+    series(o, "vllm:generation_tokens_total", "counter", "Generated tokens.", model,
            (double)st->generated_tokens);
-    series(&o, "vllm:num_preemptions_total", "counter", "Preemptions (recompute).", model,
+    series(o, "vllm:num_preemptions_total", "counter", "Preemptions (recompute).", model,
            st->n_preempted_total);
-    series(&o, "vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up.", model,
+    series(o, "vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up.", model,
            (double)st->prefix_query_tokens);
-    series(&o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.",
-           model, (double)st->prefix_hit_tokens);
+    series(o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.", model,
+           (double)st->prefix_hit_tokens);
     // vLLM's spec_decode counters, only with speculation configured (as vLLM); per position:
     // draft tokens accepted at position 0 .. k - 1 of their drafts.
     if (m->spec_k > 0) {
-        series(&o, "vllm:spec_decode_num_drafts_total", "counter", "Drafts verified.", model,
+        series(o, "vllm:spec_decode_num_drafts_total", "counter", "Drafts verified.", model,
                (double)st->spec_drafts);
-        series(&o, "vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.",
+        series(o, "vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.",
                model, (double)st->spec_draft_tokens);
-        series(&o, "vllm:spec_decode_num_accepted_tokens_total", "counter",
-               "Draft tokens accepted.", model, (double)st->spec_accepted_tokens);
+        series(o, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+               model, (double)st->spec_accepted_tokens);
         gl_buf_printf(
-            &o, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Draft tokens accepted, "
-                "by position in the draft.\n"
-                "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
+            o, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Draft tokens accepted, "
+               "by position in the draft.\n"
+               "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
         for (int i = 0; i < m->spec_k && i < GL_SPEC_MAX_K; i++)
-            gl_buf_printf(&o,
+            gl_buf_printf(o,
                           "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"%s\","
                           "position=\"%d\"} %lld\n",
                           model, i, (long long)st->spec_accepted_per_pos[i]);
     }
+}
+
+// The encoder and grammar caches, the connection guards, and vLLM's cache_config_info.
+static void render_caches(struct gl_buf *o, struct gl_metrics *m, const char *model,
+                          const struct gl_engine_stats *st)
+{
     if (m->encoder) {
-        series(&o, "glint:mm_cache_queries_total", "counter",
+        series(o, "glint:mm_cache_queries_total", "counter",
                "Images and video frame pairs looked up in the encoder cache.", model,
                (double)st->enc_queries);
-        series(&o, "glint:mm_cache_hits_total", "counter",
+        series(o, "glint:mm_cache_hits_total", "counter",
                "Encoder cache lookups that skipped the vision encoder (the same content in "
                "flight or kept).",
                model, (double)st->enc_hits);
-        series(&o, "glint:mm_cache_bytes", "gauge", "Soft-token rows held by the encoder cache.",
+        series(o, "glint:mm_cache_bytes", "gauge", "Soft-token rows held by the encoder cache.",
                model, (double)st->enc_bytes);
-        series(&o, "glint:encoder_runs_total", "counter",
+        series(o, "glint:encoder_runs_total", "counter",
                "Images and video frame pairs the vision encoder has encoded.", model,
                (double)st->enc_runs);
-        series(&o, "glint:encoder_pending", "gauge",
+        series(o, "glint:encoder_pending", "gauge",
                "Images and video frame pairs queued for or in the vision encoder.", model,
                (double)st->enc_pending);
     }
     if (m->gcache) {
         struct gl_grammar_cache_stats gc;
         gl_grammar_cache_stats(m->gcache, m->grammar_lock, &gc);
-        series(&o, "glint:grammar_cache_bytes", "gauge",
+        series(o, "glint:grammar_cache_bytes", "gauge",
                "Bytes the compiled-grammar cache holds, masks and DFA states included "
                "(--grammar-cache-bytes bounds it).",
                model, (double)gc.bytes);
-        series(&o, "glint:grammar_cache_entries", "gauge", "Grammars in the cache.", model,
+        series(o, "glint:grammar_cache_entries", "gauge", "Grammars in the cache.", model,
                (double)gc.entries);
-        series(&o, "glint:grammar_cache_evictions_total", "counter",
+        series(o, "glint:grammar_cache_evictions_total", "counter",
                "Grammars dropped to keep the cache within --grammar-cache-bytes.", model,
                (double)gc.evictions);
     }
-    series(&o, "glint:rate_limited_requests_total", "counter",
+    series(o, "glint:rate_limited_requests_total", "counter",
            "Requests answered 429 by the per-address rate limit (--limit-request-rate-per-ip).",
            model, (double)atomic_load(&m->rate_limited));
-    series(&o, "glint:tls_handshake_failures_total", "counter",
+    series(o, "glint:tls_handshake_failures_total", "counter",
            "TLS handshakes (or records) refused: plain HTTP or garbage on the HTTPS port, bad "
            "versions or ciphers, clients that left mid-handshake.",
            model, (double)atomic_load(&m->tls_failures));
-    series(&o, "glint:server_log_lines_dropped_total", "counter",
+    series(o, "glint:server_log_lines_dropped_total", "counter",
            "libmicrohttpd error lines not written by the log rate limit (one line per 10 s).",
            model, (double)atomic_load(&m->mhd_log_dropped));
     if (m->block_size > 0) // vLLM's info-style gauge: value 1, the configuration in labels
-        gl_buf_printf(&o,
+        gl_buf_printf(o,
                       "# HELP vllm:cache_config_info Information of the KV cache configuration.\n"
                       "# TYPE vllm:cache_config_info gauge\n"
                       "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"%s\","
                       "enable_prefix_caching=\"%s\",num_gpu_blocks=\"%lld\",model_name=\"%s\"} 1\n",
                       (int)m->block_size, m->cache_dtype ? m->cache_dtype : "auto",
                       m->prefix_caching ? "True" : "False", (long long)st->kv_pages_total, model);
-    pthread_mutex_lock(&m->mu);
-    gl_buf_printf(&o, "# HELP vllm:request_success_total Finished requests by finish reason.\n"
-                      "# TYPE vllm:request_success_total counter\n");
+}
+
+// What finished requests recorded (caller holds m->mu): successes by reason, rejections, the
+// latency and size histograms.
+static void render_requests(struct gl_buf *o, const struct gl_metrics *m, const char *model)
+{
+    gl_buf_printf(o, "# HELP vllm:request_success_total Finished requests by finish reason.\n"
+                     "# TYPE vllm:request_success_total counter\n");
     for (int i = 0; i < GL_REASON_N; i++)
-        gl_buf_printf(&o,
+        gl_buf_printf(o,
                       "vllm:request_success_total{finished_reason=\"%s\",model_name=\"%s\"} %lld\n",
                       k_reasons[i], model, (long long)m->success[i]);
-    series(&o, "vllm:admission_rejections_total", "counter",
+    series(o, "vllm:admission_rejections_total", "counter",
            "Requests refused (503) because the waiting queue was full.", model,
            (double)m->rejected);
-    hist(&o, "vllm:time_to_first_token_seconds", "Time to first token.", model,
-         &m->h[GL_HIST_TTFT]);
-    hist(&o, "vllm:inter_token_latency_seconds", "Time between streamed token batches.", model,
+    hist(o, "vllm:time_to_first_token_seconds", "Time to first token.", model, &m->h[GL_HIST_TTFT]);
+    hist(o, "vllm:inter_token_latency_seconds", "Time between streamed token batches.", model,
          &m->h[GL_HIST_ITL]);
-    hist(&o, "vllm:time_per_output_token_seconds",
+    hist(o, "vllm:time_per_output_token_seconds",
          "Time between streamed token batches (vLLM's older name of the above).", model,
          &m->h[GL_HIST_ITL]);
-    hist(&o, "vllm:e2e_request_latency_seconds", "Arrival to last token.", model,
+    hist(o, "vllm:e2e_request_latency_seconds", "Arrival to last token.", model,
          &m->h[GL_HIST_E2E]);
     static const struct {
         int id;
@@ -267,10 +277,14 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
          "Histogram of the max_tokens request parameter."},
     };
     for (size_t i = 0; i < sizeof k_vllm / sizeof *k_vllm; i++)
-        hist(&o, k_vllm[i].name, k_vllm[i].help, model, &m->h[k_vllm[i].id]);
-    hist(&o, "glint:grammar_compile_seconds", "Grammar compile or cache lookup per request.", model,
+        hist(o, k_vllm[i].name, k_vllm[i].help, model, &m->h[k_vllm[i].id]);
+    hist(o, "glint:grammar_compile_seconds", "Grammar compile or cache lookup per request.", model,
          &m->h[GL_HIST_GRAMMAR]);
-    pthread_mutex_unlock(&m->mu);
+}
+
+// The grammar mask-time histogram (written by the engine thread without the lock).
+static void render_mask(struct gl_buf *o, const char *model, struct gl_api_mask_stats *ms)
+{
     double bounds[GL_API_MASK_BUCKETS];
     struct gl_hist mh = {.bounds = bounds, .n = GL_API_MASK_BUCKETS};
     for (int i = 0; i < GL_API_MASK_BUCKETS; i++)
@@ -279,8 +293,20 @@ char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl
         mh.counts[i] = atomic_load(&ms->buckets[i]);
     mh.count = atomic_load(&ms->count);
     mh.sum = (double)atomic_load(&ms->us_total) / 1e6;
-    hist(&o, "glint:grammar_mask_seconds",
+    hist(o, "glint:grammar_mask_seconds",
          "Grammar token mask time per mask (and per jump-forward walk), engine thread.", model,
          &mh);
+}
+
+char *gl_metrics_render(struct gl_metrics *m, const char *model, const struct gl_engine_stats *st,
+                        struct gl_api_mask_stats *ms, size_t *len)
+{
+    struct gl_buf o = {0};
+    render_engine(&o, m, model, st);
+    render_caches(&o, m, model, st);
+    pthread_mutex_lock(&m->mu);
+    render_requests(&o, m, model);
+    pthread_mutex_unlock(&m->mu);
+    render_mask(&o, model, ms);
     return gl_buf_take(&o, len); // NULL when out of memory
 }
