@@ -45,7 +45,6 @@ struct mm_job {
     int64_t n_chunks, tile_tok, n_items;
     const int32_t *groups; // NULL: every row; else rows of these 16-row groups (gl_matmul_groups)
     int64_t n_groups;
-    _Atomic int64_t next_item;
 };
 
 // Rows [r0, r1) x tokens [t0, t1) of a row-layout job.
@@ -96,27 +95,49 @@ static void mm_item(const struct mm_job *j, int64_t item)
     }
 }
 
-static void mm_worker(void *ctx, int ith, int nth)
+// Items 0 .. n-1 of a job handed out one at a time to the pool's threads (fn(job, item) each),
+// so a thread that finishes early takes the next tile. Shared by every matmul job type.
+struct items {
+    void (*fn)(const void *job, int64_t item);
+    const void *job;
+    int64_t n;
+    _Atomic int64_t next;
+};
+
+static void items_worker(void *ctx, int ith, int nth)
 {
-    struct mm_job *j = ctx;
+    struct items *it = ctx;
     (void)ith;
     (void)nth;
     for (;;) {
-        int64_t item = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
-        if (item >= j->n_items)
+        int64_t item = atomic_fetch_add_explicit(&it->next, 1, memory_order_relaxed);
+        if (item >= it->n)
             return;
-        j->item(j, item);
+        it->fn(it->job, item);
     }
 }
 
-static void mm_run(struct gl_pool *pool, struct mm_job *j)
+static void run_items(struct gl_pool *pool, void (*fn)(const void *job, int64_t item),
+                      const void *job, int64_t n)
 {
-    atomic_init(&j->next_item, 0);
+    struct items it = {.fn = fn, .job = job, .n = n};
+    atomic_init(&it.next, 0);
     // A single item is not worth waking a worker for.
-    if (j->n_items == 1)
-        mm_worker(j, 0, 1);
+    if (n == 1)
+        items_worker(&it, 0, 1);
     else
-        gl_pool_run(pool, mm_worker, j);
+        gl_pool_run(pool, items_worker, &it);
+}
+
+static void mm_item_call(const void *job, int64_t item)
+{
+    const struct mm_job *j = job;
+    j->item(j, item);
+}
+
+static void mm_run(struct gl_pool *pool, const struct mm_job *j)
+{
+    run_items(pool, mm_item_call, j, j->n_items);
 }
 
 // The row-layout job: tiles sized for L2 (see MM_TILE_BYTES).
@@ -295,7 +316,6 @@ struct bf16_job {
     const uint16_t *W, *act;
     int64_t n_rows, n_in, n_tok, out_stride, n_chunks, n_items;
     float *out;
-    _Atomic int64_t next_item;
 };
 
 // out[t][r] = tile[r - r0][t - t0]: 4x4 blocks transposed in SSE registers, so a token's row
@@ -353,17 +373,9 @@ static void bf16_item(const struct bf16_job *j, int64_t item)
     bf16_tile_out(j, tile, r0, r1, t0, t1);
 }
 
-static void bf16_worker(void *ctx, int ith, int nth)
+static void bf16_item_call(const void *job, int64_t item)
 {
-    struct bf16_job *j = ctx;
-    (void)ith;
-    (void)nth;
-    for (;;) {
-        int64_t item = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
-        if (item >= j->n_items)
-            return;
-        bf16_item(j, item);
-    }
+    bf16_item(job, item);
 }
 
 void gl_matmul_bf16(struct gl_pool *pool, const struct gl_kernels *k, const void *W, int64_t n_rows,
@@ -386,11 +398,7 @@ void gl_matmul_bf16(struct gl_pool *pool, const struct gl_kernels *k, const void
         .n_chunks = (n_rows + BF16_CHUNK_COLS - 1) / BF16_CHUNK_COLS,
     };
     j.n_items = j.n_chunks * ((n_tok + BF16_TILE_TOK - 1) / BF16_TILE_TOK);
-    atomic_init(&j.next_item, 0);
-    if (j.n_items == 1)
-        bf16_worker(&j, 0, 1);
-    else
-        gl_pool_run(pool, bf16_worker, &j);
+    run_items(pool, bf16_item_call, &j, j.n_items);
 }
 
 size_t gl_bf16_packed_bytes(int64_t n_tok, int64_t n_in)
