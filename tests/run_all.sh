@@ -37,17 +37,14 @@ run_suite clang-format clang-format --dry-run --Werror $(git ls-files '*.c' '*.h
 run_suite layers python3 tests/structure/check_layers.py --self-test
 run_suite file-calls python3 tests/structure/check_calls.py --self-test
 run_suite machine-paths bash tests/structure/check_paths.sh
-for t in build/test_*; do
-    [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
-done
-for f in build/fuzz_*; do
-    [ -x "$f" ] || continue
-    n=$(basename "$f"); corpus="tests/fuzz/corpus/${n#fuzz_}"
-    run_suite "$n-replay" "$f" "$corpus"
-done
 # The same unit tests and corpus replays under AddressSanitizer + UndefinedBehaviorSanitizer
-# (LeakSanitizer included): any report fails the suite.
-if [ "${GLINT_SKIP_ASAN:-0}" != 1 ]; then
+# (LeakSanitizer included): any report fails the suite. They run as a second lane beside the
+# rest (the Debug build and the sanitised tests are mostly one thread each, and the oracle and
+# server checks spend much of their time waiting on node, python and server start-up). Nothing in the lane shares
+# a path or a port with the other: every unit test and fuzz replay makes its own temporary
+# files (mkdtemp / pid) and binds no socket. The lane prints its lines at the end, in order.
+asan_lane() {
+    passed=0; failed=0; failed_names=""
     if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGLINT_SANITIZE=ON -DGLINT_WERROR=ON >/dev/null \
         && cmake --build build-asan -j2 >"$LOG_DIR/asan-build.log" 2>&1; then
         export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -58,19 +55,43 @@ if [ "${GLINT_SKIP_ASAN:-0}" != 1 ]; then
             [ -x "$f" ] || continue
             n=$(basename "$f"); run_suite "asan-$n-replay" "$f" "tests/fuzz/corpus/${n#fuzz_}"
         done
-        unset ASAN_OPTIONS UBSAN_OPTIONS
     else
         failed=$((failed + 1)); failed_names="$failed_names asan-build"
         echo "FAIL asan-build"; tail -n 25 "$LOG_DIR/asan-build.log" | sed 's/^/    /'
     fi
+    echo "$passed $failed$failed_names" >"$LOG_DIR/asan-lane.counts"
+}
+asan_pid=""
+if [ "${GLINT_SKIP_ASAN:-0}" != 1 ]; then
+    rm -f "$LOG_DIR/asan-lane.counts"
+    asan_lane >"$LOG_DIR/asan-lane.out" 2>&1 &
+    asan_pid=$!
 fi
 
+for t in build/test_*; do
+    [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
+done
+for f in build/fuzz_*; do
+    [ -x "$f" ] || continue
+    n=$(basename "$f"); corpus="tests/fuzz/corpus/${n#fuzz_}"
+    run_suite "$n-replay" "$f" "$corpus"
+done
 # Third-party oracles first, then the end-to-end runners of the server, the attacks and the
 # deployment (each folder holds its own check_*.sh next to the clients it drives).
 for s in tests/oracle/check_*.sh tests/server/check_*.sh tests/hostile/check_*.sh \
          tests/deploy/check_*.sh; do
     [ -f "$s" ] && run_suite "$(basename "$s" .sh)" bash "$s"
 done
+
+if [ -n "$asan_pid" ]; then
+    wait "$asan_pid"
+    cat "$LOG_DIR/asan-lane.out"
+    if read -r ap af an <"$LOG_DIR/asan-lane.counts"; then
+        passed=$((passed + ap)); failed=$((failed + af)); failed_names="$failed_names${an:+ $an}"
+    else
+        failed=$((failed + 1)); failed_names="$failed_names asan-lane"; echo "FAIL asan-lane (no counts)"
+    fi
+fi
 
 echo "failed suites:${failed_names:- none}"
 echo "$passed passed, $failed failed"
