@@ -80,7 +80,9 @@ int gl_cmd_make_model(int argc, char **argv)
     struct gl_make_model_params p = gl_make_model_default_params();
     const char *out = NULL, *preset = NULL;
     struct gl_opt t[] = {
-        GL_OPT_S("--preset", NULL, preset, "tiny|30b-shape", "the model's shape"),
+        GL_OPT_S("--preset", NULL, preset, "P",
+                 "tiny|30b-shape (targets) or dflash-tiny|dflash-30b-shape (DFlash drafters for "
+                 "them, llama.cpp's dflash GGUF)"),
         GL_OPT_S("--out", NULL, out, "FILE|DIR", "the GGUF file, or the HF folder"),
         GL_OPT_F("--format", NULL, opt_format, &p, "F", "gguf or safetensors",
                  "gguf (default: one file) or safetensors (an HF folder: config.json, "
@@ -92,7 +94,7 @@ int gl_cmd_make_model(int argc, char **argv)
         GL_OPT_F("--seed", NULL, opt_seed, &p.seed, "N", "an unsigned integer",
                  "random seed (default 1)"),
         GL_OPT_I("--layers", NULL, p.n_layers, 1, INT_MAX, "N",
-                 "block count (default: tiny 4, 30b-shape 52)"),
+                 "block count (default: tiny 4, 30b-shape 52, dflash 5)"),
         GL_OPT_S("--type", NULL, p.type, "T",
                  "F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M (default: tiny F32, "
                  "30b-shape Q4_K_M; norms are always F32)"),
@@ -101,7 +103,7 @@ int gl_cmd_make_model(int argc, char **argv)
         GL_OPT_B("--vocab-only", NULL, p.vocab_only, 1,
                  "metadata only, no tensors (llama.cpp loads it with vocabOnly)"),
         GL_OPT_I("--window", NULL, p.window, 1, INT_MAX, "N",
-                 "attention.sliding_window (default: tiny 8, 30b-shape 2048)"),
+                 "attention.sliding_window (default: tiny 8, 30b-shape 2048; dflash the same)"),
         GL_OPT_F("--pattern", NULL, opt_pattern, &p, "bool|period", "bool or period",
                  "sliding_window_pattern as a per-layer bool array (default) or as the scalar "
                  "period 4"),
@@ -119,7 +121,9 @@ int gl_cmd_make_model(int argc, char **argv)
     };
     t[0].required = t[1].required = 1;
     struct gl_cli_spec s = {.cmd = "glint make-model",
-                            .synopsis = "--preset tiny|30b-shape --out FILE|DIR [options]",
+                            .synopsis =
+                                "--preset tiny|30b-shape|dflash-tiny|dflash-30b-shape --out "
+                                "FILE|DIR [options]",
                             .about = "Writes a random-weight Muse Glimmer model.",
                             .opts = t,
                             .n_opts = GL_NOPTS(t)};
@@ -128,8 +132,15 @@ int gl_cmd_make_model(int argc, char **argv)
         p.preset = GL_MAKE_MODEL_TINY;
     } else if (!strcmp(preset, "30b-shape")) {
         p.preset = GL_MAKE_MODEL_30B_SHAPE;
+    } else if (!strcmp(preset, "dflash-tiny")) {
+        p.preset = GL_MAKE_MODEL_DFLASH_TINY;
+    } else if (!strcmp(preset, "dflash-30b-shape")) {
+        p.preset = GL_MAKE_MODEL_DFLASH_30B_SHAPE;
     } else {
-        fprintf(stderr, "glint make-model: unknown preset '%s' (tiny|30b-shape)\n", preset);
+        fprintf(stderr,
+                "glint make-model: unknown preset '%s' (tiny|30b-shape|dflash-tiny|"
+                "dflash-30b-shape)\n",
+                preset);
         return 2;
     }
     struct gl_err err = {0};

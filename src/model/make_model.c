@@ -150,8 +150,32 @@ static gl_status resolve(const struct gl_make_model_params *p, struct gl_make_mo
         hp->n_embd = 6656, hp->n_head = 32, hp->n_head_kv = 2, hp->head_dim = 128;
         hp->n_ff = 19968, hp->n_layers = 52, hp->window = 2048, hp->n_ctx = 131072;
         type = type ? type : p->format == GL_MAKE_MODEL_SAFETENSORS ? "BF16" : "Q4_K_M";
+    } else if (p->preset == GL_MAKE_MODEL_DFLASH_TINY) {
+        // Tiny target: 4 layers. Its outputs 0, 1, 2 feed the drafter (the real drafter skips
+        // the last layers too: 1..49 of 52, spaced by 12).
+        hp->n_embd = 256, hp->n_head = 8, hp->n_head_kv = 2, hp->head_dim = 32, hp->n_ff = 512;
+        hp->n_layers = 5, hp->window = 8, hp->n_ctx = 4096;
+        hp->n_target = 3;
+        for (int i = 0; i < 3; i++)
+            hp->target_layer_ids[i] = i;
+        type = type ? type : "F32";
+    } else if (p->preset == GL_MAKE_MODEL_DFLASH_30B_SHAPE) {
+        hp->n_embd = 6656, hp->n_head = 32, hp->n_head_kv = 8, hp->head_dim = 128;
+        hp->n_ff = 19968, hp->n_layers = 5, hp->window = 2048, hp->n_ctx = 131072;
+        hp->n_target = 5;
+        for (int i = 0; i < 5; i++)
+            hp->target_layer_ids[i] = 1 + 12 * i; // arch doc §7: 1, 13, 25, 37, 49
+        type = type ? type : "Q4_K_M";
     } else {
         return gl_err_set(err, GL_E_INVAL, "make-model: unknown preset %d", (int)p->preset);
+    }
+    if (hp->n_target > 0) {
+        hp->dflash = 1;
+        hp->block_size = GL_MAKE_MODEL_DFLASH_BLOCK;
+        hp->mask_token_id = GL_MAKE_MODEL_DFLASH_MASK;
+        if (p->format == GL_MAKE_MODEL_SAFETENSORS)
+            return gl_err_set(err, GL_E_UNSUPPORTED,
+                              "make-model: the dflash presets write GGUF only (no --format hf)");
     }
     if (p->n_layers < 0 || p->n_layers > MM_MAX_LAYERS)
         return gl_err_set(err, GL_E_INVAL, "make-model: --layers %d outside 1..%d", p->n_layers,
@@ -251,7 +275,9 @@ static void plan_add_named(struct mm_plan *pl, const char *name, int64_t layer, 
     t->scale = scale;
     t->stream = fnv1a(t->name);
     t->bank = -1;
-    if (pl->p.preset == GL_MAKE_MODEL_30B_SHAPE && kind == MM_WEIGHT && ne0 % MM_BANK_UNIT == 0) {
+    if ((pl->p.preset == GL_MAKE_MODEL_30B_SHAPE ||
+         pl->p.preset == GL_MAKE_MODEL_DFLASH_30B_SHAPE) &&
+        kind == MM_WEIGHT && ne0 % MM_BANK_UNIT == 0) {
         while (t->bank < 0) {
             for (int b = 0; b < pl->n_banks; b++)
                 if (pl->banks[b].type == t->type && pl->banks[b].scale == scale)
@@ -395,6 +421,7 @@ static gl_status plan_init(struct mm_plan *pl, const struct gl_make_model_params
         return st;
     const struct gl_make_model_hparams *hp = &pl->hp;
     pl->t = gl_calloc((size_t)(3 + 14 * hp->n_layers + vision_n_tensors(p)), sizeof *pl->t);
+    // (a drafter has 3 + 11 per block: fewer)
     pl->normal = gl_malloc(MM_NORMAL_N * sizeof *pl->normal);
     if (!pl->t || !pl->normal) {
         plan_free(pl);
@@ -409,7 +436,7 @@ static gl_status plan_init(struct mm_plan *pl, const struct gl_make_model_params
 
     const int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
     const int64_t QD = hp->n_head * hp->head_dim, KD = hp->n_head_kv * hp->head_dim;
-    const int tiny = p->preset == GL_MAKE_MODEL_TINY;
+    const int tiny = p->preset == GL_MAKE_MODEL_TINY || p->preset == GL_MAKE_MODEL_DFLASH_TINY;
     // Tiny: projections N(0, 1/fan_in) so every pre-activation has unit variance; embeddings are
     // RMS-normalised at run time so their scale is free. 30b-shape: N(0, 0.02) like the perf
     // anchor (its logits are near-uniform, which does not matter for speed).
@@ -418,10 +445,32 @@ static gl_status plan_init(struct mm_plan *pl, const struct gl_make_model_params
         tiny ? (float)(MM_TINY_LOGIT_STD / (sqrt((double)E) * (double)MM_LOGIT_SCALE)) : 0.02f;
     const float noise = tiny ? 0.05f : 0.02f;
 #define FAN(n) (tiny ? (float)(1.0 / sqrt((double)(n))) : 0.02f)
-    plan_add(pl, -1, "token_embd", E, V, MM_WEIGHT, std_embd);
-    plan_add(pl, -1, "output_norm", E, 0, MM_NORM, noise);
-    plan_add(pl, -1, "output", E, V, MM_WEIGHT, std_out);
-    for (int64_t l = 0; l < hp->n_layers; l++) {
+    if (hp->dflash) {
+        // llama.cpp's dflash tensors (llama-model dflash load_arch_tensors): plain w * RMS norms,
+        // learned q/k norms, no gate, no sandwich norms, no embedding or head of its own.
+        const int64_t TE = hp->n_target * E;
+        plan_add(pl, -1, "fc", TE, E, MM_WEIGHT, FAN(TE));
+        plan_add_named(pl, "enc.output_norm.weight", -1, "enc.output_norm", E, 0, MM_NORM, noise);
+        plan_add(pl, -1, "output_norm", E, 0, MM_NORM, noise);
+        for (int64_t l = 0; l < hp->n_layers; l++) {
+            plan_add(pl, l, "attn_norm", E, 0, MM_NORM, noise);
+            plan_add(pl, l, "attn_q", E, QD, MM_WEIGHT, FAN(E));
+            plan_add(pl, l, "attn_k", E, KD, MM_WEIGHT, FAN(E));
+            plan_add(pl, l, "attn_v", E, KD, MM_WEIGHT, FAN(E));
+            plan_add(pl, l, "attn_output", QD, E, MM_WEIGHT, FAN(QD));
+            plan_add(pl, l, "attn_q_norm", hp->head_dim, 0, MM_NORM, noise);
+            plan_add(pl, l, "attn_k_norm", hp->head_dim, 0, MM_NORM, noise);
+            plan_add(pl, l, "ffn_norm", E, 0, MM_NORM, noise);
+            plan_add(pl, l, "ffn_gate", E, F, MM_WEIGHT, FAN(E));
+            plan_add(pl, l, "ffn_up", E, F, MM_WEIGHT, FAN(E));
+            plan_add(pl, l, "ffn_down", F, E, MM_WEIGHT, FAN(F));
+        }
+    } else {
+        plan_add(pl, -1, "token_embd", E, V, MM_WEIGHT, std_embd);
+        plan_add(pl, -1, "output_norm", E, 0, MM_NORM, noise);
+        plan_add(pl, -1, "output", E, V, MM_WEIGHT, std_out);
+    }
+    for (int64_t l = 0; !hp->dflash && l < hp->n_layers; l++) {
         plan_add(pl, l, "attn_norm", E, 0, MM_NORM, noise);
         plan_add(pl, l, "attn_q", E, QD, MM_WEIGHT, FAN(E));
         plan_add(pl, l, "attn_k", E, KD, MM_WEIGHT, FAN(E));
@@ -740,9 +789,13 @@ static gl_status fill_rows(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, 
 
 // ---- metadata ----
 
+// The architecture prefix of the keys being written: "muse-glimmer", or "dflash" for a drafter.
+// Set once by add_model_keys before any key (make-model runs one write at a time per thread).
+static _Thread_local const char *g_arch = ARCH;
+
 static const char *arch_key(char *buf, size_t cap, const char *suffix)
 {
-    snprintf(buf, cap, ARCH ".%s", suffix);
+    snprintf(buf, cap, "%s.%s", g_arch, suffix);
     return buf;
 }
 
@@ -755,6 +808,59 @@ static void kv_arch_f32(struct gl_gguf_keys *kv, const char *suffix, float v)
 {
     char key[96];
     gl_gguf_keys_f32(kv, arch_key(key, sizeof key, suffix), v);
+}
+
+// llama.cpp's converter for MuseGlimmerAssistantModel (conversion/muse_glimmer.py, base
+// TextModel.set_gguf_parameters; docs/dflash.md): the base text keys, block_size, target_layers
+// as INT32 ids + 1 (llama.cpp extracts the *input* of layer id + 1), and the sliding window with
+// an all-true bool pattern (every drafter layer is sliding_attention). No logit_scale / softcap.
+static gl_status add_dflash_keys(struct gl_gguf_writer *w, const struct mm_plan *pl,
+                                 struct gl_err *err)
+{
+    const struct gl_make_model_hparams *hp = &pl->hp;
+    struct gl_gguf_keys kv = {w, GL_OK};
+    char name[160], key[96];
+    g_arch = "dflash";
+    snprintf(name, sizeof name,
+             "Muse-Glimmer assistant %s (random DFlash drafter, glint make-model seed %llu)",
+             pl->p.preset == GL_MAKE_MODEL_DFLASH_TINY ? "tiny" : "30b-shape",
+             (unsigned long long)pl->p.seed);
+    gl_gguf_keys_str(&kv, "general.architecture", "dflash");
+    gl_gguf_keys_str(&kv, "general.name", name);
+    gl_gguf_keys_u32(&kv, "general.file_type", hp->file_type);
+    gl_gguf_keys_u32(&kv, "general.quantization_version", 2);
+    gl_gguf_keys_u32(&kv, "general.alignment", 32);
+    kv_arch_u32(&kv, "block_count", (uint32_t)hp->n_layers);
+    kv_arch_u32(&kv, "context_length", (uint32_t)hp->n_ctx);
+    kv_arch_u32(&kv, "embedding_length", (uint32_t)hp->n_embd);
+    kv_arch_u32(&kv, "feed_forward_length", (uint32_t)hp->n_ff);
+    kv_arch_u32(&kv, "attention.head_count", (uint32_t)hp->n_head);
+    kv_arch_u32(&kv, "attention.head_count_kv", (uint32_t)hp->n_head_kv);
+    kv_arch_f32(&kv, "rope.freq_base", MM_ROPE_BASE);
+    kv_arch_f32(&kv, "attention.layer_norm_rms_epsilon", MM_RMS_EPS);
+    kv_arch_u32(&kv, "attention.key_length", (uint32_t)hp->head_dim);
+    kv_arch_u32(&kv, "attention.value_length", (uint32_t)hp->head_dim);
+    kv_arch_u32(&kv, "block_size", (uint32_t)hp->block_size);
+    if (kv.st == GL_OK) {
+        int32_t ids[GL_MAKE_MODEL_MAX_TARGETS];
+        for (int i = 0; i < hp->n_target; i++)
+            ids[i] = hp->target_layer_ids[i] + 1;
+        kv.st = gl_gguf_writer_add_arr(w, arch_key(key, sizeof key, "target_layers"), GL_GGUF_I32,
+                                       ids, (uint64_t)hp->n_target);
+    }
+    kv_arch_u32(&kv, "attention.sliding_window", (uint32_t)hp->window);
+    if (kv.st == GL_OK) {
+        uint8_t pat[MM_MAX_LAYERS];
+        memset(pat, 1, sizeof pat);
+        kv.st =
+            gl_gguf_writer_add_arr(w, arch_key(key, sizeof key, "attention.sliding_window_pattern"),
+                                   GL_GGUF_BOOL, pat, (uint64_t)hp->n_layers);
+    }
+    g_arch = ARCH;
+    if (kv.st != GL_OK)
+        return gl_err_set(err, kv.st, "make-model: adding drafter metadata failed (%s)",
+                          gl_status_name(kv.st));
+    return GL_OK;
 }
 
 static gl_status add_model_keys(struct gl_gguf_writer *w, const struct mm_plan *pl,
@@ -1384,9 +1490,13 @@ gl_status gl_make_model_write(const struct gl_make_model_params *p, const char *
         plan_free(&pl);
         return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for the gguf writer");
     }
-    st = add_model_keys(w, &pl, err);
+    st = pl.hp.dflash ? add_dflash_keys(w, &pl, err) : add_model_keys(w, &pl, err);
     if (st == GL_OK)
         st = add_tokenizer(w, p, err);
+    if (st == GL_OK && pl.hp.dflash &&
+        gl_gguf_writer_add_u32(w, "tokenizer.ggml.mask_token_id", (uint32_t)pl.hp.mask_token_id) !=
+            GL_OK)
+        st = gl_err_set(err, GL_E_NOMEM, "make-model: adding tokenizer.ggml.mask_token_id failed");
     for (int64_t i = 0; st == GL_OK && !p->vocab_only && i < pl.n_t; i++) {
         const struct mm_tensor *t = &pl.t[i];
         int64_t ti = gl_gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, t->type);

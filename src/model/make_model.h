@@ -23,7 +23,19 @@ enum gl_make_model_format {
 enum gl_make_model_preset {
     GL_MAKE_MODEL_TINY,      // E=256, H=32, Hkv=2, D=16, F=512, 4 layers, window 8, ctx 4096
     GL_MAKE_MODEL_30B_SHAPE, // the release dims: E=6656, H=32, Hkv=2, D=128, F=19968, 52 layers
+    // DFlash drafters (arch doc §7) in llama.cpp's `dflash` GGUF layout (docs/dflash.md): no
+    // token_embd / output (the target's are used), fc [T*E, E], enc.output_norm, output_norm and
+    // per block attn_norm, attn_q/k/v/output, attn_q_norm/attn_k_norm [D], ffn_norm, ffn_gate/up/
+    // down. E matches the target preset of the same size.
+    GL_MAKE_MODEL_DFLASH_TINY,      // E=256, H=8, Hkv=2, D=32, F=512, 5 layers, window 8, targets
+                                    // {0, 1, 2} of the 4-layer tiny target (stored 1, 2, 3)
+    GL_MAKE_MODEL_DFLASH_30B_SHAPE, // E=6656, H=32, Hkv=8, D=128, F=19968, 5 layers, window 2048,
+                                    // targets {1, 13, 25, 37, 49} (stored 2, 14, 26, 38, 50)
 };
+
+#define GL_MAKE_MODEL_DFLASH_BLOCK 16     // dflash.block_size
+#define GL_MAKE_MODEL_DFLASH_MASK  201818 // tokenizer.ggml.mask_token_id
+#define GL_MAKE_MODEL_MAX_TARGETS  8
 
 // How the final-logit soft-cap key is written.
 enum gl_make_model_softcap {
@@ -34,7 +46,7 @@ enum gl_make_model_softcap {
 struct gl_make_model_params {
     enum gl_make_model_preset preset;
     uint64_t seed;
-    int32_t n_layers;   // 0: preset default (tiny 4, 30b-shape 52)
+    int32_t n_layers;   // 0: preset default (tiny 4, 30b-shape 52, dflash 5)
     int32_t window;     // 0: preset default (tiny 8, 30b-shape 2048); else >= 1
     const char *type;   // F32|F16|BF16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M|Q5_K_M (case-insensitive);
                         // NULL: F32 for tiny, Q4_K_M for 30b-shape. Borrowed.
@@ -73,6 +85,13 @@ struct gl_make_model_hparams {
     int64_t n_ctx;      // context_length
     int64_t window;     // attention.sliding_window (keys visible to a query, itself included)
     uint32_t file_type; // general.file_type (llama_ftype) of the type recipe
+    // DFlash drafter presets only (dflash = 1): the target layers whose outputs (0-based layer
+    // ids, as HF target_layer_ids) feed fc; the file stores each id + 1.
+    int dflash;
+    int n_target;
+    int32_t target_layer_ids[GL_MAKE_MODEL_MAX_TARGETS];
+    int32_t block_size;
+    int32_t mask_token_id;
 };
 
 // Resolves and validates params (type name, layer count, window). GL_E_INVAL with a message on
