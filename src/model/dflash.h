@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// dflash: the DFlash drafter of Muse Glimmer (arch doc §7, `muse_glimmer_assistant`) loaded from
+// llama.cpp's `dflash` GGUF (docs/dflash.md: keys, tensor names, target layers stored as ids + 1),
+// and its forward pass: target hidden states of the context -> fc -> RMSNorm (the projected
+// context, whose per-layer K/V a sequence keeps and only appends to), then a block of
+// [anchor, mask x (B-1)] through pre-norm blocks (q/k RMSNorm with weights, NeoX RoPE, keys and
+// values over [context ; block], block queries bidirectional within the block and to the context
+// under the sliding window), the final norm and the TARGET's lm_head (raw logits: no logit scale,
+// no soft-cap, as llama.cpp's DFlash; neither changes the argmax).
+//
+// Ownership: a gl_dflash borrows its gguf (gl_dflash_load) or owns it (gl_dflash_open); weights
+// are borrowed from the mapping (norm vectors not stored as aligned F32 get owned f32 copies). A
+// gl_dflash_ctx borrows the drafter and the target model (both outlive it) and owns its scratch
+// and thread pool. A gl_dflash_seq owns one sequence's projected context K/V.
+// Errors: the file is hostile input. Every key is type- and range-checked, every tensor's
+// presence, shape and type; GL_E_FORMAT / GL_E_UNSUPPORTED name the key or tensor. Calls with
+// arguments out of contract (a token id outside the vocabulary, a block longer than the context
+// allows) return GL_E_INVAL; invariant violations abort (GL_ASSERT).
+#pragma once
+
+#include "base/base.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+
+#include <stdint.h>
+
+#define GL_DFLASH_ARCH        "dflash"
+#define GL_DFLASH_MAX_TARGETS 16
+#define GL_DFLASH_MAX_LAYERS  64
+#define GL_DFLASH_MAX_BLOCK   256
+
+// Plain record: the drafter's hyper-parameters, validated.
+struct gl_dflash_config {
+    int32_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_ctx_train;
+    float rms_eps;   // every norm (attention.layer_norm_rms_epsilon)
+    float rope_base; // rope.freq_base (NeoX pairing: dim j with j + D/2)
+    float kq_scale;  // attention.scale, or 1/sqrt(D) when absent or 0
+    int32_t window;  // attention.sliding_window; 0 = none. Key p is visible to query q iff
+                     // q - p < window (llama.cpp's standard SWA, by position, block included)
+    uint8_t swa[GL_DFLASH_MAX_LAYERS]; // sliding_window_pattern (absent: all sliding)
+    int32_t block_size;                // dflash.block_size (absent: 16, llama.cpp's default)
+    int32_t mask_token_id;             // tokenizer.ggml.mask_token_id (required)
+    int32_t n_target;                  // entries of target_layers
+    // 0-based target layer whose OUTPUT feeds slot i of fc's input (the file's value - 1: llama.cpp
+    // counts the input of layer id + 1).
+    int32_t target_layers[GL_DFLASH_MAX_TARGETS];
+};
+
+struct gl_dflash_layer {
+    const float *attn_norm, *q_norm, *k_norm, *ffn_norm; // [E], [D], [D], [E]
+    struct gl_weight q, k, v, o;                         // E->H*D, E->Hkv*D (x2), H*D->E
+    struct gl_weight ffn_gate, ffn_up, ffn_down;         // E->F (x2), F->E
+};
+
+struct gl_dflash {
+    struct gl_dflash_config cfg;
+    const struct gl_gguf *gguf;
+    int owns_gguf;
+    struct gl_weight fc;                        // n_target*E -> E
+    const float *enc_norm, *output_norm;        // enc.output_norm, output_norm: [E]
+    struct gl_dflash_layer *layers;             // [n_layer], owned
+    float *owned[4 * GL_DFLASH_MAX_LAYERS + 2]; // f32 copies of norm vectors
+    int n_owned;
+};
+
+// Parses and validates the config of g (no tensors). GL_E_UNSUPPORTED if the architecture is
+// not "dflash" or the file is a variant this drafter does not run (DSpark / DFlash2 / d2t /
+// own head / gelu / causal); GL_E_FORMAT naming a wrongly typed, missing or out-of-range key.
+GL_MUST_USE gl_status gl_dflash_config_parse(struct gl_dflash_config *cfg, const struct gl_gguf *g,
+                                             struct gl_err *err);
+// Config + every tensor (exactly the expected set: an unknown tensor is refused by name).
+GL_MUST_USE gl_status gl_dflash_load(struct gl_dflash **out, const struct gl_gguf *g,
+                                     struct gl_err *err);
+// Opens path (GL_E_IO / the reader's GL_E_FORMAT) and loads; the drafter owns the file.
+GL_MUST_USE gl_status gl_dflash_open(struct gl_dflash **out, const char *path, struct gl_err *err);
+void gl_dflash_delete(struct gl_dflash *d); // NULL-safe
+
+// Whether d drafts for target: same hidden size, every target layer < the target's n_layer,
+// mask token and vocabulary inside the target's. GL_E_INVAL naming the mismatch.
+GL_MUST_USE gl_status gl_dflash_check_target(const struct gl_dflash *d,
+                                             const struct gl_model *target, struct gl_err *err);
+
+// One sequence's projected context: per layer, the K (k_norm + RoPE applied) and V rows of
+// context positions, in a ring of window + slack rows (all rows when window is 0).
+struct gl_dflash_seq;
+// capacity: the most context positions the sequence will hold (its context length).
+GL_MUST_USE gl_status gl_dflash_seq_new(struct gl_dflash_seq **out, const struct gl_dflash *d,
+                                        int64_t capacity, struct gl_err *err);
+void gl_dflash_seq_delete(struct gl_dflash_seq *s);       // NULL-safe
+int64_t gl_dflash_seq_len(const struct gl_dflash_seq *s); // context positions appended
+// Forgets positions >= len (a rollback): GL_E_INVAL if len > the length, or if rows before len
+// that a later block still needs were already overwritten in the ring (len < the length - slack).
+GL_MUST_USE gl_status gl_dflash_seq_truncate(struct gl_dflash_seq *s, int64_t len,
+                                             struct gl_err *err);
+
+// Scratch for at most n_rows context rows per append call (blocks: up to block_size rows) and a
+// pool of n_threads (0: 1). Borrows d and target (checked with gl_dflash_check_target).
+struct gl_dflash_ctx;
+GL_MUST_USE gl_status gl_dflash_ctx_new(struct gl_dflash_ctx **out, const struct gl_dflash *d,
+                                        const struct gl_model *target, int n_rows, int n_threads,
+                                        struct gl_err *err);
+void gl_dflash_ctx_delete(struct gl_dflash_ctx *c); // NULL-safe
+
+// Appends n context rows at positions len..len+n-1: hidden is n x (n_target * E) f32, row-major,
+// each row the target's layer outputs in cfg.target_layers order. Costs O(n) (earlier rows are
+// never recomputed). GL_E_INVAL when n exceeds the ctx's n_rows or the capacity.
+GL_MUST_USE gl_status gl_dflash_append(struct gl_dflash_ctx *c, struct gl_dflash_seq *s,
+                                       const float *hidden, int64_t n, struct gl_err *err);
+
+// Drafts one block at positions len..len+n_block-1: row 0 is the anchor token (the last accepted
+// token, not yet in the context), rows 1.. the mask token. hidden_out (n_block x E, after the
+// final norm) and logits (n_block x the target's n_vocab, raw lm_head output) may be NULL.
+// The block is denoised in place: row i >= 1's logits are the drafter's guess for the token AT
+// position len + i, so rows 1..n_block-1 are the draft (llama.cpp reads exactly those; row 0 is
+// the anchor's own row). GL_E_INVAL for n_block outside 1..block_size or a bad anchor id.
+GL_MUST_USE gl_status gl_dflash_block(struct gl_dflash_ctx *c, const struct gl_dflash_seq *s,
+                                      int32_t anchor, int32_t n_block, float *hidden_out,
+                                      float *logits, struct gl_err *err);
+
+// The block attention rule, exposed for tests and the oracle's negative control: 0 = the spec
+// (bidirectional within the block), 1 = causal within the block (wrong on purpose).
+void gl_dflash__set_block_causal(struct gl_dflash_ctx *c, int causal);

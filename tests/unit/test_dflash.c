@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: MIT
+// DFlash drafter tests (src/model/dflash.h) against the micro target of micro_model.h (vocab 512,
+// E 64, 4 layers) and a micro drafter written here (H 4, Hkv 2, D 16, F 96, 2 blocks, window 8,
+// target layers {0, 1, 2} stored as 1, 2, 3, mask id 500, block 16):
+// - the loader's refusals, each naming what is wrong: wrong arch, missing / mistyped / zero
+//   target_layers, a mis-shaped and a missing tensor, an unknown extra tensor (a variant), a
+//   truncated file; the target check: a target layer past the target's depth, a mask id outside
+//   its vocabulary;
+// - incremental context: appending the context in chunks gives bit-identical block logits to one
+//   append, a rollback (truncate) equals never having appended, and the block depends on the
+//   context and on the bidirectional rule (causal within the block changes the logits).
+// Oracle mode (tests/oracle/check_dflash_torch.sh): test_dflash --oracle TARGET DRAFT OUTDIR
+// [--causal] ID... runs the target over the ids capturing the drafter's target layers, appends
+// them as the context, drafts one block with the last id as anchor and writes OUTDIR/ctx.f32
+// (n-1 x n_target*E: the context is every id but the anchor), hidden.f32 (B x E), logits.f32
+// (B x n_vocab).
+#include "micro_model.h"
+#include "model/dflash.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { D_H = 4, D_HKV = 2, D_D = 16, D_F = 96, D_L = 2, D_MASK = 500, D_BLOCK = 16 };
+
+// What to break in the written drafter.
+struct dknobs {
+    const char *arch;
+    int n_targets; // -1: omit the key
+    int32_t targets[4];
+    int targets_f32;       // write the array as F32
+    const char *bad_shape; // this tensor gets ne[0] + 1
+    const char *omit;      // this tensor is left out
+    const char *extra;     // an extra 1-D tensor of this name
+    int32_t mask;
+};
+
+static struct dknobs good_knobs(void)
+{
+    struct dknobs k = {"dflash", 3, {1, 2, 3, 0}, 0, NULL, NULL, NULL, D_MASK};
+    return k;
+}
+
+static void write_drafter(const char *path, const struct dknobs *kn)
+{
+    struct gl_gguf_writer *w = gl_gguf_writer_new();
+    GL_ASSERT(w);
+    char key[128];
+#define K(suffix) (snprintf(key, sizeof key, "dflash.%s", suffix), key)
+    GL_ASSERT(gl_gguf_writer_add_str(w, "general.architecture", kn->arch) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("block_count"), D_L) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("context_length"), T_CTX) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("embedding_length"), T_E) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("feed_forward_length"), D_F) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count"), D_H) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.head_count_kv"), D_HKV) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.key_length"), D_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.value_length"), D_D) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-5f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_f32(w, K("rope.freq_base"), 10000.0f) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("block_size"), D_BLOCK) == GL_OK);
+    GL_ASSERT(gl_gguf_writer_add_u32(w, K("attention.sliding_window"), 8) == GL_OK);
+    uint8_t pat[D_L] = {1, 1};
+    GL_ASSERT(gl_gguf_writer_add_arr(w, K("attention.sliding_window_pattern"), GL_GGUF_BOOL, pat,
+                                     D_L) == GL_OK);
+    if (kn->n_targets >= 0) {
+        if (kn->targets_f32) {
+            float f[4];
+            for (int i = 0; i < kn->n_targets; i++)
+                f[i] = (float)kn->targets[i];
+            GL_ASSERT(gl_gguf_writer_add_arr(w, K("target_layers"), GL_GGUF_F32, f,
+                                             (uint64_t)kn->n_targets) == GL_OK);
+        } else {
+            GL_ASSERT(gl_gguf_writer_add_arr(w, K("target_layers"), GL_GGUF_I32, kn->targets,
+                                             (uint64_t)kn->n_targets) == GL_OK);
+        }
+    }
+    GL_ASSERT(gl_gguf_writer_add_u32(w, "tokenizer.ggml.mask_token_id", (uint32_t)kn->mask) ==
+              GL_OK);
+#undef K
+    const int HD = D_H * D_D, KD = D_HKV * D_D, NT = kn->n_targets > 0 ? kn->n_targets : 3;
+    g_nt = 0;
+    add_t("fc.weight", NT * T_E, T_E, 0.0f, 0.25f);
+    add_t("enc.output_norm.weight", T_E, 0, 1.0f, 0.2f);
+    add_t("output_norm.weight", T_E, 0, 1.0f, 0.2f);
+    for (int l = 0; l < D_L; l++) {
+        char nm[64];
+#define A(suf, nin, nout, b, sc)                                                                   \
+    snprintf(nm, sizeof nm, "blk.%d." suf ".weight", l);                                           \
+    add_t(nm, nin, nout, b, sc)
+        A("attn_norm", T_E, 0, 1.0f, 0.2f);
+        A("attn_q", T_E, HD, 0.0f, 0.3f);
+        A("attn_k", T_E, KD, 0.0f, 0.3f);
+        A("attn_v", T_E, KD, 0.0f, 0.3f);
+        A("attn_output", HD, T_E, 0.0f, 0.2f);
+        A("attn_q_norm", D_D, 0, 1.0f, 0.3f);
+        A("attn_k_norm", D_D, 0, 1.0f, 0.3f);
+        A("ffn_norm", T_E, 0, 1.0f, 0.2f);
+        A("ffn_gate", T_E, D_F, 0.0f, 0.2f);
+        A("ffn_up", T_E, D_F, 0.0f, 0.2f);
+        A("ffn_down", D_F, T_E, 0.0f, 0.15f);
+#undef A
+    }
+    if (kn->extra)
+        add_t(kn->extra, 4, 0, 0.0f, 1.0f);
+    int64_t ti = 0;
+    for (int i = 0; i < g_nt; i++) {
+        if (kn->omit && !strcmp(g_t[i].name, kn->omit)) {
+            memmove(&g_t[i], &g_t[i + 1], (size_t)(g_nt - i - 1) * sizeof g_t[0]);
+            g_nt--;
+            i--;
+            continue;
+        }
+        int64_t ne[2] = {g_t[i].ne[0], g_t[i].ne[1]};
+        if (kn->bad_shape && !strcmp(g_t[i].name, kn->bad_shape)) {
+            ne[0] += 1;
+            g_t[i].ne[0] = ne[0];
+        }
+        GL_ASSERT(gl_gguf_writer_add_tensor(w, g_t[i].name, ne[1] ? 2 : 1, ne, GL_TYPE_F32) ==
+                  ti++);
+    }
+    struct gl_err err = {0};
+    GL_ASSERT_MSG(gl_gguf_writer_write(w, path, 0, fill, NULL, &err) == GL_OK, "%s", err.msg);
+    gl_gguf_writer_delete(w);
+}
+
+static char g_dpath[256];
+
+static gl_status try_load(const struct dknobs *kn, struct gl_dflash **out, struct gl_err *err)
+{
+    write_drafter(g_dpath, kn);
+    return gl_dflash_open(out, g_dpath, err);
+}
+
+// Loads a broken drafter and expects status st with `needle` in the message.
+static void expect_refusal(const struct dknobs *kn, gl_status want, const char *needle)
+{
+    struct gl_dflash *d = NULL;
+    struct gl_err err = {0};
+    gl_status st = try_load(kn, &d, &err);
+    CHECKF(st == want && strstr(err.msg, needle), "want %s '%s', got %s: %s", gl_status_name(want),
+           needle, gl_status_name(st), err.msg);
+    CHECK(d == NULL);
+    gl_dflash_delete(d);
+}
+
+TEST(test_load_ok)
+{
+    struct dknobs kn = good_knobs();
+    struct gl_dflash *d = NULL;
+    struct gl_err err = {0};
+    gl_status st = try_load(&kn, &d, &err);
+    REQUIRE(st == GL_OK);
+    CHECK(d->cfg.n_layer == D_L && d->cfg.n_embd == T_E && d->cfg.n_head == D_H);
+    CHECK(d->cfg.n_target == 3 && d->cfg.target_layers[0] == 0 && d->cfg.target_layers[2] == 2);
+    CHECK(d->cfg.mask_token_id == D_MASK && d->cfg.block_size == D_BLOCK && d->cfg.window == 8);
+    CHECK(fabsf(d->cfg.kq_scale - 0.25f) < 1e-7f);
+    CHECK(gl_dflash_check_target(d, g_model, &err) == GL_OK);
+    gl_dflash_delete(d);
+}
+
+TEST(test_refusals)
+{
+    struct dknobs kn = good_knobs();
+    kn.arch = "muse-glimmer";
+    expect_refusal(&kn, GL_E_UNSUPPORTED, "general.architecture is 'muse-glimmer'");
+    kn = good_knobs();
+    kn.n_targets = -1;
+    expect_refusal(&kn, GL_E_FORMAT, "dflash.target_layers is missing");
+    kn = good_knobs();
+    kn.targets[1] = 0; // stored ids are >= 1 (the input of layer id)
+    expect_refusal(&kn, GL_E_FORMAT, "target_layers[1] = 0");
+    kn = good_knobs();
+    kn.targets_f32 = 1;
+    expect_refusal(&kn, GL_E_FORMAT, "target_layers holds f32");
+    kn = good_knobs();
+    kn.bad_shape = "blk.1.attn_k.weight";
+    expect_refusal(&kn, GL_E_FORMAT, "blk.1.attn_k.weight has shape [65");
+    kn = good_knobs();
+    kn.omit = "blk.0.ffn_down.weight";
+    expect_refusal(&kn, GL_E_FORMAT, "blk.0.ffn_down.weight is missing");
+    kn = good_knobs();
+    kn.extra = "d2t";
+    expect_refusal(&kn, GL_E_UNSUPPORTED, "tensor d2t is not part");
+    kn = good_knobs();
+    kn.bad_shape = "fc.weight"; // the fc input must be n_target * E
+    expect_refusal(&kn, GL_E_FORMAT, "fc.weight has shape [193");
+
+    // Truncated: every prefix of a sample of lengths must be refused cleanly by open.
+    kn = good_knobs();
+    write_drafter(g_dpath, &kn);
+    size_t n = 0;
+    uint8_t *bytes = t_read_file(g_dpath, &n);
+    REQUIRE(bytes && n > 64);
+    const size_t cuts[] = {0, 7, 24, 100, n / 3, n / 2, n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+        FILE *f = fopen(g_dpath, "wb");
+        REQUIRE(f);
+        CHECK(fwrite(bytes, 1, cuts[i], f) == cuts[i]);
+        fclose(f);
+        struct gl_dflash *d = NULL;
+        struct gl_err err = {0};
+        gl_status st = gl_dflash_open(&d, g_dpath, &err);
+        CHECKF(st != GL_OK && d == NULL && err.msg[0], "cut at %zu: %s", cuts[i],
+               gl_status_name(st));
+    }
+    free(bytes);
+
+    // Target mismatches: layer 4's output does not exist in a 4-layer target (stored 5); the
+    // mask id must be in the target vocabulary.
+    struct gl_dflash *d = NULL;
+    struct gl_err err = {0};
+    kn = good_knobs();
+    kn.targets[2] = 5;
+    REQUIRE(try_load(&kn, &d, &err) == GL_OK);
+    CHECK(gl_dflash_check_target(d, g_model, &err) == GL_E_INVAL &&
+          strstr(err.msg, "target has 4 layers"));
+    gl_dflash_delete(d);
+    kn = good_knobs();
+    kn.mask = T_V;
+    REQUIRE(try_load(&kn, &d, &err) == GL_OK);
+    struct gl_dflash_ctx *c = NULL;
+    CHECK(gl_dflash_ctx_new(&c, d, g_model, 32, 1, &err) == GL_E_INVAL &&
+          strstr(err.msg, "mask_token_id 512"));
+    CHECK(c == NULL);
+    gl_dflash_delete(d);
+}
+
+// Context rows: deterministic pseudo-random hidden states (n x 3E).
+static void ctx_rows(float *h, int64_t n, int seed)
+{
+    for (int64_t i = 0; i < n * 3 * T_E; i++)
+        h[i] = hval(100 + seed, i / (3 * T_E), i % (3 * T_E)) * 2.0f;
+}
+
+TEST(test_incremental)
+{
+    struct dknobs kn = good_knobs();
+    struct gl_dflash *d = NULL;
+    struct gl_err err = {0};
+    REQUIRE(try_load(&kn, &d, &err) == GL_OK);
+    struct gl_dflash_ctx *c = NULL;
+    REQUIRE(gl_dflash_ctx_new(&c, d, g_model, 32, 2, &err) == GL_OK);
+    enum { N = 27 };
+    static float h[(N + 5) * 3 * T_E];
+    ctx_rows(h, N + 5, 1);
+    static float la[D_BLOCK * T_V], lb[D_BLOCK * T_V], lc[D_BLOCK * T_V];
+    struct gl_dflash_seq *a = NULL, *b = NULL;
+    REQUIRE(gl_dflash_seq_new(&a, d, 256, &err) == GL_OK);
+    REQUIRE(gl_dflash_seq_new(&b, d, 256, &err) == GL_OK);
+    // a: all at once; b: 1 + 3 + rest, then 5 more rows rolled back.
+    REQUIRE(gl_dflash_append(c, a, h, N, &err) == GL_OK);
+    REQUIRE(gl_dflash_append(c, b, h, 1, &err) == GL_OK);
+    REQUIRE(gl_dflash_append(c, b, h + 1 * 3 * T_E, 3, &err) == GL_OK);
+    REQUIRE(gl_dflash_append(c, b, h + 4 * 3 * T_E, N - 4 + 5, &err) == GL_OK);
+    CHECK(gl_dflash_seq_len(b) == N + 5);
+    REQUIRE(gl_dflash_seq_truncate(b, N, &err) == GL_OK);
+    REQUIRE(gl_dflash_block(c, a, 42, D_BLOCK, NULL, la, &err) == GL_OK);
+    REQUIRE(gl_dflash_block(c, b, 42, D_BLOCK, NULL, lb, &err) == GL_OK);
+    CHECK(memcmp(la, lb, sizeof la) == 0);
+    // The anchor, the context and the block rule all move the logits.
+    REQUIRE(gl_dflash_block(c, a, 43, D_BLOCK, NULL, lc, &err) == GL_OK);
+    CHECK(memcmp(la, lc, sizeof la) != 0);
+    gl_dflash__set_block_causal(c, 1);
+    REQUIRE(gl_dflash_block(c, a, 42, D_BLOCK, NULL, lc, &err) == GL_OK);
+    gl_dflash__set_block_causal(c, 0);
+    CHECK(memcmp(la, lc, T_V * 4) != 0); // row 0 loses the mask rows after it
+    REQUIRE(gl_dflash_seq_truncate(a, N - 1, &err) == GL_OK);
+    REQUIRE(gl_dflash_block(c, a, 42, D_BLOCK, NULL, lc, &err) == GL_OK);
+    CHECK(memcmp(la, lc, sizeof la) != 0);
+    // Contract errors.
+    CHECK(gl_dflash_block(c, a, T_V, 4, NULL, lc, &err) == GL_E_INVAL);
+    CHECK(gl_dflash_block(c, a, 1, D_BLOCK + 1, NULL, lc, &err) == GL_E_INVAL);
+    CHECK(gl_dflash_append(c, a, h, 33, &err) == GL_E_INVAL);
+    CHECK(gl_dflash_seq_truncate(a, N + 3, &err) == GL_E_INVAL);
+    gl_dflash_seq_delete(a);
+    gl_dflash_seq_delete(b);
+    gl_dflash_ctx_delete(c);
+    gl_dflash_delete(d);
+}
+
+// ---- oracle mode ----
+
+struct cap {
+    const struct gl_dflash_config *cf;
+    float *ctx; // n x n_target*E
+    int64_t n;
+};
+
+static void on_dump(void *user, int layer, int64_t pos0, const float *x, int64_t n_tok,
+                    int64_t width)
+{
+    struct cap *c = user;
+    const int64_t E = c->cf->n_embd, TE = (int64_t)c->cf->n_target * E;
+    for (int t = 0; t < c->cf->n_target; t++) {
+        if (c->cf->target_layers[t] != layer)
+            continue;
+        GL_ASSERT(width == E);
+        for (int64_t r = 0; r < n_tok && pos0 + r < c->n; r++)
+            memcpy(c->ctx + (pos0 + r) * TE + t * E, x + r * E, (size_t)E * sizeof(float));
+    }
+}
+
+static int write_f32(const char *dir, const char *name, const float *x, size_t n)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    if (!f)
+        return 1;
+    int bad = fwrite(x, sizeof(float), n, f) != n;
+    return (fclose(f) != 0) | bad;
+}
+
+static int oracle_main(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: test_dflash --oracle TARGET DRAFT OUTDIR [--causal] ID...\n");
+        return 2;
+    }
+    const char *tpath = argv[2], *dpath = argv[3], *out = argv[4];
+    int ai = 5, causal = 0;
+    if (!strcmp(argv[ai], "--causal")) {
+        causal = 1;
+        ai++;
+    }
+    const int64_t n = argc - ai;
+    if (n < 2) {
+        fprintf(stderr, "test_dflash --oracle: need at least 2 ids\n");
+        return 2;
+    }
+    int32_t *ids = calloc((size_t)n, sizeof *ids);
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = atoi(argv[ai + i]);
+    struct gl_err err = {0};
+    struct gl_model *m = NULL;
+    struct gl_model_params mp = gl_model_default_params();
+    struct gl_dflash *d = NULL;
+    struct gl_model_ctx *mc = NULL;
+    struct gl_kv_cache *kv = NULL;
+    struct gl_dflash_ctx *dc = NULL;
+    struct gl_dflash_seq *s = NULL;
+    gl_status st = gl_model_open(&m, tpath, &mp, &err);
+    if (st == GL_OK)
+        st = gl_dflash_open(&d, dpath, &err);
+    if (st == GL_OK)
+        st = gl_model_ctx_new(&mc, m, (int)n, 1, n, &err);
+    if (st == GL_OK)
+        st = gl_kv_cache_new(&kv, &m->cfg, n, &err);
+    if (st == GL_OK)
+        st = gl_dflash_ctx_new(&dc, d, m, (int)n, 1, &err);
+    if (st == GL_OK)
+        st = gl_dflash_seq_new(&s, d, n, &err);
+    if (st != GL_OK) {
+        fprintf(stderr, "test_dflash --oracle: %s\n", err.msg);
+        return 1;
+    }
+    const struct gl_dflash_config *cf = &d->cfg;
+    const int64_t TE = (int64_t)cf->n_target * cf->n_embd, B = cf->block_size;
+    // The context is ids[0..n-2] (their target hidden states); ids[n-1] is the anchor, as when
+    // llama.cpp drafts after sampling id_last from the target's last logits.
+    struct cap cp = {cf, calloc((size_t)(n * TE), sizeof(float)), n - 1};
+    struct gl_model_dump dump = {on_dump, &cp};
+    float *hidden = calloc((size_t)(B * cf->n_embd), sizeof(float));
+    float *logits = calloc((size_t)(B * m->cfg.n_vocab), sizeof(float));
+    st = gl_model_forward(mc, kv, ids, n - 1, 0, NULL, 0, &dump, &err);
+    if (st == GL_OK)
+        st = gl_dflash_append(dc, s, cp.ctx, n - 1, &err);
+    gl_dflash__set_block_causal(dc, causal);
+    if (st == GL_OK)
+        st = gl_dflash_block(dc, s, ids[n - 1], (int32_t)B, hidden, logits, &err);
+    int rc = 0;
+    if (st != GL_OK) {
+        fprintf(stderr, "test_dflash --oracle: %s\n", err.msg);
+        rc = 1;
+    } else {
+        rc |= write_f32(out, "ctx.f32", cp.ctx, (size_t)((n - 1) * TE));
+        rc |= write_f32(out, "hidden.f32", hidden, (size_t)(B * cf->n_embd));
+        rc |= write_f32(out, "logits.f32", logits, (size_t)(B * m->cfg.n_vocab));
+        printf("oracle: %lld context rows, block %lld, anchor %d, %s block attention\n",
+               (long long)(n - 1), (long long)B, ids[n - 1], causal ? "CAUSAL" : "bidirectional");
+    }
+    free(cp.ctx);
+    free(hidden);
+    free(logits);
+    free(ids);
+    gl_dflash_seq_delete(s);
+    gl_dflash_ctx_delete(dc);
+    gl_kv_cache_delete(kv);
+    gl_model_ctx_delete(mc);
+    gl_dflash_delete(d);
+    gl_model_delete(m);
+    return rc;
+}
+
+static void cleanup(void)
+{
+    unlink(g_dpath);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--oracle"))
+        return oracle_main(argc, argv);
+    micro_model_setup("dflash_t");
+    snprintf(g_dpath, sizeof g_dpath, "%s/glint_dflash_d_%d.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    atexit(cleanup);
+    RUN_TESTS(test_load_ok, test_refusals, test_incremental);
+}
