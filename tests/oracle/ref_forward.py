@@ -135,9 +135,10 @@ def swa_layers(kv, arch, n_layer):
     return [(l % int(pat)) < int(pat) - 1 for l in range(n_layer)]  # period p: last of each p full
 
 
-def forward(g, ids, window_delta=0, rows=None, rows_at=0):
+def forward(g, ids, window_delta=0, rows=None, rows_at=0, logits=True):
     """All intermediate states of one prompt. window_delta != 0 builds a deliberately wrong
-    model (sliding window off by that much) for the negative control."""
+    model (sliding window off by that much) for the negative control. logits=False skips the
+    output head (the DFlash check needs only layer outputs)."""
     kv = g.kv
     arch = kv["general.architecture"]
     hp = lambda k, d=None: kv.get(f"{arch}.{k}", d)  # noqa: E731
@@ -186,6 +187,8 @@ def forward(g, ids, window_delta=0, rows=None, rows_at=0):
         f = f @ w("ffn_down").T
         x = rms(f, w("post_ffw_norm"), 1e-8) + x1
         states[f"layer_{l:02d}"] = x
+    if not logits:
+        return states
     z = (rms(x, W("output_norm.weight"), eps) @ W("output.weight").T) * scale
     if cap:
         z = cap * torch.tanh(z / cap)
