@@ -72,12 +72,14 @@ struct req {
 
 struct seq {
     struct req *req;
-    int32_t index;        // choice
-    int32_t *tok;         // [n_tok]: prompt then generated
-    int32_t *key;         // [cap] prefix-cache key ids of tok (NULL: tok itself; media only)
-    int64_t n_tok, cap;   // tokens, allocated
-    int64_t n_computed;   // positions in kv
-    struct gl_kv_seq *kv; // NULL while waiting
+    int32_t index;             // choice
+    int32_t *tok;              // [n_tok]: prompt then generated
+    int32_t *key;              // [cap] prefix-cache key ids of tok (NULL: tok itself; media only)
+    int64_t n_tok, cap;        // tokens, allocated
+    int64_t n_computed;        // positions in kv
+    struct gl_kv_seq *kv;      // NULL while waiting
+    struct gl_dflash_seq *dfl; // GL_SPEC_DFLASH: the drafter's projected context, or NULL
+    int64_t cap_row0;          // GL_SPEC_DFLASH: first row of this step's captures
     struct gl_rng rng;
     struct gl_detok dt;
     char *held; // text decoded but not emitted (may start a stop string)
@@ -116,7 +118,14 @@ struct gl_engine {
     float *logits;            // [(max_num_seqs * (1 + spec k) + GL_ENGINE_PLP_ROWS) * n_vocab]
     int32_t plp_left;         // this step's logits rows left for prompt logprobs
     float *raw;               // [n_vocab] unmodified row for raw logprobs
-    const float **embd;       // [max_num_batched_tokens] given input rows of the step (or NULL)
+    // GL_SPEC_DFLASH: the drafter's scratch, the step's captured target layers
+    // ([n_target][max_num_batched_tokens * n_embd]), their rows concatenated per token
+    // ([max_num_batched_tokens * n_target * n_embd]) and one block's logits.
+    struct gl_dflash_ctx *dfl_ctx;
+    float *dfl_cap[GL_DFLASH_MAX_TARGETS];
+    float *dfl_in, *dfl_logits;
+    int64_t dfl_audits; // test_dflash_audit: drafts checked
+    const float **embd; // [max_num_batched_tokens] given input rows of the step (or NULL)
     struct gl_sample_work work;
     char *text; // event text scratch
     size_t cap_text;
@@ -440,6 +449,7 @@ static void seq_free(struct seq *s)
     if (!s)
         return;
     gl_kv_seq_free(s->kv);
+    gl_dflash_seq_delete(s->dfl);
     gl_free(s->tok);
     gl_free(s->key);
     gl_free(s->held);
@@ -559,7 +569,14 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
          (sp->n_replay > 0 && !sp->replay) || !(sp->alpha >= 0.0f && sp->alpha <= 1.0f)))
         return gl_err_set(err, GL_E_INVAL, "engine: replay speculation: bad k %d / replay / alpha",
                           sp->k);
-    if (sp->method != GL_SPEC_NONE && sp->method != GL_SPEC_NGRAM && sp->method != GL_SPEC_REPLAY)
+    if (sp->method == GL_SPEC_DFLASH && (!sp->dflash || sp->k < 1 || sp->k > GL_SPEC_MAX_K ||
+                                         sp->k > sp->dflash->cfg.block_size - 1))
+        return gl_err_set(err, GL_E_INVAL,
+                          "engine: dflash speculation: no drafter, or k %d not in 1..min(%d, "
+                          "block_size - 1)",
+                          sp->k, GL_SPEC_MAX_K);
+    if (sp->method != GL_SPEC_NONE && sp->method != GL_SPEC_NGRAM && sp->method != GL_SPEC_REPLAY &&
+        sp->method != GL_SPEC_DFLASH)
         return gl_err_set(err, GL_E_INVAL, "engine: speculative method %d unknown",
                           (int)sp->method);
     if (sp->method == GL_SPEC_NGRAM && (sp->k < 1 || sp->k > GL_SPEC_MAX_K || sp->lookup_min < 1 ||
@@ -621,8 +638,24 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     e->embd = gl_malloc((size_t)p->max_num_batched_tokens * sizeof *e->embd);
     e->cap_text = 4096;
     e->text = gl_malloc(e->cap_text);
+    int dfl_ok = 1;
+    if (p->spec.method == GL_SPEC_DFLASH) {
+        const struct gl_dflash *d = p->spec.dflash;
+        const size_t T = (size_t)p->max_num_batched_tokens, E = (size_t)m->cfg.n_embd;
+        gl_status dst =
+            gl_dflash_ctx_new(&e->dfl_ctx, d, m, p->max_num_batched_tokens, p->n_threads, err);
+        if (dst != GL_OK) {
+            gl_engine_free(e);
+            return dst;
+        }
+        for (int t = 0; t < d->cfg.n_target; t++)
+            dfl_ok &= (e->dfl_cap[t] = gl_malloc(T * E * sizeof(float))) != NULL;
+        dfl_ok &= (e->dfl_in = gl_malloc(T * E * (size_t)d->cfg.n_target * sizeof(float))) != NULL;
+        dfl_ok &= (e->dfl_logits = gl_malloc((size_t)d->cfg.block_size * (size_t)e->n_vocab *
+                                             sizeof(float))) != NULL;
+    }
     if (!e->waiting || !e->running || !e->sched || !e->bs || !e->views || !e->logits || !e->raw ||
-        !e->embd || !e->text) {
+        !e->embd || !e->text || !dfl_ok) {
         gl_engine_free(e);
         return gl_err_set(err, GL_E_NOMEM, "engine: no memory for %d sequences' step buffers", S);
     }
@@ -1226,6 +1259,24 @@ static void sample_event(struct gl_engine *e, struct seq *s, struct gl_event *ev
         retire(e, s);
 }
 
+// GL_SPEC_DFLASH: appends the first n captured rows of s's chunk (the positions it commits
+// now, from n_computed) to its drafter context. A context that is not exactly n_computed long
+// (no drafter sequence, or rows it never saw) is left alone: that sequence does not draft.
+static void dflash_feed(struct gl_engine *e, struct seq *s, int64_t n)
+{
+    if (!e->dfl_ctx || !s->dfl || n <= 0 || gl_dflash_seq_len(s->dfl) != s->n_computed)
+        return;
+    const struct gl_dflash_config *cf = &e->p.spec.dflash->cfg;
+    const size_t E = (size_t)e->m->cfg.n_embd, TE = (size_t)cf->n_target * E;
+    for (int64_t r = 0; r < n; r++)
+        for (int t = 0; t < cf->n_target; t++)
+            memcpy(e->dfl_in + (size_t)r * TE + (size_t)t * E,
+                   e->dfl_cap[t] + (size_t)(s->cap_row0 + r) * E, E * sizeof(float));
+    struct gl_err err = {0};
+    if (gl_dflash_append(e->dfl_ctx, s->dfl, e->dfl_in, n, &err) != GL_OK)
+        GL_LOGW("engine: dflash context not extended: %s", err.msg);
+}
+
 // Verification of a speculative step (engine.h): rows logits_row .. logits_row + n_draft hold
 // the logits after the pending token and after each draft token. Row i decides generated token
 // i through the plain per-token path (process_row, pick, accept, end_token); it stops at the
@@ -1288,6 +1339,7 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
     // Inputs 0 .. n_new - 1 of the chunk were the pending token and n_new - 1 accepted drafts
     // (every pushed token but the last is an accepted draft): as after any decode, the newest
     // token is pending (n_computed == n_tok - 1).
+    dflash_feed(e, s, n_new);
     gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, n_new);
     s->n_computed += n_new;
     gl_kv_seq_trim(s->kv);
@@ -1467,6 +1519,90 @@ static int32_t replay_propose(const struct gl_spec_params *p, int32_t n_gen, int
     return n;
 }
 
+struct audit_cap {
+    const struct gl_dflash_config *cf;
+    float *rows; // [n][n_target * E]
+};
+
+static void audit_dump(void *user, int layer, int64_t pos0, const float *x, int64_t n_tok,
+                       int64_t width)
+{
+    const struct audit_cap *a = user;
+    const int64_t TE = (int64_t)a->cf->n_target * width;
+    for (int t = 0; t < a->cf->n_target; t++)
+        for (int64_t r = 0; a->cf->target_layers[t] == layer && r < n_tok; r++)
+            memcpy(a->rows + (pos0 + r) * TE + t * width, x + r * width,
+                   (size_t)width * sizeof(float));
+}
+
+// test_dflash_audit (engine.h): the block of e->dfl_logits (k + 1 rows, just computed from s's
+// incremental context) against one from a context rebuilt from scratch.
+static void dflash_audit(struct gl_engine *e, struct seq *s, int32_t k)
+{
+    const struct gl_dflash *d = e->p.spec.dflash;
+    const int64_t n = s->n_computed, E = e->m->cfg.n_embd, V = e->n_vocab;
+    const int64_t TE = (int64_t)d->cfg.n_target * E;
+    struct gl_err err = {0};
+    struct gl_model_ctx *mc = NULL;
+    struct gl_kv_cache *kv = NULL;
+    struct gl_dflash_seq *ds = NULL;
+    struct audit_cap a = {&d->cfg, gl_malloc((size_t)(n * TE) * sizeof(float))};
+    float *lg = gl_malloc((size_t)(k + 1) * (size_t)V * sizeof(float));
+    GL_ASSERT(a.rows && lg);
+    GL_ASSERT(gl_model_ctx_new(&mc, e->m, (int)n, 1, n, &err) == GL_OK);
+    GL_ASSERT(gl_kv_cache_new(&kv, &e->m->cfg, n, &err) == GL_OK);
+    GL_ASSERT(gl_dflash_seq_new(&ds, d, e->p.max_model_len, &err) == GL_OK);
+    struct gl_model_dump dump = {audit_dump, &a};
+    GL_ASSERT(gl_model_forward(mc, kv, s->tok, n, 0, NULL, 0, &dump, &err) == GL_OK);
+    for (int64_t r = 0; r < n; r += e->p.max_num_batched_tokens) {
+        int64_t m = n - r < e->p.max_num_batched_tokens ? n - r : e->p.max_num_batched_tokens;
+        GL_ASSERT(gl_dflash_append(e->dfl_ctx, ds, a.rows + r * TE, m, &err) == GL_OK);
+    }
+    GL_ASSERT(gl_dflash_block(e->dfl_ctx, ds, s->tok[n], k + 1, NULL, lg, &err) == GL_OK);
+    double dmax = 0.0, rmax = 0.0;
+    for (int64_t i = 0; i < (k + 1) * V; i++) {
+        double df = fabs((double)lg[i] - (double)e->dfl_logits[i]);
+        dmax = df > dmax ? df : dmax;
+        rmax = fabs((double)lg[i]) > rmax ? fabs((double)lg[i]) : rmax;
+    }
+    GL_ASSERT_MSG(dmax <= 1e-4 * rmax,
+                  "engine: dflash context of request %llu at %lld positions differs from a "
+                  "rebuilt one (max |diff| %g of %g)",
+                  (unsigned long long)s->req->id, (long long)n, dmax, rmax);
+    e->dfl_audits++;
+    gl_dflash_seq_delete(ds);
+    gl_kv_cache_delete(kv);
+    gl_model_ctx_delete(mc);
+    gl_free(a.rows);
+    gl_free(lg);
+}
+
+// GL_SPEC_DFLASH (engine.h): one drafter block [pending token, mask x k] at s's next position;
+// the draft is the argmax of rows 1..k. 0 when the drafter context does not cover s's computed
+// positions (the pending token is the anchor at position n_computed).
+static int32_t dflash_propose(struct gl_engine *e, struct seq *s, int32_t k, int32_t *out)
+{
+    if (!s->dfl || gl_dflash_seq_len(s->dfl) != s->n_computed || s->n_computed != s->n_tok - 1)
+        return 0;
+    struct gl_err err = {0};
+    if (gl_dflash_block(e->dfl_ctx, s->dfl, s->tok[s->n_tok - 1], k + 1, NULL, e->dfl_logits,
+                        &err) != GL_OK) {
+        GL_LOGW("engine: dflash draft failed: %s", err.msg);
+        return 0;
+    }
+    if (e->p.spec.test_dflash_audit)
+        dflash_audit(e, s, k);
+    const int32_t V = e->n_vocab;
+    for (int32_t i = 1; i <= k; i++) {
+        const float *row = e->dfl_logits + (size_t)i * (size_t)V;
+        int32_t best = 0;
+        for (int32_t v = 1; v < V; v++)
+            best = row[v] > row[best] ? v : best;
+        out[i - 1] = best;
+    }
+    return k;
+}
+
 // Speculation for decoding sequence s (engine.h): a draft of up to k tokens written after its
 // tokens, cut where its processor would refuse, bounded by the step budget and by what max_tokens
 // and max_model_len leave (the chunk's last position is n_tok - 1 + n_draft); scheduled as one
@@ -1489,10 +1625,11 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
     if (k <= 0 || seq_room(s, k))
         return 0;
     int32_t *draft = s->tok + s->n_tok;
-    int32_t n = p->method == GL_SPEC_REPLAY
-                    ? replay_propose(p, s->n_gen, (int32_t)k, e->n_vocab, draft)
-                    : gl_spec_ngram_propose(s->tok, s->n_tok, p->lookup_min, p->lookup_max,
-                                            (int32_t)k, draft);
+    int32_t n =
+        p->method == GL_SPEC_REPLAY   ? replay_propose(p, s->n_gen, (int32_t)k, e->n_vocab, draft)
+        : p->method == GL_SPEC_DFLASH ? dflash_propose(e, s, (int32_t)k, draft)
+                                      : gl_spec_ngram_propose(s->tok, s->n_tok, p->lookup_min,
+                                                              p->lookup_max, (int32_t)k, draft);
     if (n > 0 && proc)
         n = proc->draft_ok(proc->user, draft, n);
     // The draft's pages must leave every later decode its worst case (a new block in each
@@ -1520,7 +1657,8 @@ static int admit_one(struct gl_engine *e, int32_t w, int32_t *budget)
         return -1;
     if (gl_kv_seq_new(e->pool, &s->kv, NULL) != GL_OK)
         return 0;
-    int64_t reused = e->p.kv.prefix_cache && !wants_plp(s)
+    const int dfl = e->p.spec.method == GL_SPEC_DFLASH;
+    int64_t reused = e->p.kv.prefix_cache && !wants_plp(s) && !dfl
                          ? gl_kv_seq_reuse_prefix(s->kv, seq_keys(s), s->n_tok)
                          : 0;
     int64_t n = enc_limit(s, reused) - reused; // not past rows still being encoded
@@ -1545,6 +1683,14 @@ static int admit_one(struct gl_engine *e, int32_t w, int32_t *budget)
             (size_t)(e->n_waiting - w - 1) * sizeof *e->waiting);
     e->n_waiting--;
     s->n_computed = reused;
+    if (dfl) { // (re)admitted: the drafter context restarts with the KV (reused is 0 here)
+        struct gl_err derr = {0};
+        if (!s->dfl &&
+            gl_dflash_seq_new(&s->dfl, e->p.spec.dflash, e->p.max_model_len, &derr) != GL_OK)
+            GL_LOGW("engine: no dflash context for a sequence: %s", derr.msg);
+        if (s->dfl)
+            GL_ASSERT(gl_dflash_seq_truncate(s->dfl, 0, &derr) == GL_OK);
+    }
     if (!s->t_scheduled_us) { // a preempted sequence keeps its first admission
         s->t_scheduled_us = gl_time_us();
         s->n_prompt_cached = reused;
@@ -1742,6 +1888,7 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
     if (st == GL_OK && e->n_sched > 0) {
         const int32_t L = e->n_layer;
         int32_t row = 0;
+        int64_t n_cap = 0;  // captured rows before this sequence's (GL_SPEC_DFLASH)
         int64_t n_rows = 0; // e->embd slots used (the chunks total at most the step budget)
         for (int32_t i = 0; i < e->n_sched; i++) {
             struct seq *s = e->sched[i];
@@ -1762,6 +1909,8 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
             s->logits_row = n_out > 0 ? row : -1;
             s->sample_row = ends ? row + n_out - 1 : -1;
             s->pos0 = s->n_computed;
+            s->cap_row0 = n_cap;
+            n_cap += s->chunk;
             row += n_out;
             e->bs[i] = (struct gl_batch_seq){.tokens = s->tok + s->n_computed,
                                              .n = (int32_t)s->chunk,
@@ -1772,7 +1921,13 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
                                              .head_mask = spec ? NULL : head_mask(e, s),
                                              .embd = embd};
         }
-        st = gl_model_forward_batch(e->ctx, e->bs, e->n_sched, e->logits, err);
+        if (e->dfl_ctx) { // the drafter's target layers, every row of the step
+            const struct gl_dflash_config *cf = &e->p.spec.dflash->cfg;
+            struct gl_model_capture cap = {cf->n_target, cf->target_layers, e->dfl_cap};
+            st = gl_model_forward_capture(e->ctx, e->bs, e->n_sched, e->logits, &cap, err);
+        } else {
+            st = gl_model_forward_batch(e->ctx, e->bs, e->n_sched, e->logits, err);
+        }
         e->st.last_step_tokens = 0;
         for (int32_t i = 0; i < e->n_sched; i++)
             e->st.last_step_tokens += e->sched[i]->chunk;
@@ -1780,6 +1935,7 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
             struct seq *s = e->sched[i];
             if (s->n_draft > 0) // committed after verification (spec_verify)
                 continue;
+            dflash_feed(e, s, s->chunk);
             gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, s->chunk);
             s->n_computed += s->chunk;
             s->req->prefilled |= s->n_computed >= s->req->n_prompt;
@@ -1893,6 +2049,14 @@ void gl_engine_free(struct gl_engine *e)
     gl_free(e->raw);
     gl_free(e->embd);
     gl_free(e->text);
+    if (e->dfl_audits > 0)
+        GL_LOGI("engine: dflash audit: %lld drafts matched a rebuilt context",
+                (long long)e->dfl_audits);
+    gl_dflash_ctx_delete(e->dfl_ctx);
+    for (int t = 0; t < GL_DFLASH_MAX_TARGETS; t++)
+        gl_free(e->dfl_cap[t]);
+    gl_free(e->dfl_in);
+    gl_free(e->dfl_logits);
     gl_free(e->cancels);
     gl_free(e->live);
     gl_sample_work_free(&e->work);

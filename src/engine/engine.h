@@ -51,6 +51,7 @@
 
 #include "base/base.h"
 #include "kv/kv.h"
+#include "model/dflash.h"
 #include "model/model.h"
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
@@ -80,7 +81,13 @@
 // draft is the given continuation replay[n_gen .. n_gen + k) (its known greedy output), each
 // token replaced by another with probability 1 - alpha (a fixed hash of the position and seed),
 // so the acceptance of a greedy run is about alpha per position: the cost curve of issue 22.
-enum gl_spec_method { GL_SPEC_NONE, GL_SPEC_NGRAM, GL_SPEC_REPLAY };
+// GL_SPEC_DFLASH: the DFlash drafter (model/dflash.h; arch doc §7). Every step's forward also
+// captures the drafter's target layers; the rows each sequence commits (prefill chunks, decodes,
+// the verified prefix of a draft) are appended to its projected context, and a decoding sequence
+// whose context covers all its computed positions drafts k tokens (k <= block_size - 1) as the
+// argmax of block rows 1..k with its pending token as the anchor. The prefix cache is not used
+// for reuse under DFLASH (a reused prefix has no captured hidden states).
+enum gl_spec_method { GL_SPEC_NONE, GL_SPEC_NGRAM, GL_SPEC_REPLAY, GL_SPEC_DFLASH };
 #define GL_SPEC_MAX_K 16
 struct gl_spec_params {
     enum gl_spec_method method;
@@ -92,6 +99,13 @@ struct gl_spec_params {
     int32_t n_replay;
     float alpha;   // GL_SPEC_REPLAY: probability that a drafted token is kept, [0, 1]
     uint64_t seed; // GL_SPEC_REPLAY: corruption hash seed
+    // GL_SPEC_DFLASH: the drafter (borrowed, outlives the engine; gl_dflash_check_target'ed
+    // against the model at gl_engine_new).
+    const struct gl_dflash *dflash;
+    // Tests only (GL_SPEC_DFLASH): every draft also rebuilds the sequence's drafter context from
+    // scratch (one target forward over its computed tokens, captured, appended anew) and aborts
+    // when that block's logits differ from the incremental context's by more than 1e-4 relative.
+    int32_t test_dflash_audit;
 };
 // vLLM's ngram proposer (prompt lookup): for n = lookup_max down to lookup_min, the most recent
 // earlier occurrence of the last n tokens of tok[0..n_tok) (starting before n_tok - n); the first

@@ -489,6 +489,10 @@ gl_status gl_dflash_seq_truncate(struct gl_dflash_seq *s, int64_t len, struct gl
     if (len < 0 || len > s->len)
         return gl_err_set(err, GL_E_INVAL, "dflash: truncate to %lld of a %lld-row context",
                           (long long)len, (long long)s->len);
+    if (len == 0) { // a restart: nothing before it is needed
+        s->len = s->lo = 0;
+        return GL_OK;
+    }
     // Rows in [len - window + 1, len) must survive; the ring overwrote positions < s->lo.
     if (len < s->len && s->ring < s->capacity && len - (s->ring - SEQ_SLACK) < s->lo)
         return gl_err_set(err, GL_E_INVAL,

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "grammar/grammar.h"
+#include "micro_dflash.h"
 #include "micro_model.h"
 #include "test.h"
 
@@ -62,6 +63,11 @@ static int same_result(const struct result *a, const struct result *b)
            strcmp(a->stop_str, b->stop_str) == 0 && a->n_final == 1 && b->n_final == 1;
 }
 
+// The drafter of the "on" runs: ngram unless a test switches to the micro DFlash drafter.
+static enum gl_spec_method g_method = GL_SPEC_NGRAM;
+static struct gl_dflash *g_dflash;
+static char g_dflash_path[256];
+
 static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int spec_k)
 {
     struct gl_engine_params p = gl_engine_default_params(g_model);
@@ -74,7 +80,9 @@ static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int
     p.n_threads = 1;
     p.n_eos = 0;
     if (spec_k > 0) {
-        p.spec.method = GL_SPEC_NGRAM;
+        p.spec.method = g_method;
+        p.spec.dflash = g_dflash;
+        p.spec.test_dflash_audit = g_method == GL_SPEC_DFLASH;
         p.spec.k = spec_k;
         p.spec.lookup_min = 2;
         p.spec.lookup_max = 4;
@@ -860,11 +868,52 @@ TEST(test_sampling_chi2_on_off)
     free(jobs);
 }
 
+// GL_SPEC_DFLASH: the micro drafter (random weights: acceptance is whatever it is, reported)
+// drafting k 4 from the captured target layers; greedy output identical to speculation off
+// alone, 16 batched under 24-token steps (chunked prefill) and in a small pool (preemption:
+// the drafter context restarts with the sequence).
+TEST(test_dflash_greedy)
+{
+    enum { N = 16 };
+    struct dknobs kn = good_knobs();
+    snprintf(g_dflash_path, sizeof g_dflash_path, "%s/glint_spec_dflash_%d.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    write_drafter(g_dflash_path, &kn);
+    struct gl_err err = {0};
+    REQUIRE(gl_dflash_open(&g_dflash, g_dflash_path, &err) == GL_OK);
+    g_method = GL_SPEC_DFLASH;
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    fill_greedy_jobs(jobs, N, 0);
+    CHECK(off_on(jobs, N, 8 << 20, 4, 64, 1, "dflash alone", &on, &off) == N);
+    CHECK(on.spec_drafts > 0 && on.generated_tokens == off.generated_tokens);
+    fill_greedy_jobs(jobs, N, 0);
+    CHECK(off_on(jobs, N, 8 << 20, 16, 24, 0, "dflash 16 batched, 24-token steps", &on, &off) == N);
+    CHECK(on.spec_drafts > 0);
+    struct gl_engine_params p = eparams(1 << 20, 16, 64, 0);
+    struct gl_kv_plan plan;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 140, &plan, &err) == GL_OK);
+    fill_greedy_jobs(jobs, N, 64);
+    CHECK(off_on(jobs, N, (int64_t)plan.page_bytes * plan.pages_per_seq * 3, 16, 64, 0,
+                 "dflash small pool", &on, &off) == N);
+    CHECKF(on.n_preempted_total > 0 && on.spec_drafts > 0, "preemptions %d, drafts %lld",
+           on.n_preempted_total, (long long)on.spec_drafts);
+    // k past block_size - 1 is refused.
+    p = eparams(8 << 20, 4, 64, 16);
+    struct gl_engine *e = NULL;
+    CHECK(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_E_INVAL && e == NULL);
+    g_method = GL_SPEC_NGRAM;
+    gl_dflash_delete(g_dflash);
+    g_dflash = NULL;
+    unlink(g_dflash_path);
+    free(jobs);
+}
+
 int main(void)
 {
     micro_model_setup("test_spec");
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
               test_replay_drafter, test_drafts_leave_decodes_their_token, test_not_speculating,
-              test_verify_fits_distribution, test_sampling_chi2_on_off);
+              test_verify_fits_distribution, test_sampling_chi2_on_off, test_dflash_greedy);
 }
