@@ -107,9 +107,11 @@ GL_MUST_USE gl_status gl_api_so_config(const char *json, struct gl_api_so *out,
                                        int *backend_ignored, struct gl_err *err);
 // Parses vLLM's --speculative-config JSON object into *out (engine.h gl_spec_params). Built:
 // method "ngram" with num_speculative_tokens (required, 1..GL_SPEC_MAX_K), prompt_lookup_min /
-// prompt_lookup_max (1..64; both missing: 5 and 5, one missing: the other, as vLLM). Other
-// methods (dflash, eagle, eagle3, medusa, mtp, draft_model, ...) and the keys they need (model)
-// are GL_E_INVAL saying they are not built yet; unknown keys are GL_E_INVAL naming the key.
+// prompt_lookup_max (1..64; both missing: 5 and 5, one missing: the other, as vLLM); method
+// "dflash" with num_speculative_tokens and "model" (required: the drafter GGUF's path, into
+// dflash_path; the server opens it, the engine checks k <= block_size - 1). Other methods (eagle,
+// eagle3, medusa, mtp, draft_model, ...) are GL_E_INVAL saying they are not built yet; unknown
+// keys are GL_E_INVAL naming the key.
 GL_MUST_USE gl_status gl_api_spec_config(const char *json, struct gl_spec_params *out,
                                          struct gl_err *err);
 // The unenforced-keyword list of a lenient grammar as an HTTP header value: "keyword at

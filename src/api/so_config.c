@@ -101,11 +101,12 @@ gl_status gl_api_spec_config(const char *json, struct gl_spec_params *out, struc
     if (!method)
         st = gl_err_set(err, GL_E_INVAL,
                         "--speculative-config: method: expected a string (built: \"ngram\")");
-    else if (strcmp(method, "ngram") != 0)
+    else if (strcmp(method, "ngram") != 0 && strcmp(method, "dflash") != 0)
         st = gl_err_set(err, GL_E_INVAL,
-                        "--speculative-config: method \"%.32s\": not built yet (built: \"ngram\"; "
-                        "the DFlash drafter, eagle, medusa, mtp and draft models are not)",
+                        "--speculative-config: method \"%.32s\": not built yet (built: \"ngram\", "
+                        "\"dflash\"; eagle, medusa, mtp and draft models are not)",
                         method);
+    const int dfl = method && !strcmp(method, "dflash");
     const char *key;
     json_t *v;
     json_object_foreach(o, key, v)
@@ -116,6 +117,20 @@ gl_status gl_api_spec_config(const char *json, struct gl_spec_params *out, struc
             continue;
         if (!strcmp(key, "num_speculative_tokens"))
             st = spec_int(v, key, 1, GL_SPEC_MAX_K, &k, err);
+        else if (dfl && !strcmp(key, "model")) {
+            const char *path = json_is_string(v) ? json_string_value(v) : NULL;
+            if (!path || !*path || strlen(path) >= sizeof sp.dflash_path)
+                st = gl_err_set(err, GL_E_INVAL,
+                                "--speculative-config: model: expected the drafter's GGUF path "
+                                "(a non-empty string under %zu bytes)",
+                                sizeof sp.dflash_path);
+            else
+                snprintf(sp.dflash_path, sizeof sp.dflash_path, "%s", path);
+        } else if (dfl)
+            st = gl_err_set(err, GL_E_INVAL,
+                            "--speculative-config: key '%.64s' not supported for method dflash "
+                            "(method, model, num_speculative_tokens)",
+                            key);
         else if (!strcmp(key, "prompt_lookup_min"))
             st = spec_int(v, key, 1, 64, &lo, err);
         else if (!strcmp(key, "prompt_lookup_max"))
@@ -133,6 +148,16 @@ gl_status gl_api_spec_config(const char *json, struct gl_spec_params *out, struc
     if (k == 0)
         return gl_err_set(err, GL_E_INVAL,
                           "--speculative-config: num_speculative_tokens is required");
+    if (dfl) {
+        if (!sp.dflash_path[0])
+            return gl_err_set(err, GL_E_INVAL,
+                              "--speculative-config: method dflash needs \"model\": the "
+                              "drafter's GGUF (llama.cpp's dflash layout)");
+        sp.method = GL_SPEC_DFLASH;
+        sp.k = k;
+        *out = sp;
+        return GL_OK;
+    }
     if (lo == 0 && hi == 0) // vLLM's defaults for ngram
         lo = hi = 5;
     lo = lo ? lo : hi;

@@ -102,6 +102,9 @@ struct gl_spec_params {
     // GL_SPEC_DFLASH: the drafter (borrowed, outlives the engine; gl_dflash_check_target'ed
     // against the model at gl_engine_new).
     const struct gl_dflash *dflash;
+    // GL_SPEC_DFLASH from --speculative-config: the drafter file ("model"), which the server
+    // opens into .dflash before creating the engine (the engine reads only .dflash).
+    char dflash_path[1024];
     // Tests only (GL_SPEC_DFLASH): every draft also rebuilds the sequence's drafter context from
     // scratch (one target forward over its computed tokens, captured, appended anew) and aborts
     // when that block's logits differ from the incremental context's by more than 1e-4 relative.

@@ -56,6 +56,7 @@ struct server {
     pthread_mutex_t grammar_lock;
     pthread_mutex_t media_lock; // one image encode at a time on media_pool
     struct gl_engine *engine;
+    struct gl_dflash *dflash; // --speculative-config method dflash: the drafter (owned)
     struct gl_api_config api;
     struct gl_api_so so; // parsed --structured-outputs-config
     struct gl_metrics metrics;
@@ -1680,6 +1681,11 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.defaults = gl_sample_default_params();
     if ((st = load_generation_config(S, &ep, err)) != GL_OK)
         return st;
+    if (ep.spec.method == GL_SPEC_DFLASH && !ep.spec.dflash) {
+        if ((st = gl_dflash_open(&S->dflash, ep.spec.dflash_path, err)) != GL_OK)
+            return st;
+        ep.spec.dflash = S->dflash;
+    }
     if ((st = gl_engine_new(&S->engine, S->model, S->tok, &ep, err)) != GL_OK)
         return st;
     S->metrics.block_size = ep.kv.block_size;
@@ -1690,6 +1696,13 @@ static gl_status load(struct server *S, struct gl_err *err)
                 "glint serve: speculative decoding: ngram, %d tokens per draft, lookup %d..%d "
                 "(not for requests with logprobs)\n",
                 (int)ep.spec.k, (int)ep.spec.lookup_min, (int)ep.spec.lookup_max);
+    if (ep.spec.method == GL_SPEC_DFLASH)
+        fprintf(stderr,
+                "glint serve: speculative decoding: dflash %s (%d blocks, target layers %d.., "
+                "block %d), %d tokens per draft (not for requests with logprobs)\n",
+                ep.spec.dflash_path, (int)S->dflash->cfg.n_layer,
+                (int)S->dflash->cfg.target_layers[0], (int)S->dflash->cfg.block_size,
+                (int)ep.spec.k);
     S->metrics.cache_dtype = gl_kv_dtype_name(ep.kv.dtype);
     S->max_waiting = ep.max_waiting;
     S->api.tok = S->tok;
@@ -1742,7 +1755,8 @@ static void teardown(struct server *S)
         gl_engine_wake(S->engine);
         pthread_join(S->engine_thread, NULL);
     }
-    gl_engine_free(S->engine); // aborts what is left: their callbacks release the requests
+    gl_engine_free(S->engine);   // aborts what is left: their callbacks release the requests
+    gl_dflash_delete(S->dflash); // after the engine, which borrowed it
     gl_grammar_cache_free(S->gcache);
     gl_gvocab_free(S->gvocab); // after every grammar (grammar.h)
     gl_tokenizer_free(S->tok);

@@ -412,9 +412,15 @@ TEST(test_speculative_config)
                              "\"prompt_lookup_max\":3}",
                              &sp, &e) == GL_OK &&
           sp.lookup_min == 3 && sp.lookup_max == 3);
+    CHECK(gl_api_spec_config("{\"method\":\"dflash\",\"model\":\"d.gguf\","
+                             "\"num_speculative_tokens\":7}",
+                             &sp, &e) == GL_OK &&
+          sp.method == GL_SPEC_DFLASH && sp.k == 7 && !strcmp(sp.dflash_path, "d.gguf"));
     struct gl_spec_params keep = sp;
     const char *bad[] = {
-        "{\"method\":\"dflash\",\"model\":\"d.gguf\",\"num_speculative_tokens\":16}",
+        "{\"method\":\"dflash\",\"num_speculative_tokens\":4}",
+        "{\"method\":\"dflash\",\"model\":\"d.gguf\",\"num_speculative_tokens\":4,"
+        "\"prompt_lookup_min\":2}",
         "{\"method\":\"eagle3\",\"num_speculative_tokens\":2}",
         "{\"method\":\"ngram\"}",
         "{\"method\":\"ngram\",\"num_speculative_tokens\":0}",
@@ -424,8 +430,16 @@ TEST(test_speculative_config)
         "{\"method\":\"ngram\",\"num_speculative_tokens\":2,\"model\":\"x\"}",
         "[1]",
         "{\"num_speculative_tokens\":2}"};
-    const char *says[] = {"dflash\": not built yet", "eagle3",      "is required", "1..16", "1..16",
-                          "> prompt_lookup_max",     "key 'model'", "JSON object", "method"};
+    const char *says[] = {"needs \"model\"",
+                          "'prompt_lookup_min' not supported for method dflash",
+                          "eagle3",
+                          "is required",
+                          "1..16",
+                          "1..16",
+                          "> prompt_lookup_max",
+                          "key 'model'",
+                          "JSON object",
+                          "method"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         e.msg[0] = 0;
         CHECKF(gl_api_spec_config(bad[i], &sp, &e) == GL_E_INVAL && strstr(e.msg, says[i]),
