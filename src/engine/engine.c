@@ -124,8 +124,8 @@ struct gl_engine {
     struct gl_dflash_ctx *dfl_ctx;
     float *dfl_cap[GL_DFLASH_MAX_TARGETS];
     float *dfl_in, *dfl_logits;
-    int64_t dfl_audits; // test_dflash_audit: drafts checked
-    const float **embd; // [max_num_batched_tokens] given input rows of the step (or NULL)
+    int64_t dfl_audits, dfl_tick; // test_dflash_audit: drafts checked, drafts made
+    const float **embd;           // [max_num_batched_tokens] given input rows of the step (or NULL)
     struct gl_sample_work work;
     char *text; // event text scratch
     size_t cap_text;
@@ -1590,7 +1590,7 @@ static int32_t dflash_propose(struct gl_engine *e, struct seq *s, int32_t k, int
         GL_LOGW("engine: dflash draft failed: %s", err.msg);
         return 0;
     }
-    if (e->p.spec.test_dflash_audit)
+    if (e->p.spec.test_dflash_audit > 0 && e->dfl_tick++ % e->p.spec.test_dflash_audit == 0)
         dflash_audit(e, s, k);
     const int32_t V = e->n_vocab;
     for (int32_t i = 1; i <= k; i++) {

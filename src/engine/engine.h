@@ -105,9 +105,9 @@ struct gl_spec_params {
     // GL_SPEC_DFLASH from --speculative-config: the drafter file ("model"), which the server
     // opens into .dflash before creating the engine (the engine reads only .dflash).
     char dflash_path[1024];
-    // Tests only (GL_SPEC_DFLASH): every draft also rebuilds the sequence's drafter context from
-    // scratch (one target forward over its computed tokens, captured, appended anew) and aborts
-    // when that block's logits differ from the incremental context's by more than 1e-4 relative.
+    // Tests only (GL_SPEC_DFLASH): N > 0: every N-th draft also rebuilds the sequence's drafter
+    // context from scratch (one target forward over its computed tokens, captured, appended anew)
+    // and aborts when that block's logits differ from the incremental one's by > 1e-4 relative.
     int32_t test_dflash_audit;
 };
 // vLLM's ngram proposer (prompt lookup): for n = lookup_max down to lookup_min, the most recent

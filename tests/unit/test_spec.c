@@ -82,7 +82,7 @@ static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int
     if (spec_k > 0) {
         p.spec.method = g_method;
         p.spec.dflash = g_dflash;
-        p.spec.test_dflash_audit = g_method == GL_SPEC_DFLASH;
+        p.spec.test_dflash_audit = g_method == GL_SPEC_DFLASH ? 20 : 0; // every 20th draft
         p.spec.k = spec_k;
         p.spec.lookup_min = 2;
         p.spec.lookup_max = 4;
