@@ -699,6 +699,10 @@ struct attn_job {
     int64_t n, p0;
 };
 
+// Work is split by KV head: each K and V row is read once for the G * n queries that share it
+// (not once per query head and row: at a 2048-row context that is 16 MB per layer re-read 64
+// times). Per (query, key) the arithmetic and its order are those of the one-query-at-a-time
+// form: the dot over D, the softmax over keys in position order, the V sum in the same order.
 static void attn_run(void *ctx, int ith, int nth)
 {
     const struct attn_job *j = ctx;
@@ -707,62 +711,77 @@ static void attn_run(void *ctx, int ith, int nth)
     const int H = cf->n_head, D = cf->head_dim, G = cf->n_head / cf->n_head_kv;
     const int64_t QD = (int64_t)H * D, KD = (int64_t)cf->n_head_kv * D;
     const int64_t window = cf->swa[j->layer] ? cf->window : 0;
-    const int64_t n_ctx = j->s->len;
-    // Scores of one (query, head): context keys then block keys; n_ctx + n <= ring + block.
-    int64_t cap = (window > 0 ? window : n_ctx) + j->n;
-    float *sc = gl_malloc((size_t)cap * sizeof(float));
-    GL_ASSERT(sc);
-    for (int64_t job = ith; job < j->n * H; job += nth) {
-        const int64_t i = job / H;
-        const int h = (int)(job % H), hk = h / G;
-        const int64_t pq = j->p0 + i;
-        const float *q = c->q + i * QD + (int64_t)h * D;
-        int64_t c0 = window > 0 && pq - window + 1 > 0 ? pq - window + 1 : 0;
-        GL_ASSERT(c0 >= j->s->lo || c0 >= n_ctx);
-        int64_t m = 0;
-        float mx = -INFINITY;
-        for (int64_t p = c0; p < n_ctx; p++, m++) {
+    const int64_t n_ctx = j->s->len, n = j->n, nq = n * G;
+    // Context keys any query may see start at c_lo (query 0's window); query i's at c0(i).
+    const int64_t c_lo = window > 0 && j->p0 - window + 1 > 0 ? j->p0 - window + 1 : 0;
+    const int64_t n_c = n_ctx > c_lo ? n_ctx - c_lo : 0, m = n_c + n;
+    GL_ASSERT(n_c == 0 || c_lo >= j->s->lo);
+    float *sc = gl_malloc((size_t)(nq * m) * sizeof(float)); // [query (i, g)][key]
+    double *sum = gl_malloc((size_t)nq * sizeof(double));
+    GL_ASSERT(sc && sum);
+    for (int hk = ith; hk < cf->n_head_kv; hk += nth) {
+        for (int64_t p = c_lo; p < n_ctx; p++) {
             const float *k = seq_row(j->s, j->s->k, j->layer, p) + (int64_t)hk * D;
-            float dot = 0.0f;
-            for (int e = 0; e < D; e++)
-                dot += q[e] * k[e];
-            sc[m] = dot * cf->kq_scale;
-            mx = sc[m] > mx ? sc[m] : mx;
-        }
-        const int64_t b_ctx = m;
-        for (int64_t t = 0; t < j->n; t++) {
-            const int64_t pk = j->p0 + t;
-            int vis = (window <= 0 || pq - pk < window) && !(c->block_causal && t > i);
-            float dot = -INFINITY;
-            if (vis) {
-                const float *k = c->kk + t * KD + (int64_t)hk * D;
-                dot = 0.0f;
-                for (int e = 0; e < D; e++)
-                    dot += q[e] * k[e];
-                dot *= cf->kq_scale;
+            for (int64_t qi = 0; qi < nq; qi++) {
+                const int64_t i = qi / G, pq = j->p0 + i;
+                float dot = -INFINITY;
+                if (window <= 0 || pq - p < window) {
+                    const float *q = c->q + i * QD + (int64_t)(hk * G + qi % G) * D;
+                    dot = 0.0f;
+                    for (int e = 0; e < D; e++)
+                        dot += q[e] * k[e];
+                    dot *= cf->kq_scale;
+                }
+                sc[qi * m + (p - c_lo)] = dot;
             }
-            sc[m++] = dot;
-            mx = dot > mx ? dot : mx;
         }
-        double sum = 0.0;
-        for (int64_t t = 0; t < m; t++) {
-            sc[t] = sc[t] == -INFINITY ? 0.0f : expf(sc[t] - mx);
-            sum += (double)sc[t];
+        for (int64_t t = 0; t < n; t++) {
+            const int64_t pk = j->p0 + t;
+            const float *k = c->kk + t * KD + (int64_t)hk * D;
+            for (int64_t qi = 0; qi < nq; qi++) {
+                const int64_t i = qi / G, pq = j->p0 + i;
+                const int vis = (window <= 0 || pq - pk < window) && !(c->block_causal && t > i);
+                float dot = -INFINITY;
+                if (vis) {
+                    const float *q = c->q + i * QD + (int64_t)(hk * G + qi % G) * D;
+                    dot = 0.0f;
+                    for (int e = 0; e < D; e++)
+                        dot += q[e] * k[e];
+                    dot *= cf->kq_scale;
+                }
+                sc[qi * m + n_c + t] = dot;
+            }
         }
-        float *o = c->att + i * QD + (int64_t)h * D;
-        for (int e = 0; e < D; e++)
-            o[e] = 0.0f;
-        for (int64_t t = 0; t < m; t++) {
-            if (sc[t] == 0.0f)
-                continue;
-            const float *v = t < b_ctx ? seq_row(j->s, j->s->v, j->layer, c0 + t) + (int64_t)hk * D
-                                       : c->vv + (t - b_ctx) * KD + (int64_t)hk * D;
-            const float wgt = (float)((double)sc[t] / sum);
+        for (int64_t qi = 0; qi < nq; qi++) {
+            float *row = sc + qi * m, mx = -INFINITY;
+            for (int64_t t = 0; t < m; t++)
+                mx = row[t] > mx ? row[t] : mx;
+            double s = 0.0;
+            for (int64_t t = 0; t < m; t++) {
+                row[t] = row[t] == -INFINITY ? 0.0f : expf(row[t] - mx);
+                s += (double)row[t];
+            }
+            sum[qi] = s;
+            float *o = c->att + (qi / G) * QD + (int64_t)(hk * G + qi % G) * D;
             for (int e = 0; e < D; e++)
-                o[e] += wgt * v[e];
+                o[e] = 0.0f;
+        }
+        for (int64_t t = 0; t < m; t++) {
+            const float *v = t < n_c ? seq_row(j->s, j->s->v, j->layer, c_lo + t) + (int64_t)hk * D
+                                     : c->vv + (t - n_c) * KD + (int64_t)hk * D;
+            for (int64_t qi = 0; qi < nq; qi++) {
+                const float w = sc[qi * m + t];
+                if (w == 0.0f)
+                    continue;
+                const float wgt = (float)((double)w / sum[qi]);
+                float *o = c->att + (qi / G) * QD + (int64_t)(hk * G + qi % G) * D;
+                for (int e = 0; e < D; e++)
+                    o[e] += wgt * v[e];
+            }
         }
     }
     gl_free(sc);
+    gl_free(sum);
 }
 
 gl_status gl_dflash_block(struct gl_dflash_ctx *c, const struct gl_dflash_seq *s, int32_t anchor,
