@@ -78,6 +78,7 @@ static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int
         p.spec.k = spec_k;
         p.spec.lookup_min = 2;
         p.spec.lookup_max = 4;
+        p.spec.fixed_k = 1; // drafts of k every step; the cost model has its own tests
     }
     return p;
 }
@@ -552,6 +553,90 @@ TEST(test_replay_drafter)
     }
 }
 
+// The cost model's rule (engine.h) on made-up step times: bandwidth-bound (t(R) = 1000 + R us)
+// and compute-bound (t(R) = 100 R us); acceptance 0, 0.5, 0.9 fed as verified drafts.
+static void feed(struct gl_spec_cost *c, int fixed, int32_t acc_of_10)
+{
+    gl_spec_cost_init(c);
+    for (int64_t r = 1; r <= 300; r += r < 32 ? 1 : 16)
+        gl_spec_cost_step(c, r, fixed ? 1000.0 + (double)r : 100.0 * (double)r);
+    for (int i = 0; i < 200; i++)
+        gl_spec_cost_verified(c, acc_of_10, 10);
+}
+
+TEST(test_cost_model_rule)
+{
+    struct gl_spec_cost c;
+    feed(&c, 1, 9);
+    CHECKF(fabs(gl_spec_cost_acceptance(&c) - 0.9) < 0.01, "a %.3f", gl_spec_cost_acceptance(&c));
+    int32_t j = gl_spec_cost_choose(&c, 1, 1, 16);
+    printf("  bandwidth-bound, a 0.9: batch 1 -> %d, batch 16 -> %d\n", j,
+           gl_spec_cost_choose(&c, 16, 16, 16));
+    CHECK(j > 4);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) > 0);
+    feed(&c, 1, 0);
+    CHECK(gl_spec_cost_acceptance(&c) < 1e-9);
+    CHECK(gl_spec_cost_choose(&c, 1, 1, 16) == 0);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) == 0);
+    feed(&c, 0, 5); // compute-bound: drafting never pays
+    CHECK(gl_spec_cost_choose(&c, 1, 1, 16) == 0);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) == 0);
+    feed(&c, 0, 9);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) == 0);
+    // t(R) non-decreasing: a faster measurement at more rows never lowers it.
+    gl_spec_cost_init(&c);
+    CHECK(gl_spec_cost_choose(&c, 1, 1, 16) == 0); // nothing measured
+    gl_spec_cost_step(&c, 5, 800.0);
+    gl_spec_cost_step(&c, 10, 500.0);
+    CHECK(gl_spec_cost_time(&c, 10) >= 800.0 && gl_spec_cost_time(&c, 7) >= 800.0);
+    CHECK(gl_spec_cost_time(&c, 1) == 800.0); // nothing below: the nearest above
+    gl_spec_cost_step(&c, 40, 2000.0);
+    CHECK(fabs(gl_spec_cost_time(&c, 25) - (800.0 + 1200.0 * 15.0 / 30.0)) < 1e-9);
+    CHECK(gl_spec_cost_time(&c, 400) == 2000.0); // flat beyond the largest measured
+}
+
+// The cost model in the engine (fixed_k 0), batch 1, replay drafts of k 4: at alpha 0 it turns
+// speculation off (no step with a draft length > 0; only single-token probes), at alpha 0.9 it
+// drafts (steps with a length > 0, fewer steps than without speculation); greedy output identical
+// to speculation off both times.
+TEST(test_cost_model_engine)
+{
+    struct job j;
+    memset(&j, 0, sizeof j);
+    j.n_prompt = make_prompt(5, j.prompt);
+    j.sp = greedy(48);
+    struct gl_engine_params p = eparams(8 << 20, 4, 64, 0);
+    struct gl_engine_stats off = run_jobs(&j, 1, &p, 1);
+    struct result ref = j.res[0];
+    REQUIRE(ref.n_tok == 48);
+    const float alphas[2] = {0.0f, 0.9f};
+    for (int a = 0; a < 2; a++) {
+        p = eparams(8 << 20, 4, 64, 4);
+        p.spec.method = GL_SPEC_REPLAY;
+        p.spec.fixed_k = 0;
+        p.spec.replay = ref.tok;
+        p.spec.n_replay = ref.n_tok;
+        p.spec.alpha = alphas[a];
+        p.spec.seed = 11;
+        struct gl_engine_stats on = run_jobs(&j, 1, &p, 1);
+        CHECKF(same_result(&ref, &j.res[0]), "alpha %.1f: output differs", (double)alphas[a]);
+        int64_t drafting = 0;
+        for (int i = 1; i <= GL_SPEC_MAX_K; i++)
+            drafting += on.spec_len_steps[i];
+        printf("  alpha %.1f: steps chose 0: %lld, > 0: %lld; probes %lld; %lld of %lld draft "
+               "tokens accepted; a %.2f; %lld steps (off: %lld)\n",
+               (double)alphas[a], (long long)on.spec_len_steps[0], (long long)drafting,
+               (long long)on.spec_probes, (long long)on.spec_accepted_tokens,
+               (long long)on.spec_draft_tokens, on.spec_acceptance, (long long)on.steps,
+               (long long)off.steps);
+        if (a == 0)
+            CHECK(drafting == 0 && on.spec_probes > 0 && on.spec_accepted_tokens == 0 &&
+                  on.spec_draft_tokens == on.spec_probes && on.spec_len_steps[0] > 0);
+        else
+            CHECK(drafting > 0 && on.steps < off.steps && on.spec_acceptance > 0.5);
+    }
+}
+
 // A draft never pushes a plain decode out of a step: 4 sequences decoding under a 6-token step
 // budget with drafts always available (replay, alpha 1) each get a token in every step.
 TEST(test_drafts_leave_decodes_their_token)
@@ -865,6 +950,7 @@ int main(void)
     micro_model_setup("test_spec");
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
-              test_replay_drafter, test_drafts_leave_decodes_their_token, test_not_speculating,
+              test_replay_drafter, test_cost_model_rule, test_cost_model_engine,
+              test_drafts_leave_decodes_their_token, test_not_speculating,
               test_verify_fits_distribution, test_sampling_chi2_on_off);
 }
