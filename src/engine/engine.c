@@ -1231,6 +1231,20 @@ static void sample_event(struct gl_engine *e, struct seq *s, struct gl_event *ev
         retire(e, s);
 }
 
+// test_wrong_rule 2 (engine.h, tests only): min_p on the untempered logits, i.e. before
+// temperature: drops every id with logit < max + log(min_p) (p < min_p * p_max at temperature 1).
+static void wrong_min_p(const struct gl_sample_params *sp, float *row, int32_t V)
+{
+    if (sp->min_p <= 0.0f || sp->temperature <= 0.0f)
+        return;
+    float mx = -INFINITY;
+    for (int32_t v = 0; v < V; v++)
+        mx = row[v] > mx ? row[v] : mx;
+    const float thr = mx + logf(sp->min_p);
+    for (int32_t v = 0; v < V; v++)
+        row[v] = row[v] < thr ? -INFINITY : row[v];
+}
+
 // Verification of a speculative step (engine.h): rows logits_row .. logits_row + n_draft hold
 // the logits after the pending token and after each draft token. Row i decides generated token
 // i through the plain per-token path (process_row, pick, accept, end_token); it stops at the
@@ -1252,10 +1266,12 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
     for (int32_t i = 0; i <= k; i++) {
         float *row = e->logits + (size_t)(s->logits_row + i) * (size_t)V;
         process_row(e, s, row);
+        if (e->p.spec.test_wrong_rule == 2)
+            wrong_min_p(sp, row, V);
         int32_t t;
         if (i == k)
             t = gl_sample_pick(sp, row, &e->work, &s->rng);
-        else if (!e->p.spec.test_wrong_rule)
+        else if (e->p.spec.test_wrong_rule != 1)
             t = gl_sample_verify(sp, row, &e->work, &s->rng, draft[i]);
         else { // the wrong rule (tests only): on rejection, draw from p with the draft kept
             gl_sample_filter(sp, row, &e->work);

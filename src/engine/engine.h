@@ -86,9 +86,11 @@ struct gl_spec_params {
     enum gl_spec_method method;
     int32_t k;                      // num_speculative_tokens, 1..GL_SPEC_MAX_K
     int32_t lookup_min, lookup_max; // ngram: prompt_lookup_min / max, 1 <= min <= max <= 64
-    int32_t test_wrong_rule;        // tests only: resample from p WITHOUT removing the rejected
-                                    // draft (a wrong rule, for the chi-square negative control)
-    const int32_t *replay;          // GL_SPEC_REPLAY: [n_replay] borrowed, outlives the engine
+    // Tests only, wrong rules for the chi-square negative controls: 1 resamples from p WITHOUT
+    // removing the rejected draft; 2 applies min_p before temperature (on the untempered
+    // logits) to every row it verifies.
+    int32_t test_wrong_rule;
+    const int32_t *replay; // GL_SPEC_REPLAY: [n_replay] borrowed, outlives the engine
     int32_t n_replay;
     float alpha;     // GL_SPEC_REPLAY: probability that a drafted token is kept, [0, 1]
     uint64_t seed;   // GL_SPEC_REPLAY: corruption hash seed

@@ -9,7 +9,9 @@
 // - rejection sampling: gl_sample_verify's draws fit the processed distribution (chi-square), a
 //   wrong rule (resampling from p with the draft kept) is rejected; in the engine, seeded
 //   sampling at temperature 1 with top-k / top-p / min_p per position, speculation on against
-//   off (two-sample chi-square) accepted, the wrong rule (engine test_wrong_rule) rejected.
+//   off (two-sample chi-square) accepted, the wrong rules (engine test_wrong_rule: resampling
+//   with the draft kept; min_p before temperature, at temperature 2) rejected;
+// - the cost model's rule on made-up step times, and in the engine at replay alpha 0 and 0.9.
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "grammar/grammar.h"
@@ -884,12 +886,16 @@ TEST(test_verify_fits_distribution)
 }
 
 // Seeded sampling in the engine: a prompt of span A, A's greedy continuation G, then A again, so
-// the proposer drafts G; 1600 samples (100 requests x n 16) of 5 tokens at temperature 1 with
-// top-k / top-p / min_p, speculation off, on, and on with the wrong rule; per position, the token
-// distribution on against off must be accepted, the wrong rule's rejected at some position.
+// the proposer drafts G; 1600 samples (100 requests x n 16) of 5 tokens with top-k / top-p /
+// min_p per mode: at temperature 1 speculation off, on, and on with the wrong residual rule; at
+// temperature 2 (where min_p before or after temperature differ; min_p 0.2 alone) off, on and on
+// with min_p applied before temperature, both on with the replay drafter proposing G at every
+// decode (so every position after the first is decided by verification). Per position, the token
+// distribution on against off must be accepted, each wrong rule's rejected (p < 1e-6) at some
+// position.
 TEST(test_sampling_chi2_on_off)
 {
-    enum { REQ = 100, NC = 16, LEN = 5 };
+    enum { REQ = 100, NC = 16, LEN = 5, MODES = 6 };
     int32_t prompt[64], n = 0;
     for (int i = 0; i < 10; i++)
         prompt[n++] = (int32_t)((i * 97 + 11) % T_V);
@@ -907,23 +913,38 @@ TEST(test_sampling_chi2_on_off)
         for (int i = 0; i < 10; i++)
             prompt[n++] = prompt[i];
     }
-    static long cnt[3][LEN][T_V];
+    // mode: temperature 1 {off, on, wrong residual}, temperature 2 {off, on, min_p first}
+    static const int spec_on[MODES] = {0, 1, 1, 0, 1, 1}, wrong[MODES] = {0, 0, 1, 0, 0, 2};
+    static long cnt[MODES][LEN][T_V];
     memset(cnt, 0, sizeof cnt);
-    struct gl_engine_stats st[3];
+    struct gl_engine_stats st[MODES];
     struct job *jobs = calloc(REQ, sizeof *jobs);
-    for (int mode = 0; mode < 3; mode++) {
+    for (int mode = 0; mode < MODES; mode++) {
         for (int r = 0; r < REQ; r++) {
             memset(&jobs[r], 0, sizeof jobs[r]);
             memcpy(jobs[r].prompt, prompt, (size_t)n * 4);
             jobs[r].n_prompt = n;
             jobs[r].sp = mixed_params();
+            if (mode >= 3) { // min_p alone: top-k / top-p off
+                const struct gl_sample_params d = gl_sample_default_params();
+                jobs[r].sp.temperature = 2.0f;
+                jobs[r].sp.min_p = 0.2f;
+                jobs[r].sp.top_k = d.top_k;
+                jobs[r].sp.top_p = d.top_p;
+            }
             jobs[r].sp.n = NC;
             jobs[r].sp.max_tokens = LEN;
             jobs[r].sp.seed = 1000 + (uint64_t)r + (uint64_t)mode * 100000;
             jobs[r].sp.has_seed = 1;
         }
-        struct gl_engine_params p = eparams(32 << 20, 32, 256, mode ? 4 : 0);
-        p.spec.test_wrong_rule = mode == 2;
+        struct gl_engine_params p = eparams(32 << 20, 32, 256, spec_on[mode] ? 4 : 0);
+        p.spec.test_wrong_rule = wrong[mode];
+        if (mode >= 4) { // replay G: a draft at every decode, so every position is verified
+            p.spec.method = GL_SPEC_REPLAY;
+            p.spec.replay = prompt + 10;
+            p.spec.n_replay = 10;
+            p.spec.alpha = 1.0f;
+        }
         st[mode] = run_jobs(jobs, REQ, &p, 0);
         for (int r = 0; r < REQ; r++)
             for (int c = 0; c < NC; c++)
@@ -932,16 +953,27 @@ TEST(test_sampling_chi2_on_off)
     }
     report("sampling, on", &st[1], &st[0]);
     report("sampling, wrong rule", &st[2], &st[0]);
-    double worst_right = 1.0, worst_wrong = 1.0;
-    for (int i = 0; i < LEN; i++) {
-        double pr = chi2_two(cnt[0][i], cnt[1][i], T_V), pw = chi2_two(cnt[0][i], cnt[2][i], T_V);
-        printf("  position %d: on vs off p = %.3g, wrong rule vs off p = %.3g\n", i, pr, pw);
-        worst_right = pr < worst_right ? pr : worst_right;
-        worst_wrong = pw < worst_wrong ? pw : worst_wrong;
+    report("sampling t2, on", &st[4], &st[3]);
+    report("sampling t2, min_p before temperature", &st[5], &st[3]);
+    for (int g = 0; g < 2; g++) {
+        const int o = 3 * g;
+        double worst_right = 1.0, worst_wrong = 1.0;
+        for (int i = 0; i < LEN; i++) {
+            double pr = chi2_two(cnt[o][i], cnt[o + 1][i], T_V);
+            double pw = chi2_two(cnt[o][i], cnt[o + 2][i], T_V);
+            printf("  temperature %d, position %d: on vs off p = %.3g, %s vs off p = %.3g\n", g + 1,
+                   i, pr, g ? "min_p first" : "wrong rule", pw);
+            worst_right = pr < worst_right ? pr : worst_right;
+            worst_wrong = pw < worst_wrong ? pw : worst_wrong;
+        }
+        CHECKF(worst_right > 1e-3 / LEN,
+               "temperature %d: speculation changed the distribution "
+               "(p %.3g)",
+               g + 1, worst_right);
+        CHECKF(worst_wrong < 1e-6, "temperature %d: the wrong rule was not detected (p %.3g)",
+               g + 1, worst_wrong);
+        CHECK(st[o + 1].spec_accepted_tokens > 0 && st[o + 2].spec_accepted_tokens > 0);
     }
-    CHECKF(worst_right > 1e-3 / LEN, "speculation changed the distribution (p %.3g)", worst_right);
-    CHECKF(worst_wrong < 1e-6, "the wrong rule was not detected (p %.3g)", worst_wrong);
-    CHECK(st[1].spec_accepted_tokens > 0);
     free(jobs);
 }
 
