@@ -162,6 +162,8 @@ static void report(const char *what, const struct gl_engine_stats *on,
 }
 
 // Runs the battery with speculation off and on (k = 4) and compares every choice.
+static int g_cost_model; // off_on: 1 lets the cost model choose the draft lengths (fixed_k 0)
+
 static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens, int alone,
                   const char *what, struct gl_engine_stats *st_on, struct gl_engine_stats *st_off)
 {
@@ -172,6 +174,7 @@ static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens,
     for (int i = 0; i < n; i++)
         memcpy(off[i], jobs[i].res, sizeof off[i]);
     p = eparams(budget, seqs, tokens, 4);
+    p.spec.fixed_k = !g_cost_model;
     *st_on = run_jobs(jobs, n, &p, alone);
     int same = 0;
     for (int i = 0; i < n; i++) {
@@ -307,6 +310,12 @@ TEST(test_greedy_alone_and_batched)
     fill_greedy_jobs(jobs, N, 0);
     CHECK(off_on(jobs, N, 8 << 20, 16, 24, 0, "16 batched, 24-token steps", &on, &off) == N);
     CHECK(on.spec_drafts > 0 && on.spec_accepted_tokens > 0);
+    // The same with the cost model choosing each step's length (timing-dependent lengths, the
+    // same output).
+    g_cost_model = 1;
+    fill_greedy_jobs(jobs, N, 0);
+    CHECK(off_on(jobs, N, 8 << 20, 16, 24, 0, "16 batched, cost model", &on, &off) == N);
+    g_cost_model = 0;
     free(jobs);
 }
 
