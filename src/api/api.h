@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT
-// api: the OpenAI / vLLM protocol, without sockets or threads of its own. A request body (chat,
-// completions, or the Responses API's, which is translated into the chat request it means:
+// api: the OpenAI / vLLM protocol, without sockets, files or threads of its own. A request body
+// (chat, completions, or the Responses API's, which is translated into the chat request it means:
 // responses.c) becomes engine work (prompt token ids, sampling parameters, a grammar) or an
 // error that says what, where and why with its HTTP status; engine events become response JSON
-// or SSE chunks. The server (server/) owns sockets, threads and the engine. The one I/O left
-// here: an image or video part's bytes are read while the request is parsed (data: URLs, files
-// under --allowed-local-media-path, http(s) from allowed hosts: media_url.c, media_fetch.c).
-// Encoding is the engine's (deferred media), never done here. The request is opaque outside
-// api/ (accessors below; fields in api_int.h), and engine / media types appear only behind
-// pointers, so an includer gets neither the model nor the KV headers through this one.
+// or SSE chunks. The server (server/) owns sockets, threads and the engine. What api/ still does
+// besides transforming, all of it on the caller's thread:
+// - an image or video part's bytes come from mediasrc/ (gl_mediasrc_load: data: URLs, files
+//   under --allowed-local-media-path, http(s) from allowed hosts), so gl_api_parse blocks while
+//   it reads a file or fetches a URL; api/ itself opens nothing;
+// - it takes the caller's locks: config->grammar_lock around every grammar call (request.c, and
+//   proc.c's logits processors on the engine thread), config->media_lock only when it encodes;
+// - it owns one mutex: the once-per-name log of ignored fields (request.c, GL_LOGW to stderr);
+// - it reads the clock (ids, created, grammar and mask timings).
+// Encoding is the engine's (deferred media): the server sets defer_encode. Only a caller that
+// sets media_pool without defer_encode gets the encoder run at parse time (no caller in src/
+// does today). The request is opaque outside api/ (accessors below; fields in api_int.h), and
+// engine / media types appear only behind pointers, so an includer gets neither the model nor
+// the KV headers through this one.
 //
 // Field semantics follow vLLM (shared/docs/serving.md §1.2-1.6). Decisions:
 // - Fields (request.c's table): implemented; accepted and ignored when ignoring them cannot
@@ -40,6 +48,7 @@
 
 #include "base/base.h"
 #include "grammar/grammar.h"
+#include "mediasrc/mediasrc.h"
 #include "sampling/sampling.h"
 #include "tokenizer/tokenizer.h"
 
@@ -70,22 +79,6 @@ struct gl_media_cache;
 // GL_API_RESPONSES (POST /v1/responses, responses.c) is translated into a chat request: the parsed
 // request has ep GL_API_CHAT and responses set, and its output is shaped as Responses objects.
 enum gl_api_endpoint { GL_API_CHAT, GL_API_COMPLETIONS, GL_API_RESPONSES };
-
-// The bytes behind an image_url / video_url part's URL (vLLM's rules): "data:<type>;base64,<b64>"
-// (strict padded base64), or a local regular file, as an absolute path or a file:// URL
-// (percent-decoded), that lies inside local_root both as written and once "..", "." and symlinks
-// are resolved (NULL local_root: no local files); FIFOs, devices and directories are refused
-// without blocking (media_url.c says how each escape is closed). Or an http(s) URL whose host is
-// in allowed_domains (gl_api_media_fetch; NULL: remote URLs refused). On GL_OK *bytes
-// (gl_malloc'ed, the caller frees) holds *n > 0 bytes, at most max_bytes; else e is a 400 whose
-// message starts with param (e.g. "messages[0].content[1].image_url") and says what is wrong (500
-// only for out of memory or an unresolvable local_root).
-struct gl_api_media_opts {
-    const char *local_root;      // --allowed-local-media-path, or NULL
-    size_t max_bytes;            // per part
-    const char *allowed_domains; // --allowed-media-domains: "host1,host2" or "*"; NULL: none
-    long fetch_timeout_ms;       // whole remote transfer; <= 0: 10 s
-};
 
 // Server-wide settings, read-only while requests are parsed (shared by HTTP threads).
 // Structured-output defaults for every request (glint serve --structured-outputs-config, vLLM's
@@ -145,8 +138,8 @@ struct gl_api_config {
     // server: parsing decodes, resizes and patchifies each part once and the engine's encoder
     // worker encodes, engine.h "Deferred encoding") or media_pool, on which the encoder runs at
     // parse time, one request at a time (media_lock).
-    struct gl_api_media_opts media;
-    int32_t max_image_tokens; // default cap on merged tokens per image (4096)
+    struct gl_mediasrc_opts media; // read by mediasrc/ (gl_mediasrc_load)
+    int32_t max_image_tokens;      // default cap on merged tokens per image (4096)
     const struct gl_model *model;
     struct gl_pool *media_pool;
     pthread_mutex_t *media_lock;
@@ -167,16 +160,6 @@ json_t *gl_api_error_json(const struct gl_api_error *e);
 // Fills e and returns GL_E_INVAL (400 family) or the given status; printf-style message.
 gl_status gl_api_fail(struct gl_api_error *e, int http, const char *param, const char *fmt, ...)
     GL_PRINTF(4, 5);
-
-// gl_api_media_load: see gl_api_media_opts above.
-// gl_api_media_fetch: the http(s) branch (url NUL-terminated): libcurl, http/https only, no
-// redirects followed, the body cut past max_bytes, fetch_timeout_ms for the whole transfer.
-GL_MUST_USE gl_status gl_api_media_fetch(const struct gl_api_media_opts *o, const char *url,
-                                         const char *param, uint8_t **bytes, size_t *n,
-                                         struct gl_api_error *e);
-GL_MUST_USE gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url,
-                                        size_t len, const char *param, uint8_t **bytes, size_t *n,
-                                        struct gl_api_error *e);
 
 // A parsed request: opaque outside api/ (its fields are api_int.h's). Ownership: it owns
 // everything it points to (free with gl_api_req_free) and holds one grammar reference.

@@ -2,7 +2,8 @@
 // api_int: what the api module's files share (not for other modules). The helpers of the first
 // block (through gl_api_check_text_len), with gl_api_fail and gl_api_error_json (api.h), live in
 // util.c, which calls no other api file; calls between the other files run one way: endpoints ->
-// request, responses; response -> responses -> request -> media_url -> media_fetch.
+// request, responses; response -> responses -> request (which reads media parts through
+// mediasrc/).
 #pragma once
 
 #include "api/api.h"

@@ -7,6 +7,7 @@
 #include "api/api_int.h"
 #include "chat/render.h"
 #include "image/image.h"
+#include "mediasrc/mediasrc.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -751,11 +752,11 @@ static gl_status check_media_part(const struct gl_api_config *c, json_t *part, c
         return NOMEM();
     uint8_t *bytes = NULL;
     size_t n = 0;
-    gl_status st = gl_api_media_load(&c->media, json_string_value(u), json_string_length(u), param,
-                                     &bytes, &n, e);
-    if (st != GL_OK)
-        return st;
     struct gl_err err = {0};
+    gl_status st =
+        gl_mediasrc_load(&c->media, json_string_value(u), json_string_length(u), &bytes, &n, &err);
+    if (st != GL_OK) // 400; 500 when memory or the server's own setup failed (mediasrc.h)
+        return gl_api_fail(e, gl_mediasrc_http_status(st), param, "%s: %s", param, err.msg);
     struct gl_video *clip = &r->clips[r->n_parts];
     const int tower = c->model && gl_model_vision(c->model) && (c->media_pool || c->defer_encode);
     if (video && tower && gl_model_vision_video(c->model)) { // before decoding the clip

@@ -156,6 +156,10 @@ struct gl_engine {
     uint64_t enc_tick;
     int64_t enc_queries, enc_hits, enc_runs, enc_pending, enc_entries, enc_bytes;
     int enc_any; // step thread: some entry existed at this step's enc_schedule
+    // speculation's cost model (engine.h): this step's draft length and probe
+    struct gl_spec_cost cost;
+    int32_t spec_len;   // the draft length chosen for this step
+    int32_t spec_probe; // 1: one sequence may still draft a single-token probe this step
 };
 
 const char *gl_finish_name(enum gl_finish f)
@@ -599,6 +603,7 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     e->m = m;
     e->tok = tok;
     e->p = *p;
+    gl_spec_cost_init(&e->cost);
     e->n_vocab = m->cfg.n_vocab;
     e->n_layer = m->cfg.n_layer;
     e->next_id = 1;
@@ -1277,6 +1282,20 @@ static void dflash_feed(struct gl_engine *e, struct seq *s, int64_t n)
         GL_LOGW("engine: dflash context not extended: %s", err.msg);
 }
 
+// test_wrong_rule 2 (engine.h, tests only): min_p on the untempered logits, i.e. before
+// temperature: drops every id with logit < max + log(min_p) (p < min_p * p_max at temperature 1).
+static void wrong_min_p(const struct gl_sample_params *sp, float *row, int32_t V)
+{
+    if (sp->min_p <= 0.0f || sp->temperature <= 0.0f)
+        return;
+    float mx = -INFINITY;
+    for (int32_t v = 0; v < V; v++)
+        mx = row[v] > mx ? row[v] : mx;
+    const float thr = mx + logf(sp->min_p);
+    for (int32_t v = 0; v < V; v++)
+        row[v] = row[v] < thr ? -INFINITY : row[v];
+}
+
 // Verification of a speculative step (engine.h): rows logits_row .. logits_row + n_draft hold
 // the logits after the pending token and after each draft token. Row i decides generated token
 // i through the plain per-token path (process_row, pick, accept, end_token); it stops at the
@@ -1294,14 +1313,16 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
     s->n_draft = 0;
     struct gl_event ev = {0};
     ev.stop_token = -1;
-    int32_t n_new = 0, n_acc = 0;
+    int32_t n_new = 0, n_acc = 0, n_rejected = 0;
     for (int32_t i = 0; i <= k; i++) {
         float *row = e->logits + (size_t)(s->logits_row + i) * (size_t)V;
         process_row(e, s, row);
+        if (e->p.spec.test_wrong_rule == 2)
+            wrong_min_p(sp, row, V);
         int32_t t;
         if (i == k)
             t = gl_sample_pick(sp, row, &e->work, &s->rng);
-        else if (!e->p.spec.test_wrong_rule)
+        else if (e->p.spec.test_wrong_rule != 1)
             t = gl_sample_verify(sp, row, &e->work, &s->rng, draft[i]);
         else { // the wrong rule (tests only): on rejection, draw from p with the draft kept
             gl_sample_filter(sp, row, &e->work);
@@ -1330,12 +1351,14 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
             n_acc++;
             e->st.spec_accepted_per_pos[i]++;
         }
+        n_rejected += i < k && !accepted && ev.error == NULL;
         if (!accepted || ev.finish != GL_FINISH_NONE)
             break;
     }
     e->st.spec_drafts++;
     e->st.spec_draft_tokens += k;
     e->st.spec_accepted_tokens += n_acc;
+    gl_spec_cost_verified(&e->cost, n_acc, n_acc + n_rejected);
     // Inputs 0 .. n_new - 1 of the chunk were the pending token and n_new - 1 accepted drafts
     // (every pushed token but the last is an accepted draft): as after any decode, the newest
     // token is pending (n_computed == n_tok - 1).
@@ -1603,6 +1626,47 @@ static int32_t dflash_propose(struct gl_engine *e, struct seq *s, int32_t k, int
     return k;
 }
 
+// Whether decoding sequence s may speculate. Logprobs: one per token is reported, kept to the
+// plain path for now. A processor without draft_ok cannot say where a draft leaves its grammar.
+static int spec_eligible(const struct seq *s)
+{
+    const struct req *r = s->req;
+    const struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
+    return r->sp.logprobs < 0 && !wants_plp(s) && !(proc && !proc->draft_ok);
+}
+
+// This step's draft length (engine.h, the cost model): k with fixed_k, else the model's choice
+// for the n_spec sequences that may speculate over the step's other rows; after
+// GL_SPEC_PROBE_EVERY steps in a row at 0, a single-token probe.
+static void spec_choose(struct gl_engine *e, int32_t n_dec, int32_t budget)
+{
+    e->spec_len = e->spec_probe = 0;
+    int32_t n_spec = 0;
+    int64_t rows0 = n_dec;
+    for (int32_t i = 0; i < e->n_running; i++) {
+        const struct seq *s = e->running[i];
+        const int64_t pending = s->n_tok - s->n_computed;
+        n_spec += pending == 1 && spec_eligible(s);
+        rows0 += pending > 1 ? pending : 0;
+    }
+    for (int32_t w = 0; e->n_running < e->p.max_num_seqs && w < e->n_waiting && rows0 < budget; w++)
+        rows0 += e->waiting[w]->n_tok;
+    rows0 = rows0 < budget ? rows0 : budget;
+    if (n_spec == 0)
+        return;
+    const int32_t j =
+        e->p.spec.fixed_k ? e->p.spec.k : gl_spec_cost_choose(&e->cost, rows0, n_spec, e->p.spec.k);
+    e->spec_len = j;
+    e->st.spec_len = j;
+    e->st.spec_len_steps[j]++;
+    if (j > 0 || ++e->cost.since_probe < GL_SPEC_PROBE_EVERY) {
+        e->cost.since_probe = j > 0 ? 0 : e->cost.since_probe;
+        return;
+    }
+    e->cost.since_probe = 0;
+    e->spec_probe = 1;
+}
+
 // Speculation for decoding sequence s (engine.h): a draft of up to k tokens written after its
 // tokens, cut where its processor would refuse, bounded by the step budget and by what max_tokens
 // and max_model_len leave (the chunk's last position is n_tok - 1 + n_draft); scheduled as one
@@ -1614,11 +1678,10 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
     const struct req *r = s->req;
     const struct gl_spec_params *p = &e->p.spec;
     const struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
-    // Logprobs: one per token is reported, kept to the plain path for now. A processor without
-    // draft_ok cannot say where a draft leaves its grammar: no speculation for it.
-    if (r->sp.logprobs >= 0 || wants_plp(s) || (proc && !proc->draft_ok))
+    // The cost model's length for this step, or a single-token probe while it chose 0.
+    int64_t k = e->spec_len > 0 ? e->spec_len : e->spec_probe;
+    if (k <= 0 || !spec_eligible(s))
         return 0;
-    int64_t k = p->k;
     k = k < *budget - 1 - later_decodes ? k : *budget - 1 - later_decodes;
     k = k < r->max_tokens - s->n_gen - 1 ? k : r->max_tokens - s->n_gen - 1;
     k = k < e->p.max_model_len - s->n_tok ? k : e->p.max_model_len - s->n_tok;
@@ -1641,6 +1704,10 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
         return 0;
     s->n_draft = n;
     add_sched(e, s, 1 + (int64_t)n, budget);
+    if (e->spec_len == 0) { // the probe
+        e->spec_probe = 0;
+        e->st.spec_probes++;
+    }
     return 1;
 }
 
@@ -1727,6 +1794,8 @@ static void schedule(struct gl_engine *e)
     int32_t n_dec = 0; // decodes not yet scheduled (speculation leaves them their token)
     for (int32_t i = 0; e->p.spec.method != GL_SPEC_NONE && i < e->n_running; i++)
         n_dec += e->running[i]->n_tok - e->running[i]->n_computed == 1;
+    if (e->p.spec.method != GL_SPEC_NONE)
+        spec_choose(e, n_dec, budget);
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t i = 0; i < e->n_running && budget > 0; i++) {
             struct seq *s = e->running[i];
@@ -1885,6 +1954,7 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
     if (st == GL_OK)
         schedule(e);
     const int32_t n_scheduled = st == GL_OK ? e->n_sched : 1;
+    const int64_t t_step0 = gl_time_us();
     if (st == GL_OK && e->n_sched > 0) {
         const int32_t L = e->n_layer;
         int32_t row = 0;
@@ -1957,7 +2027,11 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
             if (st == GL_OK && s->sample_row >= 0)
                 sample_one(e, s, e->logits + (size_t)s->sample_row * (size_t)e->n_vocab);
         }
+        // The cost model's t(R): this step's forward pass, sampling and verification.
+        if (st == GL_OK && e->p.spec.method != GL_SPEC_NONE)
+            gl_spec_cost_step(&e->cost, e->st.last_step_tokens, (double)(gl_time_us() - t_step0));
     }
+    e->st.spec_acceptance = gl_spec_cost_acceptance(&e->cost);
     publish(e);
     // Nothing to compute while images encode: sleep until the worker (or a submit or cancel)
     // wakes the engine, instead of spinning on empty steps beside the encoder.

@@ -93,12 +93,16 @@ struct gl_spec_params {
     enum gl_spec_method method;
     int32_t k;                      // num_speculative_tokens, 1..GL_SPEC_MAX_K
     int32_t lookup_min, lookup_max; // ngram: prompt_lookup_min / max, 1 <= min <= max <= 64
-    int32_t test_wrong_rule;        // tests only: resample from p WITHOUT removing the rejected
-                                    // draft (a wrong rule, for the chi-square negative control)
-    const int32_t *replay;          // GL_SPEC_REPLAY: [n_replay] borrowed, outlives the engine
+    // Tests only, wrong rules for the chi-square negative controls: 1 resamples from p WITHOUT
+    // removing the rejected draft; 2 applies min_p before temperature (on the untempered
+    // logits) to every row it verifies.
+    int32_t test_wrong_rule;
+    const int32_t *replay; // GL_SPEC_REPLAY: [n_replay] borrowed, outlives the engine
     int32_t n_replay;
-    float alpha;   // GL_SPEC_REPLAY: probability that a drafted token is kept, [0, 1]
-    uint64_t seed; // GL_SPEC_REPLAY: corruption hash seed
+    float alpha;     // GL_SPEC_REPLAY: probability that a drafted token is kept, [0, 1]
+    uint64_t seed;   // GL_SPEC_REPLAY: corruption hash seed
+    int32_t fixed_k; // 1: every step drafts up to k (tests, the cost-curve bench); 0 (default):
+                     // the cost model below chooses each step's draft length 0..k
     // GL_SPEC_DFLASH: the drafter (borrowed, outlives the engine; gl_dflash_check_target'ed
     // against the model at gl_engine_new).
     const struct gl_dflash *dflash;
@@ -116,6 +120,45 @@ struct gl_spec_params {
 // Writes them to out[0..k) and returns how many (0: no match). O(n_tok * lookup_max).
 int32_t gl_spec_ngram_propose(const int32_t *tok, int64_t n_tok, int32_t lookup_min,
                               int32_t lookup_max, int32_t k, int32_t *out);
+
+// The cost model ("never a slowdown"; spec.fixed_k 0). Speculation is a bet that pays only while
+// a step stays bandwidth-bound: verifying j more rows per sequence costs little while reading the
+// weights dominates and about j rows' compute once the step is compute-bound (a large batch, long
+// drafts). Before scheduling each step the engine picks ONE draft length j in 0..k for the
+// n_spec decoding sequences that may speculate, maximising generated tokens per microsecond:
+//     G(j) / T(j),   G(j) = n_spec * (1 - a^(j+1)) / (1 - a)   tokens (n_spec * (j + 1) at a = 1)
+//                    T(j) = t(R0 + n_spec * j)                  microseconds
+// and drafts only when some j > 0 beats j = 0 strictly (ties: no draft).
+// - a: the running acceptance (engine-wide), the probability that a draft token is accepted
+//   when the ones before it were: accepted draft tokens over tested ones (a draft of j with n
+//   accepted tested n + 1 positions when one was rejected, else n), both counts decayed by 0.99
+//   per verified draft (half-life ~70 drafts), prior 0 accepted of 1 tested.
+// - t(R): the measured time of a step that computed R rows (decodes, drafts and prefill tokens;
+//   forward pass plus sampling and verification, gl_time_us), learned from the engine's own
+//   steps: a moving average (weight 1/8) per rows bucket (one per R below 32, then 16 per power
+//   of two). An unmeasured R takes linear interpolation between the nearest measured buckets
+//   around it, or the nearest one below when none is above (optimistic: still bandwidth-bound,
+//   so an untried length gets tried once and measured); t is non-decreasing in R (running max
+//   from below): more rows never look cheaper, so with a = 0 the choice is always 0.
+// - R0: the step's rows without drafts: its decodes plus the prefill tokens it is expected to
+//   schedule (pending prompts of running sequences, and waiting ones while a slot is free),
+//   within max_num_batched_tokens.
+// - Probes: a is learned only from drafts, so after GL_SPEC_PROBE_EVERY steps in a row that chose
+//   0, one sequence drafts a single token (one extra row in 16 steps) to keep a current.
+#define GL_SPEC_COST_BUCKETS 256
+#define GL_SPEC_PROBE_EVERY  16
+struct gl_spec_cost {
+    double t_us[GL_SPEC_COST_BUCKETS]; // moving average step time per rows bucket; 0: unmeasured
+    double acc, tested;                // decayed accepted / tested draft tokens
+    int32_t since_probe;               // steps in a row the model chose 0
+};
+void gl_spec_cost_init(struct gl_spec_cost *c);
+void gl_spec_cost_step(struct gl_spec_cost *c, int64_t rows, double us); // a step's time
+void gl_spec_cost_verified(struct gl_spec_cost *c, int32_t n_accepted, int32_t n_tested);
+double gl_spec_cost_acceptance(const struct gl_spec_cost *c);         // a in [0, 1]
+double gl_spec_cost_time(const struct gl_spec_cost *c, int64_t rows); // t(R) us; 0: no data
+// The j in 0..k above (0 when n_spec or k is 0 or t(rows0) is unmeasured).
+int32_t gl_spec_cost_choose(const struct gl_spec_cost *c, int64_t rows0, int32_t n_spec, int32_t k);
 
 struct gl_engine_params {
     struct gl_kv_params kv;
@@ -339,6 +382,13 @@ struct gl_engine_stats {
     // draft tokens accepted, and accepted per draft position (0 = first draft token).
     int64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     int64_t spec_accepted_per_pos[GL_SPEC_MAX_K];
+    // The cost model: steps by the draft length chosen for them (0: speculation turned off by
+    // the model; fixed_k: always k), steps with at least one sequence able to speculate only;
+    // single-token probes drafted while off; the running acceptance a, the last length chosen.
+    int64_t spec_len_steps[GL_SPEC_MAX_K + 1];
+    int64_t spec_probes;
+    double spec_acceptance;
+    int32_t spec_len;
     // Encoder: deferred parts submitted, of which found in the encoder cache (in flight or
     // kept), encodes run (finished), parts queued or encoding (as of the last step); entries and
     // bytes of rows held. All but enc_pending are read live.

@@ -112,3 +112,22 @@ void gl_bench_result_free(struct gl_bench_result *r); // NULL-safe
 GL_MUST_USE gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen,
                                             int n_threads, int device, double *ts, int64_t *n_tok,
                                             int64_t *n_steps, struct gl_err *err);
+
+// One run of the speculative-decoding cost curve (issue 22): B concurrent greedy sequences, all
+// with the SAME 16-id prompt (as gl_bench_batch_decode's first), n_gen tokens each, ignore_eos,
+// max_num_seqs B; spec NULL (or method GL_SPEC_NONE) decodes without speculation. The clock
+// starts after the step in which every sequence has its first token; out->us_per_tok = decode
+// microseconds / decode tokens (all B sequences). greedy (NULL: not wanted) receives sequence
+// 0's n_gen tokens: the replay a GL_SPEC_REPLAY run then drafts from. Speculation counters are
+// the engine's (gl_engine_stats) over the whole run.
+struct gl_spec_params; // engine/engine.h
+struct gl_bench_spec_run {
+    double us_per_tok;
+    int64_t n_tok, n_steps;
+    int64_t drafts, draft_tokens, accepted;
+    int64_t off_steps; // steps where the cost model chose no draft (gl_engine_stats)
+};
+GL_MUST_USE gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen,
+                                           int n_threads, const struct gl_spec_params *spec,
+                                           int32_t *greedy, struct gl_bench_spec_run *out,
+                                           struct gl_err *err);

@@ -240,3 +240,87 @@ gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, 
     *ts = t1 > t0 ? (double)*n_tok / ((double)(t1 - t0) / 1e6) : 0.0;
     return GL_OK;
 }
+
+// Sequence 0's tokens, for the replay (gl_bench_spec_decode).
+struct greedy_sink {
+    int32_t *tok;
+    int64_t n, cap;
+};
+
+static void on_greedy(void *user, const struct gl_event *ev)
+{
+    struct greedy_sink *g = user;
+    for (int32_t i = 0; g->tok && ev->index == 0 && i < ev->n_tokens && g->n < g->cap; i++)
+        g->tok[g->n++] = ev->tokens[i];
+}
+
+gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen, int n_threads,
+                               const struct gl_spec_params *spec, int32_t *greedy,
+                               struct gl_bench_spec_run *out, struct gl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct gl_engine_params ep = gl_engine_default_params(m);
+    ep.max_num_seqs = B;
+    // Room for every sequence's pending token and a full draft in one step.
+    const int32_t k = spec && spec->method != GL_SPEC_NONE ? spec->k : 0;
+    const int32_t need = B * (GL_BENCH_BATCH_PROMPT > 1 + k ? GL_BENCH_BATCH_PROMPT : 1 + k);
+    ep.max_num_batched_tokens = need > 512 ? need : 512;
+    ep.n_threads = n_threads;
+    ep.kv.budget_bytes = (int64_t)256 << 20;
+    ep.max_model_len = GL_BENCH_BATCH_PROMPT + (int32_t)n_gen + 1;
+    if (spec)
+        ep.spec = *spec;
+    struct gl_engine *e = NULL;
+    gl_status st = gl_engine_new(&e, m, NULL, &ep, err);
+    if (st != GL_OK)
+        return st;
+    struct gl_rng rng;
+    gl_rng_seed(&rng, 99);
+    const int32_t id_range = m->cfg.n_vocab < 200000 ? m->cfg.n_vocab : 200000;
+    int32_t prompt[GL_BENCH_BATCH_PROMPT];
+    for (int i = 0; i < GL_BENCH_BATCH_PROMPT; i++)
+        prompt[i] = (int32_t)(gl_rng_next(&rng) % (uint64_t)id_range);
+    struct greedy_sink sink = {.tok = greedy, .cap = greedy ? n_gen : 0};
+    for (int b = 0; b < B; b++) {
+        struct gl_request rq = {.prompt = prompt, .n_prompt = GL_BENCH_BATCH_PROMPT};
+        rq.sp = gl_sample_default_params();
+        rq.sp.temperature = 0.0f;
+        rq.sp.ignore_eos = 1;
+        rq.sp.max_tokens = (int32_t)n_gen;
+        rq.on_event = b == 0 ? on_greedy : NULL;
+        rq.user = b == 0 ? &sink : NULL;
+        if ((st = gl_engine_submit(e, &rq, NULL, err)) != GL_OK) {
+            gl_engine_free(e);
+            return st;
+        }
+    }
+    struct gl_engine_stats es;
+    int n_active = 1;
+    int64_t t0 = 0, g0 = 0, s0 = 0;
+    while (n_active > 0) {
+        if ((st = gl_engine_step(e, &n_active, err)) != GL_OK) {
+            gl_engine_free(e);
+            return st;
+        }
+        gl_engine_stats(e, &es);
+        if (t0 == 0 && es.generated_tokens >= B) { // every sequence prefilled: decode from here
+            t0 = gl_time_us();
+            g0 = es.generated_tokens;
+            s0 = es.steps;
+        }
+    }
+    const int64_t t1 = gl_time_us();
+    gl_engine_stats(e, &es);
+    gl_engine_free(e);
+    out->n_tok = es.generated_tokens - g0;
+    out->n_steps = es.steps - s0;
+    out->us_per_tok = out->n_tok > 0 ? (double)(t1 - t0) / (double)out->n_tok : 0.0;
+    out->drafts = es.spec_drafts;
+    out->draft_tokens = es.spec_draft_tokens;
+    out->accepted = es.spec_accepted_tokens;
+    out->off_steps = es.spec_len_steps[0];
+    if (greedy && sink.n < n_gen)
+        return gl_err_set(err, GL_E_INTERNAL, "bench: sequence 0 gave %lld of %lld tokens",
+                          (long long)sink.n, (long long)n_gen);
+    return GL_OK;
+}

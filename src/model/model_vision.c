@@ -227,31 +227,6 @@ static gl_status bind_summed_patch(struct gl_model *m, struct gl_vision_mat *out
     return GL_OK;
 }
 
-// An mmproj's q/k rows are in ggml's pair order within each head (row 2j + s of a head holds HF
-// rotate-half row s * D/2 + j; llama.cpp's converter un-permutes them); the encoder applies RoPE
-// in rotate-half order, so the rows are copied back: dst row h*D + s*D/2 + j = src row
-// h*D + 2j + s. mat: [H][H] of any type (whole rows move); bias: [H] f32.
-static gl_status unpair_rows(struct gl_model *m, struct gl_vision_mat *mat, const float **bias,
-                             struct gl_err *err)
-{
-    const struct gl_vision_config *c = &m->vision_cfg;
-    const int64_t H = c->hidden, D = c->head_dim;
-    const size_t rb = gl_type_row_size(mat->type, H);
-    uint8_t *w = gl_model__own(m, (size_t)H * rb);
-    float *b = gl_model__own(m, (size_t)H * sizeof(float));
-    if (!w || !b)
-        return gl_err_set(err, GL_E_NOMEM, "model: no memory for the q/k row order");
-    for (int64_t r = 0; r < H; r++) {
-        const int64_t h = r / D, i = r % D, s = i / (D / 2), j = i % (D / 2);
-        const int64_t src = h * D + 2 * j + s;
-        memcpy(w + (size_t)r * rb, (const uint8_t *)mat->data + (size_t)src * rb, rb);
-        b[r] = (*bias)[src];
-    }
-    mat->data = w;
-    *bias = b;
-    return GL_OK;
-}
-
 // Binds every tower tensor (from the folder, or from m->vision_gguf when set) against
 // m->vision_cfg.
 static gl_status bind_tower(struct gl_model *m, struct gl_err *err)
@@ -286,11 +261,13 @@ static gl_status bind_tower(struct gl_model *m, struct gl_err *err)
         struct gl_vision_layer *L = &m->vision_layers[l];
         if ((st = bind_layer(m, l, L, err)))
             return st;
-        if (m->vision_mmproj && ((st = unpair_rows(m, &L->q, &L->q_b, err)) ||
-                                 (st = unpair_rows(m, &L->k, &L->k_b, err))))
-            return st;
     }
     w->layers = m->vision_layers;
+    // An mmproj's q/k rows (and biases) are in ggml's pair order within each head (llama.cpp's
+    // converter un-permutes them); they stay borrowed from the mapping as they are, and the
+    // encoder reads each head in that order at RoPE (vision.h qk_pairs). Reordering them here
+    // took a copy of every q and k matrix: ~470 MB more at the release's BF16 tower.
+    w->qk_pairs = m->vision_mmproj;
     m->has_vision = 1;
     return GL_OK;
 }

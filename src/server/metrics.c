@@ -128,6 +128,50 @@ static void hist(struct gl_buf *o, const char *name, const char *help, const cha
                   model, h->sum, name, model, (long long)h->count);
 }
 
+// vLLM's spec_decode counters, only with speculation configured (as vLLM); per position: draft
+// tokens accepted at position 0 .. k - 1 of their drafts. Beside them the cost model's
+// (engine.h): steps by the draft length it chose (len 0: speculation turned off), the probes, its
+// running acceptance and the last length.
+static void render_spec(struct gl_buf *o, const struct gl_metrics *m, const char *model,
+                        const struct gl_engine_stats *st)
+{
+    if (m->spec_k <= 0)
+        return;
+    series(o, "vllm:spec_decode_num_drafts_total", "counter", "Drafts verified.", model,
+           (double)st->spec_drafts);
+    series(o, "vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.", model,
+           (double)st->spec_draft_tokens);
+    series(o, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+           model, (double)st->spec_accepted_tokens);
+    gl_buf_printf(o, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Draft tokens "
+                     "accepted, by position in the draft.\n"
+                     "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
+    for (int i = 0; i < m->spec_k && i < GL_SPEC_MAX_K; i++)
+        gl_buf_printf(o,
+                      "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"%s\","
+                      "position=\"%d\"} %lld\n",
+                      model, i, (long long)st->spec_accepted_per_pos[i]);
+    gl_buf_printf(o, "# HELP glint:spec_decode_draft_len_steps_total Steps by the draft length the "
+                     "cost model chose (0: speculation turned off).\n"
+                     "# TYPE glint:spec_decode_draft_len_steps_total counter\n");
+    for (int j = 0; j <= m->spec_k && j <= GL_SPEC_MAX_K; j++)
+        gl_buf_printf(o,
+                      "glint:spec_decode_draft_len_steps_total{model_name=\"%s\",len=\"%d\"} "
+                      "%lld\n",
+                      model, j, (long long)st->spec_len_steps[j]);
+    series(o, "glint:spec_decode_off_steps_total", "counter",
+           "Steps where the cost model turned speculation off (draft length 0).", model,
+           (double)st->spec_len_steps[0]);
+    series(o, "glint:spec_decode_probe_drafts_total", "counter",
+           "Single-token probe drafts made while the cost model chose 0.", model,
+           (double)st->spec_probes);
+    series(o, "glint:spec_decode_acceptance", "gauge",
+           "The cost model's running acceptance per draft position, 0-1.", model,
+           st->spec_acceptance);
+    series(o, "glint:spec_decode_draft_len", "gauge", "The draft length chosen for the last step.",
+           model, (double)st->spec_len);
+}
+
 // The engine's gauges and counters (vLLM's names) and the speculative-decoding ones.
 static void render_engine(struct gl_buf *o, const struct gl_metrics *m, const char *model,
                           const struct gl_engine_stats *st)
@@ -157,25 +201,7 @@ static void render_engine(struct gl_buf *o, const struct gl_metrics *m, const ch
            (double)st->prefix_query_tokens);
     series(o, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the cache.", model,
            (double)st->prefix_hit_tokens);
-    // vLLM's spec_decode counters, only with speculation configured (as vLLM); per position:
-    // draft tokens accepted at position 0 .. k - 1 of their drafts.
-    if (m->spec_k > 0) {
-        series(o, "vllm:spec_decode_num_drafts_total", "counter", "Drafts verified.", model,
-               (double)st->spec_drafts);
-        series(o, "vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.",
-               model, (double)st->spec_draft_tokens);
-        series(o, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
-               model, (double)st->spec_accepted_tokens);
-        gl_buf_printf(
-            o, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Draft tokens accepted, "
-               "by position in the draft.\n"
-               "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
-        for (int i = 0; i < m->spec_k && i < GL_SPEC_MAX_K; i++)
-            gl_buf_printf(o,
-                          "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"%s\","
-                          "position=\"%d\"} %lld\n",
-                          model, i, (long long)st->spec_accepted_per_pos[i]);
-    }
+    render_spec(o, m, model, st);
 }
 
 // The encoder and grammar caches, the connection guards, and vLLM's cache_config_info.

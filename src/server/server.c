@@ -10,6 +10,7 @@
 #include "base/host.h"
 #include "grammar/grammar.h"
 #include "image/image.h"
+#include "mediasrc/mediasrc.h"
 #include "model/model.h"
 #include "server/cors.h"
 #include "server/metrics.h"
@@ -1721,7 +1722,7 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.framing = S->p.framing;
     S->api.strict_fields = S->p.strict_request_fields;
     S->api.so = S->so;
-    S->api.media = (struct gl_api_media_opts){
+    S->api.media = (struct gl_mediasrc_opts){
         .local_root = S->p.allowed_local_media_path,
         .max_bytes = S->p.max_media_bytes,
         .allowed_domains = S->p.allowed_media_domains,

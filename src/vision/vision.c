@@ -131,6 +131,7 @@ struct vis_run {
     uint8_t *act;        // activations converted to a weight's vec_dot type, or packed bf16
     const float *act_x;  // the rows act holds packed (gl_pack_bf16) for BF16 weights, or NULL
     int64_t act_n_in;
+    int qk_pairs;       // gl_vision_weights.qk_pairs: q/k come out of their matmuls in pair order
     int32_t *order;     // [P]
     int64_t *win_start; // [n_windows + 1]
     int64_t n_windows;
@@ -262,6 +263,15 @@ static void vis_matmul(struct vis_run *r, struct gl_vision_mat m, int64_t n_out,
 
 // ---- attention ----
 
+#define VIS_Q_BLOCK 256 // queries per attention task
+
+// Per-thread attention scratch, in floats: the query block, its output, running max and sum, and
+// one transposed key tile and value tile (kernels.h attn_tile layout).
+static int64_t attn_scratch_floats(int64_t hd)
+{
+    return hd * (2 * VIS_Q_BLOCK + 2 * GL_ATTN_TILE) + 2 * VIS_Q_BLOCK;
+}
+
 // RoPE tables: token j (window order) at patch (row, col); pair m < hd/4 turns by
 // (col + 1) * inv_freq[m], pair m >= hd/4 by (row + 1) * inv_freq[m - hd/4], with
 // inv_freq[i] = theta^(-2 i / (hd / 2)) (§6.3 step 5; 1-based positions).
@@ -281,33 +291,37 @@ static void rope_tables(struct vis_run *r)
 }
 
 // q, k (bias already added) rotated in place, rotate_half layout: pair (m, m + hd/2) per head.
+// With qk_pairs (llama.cpp's mmproj rows, not reordered at load: gl_vision_weights) pair m sits at
+// (2m, 2m + 1) of the head; it is read there (from a copy of the head in this thread's attention
+// scratch, free until the attention phase) and written in rotate_half layout, so the values, the
+// products and everything after are those of reordered weights (each matmul output is one dot
+// product of its own row, whatever the row's place: kernels.h).
 static void rows_rope(void *ctx, int ith, int nth)
 {
     const struct vis_rows *j = ctx;
     const struct vis_run *r = j->r;
     int64_t hd = r->cfg->head_dim, half = hd / 2, H = r->cfg->hidden;
+    float *head = r->attn_scratch + (int64_t)ith * attn_scratch_floats(hd); // [hd] with qk_pairs
+    // pair m is (in[m], in[m + half]) in rotate_half layout, (in[2m], in[2m + 1]) in pair order
+    const int64_t i1 = r->qk_pairs ? 2 : 1, i2 = r->qk_pairs ? 1 : half;
     for (int64_t t = ith; t < r->P; t += nth) {
         const float *cs = r->cs + t * half, *sn = r->sn + t * half;
         float *vecs[2] = {r->q + t * H, r->kk + t * H};
         for (int which = 0; which < 2; which++)
             for (int64_t h = 0; h < r->cfg->n_heads; h++) {
                 float *x = vecs[which] + h * hd;
+                const float *in = x;
+                if (r->qk_pairs) {
+                    memcpy(head, x, (size_t)hd * sizeof(float));
+                    in = head;
+                }
                 for (int64_t m = 0; m < half; m++) {
-                    float x1 = x[m], x2 = x[m + half];
+                    float x1 = in[i1 * m], x2 = in[i1 * m + i2];
                     x[m] = x1 * cs[m] - x2 * sn[m];
                     x[m + half] = x2 * cs[m] + x1 * sn[m];
                 }
             }
     }
-}
-
-#define VIS_Q_BLOCK 256 // queries per attention task
-
-// Per-thread attention scratch, in floats: the query block, its output, running max and sum, and
-// one transposed key tile and value tile (kernels.h attn_tile layout).
-static int64_t attn_scratch_floats(int64_t hd)
-{
-    return hd * (2 * VIS_Q_BLOCK + 2 * GL_ATTN_TILE) + 2 * VIS_Q_BLOCK;
 }
 
 struct vis_attn {
@@ -617,7 +631,8 @@ gl_status gl_vision_encode(struct gl_pool *pool, const struct gl_vision_config *
                         .cfg = cfg,
                         .P = gh2 * gw2,
                         .M = gh2 * gw2 / 4,
-                        .gw = gw2};
+                        .gw = gw2,
+                        .qk_pairs = w->qk_pairs};
     if ((st = check_weights(r.k, cfg, w, err)) != GL_OK)
         return st;
     if ((st = run_alloc(&r, err)) != GL_OK) {

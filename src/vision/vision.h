@@ -67,6 +67,12 @@ struct gl_vision_weights {
     struct gl_vision_mat adapter_fc1;     // [adapter][4 * hidden], no bias
     struct gl_vision_mat adapter_fc2;     // [adapter][adapter], no bias
     struct gl_vision_mat projection;      // [out_dim][adapter], no bias
+    // 0: every layer's q/k rows and q_b/k_b are in HF's rotate-half order. 1: in ggml's pair
+    // order within each head (llama.cpp's mmproj, as mapped: row h*D + 2j + s holds rotate-half
+    // row h*D + s*D/2 + j, D = head_dim); the encoder puts each head back in rotate-half order as
+    // it applies RoPE, so the output is bit for bit that of reordered rows, with no copy of the
+    // matrices (about 470 MB at the release's BF16 tower).
+    int qk_pairs;
 };
 
 // Encodes one image. patches: [gh2 * gw2][patch_dim] floats, patches row-major over the gh2 x gw2

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Fuzz target for gl_api_media_load: the input is a part's URL (data: URLs, schemes, paths,
-// file:// URLs with %-escapes). Odd-length inputs run with no local root; even-length ones with
-// an empty scratch directory as the root, so the path checks (lexical folding, realpath, the
+// Fuzz target for gl_mediasrc_load (mediasrc/): the input is a part's URL (data: URLs, schemes,
+// paths, file:// URLs with %-escapes). Odd-length inputs run with no local root; even-length ones
+// with an empty scratch directory as the root, so the path checks (lexical folding, realpath, the
 // open beneath the root) run on arbitrary paths while nothing but that empty directory could
 // ever be opened. A success must return between 1 and max_bytes bytes, each of which is
-// touched; a refusal must leave the outputs empty and name the part.
-#include "api/api.h"
+// touched; a refusal must leave the outputs empty, say why and be the client's fault (400).
+#include "mediasrc/mediasrc.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -43,11 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!url)
         return 0;
     memcpy(url, data, size);
-    struct gl_api_media_opts o = {.local_root = size % 2 ? NULL : root(), .max_bytes = 1 << 16};
-    struct gl_api_error e = {0};
+    struct gl_mediasrc_opts o = {.local_root = size % 2 ? NULL : root(), .max_bytes = 1 << 16};
+    struct gl_err e = {0};
     uint8_t *b = NULL;
     size_t n = 0;
-    gl_status st = gl_api_media_load(&o, url, size, "part", &b, &n, &e);
+    gl_status st = gl_mediasrc_load(&o, url, size, &b, &n, &e);
     if (st == GL_OK) {
         if (!b || n == 0 || n > o.max_bytes)
             abort();
@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             acc += b[i];
         sink += acc;
         gl_free(b);
-    } else if (b || n || strncmp(e.msg, "part: ", 6) != 0 || e.http != 400) {
+    } else if (b || n || !e.msg[0] || e.code != st || gl_mediasrc_http_status(st) != 400) {
         abort();
     }
     free(url);

@@ -16,7 +16,7 @@ command -v openssl >/dev/null || { echo "FAIL security: the openssl CLI is missi
 gl_need_npm
 
 rc=0
-for t in test_secret_equal test_siphash test_media_url; do
+for t in test_secret_equal test_siphash test_mediasrc; do
     if [ -x "build/$t" ]; then
         timeout -k 5 60 "build/$t" >/dev/null 2>&1 && echo "PASS unit.$t" || { echo "FAIL unit.$t"; rc=1; }
     else

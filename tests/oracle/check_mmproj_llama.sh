@@ -7,8 +7,12 @@
 # of 28 px (the grid needs no resize, so Pillow's and llama.cpp's Lanczos never run): 8 whose
 # patch grid fits the tiny tower's 4 x 4 position table (4 sizes x 2 pictures), which must agree,
 # and 4 larger ones, reported only: there the table is upsampled, and the arch doc (§6.3 step 2)
-# says HF pads the bilinear taps with zeros; on 2026-12-04 these split from llama.cpp after 0-9
-# tokens (cause not yet pinned down: a near tie or llama.cpp's edge handling). Both sides see
+# says HF pads the bilinear taps with zeros; on 2026-12-04 3 of them split from llama.cpp after
+# 0-9 tokens. Cause (check_mmproj_rows.sh): llama.cpp's table resize (ggml_interpolate bilinear)
+# clamps the edge taps, so the border patches' position embedding differs; with glint's taps
+# clamped by hand, 3/4 agree and the 4th splits later, its first 60 characters equal
+# (llama-mtmd-cli rounds pixels, the patch kernel and K/V to F16: rows within ~5e-4 of glint's,
+# a near tie). Both sides see
 # BOS, the image block and "Describe": llama-mtmd-cli with a template that prints the message
 # content only (--jinja --chat-template), glint with <|patch|>Describe
 # (--special). Negative control: glint's tokens for image k against llama.cpp's for image k+1

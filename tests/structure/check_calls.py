@@ -6,7 +6,8 @@
 # in one object that another object of the same module defines), so macros, static inlines and
 # comments cannot fool it. Prints each circle with the calls that close it; exit 1 if any.
 # usage: tests/structure/check_calls.py [--objs DIR] [--src DIR]
-#        (defaults: build/CMakeFiles of the repository, objects of files still under src/)
+#        (defaults: build/CMakeFiles of the repository, objects of files still under src/: every
+#        target's, glint_core's and the object library glint_mediasrc's alike)
 #        tests/structure/check_calls.py --self-test: first compiles a planted module whose a.c and
 #        b.c call each other (c.c calls a.c only) and checks that exactly that circle is reported.
 import argparse

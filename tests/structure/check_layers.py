@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: MIT
 # The layer table of docs/ARCHITECTURE.md, enforced (issue 23): every `#include "M/..."` in
 # src/ must name the including file's own module or a module of a LOWER layer, and every folder
-# of src/ must be in the table. Prints each violation as file:line: what and why; exit 1 if any.
+# of src/ must be in the table. The libraries that read files, sockets or untrusted encodings
+# (OWNED below) are each included by one module only, the one linked with them, so that I/O
+# cannot creep back into a module whose header says it has none (api/: issue 23).
+# Prints each violation as file:line: what and why; exit 1 if any.
 # usage: tests/structure/check_layers.py [--src DIR] [--doc FILE]   (defaults: the repository's)
 #        tests/structure/check_layers.py --self-test: first shows on a planted tree that an upward
-#        include, a same-layer include and a module missing from the table each fail, then checks
-#        the repository (what `make test` runs).
+#        include, a same-layer include, a module missing from the table and an owned library
+#        included by another module each fail, then checks the repository (what `make test` runs).
 import argparse
 import os
 import re
@@ -14,6 +17,11 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# `#include <prefix...>` -> the only module that may include it (docs/ARCHITECTURE.md's rows).
+OWNED = {"curl/": "mediasrc", "microhttpd.h": "server", "png.h": "image", "jpeglib.h": "image",
+         "libavformat/": "video", "libavcodec/": "video", "libavutil/": "video",
+         "libswscale/": "video"}
 
 
 def layers(doc):
@@ -26,8 +34,9 @@ def layers(doc):
     return out
 
 
-def check(src, doc, quiet=False):
+def check(src, doc, quiet=False, owned=None):
     """The violations of the tree src against the table in doc (a list of lines)."""
+    owned = OWNED if owned is None else owned
     table = layers(doc)
     if not table:
         return [f"no layer table in {doc}"]
@@ -44,6 +53,11 @@ def check(src, doc, quiet=False):
                 path = os.path.join(dirpath, f)
                 rel = os.path.relpath(path, os.path.dirname(src))
                 for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+                    m = re.match(r"\s*#\s*include\s+<([^>]+)>", line)
+                    for lib, owner in owned.items() if m else ():
+                        if m.group(1).startswith(lib) and mod != owner:
+                            bad.append(f"{rel}:{n}: {mod}/ includes <{m.group(1)}>, which only "
+                                       f"{owner}/ may use (the module linked with it)")
                     m = re.match(r'\s*#\s*include\s+"([a-z0-9_]+)/', line)
                     if not m or m.group(1) == mod:
                         continue
@@ -62,21 +76,23 @@ def check(src, doc, quiet=False):
 
 def self_test():
     """A planted tree: low/ (L0) includes high/ (L1), peer/ (L1) includes high/, and stray/ is
-    not in the table; each must be reported, and nothing else."""
+    not in the table, and high/ includes <net.h>, owned by low/; each must be reported, and
+    nothing else."""
     with tempfile.TemporaryDirectory() as d:
         doc = os.path.join(d, "ARCH.md")
         with open(doc, "w") as f:
             f.write("| L0 | `low/` | x |\n| L1 | `high/` | x |\n| L1 | `peer/` | x |\n")
         files = {"low/a.c": '#include "high/h.h"\n#include "low/a.h"\n',
-                 "high/h.c": '#include "low/a.h"\n', "peer/p.c": '#include "high/h.h"\n',
+                 "high/h.c": '#include "low/a.h"\n#include <net.h>\n',
+                 "peer/p.c": '#include "high/h.h"\n', "low/n.c": "#include <net.h>\n",
                  "stray/s.c": "\n"}
         for name, text in files.items():
             os.makedirs(os.path.join(d, "src", os.path.dirname(name)), exist_ok=True)
             with open(os.path.join(d, "src", name), "w") as f:
                 f.write(text)
-        bad = check(os.path.join(d, "src"), doc, quiet=True)
+        bad = check(os.path.join(d, "src"), doc, quiet=True, owned={"net.h": "low"})
         want = ["src/low/a.c:1: low/ (L0) includes high/", "src/peer/p.c:1: peer/ (L1) includes high/",
-                "src/stray/: module not in the layer table"]
+                "src/stray/: module not in the layer table", "src/high/h.c:2: high/ includes <net.h>"]
         ok = len(bad) == len(want) and all(any(b.startswith(w) for b in bad) for w in want)
         print(f"check_layers self-test: {len(bad)} planted violation(s) found: {'ok' if ok else 'WRONG'}")
         for b in bad:

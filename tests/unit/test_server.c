@@ -226,6 +226,28 @@ TEST(test_metrics_page)
               0 ||
           sample(page, "vllm:request_prompt_tokens_bucket{le=\"5\",model_name=\"glimmer\"}") == 0);
     gl_free(page);
+    // With speculation: vLLM's spec_decode counters and the cost model's glint:* beside them.
+    m.spec_k = 4;
+    st.spec_len_steps[0] = 7;
+    st.spec_len_steps[3] = 2;
+    st.spec_probes = 1;
+    st.spec_acceptance = 0.25;
+    st.spec_len = 3;
+    page = gl_metrics_render(&m, "glimmer", &st, &ms, &len);
+    REQUIRE(page);
+    CHECKF(prometheus_lines(page) > n, "%d sample lines", prometheus_lines(page));
+    CHECK(sample(page,
+                 "glint:spec_decode_draft_len_steps_total{model_name=\"glimmer\",len=\"0\"}") == 7);
+    CHECK(sample(page,
+                 "glint:spec_decode_draft_len_steps_total{model_name=\"glimmer\",len=\"3\"}") == 2);
+    CHECK(sample(page,
+                 "glint:spec_decode_draft_len_steps_total{model_name=\"glimmer\",len=\"4\"}") == 0);
+    CHECK(sample(page, "glint:spec_decode_off_steps_total{model_name=\"glimmer\"}") == 7);
+    CHECK(sample(page, "glint:spec_decode_probe_drafts_total{model_name=\"glimmer\"}") == 1);
+    CHECK(sample(page, "glint:spec_decode_acceptance{model_name=\"glimmer\"}") == 0.25);
+    CHECK(sample(page, "glint:spec_decode_draft_len{model_name=\"glimmer\"}") == 3);
+    CHECK(sample(page, "vllm:spec_decode_num_drafts_total{model_name=\"glimmer\"}") == 0);
+    gl_free(page);
     gl_metrics_destroy(&m);
 }
 

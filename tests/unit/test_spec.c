@@ -9,7 +9,9 @@
 // - rejection sampling: gl_sample_verify's draws fit the processed distribution (chi-square), a
 //   wrong rule (resampling from p with the draft kept) is rejected; in the engine, seeded
 //   sampling at temperature 1 with top-k / top-p / min_p per position, speculation on against
-//   off (two-sample chi-square) accepted, the wrong rule (engine test_wrong_rule) rejected.
+//   off (two-sample chi-square) accepted, the wrong rules (engine test_wrong_rule: resampling
+//   with the draft kept; min_p before temperature, at temperature 2) rejected;
+// - the cost model's rule on made-up step times, and in the engine at replay alpha 0 and 0.9.
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "grammar/grammar.h"
@@ -86,6 +88,7 @@ static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int
         p.spec.k = spec_k;
         p.spec.lookup_min = 2;
         p.spec.lookup_max = 4;
+        p.spec.fixed_k = 1; // drafts of k every step; the cost model has its own tests
     }
     return p;
 }
@@ -167,6 +170,8 @@ static void report(const char *what, const struct gl_engine_stats *on,
 }
 
 // Runs the battery with speculation off and on (k = 4) and compares every choice.
+static int g_cost_model; // off_on: 1 lets the cost model choose the draft lengths (fixed_k 0)
+
 static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens, int alone,
                   const char *what, struct gl_engine_stats *st_on, struct gl_engine_stats *st_off)
 {
@@ -177,6 +182,7 @@ static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens,
     for (int i = 0; i < n; i++)
         memcpy(off[i], jobs[i].res, sizeof off[i]);
     p = eparams(budget, seqs, tokens, 4);
+    p.spec.fixed_k = !g_cost_model;
     *st_on = run_jobs(jobs, n, &p, alone);
     int same = 0;
     for (int i = 0; i < n; i++) {
@@ -312,6 +318,12 @@ TEST(test_greedy_alone_and_batched)
     fill_greedy_jobs(jobs, N, 0);
     CHECK(off_on(jobs, N, 8 << 20, 16, 24, 0, "16 batched, 24-token steps", &on, &off) == N);
     CHECK(on.spec_drafts > 0 && on.spec_accepted_tokens > 0);
+    // The same with the cost model choosing each step's length (timing-dependent lengths, the
+    // same output).
+    g_cost_model = 1;
+    fill_greedy_jobs(jobs, N, 0);
+    CHECK(off_on(jobs, N, 8 << 20, 16, 24, 0, "16 batched, cost model", &on, &off) == N);
+    g_cost_model = 0;
     free(jobs);
 }
 
@@ -557,6 +569,90 @@ TEST(test_replay_drafter)
         if (a == 1)
             CHECK(on.spec_accepted_tokens == 0 && on.spec_draft_tokens > 0 &&
                   on.steps == off.steps);
+    }
+}
+
+// The cost model's rule (engine.h) on made-up step times: bandwidth-bound (t(R) = 1000 + R us)
+// and compute-bound (t(R) = 100 R us); acceptance 0, 0.5, 0.9 fed as verified drafts.
+static void feed(struct gl_spec_cost *c, int fixed, int32_t acc_of_10)
+{
+    gl_spec_cost_init(c);
+    for (int64_t r = 1; r <= 300; r += r < 32 ? 1 : 16)
+        gl_spec_cost_step(c, r, fixed ? 1000.0 + (double)r : 100.0 * (double)r);
+    for (int i = 0; i < 200; i++)
+        gl_spec_cost_verified(c, acc_of_10, 10);
+}
+
+TEST(test_cost_model_rule)
+{
+    struct gl_spec_cost c;
+    feed(&c, 1, 9);
+    CHECKF(fabs(gl_spec_cost_acceptance(&c) - 0.9) < 0.01, "a %.3f", gl_spec_cost_acceptance(&c));
+    int32_t j = gl_spec_cost_choose(&c, 1, 1, 16);
+    printf("  bandwidth-bound, a 0.9: batch 1 -> %d, batch 16 -> %d\n", j,
+           gl_spec_cost_choose(&c, 16, 16, 16));
+    CHECK(j > 4);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) > 0);
+    feed(&c, 1, 0);
+    CHECK(gl_spec_cost_acceptance(&c) < 1e-9);
+    CHECK(gl_spec_cost_choose(&c, 1, 1, 16) == 0);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) == 0);
+    feed(&c, 0, 5); // compute-bound: drafting never pays
+    CHECK(gl_spec_cost_choose(&c, 1, 1, 16) == 0);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) == 0);
+    feed(&c, 0, 9);
+    CHECK(gl_spec_cost_choose(&c, 16, 16, 16) == 0);
+    // t(R) non-decreasing: a faster measurement at more rows never lowers it.
+    gl_spec_cost_init(&c);
+    CHECK(gl_spec_cost_choose(&c, 1, 1, 16) == 0); // nothing measured
+    gl_spec_cost_step(&c, 5, 800.0);
+    gl_spec_cost_step(&c, 10, 500.0);
+    CHECK(gl_spec_cost_time(&c, 10) >= 800.0 && gl_spec_cost_time(&c, 7) >= 800.0);
+    CHECK(gl_spec_cost_time(&c, 1) == 800.0); // nothing below: the nearest above
+    gl_spec_cost_step(&c, 40, 2000.0);
+    CHECK(fabs(gl_spec_cost_time(&c, 25) - (800.0 + 1200.0 * 15.0 / 30.0)) < 1e-9);
+    CHECK(gl_spec_cost_time(&c, 400) == 2000.0); // flat beyond the largest measured
+}
+
+// The cost model in the engine (fixed_k 0), batch 1, replay drafts of k 4: at alpha 0 it turns
+// speculation off (no step with a draft length > 0; only single-token probes), at alpha 0.9 it
+// drafts (steps with a length > 0, fewer steps than without speculation); greedy output identical
+// to speculation off both times.
+TEST(test_cost_model_engine)
+{
+    struct job j;
+    memset(&j, 0, sizeof j);
+    j.n_prompt = make_prompt(5, j.prompt);
+    j.sp = greedy(48);
+    struct gl_engine_params p = eparams(8 << 20, 4, 64, 0);
+    struct gl_engine_stats off = run_jobs(&j, 1, &p, 1);
+    struct result ref = j.res[0];
+    REQUIRE(ref.n_tok == 48);
+    const float alphas[2] = {0.0f, 0.9f};
+    for (int a = 0; a < 2; a++) {
+        p = eparams(8 << 20, 4, 64, 4);
+        p.spec.method = GL_SPEC_REPLAY;
+        p.spec.fixed_k = 0;
+        p.spec.replay = ref.tok;
+        p.spec.n_replay = ref.n_tok;
+        p.spec.alpha = alphas[a];
+        p.spec.seed = 11;
+        struct gl_engine_stats on = run_jobs(&j, 1, &p, 1);
+        CHECKF(same_result(&ref, &j.res[0]), "alpha %.1f: output differs", (double)alphas[a]);
+        int64_t drafting = 0;
+        for (int i = 1; i <= GL_SPEC_MAX_K; i++)
+            drafting += on.spec_len_steps[i];
+        printf("  alpha %.1f: steps chose 0: %lld, > 0: %lld; probes %lld; %lld of %lld draft "
+               "tokens accepted; a %.2f; %lld steps (off: %lld)\n",
+               (double)alphas[a], (long long)on.spec_len_steps[0], (long long)drafting,
+               (long long)on.spec_probes, (long long)on.spec_accepted_tokens,
+               (long long)on.spec_draft_tokens, on.spec_acceptance, (long long)on.steps,
+               (long long)off.steps);
+        if (a == 0)
+            CHECK(drafting == 0 && on.spec_probes > 0 && on.spec_accepted_tokens == 0 &&
+                  on.spec_draft_tokens == on.spec_probes && on.spec_len_steps[0] > 0);
+        else
+            CHECK(drafting > 0 && on.steps < off.steps && on.spec_acceptance > 0.5);
     }
 }
 
@@ -807,12 +903,16 @@ TEST(test_verify_fits_distribution)
 }
 
 // Seeded sampling in the engine: a prompt of span A, A's greedy continuation G, then A again, so
-// the proposer drafts G; 1600 samples (100 requests x n 16) of 5 tokens at temperature 1 with
-// top-k / top-p / min_p, speculation off, on, and on with the wrong rule; per position, the token
-// distribution on against off must be accepted, the wrong rule's rejected at some position.
+// the proposer drafts G; 1600 samples (100 requests x n 16) of 5 tokens with top-k / top-p /
+// min_p per mode: at temperature 1 speculation off, on, and on with the wrong residual rule; at
+// temperature 2 (where min_p before or after temperature differ; min_p 0.2 alone) off, on and on
+// with min_p applied before temperature, both on with the replay drafter proposing G at every
+// decode (so every position after the first is decided by verification). Per position, the token
+// distribution on against off must be accepted, each wrong rule's rejected (p < 1e-6) at some
+// position.
 TEST(test_sampling_chi2_on_off)
 {
-    enum { REQ = 100, NC = 16, LEN = 5 };
+    enum { REQ = 100, NC = 16, LEN = 5, MODES = 6 };
     int32_t prompt[64], n = 0;
     for (int i = 0; i < 10; i++)
         prompt[n++] = (int32_t)((i * 97 + 11) % T_V);
@@ -830,23 +930,38 @@ TEST(test_sampling_chi2_on_off)
         for (int i = 0; i < 10; i++)
             prompt[n++] = prompt[i];
     }
-    static long cnt[3][LEN][T_V];
+    // mode: temperature 1 {off, on, wrong residual}, temperature 2 {off, on, min_p first}
+    static const int spec_on[MODES] = {0, 1, 1, 0, 1, 1}, wrong[MODES] = {0, 0, 1, 0, 0, 2};
+    static long cnt[MODES][LEN][T_V];
     memset(cnt, 0, sizeof cnt);
-    struct gl_engine_stats st[3];
+    struct gl_engine_stats st[MODES];
     struct job *jobs = calloc(REQ, sizeof *jobs);
-    for (int mode = 0; mode < 3; mode++) {
+    for (int mode = 0; mode < MODES; mode++) {
         for (int r = 0; r < REQ; r++) {
             memset(&jobs[r], 0, sizeof jobs[r]);
             memcpy(jobs[r].prompt, prompt, (size_t)n * 4);
             jobs[r].n_prompt = n;
             jobs[r].sp = mixed_params();
+            if (mode >= 3) { // min_p alone: top-k / top-p off
+                const struct gl_sample_params d = gl_sample_default_params();
+                jobs[r].sp.temperature = 2.0f;
+                jobs[r].sp.min_p = 0.2f;
+                jobs[r].sp.top_k = d.top_k;
+                jobs[r].sp.top_p = d.top_p;
+            }
             jobs[r].sp.n = NC;
             jobs[r].sp.max_tokens = LEN;
             jobs[r].sp.seed = 1000 + (uint64_t)r + (uint64_t)mode * 100000;
             jobs[r].sp.has_seed = 1;
         }
-        struct gl_engine_params p = eparams(32 << 20, 32, 256, mode ? 4 : 0);
-        p.spec.test_wrong_rule = mode == 2;
+        struct gl_engine_params p = eparams(32 << 20, 32, 256, spec_on[mode] ? 4 : 0);
+        p.spec.test_wrong_rule = wrong[mode];
+        if (mode >= 4) { // replay G: a draft at every decode, so every position is verified
+            p.spec.method = GL_SPEC_REPLAY;
+            p.spec.replay = prompt + 10;
+            p.spec.n_replay = 10;
+            p.spec.alpha = 1.0f;
+        }
         st[mode] = run_jobs(jobs, REQ, &p, 0);
         for (int r = 0; r < REQ; r++)
             for (int c = 0; c < NC; c++)
@@ -855,16 +970,27 @@ TEST(test_sampling_chi2_on_off)
     }
     report("sampling, on", &st[1], &st[0]);
     report("sampling, wrong rule", &st[2], &st[0]);
-    double worst_right = 1.0, worst_wrong = 1.0;
-    for (int i = 0; i < LEN; i++) {
-        double pr = chi2_two(cnt[0][i], cnt[1][i], T_V), pw = chi2_two(cnt[0][i], cnt[2][i], T_V);
-        printf("  position %d: on vs off p = %.3g, wrong rule vs off p = %.3g\n", i, pr, pw);
-        worst_right = pr < worst_right ? pr : worst_right;
-        worst_wrong = pw < worst_wrong ? pw : worst_wrong;
+    report("sampling t2, on", &st[4], &st[3]);
+    report("sampling t2, min_p before temperature", &st[5], &st[3]);
+    for (int g = 0; g < 2; g++) {
+        const int o = 3 * g;
+        double worst_right = 1.0, worst_wrong = 1.0;
+        for (int i = 0; i < LEN; i++) {
+            double pr = chi2_two(cnt[o][i], cnt[o + 1][i], T_V);
+            double pw = chi2_two(cnt[o][i], cnt[o + 2][i], T_V);
+            printf("  temperature %d, position %d: on vs off p = %.3g, %s vs off p = %.3g\n", g + 1,
+                   i, pr, g ? "min_p first" : "wrong rule", pw);
+            worst_right = pr < worst_right ? pr : worst_right;
+            worst_wrong = pw < worst_wrong ? pw : worst_wrong;
+        }
+        CHECKF(worst_right > 1e-3 / LEN,
+               "temperature %d: speculation changed the distribution "
+               "(p %.3g)",
+               g + 1, worst_right);
+        CHECKF(worst_wrong < 1e-6, "temperature %d: the wrong rule was not detected (p %.3g)",
+               g + 1, worst_wrong);
+        CHECK(st[o + 1].spec_accepted_tokens > 0 && st[o + 2].spec_accepted_tokens > 0);
     }
-    CHECKF(worst_right > 1e-3 / LEN, "speculation changed the distribution (p %.3g)", worst_right);
-    CHECKF(worst_wrong < 1e-6, "the wrong rule was not detected (p %.3g)", worst_wrong);
-    CHECK(st[1].spec_accepted_tokens > 0);
     free(jobs);
 }
 
@@ -914,6 +1040,7 @@ int main(void)
     micro_model_setup("test_spec");
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
-              test_replay_drafter, test_drafts_leave_decodes_their_token, test_not_speculating,
+              test_replay_drafter, test_cost_model_rule, test_cost_model_engine,
+              test_drafts_leave_decodes_their_token, test_not_speculating,
               test_verify_fits_distribution, test_sampling_chi2_on_off, test_dflash_greedy);
 }

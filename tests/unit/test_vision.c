@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Unit tests for src/vision's pure pieces on hand-computed cases: the window permutation, the
 // bilinear position taps with zero padding, the position embedding, the pixel shuffle order,
-// and gl_vision_encode's input errors. The forward pass itself is checked against torch by
+// gl_vision_encode's input errors, and q/k rows in llama.cpp's pair order (qk_pairs) giving the
+// bits of rotate-half rows. The forward pass itself is checked against torch by
 // tests/oracle/check_vision_torch.sh (test_vision_oracle).
 #include "test.h"
 #include "vision/vision.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int near(float a, float b)
@@ -98,8 +100,147 @@ TEST(test_encode_input_errors)
     gl_pool_delete(pool);
 }
 
+// ---- qk_pairs: a tiny random tower (hidden 32 = 2 heads of 16, ffn 64, 2 layers: one windowed,
+// one full; 2x2 position table; adapter 32, out 48) on a 4x4 patch grid ----
+
+enum { QH = 32, QD = 16, QF = 64, QA = 32, QO = 48, QL = 2, QPD = 1176, QG = 4 };
+
+static void *g_keep[160];
+static int g_n_keep;
+
+static void *keep(void *p)
+{
+    GL_ASSERT(p && g_n_keep < (int)(sizeof g_keep / sizeof g_keep[0]));
+    return g_keep[g_n_keep++] = p;
+}
+
+static float *rvec(int64_t n, uint32_t *rng, float scale)
+{
+    float *v = keep(malloc((size_t)n * sizeof(float)));
+    for (int64_t i = 0; i < n; i++) {
+        *rng = *rng * 1664525u + 1013904223u;
+        v[i] = ((float)(*rng >> 8) / 16777216.0f - 0.5f) * scale;
+    }
+    return v;
+}
+
+// f [n] as a matrix of type t (F32: borrowed; BF16: rounded copy).
+static struct gl_vision_mat as_mat(const float *f, int64_t n, enum gl_type t)
+{
+    if (t == GL_TYPE_F32)
+        return (struct gl_vision_mat){GL_TYPE_F32, f};
+    uint16_t *b = keep(malloc((size_t)n * sizeof(uint16_t)));
+    for (int64_t i = 0; i < n; i++)
+        b[i] = gl_f32_to_bf16(f[i]);
+    return (struct gl_vision_mat){GL_TYPE_BF16, b};
+}
+
+// rows [QH][width] from rotate-half order to ggml's pair order: row h*D + 2j + s holds row
+// h*D + s*D/2 + j (what llama.cpp's converter writes for q and k).
+static float *to_pairs(const float *rh, int64_t width)
+{
+    float *p = keep(malloc((size_t)QH * (size_t)width * sizeof(float)));
+    for (int64_t r = 0; r < QH; r++) {
+        const int64_t h = r / QD, i = r % QD, j = i / 2, s = i % 2;
+        memcpy(p + r * width, rh + (h * QD + s * QD / 2 + j) * width,
+               (size_t)width * sizeof(float));
+    }
+    return p;
+}
+
+static void encode_tower(struct gl_pool *pool, const struct gl_vision_config *c,
+                         const struct gl_vision_weights *w, const float *patches, float *out)
+{
+    struct gl_err err = {0};
+    CHECKF(gl_vision_encode(pool, c, w, patches, QG, QG, out, &err) == GL_OK, "%s", err.msg);
+}
+
+// The same tower with its q/k rows and biases in pair order and qk_pairs set encodes to the same
+// bits as in rotate-half order (F32 and BF16 weights, 2 threads); read as rotate-half it does not.
+TEST(test_qk_pairs_bit_identical)
+{
+    struct gl_vision_config c = {.patch_size = 14,
+                                 .patch_frames = 2,
+                                 .hidden = QH,
+                                 .n_layers = QL,
+                                 .n_heads = QH / QD,
+                                 .head_dim = QD,
+                                 .ffn = QF,
+                                 .pos_h = 2,
+                                 .pos_w = 2,
+                                 .merge = 2,
+                                 .full_every = 2,
+                                 .adapter = QA,
+                                 .out_dim = QO,
+                                 .ln_eps = 1e-5f,
+                                 .rms_eps = 1e-5f,
+                                 .rope_theta = 10000.0f};
+    struct gl_pool *pool = gl_pool_new(2);
+    REQUIRE(pool);
+    uint32_t rng = 7;
+    const float *patches = rvec((int64_t)QG * QG * QPD, &rng, 2.0f);
+    const int64_t n_out = (QG / 2) * (QG / 2) * QO;
+    float *out[3];
+    for (int i = 0; i < 3; i++)
+        out[i] = keep(malloc((size_t)n_out * sizeof(float)));
+    const enum gl_type types[2] = {GL_TYPE_F32, GL_TYPE_BF16};
+    for (int ti = 0; ti < 2; ti++) {
+        const enum gl_type t = types[ti];
+        struct gl_vision_layer rh[QL], pairs[QL];
+        for (int l = 0; l < QL; l++) {
+            const float *q = rvec(QH * QH, &rng, 0.4f), *k = rvec(QH * QH, &rng, 0.4f);
+            const float *qb = rvec(QH, &rng, 0.2f), *kb = rvec(QH, &rng, 0.2f);
+            rh[l] = (struct gl_vision_layer){.ln1_w = rvec(QH, &rng, 1.0f),
+                                             .ln1_b = rvec(QH, &rng, 0.2f),
+                                             .q = as_mat(q, QH * QH, t),
+                                             .k = as_mat(k, QH * QH, t),
+                                             .v = as_mat(rvec(QH * QH, &rng, 0.4f), QH * QH, t),
+                                             .proj = as_mat(rvec(QH * QH, &rng, 0.4f), QH * QH, t),
+                                             .q_b = qb,
+                                             .k_b = kb,
+                                             .v_b = rvec(QH, &rng, 0.2f),
+                                             .proj_b = rvec(QH, &rng, 0.2f),
+                                             .ln2_w = rvec(QH, &rng, 1.0f),
+                                             .ln2_b = rvec(QH, &rng, 0.2f),
+                                             .fc1 = as_mat(rvec(QF * QH, &rng, 0.4f), QF * QH, t),
+                                             .fc1_b = rvec(QF, &rng, 0.2f),
+                                             .fc2 = as_mat(rvec(QH * QF, &rng, 0.3f), QH * QF, t),
+                                             .fc2_b = rvec(QH, &rng, 0.2f)};
+            pairs[l] = rh[l];
+            pairs[l].q = as_mat(to_pairs(q, QH), QH * QH, t);
+            pairs[l].k = as_mat(to_pairs(k, QH), QH * QH, t);
+            pairs[l].q_b = to_pairs(qb, 1);
+            pairs[l].k_b = to_pairs(kb, 1);
+        }
+        struct gl_vision_weights w = {
+            .patch = as_mat(rvec((int64_t)QH * QPD, &rng, 0.1f), (int64_t)QH * QPD, t),
+            .pos = rvec(4 * QH, &rng, 0.5f),
+            .ln_pre_w = rvec(QH, &rng, 1.0f),
+            .ln_pre_b = rvec(QH, &rng, 0.2f),
+            .layers = rh,
+            .ln_post_w = rvec(QH, &rng, 1.0f),
+            .ln_post_b = rvec(QH, &rng, 0.2f),
+            .adapter_fc1 = as_mat(rvec(QA * 4 * QH, &rng, 0.2f), QA * 4 * QH, t),
+            .adapter_fc2 = as_mat(rvec(QA * QA, &rng, 0.3f), QA * QA, t),
+            .projection = as_mat(rvec(QO * QA, &rng, 0.3f), QO * QA, t)};
+        encode_tower(pool, &c, &w, patches, out[0]);
+        w.layers = pairs;
+        w.qk_pairs = 1;
+        encode_tower(pool, &c, &w, patches, out[1]);
+        w.qk_pairs = 0; // pair-order rows read as rotate-half: another function
+        encode_tower(pool, &c, &w, patches, out[2]);
+        CHECKF(memcmp(out[0], out[1], (size_t)n_out * sizeof(float)) == 0,
+               "%s: pair-order rows with qk_pairs differ from rotate-half rows",
+               t == GL_TYPE_F32 ? "F32" : "BF16");
+        CHECK(memcmp(out[0], out[2], (size_t)n_out * sizeof(float)) != 0);
+    }
+    gl_pool_delete(pool);
+    while (g_n_keep > 0)
+        free(g_keep[--g_n_keep]);
+}
+
 int main(void)
 {
     RUN_TESTS(test_window_order, test_bilinear_taps, test_pos_embed_zero_padding,
-              test_pixel_shuffle_order, test_encode_input_errors);
+              test_pixel_shuffle_order, test_encode_input_errors, test_qk_pairs_bit_identical);
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Tests for gl_api_media_load (api/media_url.c): data: URLs decode exactly and every malformed
-// one is a 400 naming the part; local files load only from inside the allowed root, and "..",
-// symlinks that leave it, %2e%2e in file:// URLs, relative paths, directories, FIFOs (without
-// blocking), devices and other schemes are refused with a message saying why; paths outside the
-// root are refused before the file system is consulted (same message whether they exist or not);
-// remote URLs are refused.
-#include "api/api.h"
+// Tests for mediasrc/ (gl_mediasrc_load), without sockets: data: URLs decode exactly and every
+// malformed one is a client error (400) saying why; local files load only from inside the allowed
+// root, and "..", symlinks that leave it, %2e%2e in file:// URLs, relative paths, directories,
+// FIFOs (without blocking), devices and other schemes are refused with a message saying why;
+// paths outside the root are refused before the file system is consulted (same message whether
+// they exist or not); remote URLs are refused unless their host is allowed (the allow-list
+// matching is tested on gl_mediasrc_host_allowed, so nothing is fetched); an unresolvable root is
+// the server's fault (500).
+#include "mediasrc/mediasrc.h"
 #include "test.h"
 
 #include <limits.h>
@@ -15,31 +17,32 @@
 
 static char g_dir[PATH_MAX]; // the test's scratch directory: root/ inside it is the allowed root
 
-// Loads url; returns the HTTP status (0 on success) and checks the message names the part.
-static int load(const struct gl_api_media_opts *o, const char *url, uint8_t **b, size_t *n)
+// Loads url; returns the HTTP status (0 on success) and checks that a refusal says why and leaves
+// the outputs empty.
+static int load(const struct gl_mediasrc_opts *o, const char *url, uint8_t **b, size_t *n)
 {
-    struct gl_api_error e = {0};
-    gl_status st =
-        gl_api_media_load(o, url, strlen(url), "messages[0].content[1].image_url", b, n, &e);
+    struct gl_err e = {0};
+    gl_status st = gl_mediasrc_load(o, url, strlen(url), b, n, &e);
     if (st == GL_OK)
         return 0;
-    CHECKF(strncmp(e.msg, "messages[0].content[1].image_url: ", 34) == 0, "message: %s", e.msg);
+    CHECKF(e.code == st && e.msg[0] != 0, "status %s, message '%s'", gl_status_name(st), e.msg);
     CHECK(*b == NULL && *n == 0);
-    return e.http;
+    return gl_mediasrc_http_status(st);
 }
 
 // Loads url, which must be refused with a 400 whose message contains want.
-static void refused(const struct gl_api_media_opts *o, const char *url, const char *want, int line)
+static void refused(const struct gl_mediasrc_opts *o, const char *url, const char *want, int line)
 {
-    struct gl_api_error e = {0};
+    struct gl_err e = {0};
     uint8_t *b = NULL;
     size_t n = 0;
-    gl_status st = gl_api_media_load(o, url, strlen(url), "p", &b, &n, &e);
+    gl_status st = gl_mediasrc_load(o, url, strlen(url), &b, &n, &e);
     if (st == GL_OK)
         gl_free(b);
-    CHECKF(st != GL_OK && e.http == 400 && strstr(e.msg, want) != NULL,
+    const int http = st == GL_OK ? 0 : gl_mediasrc_http_status(st);
+    CHECKF(st != GL_OK && http == 400 && strstr(e.msg, want) != NULL,
            "line %d: %s: got %s (HTTP %d), want a 400 containing '%s'", line, url,
-           st == GL_OK ? "success" : e.msg, e.http, want);
+           st == GL_OK ? "success" : e.msg, http, want);
 }
 #define REFUSED(o, url, want) refused(o, url, want, __LINE__)
 
@@ -53,7 +56,7 @@ static void write_file(const char *path, const char *data, size_t n)
 
 TEST(test_data_urls)
 {
-    struct gl_api_media_opts o = {.max_bytes = 16};
+    struct gl_mediasrc_opts o = {.max_bytes = 16};
     uint8_t *b = NULL;
     size_t n = 0;
     // "hello, world" = aGVsbG8sIHdvcmxk; "hi!?" = aGkhPw==
@@ -72,14 +75,22 @@ TEST(test_data_urls)
     CHECK(load(&o, "data:image/png;base64,====", &b, &n) == 400);
     // 18 bytes against a 16-byte limit
     CHECK(load(&o, "data:image/png;base64,aGVsbG8sIHdvcmxkLCBoaSEh", &b, &n) == 400);
-    struct gl_api_error e = {0};
-    CHECK(gl_api_media_load(&o, "data:x;base64,AAAA", 0, "p", &b, &n, &e) == GL_E_INVAL);
-    CHECK(gl_api_media_load(&o, "data:\0;base64,AAAA", 18, "p", &b, &n, &e) == GL_E_INVAL);
+    struct gl_err e = {0};
+    CHECK(gl_mediasrc_load(&o, "data:x;base64,AAAA", 0, &b, &n, &e) == GL_E_INVAL);
+    CHECK(gl_mediasrc_load(&o, "data:\0;base64,AAAA", 18, &b, &n, &e) == GL_E_INVAL);
+    // The reason is in the message (the caller prefixes the request field).
+    REFUSED(&o, "data:image/png;base64,aGVsbG8", "is not a multiple of 4");
+    REFUSED(&o, "data:image/png;base64,aGV*bG8=",
+            "invalid base64 character 0x2a at payload "
+            "offset 3");
+    REFUSED(&o, "data:image/png;base64,", "payload is empty");
+    REFUSED(&o, "data:image/png,aGVsbG8=", "only base64 data: URLs");
+    REFUSED(&o, "data:image/png;base64,aGVsbG8sIHdvcmxkLCBoaSEh", "18 bytes is over the 16-byte");
 }
 
 TEST(test_remote_and_schemes_refused)
 {
-    struct gl_api_media_opts o = {.local_root = g_dir, .max_bytes = 1 << 20};
+    struct gl_mediasrc_opts o = {.local_root = g_dir, .max_bytes = 1 << 20};
     uint8_t *b = NULL;
     size_t n = 0;
     CHECK(load(&o, "http://127.0.0.1/cat.png", &b, &n) == 400);
@@ -87,6 +98,63 @@ TEST(test_remote_and_schemes_refused)
     CHECK(load(&o, "ftp://example.com/cat.png", &b, &n) == 400);
     CHECK(load(&o, "cat.png", &b, &n) == 400); // relative
     CHECK(load(&o, "", &b, &n) == 400);
+    REFUSED(&o, "http://127.0.0.1/cat.png", "started without --allowed-media-domains");
+    REFUSED(&o, "cat.png", "a local media path must be absolute");
+    REFUSED(&o, "sub/cat.png", "a local media path must be absolute");
+    REFUSED(&o, "./cat.png", "a local media path must be absolute");
+    REFUSED(&o, "file://cat.png", "a local media path must be absolute");
+    // With an allow-list, a host not on it is refused before anything is sent (no socket: curl's
+    // URL parser only), and the message names the host.
+    struct gl_mediasrc_opts r = {.max_bytes = 1 << 20, .allowed_domains = "example.com"};
+    REFUSED(&r, "http://a.example.com/cat.png", "host 'a.example.com' is not in");
+    REFUSED(&r, "https://example.com.evil.test/x", "host 'example.com.evil.test' is not in");
+    REFUSED(&r, "http://127.0.0.1/cat.png", "host '127.0.0.1' is not in");
+    REFUSED(&r, "ftp://example.com/cat.png", "unsupported URL scheme");
+    REFUSED(&r, "http://[::1/x", "the URL does not parse");
+}
+
+// The --allowed-media-domains matching alone (no I/O): exact, case-insensitive names in a comma
+// list with spaces around entries ignored, or "*".
+TEST(test_host_allow_list)
+{
+    CHECK(gl_mediasrc_host_allowed("example.com", "example.com"));
+    CHECK(gl_mediasrc_host_allowed("example.com", "EXAMPLE.com"));
+    CHECK(gl_mediasrc_host_allowed("a.test, example.com ,b.test", "example.com"));
+    CHECK(gl_mediasrc_host_allowed(",,example.com,", "example.com"));
+    CHECK(gl_mediasrc_host_allowed("a.test,*", "anything.at.all"));
+    CHECK(gl_mediasrc_host_allowed("*", "127.0.0.1"));
+    CHECK(!gl_mediasrc_host_allowed("example.com", "a.example.com")); // no subdomains
+    CHECK(!gl_mediasrc_host_allowed("example.com", "example.co"));    // no prefixes
+    CHECK(!gl_mediasrc_host_allowed("example.com", "example.com.evil.test"));
+    CHECK(!gl_mediasrc_host_allowed("*.example.com", "a.example.com")); // no wildcards but "*"
+    CHECK(!gl_mediasrc_host_allowed("ex ample.com", "example.com"));
+    CHECK(!gl_mediasrc_host_allowed("", "example.com"));
+    CHECK(!gl_mediasrc_host_allowed(" , ", "example.com"));
+    CHECK(!gl_mediasrc_host_allowed("example.com", ""));
+    CHECK(!gl_mediasrc_host_allowed("a.test,b.test", "a.tes"));
+}
+
+// Whose fault: memory and the server's own setup are 500, everything else the client's 400.
+TEST(test_status_mapping)
+{
+    CHECK(gl_mediasrc_http_status(GL_E_NOMEM) == 500);
+    CHECK(gl_mediasrc_http_status(GL_E_INTERNAL) == 500);
+    CHECK(gl_mediasrc_http_status(GL_E_INVAL) == 400);
+    CHECK(gl_mediasrc_http_status(GL_E_FORMAT) == 400);
+    CHECK(gl_mediasrc_http_status(GL_E_LIMIT) == 400);
+    CHECK(gl_mediasrc_http_status(GL_E_IO) == 400);
+    CHECK(gl_mediasrc_http_status(GL_E_UNSUPPORTED) == 400);
+    char root[PATH_MAX + 16], url[PATH_MAX + 32];
+    snprintf(root, sizeof root, "%s/no-such-root", g_dir);
+    snprintf(url, sizeof url, "%s/a.png", root);
+    struct gl_mediasrc_opts o = {.local_root = root, .max_bytes = 1 << 20};
+    struct gl_err e = {0};
+    uint8_t *b = NULL;
+    size_t n = 0;
+    gl_status st = gl_mediasrc_load(&o, url, strlen(url), &b, &n, &e);
+    CHECKF(st == GL_E_INTERNAL && strstr(e.msg, "allowed local media path cannot be resolved"),
+           "%s: %s", gl_status_name(st), e.msg);
+    CHECK(gl_mediasrc_http_status(st) == 500 && b == NULL && n == 0);
 }
 
 TEST(test_local_paths)
@@ -111,9 +179,9 @@ TEST(test_local_paths)
 
     uint8_t *b = NULL;
     size_t n = 0;
-    struct gl_api_media_opts none = {.max_bytes = 1 << 20},
-                             o = {.local_root = root, .max_bytes = 1 << 20},
-                             tiny = {.local_root = root, .max_bytes = 4};
+    struct gl_mediasrc_opts none = {.max_bytes = 1 << 20},
+                            o = {.local_root = root, .max_bytes = 1 << 20},
+                            tiny = {.local_root = root, .max_bytes = 4};
     snprintf(url, sizeof url, "%s/sub/a.png", root);
     CHECK(load(&none, url, &b, &n) == 400); // no root configured
     CHECK(load(&o, url, &b, &n) == 0 && n == 7 && memcmp(b, "PNGDATA", 7) == 0);
@@ -160,7 +228,7 @@ TEST(test_local_escapes)
     REQUIRE(symlink(g_dir, link) == 0);
     snprintf(p, sizeof p, "%s/fifo.png", root);
     REQUIRE(mkfifo(p, 0600) == 0);
-    struct gl_api_media_opts o = {.local_root = root, .max_bytes = 1 << 20};
+    struct gl_mediasrc_opts o = {.local_root = root, .max_bytes = 1 << 20};
 
     snprintf(url, sizeof url, "%s/../secret.txt", root);
     REFUSED(&o, url, "outside the allowed local media path");
@@ -189,7 +257,7 @@ TEST(test_local_escapes)
     REFUSED(&o, url, "outside the allowed local media path");
     char rroot[PATH_MAX + 8];
     snprintf(rroot, sizeof rroot, "%s/root", g_dir);
-    struct gl_api_media_opts r = {.local_root = rroot, .max_bytes = 1 << 20};
+    struct gl_mediasrc_opts r = {.local_root = rroot, .max_bytes = 1 << 20};
     snprintf(url, sizeof url, "%s/rootX/sub/a.png", g_dir); // prefix sibling of .../root
     REFUSED(&r, url, "outside the allowed local media path");
     snprintf(url, sizeof url, "%s/sub", root);
@@ -201,7 +269,7 @@ TEST(test_local_escapes)
     snprintf(url, sizeof url, "%s/missing.png", root);
     REFUSED(&o, url, "No such file");
     // A character device under the root (an operator who allowed /dev).
-    struct gl_api_media_opts dev = {.local_root = "/dev", .max_bytes = 1 << 20};
+    struct gl_mediasrc_opts dev = {.local_root = "/dev", .max_bytes = 1 << 20};
     REFUSED(&dev, "/dev/null", "not a regular file");
     REFUSED(&dev, "/dev/zero", "not a regular file");
     // file:// URLs are percent-decoded; plain paths are taken literally.
@@ -238,6 +306,6 @@ int main(void)
     GL_ASSERT(mkdir(sib, 0700) == 0);
     snprintf(sib, sizeof sib, "%s/rootX/sub/a.png", g_dir);
     write_file(sib, "OTHER", 5);
-    RUN_TESTS(test_data_urls, test_remote_and_schemes_refused, test_local_paths,
-              test_local_escapes);
+    RUN_TESTS(test_data_urls, test_remote_and_schemes_refused, test_host_allow_list,
+              test_status_mapping, test_local_paths, test_local_escapes);
 }

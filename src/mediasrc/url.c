@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// api/media_url: the bytes behind an image_url / video_url part (api.h, gl_api_media_load).
+// mediasrc/url: the bytes behind an image_url / video_url part (mediasrc.h, gl_mediasrc_load).
 // Sources, as vLLM takes them: a data: URL with a base64 payload, or a local file under the
 // operator's --allowed-local-media-path. Local paths are checked three times, each closing a
 // hole the others leave (docs/SECURITY.md):
@@ -13,14 +13,15 @@
 //     (plain open with O_NOFOLLOW where the kernel lacks openat2). O_NONBLOCK keeps a FIFO from
 //     blocking the open; anything but a regular file is then refused.
 // file:// URLs are percent-decoded (RFC 8089) before these checks; plain paths are taken as is.
-// http(s) URLs go to media_fetch.c (only hosts in --allowed-media-domains).
-#include "api/api.h"
+// http(s) URLs go to fetch.c (only hosts in --allowed-media-domains).
 #include "base/buf.h"
+#include "mediasrc/mediasrc_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -28,45 +29,43 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define MEDIA_FAIL(...) gl_api_fail(e, 400, param, __VA_ARGS__)
-
 // "data:[<mime>][;param=v]*;base64,<payload>" -> decoded payload.
-static gl_status load_data_url(const struct gl_api_media_opts *o, const char *url, size_t len,
-                               const char *param, uint8_t **bytes, size_t *n,
-                               struct gl_api_error *e)
+static gl_status load_data_url(const struct gl_mediasrc_opts *o, const char *url, size_t len,
+                               uint8_t **bytes, size_t *n, struct gl_err *err)
 {
     const char *comma = memchr(url, ',', len);
     if (!comma)
-        return MEDIA_FAIL("%s: a data: URL needs a ',' before its payload", param);
+        return gl_err_set(err, GL_E_INVAL, "a data: URL needs a ',' before its payload");
     size_t head = (size_t)(comma - url);
     if (head < 12 || strncasecmp(comma - 7, ";base64", 7) != 0)
-        return MEDIA_FAIL("%s: only base64 data: URLs are accepted (data:<type>;base64,<payload>)",
-                          param);
+        return gl_err_set(err, GL_E_INVAL,
+                          "only base64 data: URLs are accepted (data:<type>;base64,<payload>)");
     const uint8_t *p = (const uint8_t *)comma + 1;
     size_t plen = len - head - 1;
     if (plen == 0)
-        return MEDIA_FAIL("%s: the data: URL's payload is empty", param);
+        return gl_err_set(err, GL_E_INVAL, "the data: URL's payload is empty");
     if (plen / 4 * 3 > o->max_bytes + 2)
-        return MEDIA_FAIL(
-            "%s: the data: URL's payload (%zu base64 characters) is over the %zu-byte "
-            "limit for one media part",
-            param, plen, o->max_bytes);
+        return gl_err_set(err, GL_E_LIMIT,
+                          "the data: URL's payload (%zu base64 characters) is over the %zu-byte "
+                          "limit for one media part",
+                          plen, o->max_bytes);
     uint8_t *buf = gl_malloc(plen / 4 * 3 + 1);
     if (!buf)
-        return gl_api_fail(e, 500, param, "%s: no memory for a %zu-byte payload", param, plen);
+        return gl_err_set(err, GL_E_NOMEM, "no memory for a %zu-byte payload", plen);
     size_t bad = 0;
     long got = gl_b64_decode(p, plen, buf, &bad);
     if (got < 0) {
         gl_free(buf);
         if (bad >= plen)
-            return MEDIA_FAIL("%s: the base64 payload's length (%zu) is not a multiple of 4", param,
-                              plen);
-        return MEDIA_FAIL("%s: invalid base64 character 0x%02x at payload offset %zu", param,
+            return gl_err_set(err, GL_E_FORMAT,
+                              "the base64 payload's length (%zu) is not a multiple of 4", plen);
+        return gl_err_set(err, GL_E_FORMAT, "invalid base64 character 0x%02x at payload offset %zu",
                           p[bad], bad);
     }
     if ((size_t)got > o->max_bytes) {
         gl_free(buf);
-        return MEDIA_FAIL("%s: %ld bytes is over the %zu-byte limit for one media part", param, got,
+        return gl_err_set(err, GL_E_LIMIT,
+                          "%ld bytes is over the %zu-byte limit for one media part", got,
                           o->max_bytes);
     }
     *bytes = buf;
@@ -139,33 +138,33 @@ static int open_beneath(const char *root, const char *real)
 }
 
 // A local path (absolute, or file:// + absolute) inside o->local_root.
-static gl_status load_local(const struct gl_api_media_opts *o, char *path, const char *param,
-                            uint8_t **bytes, size_t *n, struct gl_api_error *e)
+static gl_status load_local(const struct gl_mediasrc_opts *o, char *path, uint8_t **bytes,
+                            size_t *n, struct gl_err *err)
 {
     if (!o->local_root)
-        return MEDIA_FAIL("%s: local files are not served (start the server with "
-                          "--allowed-local-media-path DIR to allow files under DIR)",
-                          param);
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "local files are not served (start the server with "
+                          "--allowed-local-media-path DIR to allow files under DIR)");
     if (path[0] != '/')
-        return MEDIA_FAIL("%s: a local media path must be absolute", param);
+        return gl_err_set(err, GL_E_INVAL, "a local media path must be absolute");
     char root[PATH_MAX], given[PATH_MAX], real[PATH_MAX];
     if (!realpath(o->local_root, root))
-        return gl_api_fail(e, 500, param, "%s: the allowed local media path cannot be resolved: %s",
-                           param, strerror(errno));
+        return gl_err_set(err, GL_E_INTERNAL, "the allowed local media path cannot be resolved: %s",
+                          strerror(errno));
     snprintf(given, sizeof given, "%s", o->local_root);
     lexical_normalize(given);
     lexical_normalize(path);
     if (!path_under(path, root) && !path_under(path, given))
-        return MEDIA_FAIL("%s: the path is outside the allowed local media path", param);
+        return gl_err_set(err, GL_E_INVAL, "the path is outside the allowed local media path");
     if (!realpath(path, real))
-        return MEDIA_FAIL("%s: cannot open the local file: %s", param, strerror(errno));
+        return gl_err_set(err, GL_E_IO, "cannot open the local file: %s", strerror(errno));
     if (!path_under(real, root))
-        return MEDIA_FAIL("%s: the file is outside the allowed local media path (after resolving "
-                          "symlinks)",
-                          param);
+        return gl_err_set(err, GL_E_INVAL,
+                          "the file is outside the allowed local media path (after resolving "
+                          "symlinks)");
     int fd = open_beneath(root, real);
     if (fd < 0)
-        return MEDIA_FAIL("%s: cannot open the local file: %s", param,
+        return gl_err_set(err, GL_E_IO, "cannot open the local file: %s",
                           errno == ELOOP || errno == EXDEV
                               ? "a path component changed into a symlink while it was opened"
                               : strerror(errno));
@@ -173,14 +172,16 @@ static gl_status load_local(const struct gl_api_media_opts *o, char *path, const
     gl_status st = GL_OK;
     uint8_t *buf = NULL;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = MEDIA_FAIL("%s: not a regular file (a directory, FIFO, socket or device)", param);
+        st =
+            gl_err_set(err, GL_E_INVAL, "not a regular file (a directory, FIFO, socket or device)");
     } else if ((uint64_t)sb.st_size > o->max_bytes) {
-        st = MEDIA_FAIL("%s: the file's %lld bytes are over the %zu-byte limit for one media part",
-                        param, (long long)sb.st_size, o->max_bytes);
+        st = gl_err_set(err, GL_E_LIMIT,
+                        "the file's %lld bytes are over the %zu-byte limit for one media part",
+                        (long long)sb.st_size, o->max_bytes);
     } else if (sb.st_size == 0) {
-        st = MEDIA_FAIL("%s: the file is empty", param);
+        st = gl_err_set(err, GL_E_INVAL, "the file is empty");
     } else if (!(buf = gl_malloc((size_t)sb.st_size))) {
-        st = gl_api_fail(e, 500, param, "%s: no memory for the file", param);
+        st = gl_err_set(err, GL_E_NOMEM, "no memory for the file");
     } else {
         size_t got = 0, want = (size_t)sb.st_size;
         while (got < want) {
@@ -192,7 +193,7 @@ static gl_status load_local(const struct gl_api_media_opts *o, char *path, const
             got += (size_t)r;
         }
         if (got != want) {
-            st = MEDIA_FAIL("%s: read %zu of %zu bytes of the file", param, got, want);
+            st = gl_err_set(err, GL_E_IO, "read %zu of %zu bytes of the file", got, want);
             gl_free(buf);
             buf = NULL;
         }
@@ -225,34 +226,39 @@ static int percent_decode(char *s)
     return 0;
 }
 
-gl_status gl_api_media_load(const struct gl_api_media_opts *o, const char *url, size_t len,
-                            const char *param, uint8_t **bytes, size_t *n, struct gl_api_error *e)
+gl_status gl_mediasrc_load(const struct gl_mediasrc_opts *o, const char *url, size_t len,
+                           uint8_t **bytes, size_t *n, struct gl_err *err)
 {
     *bytes = NULL;
     *n = 0;
     if (len == 0)
-        return MEDIA_FAIL("%s: the URL is empty", param);
+        return gl_err_set(err, GL_E_INVAL, "the URL is empty");
     if (memchr(url, 0, len))
-        return MEDIA_FAIL("%s: the URL contains a NUL byte", param);
+        return gl_err_set(err, GL_E_INVAL, "the URL contains a NUL byte");
     if (len > 5 && strncasecmp(url, "data:", 5) == 0)
-        return load_data_url(o, url, len, param, bytes, n, e);
+        return load_data_url(o, url, len, bytes, n, err);
     if (len >= PATH_MAX + 7)
-        return MEDIA_FAIL("%s: the %s is too long", param,
+        return gl_err_set(err, GL_E_INVAL, "the %s is too long",
                           strncasecmp(url, "http", 4) == 0 ? "URL" : "path");
     char path[PATH_MAX + 8];
     memcpy(path, url, len);
     path[len] = 0;
     if (len > 7 && (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0))
-        return gl_api_media_fetch(o, path, param, bytes, n, e);
+        return gl_mediasrc_fetch(o, path, bytes, n, err);
     char *p = path;
     if (len > 7 && strncasecmp(path, "file://", 7) == 0) {
         p = path + 7;
         if (percent_decode(p) != 0)
-            return MEDIA_FAIL("%s: the file:// URL has a malformed or NUL %%-escape", param);
+            return gl_err_set(err, GL_E_INVAL, "the file:// URL has a malformed or NUL %%-escape");
     } else if (strchr(path, ':') && path[0] != '/') {
-        return MEDIA_FAIL("%s: unsupported URL scheme (data: URLs, or local paths under "
-                          "--allowed-local-media-path)",
-                          param);
+        return gl_err_set(err, GL_E_INVAL,
+                          "unsupported URL scheme (data: URLs, or local paths under "
+                          "--allowed-local-media-path)");
     }
-    return load_local(o, p, param, bytes, n, e);
+    return load_local(o, p, bytes, n, err);
+}
+
+int gl_mediasrc_http_status(gl_status st)
+{
+    return st == GL_E_NOMEM || st == GL_E_INTERNAL ? 500 : 400;
 }

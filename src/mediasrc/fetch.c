@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// api/media_fetch: an http(s) image_url / video_url part fetched with libcurl, only from the hosts
-// the operator named with --allowed-media-domains (api.h, gl_api_media_opts). The rules, each a
-// 400 naming the part when broken:
+// mediasrc/fetch: an http(s) image_url / video_url part fetched with libcurl, only from the
+// hosts the operator named with --allowed-media-domains (mediasrc.h, gl_mediasrc_opts). The
+// rules, each a client error (HTTP 400) when broken:
 //  - the URL parses (curl's URL API) and its host is in the list ("*" allows any host; the list
 //    is compared case-insensitively and exactly: "example.com" does not allow "a.example.com");
 //  - http and https only, and no redirects are followed (a redirect could leave the list: it is
@@ -11,14 +11,12 @@
 //  - the whole transfer ends within timeout_ms (connect included).
 // The connection thread waits for the fetch (one transfer per part, no cache). Threads: curl's
 // global init runs once (pthread_once); each fetch has its own easy handle, with signals off.
-#include "api/api.h"
+#include "mediasrc/mediasrc_int.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
 #include <string.h>
 #include <strings.h>
-
-#define MEDIA_FAIL(...) gl_api_fail(e, 400, param, __VA_ARGS__)
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static CURLcode g_init_rc = CURLE_FAILED_INIT;
@@ -28,8 +26,7 @@ static void global_init(void)
     g_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-// host is in the comma-separated list (spaces around entries ignored), or the list has "*".
-static int host_allowed(const char *list, const char *host)
+int gl_mediasrc_host_allowed(const char *list, const char *host)
 {
     const size_t hl = strlen(host);
     for (const char *p = list; *p;) {
@@ -80,22 +77,21 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *user)
 }
 
 // The URL's host into host[cap] (curl's parser, which also checks the scheme is http(s)).
-static gl_status url_host(const char *url, char *host, size_t cap, const char *param,
-                          struct gl_api_error *e)
+static gl_status url_host(const char *url, char *host, size_t cap, struct gl_err *err)
 {
     CURLU *u = curl_url();
     if (!u)
-        return gl_api_fail(e, 500, param, "%s: no memory to parse the URL", param);
+        return gl_err_set(err, GL_E_NOMEM, "no memory to parse the URL");
     char *h = NULL, *scheme = NULL;
     gl_status st = GL_OK;
     if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &h, 0) != CURLUE_OK)
-        st = MEDIA_FAIL("%s: the URL does not parse", param);
+        st = gl_err_set(err, GL_E_INVAL, "the URL does not parse");
     else if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)
-        st = MEDIA_FAIL("%s: only http and https URLs are fetched", param);
+        st = gl_err_set(err, GL_E_INVAL, "only http and https URLs are fetched");
     else if (strlen(h) >= cap)
-        st = MEDIA_FAIL("%s: the URL's host name is too long", param);
+        st = gl_err_set(err, GL_E_INVAL, "the URL's host name is too long");
     else
         memcpy(host, h, strlen(h) + 1);
     curl_free(h);
@@ -104,26 +100,26 @@ static gl_status url_host(const char *url, char *host, size_t cap, const char *p
     return st;
 }
 
-gl_status gl_api_media_fetch(const struct gl_api_media_opts *o, const char *url, const char *param,
-                             uint8_t **bytes, size_t *n, struct gl_api_error *e)
+gl_status gl_mediasrc_fetch(const struct gl_mediasrc_opts *o, const char *url, uint8_t **bytes,
+                            size_t *n, struct gl_err *err)
 {
     *bytes = NULL;
     *n = 0;
     if (!o->allowed_domains || !o->allowed_domains[0])
-        return MEDIA_FAIL("%s: remote media URLs are not fetched by this server (it was started "
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "remote media URLs are not fetched by this server (it was started "
                           "without --allowed-media-domains): send the bytes as a data: URL "
-                          "(data:<type>;base64,...)",
-                          param);
+                          "(data:<type>;base64,...)");
     char host[256];
-    gl_status st = url_host(url, host, sizeof host, param, e);
+    gl_status st = url_host(url, host, sizeof host, err);
     if (st != GL_OK)
         return st;
-    if (!host_allowed(o->allowed_domains, host))
-        return MEDIA_FAIL("%s: host '%s' is not in --allowed-media-domains", param, host);
+    if (!gl_mediasrc_host_allowed(o->allowed_domains, host))
+        return gl_err_set(err, GL_E_INVAL, "host '%s' is not in --allowed-media-domains", host);
     pthread_once(&g_once, global_init);
     CURL *c = g_init_rc == CURLE_OK ? curl_easy_init() : NULL;
     if (!c)
-        return gl_api_fail(e, 500, param, "%s: cannot start an HTTP client", param);
+        return gl_err_set(err, GL_E_INTERNAL, "cannot start an HTTP client");
     struct sink s = {.max = o->max_bytes};
     char cerr[CURL_ERROR_SIZE] = "";
     const long timeout_ms = o->fetch_timeout_ms > 0 ? o->fetch_timeout_ms : 10000;
@@ -143,19 +139,19 @@ gl_status gl_api_media_fetch(const struct gl_api_media_opts *o, const char *url,
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(c);
     if (s.over || rc == CURLE_FILESIZE_EXCEEDED)
-        st = MEDIA_FAIL("%s: the reply from %s is over the %zu-byte media limit "
-                        "(--max-media-bytes)",
-                        param, host, o->max_bytes);
+        st = gl_err_set(err, GL_E_LIMIT,
+                        "the reply from %s is over the %zu-byte media limit (--max-media-bytes)",
+                        host, o->max_bytes);
     else if (rc == CURLE_OPERATION_TIMEDOUT)
-        st = MEDIA_FAIL("%s: fetching from %s timed out after %ld ms", param, host, timeout_ms);
+        st = gl_err_set(err, GL_E_IO, "fetching from %s timed out after %ld ms", host, timeout_ms);
     else if (rc != CURLE_OK)
-        st = MEDIA_FAIL("%s: fetching from %s failed: %.200s", param, host,
+        st = gl_err_set(err, GL_E_IO, "fetching from %s failed: %.200s", host,
                         cerr[0] ? cerr : curl_easy_strerror(rc));
     else if (status != 200)
-        st = MEDIA_FAIL("%s: %s answered HTTP %ld%s", param, host, status,
+        st = gl_err_set(err, GL_E_IO, "%s answered HTTP %ld%s", host, status,
                         status >= 300 && status < 400 ? " (redirects are not followed)" : "");
     else if (s.n == 0)
-        st = MEDIA_FAIL("%s: the reply from %s is empty", param, host);
+        st = gl_err_set(err, GL_E_IO, "the reply from %s is empty", host);
     if (st != GL_OK) {
         gl_free(s.buf);
         return st;
