@@ -111,109 +111,35 @@ static int parse_list(const char *name, const char *list, double lo, double hi, 
     return n;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-// --spec-curve (issue 22's cost curve): per batch size B, the greedy continuation first (a run
-// with speculation off, sequence 0's tokens: the replay), then R rounds of
-//   off, on(alpha_1, k_1), off, on(alpha_1, k_2), ..., off
-// so every speculative run sits between two runs without speculation (memory bandwidth drifts on
-// a shared machine). Per run: decode microseconds per generated token; per config the ratio
-// on / mean(the two offs around it), median over rounds. < 1 is a speed-up.
+// --spec-curve: the lists parsed here, the runs and the table in gl_bench_spec_curve.
 #define MAX_CURVE 16
 static int bench_spec(const char *path, const char *batches, const char *alphas_s, const char *ks_s,
                       long long n_gen, long long threads, long long rounds, int adaptive)
 {
     double bs[MAX_CURVE], al[MAX_CURVE], ks[MAX_CURVE];
-    int nb = parse_list("--batch", batches, 1, 256, bs, MAX_CURVE);
-    int na = parse_list("--alpha", alphas_s, 0, 1, al, MAX_CURVE);
-    int nk = parse_list("--spec-k", ks_s, 1, GL_SPEC_MAX_K, ks, MAX_CURVE);
-    if (nb < 0 || na < 0 || nk < 0)
+    struct gl_bench_curve c = {.batch = bs,
+                               .alpha = al,
+                               .k = ks,
+                               .n_gen = n_gen,
+                               .n_threads = (int)threads,
+                               .rounds = (int)rounds,
+                               .cost_model = adaptive};
+    c.n_batch = parse_list("--batch", batches, 1, 256, bs, MAX_CURVE);
+    c.n_alpha = parse_list("--alpha", alphas_s, 0, 1, al, MAX_CURVE);
+    c.n_k = parse_list("--spec-k", ks_s, 1, GL_SPEC_MAX_K, ks, MAX_CURVE);
+    if (c.n_batch < 0 || c.n_alpha < 0 || c.n_k < 0)
         return 2;
     struct gl_err err = {0};
     struct gl_model *m = NULL;
     struct gl_model_params mp = gl_model_default_params();
-    if (gl_model_open(&m, path, &mp, &err) != GL_OK) {
+    if (gl_model_open(&m, path, &mp, &err) != GL_OK ||
+        gl_bench_spec_curve(m, &c, stdout, &err) != GL_OK) {
         fprintf(stderr, "glint bench: %s\n", err.msg);
+        gl_model_delete(m);
         return 1;
     }
-    const int nc = na * nk, R = (int)rounds;
-    int32_t *replay = gl_malloc((size_t)n_gen * sizeof *replay);
-    double *ratio = gl_malloc((size_t)nc * (size_t)R * sizeof *ratio);
-    double *off_us = gl_malloc((size_t)nc * (size_t)R * sizeof *off_us);
-    struct gl_bench_spec_run *last = gl_calloc((size_t)nc, sizeof *last);
-    int rc = 1;
-    if (!replay || !ratio || !off_us || !last) {
-        fprintf(stderr, "glint bench: out of memory\n");
-        goto done;
-    }
-    printf("| batch | k | alpha | accepted / drafted | steps on / off | off us/token | on "
-           "us/token | on / off (median of %d) | speed-up |\n",
-           R);
-    printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    for (int ib = 0; ib < nb; ib++) {
-        const int B = (int)bs[ib];
-        struct gl_bench_spec_run off, on;
-        if (gl_bench_spec_decode(m, B, n_gen, (int)threads, NULL, replay, &off, &err) != GL_OK)
-            goto fail;
-        struct gl_bench_spec_run prev = off;
-        for (int r = 0; r < R; r++)
-            for (int c = 0; c < nc; c++) {
-                struct gl_spec_params sp = {.method = GL_SPEC_REPLAY,
-                                            .k = (int32_t)ks[c % nk],
-                                            .replay = replay,
-                                            .n_replay = (int32_t)n_gen,
-                                            .alpha = (float)al[c / nk],
-                                            .seed = 77 + (uint64_t)r,
-                                            .fixed_k = !adaptive};
-                if (gl_bench_spec_decode(m, B, n_gen, (int)threads, &sp, NULL, &on, &err) !=
-                        GL_OK ||
-                    gl_bench_spec_decode(m, B, n_gen, (int)threads, NULL, NULL, &off, &err) !=
-                        GL_OK)
-                    goto fail;
-                const double base = 0.5 * (prev.us_per_tok + off.us_per_tok);
-                ratio[(size_t)c * (size_t)R + (size_t)r] = on.us_per_tok / base;
-                off_us[(size_t)c * (size_t)R + (size_t)r] = base;
-                last[c] = on;
-                last[c].us_per_tok = on.us_per_tok;
-                prev = off;
-                fprintf(stderr, "glint bench: B %d round %d k %d alpha %.2f: %.0f / %.0f us\n", B,
-                        r, sp.k, (double)sp.alpha, on.us_per_tok, base);
-            }
-        for (int c = 0; c < nc; c++) {
-            double *rt = ratio + (size_t)c * (size_t)R, *ot = off_us + (size_t)c * (size_t)R;
-            qsort(rt, (size_t)R, sizeof *rt, cmp_dbl);
-            qsort(ot, (size_t)R, sizeof *ot, cmp_dbl);
-            const double med = R % 2 ? rt[R / 2] : 0.5 * (rt[R / 2 - 1] + rt[R / 2]);
-            const double omed = R % 2 ? ot[R / 2] : 0.5 * (ot[R / 2 - 1] + ot[R / 2]);
-            const struct gl_bench_spec_run *o = &last[c];
-            printf("| %d | %d | %.2f | %lld / %lld | %lld / %lld | %.0f | %.0f | %.3f | %.2fx |\n",
-                   B, (int)ks[c % nk], al[c / nk], (long long)o->accepted,
-                   (long long)o->draft_tokens, (long long)o->n_steps, (long long)off.n_steps, omed,
-                   omed * med, med, 1.0 / med);
-            printf("{\"test\": \"spec_curve\", \"batch\": %d, \"k\": %d, \"alpha\": %.2f, "
-                   "\"adaptive\": %d, \"n_gen\": %lld, \"rounds\": %d, \"accepted\": %lld, "
-                   "\"draft_tokens\": %lld, \"off_steps_model\": %lld, \"ratio_on_off\": %.4f, "
-                   "\"ratio_min\": %.4f, \"ratio_max\": %.4f}\n",
-                   B, (int)ks[c % nk], al[c / nk], adaptive, n_gen, R, (long long)o->accepted,
-                   (long long)o->draft_tokens, (long long)o->off_steps, med, rt[0], rt[R - 1]);
-            fflush(stdout);
-        }
-    }
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "glint bench: %s\n", err.msg);
-done:
-    gl_free(replay);
-    gl_free(ratio);
-    gl_free(off_us);
-    gl_free(last);
     gl_model_delete(m);
-    return rc;
+    return 0;
 }
 
 // The pp / tg results as llama-bench prints them: a markdown table, or JSON with --json.

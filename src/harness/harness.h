@@ -25,6 +25,8 @@
 #include "model/model.h"
 #include "sampling/sampling.h"
 
+#include <stdio.h>
+
 // glint grammar check. Defaults (the command's): every 1, limit -1 (all), ws_max -1 (the
 // grammar's default, 16), verify 0 (off).
 struct gl_grammar_check_opts {
@@ -131,3 +133,21 @@ GL_MUST_USE gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int6
                                            int n_threads, const struct gl_spec_params *spec,
                                            int32_t *greedy, struct gl_bench_spec_run *out,
                                            struct gl_err *err);
+
+// The cost curve (issue 22; `glint bench --spec-curve`): per batch size B, the greedy
+// continuation first (a run with speculation off, sequence 0's tokens: the replay), then `rounds`
+// rounds of   off, on(alpha_1, k_1), off, on(alpha_1, k_2), ..., off   so every speculative run
+// sits between two runs without speculation (memory bandwidth drifts on a shared machine). Per
+// (alpha, k): decode microseconds per generated token, the ratio on / mean(the two offs around
+// it), median over rounds (< 1 is a speed-up); a markdown row and a JSON line each to out,
+// progress to stderr. The lists are borrowed; batch and k hold whole numbers (B >= 1,
+// 1 <= k <= GL_SPEC_MAX_K), alpha in [0, 1]; rounds >= 1. GL_E_NOMEM, or a run's error.
+struct gl_bench_curve {
+    const double *batch, *alpha, *k;
+    int n_batch, n_alpha, n_k;
+    int64_t n_gen;
+    int n_threads, rounds;
+    int cost_model; // 0: always draft k (spec.fixed_k); 1: the engine's cost model chooses
+};
+GL_MUST_USE gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_curve *c,
+                                          FILE *out, struct gl_err *err);

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void stats(struct gl_bench_result *r)
@@ -323,4 +324,92 @@ gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen, i
         return gl_err_set(err, GL_E_INTERNAL, "bench: sequence 0 gave %lld of %lld tokens",
                           (long long)sink.n, (long long)n_gen);
     return GL_OK;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_sorted(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_curve *c, FILE *out,
+                              struct gl_err *err)
+{
+    const int nk = c->n_k, nc = c->n_alpha * nk, R = c->rounds;
+    const int64_t n_gen = c->n_gen;
+    int32_t *replay = gl_malloc((size_t)n_gen * sizeof *replay);
+    double *ratio = gl_malloc((size_t)nc * (size_t)R * sizeof *ratio);
+    double *off_us = gl_malloc((size_t)nc * (size_t)R * sizeof *off_us);
+    struct gl_bench_spec_run *last = gl_calloc((size_t)nc, sizeof *last);
+    gl_status st = GL_E_NOMEM;
+    if (!replay || !ratio || !off_us || !last) {
+        gl_err_set(err, st, "bench: out of memory for the spec curve");
+        goto done;
+    }
+    fprintf(out,
+            "| batch | k | alpha | accepted / drafted | steps on / off | off us/token | on "
+            "us/token | on / off (median of %d) | speed-up |\n",
+            R);
+    fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int ib = 0; ib < c->n_batch; ib++) {
+        const int B = (int)c->batch[ib];
+        struct gl_bench_spec_run off, on;
+        if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, replay, &off, err)))
+            goto done;
+        struct gl_bench_spec_run prev = off;
+        for (int r = 0; r < R; r++)
+            for (int ic = 0; ic < nc; ic++) {
+                struct gl_spec_params sp = {.method = GL_SPEC_REPLAY,
+                                            .k = (int32_t)c->k[ic % nk],
+                                            .replay = replay,
+                                            .n_replay = (int32_t)n_gen,
+                                            .alpha = (float)c->alpha[ic / nk],
+                                            .seed = 77 + (uint64_t)r,
+                                            .fixed_k = !c->cost_model};
+                if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, &sp, NULL, &on, err)) ||
+                    (st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, NULL, &off, err)))
+                    goto done;
+                const double base = 0.5 * (prev.us_per_tok + off.us_per_tok);
+                ratio[(size_t)ic * (size_t)R + (size_t)r] = on.us_per_tok / base;
+                off_us[(size_t)ic * (size_t)R + (size_t)r] = base;
+                last[ic] = on;
+                prev = off;
+                fprintf(stderr, "glint bench: B %d round %d k %d alpha %.2f: %.0f / %.0f us\n", B,
+                        r, sp.k, (double)sp.alpha, on.us_per_tok, base);
+            }
+        for (int ic = 0; ic < nc; ic++) {
+            double *rt = ratio + (size_t)ic * (size_t)R;
+            const double med = median_sorted(rt, R);
+            const double omed = median_sorted(off_us + (size_t)ic * (size_t)R, R);
+            const struct gl_bench_spec_run *o = &last[ic];
+            const int k = (int)c->k[ic % nk];
+            const double alpha = c->alpha[ic / nk];
+            fprintf(out,
+                    "| %d | %d | %.2f | %lld / %lld | %lld / %lld | %.0f | %.0f | %.3f | %.2fx |\n",
+                    B, k, alpha, (long long)o->accepted, (long long)o->draft_tokens,
+                    (long long)o->n_steps, (long long)off.n_steps, omed, omed * med, med,
+                    1.0 / med);
+            fprintf(out,
+                    "{\"test\": \"spec_curve\", \"batch\": %d, \"k\": %d, \"alpha\": %.2f, "
+                    "\"adaptive\": %d, \"n_gen\": %lld, \"rounds\": %d, \"accepted\": %lld, "
+                    "\"draft_tokens\": %lld, \"off_steps_model\": %lld, \"ratio_on_off\": %.4f, "
+                    "\"ratio_min\": %.4f, \"ratio_max\": %.4f}\n",
+                    B, k, alpha, c->cost_model, (long long)n_gen, R, (long long)o->accepted,
+                    (long long)o->draft_tokens, (long long)o->off_steps, med, rt[0], rt[R - 1]);
+            fflush(out);
+        }
+    }
+    st = GL_OK;
+done:
+    gl_free(replay);
+    gl_free(ratio);
+    gl_free(off_us);
+    gl_free(last);
+    return st;
 }
