@@ -172,6 +172,35 @@ done:
     return st;
 }
 
+// Steps e until it is idle, then frees it (also on error). The clock starts after the step in
+// which all B sequences have their first token (prefill excluded): *us, *n_tok and *n_steps are
+// the decode part's; *es the engine's stats at the end.
+static gl_status decode_timed(struct gl_engine *e, int B, struct gl_engine_stats *es, int64_t *us,
+                              int64_t *n_tok, int64_t *n_steps, struct gl_err *err)
+{
+    int n_active = 1;
+    int64_t t0 = 0, g0 = 0, s0 = 0;
+    while (n_active > 0) {
+        gl_status st = gl_engine_step(e, &n_active, err);
+        if (st != GL_OK) {
+            gl_engine_free(e);
+            return st;
+        }
+        gl_engine_stats(e, es);
+        if (t0 == 0 && es->generated_tokens >= B) {
+            t0 = gl_time_us();
+            g0 = es->generated_tokens;
+            s0 = es->steps;
+        }
+    }
+    *us = t0 ? gl_time_us() - t0 : 0;
+    gl_engine_stats(e, es);
+    gl_engine_free(e);
+    *n_tok = es->generated_tokens - g0;
+    *n_steps = es->steps - s0;
+    return GL_OK;
+}
+
 gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, int n_threads,
                                 int device, double *ts, int64_t *n_tok, int64_t *n_steps,
                                 struct gl_err *err)
@@ -219,26 +248,10 @@ gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, 
         }
     }
     struct gl_engine_stats es;
-    int n_active = 1;
-    int64_t t0 = 0, g0 = 0, s0 = 0;
-    while (n_active > 0) {
-        if ((st = gl_engine_step(e, &n_active, err)) != GL_OK) {
-            gl_engine_free(e);
-            return st;
-        }
-        gl_engine_stats(e, &es);
-        if (t0 == 0 && es.generated_tokens >= B) { // every sequence prefilled: decode from here
-            t0 = gl_time_us();
-            g0 = es.generated_tokens;
-            s0 = es.steps;
-        }
-    }
-    int64_t t1 = gl_time_us();
-    gl_engine_stats(e, &es);
-    gl_engine_free(e);
-    *n_tok = es.generated_tokens - g0;
-    *n_steps = es.steps - s0;
-    *ts = t1 > t0 ? (double)*n_tok / ((double)(t1 - t0) / 1e6) : 0.0;
+    int64_t us;
+    if ((st = decode_timed(e, B, &es, &us, n_tok, n_steps, err)) != GL_OK)
+        return st;
+    *ts = us > 0 ? (double)*n_tok / ((double)us / 1e6) : 0.0;
     return GL_OK;
 }
 
@@ -296,26 +309,10 @@ gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen, i
         }
     }
     struct gl_engine_stats es;
-    int n_active = 1;
-    int64_t t0 = 0, g0 = 0, s0 = 0;
-    while (n_active > 0) {
-        if ((st = gl_engine_step(e, &n_active, err)) != GL_OK) {
-            gl_engine_free(e);
-            return st;
-        }
-        gl_engine_stats(e, &es);
-        if (t0 == 0 && es.generated_tokens >= B) { // every sequence prefilled: decode from here
-            t0 = gl_time_us();
-            g0 = es.generated_tokens;
-            s0 = es.steps;
-        }
-    }
-    const int64_t t1 = gl_time_us();
-    gl_engine_stats(e, &es);
-    gl_engine_free(e);
-    out->n_tok = es.generated_tokens - g0;
-    out->n_steps = es.steps - s0;
-    out->us_per_tok = out->n_tok > 0 ? (double)(t1 - t0) / (double)out->n_tok : 0.0;
+    int64_t us;
+    if ((st = decode_timed(e, B, &es, &us, &out->n_tok, &out->n_steps, err)) != GL_OK)
+        return st;
+    out->us_per_tok = out->n_tok > 0 ? (double)us / (double)out->n_tok : 0.0;
     out->drafts = es.spec_drafts;
     out->draft_tokens = es.spec_draft_tokens;
     out->accepted = es.spec_accepted_tokens;
