@@ -29,6 +29,26 @@
 // the future). Counted across grammars in a table of GL_CRENT_N slots.
 #define GL_CTRIE_RENT 400000
 #define GL_CRENT_N    1024
+// String walks on the plain-byte stepper shared across grammars (memo_walk): the per-grammar
+// memos key DFA states by number, which only that grammar's regex object gives meaning to; the
+// shared table keys them by the regex's source and flags and the state's NFA set
+// (gl_regex_state_canon), so a second schema with the same pattern or format (MaskBench compiles
+// 8,968 schemas, many with `format: uri` or the same `pattern`) reuses the first one's walks.
+// Bound: GL_XSHARE_N slots, each a key of at most GL_XKEY_MAX bytes (~200 for one regex) and
+// one walk result (accepted class strings of a class trie, at most ~6 KB, or a whole quote-free
+// part, v->words words: 25 KB with the 202k vocabulary), so at most 1024 x ~29 KB = ~30 MB per
+// vocabulary. On every 10th MaskBench file 1,315 of 3,942 walks that missed the grammar's own
+// memo were found here (1,047 with 256 slots).
+#define GL_XSHARE_N 1024
+#define GL_XKEY_MAX 4096
+struct gl_xshare {
+    uint64_t h;
+    uint8_t *key; // klen bytes (canon_key), kcap allocated
+    size_t klen, kcap;
+    int64_t q;     // as struct gl_cmemo's
+    uint32_t *acc; // aw words
+    size_t aw;
+};
 
 // One trie node. Nodes are in depth-first preorder, so node i's subtree is [i, next) and the
 // tokens ending in that subtree are ids[tok(i) .. tok(next)). The tokens ending exactly at i are
@@ -98,6 +118,10 @@ struct gl_gvocab {
         uint64_t h;
         int64_t spent;
     } crent[GL_CRENT_N];
+    // String walks shared by every grammar (memo_walk), by canonical key (see struct gl_xshare).
+    pthread_mutex_t xmu;
+    struct gl_xshare *xs; // GL_XSHARE_N slots, direct-mapped by the key's hash
+    uint64_t ct_serial;   // the last class trie's serial (under cmu)
 };
 
 // A cached mask: the allowed ids when there are few (most states outside strings allow a few
@@ -164,6 +188,8 @@ struct gl_ctrie {
     int32_t refs;      // grammar views using it (under the vocabulary's cmu)
     uint64_t used;     // the vocabulary's clock at its last lookup (LRU)
     uint8_t cls[256];  // the partition (the key)
+    uint64_t serial;   // unique per vocabulary (the shared walk memo's key: an address is reused)
+    uint64_t cls_hash; // gl_fnv1a(cls, 256): lookups compare it before the 256 bytes
     uint8_t rep[256];  // a representative byte per class
     int poor;          // 1: the partition barely compresses the vocabulary; nothing else is built
     struct gl_trie t;  // over class strings; its ids are class-string indices
@@ -249,7 +275,8 @@ struct gl_mcache {
     uint32_t sparse[GL_MASK_SPARSE_MAX + 1]; // mcache_put: the allowed ids of a sparse mask
     const uint8_t *nm_p[GL_NAMES_MAX];       // names_part: the names' rest
     uint32_t nm_len[GL_NAMES_MAX];
-    uint64_t *frames; // (max depth + 2) frames of GL_SFRAME_MAX bytes for the class walk
+    uint64_t *frames;          // (max depth + 2) frames of GL_SFRAME_MAX bytes for the class walk
+    uint8_t xkey[GL_XKEY_MAX]; // memo_walk: the walk's canonical key (canon_key)
     int32_t cap, n;
     uint64_t clock;
     struct gl_mentry *e;
@@ -755,6 +782,7 @@ gl_status gl_gvocab_new(struct gl_gvocab **out, const struct gl_tokenizer *tok, 
     v->n_vocab = n;
     v->words = ((size_t)n + 31) / 32;
     pthread_mutex_init(&v->cmu, NULL);
+    pthread_mutex_init(&v->xmu, NULL);
     gl_status st = GL_OK;
     struct gl_tokref *refs = NULL, *refs2 = NULL;
     int32_t *chars = NULL;
@@ -819,6 +847,13 @@ void gl_gvocab_free(struct gl_gvocab *v)
     for (int i = 0; i < v->n_cshared; i++)
         ctrie_free(v->cshared[i]);
     pthread_mutex_destroy(&v->cmu);
+    if (v->xs)
+        for (int i = 0; i < GL_XSHARE_N; i++) {
+            gl_free(v->xs[i].key);
+            gl_free(v->xs[i].acc);
+        }
+    gl_free(v->xs);
+    pthread_mutex_destroy(&v->xmu);
     gl_free(v->plain);
     gl_free(v->blob);
     gl_free(v->off);
@@ -1200,6 +1235,7 @@ static struct gl_ctrie *ctrie_build_unmetered(const struct gl_gvocab *v, const u
     if (!ct || !tu || !uoff || !ulen || !uh || !arena || !ht)
         goto fail;
     memcpy(ct->cls, cls, 256);
+    ct->cls_hash = gl_fnv1a(cls, 256);
     for (int b = 255; b >= 0; b--)
         if (cls[b] != GL_SCLS_NONE)
             ct->rep[cls[b]] = (uint8_t)b;
@@ -1341,8 +1377,10 @@ static struct gl_ctrie *ctrie_lookup(const struct gl_gvocab *cv, const uint8_t c
     *owned = 0;
     *pending = 0;
     pthread_mutex_lock(&v->cmu);
+    // Up to GL_CSHARED_N entries, scanned at every frame-cache miss of a partition that is
+    // still renting: the hash first (a 256-byte memcmp each was ~5% of mask time).
     for (int i = 0; i < v->n_cshared && !ct; i++)
-        if (!memcmp(v->cshared[i]->cls, cls, 256))
+        if (v->cshared[i]->cls_hash == h && !memcmp(v->cshared[i]->cls, cls, 256))
             ct = v->cshared[i];
     if (!ct) {
         size_t slot = (size_t)(h % GL_CRENT_N);
@@ -1356,6 +1394,7 @@ static struct gl_ctrie *ctrie_lookup(const struct gl_gvocab *cv, const uint8_t c
             pthread_mutex_unlock(&v->cmu);
             return NULL;
         }
+        ct->serial = ++v->ct_serial;
         // A place in the table: a free one, or the least recently used entry no grammar holds
         // (of the same kind when the full tries are at their cap).
         int need_full = !ct->poor && v->n_cshared_full >= GL_CSHARED_FULL;
@@ -1626,9 +1665,99 @@ static int64_t sfast_walk_q(const struct gl_trie *t, const uint8_t *rep, struct 
 // min_chars) exceed it. Such states are kept without the count: the walk with no budget, which
 // records the most any accepted node needed (q), is the answer for every slack >= q. Returns
 // the nodes visited (0 on a hit).
+// The canonical key of a walk (the shared memo's, GL_XSHARE_N): key's fields but the trie and
+// the regexes, the trie by tid (1: the vocabulary's quote-free trie; else a class trie's serial
+// + 1), each regex by its fingerprint and its state's NFA set. 0 when a regex has none, its DFA
+// is past half its budget (a walk of the other grammar's regex could then overflow where this
+// one's did not), or the key is over GL_XKEY_MAX bytes.
+static size_t canon_key(const struct gl_ckey *key, uint64_t tid, uint8_t *buf)
+{
+    struct gl_ckey k;
+    memcpy(&k, key, sizeof k); // with its zeroed padding: compared as bytes
+    k.trie = (const struct gl_trie *)(uintptr_t)tid;
+    memset(k.rx, 0, sizeof k.rx);
+    memset(k.re, 0, sizeof k.re);
+    size_t n = sizeof k;
+    memcpy(buf, &k, n);
+    for (int32_t r = 0; r < key->n_rx; r++) {
+        uint64_t fp[2];
+        const uint32_t *set;
+        uint32_t len, amask;
+        if (!gl_regex_room(key->rx[r], 1) ||
+            !gl_regex_state_canon(key->rx[r], key->re[r], fp, &set, &len, &amask))
+            return 0;
+        size_t need = sizeof fp + 2 * sizeof(uint32_t) + (size_t)len * sizeof *set;
+        if (n + need > GL_XKEY_MAX)
+            return 0;
+        memcpy(buf + n, fp, sizeof fp);
+        memcpy(buf + n + sizeof fp, &amask, sizeof amask);
+        memcpy(buf + n + sizeof fp + 4, &len, sizeof len);
+        memcpy(buf + n + sizeof fp + 8, set, (size_t)len * sizeof *set);
+        n += need;
+    }
+    return n;
+}
+
+// The shared memo's result for key (klen bytes, hash h) into acc (aw words) and *q: 1 when found.
+static int xshare_get(const struct gl_gvocab *cv, const uint8_t *key, size_t klen, uint64_t h,
+                      uint32_t *acc, size_t aw, int64_t *q)
+{
+    struct gl_gvocab *v = (struct gl_gvocab *)cv;
+    int hit = 0;
+    pthread_mutex_lock(&v->xmu);
+    struct gl_xshare *x = v->xs ? &v->xs[h % GL_XSHARE_N] : NULL;
+    if (x && x->acc && x->h == h && x->klen == klen && x->aw == aw && !memcmp(x->key, key, klen)) {
+        memcpy(acc, x->acc, aw * sizeof *acc);
+        *q = x->q;
+        hit = 1;
+    }
+    pthread_mutex_unlock(&v->xmu);
+    return hit;
+}
+
+// Keeps a walk's result in the shared memo (the slot's previous one goes). No memory: not kept.
+static void xshare_put(const struct gl_gvocab *cv, const uint8_t *key, size_t klen, uint64_t h,
+                       const uint32_t *acc, size_t aw, int64_t q)
+{
+    struct gl_gvocab *v = (struct gl_gvocab *)cv;
+    pthread_mutex_lock(&v->xmu);
+    if (!v->xs)
+        v->xs = gl_calloc(GL_XSHARE_N, sizeof *v->xs);
+    struct gl_xshare *x = v->xs ? &v->xs[h % GL_XSHARE_N] : NULL;
+    if (x) {
+        if (x->key && x->kcap < klen) {
+            gl_free(x->key);
+            x->key = NULL;
+        }
+        if (!x->key) {
+            x->key = gl_malloc(klen);
+            x->kcap = x->key ? klen : 0;
+        }
+        if (x->acc && x->aw != aw) {
+            gl_free(x->acc);
+            x->acc = NULL;
+        }
+        if (!x->acc)
+            x->acc = gl_malloc((aw ? aw : 1) * sizeof *x->acc);
+        if (x->key && x->acc) {
+            memcpy(x->key, key, klen);
+            memcpy(x->acc, acc, aw * sizeof *acc);
+            x->klen = klen;
+            x->aw = aw;
+            x->h = h;
+            x->q = q;
+        } else { // no memory: the slot stays empty
+            gl_free(x->acc);
+            x->acc = NULL;
+        }
+    }
+    pthread_mutex_unlock(&v->xmu);
+}
+
 static int64_t memo_walk(struct gl_cmemo *memo, int n_memo, const struct gl_trie *t,
                          const uint8_t *rep, size_t aw, struct gl_mcache *c, struct gl_sfast *sf,
-                         const struct gl_sfast_st *sst, uint32_t *out)
+                         const struct gl_sfast_st *sst, uint32_t *out, const struct gl_gvocab *v,
+                         uint64_t tid)
 {
     // Only when the budget cannot prune on characters alone (slack >= the trie's depth in
     // bytes): a small slack prunes most of the trie, and the walk without budget would visit
@@ -1667,6 +1796,20 @@ static int64_t memo_walk(struct gl_cmemo *memo, int n_memo, const struct gl_trie
     if (!m->acc && !(m->acc = gl_malloc((aw ? aw : 1) * sizeof *m->acc)))
         return sfast_walk(t, rep, c, sf, sst, out); // no memory: walked, not kept
     int64_t q = 0, visited;
+    size_t klen = tid ? canon_key(&key, tid, c->xkey) : 0;
+    uint64_t xh = klen ? gl_fnv1a(c->xkey, klen) : 0;
+    if (klen && xshare_get(v, c->xkey, klen, xh, m->acc, aw, &q)) {
+        // Another grammar's walk from the same regex states: m->acc is what this one would be.
+        visited = 0;
+        if (slack_mode && q > slack)
+            visited = sfast_walk(t, rep, c, sf, sst, out);
+        else
+            memcpy(out, m->acc, aw * sizeof *out);
+        m->hash = kh;
+        m->key = key;
+        m->q = q;
+        return visited;
+    }
     if (slack_mode) {
         struct gl_sfast f0 = *sf;
         struct gl_sfast_st s0 = *sst;
@@ -1685,6 +1828,8 @@ static int64_t memo_walk(struct gl_cmemo *memo, int n_memo, const struct gl_trie
     }
     for (int32_t r = 0; ok && r < sf->n_rx; r++)
         ok = !gl_regex_overflowed(sf->rx[r]);
+    if (ok && klen)
+        xshare_put(v, c->xkey, klen, xh, m->acc, aw, q);
     m->hash = kh;
     m->key = key;
     m->q = q;
@@ -1718,7 +1863,8 @@ static int64_t class_mask(struct gl_cview *cw, struct gl_mcache *c, const struct
     size_t aw = ct->acc_words;
     memset(cw->acc, 0, aw * sizeof *cw->acc);
     // Class strings hold no quote, backslash or control byte: the stepper takes them all.
-    int64_t visited = sf ? memo_walk(cw->memo, GL_CMEMO_N, &ct->t, ct->rep, aw, c, sf, sst, cw->acc)
+    int64_t visited = sf ? memo_walk(cw->memo, GL_CMEMO_N, &ct->t, ct->rep, aw, c, sf, sst, cw->acc,
+                                     v, cw->owned ? 0 : ct->serial + 1)
                          : frame_walk(&ct->t, ct->rep, c, s, fs, cw->acc);
     uint64_t h = gl_fnv1a(cw->acc, aw * sizeof *cw->acc);
     struct gl_lentry *e = NULL, *old = &cw->le[0];
@@ -1804,7 +1950,7 @@ static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
     memset(part, 0, v->words * sizeof *part);
     int64_t n;
     if (fast) { // the memo writes every word: before the backslash tokens are ORed in
-        n = memo_walk(c->xmemo, GL_XMEMO_N, &v->noq, NULL, v->words, c, &sf, &sst, part);
+        n = memo_walk(c->xmemo, GL_XMEMO_N, &v->noq, NULL, v->words, c, &sf, &sst, part, v, 1);
         n += frame_walk(&v->bsl, NULL, c, s, fs, part);
     } else {
         n = frame_walk(&v->noq, NULL, c, s, fs, part);

@@ -1032,6 +1032,9 @@ struct dstate {
 
 struct gl_regex {
     uint64_t serial; // unique over the process's lifetime (gl_regex_serial)
+    // The source and flags, hashed twice (gl_regex_state_canon); both 0 when states are not
+    // canonical (negated or lookahead regexes rewrite their DFA after the subset construction).
+    uint64_t fp[2];
     // NFA
     struct nstate *ns;
     uint32_t n_ns, cap_ns;
@@ -2408,6 +2411,18 @@ gl_status gl_regex_compile(struct gl_regex **out, const char *src, size_t len, i
         goto fail;
     if ((flags & GL_RE_NEGATE) && (st = dfa_negate(re, err)) != GL_OK)
         goto fail;
+    if (!(flags & GL_RE_NEGATE) && re->n_look == 0) {
+        // build_nfa is deterministic in (source, flags): equal fingerprints, equal NFA numbering.
+        uint64_t h0 = 0xcbf29ce484222325ull, h1 = 0x84222325cbf29ce4ull;
+        const uint8_t *p = (const uint8_t *)src;
+        for (size_t i = 0; i < len; i++) {
+            h0 = (h0 ^ p[i]) * 0x100000001b3ull;
+            h1 = (h1 + p[i] + 1) * 0x9E3779B97F4A7C15ull;
+            h1 ^= h1 >> 29;
+        }
+        re->fp[0] = (h0 ^ (uint64_t)flags) * 0x100000001b3ull ^ (uint64_t)len;
+        re->fp[1] = (h1 ^ (uint64_t)flags * 0xff51afd7ed558ccdull) + (uint64_t)len;
+    }
     *out = re;
     return GL_OK;
 fail:
@@ -2442,4 +2457,17 @@ size_t gl_regex_escape(const void *lit, size_t len, char *out, size_t cap)
 uint64_t gl_regex_serial(const struct gl_regex *re)
 {
     return re->serial;
+}
+
+int gl_regex_state_canon(const struct gl_regex *re, uint32_t state, uint64_t fp[2],
+                         const uint32_t **set, uint32_t *n, uint32_t *amask)
+{
+    if ((!re->fp[0] && !re->fp[1]) || state >= re->n_ds)
+        return 0;
+    fp[0] = re->fp[0];
+    fp[1] = re->fp[1];
+    *set = re->sets + re->ds[state].off;
+    *n = re->ds[state].len;
+    *amask = re->ds[state].amask;
+    return 1;
 }

@@ -92,6 +92,13 @@ int gl_regex_match(struct gl_regex *re, const void *s, size_t len);
 int gl_regex_overflowed(const struct gl_regex *re);
 // A number no other regex of this process had or will have (memo keys outlive a pointer).
 uint64_t gl_regex_serial(const struct gl_regex *re);
+// What decides DFA state `state` across regexes: two regexes compiled from the same source and
+// flags (fp, two 64-bit hashes of them) whose states have the same NFA set (*set, *n entries,
+// sorted; pointers into re, valid until its DFA grows) and accept mask (*amask) behave alike from
+// there on, whatever order their lazy DFAs grew in. 0 when not available (negated or lookahead
+// regexes, a state not built). Read-only; the same threading rule as step().
+int gl_regex_state_canon(const struct gl_regex *re, uint32_t state, uint64_t fp[2],
+                         const uint32_t **set, uint32_t *n, uint32_t *amask);
 // The byte classes (256 entries): bytes in one class take the same transition from every DFA
 // state, so they are interchangeable for this regex (fixed at compile time). *ncls: the class
 // count; *rep: a byte of each class (either may be NULL).

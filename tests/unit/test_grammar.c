@@ -457,6 +457,42 @@ TEST(test_frame_prefixes)
     free(ref);
 }
 
+// String walks shared across grammars (mask.c, memo_walk's shared table): two grammars from one
+// schema number their lazy DFA states in the order they meet them, so state 2 is "after a-c" in
+// one and "after d-f" in the other. The shared key is the state's NFA set, not its number: each
+// mask of the second grammar still equals the reference. With the class walk forced and not.
+TEST(test_shared_walks)
+{
+    static const char *const schema = "{\"type\":\"array\",\"items\":{\"type\":\"string\","
+                                      "\"pattern\":\"^(?:[a-c]+x|[d-f]+y)*$\"}}";
+    static const char *const orders[2][2] = {{"[\"ab", "[\"de"}, {"[\"de", "[\"ab"}};
+    uint32_t *fast = mask_new(), *ref = mask_new();
+    for (int forced = 0; forced < 2; forced++) {
+        gl_mask_set_class_policy(forced ? 0 : -1, forced ? 0 : -1);
+        for (int o = 0; o < 2; o++) {
+            struct gl_grammar *g = compile(GL_GRAMMAR_JSON_SCHEMA, schema, 1);
+            REQUIRE(g);
+            for (int k = 0; k < 2; k++) {
+                struct gl_matcher *m = matcher(g);
+                REQUIRE(m);
+                const char *p = orders[o][k];
+                CHECKF(gl_matcher_accept_bytes(m, p, strlen(p)), "prefix %s refused", p);
+                gl_matcher_fill_mask(m, fast);
+                ref_mask(m, ref);
+                CHECKF(!memcmp(fast, ref, g_words * sizeof *fast),
+                       "grammar %d, prefix %s (class walk %s): fast %lld vs ref %lld tokens", o, p,
+                       forced ? "forced" : "default", (long long)popcount(fast),
+                       (long long)popcount(ref));
+                gl_matcher_free(m);
+            }
+            gl_grammar_unref(g);
+        }
+    }
+    gl_mask_set_class_policy(-1, -1);
+    free(fast);
+    free(ref);
+}
+
 // A regex string that takes every plain run costs a walk of the ~1,000 non-plain tokens, not of
 // the ~415k-node trie (a search `pattern` with many literal characters has a byte partition too
 // fine for a class trie); test_frame_prefixes checks that those masks are exact.
@@ -1077,10 +1113,11 @@ int main(void)
         return 1;
     }
     g_words = gl_gvocab_mask_words(g_voc);
-    RUN_TESTS(test_vocab_index, test_frame_masks, test_frame_prefixes, test_universal_regex_cost,
-              test_choice_masks, test_regex_masks, test_gbnf_masks, test_schema_masks,
-              test_string_masks, test_token_literals, test_atem_tools, test_stop_and_special,
-              test_rollback, test_forced_bytes, test_mask_cache, test_grammar_cache,
-              test_grammar_cache_locked, test_compile_errors, test_alloc_meter, test_mem_freed,
-              test_grammar_bytes, test_grammar_cache_budget, test_compile_memory_limit);
+    RUN_TESTS(test_vocab_index, test_frame_masks, test_frame_prefixes, test_shared_walks,
+              test_universal_regex_cost, test_choice_masks, test_regex_masks, test_gbnf_masks,
+              test_schema_masks, test_string_masks, test_token_literals, test_atem_tools,
+              test_stop_and_special, test_rollback, test_forced_bytes, test_mask_cache,
+              test_grammar_cache, test_grammar_cache_locked, test_compile_errors, test_alloc_meter,
+              test_mem_freed, test_grammar_bytes, test_grammar_cache_budget,
+              test_compile_memory_limit);
 }
