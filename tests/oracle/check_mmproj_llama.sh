@@ -17,15 +17,15 @@
 # content only (--jinja --chat-template), glint with <|patch|>Describe
 # (--special). Negative control: glint's tokens for image k against llama.cpp's for image k+1
 # must differ somewhere. Skips (exit 0) when llama-mtmd-cli is not built (bench/llama_build.sh).
-# Env: LLAMA_MTMD_CLI (default: the newest <cache>/llama.cpp-*/build-glint/bin/llama-mtmd-cli),
+# Env: LLAMA_MTMD_CLI (default: llama-mtmd-cli in lib.sh's gl_llama_bin),
 #      GLINT_BIN, GLINT_TEST_DIR.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/lib.sh"
 cd "$GL_REPO_ROOT"
 PY=/usr/bin/python3
-CACHE="${LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/glint}"
-MTMD="${LLAMA_MTMD_CLI:-$(ls -t "$CACHE"/llama.cpp-*/build-glint/bin/llama-mtmd-cli 2>/dev/null | head -1)}"
+LBIN="$(gl_llama_bin)"
+MTMD="${LLAMA_MTMD_CLI:-${LBIN:+$LBIN/llama-mtmd-cli}}"
 if [ -z "$MTMD" ] || [ ! -x "$MTMD" ]; then
     echo "SKIP: check_mmproj_llama: llama-mtmd-cli is not built (bash bench/llama_build.sh)"
     exit 0

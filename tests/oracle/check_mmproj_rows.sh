@@ -37,8 +37,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/lib.sh"
 cd "$GL_REPO_ROOT" || exit 1
 PY=/usr/bin/python3
-CACHE="${LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/glint}"
-LBIN="${LLAMA_BIN:-$(ls -td "$CACHE"/llama.cpp-*/build-glint/bin 2>/dev/null | head -1)}"
+LBIN="$(gl_llama_bin)"
 LSRC="$(sed -n 's/^source: //p' "$LBIN/build-info.txt" 2>/dev/null)"
 if [ -z "$LBIN" ] || [ ! -f "$LBIN/libmtmd.so" ] || [ ! -f "$LSRC/tools/mtmd/mtmd.h" ]; then
     echo "SKIP: check_mmproj_rows: llama.cpp's libmtmd is not built (bash bench/llama_build.sh)"

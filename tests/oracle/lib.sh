@@ -60,3 +60,11 @@ gl_need_npm() { # [MODULE...]
         return
     done
 }
+
+# The bin/ folder of the newest native llama.cpp build (bench/llama_build.sh puts it under
+# <cache>/llama.cpp-<commit>/build-glint/bin; cache: LLAMA_CACHE, else XDG_CACHE_HOME/glint or
+# ~/.cache/glint), or $LLAMA_BIN. Prints nothing where there is none: the caller skips.
+gl_llama_bin() {
+    local cache="${LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/glint}"
+    echo "${LLAMA_BIN:-$(ls -td "$cache"/llama.cpp-*/build-glint/bin 2>/dev/null | head -1)}"
+}
