@@ -42,8 +42,8 @@ run_suite machine-paths bash tests/structure/check_paths.sh
 # suite), then the oracle checks named in LANE2 (about 200 s together: python and torch, one
 # thread each). The sanitised tests are mostly one thread, and the other lane's oracle and server
 # checks spend much of their time waiting on node, python and server start-up, so on 2 cores the
-# two lanes together take about 20 min of wall time where one lane took about 24 (fresh clones
-# on this machine, 2026-12-04). Nothing in the lane shares a path or a port with the other: the
+# two lanes together took 1,032 s of wall time (fresh clone of bfaa02b, setup included) where
+# one lane took 24.6 min (8128bc9; both on this machine, 2026-12-04). Nothing in the lane shares a path or a port with the other: the
 # unit tests and fuzz replays make their own temporary files (mkdtemp / pid) and bind no socket,
 # the LANE2 checks work in their own folders under $GLINT_TEST_DIR, the tiny models they share
 # are written under flock (tests/oracle/lib.sh), and none of them starts a server. The lane

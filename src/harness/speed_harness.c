@@ -172,6 +172,15 @@ done:
     return st;
 }
 
+// The benches' next prompt: GL_BENCH_BATCH_PROMPT ids from rng, mod min(vocab, 200000) (the
+// base ranks, no specials).
+static void bench_prompt(struct gl_rng *rng, const struct gl_model *m, int32_t *prompt)
+{
+    const int32_t id_range = m->cfg.n_vocab < 200000 ? m->cfg.n_vocab : 200000;
+    for (int i = 0; i < GL_BENCH_BATCH_PROMPT; i++)
+        prompt[i] = (int32_t)(gl_rng_next(rng) % (uint64_t)id_range);
+}
+
 // Steps e until it is idle, then frees it (also on error). The clock starts after the step in
 // which all B sequences have their first token (prefill excluded): *us, *n_tok and *n_steps are
 // the decode part's; *es the engine's stats at the end.
@@ -232,11 +241,9 @@ gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, 
         return st;
     struct gl_rng rng;
     gl_rng_seed(&rng, 99);
-    const int32_t id_range = m->cfg.n_vocab < 200000 ? m->cfg.n_vocab : 200000;
     for (int b = 0; b < B; b++) {
         int32_t prompt[GL_BENCH_BATCH_PROMPT];
-        for (int i = 0; i < GL_BENCH_BATCH_PROMPT; i++)
-            prompt[i] = (int32_t)(gl_rng_next(&rng) % (uint64_t)id_range);
+        bench_prompt(&rng, m, prompt);
         struct gl_request rq = {.prompt = prompt, .n_prompt = GL_BENCH_BATCH_PROMPT};
         rq.sp = gl_sample_default_params();
         rq.sp.temperature = 0.0f;
@@ -290,10 +297,8 @@ gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen, i
         return st;
     struct gl_rng rng;
     gl_rng_seed(&rng, 99);
-    const int32_t id_range = m->cfg.n_vocab < 200000 ? m->cfg.n_vocab : 200000;
     int32_t prompt[GL_BENCH_BATCH_PROMPT];
-    for (int i = 0; i < GL_BENCH_BATCH_PROMPT; i++)
-        prompt[i] = (int32_t)(gl_rng_next(&rng) % (uint64_t)id_range);
+    bench_prompt(&rng, m, prompt);
     struct greedy_sink sink = {.tok = greedy, .cap = greedy ? n_gen : 0};
     for (int b = 0; b < B; b++) {
         struct gl_request rq = {.prompt = prompt, .n_prompt = GL_BENCH_BATCH_PROMPT};
