@@ -111,6 +111,53 @@ static void ref_attn_tile(int D, int n_rows, const float *q, const float *KT, co
     }
 }
 
+int64_t gl_attn_rows_scratch(int D, int n_q)
+{
+    // O [n_q16][D], m [n_q16], l [n_q16], KT [D][chunk], P [4][chunk]: every part starts on 16
+    // floats, so a 64-byte aligned scratch gives aligned parts (D is a multiple of 16).
+    int64_t n16 = ((int64_t)n_q + 15) / 16 * 16;
+    return n16 * D + 2 * n16 + (int64_t)D * GL_ATTN_CHUNK + 4 * GL_ATTN_CHUNK;
+}
+
+// Long-run attention (kernels.h), row by row: libm expf, sums in key order.
+static void ref_attn_rows(int D, int n_q, const float *q, int64_t q_stride, int n_k, const float *k,
+                          int64_t k_stride, const float *v, int64_t v_stride, float scale,
+                          float *out, int64_t out_stride, float *scratch)
+{
+    GL_ASSERT(D >= 16 && D <= 256 && D % 16 == 0 && n_q >= 1 && n_k >= 1);
+    float *o = scratch; // [D]: one row's unnormalised output
+    for (int r = 0; r < n_q; r++) {
+        const float *qr = q + r * q_stride;
+        float m = -INFINITY, l = 0.0f;
+        memset(o, 0, (size_t)D * sizeof *o);
+        for (int c0 = 0; c0 < n_k; c0 += GL_ATTN_CHUNK) {
+            int nc = n_k - c0 < GL_ATTN_CHUNK ? n_k - c0 : GL_ATTN_CHUNK;
+            float s[GL_ATTN_CHUNK], mx = m;
+            for (int j = 0; j < nc; j++) {
+                const float *kj = k + (int64_t)(c0 + j) * k_stride;
+                float acc = 0.0f;
+                for (int d = 0; d < D; d++)
+                    acc = fmaf(qr[d], kj[d], acc);
+                s[j] = acc * scale;
+                mx = s[j] > mx ? s[j] : mx;
+            }
+            const float corr = expf(m - mx); // 0 on the first chunk (m = -inf)
+            l *= corr;
+            for (int d = 0; d < D; d++)
+                o[d] *= corr;
+            for (int j = 0; j < nc; j++) {
+                const float p = expf(s[j] - mx), *vj = v + (int64_t)(c0 + j) * v_stride;
+                l += p;
+                for (int d = 0; d < D; d++)
+                    o[d] = fmaf(p, vj[d], o[d]);
+            }
+            m = mx;
+        }
+        for (int d = 0; d < D; d++)
+            out[r * out_stride + d] = o[d] / l;
+    }
+}
+
 // The BF16 token-lane tile (kernels.h), vdpbf16ps's arithmetic spelled out: bf16 denormals read
 // as zero, two fmas per pair (odd element first), each result flushed to zero when denormal.
 static float bf16_daz(uint16_t h)
@@ -161,6 +208,7 @@ static void fill_ref(struct gl_kernels *k)
     k->gemm_r16[GL_TYPE_Q6_K] = ref_gemm_r16_Q6_K;
     k->attn_tile = ref_attn_tile;
     k->gemm_bf16 = ref_gemm_bf16;
+    k->attn_rows = ref_attn_rows;
     REF_SET(k, Q8_K);
 }
 

@@ -41,6 +41,22 @@ typedef void (*gl_gemm_r16_fn)(int64_t n_in, const void *w, const void *act, siz
 typedef void (*gl_attn_tile_fn)(int D, int n_rows, const float *q, const float *KT, const float *V,
                                 int klo, int khi, float scale, float *m, float *l, float *O);
 
+// Attention of n_q query rows over n_k keys, all visible, normalised (the vision encoder's windows
+// and full layers: non-causal runs of 1k-4k keys): out_r = sum_k p_rk v_k / sum_k p_rk with
+// p_rk = exp(s_rk - max_k s_rk), s_rk = scale * (q_r . k_k). q, k, v, out are rows of D floats
+// at their strides (in floats). Keys go in chunks of GL_ATTN_CHUNK with an online softmax; the
+// scores of a chunk are a register tile, so exp and the running max and sum are vector work per
+// 16 keys, not per key (attn_tile's per-key scalar expf is the cost at these lengths). scratch:
+// gl_attn_rows_scratch(D, n_q) floats. Not bit-identical across ISAs (the AVX-512 exp is a
+// polynomial within 2 ulp of expf, and its sums run in lanes): every entry is within a few f32
+// ulps per term of the exact value (test_kernels holds the two to a float64 reference).
+// 16 <= D <= 256, D a multiple of 16.
+#define GL_ATTN_CHUNK 64
+typedef void (*gl_attn_rows_fn)(int D, int n_q, const float *q, int64_t q_stride, int n_k,
+                                const float *k, int64_t k_stride, const float *v, int64_t v_stride,
+                                float scale, float *out, int64_t out_stride, float *scratch);
+int64_t gl_attn_rows_scratch(int D, int n_q); // floats
+
 // BF16 weights x activations in token lanes (the vision encoder's matmuls, M = 1k-4k tokens):
 // activations are packed by gl_pack_bf16 into groups of GL_BF16_GROUP tokens, each group
 // [n_in / 2 pairs][16 tokens][2] bf16, so one zmm holds one k-pair of 16 tokens and vdpbf16ps
@@ -73,6 +89,9 @@ struct gl_kernels {
     // Token-lane BF16 tile (above): the reference and AVX-512 tables have one; NULL in the AVX2
     // table (no vdpbf16ps), whose callers keep the row-layout BF16 vec_dot.
     gl_gemm_bf16_fn gemm_bf16;
+    // Long-run attention (above): the reference and AVX-512 tables have one; NULL in the AVX2
+    // table, whose callers keep attn_tile.
+    gl_attn_rows_fn attn_rows;
 };
 
 // The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.

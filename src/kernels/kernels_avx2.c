@@ -765,6 +765,7 @@ void gl_kernels__register_avx2(struct gl_kernels *k)
     // No vdpbf16ps: the scalar reference tile would be far slower than the AVX2 BF16 vec_dot,
     // so BF16 weights keep the row-layout path here (callers check gemm_bf16 != NULL).
     k->gemm_bf16 = NULL;
+    k->attn_rows = NULL; // the vision encoder keeps attn_tile here (its scalar reference is slower)
     k->vec_dot[GL_TYPE_F32] = vec_dot_f32;
     k->vec_dot[GL_TYPE_F16] = vec_dot_f16;
     k->vec_dot[GL_TYPE_BF16] = vec_dot_bf16;

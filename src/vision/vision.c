@@ -5,9 +5,10 @@
 // Matmuls are gl_matmul_bf16 for BF16 weights (token-lane vdpbf16ps tiles) and gl_matmul
 // otherwise (rows split over the pool); the per-token phases (LayerNorm, bias, GELU,
 // RoPE) and attention (one task per window x head x block of queries) are split over the same
-// pool. Attention uses the text tower's attention tile kernel (kernels.h attn_tile, online
-// softmax over tiles of 16 keys) on a block of 64 queries of one head; key tiles are transposed
-// per block (segment length x head_dim copies per 64 queries, small next to the 64x more FLOPs).
+// pool. Attention takes a block of 256 queries of one head per task: through kernels.h attn_rows
+// where the ISA has it (AVX-512: 64-key chunks of scores in registers, a vector exp), else the
+// text tower's attention tile kernel (attn_tile, online softmax over tiles of 16 keys, key tiles
+// transposed per block).
 #include "vision/vision.h"
 
 #include <math.h>
@@ -265,11 +266,21 @@ static void vis_matmul(struct vis_run *r, struct gl_vision_mat m, int64_t n_out,
 
 #define VIS_Q_BLOCK 256 // queries per attention task
 
-// Per-thread attention scratch, in floats: the query block, its output, running max and sum, and
-// one transposed key tile and value tile (kernels.h attn_tile layout).
+// Per-thread attention scratch, in floats, a multiple of 16 (each thread's part 64-byte aligned):
+// for attn_tile, the query block, its output, running max and sum, and one transposed key tile
+// and value tile; for attn_rows, its gl_attn_rows_scratch of a query block.
 static int64_t attn_scratch_floats(int64_t hd)
 {
-    return hd * (2 * VIS_Q_BLOCK + 2 * GL_ATTN_TILE) + 2 * VIS_Q_BLOCK;
+    int64_t tile = hd * (2 * VIS_Q_BLOCK + 2 * GL_ATTN_TILE) + 2 * VIS_Q_BLOCK;
+    int64_t rows = gl_attn_rows_scratch((int)hd, VIS_Q_BLOCK);
+    return ((tile > rows ? tile : rows) + 15) / 16 * 16;
+}
+
+// Thread ith's attention scratch (r->attn_scratch is allocated 64 bytes over, for this alignment).
+static float *attn_scratch(const struct vis_run *r, int ith)
+{
+    uintptr_t base = ((uintptr_t)r->attn_scratch + 63) & ~(uintptr_t)63;
+    return (float *)base + (int64_t)ith * attn_scratch_floats(r->cfg->head_dim);
 }
 
 // RoPE tables: token j (window order) at patch (row, col); pair m < hd/4 turns by
@@ -301,7 +312,7 @@ static void rows_rope(void *ctx, int ith, int nth)
     const struct vis_rows *j = ctx;
     const struct vis_run *r = j->r;
     int64_t hd = r->cfg->head_dim, half = hd / 2, H = r->cfg->hidden;
-    float *head = r->attn_scratch + (int64_t)ith * attn_scratch_floats(hd); // [hd] with qk_pairs
+    float *head = attn_scratch(r, ith); // [hd] with qk_pairs
     // pair m is (in[m], in[m + half]) in rotate_half layout, (in[2m], in[2m + 1]) in pair order
     const int64_t i1 = r->qk_pairs ? 2 : 1, i2 = r->qk_pairs ? 1 : half;
     for (int64_t t = ith; t < r->P; t += nth) {
@@ -336,6 +347,13 @@ static void attn_block(const struct vis_run *r, int64_t h, int64_t b0, int64_t b
                        int64_t s1, float *scratch)
 {
     int64_t H = r->cfg->hidden, hd = r->cfg->head_dim, n = b1 - b0;
+    float scale = 1.0f / sqrtf((float)hd);
+    if (r->k->attn_rows && hd <= 256) { // the long-run kernel (kernels.h); rows read in place
+        r->k->attn_rows((int)hd, (int)n, r->q + b0 * H + h * hd, H, (int)(s1 - s0),
+                        r->kk + s0 * H + h * hd, H, r->v + s0 * H + h * hd, H, scale,
+                        r->a + b0 * H + h * hd, H, scratch);
+        return;
+    }
     float *qb = scratch, *O = qb + VIS_Q_BLOCK * hd, *KT = O + VIS_Q_BLOCK * hd;
     float *V = KT + GL_ATTN_TILE * hd, *m = V + GL_ATTN_TILE * hd, *l = m + VIS_Q_BLOCK;
     for (int64_t i = 0; i < n; i++) {
@@ -344,7 +362,6 @@ static void attn_block(const struct vis_run *r, int64_t h, int64_t b0, int64_t b
         l[i] = 0.0f;
     }
     memset(O, 0, (size_t)(n * hd) * sizeof(float));
-    float scale = 1.0f / sqrtf((float)hd);
     for (int64_t j0 = s0; j0 < s1; j0 += GL_ATTN_TILE) {
         int64_t nk = s1 - j0 < GL_ATTN_TILE ? s1 - j0 : GL_ATTN_TILE;
         memset(KT, 0, (size_t)(2 * GL_ATTN_TILE * hd) * sizeof(float)); // KT and V: unused keys 0
@@ -368,7 +385,7 @@ static void attn_tasks(void *ctx, int ith, int nth)
 {
     const struct vis_attn *j = ctx;
     const struct vis_run *r = j->r;
-    float *scratch = r->attn_scratch + (int64_t)ith * attn_scratch_floats(r->cfg->head_dim);
+    float *scratch = attn_scratch(r, ith);
     int64_t task = 0;
     for (int64_t s = 0; s < j->n_seg; s++) {
         int64_t s0 = j->seg[s], s1 = j->seg[s + 1];
@@ -581,7 +598,7 @@ static gl_status run_alloc(struct vis_run *r, struct gl_err *err)
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
         n_in_max = widths[i] > n_in_max ? widths[i] : n_in_max;
     size_t ph = f32_bytes(P, H), pf = f32_bytes(P, c->ffn), pr = f32_bytes(P, c->head_dim / 2);
-    size_t sc = f32_bytes(gl_pool_size(r->pool), attn_scratch_floats(c->head_dim)),
+    size_t sc = f32_bytes(gl_pool_size(r->pool) + 1, attn_scratch_floats(c->head_dim)),
            ms = f32_bytes(r->M, 4 * (int64_t)H);
     size_t ma = f32_bytes(r->M, c->adapter), act = f32_bytes(P, n_in_max); // f32 >= F16/BF16 rows
     if (act) { // the packed bf16 rows round P up to a group of 16 (M = P / 4 <= P rows too)

@@ -426,8 +426,85 @@ TEST(test_table_complete)
     }
 }
 
+// attn_rows (kernels.h): every ISA's entry against attention in float64, on odd shapes (rows not
+// a multiple of 4, keys not a multiple of the 64-key chunk, head widths over the 6-register
+// output block) and padded strides; the scores spread over ~60 nats in the peaky cases, so the
+// exp's range and the running-max rescaling both matter. Bound: 1e-5 of max |v| (a few f32 ulps
+// per term; a wrong chunk edge or rescale is off by 1e-2 or more).
+static double attn_rows_case(const struct gl_kernels *k, int D, int n_q, int n_k, float spread)
+{
+    const int64_t qs = D + 16, ks = 3 * D, vs = D + 32, os = D + 16;
+    float *q = gl_malloc(sizeof(float) * (size_t)(n_q * qs)),
+          *kk = gl_malloc(sizeof(float) * (size_t)(n_k * ks)),
+          *v = gl_malloc(sizeof(float) * (size_t)(n_k * vs)),
+          *out = gl_malloc(sizeof(float) * (size_t)(n_q * os)),
+          *scratch = gl_malloc_aligned(sizeof(float) * (size_t)gl_attn_rows_scratch(D, n_q));
+    double *w = gl_malloc(sizeof(double) * (size_t)n_k);
+    GL_ASSERT(q && kk && v && out && scratch && w);
+    fill_floats(q, n_q * qs, spread);
+    fill_floats(kk, n_k * ks, 1.0f);
+    fill_floats(v, n_k * vs, 1.0f);
+    const float scale = 1.0f / sqrtf((float)D);
+    k->attn_rows(D, n_q, q, qs, n_k, kk, ks, v, vs, scale, out, os, scratch);
+    double worst = 0, vmax = 0;
+    for (int64_t i = 0; i < n_k * vs; i++)
+        vmax = fmax(vmax, fabs(v[i]));
+    for (int r = 0; r < n_q; r++) {
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j < n_k; j++) {
+            double dot = 0;
+            for (int d = 0; d < D; d++)
+                dot += (double)q[r * qs + d] * (double)kk[j * ks + d];
+            w[j] = dot * (double)scale;
+            mx = fmax(mx, w[j]);
+        }
+        for (int j = 0; j < n_k; j++)
+            sum += (w[j] = exp(w[j] - mx));
+        for (int d = 0; d < D; d++) {
+            double want = 0;
+            for (int j = 0; j < n_k; j++)
+                want += w[j] / sum * (double)v[j * vs + d];
+            worst = fmax(worst, fabs((double)out[r * os + d] - want) / vmax);
+        }
+    }
+    gl_free(q);
+    gl_free(kk);
+    gl_free(v);
+    gl_free(out);
+    gl_free_aligned(scratch);
+    gl_free(w);
+    return worst;
+}
+
+TEST(test_attn_rows)
+{
+    static const char *const isas[] = {"ref", "avx2", "avx512"};
+    static const int shapes[][3] = {{16, 1, 1},   {16, 5, 63},    {96, 4, 64},  {96, 3, 65},
+                                    {96, 7, 200}, {96, 257, 300}, {64, 9, 129}, {128, 6, 130},
+                                    {144, 2, 70}, {256, 3, 33},   {96, 2, 1030}};
+    for (int i = 0; i < 3; i++) {
+        struct gl_kernels k;
+        if (!load_isa(&k, isas[i]))
+            continue;
+        CHECK((k.attn_rows == NULL) == (i == 1)); // AVX2 keeps attn_tile in the vision encoder
+        if (!k.attn_rows)
+            continue;
+        double worst = 0;
+        rng_state = 99;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int peaky = 0; peaky < 2; peaky++) {
+                double e = attn_rows_case(&k, shapes[s][0], shapes[s][1], shapes[s][2],
+                                          peaky ? 12.0f : 1.0f);
+                CHECKF(e <= 1e-5, "%s D %d rows %d keys %d spread %d: err %.3g of max|v|", isas[i],
+                       shapes[s][0], shapes[s][1], shapes[s][2], peaky ? 12 : 1, e);
+                worst = fmax(worst, e);
+            }
+        printf("# attn_rows %s: worst error %.3g of max|v|\n", isas[i], worst);
+    }
+}
+
 int main(void)
 {
     RUN_TESTS(test_vec_dot_avx2, test_vec_dot_avx512, test_from_float_avx2, test_from_float_avx512,
-              test_to_float_avx2, test_to_float_avx512, test_table_complete);
+              test_to_float_avx2, test_to_float_avx512, test_table_complete, test_attn_rows);
 }
