@@ -4,7 +4,9 @@
 // weights, n_layers blocks that all share one set of weights (to keep memory small; the time per
 // block is what matters), on a gh2 x gw2 patch grid. Prints the wall time of one encode after a
 // warm-up; the 50-layer estimate scales the block time (window and full blocks alike).
-// Usage: microbench_vision [gh2=32] [gw2=32] [n_layers=2] [threads=2]
+// With "q8" as the fifth argument the matrices are Q8_0 (the same random values quantized; the
+// patch matrix, 1176 wide, not a whole number of 32-element blocks, stays BF16).
+// Usage: microbench_vision [gh2=32] [gw2=32] [n_layers=2] [threads=2] [bf16|q8]
 #include "vision/vision.h"
 
 #include <math.h>
@@ -30,19 +32,23 @@ static float *rand_vec(int64_t n, float scale, float offset)
     return v;
 }
 
-// A BF16 matrix [n_out][n_in] with entries of magnitude ~1/sqrt(n_in).
+static enum gl_type g_type = GL_TYPE_BF16;
+
+// A g_type matrix [n_out][n_in] with entries of magnitude ~1/sqrt(n_in) (BF16 where n_in is not
+// a whole number of the type's blocks).
 static struct gl_vision_mat rand_mat(int64_t n_out, int64_t n_in)
 {
-    size_t row = gl_type_row_size(GL_TYPE_BF16, n_in);
+    enum gl_type type = gl_type_row_size(g_type, n_in) ? g_type : GL_TYPE_BF16;
+    size_t row = gl_type_row_size(type, n_in);
     uint8_t *m = malloc(row * (size_t)n_out);
     float *tmp = rand_vec(n_in, 1.0f, 0.0f);
     for (int64_t r = 0; m && tmp && r < n_out; r++) {
         for (int64_t i = 0; i < n_in; i++)
             tmp[i] = rng_float() * 1.7f / sqrtf((float)n_in);
-        gl_kernels_get()->from_float[GL_TYPE_BF16](tmp, m + (size_t)r * row, n_in);
+        gl_kernels_get()->from_float[type](tmp, m + (size_t)r * row, n_in);
     }
     free(tmp);
-    return (struct gl_vision_mat){GL_TYPE_BF16, m};
+    return (struct gl_vision_mat){type, m};
 }
 
 static double now_s(void)
@@ -58,6 +64,8 @@ int main(int argc, char **argv)
     struct gl_vision_config cfg;
     gl_vision_config_default(&cfg);
     cfg.n_layers = argc > 3 ? atoi(argv[3]) : 2;
+    if (argc > 5 && argv[5][0] == 'q')
+        g_type = GL_TYPE_Q8_0;
     int threads = argc > 4 ? atoi(argv[4]) : 2;
     int64_t H = cfg.hidden, F = cfg.ffn, A = cfg.adapter;
     struct gl_vision_layer L = {
@@ -111,9 +119,9 @@ int main(int argc, char **argv)
         double dt = now_s() - t0;
         best = dt < best ? dt : best;
     }
-    printf("vision encode %lldx%lld patches (%lld merged), %d layers, BF16 weights, %d threads: "
+    printf("vision encode %lldx%lld patches (%lld merged), %d layers, %s weights, %d threads: "
            "%.3f s\n",
-           (long long)gh2, (long long)gw2, (long long)(gh2 * gw2 / 4), (int)cfg.n_layers, threads,
-           best);
+           (long long)gh2, (long long)gw2, (long long)(gh2 * gw2 / 4), (int)cfg.n_layers,
+           g_type == GL_TYPE_Q8_0 ? "Q8_0" : "BF16", threads, best);
     return 0;
 }

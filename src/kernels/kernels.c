@@ -192,6 +192,36 @@ static void ref_gemm_bf16(int64_t n_pairs, const uint16_t *act, size_t group_str
             }
 }
 
+// The Q8_0 token-lane tile (kernels.h): per output one f32 fma per block, blocks ascending, of the
+// exact int32 block sum (computed here from the +128 quants and the weight sums' correction, as
+// vpdpbusd does) times the exact product of the two scales.
+static void ref_gemm_q8_0(int64_t n_blocks, const uint8_t *act, size_t group_stride, int n_groups,
+                          const struct gl_block_q8_0 *w, const struct gl_q8_0_wsum *ws,
+                          size_t w_stride, int n_cols, float *tile, size_t tile_stride,
+                          int accumulate)
+{
+    GL_ASSERT(n_groups >= 1 && n_groups <= GL_Q8_MAX_GROUPS && n_cols >= 1 &&
+              n_cols <= GL_Q8_MAX_COLS && n_blocks >= 0);
+    for (int c = 0; c < n_cols; c++)
+        for (int g = 0; g < n_groups; g++)
+            for (int i = 0; i < GL_Q8_GROUP; i++) {
+                float *o = &tile[(size_t)c * tile_stride + GL_Q8_GROUP * g + i];
+                float acc = accumulate ? *o : 0.0f;
+                for (int64_t b = 0; b < n_blocks; b++) {
+                    const uint8_t *ab = act + (size_t)g * group_stride + b * GL_Q8_BLOCK_BYTES;
+                    const struct gl_block_q8_0 *wb = &w[(size_t)c * w_stride + (size_t)b];
+                    const struct gl_q8_0_wsum *sb = &ws[(size_t)c * w_stride + (size_t)b];
+                    int32_t sum = sb->corr;
+                    for (int e = 0; e < GL_QK8_0; e++)
+                        sum += (int32_t)ab[(e / 4) * 4 * GL_Q8_GROUP + 4 * i + e % 4] * wb->qs[e];
+                    float da;
+                    memcpy(&da, ab + 32 * GL_Q8_GROUP + 4 * i, 4);
+                    acc = fmaf(sb->d * da, (float)sum, acc);
+                }
+                *o = acc;
+            }
+}
+
 static void fill_ref(struct gl_kernels *k)
 {
     memset(k, 0, sizeof *k);
@@ -209,6 +239,7 @@ static void fill_ref(struct gl_kernels *k)
     k->attn_tile = ref_attn_tile;
     k->gemm_bf16 = ref_gemm_bf16;
     k->attn_rows = ref_attn_rows;
+    k->gemm_q8_0 = ref_gemm_q8_0;
     REF_SET(k, Q8_K);
 }
 

@@ -76,6 +76,35 @@ typedef void (*gl_gemm_bf16_fn)(int64_t n_pairs, const uint16_t *act, size_t gro
                                 int n_groups, const uint16_t *w, size_t w_stride, int n_cols,
                                 float *tile, size_t tile_stride, int accumulate);
 
+// Q8_0 weights x Q8_0 activations in token lanes (the vision encoder's matmuls on a Q8_0 mmproj):
+// the int8 analogue of gemm_bf16. Activations are quantized per 32-element block exactly as the
+// row path's from_float[Q8_0] does, then packed by gl_pack_q8_0 into groups of GL_Q8_GROUP tokens,
+// each group [n_in / 32 blocks][GL_Q8_BLOCK_BYTES], a block being [8 quads][16 tokens][4] u8
+// (quant + 128) then [16 tokens] f32 scales: one zmm holds one k-quad of 16 tokens, and vpdpbusd
+// with a broadcast weight quad (four consecutive int8 of a row-layout Q8_0 block) adds 64
+// products into 16 per-token int32 lanes: the weights need no repacking. The +128 is taken back
+// exactly per (row, block) by starting the int32 sum at corr = -128 * (sum of the block's 32
+// weight quants), precomputed by gl_prep_q8_0 with the block's scale as f32. A call computes
+// n_cols (1..GL_Q8_MAX_COLS) weight rows (row c at block c * w_stride of w and of ws) by n_groups
+// (1..GL_Q8_MAX_GROUPS) groups act + g * group_stride (bytes) over n_blocks blocks, into the
+// transposed tile tile[c * tile_stride + 16 g + lane]; accumulate = 0 starts the sums at +0, 1
+// continues from the tile's values (a split over blocks gives the same bits as one call). Per
+// output, block b ascending: s = exact int32 sum of the 32 quant products (|s| <= 32 * 127 * 128
+// < 2^24, so (float)s is exact), acc = fma(d_w * d_a, (float)s, acc) in f32; d_w * d_a, two fp16
+// values, is exact in f32, so each block adds one rounding.
+#define GL_Q8_GROUP       16
+#define GL_Q8_MAX_GROUPS  2
+#define GL_Q8_MAX_COLS    6
+#define GL_Q8_BLOCK_BYTES (32 * GL_Q8_GROUP + 4 * GL_Q8_GROUP) // 512 B of quants, 64 B of scales
+struct gl_q8_0_wsum {
+    int32_t corr; // -128 * sum of the block's 32 weight quants
+    float d;      // the block's fp16 scale, as f32
+};
+typedef void (*gl_gemm_q8_0_fn)(int64_t n_blocks, const uint8_t *act, size_t group_stride,
+                                int n_groups, const struct gl_block_q8_0 *w,
+                                const struct gl_q8_0_wsum *ws, size_t w_stride, int n_cols,
+                                float *tile, size_t tile_stride, int accumulate);
+
 struct gl_kernels {
     const char *isa;                            // "ref", "avx2", "avx512"
     gl_vec_dot_fn vec_dot[GL_TYPE_COUNT];       // indexed by weight type
@@ -92,6 +121,9 @@ struct gl_kernels {
     // Long-run attention (above): the reference and AVX-512 tables have one; NULL in the AVX2
     // table, whose callers keep attn_tile.
     gl_attn_rows_fn attn_rows;
+    // Token-lane Q8_0 tile (above): the reference and AVX-512 (VNNI) tables have one; NULL in the
+    // AVX2 table, whose callers keep the row-layout Q8_0 vec_dot.
+    gl_gemm_q8_0_fn gemm_q8_0;
 };
 
 // The process-wide table, initialised on first call (thread-safe), honouring GLINT_ISA.
@@ -148,6 +180,31 @@ void gl_pack_bf16(struct gl_pool *pool, const float *x, int64_t n_tok, int64_t n
 // the tiling, and equal the reference table's bit for bit.
 void gl_matmul_bf16(struct gl_pool *pool, const struct gl_kernels *k, const void *W, int64_t n_rows,
                     int64_t n_in, const void *act, int64_t n_tok, float *out, int64_t out_stride);
+
+// Bytes of n_tok activation rows of n_in (a multiple of 32) elements packed by gl_pack_q8_0: n_tok
+// rounded up to a whole group of 16, times n_in / 32 blocks of GL_Q8_BLOCK_BYTES / 16 per token.
+size_t gl_q8_0_packed_bytes(int64_t n_tok, int64_t n_in);
+// Packs n_tok rows of n_in floats (row stride x_stride floats) into the layout above at dst
+// (gl_q8_0_packed_bytes): each row quantized by k->from_float[GL_TYPE_Q8_0] block by block (the
+// activations the row-layout Q8_0 path sees), quants stored + 128 as u8, scales as f32; the last
+// group's missing tokens are quants 0 (u8 128) with scale 0. Groups are split over the threads.
+void gl_pack_q8_0(struct gl_pool *pool, const struct gl_kernels *k, const float *x, int64_t n_tok,
+                  int64_t n_in, int64_t x_stride, void *dst);
+// ws[r * (n_in / 32) + b] = {-128 * sum of the quants, scale} of block b of row r of the Q8_0
+// weight W (n_rows rows of n_in / 32 blocks): what gl_matmul_q8_0 needs beside W. Rows are split
+// over the threads.
+void gl_prep_q8_0(struct gl_pool *pool, const void *W, int64_t n_rows, int64_t n_in,
+                  struct gl_q8_0_wsum *ws);
+// out[t][r] = dot(W row r, act token t) for r < n_rows, t < n_tok, with W Q8_0 in the row layout,
+// ws its gl_prep_q8_0 sums and act packed by gl_pack_q8_0 with the same n_tok and n_in. Items (up
+// to 96 rows x 64 tokens) are claimed by the threads from a counter; inside one, k is cut in
+// blocks of 512 so the tile's weights and activations stay in L1/L2. Every element is one
+// block-ordered sum as defined for gemm_q8_0, so results do not depend on the thread count or
+// the tiling, and equal the reference table's bit for bit. They differ from gl_matmul's Q8_0
+// vec_dot (same integer block sums and scale products) only in the order of the f32 additions.
+void gl_matmul_q8_0(struct gl_pool *pool, const struct gl_kernels *k, const void *W,
+                    const struct gl_q8_0_wsum *ws, int64_t n_rows, int64_t n_in, const void *act,
+                    int64_t n_tok, float *out, int64_t out_stride);
 
 // Same product for a weight repacked by gl_repack_r16 (n_rows a multiple of 16, k->gemm_r16[wtype]
 // set): groups of 16 rows are split across the threads, tokens tiled as above.

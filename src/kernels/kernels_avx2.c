@@ -766,6 +766,8 @@ void gl_kernels__register_avx2(struct gl_kernels *k)
     // so BF16 weights keep the row-layout path here (callers check gemm_bf16 != NULL).
     k->gemm_bf16 = NULL;
     k->attn_rows = NULL; // the vision encoder keeps attn_tile here (its scalar reference is slower)
+    // Nor a token-lane Q8_0 tile (it is built on 512-bit vpdpbusd): Q8_0 keeps vec_dot here.
+    k->gemm_q8_0 = NULL;
     k->vec_dot[GL_TYPE_F32] = vec_dot_f32;
     k->vec_dot[GL_TYPE_F16] = vec_dot_f16;
     k->vec_dot[GL_TYPE_BF16] = vec_dot_bf16;

@@ -589,4 +589,5 @@ void gl_kernels__register_avx512(struct gl_kernels *k)
     gl_kernels__register_avx512_r16(k);
     gl_kernels__register_avx512_attn(k);
     gl_kernels__register_avx512_bf16(k);
+    gl_kernels__register_avx512_q8(k);
 }

@@ -14,3 +14,5 @@ void gl_kernels__register_avx512_r16(struct gl_kernels *k);
 void gl_kernels__register_avx512_attn(struct gl_kernels *k);
 // The BF16 token-lane tile (gemm_bf16_avx512.c), called by gl_kernels__register_avx512.
 void gl_kernels__register_avx512_bf16(struct gl_kernels *k);
+// The Q8_0 token-lane tile (gemm_q8_avx512.c), called by gl_kernels__register_avx512.
+void gl_kernels__register_avx512_q8(struct gl_kernels *k);

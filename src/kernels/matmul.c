@@ -299,6 +299,37 @@ void gl_quantize_rows(struct gl_pool *pool, const struct gl_kernels *k, enum gl_
         quant_rows(&j, 0, 1);
 }
 
+// out[t][r] = tile[r - r0][t - t0] (tile rows TILE_TOK floats apart): 4x4 blocks transposed in
+// SSE registers, so a token's row is written 16 bytes at a time (4-byte stores to 64 rows 36 KB
+// apart cost ~15% of a fc1 item). Shared by the BF16 and Q8_0 token-lane GEMMs.
+#define TILE_TOK 64
+static void tile_out(float *out, int64_t out_stride, const float *tile, int64_t r0, int64_t r1,
+                     int64_t t0, int64_t t1)
+{
+    int64_t t = t0;
+#if defined(__SSE2__)
+    for (; t + 4 <= t1; t += 4) {
+        int64_t r = r0;
+        for (; r + 4 <= r1; r += 4) {
+            const float *s = tile + (r - r0) * TILE_TOK + (t - t0);
+            __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + TILE_TOK),
+                   c = _mm_loadu_ps(s + 2 * TILE_TOK), d = _mm_loadu_ps(s + 3 * TILE_TOK);
+            _MM_TRANSPOSE4_PS(a, b, c, d);
+            _mm_storeu_ps(out + t * out_stride + r, a);
+            _mm_storeu_ps(out + (t + 1) * out_stride + r, b);
+            _mm_storeu_ps(out + (t + 2) * out_stride + r, c);
+            _mm_storeu_ps(out + (t + 3) * out_stride + r, d);
+        }
+        for (; r < r1; r++)
+            for (int64_t u = t; u < t + 4; u++)
+                out[u * out_stride + r] = tile[(r - r0) * TILE_TOK + (u - t0)];
+    }
+#endif
+    for (; t < t1; t++)
+        for (int64_t r = r0; r < r1; r++)
+            out[t * out_stride + r] = tile[(r - r0) * TILE_TOK + (t - t0)];
+}
+
 // ---- BF16 token-lane GEMM ----
 // An item is up to BF16_CHUNK_COLS weight rows x BF16_TILE_TOK tokens; inside it k goes in blocks
 // of BF16_KC pairs (1 KiB of each weight row, 1 KiB per token), and for each block the 12-row
@@ -308,7 +339,7 @@ void gl_quantize_rows(struct gl_pool *pool, const struct gl_kernels *k, enum gl_
 // the two threads share a token tile (from L2/L3) and stream the weights, which at 64 tokens a
 // tile is 64 FLOP per weight byte.
 #define BF16_CHUNK_COLS (8 * GL_BF16_MAX_COLS)
-#define BF16_TILE_TOK   64
+#define BF16_TILE_TOK   TILE_TOK
 #define BF16_KC         256
 
 struct bf16_job {
@@ -317,35 +348,6 @@ struct bf16_job {
     int64_t n_rows, n_in, n_tok, out_stride, n_chunks, n_items;
     float *out;
 };
-
-// out[t][r] = tile[r - r0][t - t0]: 4x4 blocks transposed in SSE registers, so a token's row
-// is written 16 bytes at a time (4-byte stores to 64 rows 36 KB apart cost ~15% of a fc1 item).
-static void bf16_tile_out(const struct bf16_job *j, const float *tile, int64_t r0, int64_t r1,
-                          int64_t t0, int64_t t1)
-{
-    int64_t t = t0;
-#if defined(__SSE2__)
-    for (; t + 4 <= t1; t += 4) {
-        int64_t r = r0;
-        for (; r + 4 <= r1; r += 4) {
-            const float *s = tile + (r - r0) * BF16_TILE_TOK + (t - t0);
-            __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + BF16_TILE_TOK),
-                   c = _mm_loadu_ps(s + 2 * BF16_TILE_TOK), d = _mm_loadu_ps(s + 3 * BF16_TILE_TOK);
-            _MM_TRANSPOSE4_PS(a, b, c, d);
-            _mm_storeu_ps(j->out + t * j->out_stride + r, a);
-            _mm_storeu_ps(j->out + (t + 1) * j->out_stride + r, b);
-            _mm_storeu_ps(j->out + (t + 2) * j->out_stride + r, c);
-            _mm_storeu_ps(j->out + (t + 3) * j->out_stride + r, d);
-        }
-        for (; r < r1; r++)
-            for (int64_t u = t; u < t + 4; u++)
-                j->out[u * j->out_stride + r] = tile[(r - r0) * BF16_TILE_TOK + (u - t0)];
-    }
-#endif
-    for (; t < t1; t++)
-        for (int64_t r = r0; r < r1; r++)
-            j->out[t * j->out_stride + r] = tile[(r - r0) * BF16_TILE_TOK + (t - t0)];
-}
 
 static void bf16_item(const struct bf16_job *j, int64_t item)
 {
@@ -370,7 +372,7 @@ static void bf16_item(const struct bf16_job *j, int64_t item)
             }
         }
     }
-    bf16_tile_out(j, tile, r0, r1, t0, t1);
+    tile_out(j->out, j->out_stride, tile, r0, r1, t0, t1);
 }
 
 static void bf16_item_call(const void *job, int64_t item)
@@ -453,4 +455,163 @@ void gl_pack_bf16(struct gl_pool *pool, const float *x, int64_t n_tok, int64_t n
         gl_pool_run(pool, pack_groups, &j);
     else
         pack_groups(&j, 0, 1);
+}
+
+// ---- Q8_0 token-lane GEMM ----
+// The BF16 GEMM's items and tiling (96 rows x 64 tokens, transposed f32 tile on the stack), with
+// k cut in blocks of Q8_KB Q8_0 blocks (512 elements: 576 B per token, 36 KiB for the tile's 64
+// tokens from L2; 544 B per weight row, 3.3 KiB for a 6-row column block, reused from L1 by
+// the tile's groups). The f32 tile carries the block-ordered sums between k blocks exactly.
+#define Q8_CHUNK_COLS (16 * GL_Q8_MAX_COLS)
+#define Q8_KB         16
+
+struct q8_job {
+    gl_gemm_q8_0_fn fn;
+    const struct gl_block_q8_0 *W;
+    const struct gl_q8_0_wsum *ws;
+    const uint8_t *act;
+    int64_t n_rows, n_blocks, n_tok, out_stride, n_chunks, n_items;
+    float *out;
+};
+
+static void q8_item(const struct q8_job *j, int64_t item)
+{
+    float tile[Q8_CHUNK_COLS * TILE_TOK];
+    const int64_t nb = j->n_blocks;
+    const size_t gs = (size_t)nb * GL_Q8_BLOCK_BYTES; // bytes per packed group
+    int64_t r0 = (item % j->n_chunks) * Q8_CHUNK_COLS, t0 = (item / j->n_chunks) * TILE_TOK;
+    int64_t r1 = r0 + Q8_CHUNK_COLS < j->n_rows ? r0 + Q8_CHUNK_COLS : j->n_rows;
+    int64_t t1 = t0 + TILE_TOK < j->n_tok ? t0 + TILE_TOK : j->n_tok;
+    int64_t n_groups = (t1 - t0 + GL_Q8_GROUP - 1) / GL_Q8_GROUP;
+    const uint8_t *act = j->act + (size_t)(t0 / GL_Q8_GROUP) * gs;
+    for (int64_t b0 = 0; b0 < nb; b0 += Q8_KB) {
+        int64_t kb = nb - b0 < Q8_KB ? nb - b0 : Q8_KB;
+        for (int64_t c = r0; c < r1; c += GL_Q8_MAX_COLS) {
+            int nc = (int)(r1 - c < GL_Q8_MAX_COLS ? r1 - c : GL_Q8_MAX_COLS);
+            size_t w0 = (size_t)c * (size_t)nb + (size_t)b0;
+            for (int64_t g = 0; g < n_groups; g += GL_Q8_MAX_GROUPS) {
+                int ng = (int)(n_groups - g < GL_Q8_MAX_GROUPS ? n_groups - g : GL_Q8_MAX_GROUPS);
+                j->fn(kb, act + (size_t)g * gs + (size_t)b0 * GL_Q8_BLOCK_BYTES, gs, ng, j->W + w0,
+                      j->ws + w0, (size_t)nb, nc, tile + (c - r0) * TILE_TOK + g * GL_Q8_GROUP,
+                      TILE_TOK, b0 > 0);
+            }
+        }
+    }
+    tile_out(j->out, j->out_stride, tile, r0, r1, t0, t1);
+}
+
+static void q8_item_call(const void *job, int64_t item)
+{
+    q8_item(job, item);
+}
+
+void gl_matmul_q8_0(struct gl_pool *pool, const struct gl_kernels *k, const void *W,
+                    const struct gl_q8_0_wsum *ws, int64_t n_rows, int64_t n_in, const void *act,
+                    int64_t n_tok, float *out, int64_t out_stride)
+{
+    GL_ASSERT(k != NULL && k->gemm_q8_0 != NULL);
+    GL_ASSERT(n_rows >= 0 && n_tok >= 0 && n_in > 0 && n_in % GL_QK8_0 == 0);
+    GL_ASSERT(n_tok <= 1 || out_stride >= n_rows);
+    if (n_rows == 0 || n_tok == 0)
+        return;
+    struct q8_job j = {
+        .fn = k->gemm_q8_0,
+        .W = W,
+        .ws = ws,
+        .act = act,
+        .n_rows = n_rows,
+        .n_blocks = n_in / GL_QK8_0,
+        .n_tok = n_tok,
+        .out_stride = out_stride,
+        .out = out,
+        .n_chunks = (n_rows + Q8_CHUNK_COLS - 1) / Q8_CHUNK_COLS,
+    };
+    j.n_items = j.n_chunks * ((n_tok + TILE_TOK - 1) / TILE_TOK);
+    run_items(pool, q8_item_call, &j, j.n_items);
+}
+
+size_t gl_q8_0_packed_bytes(int64_t n_tok, int64_t n_in)
+{
+    GL_ASSERT(n_tok >= 0 && n_in >= 0 && n_in % GL_QK8_0 == 0);
+    int64_t groups = (n_tok + GL_Q8_GROUP - 1) / GL_Q8_GROUP;
+    return (size_t)groups * (size_t)(n_in / GL_QK8_0) * GL_Q8_BLOCK_BYTES;
+}
+
+struct pack_q8_job {
+    gl_from_float_fn quant;
+    const float *x;
+    uint8_t *dst;
+    int64_t n_tok, n_in, x_stride;
+};
+
+// Group g, block b at dst + (g * nb + b) * GL_Q8_BLOCK_BYTES: token i's quants 4q..4q+3 (+ 128)
+// at byte 64 q + 4 i, its scale at float 128 + i. Each row is quantized one 32-element block at a
+// time by the table's from_float, which quantizes every block on its own (quant.c), so the quants
+// and scales equal those of gl_quantize_rows on the whole row.
+static void pack_q8_groups(void *ctx, int ith, int nth)
+{
+    const struct pack_q8_job *j = ctx;
+    const int64_t nb = j->n_in / GL_QK8_0, n_groups = (j->n_tok + GL_Q8_GROUP - 1) / GL_Q8_GROUP;
+    for (int64_t g = ith; g < n_groups; g += nth) {
+        uint8_t *dg = j->dst + (size_t)g * (size_t)nb * GL_Q8_BLOCK_BYTES;
+        for (int i = 0; i < GL_Q8_GROUP; i++) {
+            int64_t t = g * GL_Q8_GROUP + i;
+            for (int64_t b = 0; b < nb; b++) {
+                uint8_t *d = dg + (size_t)b * GL_Q8_BLOCK_BYTES;
+                struct gl_block_q8_0 q = {0};
+                if (t < j->n_tok)
+                    j->quant(j->x + t * j->x_stride + b * GL_QK8_0, &q, GL_QK8_0);
+                for (int e = 0; e < GL_QK8_0; e += 4) { // + 128 = flip the sign bit
+                    uint32_t quad;
+                    memcpy(&quad, q.qs + e, 4);
+                    quad ^= 0x80808080u;
+                    memcpy(d + e * GL_Q8_GROUP + 4 * i, &quad, 4);
+                }
+                float s = gl_fp16_to_f32(q.d);
+                memcpy(d + 32 * GL_Q8_GROUP + 4 * i, &s, 4);
+            }
+        }
+    }
+}
+
+void gl_pack_q8_0(struct gl_pool *pool, const struct gl_kernels *k, const float *x, int64_t n_tok,
+                  int64_t n_in, int64_t x_stride, void *dst)
+{
+    GL_ASSERT(k != NULL && k->from_float[GL_TYPE_Q8_0] != NULL);
+    GL_ASSERT(n_tok >= 0 && n_in > 0 && n_in % GL_QK8_0 == 0 && x_stride >= n_in);
+    struct pack_q8_job j = {k->from_float[GL_TYPE_Q8_0], x, dst, n_tok, n_in, x_stride};
+    if (n_tok > GL_Q8_GROUP)
+        gl_pool_run(pool, pack_q8_groups, &j);
+    else
+        pack_q8_groups(&j, 0, 1);
+}
+
+struct prep_q8_job {
+    const struct gl_block_q8_0 *W;
+    struct gl_q8_0_wsum *ws;
+    int64_t n_rows, nb;
+};
+
+static void prep_q8_rows(void *ctx, int ith, int nth)
+{
+    const struct prep_q8_job *j = ctx;
+    for (int64_t r = ith; r < j->n_rows; r += nth)
+        for (int64_t b = 0; b < j->nb; b++) {
+            const struct gl_block_q8_0 *blk = &j->W[r * j->nb + b];
+            int32_t sum = 0;
+            for (int e = 0; e < GL_QK8_0; e++)
+                sum += blk->qs[e];
+            j->ws[r * j->nb + b] = (struct gl_q8_0_wsum){-128 * sum, gl_fp16_to_f32(blk->d)};
+        }
+}
+
+void gl_prep_q8_0(struct gl_pool *pool, const void *W, int64_t n_rows, int64_t n_in,
+                  struct gl_q8_0_wsum *ws)
+{
+    GL_ASSERT(n_rows >= 0 && n_in > 0 && n_in % GL_QK8_0 == 0);
+    struct prep_q8_job j = {W, ws, n_rows, n_in / GL_QK8_0};
+    if (n_rows > 1)
+        gl_pool_run(pool, prep_q8_rows, &j);
+    else
+        prep_q8_rows(&j, 0, 1);
 }

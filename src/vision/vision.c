@@ -2,8 +2,9 @@
 // vision: the perception encoder forward pass (arch doc §6.3), f32 activations throughout.
 // Tokens live in window order from ln_pre to ln_post (§6.3 step 4), so a window is a contiguous
 // run [win_start[w], win_start[w + 1]) and a full-attention layer is the single run [0, P).
-// Matmuls are gl_matmul_bf16 for BF16 weights (token-lane vdpbf16ps tiles) and gl_matmul
-// otherwise (rows split over the pool); the per-token phases (LayerNorm, bias, GELU,
+// Matmuls are gl_matmul_bf16 for BF16 weights (token-lane vdpbf16ps tiles), gl_matmul_q8_0 for
+// Q8_0 weights where the table has that tile (token-lane vpdpbusd) and gl_matmul otherwise (rows
+// split over the pool); the per-token phases (LayerNorm, bias, GELU,
 // RoPE) and attention (one task per window x head x block of queries) are split over the same
 // pool. Attention takes a block of 256 queries of one head per task: through kernels.h attn_rows
 // where the ISA has it (AVX-512: 64-key chunks of scores in registers, a vector exp), else the
@@ -129,9 +130,11 @@ struct vis_run {
     float *attn_scratch; // [n_threads][attn_scratch_floats(head_dim)]
     float *ms;           // [M][4 hidden] pixel-shuffled
     float *m1, *m2;      // [M][adapter]
-    uint8_t *act;        // activations converted to a weight's vec_dot type, or packed bf16
-    const float *act_x;  // the rows act holds packed (gl_pack_bf16) for BF16 weights, or NULL
+    uint8_t *act;        // activations converted to a weight's vec_dot type, or packed bf16 / q8_0
+    const float *act_x;  // the rows act holds packed (gl_pack_bf16 / gl_pack_q8_0), or NULL
     int64_t act_n_in;
+    enum gl_type act_type;   // GL_TYPE_BF16 or GL_TYPE_Q8_0: the pack act holds (act_x != NULL)
+    struct gl_q8_0_wsum *wq; // gl_prep_q8_0 sums of the current Q8_0 matrix; NULL: no such GEMM
     int qk_pairs;       // gl_vision_weights.qk_pairs: q/k come out of their matmuls in pair order
     int32_t *order;     // [P]
     int64_t *win_start; // [n_windows + 1]
@@ -225,25 +228,44 @@ static void run_rows(struct vis_run *r, gl_pool_fn fn, struct vis_rows j)
 
 // out [n_tok][n_out] = x [n_tok][n_in] times W^T (no bias). BF16 weights (n_in even, a table
 // with gemm_bf16: not AVX2) take the token-lane GEMM (kernels.h gl_matmul_bf16): x is packed to
-// bf16 in r->act, and a call whose x is the one packed by the previous BF16 call (same_x: q, k and
-// v of one LayerNorm output) reuses that pack. Other types convert x to W's vec_dot type first when
-// that is not f32 (F16) and take the row-layout gl_matmul, as the text tower's matmul does. Both
-// BF16 paths multiply the same bf16-rounded activations; they differ in the order of the f32 sums
-// only.
+// bf16 in r->act. Q8_0 weights (n_in a multiple of 32, a table with gemm_q8_0: not AVX2) take the
+// int8 token-lane GEMM (gl_matmul_q8_0): x is quantized to Q8_0 and packed in r->act, and the
+// matrix's block sums are computed into r->wq (one pass over the weights, ~1% of the GEMM at
+// 1,024 tokens). same_x says x is unchanged since the previous call (q, k and v of one LayerNorm
+// output): a pack of the same rows of the same type is then reused. Other types convert x to W's
+// vec_dot type first when that is not f32 (F16) and take the row-layout gl_matmul, as the text
+// tower's matmul does. The token-lane and row paths multiply the same rounded (bf16) or quantized
+// (Q8_0: the same integer block sums and scales) activations; they differ in the order of the
+// f32 sums only.
+static int vis_pack(struct vis_run *r, enum gl_type type, const float *x, int64_t n_in,
+                    int64_t n_tok, int same_x)
+{
+    if (same_x && r->act_x == x && r->act_type == type && r->act_n_in == n_in)
+        return 1;
+    if (type == GL_TYPE_BF16)
+        gl_pack_bf16(r->pool, x, n_tok, n_in, n_in, r->act);
+    else
+        gl_pack_q8_0(r->pool, r->k, x, n_tok, n_in, n_in, r->act);
+    r->act_x = x;
+    r->act_type = type;
+    r->act_n_in = n_in;
+    return 0;
+}
+
 static void vis_matmul_x(struct vis_run *r, struct gl_vision_mat m, int64_t n_out, int64_t n_in,
                          const float *x, int64_t n_tok, float *out, int same_x)
 {
     if (m.type == GL_TYPE_BF16 && n_in % 2 == 0 && r->k->gemm_bf16 != NULL) {
-        if (!same_x) {
-            gl_pack_bf16(r->pool, x, n_tok, n_in, n_in, r->act);
-            r->act_x = x;
-            r->act_n_in = n_in;
-        }
-        GL_ASSERT(r->act_x == x && r->act_n_in == n_in);
+        vis_pack(r, GL_TYPE_BF16, x, n_in, n_tok, same_x);
         gl_matmul_bf16(r->pool, r->k, m.data, n_out, n_in, r->act, n_tok, out, n_out);
         return;
     }
-    GL_ASSERT(!same_x);
+    if (m.type == GL_TYPE_Q8_0 && n_in % GL_QK8_0 == 0 && r->wq != NULL) {
+        vis_pack(r, GL_TYPE_Q8_0, x, n_in, n_tok, same_x);
+        gl_prep_q8_0(r->pool, m.data, n_out, n_in, r->wq);
+        gl_matmul_q8_0(r->pool, r->k, m.data, r->wq, n_out, n_in, r->act, n_tok, out, n_out);
+        return;
+    }
     r->act_x = NULL;
     enum gl_type vdt = gl_type_vec_dot_type(m.type);
     const void *act = x;
@@ -413,10 +435,8 @@ static void block_attention(struct vis_run *r, const struct gl_vision_layer *L, 
                                .width = H,
                                .eps = eps});
     vis_matmul(r, L->q, H, H, r->t, P, r->q);
-    int same = L->q.type == GL_TYPE_BF16 && L->k.type == GL_TYPE_BF16 && H % 2 == 0 &&
-               r->k->gemm_bf16 != NULL;
-    vis_matmul_x(r, L->k, H, H, r->t, P, r->kk, same);
-    vis_matmul_x(r, L->v, H, H, r->t, P, r->v, same && L->v.type == GL_TYPE_BF16);
+    vis_matmul_x(r, L->k, H, H, r->t, P, r->kk, 1); // r->t unchanged: reuse q's pack if any
+    vis_matmul_x(r, L->v, H, H, r->t, P, r->v, 1);
     run_rows(r, rows_bias_act,
              (struct vis_rows){.n = P, .src = r->q, .dst = r->q, .b = L->q_b, .width = H});
     run_rows(r, rows_bias_act,
@@ -585,12 +605,45 @@ static void run_free(struct vis_run *r)
 {
     void *bufs[] = {r->x,  r->t,   r->q,     r->kk,           r->v,  r->a,
                     r->f,  r->cs,  r->sn,    r->attn_scratch, r->ms, r->m1,
-                    r->m2, r->act, r->order, r->win_start};
+                    r->m2, r->act, r->order, r->win_start,    r->wq};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
 }
 
-static gl_status run_alloc(struct vis_run *r, struct gl_err *err)
+// The larger of best and the bytes of gl_prep_q8_0 sums for m (n_out x n_in) if m takes
+// gl_matmul_q8_0 (8 B per 32-element block).
+static size_t q8_sums_max(size_t best, struct gl_vision_mat m, int64_t n_out, int64_t n_in)
+{
+    if (m.type != GL_TYPE_Q8_0 || n_in % GL_QK8_0 != 0)
+        return best;
+    size_t b = f32_bytes(n_out, n_in / GL_QK8_0) * 2;
+    return b > best ? b : best;
+}
+
+// Bytes of the sums for the largest such matrix (0: none, or the table has no gemm_q8_0).
+static size_t q8_sums_bytes(const struct vis_run *r, const struct gl_vision_weights *w)
+{
+    const struct gl_vision_config *c = r->cfg;
+    const int64_t H = c->hidden, F = c->ffn, A = c->adapter;
+    if (r->k->gemm_q8_0 == NULL)
+        return 0;
+    size_t best = q8_sums_max(0, w->patch, H, gl_vision_patch_dim(c));
+    best = q8_sums_max(best, w->adapter_fc1, A, 4 * H);
+    best = q8_sums_max(best, w->adapter_fc2, A, A);
+    best = q8_sums_max(best, w->projection, c->out_dim, A);
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        const struct gl_vision_layer *L = &w->layers[l];
+        best = q8_sums_max(best, L->q, H, H);
+        best = q8_sums_max(best, L->k, H, H);
+        best = q8_sums_max(best, L->v, H, H);
+        best = q8_sums_max(best, L->proj, H, H);
+        best = q8_sums_max(best, L->fc1, F, H);
+        best = q8_sums_max(best, L->fc2, H, F);
+    }
+    return best;
+}
+
+static gl_status run_alloc(struct vis_run *r, const struct gl_vision_weights *w, struct gl_err *err)
 {
     const struct gl_vision_config *c = r->cfg;
     int64_t P = r->P, H = c->hidden, n_in_max = gl_vision_patch_dim(c);
@@ -603,7 +656,9 @@ static gl_status run_alloc(struct vis_run *r, struct gl_err *err)
     size_t ma = f32_bytes(r->M, c->adapter), act = f32_bytes(P, n_in_max); // f32 >= F16/BF16 rows
     if (act) { // the packed bf16 rows round P up to a group of 16 (M = P / 4 <= P rows too)
         size_t packed = gl_bf16_packed_bytes(P, n_in_max + n_in_max % 2);
+        size_t packed_q8 = gl_q8_0_packed_bytes(P, (n_in_max + 31) / 32 * 32);
         act = packed > act ? packed : act;
+        act = packed_q8 > act ? packed_q8 : act;
     }
     size_t ord = f32_bytes(P, 1); // also bounds order (int32) and win_start (int64) below
     if (!ph || !pf || !pr || !sc || !ms || !ma || !act || !ord)
@@ -620,10 +675,13 @@ static gl_status run_alloc(struct vis_run *r, struct gl_err *err)
     r->m1 = malloc(ma);
     r->m2 = malloc(ma);
     r->act = malloc(act);
+    size_t wq = q8_sums_bytes(r, w);
+    r->wq = wq ? malloc(wq) : NULL;
     r->order = malloc((size_t)P * sizeof(int32_t));
     r->win_start = malloc((size_t)(P + 1) * sizeof(int64_t)); // at most P windows
     if (!r->x || !r->t || !r->q || !r->kk || !r->v || !r->a || !r->f || !r->cs || !r->sn ||
-        !r->attn_scratch || !r->ms || !r->m1 || !r->m2 || !r->act || !r->order || !r->win_start)
+        !r->attn_scratch || !r->ms || !r->m1 || !r->m2 || !r->act || !r->order || !r->win_start ||
+        (wq && !r->wq))
         return gl_err_set(err, GL_E_NOMEM, "vision: no memory for %lld patches", (long long)P);
     return GL_OK;
 }
@@ -652,7 +710,7 @@ gl_status gl_vision_encode(struct gl_pool *pool, const struct gl_vision_config *
                         .qk_pairs = w->qk_pairs};
     if ((st = check_weights(r.k, cfg, w, err)) != GL_OK)
         return st;
-    if ((st = run_alloc(&r, err)) != GL_OK) {
+    if ((st = run_alloc(&r, w, err)) != GL_OK) {
         run_free(&r);
         return st;
     }

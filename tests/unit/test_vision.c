@@ -7,6 +7,7 @@
 #include "test.h"
 #include "vision/vision.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,7 +106,7 @@ TEST(test_encode_input_errors)
 
 enum { QH = 32, QD = 16, QF = 64, QA = 32, QO = 48, QL = 2, QPD = 1176, QG = 4 };
 
-static void *g_keep[160];
+static void *g_keep[512];
 static int g_n_keep;
 
 static void *keep(void *p)
@@ -124,11 +125,17 @@ static float *rvec(int64_t n, uint32_t *rng, float scale)
     return v;
 }
 
-// f [n] as a matrix of type t (F32: borrowed; BF16: rounded copy).
+// f [n] as a matrix of type t (F32: borrowed; BF16: rounded copy; Q8_0: quantized copy, n_in
+// being a multiple of 32 for every matrix but the patch kernel, which stays F32).
 static struct gl_vision_mat as_mat(const float *f, int64_t n, enum gl_type t)
 {
-    if (t == GL_TYPE_F32)
+    if (t == GL_TYPE_F32 || (t == GL_TYPE_Q8_0 && n % QPD == 0))
         return (struct gl_vision_mat){GL_TYPE_F32, f};
+    if (t == GL_TYPE_Q8_0) {
+        void *q = keep(malloc(gl_type_row_size(GL_TYPE_Q8_0, n)));
+        gl_quantize_row_ref(GL_TYPE_Q8_0, f, q, n);
+        return (struct gl_vision_mat){GL_TYPE_Q8_0, q};
+    }
     uint16_t *b = keep(malloc((size_t)n * sizeof(uint16_t)));
     for (int64_t i = 0; i < n; i++)
         b[i] = gl_f32_to_bf16(f[i]);
@@ -155,8 +162,22 @@ static void encode_tower(struct gl_pool *pool, const struct gl_vision_config *c,
     CHECKF(gl_vision_encode(pool, c, w, patches, QG, QG, out, &err) == GL_OK, "%s", err.msg);
 }
 
+// m as F32 (a dequantized copy of a Q8_0 matrix of n elements).
+static struct gl_vision_mat as_f32(struct gl_vision_mat m, int64_t n)
+{
+    if (m.type != GL_TYPE_Q8_0)
+        return m;
+    float *f = keep(malloc((size_t)n * sizeof(float)));
+    gl_dequantize_row_ref(GL_TYPE_Q8_0, m.data, f, n);
+    return (struct gl_vision_mat){GL_TYPE_F32, f};
+}
+
 // The same tower with its q/k rows and biases in pair order and qk_pairs set encodes to the same
-// bits as in rotate-half order (F32 and BF16 weights, 2 threads); read as rotate-half it does not.
+// bits as in rotate-half order (F32, BF16 and Q8_0 weights, 2 threads); read as rotate-half it
+// does not. Q8_0 (the token-lane int8 GEMM where the CPU has VNNI, else the row path) is also
+// held to the F32 encode of its own dequantized weights: they differ by the activations' Q8_0
+// rounding only (rms ~1% at these widths), so a wrong pack, stale weight sums or a mixed-up
+// matrix shows as an O(1) difference.
 TEST(test_qk_pairs_bit_identical)
 {
     struct gl_vision_config c = {.patch_size = 14,
@@ -180,11 +201,11 @@ TEST(test_qk_pairs_bit_identical)
     uint32_t rng = 7;
     const float *patches = rvec((int64_t)QG * QG * QPD, &rng, 2.0f);
     const int64_t n_out = (QG / 2) * (QG / 2) * QO;
-    float *out[3];
-    for (int i = 0; i < 3; i++)
+    float *out[4];
+    for (int i = 0; i < 4; i++)
         out[i] = keep(malloc((size_t)n_out * sizeof(float)));
-    const enum gl_type types[2] = {GL_TYPE_F32, GL_TYPE_BF16};
-    for (int ti = 0; ti < 2; ti++) {
+    const enum gl_type types[3] = {GL_TYPE_F32, GL_TYPE_BF16, GL_TYPE_Q8_0};
+    for (int ti = 0; ti < 3; ti++) {
         const enum gl_type t = types[ti];
         struct gl_vision_layer rh[QL], pairs[QL];
         for (int l = 0; l < QL; l++) {
@@ -224,6 +245,33 @@ TEST(test_qk_pairs_bit_identical)
             .adapter_fc2 = as_mat(rvec(QA * QA, &rng, 0.3f), QA * QA, t),
             .projection = as_mat(rvec(QO * QA, &rng, 0.3f), QO * QA, t)};
         encode_tower(pool, &c, &w, patches, out[0]);
+        if (t == GL_TYPE_Q8_0) {
+            struct gl_vision_layer deq[QL];
+            for (int l = 0; l < QL; l++) {
+                deq[l] = rh[l];
+                deq[l].q = as_f32(rh[l].q, QH * QH);
+                deq[l].k = as_f32(rh[l].k, QH * QH);
+                deq[l].v = as_f32(rh[l].v, QH * QH);
+                deq[l].proj = as_f32(rh[l].proj, QH * QH);
+                deq[l].fc1 = as_f32(rh[l].fc1, QF * QH);
+                deq[l].fc2 = as_f32(rh[l].fc2, QH * QF);
+            }
+            struct gl_vision_weights wd = w;
+            wd.layers = deq;
+            wd.adapter_fc1 = as_f32(w.adapter_fc1, QA * 4 * QH);
+            wd.adapter_fc2 = as_f32(w.adapter_fc2, QA * QA);
+            wd.projection = as_f32(w.projection, QO * QA);
+            encode_tower(pool, &c, &wd, patches, out[3]);
+            double d2 = 0, r2 = 0;
+            for (int64_t i = 0; i < n_out; i++) {
+                double a = (double)out[0][i], f = (double)out[3][i];
+                d2 += (a - f) * (a - f);
+                r2 += f * f;
+            }
+            CHECKF(r2 > 0 && sqrt(d2 / r2) < 0.05,
+                   "Q8_0 encode vs its dequantized weights in F32: rms diff / rms %.3g",
+                   sqrt(d2 / r2));
+        }
         w.layers = pairs;
         w.qk_pairs = 1;
         encode_tower(pool, &c, &w, patches, out[1]);
@@ -231,7 +279,9 @@ TEST(test_qk_pairs_bit_identical)
         encode_tower(pool, &c, &w, patches, out[2]);
         CHECKF(memcmp(out[0], out[1], (size_t)n_out * sizeof(float)) == 0,
                "%s: pair-order rows with qk_pairs differ from rotate-half rows",
-               t == GL_TYPE_F32 ? "F32" : "BF16");
+               t == GL_TYPE_F32    ? "F32"
+               : t == GL_TYPE_BF16 ? "BF16"
+                                   : "Q8_0");
         CHECK(memcmp(out[0], out[2], (size_t)n_out * sizeof(float)) != 0);
     }
     gl_pool_delete(pool);
