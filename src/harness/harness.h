@@ -55,7 +55,8 @@ struct gl_run_opts {
     int64_t kv_bytes;
     enum gl_kv_dtype kv_dtype;
     long long n_gen, threads;
-    int device; // -1: cpu, else the Vulkan device index
+    int device;       // -1: cpu, else the Vulkan device index
+    int n_gpu_layers; // with a device: the last N layers there (n_layer + 1: the head too); -1 all
     struct gl_sample_params sp;
     int print_ids, special, show_tensors;
     const char *mmproj;                    // --mmproj: vision GGUF for a GGUF model
