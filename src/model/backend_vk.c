@@ -5,7 +5,8 @@
 // buffers. Shaders: src/vk/shaders/fwd_*.comp for the non-matmul ops, matmul_*.comp (through
 // gl_vk_rec_matmul) for every weight matrix and the output head.
 //
-// Device memory: every matrix uploaded once at create in its GGUF blocks (an r16-repacked
+// Device memory: every matrix of the backend's layers (first_layer..n_layer-1: partial offload)
+// and of the head when it runs here, uploaded once at create in its GGUF blocks (an r16-repacked
 // matrix from the file bytes it was repacked from), the norm vectors in one f32 buffer, one f32
 // activation buffer per enum gl_bk_buf (n_batch rows), a step-input buffer (below), the logits of
 // the head's rows, and a device mirror of the host KV pool the step's views point into: the same
@@ -13,7 +14,10 @@
 // only on the device (the host pool's bytes are not updated: every K/V row a step reads was
 // written by an earlier step on this backend, which holds as long as one pool's sequences run on
 // one backend). The mirror is keyed by the pool's base address, sized by gl_kv_view.n_pages and
-// bound whole (a pool wider than one binding is refused with the numbers).
+// bound whole (a pool wider than one binding is refused with the numbers). Given the bounds
+// (gl_backend_params: sequences, positions, logits rows, the pool), every buffer is made at
+// create, so what gl_model_dev_mem_plan (below) computes is what the device holds; a step past
+// the bounds grows a buffer (test_backend_vk's plan check would show it).
 //
 // Step inputs (host-visible `in`, copied to the device `in_dev` first thing in the step, so
 // what the host writes while recording is in it; uint words): the embedding rows (E floats per
