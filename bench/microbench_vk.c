@@ -158,7 +158,8 @@ int main(int argc, char **argv)
                                      .n_depth = 0,
                                      .n_threads = threads,
                                      .reps = reps,
-                                     .device = d == 0 ? device : -1};
+                                     .device = d == 0 ? device : -1,
+                                     .n_gpu_layers = -1};
         struct gl_bench_result r[2];
         int n = 0;
         const char *isa = NULL;

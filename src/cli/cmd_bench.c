@@ -22,7 +22,7 @@
 #define MAX_BATCHES 16
 
 static int bench_batch(const char *path, const char *list, long long n_gen, long long threads,
-                       int device)
+                       int device, int ngl)
 {
     int sizes[MAX_BATCHES], n_sizes = 0;
     for (const char *p = list; *p && n_sizes < MAX_BATCHES;) {
@@ -49,7 +49,7 @@ static int bench_batch(const char *path, const char *list, long long n_gen, long
     }
     int64_t nt, ns;
     double ts1;
-    if (gl_bench_batch_decode(m, 1, 4, (int)threads, device, &ts1, &nt, &ns, &err) != GL_OK) {
+    if (gl_bench_batch_decode(m, 1, 4, (int)threads, device, ngl, &ts1, &nt, &ns, &err) != GL_OK) {
         fprintf(stderr, "glint bench: %s\n", err.msg); // the warm-up: pages in the weights
         gl_model_delete(m);
         return 1;
@@ -60,7 +60,7 @@ static int bench_batch(const char *path, const char *list, long long n_gen, long
     double ts[MAX_BATCHES];
     int64_t ntok[MAX_BATCHES], nstep[MAX_BATCHES];
     for (int i = 0; i < n_sizes; i++) {
-        if (gl_bench_batch_decode(m, sizes[i], n_gen, (int)threads, device, &ts[i], &ntok[i],
+        if (gl_bench_batch_decode(m, sizes[i], n_gen, (int)threads, device, ngl, &ts[i], &ntok[i],
                                   &nstep[i], &err) != GL_OK) {
             fprintf(stderr, "glint bench: %s\n", err.msg);
             gl_model_delete(m);
@@ -183,7 +183,7 @@ int gl_cmd_bench(int argc, char **argv)
 {
     const char *path = NULL, *batch = NULL, *alphas = "0,0.3,0.5,0.7,0.9", *ks = "2,4,8,16";
     long long p = 512, n = -1, d = 0, t = 2, reps = 3;
-    int json = 0, device = -1, curve = 0, adaptive = 0;
+    int json = 0, device = -1, ngl = -1, curve = 0, adaptive = 0;
     struct gl_opt tab[] = {
         GL_OPT_S("--model", "-m", path, "F", "a GGUF or an HF checkpoint folder"),
         GL_OPT_I("-p", "--n-prompt", p, 0, 65536, "P",
@@ -196,6 +196,9 @@ int gl_cmd_bench(int argc, char **argv)
         GL_OPT_I("-t", "--threads", t, 1, 256, "T", "threads (default 2)"),
         GL_OPT_F("--device", NULL, gl_cli_opt_device, &device, "D", NULL,
                  "cpu (default) or vulkan[:INDEX] (pp/tg and --batch)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", ngl, -1, 1 << 20, "N",
+                 "with --device vulkan: the last N layers on the device, the rest on the CPU; "
+                 "n_layer + 1 puts the output head there too (default -1: all)"),
         GL_OPT_I("-r", "--repetitions", reps, 1, 1000, "R", "repetitions (default 3)"),
         GL_OPT_B("--json", NULL, json, 1, "print JSON instead of a table"),
         GL_OPT_S("--batch", NULL, batch, "1,4,8,16",
@@ -228,7 +231,7 @@ int gl_cmd_bench(int argc, char **argv)
         return bench_spec(path, batch ? batch : "1,8", alphas, ks, n_set ? (n > 0 ? n : 1) : 32, t,
                           reps, adaptive);
     if (batch)
-        return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t, device);
+        return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t, device, (int)ngl);
 
     struct gl_err err = {0};
     struct gl_model *m = NULL;
@@ -244,7 +247,8 @@ int gl_cmd_bench(int argc, char **argv)
                                  .n_depth = d,
                                  .n_threads = (int)t,
                                  .reps = (int)reps,
-                                 .device = device};
+                                 .device = device,
+                                 .n_gpu_layers = (int)ngl};
     struct gl_bench_result res[2];
     int n_res = 0;
     const char *isa = "?";

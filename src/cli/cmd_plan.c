@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include "base/host.h"
+#include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kv/kv.h"
 #include "model/model.h"
@@ -29,6 +30,7 @@ int gl_cmd_plan(int argc, char **argv)
     int64_t budget = -1;
     long long max_len = 0, bs = 16, mbt = 512, vllm_mbt = 16384, max_seqs = 16;
     double util = 0.9;
+    int device = -1, ngl = -1;
     struct gl_opt t[] = {
         GL_OPT_S("--model", NULL, model, "F", "a GGUF (a --header-only one will do)"),
         GL_OPT_Z("--kv-cache-memory", "--kv-cache-memory-bytes", budget, "BYTES",
@@ -49,6 +51,13 @@ int gl_cmd_plan(int argc, char **argv)
                  "sequences the default pool holds in full (default 16)"),
         GL_OPT_F("--gpu-memory-utilization", NULL, gl_cli_opt_fraction, &util, "F",
                  "a fraction in (0, 1]", "share of the free memory the default pool takes (0.9)"),
+        GL_OPT_F("--device", NULL, gl_cli_opt_device, &device, "D", NULL,
+                 "cpu (default) or vulkan[:INDEX]: also print the device memory `glint serve "
+                 "--device` allocates (weights as uploaded, KV, scratch) and refuse when it does "
+                 "not fit the device's memory heap"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", ngl, -1, 1 << 20, "N",
+                 "with --device vulkan: the last N layers on the device, n_layer + 1 the output "
+                 "head too (default -1: all)"),
         GL_OPT_I("--vllm-batched-tokens", NULL, vllm_mbt, 1, 1 << 24, "N",
                  "max_num_batched_tokens assumed for the vLLM comparison (default 16384)"),
     };
@@ -78,7 +87,6 @@ int gl_cmd_plan(int argc, char **argv)
         gl_gguf_close(g);
         return 1;
     }
-    gl_gguf_close(g);
     // The serve defaults (server.c size_kv): the pool from the memory free after the weights,
     // the length fitted to it.
     struct gl_kv_fit_in in = {.utilization = util,
@@ -93,6 +101,7 @@ int gl_cmd_plan(int argc, char **argv)
     struct gl_kv_fit fit;
     if (gl_kv_fit_compute(&cfg, &p, &in, &fit, &err) != GL_OK) {
         fprintf(stderr, "glint plan: %s\n", err.msg);
+        gl_gguf_close(g);
         return 1;
     }
     if (budget <= 0) // a given budget is printed as given (the pages are the same)
@@ -102,8 +111,38 @@ int gl_cmd_plan(int argc, char **argv)
     struct gl_kv_plan pl;
     if (gl_kv_plan_compute(&cfg, &p, max_len, &pl, &err) != GL_OK) {
         fprintf(stderr, "glint plan: %s\n", err.msg);
+        gl_gguf_close(g);
         return 1;
     }
+    // The device: what serve's engine would allocate there (gl_engine_model_dev's bounds).
+    struct gl_model_dev_mem dm;
+    uint64_t heap = 0;
+    char dev_name[256] = "";
+    gl_status dst = GL_OK;
+    struct gl_err derr = {0};
+    if (device >= 0) {
+        struct gl_engine_params ep = {.device = device,
+                                      .n_gpu_layers = ngl,
+                                      .max_num_seqs = (int32_t)max_seqs,
+                                      .max_model_len = (int32_t)max_len,
+                                      .kv = p};
+        struct gl_model_dev md;
+        gl_engine_model_dev(&ep, &md);
+        if (gl_model_dev_mem_plan(g, &cfg, (int)mbt, &md,
+                                  (uint64_t)pl.n_pages * (uint64_t)pl.page_bytes, &dm,
+                                  &err) != GL_OK) {
+            fprintf(stderr, "glint plan: %s\n", err.msg);
+            gl_gguf_close(g);
+            return 1;
+        }
+        dst = gl_model_dev_mem_check(&dm, device, &heap, dev_name, sizeof dev_name, &derr);
+        if (dst != GL_OK && dst != GL_E_NOMEM && dst != GL_E_LIMIT) { // no device: nothing to say
+            fprintf(stderr, "glint plan: %s\n", derr.msg);
+            gl_gguf_close(g);
+            return 1;
+        }
+    }
+    gl_gguf_close(g);
     int n_sliding = 0;
     for (int l = 0; l < cfg.n_layer; l++)
         n_sliding += cfg.swa[l] && cfg.window > 0;
@@ -164,6 +203,31 @@ int gl_cmd_plan(int argc, char **argv)
            "\"n_pages\": %lld, \"kv_capacity_tokens\": %lld, \"max_concurrency\": %.4f},\n",
            vllm_mbt, (long long)v_page, (long long)v_pages, (long long)(v_conc * (double)max_len),
            v_conc);
-    printf(" \"global_layers_only_bound\": {\"max_concurrency\": %.4f}}\n", glob_bound);
+    printf(" \"global_layers_only_bound\": {\"max_concurrency\": %.4f}%s\n", glob_bound,
+           device >= 0 ? "," : "}");
+    if (device < 0)
+        return 0;
+    printf(" \"device\": {\"index\": %d, \"name\": \"%s\", \"n_gpu_layers\": %d, "
+           "\"output_head_on_device\": %s, \"heap_bytes\": %llu,\n",
+           device, dev_name, dm.n_gpu_layers, dm.head_on_device ? "true" : "false",
+           (unsigned long long)heap);
+    printf("  \"weights\": {\"total\": %llu", (unsigned long long)dm.weights);
+    for (int ty = 0; ty < GL_TYPE_COUNT; ty++)
+        if (dm.weights_by_type[ty]) {
+            const struct gl_type_traits *tt = gl_type_traits_of((uint32_t)ty);
+            printf(", \"%s\": %llu", tt && tt->name ? tt->name : "?",
+                   (unsigned long long)dm.weights_by_type[ty]);
+        }
+    printf("}, \"norms\": %llu, \"kv\": %llu,\n", (unsigned long long)dm.norms,
+           (unsigned long long)dm.kv);
+    printf("  \"scratch\": {\"activations\": %llu, \"step_inputs\": %llu, \"logits\": %llu}, "
+           "\"device_local_total\": %llu, \"host_visible\": %llu, \"fits\": %s}}\n",
+           (unsigned long long)dm.activations, (unsigned long long)dm.step_inputs,
+           (unsigned long long)dm.logits, (unsigned long long)dm.device_total,
+           (unsigned long long)dm.host_visible, dst == GL_OK ? "true" : "false");
+    if (dst != GL_OK) {
+        fprintf(stderr, "glint plan: %s\n", derr.msg);
+        return 1;
+    }
     return 0;
 }

@@ -68,6 +68,7 @@ static const char run_batch_help[] =
 int gl_cmd_run(int argc, char **argv)
 {
     struct gl_run_opts o = {.device = -1,
+                            .n_gpu_layers = -1,
                             .n_gen = 32,
                             .threads = 2,
                             .sp = gl_sample_default_params(),
@@ -100,6 +101,9 @@ int gl_cmd_run(int argc, char **argv)
         GL_OPT_I("--threads", "-t", o.threads, 1, 256, "N", "worker threads (default 2)"),
         GL_OPT_F("--device", NULL, gl_cli_opt_device, &o.device, "D", NULL,
                  "cpu (default) or vulkan[:INDEX] (`glint devices`)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", o.n_gpu_layers, -1, 1 << 20, "N",
+                 "with --device vulkan: the last N layers on the device, the rest on the CPU; "
+                 "n_layer + 1 puts the output head there too (default -1: all)"),
         GL_OPT_B("--show-tensors", NULL, o.show_tensors, 1,
                  "print where every tensor lives (mmap / heap) to stderr"),
         GL_OPT_F("--image", NULL, opt_media, &o, "FILE", MEDIA_WANT,
@@ -153,7 +157,7 @@ int gl_cmd_run(int argc, char **argv)
 
 int gl_cmd_eval(int argc, char **argv)
 {
-    struct gl_run_opts o = {.device = -1, .threads = 2};
+    struct gl_run_opts o = {.device = -1, .n_gpu_layers = -1, .threads = 2};
     struct gl_opt t[] = {
         GL_OPT_S("--model", "-m", o.model, "F", "a GGUF or an HF checkpoint folder"),
         GL_OPT_S("--prompt-ids", NULL, o.prompt_ids, "\"1 2 3\"", "the token ids"),
@@ -167,6 +171,9 @@ int gl_cmd_eval(int argc, char **argv)
                  "process the prompt in chunks of N tokens (default: all at once)"),
         GL_OPT_F("--device", NULL, gl_cli_opt_device, &o.device, "D", NULL,
                  "cpu (default) or vulkan[:INDEX] (`glint devices`)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", o.n_gpu_layers, -1, 1 << 20, "N",
+                 "with --device vulkan: the last N layers on the device, the rest on the CPU; "
+                 "n_layer + 1 puts the output head there too (default -1: all)"),
         GL_OPT_F("--image", NULL, opt_media, &o, "F", MEDIA_WANT,
                  "media for the prompt's <|patch|> id (as glint run); positions count the "
                  "expanded prompt"),

@@ -180,6 +180,19 @@ const char *gl_finish_name(enum gl_finish f)
 
 // ---- parameters ----
 
+void gl_engine_model_dev(const struct gl_engine_params *p, struct gl_model_dev *out)
+{
+    // Speculation: k + 1 logits rows per sequence (the pending token and k drafts), else one;
+    // prompt logprobs add up to GL_ENGINE_PLP_ROWS (gl_engine_new's logits buffer).
+    const int32_t rows_per_seq = 1 + (p->spec.method != GL_SPEC_NONE ? p->spec.k : 0);
+    *out = (struct gl_model_dev){.device = p->device,
+                                 .n_gpu_layers = p->n_gpu_layers,
+                                 .max_seqs = p->max_num_seqs,
+                                 .max_len = p->max_model_len,
+                                 .block_size = p->kv.block_size,
+                                 .head_rows = p->max_num_seqs * rows_per_seq + GL_ENGINE_PLP_ROWS};
+}
+
 struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
 {
     struct gl_engine_params p;
@@ -189,6 +202,7 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
     p.kv.dtype = GL_KV_F16;
     p.kv.prefix_cache = 1;
     p.device = -1;
+    p.n_gpu_layers = -1;
     p.max_num_seqs = 16;
     p.max_num_batched_tokens = 512;
     p.max_model_len = m ? m->cfg.n_ctx_train : 4096;
@@ -616,9 +630,15 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     pthread_condattr_destroy(&ca);
     const int32_t S = p->max_num_seqs;
     gl_status st = gl_kv_pool_new(&e->pool, &m->cfg, &p->kv, err);
+    struct gl_model_dev md;
+    gl_engine_model_dev(p, &md);
+    if (st == GL_OK) {
+        md.kv_base = gl_kv_pool_base(e->pool);
+        md.kv_bytes = gl_kv_pool_bytes(e->pool);
+    }
     if (st == GL_OK)
-        st = gl_model_ctx_new_dev(&e->ctx, m, p->max_num_batched_tokens, p->n_threads,
-                                  p->max_model_len, p->device, err);
+        st = gl_model_ctx_new_ex(&e->ctx, m, p->max_num_batched_tokens, p->n_threads,
+                                 p->max_model_len, &md, err);
     if (st == GL_OK && p->cpus && p->n_threads <= p->n_cpus) {
         (void)gl_pool_pin(gl_model_ctx_pool(e->ctx), p->cpus, p->n_cpus);
         e->pin_caller = 1;
@@ -678,6 +698,11 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     e->st_pub = e->st;
     *out = e;
     return GL_OK;
+}
+
+uint64_t gl_engine_device_bytes(const struct gl_engine *e, int host)
+{
+    return gl_model_ctx_device_bytes(e->ctx, host);
 }
 
 struct gl_kv_pool *gl_engine_kv_pool(struct gl_engine *e)

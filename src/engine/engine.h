@@ -182,6 +182,9 @@ struct gl_engine_params {
     // The forward pass's backend: -1 the CPU (default), N >= 0 Vulkan device N (one device
     // submission per step; gl_model_ctx_new_dev).
     int32_t device;
+    // With a device: the last n_gpu_layers layers run there, the rest on the CPU, n_layer + 1
+    // the output head too (llama.cpp's --n-gpu-layers); -1 (default): all.
+    int32_t n_gpu_layers;
     // Encoder (models with a vision tower; deferred media, gl_request_media):
     // - max_num_encoder_input_tokens (vLLM's name): soft-token rows handed to the encoder worker
     //   and not finished yet, at most; each step dispatches queued parts FCFS under it (one part
@@ -205,6 +208,10 @@ struct gl_engine_params {
 // Defaults above; eos_ids from tokenizer.ggml.eos_token_id and .eot_token_id of the model's
 // GGUF; kv: 1 GiB of f16, block 16, prefix cache on; threads and cpus from gl_host_cpus.
 struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
+// The placement and step bounds the engine creates its model context with (device,
+// n_gpu_layers, and the most sequences, positions and logits rows of a step): what `glint plan
+// --device` sizes the device memory with (gl_model_dev_mem_plan).
+void gl_engine_model_dev(const struct gl_engine_params *p, struct gl_model_dev *out);
 
 // Per-sequence logits processor (the grammar plugs in here): mask is called before sampling
 // with the sequence's logits (n_vocab floats, modifiable: set -INFINITY to ban), before bias,
@@ -398,6 +405,9 @@ struct gl_engine_stats {
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
 // The pool, for audits in tests.
 struct gl_kv_pool *gl_engine_kv_pool(struct gl_engine *e);
+// Bytes of the engine's device buffers, device-local (host 0) or host-visible (host 1), as
+// asked for (0 on the CPU): what `glint plan --device` predicts.
+uint64_t gl_engine_device_bytes(const struct gl_engine *e, int host);
 
 // ---- stop strings (also for callers that cut text themselves, e.g. the server's chat answer) --
 // Byte-exact, no normalization (as vLLM); only sp->stop[0..n_stop) is read (NUL-terminated;

@@ -55,7 +55,8 @@ struct gl_run_opts {
     int64_t kv_bytes;
     enum gl_kv_dtype kv_dtype;
     long long n_gen, threads;
-    int device; // -1: cpu, else the Vulkan device index
+    int device;       // -1: cpu, else the Vulkan device index
+    int n_gpu_layers; // with a device: the last N layers there (n_layer + 1: the head too); -1 all
     struct gl_sample_params sp;
     int print_ids, special, show_tensors;
     const char *mmproj;                    // --mmproj: vision GGUF for a GGUF model
@@ -86,8 +87,9 @@ struct gl_bench_params {
     int64_t n_gen;    // N, 0 = skip tg
     int64_t n_depth;  // D, tokens already in the cache before each timed run (0 = empty)
     int n_threads;
-    int reps;   // >= 1
-    int device; // -1: the CPU; N >= 0: Vulkan device N (gl_model_ctx_new_dev)
+    int reps;         // >= 1
+    int device;       // -1: the CPU; N >= 0: Vulkan device N (gl_model_ctx_new_dev)
+    int n_gpu_layers; // with a device: the last N layers there (n_layer + 1: the head too); -1 all
 };
 
 struct gl_bench_result {
@@ -112,8 +114,8 @@ void gl_bench_result_free(struct gl_bench_result *r); // NULL-safe
 // decode tokens / seconds.
 #define GL_BENCH_BATCH_PROMPT 16
 GL_MUST_USE gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen,
-                                            int n_threads, int device, double *ts, int64_t *n_tok,
-                                            int64_t *n_steps, struct gl_err *err);
+                                            int n_threads, int device, int n_gpu_layers, double *ts,
+                                            int64_t *n_tok, int64_t *n_steps, struct gl_err *err);
 
 // One run of the speculative-decoding cost curve (issue 22): B concurrent greedy sequences, all
 // with the SAME 16-id prompt (as gl_bench_batch_decode's first), n_gen tokens each, ignore_eos,

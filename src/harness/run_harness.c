@@ -47,10 +47,10 @@ static gl_status cli_model_open(struct cli_model *cm, const struct gl_run_opts *
 }
 
 static gl_status cli_model_start(struct cli_model *cm, int n_batch, int n_threads, int64_t n_ctx,
-                                 int device, struct gl_err *err)
+                                 int device, int n_gpu_layers, struct gl_err *err)
 {
-    gl_status st =
-        gl_model_ctx_new_dev(&cm->ctx, cm->model, n_batch, n_threads, n_ctx, device, err);
+    const struct gl_model_dev d = {.device = device, .n_gpu_layers = n_gpu_layers};
+    gl_status st = gl_model_ctx_new_ex(&cm->ctx, cm->model, n_batch, n_threads, n_ctx, &d, err);
     if (st == GL_OK)
         st = gl_kv_cache_new(&cm->kv, &cm->model->cfg, n_ctx, err);
     return st;
@@ -380,7 +380,7 @@ struct batch_opts {
     long long max_seqs, max_tokens, threads;
     int64_t kv_bytes;
     enum gl_kv_dtype kv_dtype;
-    int device;
+    int device, n_gpu_layers;
 };
 
 // Reads every line of path (a trailing line without '\n' counts; blank lines are skipped).
@@ -481,6 +481,7 @@ static int run_batch(struct cli_model *cm, const struct batch_opts *bo)
     ep.kv.budget_bytes = bo->kv_bytes;
     ep.kv.dtype = bo->kv_dtype;
     ep.device = bo->device;
+    ep.n_gpu_layers = bo->n_gpu_layers;
     // The server's request settings (server.c load()): the model's EOS set, default sampling.
     struct gl_api_config cfg = {.tok = cm->tok,
                                 .grammar_lock = &grammar_lock,
@@ -650,7 +651,7 @@ int gl_harness_run(const struct gl_run_opts *po)
         show_tensors(cm.model);
     if (o.batch) {
         struct batch_opts bo = {o.batch,   o.out,      o.model,    o.max_seqs, o.max_tokens,
-                                o.threads, o.kv_bytes, o.kv_dtype, o.device};
+                                o.threads, o.kv_bytes, o.kv_dtype, o.device,   o.n_gpu_layers};
         if (bo.max_tokens < bo.max_seqs)
             bo.max_tokens = bo.max_seqs;
         rc = run_batch(&cm, &bo);
@@ -691,7 +692,8 @@ int gl_harness_run(const struct gl_run_opts *po)
         goto done;
     }
     int n_batch = n_prompt < PREFILL_BATCH ? (int)n_prompt : PREFILL_BATCH;
-    if (cli_model_start(&cm, n_batch, (int)o.threads, n_ctx, o.device, &err) != GL_OK ||
+    if (cli_model_start(&cm, n_batch, (int)o.threads, n_ctx, o.device, o.n_gpu_layers, &err) !=
+            GL_OK ||
         gl_sample_params_check(&o.sp, cf->n_vocab, &err) != GL_OK ||
         gl_sample_work_init(&smp, cf->n_vocab, &err) != GL_OK) {
         fprintf(stderr, "glint run: %s\n", err.msg);
@@ -822,7 +824,7 @@ int gl_harness_eval(const struct gl_run_opts *o)
     const struct gl_model_config *cf = &cm.model->cfg;
     if (batch == 0 || batch > n)
         batch = n > 65536 ? 65536 : n;
-    if (cli_model_start(&cm, (int)batch, (int)threads, n, device, &err) != GL_OK) {
+    if (cli_model_start(&cm, (int)batch, (int)threads, n, device, o->n_gpu_layers, &err) != GL_OK) {
         fprintf(stderr, "glint eval: %s\n", err.msg);
         goto done;
     }

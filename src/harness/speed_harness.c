@@ -86,8 +86,8 @@ gl_status gl_bench_pp_tg(const struct gl_model *m, const struct gl_bench_params 
     int32_t *ids = NULL;
     struct gl_kv_view *views = NULL;
     gl_status st = GL_OK;
-    if ((st = gl_model_ctx_new_dev(&ctx, m, (int)n_batch, p->n_threads, n_ctx, p->device, err)) !=
-            GL_OK ||
+    const struct gl_model_dev md = {.device = p->device, .n_gpu_layers = p->n_gpu_layers};
+    if ((st = gl_model_ctx_new_ex(&ctx, m, (int)n_batch, p->n_threads, n_ctx, &md, err)) != GL_OK ||
         (st = gl_kv_cache_new(&kv, cf, n_ctx, err)) != GL_OK)
         goto done;
     *isa = gl_model_ctx_kernels(ctx)->isa;
@@ -211,8 +211,8 @@ static gl_status decode_timed(struct gl_engine *e, int B, struct gl_engine_stats
 }
 
 gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, int n_threads,
-                                int device, double *ts, int64_t *n_tok, int64_t *n_steps,
-                                struct gl_err *err)
+                                int device, int n_gpu_layers, double *ts, int64_t *n_tok,
+                                int64_t *n_steps, struct gl_err *err)
 {
     *ts = 0.0;
     *n_tok = *n_steps = 0;
@@ -221,6 +221,7 @@ gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int64_t n_gen, 
     ep.max_num_batched_tokens = B * GL_BENCH_BATCH_PROMPT > 512 ? B * GL_BENCH_BATCH_PROMPT : 512;
     ep.n_threads = n_threads;
     ep.device = device;
+    ep.n_gpu_layers = n_gpu_layers;
     ep.kv.budget_bytes = (int64_t)256 << 20;
     ep.max_model_len = GL_BENCH_BATCH_PROMPT + (int32_t)n_gen + 1;
     if (device >= 0) {

@@ -493,6 +493,16 @@ int64_t gl_kv_pool_free_pages(const struct gl_kv_pool *pool)
     return pool->n_clean + pool->n_lru;
 }
 
+const void *gl_kv_pool_base(const struct gl_kv_pool *pool)
+{
+    return pool->mem;
+}
+
+uint64_t gl_kv_pool_bytes(const struct gl_kv_pool *pool)
+{
+    return (uint64_t)pool->n_pages * pool->page_bytes;
+}
+
 int64_t gl_kv_pool_total_pages(const struct gl_kv_pool *pool)
 {
     return pool->n_pages;

@@ -98,6 +98,10 @@ GL_MUST_USE gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_mo
 void gl_kv_pool_free(struct gl_kv_pool *pool); // NULL-safe; all seqs must be freed first
 int64_t gl_kv_pool_free_pages(const struct gl_kv_pool *pool); // free + evictable cached
 int64_t gl_kv_pool_total_pages(const struct gl_kv_pool *pool);
+// The pool's memory (every view's base) and its size, n_pages x page_bytes: a device backend
+// mirrors it (gl_model_dev.kv_base).
+const void *gl_kv_pool_base(const struct gl_kv_pool *pool);
+uint64_t gl_kv_pool_bytes(const struct gl_kv_pool *pool);
 // Audit: recounts every page's owner/refcount from the sequences' tables and the cache; aborts
 // (GL_ASSERT) on any inconsistency. Returns pages in use by live sequences.
 int64_t gl_kv_pool_audit(const struct gl_kv_pool *pool);

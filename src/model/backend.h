@@ -96,6 +96,15 @@ struct gl_backend_params {
     struct gl_pool *pool;
     const struct gl_kernels *k;
     int device; // a device backend: its index in gl_vk_list_devices
+    // A device backend: the layers it runs, first_layer..n_layer-1 (their matrices uploaded),
+    // and whether it runs the output head (head: its matrix uploaded); the step bounds it
+    // allocates for at create (struct gl_model_dev; 0: grown when a step needs it).
+    int first_layer, head;
+    int max_seqs, head_rows;
+    int64_t max_len;
+    int32_t block_size;
+    const void *kv_base; // the KV pool to mirror at create (NULL: at the first step)
+    uint64_t kv_bytes;
 };
 
 // A backend instance; each implementation embeds this as its first member.
@@ -139,6 +148,9 @@ struct gl_backend_ops {
                           enum gl_bk_tensor w, float eps);
     // The output head (struct gl_bk_head) over rows of `from`; may overwrite GL_BK_X.
     void (*head)(struct gl_backend *b, enum gl_bk_buf from, const struct gl_bk_head *hd);
+    // dst = the host rows src (n x width floats, borrowed until step_end): the residual stream
+    // handed over from another backend (partial offload).
+    void (*load)(struct gl_backend *b, enum gl_bk_buf dst, const float *src);
     // Copies every row of src to dst (host, n x width floats) by step_end.
     void (*capture)(struct gl_backend *b, enum gl_bk_buf src, float *dst);
     // Ends the step: runs what was recorded and waits for it; the head's logits and the captures
@@ -148,3 +160,5 @@ struct gl_backend_ops {
 
 extern const struct gl_backend_ops gl_backend_cpu; // backend_cpu.c: today's kernels, in place
 extern const struct gl_backend_ops gl_backend_vk;  // backend_vk.c: one Vulkan submit per step
+// A Vulkan backend's buffers now: device-local (host 0) or host-visible (host 1) bytes.
+uint64_t gl_backend_vk_bytes(const struct gl_backend *b, int host);

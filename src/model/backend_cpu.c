@@ -608,6 +608,14 @@ static void cpu_capture(struct gl_backend *b, enum gl_bk_buf src, float *dst)
            (size_t)c->st->n * (size_t)gl_bk_buf_width(&c->m->cfg, src) * sizeof(float));
 }
 
+static void cpu_load(struct gl_backend *b, enum gl_bk_buf dst, const float *src)
+{
+    struct cpu_backend *c = cpu(b);
+    act_invalidate(c);
+    memcpy(c->buf[dst], src,
+           (size_t)c->st->n * (size_t)gl_bk_buf_width(&c->m->cfg, dst) * sizeof(float));
+}
+
 static gl_status cpu_step_end(struct gl_backend *b, struct gl_err *err)
 {
     (void)err; // every op has already run
@@ -630,6 +638,7 @@ const struct gl_backend_ops gl_backend_cpu = {
     .swiglu = cpu_swiglu,
     .norm_residual = cpu_norm_residual,
     .head = cpu_head,
+    .load = cpu_load,
     .capture = cpu_capture,
     .step_end = cpu_step_end,
 };

@@ -5,7 +5,8 @@
 // buffers. Shaders: src/vk/shaders/fwd_*.comp for the non-matmul ops, matmul_*.comp (through
 // gl_vk_rec_matmul) for every weight matrix and the output head.
 //
-// Device memory: every matrix uploaded once at create in its GGUF blocks (an r16-repacked
+// Device memory: every matrix of the backend's layers (first_layer..n_layer-1: partial offload)
+// and of the head when it runs here, uploaded once at create in its GGUF blocks (an r16-repacked
 // matrix from the file bytes it was repacked from), the norm vectors in one f32 buffer, one f32
 // activation buffer per enum gl_bk_buf (n_batch rows), a step-input buffer (below), the logits of
 // the head's rows, and a device mirror of the host KV pool the step's views point into: the same
@@ -13,7 +14,10 @@
 // only on the device (the host pool's bytes are not updated: every K/V row a step reads was
 // written by an earlier step on this backend, which holds as long as one pool's sequences run on
 // one backend). The mirror is keyed by the pool's base address, sized by gl_kv_view.n_pages and
-// bound whole (a pool wider than one binding is refused with the numbers).
+// bound whole (a pool wider than one binding is refused with the numbers). Given the bounds
+// (gl_backend_params: sequences, positions, logits rows, the pool), every buffer is made at
+// create, so what gl_model_dev_mem_plan (below) computes is what the device holds; a step past
+// the bounds grows a buffer (test_backend_vk's plan check would show it).
 //
 // Step inputs (host-visible `in`, copied to the device `in_dev` first thing in the step, so
 // what the host writes while recording is in it; uint words): the embedding rows (E floats per
@@ -32,13 +36,15 @@
 #include "vk/vk.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define N_ROLE_MAT (GL_BK_FFN_DOWN - GL_BK_WQ + 1) // per-layer matrices
 #define N_ROLE_VEC (GL_BK_POST_FFW_NORM + 1)       // per-layer vectors
 #define NO_WEIGHT  0xFFFFFFFFu
-#define MAX_CAPS   (GL_MODEL_MAX_LAYERS + 1)
+#define MAX_CAPS   (GL_MODEL_MAX_LAYERS + 2) // every layer's rows, the hand-over
 #define MAX_MIRROR 4
+#define MIB_OF(x)  ((double)(x) / 1048576.0)
 #define VIEW_WORDS 10 // one view's record in the step inputs (src/vk/shaders/fwd_kv.glsl)
 
 struct kv_mirror {
@@ -55,7 +61,8 @@ struct vk_backend {
     int n_batch;
     struct gl_vk_device *dev;
     struct gl_vk_recorder *rec;
-    struct gl_vk_buffer **wmat; // n_layer * N_ROLE_MAT, then OUTPUT
+    int first_layer, has_head;  // the layers (first_layer..) and whether the head runs here
+    struct gl_vk_buffer **wmat; // n_layer * N_ROLE_MAT, then OUTPUT (NULL off the device)
     uint32_t *vec_off;          // n_layer * N_ROLE_VEC, then OUTPUT_NORM: float index in vecs
     struct gl_vk_buffer *vecs;  // every norm vector, f32
     struct gl_vk_buffer *act[GL_BK_BUF_COUNT];
@@ -130,6 +137,42 @@ static const void *file_bytes(const struct gl_model *m, const struct gl_weight *
     return NULL;
 }
 
+// The sizes a backend allocates for at create, in one place: gl_model_dev_mem_plan says the
+// same. Step inputs (uint words): embedding rows (B x E), RoPE cos and sin (B x D/2 each),
+// (position, sequence) per row, the head's source rows (B), then per (sequence, layer) a view
+// record and its page table (at most ceil(max_len / block_size) pages); max_seqs 0: only the
+// fixed part (the rest grows per step).
+struct vk_sizes {
+    uint64_t in_words, head_rows, act_bytes, norm_bytes;
+};
+
+static struct vk_sizes vk_sizes_of(const struct gl_model_config *cf, int n_batch, int max_seqs,
+                                   int64_t max_len, int32_t block_size, int head_rows)
+{
+    const uint64_t B = (uint64_t)n_batch, L = (uint64_t)cf->n_layer;
+    struct vk_sizes z = {0};
+    z.in_words = B * (uint64_t)cf->n_embd + 2 * B * (uint64_t)(cf->head_dim / 2) + 3 * B;
+    const uint64_t S = (uint64_t)(max_seqs < n_batch ? max_seqs : n_batch);
+    if (S > 0 && max_len > 0 && block_size > 0)
+        z.in_words += S * L * (VIEW_WORDS + (uint64_t)((max_len + block_size - 1) / block_size));
+    z.head_rows = (uint64_t)(head_rows < n_batch ? head_rows : n_batch);
+    int64_t widest = 0;
+    for (int i = 0; i < GL_BK_BUF_COUNT; i++) {
+        const int64_t w = gl_bk_buf_width(cf, (enum gl_bk_buf)i);
+        z.act_bytes += B * (uint64_t)w * 4;
+        widest = w > widest ? w : widest;
+    }
+    z.act_bytes += B * (uint64_t)widest * 4; // actq
+    z.norm_bytes = (L * N_ROLE_VEC + 1) * (uint64_t)cf->n_embd * 4;
+    return z;
+}
+
+// A buffer's size as gl_vk_buffer_create asks for it.
+static uint64_t buf_bytes(uint64_t n)
+{
+    return (n + 3) & ~(uint64_t)3;
+}
+
 static gl_status upload_matrix(struct vk_backend *c, const struct gl_weight *w,
                                struct gl_vk_buffer **out, struct gl_err *err)
 {
@@ -175,12 +218,15 @@ static gl_status vk_create(struct gl_backend **out, const struct gl_backend_para
     gl_status st = gl_vk_device_open(p->device, &c->dev, err);
     if (st == GL_OK)
         st = gl_vk_recorder_create(c->dev, &c->rec, err);
-    // Matrices, each in its own buffer.
-    for (int l = 0; st == GL_OK && l < L; l++)
+    // Matrices of the device's layers (and head), each in its own buffer.
+    GL_ASSERT(p->first_layer >= 0 && p->first_layer <= L);
+    c->first_layer = p->first_layer;
+    c->has_head = p->head != 0;
+    for (int l = p->first_layer; st == GL_OK && l < L; l++)
         for (int t = 0; st == GL_OK && t < N_ROLE_MAT; t++)
             st = upload_matrix(c, gl_bk_matrix(m, l, (enum gl_bk_tensor)(GL_BK_WQ + t)),
                                &c->wmat[l * N_ROLE_MAT + t], err);
-    if (st == GL_OK)
+    if (st == GL_OK && c->has_head)
         st = upload_matrix(c, &m->output, &c->wmat[L * N_ROLE_MAT], err);
     // Norm vectors, one buffer (Q/K norms D floats, the rest E).
     float *vh = NULL;
@@ -217,6 +263,35 @@ static gl_status vk_create(struct gl_backend **out, const struct gl_backend_para
         st = gl_vk_buffer_create(c->dev, (uint64_t)p->n_batch * (uint64_t)widest * 4,
                                  GL_VK_MEM_DEVICE, "activations", &c->actq, err);
     c->actq_src = -1;
+    // The step inputs and the logits at the bounds given (vk_sizes_of; gl_model_dev_mem_plan).
+    const struct vk_sizes z =
+        vk_sizes_of(cf, p->n_batch, p->max_seqs, p->max_len, p->block_size, p->head_rows);
+    if (st == GL_OK && p->max_seqs > 0)
+        st =
+            gl_vk_buffer_create(c->dev, z.in_words * 4, GL_VK_MEM_HOST, "step inputs", &c->in, err);
+    if (st == GL_OK && p->max_seqs > 0)
+        st = gl_vk_buffer_create(c->dev, z.in_words * 4, GL_VK_MEM_DEVICE, "step inputs",
+                                 &c->in_dev, err);
+    if (st == GL_OK && p->max_seqs > 0)
+        c->in_words = z.in_words;
+    const uint64_t lg_bytes = z.head_rows * (uint64_t)cf->n_vocab * 4;
+    if (st == GL_OK && c->has_head && z.head_rows > 0)
+        st = gl_vk_buffer_create(c->dev, lg_bytes, GL_VK_MEM_DEVICE, "logits", &c->logits, err);
+    if (st == GL_OK && c->has_head && z.head_rows > 0)
+        st = gl_vk_buffer_create(c->dev, lg_bytes, GL_VK_MEM_HOST, "logits", &c->logits_host, err);
+    if (st == GL_OK && c->has_head)
+        c->logits_rows = (int64_t)z.head_rows;
+    // The residual stream's read-back when the head runs on the CPU (the step's first capture).
+    if (st == GL_OK && !c->has_head)
+        st = gl_vk_buffer_create(c->dev, (uint64_t)p->n_batch * (uint64_t)cf->n_embd * 4,
+                                 GL_VK_MEM_HOST, "captures", &c->cap_host[0], err);
+    // The KV pool's copy (step_begin finds it by base).
+    if (st == GL_OK && p->kv_base && p->kv_bytes > 0) {
+        st = gl_vk_buffer_create(c->dev, p->kv_bytes, GL_VK_MEM_DEVICE, "KV pool",
+                                 &c->mirror[0].buf, err);
+        c->mirror[0].base = p->kv_base;
+        c->mirror[0].bytes = p->kv_bytes;
+    }
     // Fixed part of the step inputs; views and page tables follow (sized per step).
     const uint32_t B = (uint32_t)p->n_batch, D2 = (uint32_t)cf->head_dim / 2;
     c->off_embd = 0;
@@ -453,6 +528,21 @@ static void vk_embed(struct gl_backend *b, enum gl_bk_buf dst)
     gl_vk_rec_barrier(c->rec);
 }
 
+// Host rows into the step inputs (the embedding rows' place), one copy into dst.
+static void vk_load(struct gl_backend *b, enum gl_bk_buf dst, const float *src)
+{
+    struct vk_backend *c = vkb(b);
+    const int64_t E = c->m->cfg.n_embd;
+    GL_ASSERT(gl_bk_buf_width(&c->m->cfg, dst) == E);
+    if (!ok(c))
+        return;
+    memcpy(in_words(c) + c->off_embd, src, (size_t)(c->st->n * E) * sizeof(float));
+    c->actq_src = -1;
+    gl_vk_rec_copy(c->rec, c->in, 4 * (uint64_t)c->off_embd, c->act[dst], 0,
+                   4 * (uint64_t)(c->st->n * E));
+    gl_vk_rec_barrier(c->rec);
+}
+
 struct rms_push {
     uint32_t width, w_off, mode, idx_off;
     float eps;
@@ -541,7 +631,7 @@ static void vk_matmul(struct gl_backend *b, enum gl_bk_buf dst, enum gl_bk_buf s
                       enum gl_bk_tensor w)
 {
     struct vk_backend *c = vkb(b);
-    GL_ASSERT(dst != src && w >= GL_BK_WQ && w <= GL_BK_FFN_DOWN);
+    GL_ASSERT(dst != src && w >= GL_BK_WQ && w <= GL_BK_FFN_DOWN && layer >= c->first_layer);
     const struct gl_weight *wt = gl_bk_matrix(c->m, layer, w);
     GL_ASSERT(wt->n_in == gl_bk_buf_width(&c->m->cfg, src) &&
               wt->n_out == gl_bk_buf_width(&c->m->cfg, dst));
@@ -653,8 +743,8 @@ static void vk_head(struct gl_backend *b, enum gl_bk_buf from, const struct gl_b
     struct vk_backend *c = vkb(b);
     const struct gl_model_config *cf = &c->m->cfg;
     const int64_t V = cf->n_vocab;
-    GL_ASSERT(from != GL_BK_X && gl_bk_buf_width(cf, from) == cf->n_embd && hd->n > 0 &&
-              hd->n <= c->n_batch && c->hd.n == 0);
+    GL_ASSERT(c->has_head && from != GL_BK_X && gl_bk_buf_width(cf, from) == cf->n_embd &&
+              hd->n > 0 && hd->n <= c->n_batch && c->hd.n == 0);
     if (!ok(c))
         return;
     if (hd->n > c->logits_rows) { // not yet referenced by this step's recording
@@ -680,9 +770,13 @@ static void vk_capture(struct gl_backend *b, enum gl_bk_buf src, float *dst)
 {
     struct vk_backend *c = vkb(b);
     GL_ASSERT(c->n_caps < MAX_CAPS);
-    const uint64_t bytes = (uint64_t)c->st->n * (uint64_t)gl_bk_buf_width(&c->m->cfg, src) * 4;
+    const uint64_t w = (uint64_t)gl_bk_buf_width(&c->m->cfg, src) * 4,
+                   bytes = (uint64_t)c->st->n * w;
     const int i = c->n_caps++;
-    ensure(c, &c->cap_host[i], bytes, GL_VK_MEM_HOST, "captures");
+    // Sized for n_batch rows at once, so the buffers do not grow with the steps (the hand-over
+    // of a backend without the head is made at create: gl_model_dev_mem_plan counts it).
+    if (!c->cap_host[i] || gl_vk_buffer_size(c->cap_host[i]) < bytes)
+        ensure(c, &c->cap_host[i], (uint64_t)c->n_batch * w, GL_VK_MEM_HOST, "captures");
     c->cap_dst[i] = dst;
     c->cap_bytes[i] = (size_t)bytes;
     if (ok(c))
@@ -752,6 +846,7 @@ const struct gl_backend_ops gl_backend_vk = {
     .swiglu = vk_swiglu,
     .norm_residual = vk_norm_residual,
     .head = vk_head,
+    .load = vk_load,
     .capture = vk_capture,
     .step_end = vk_step_end,
 };
@@ -760,4 +855,154 @@ static struct vk_backend *vkb(struct gl_backend *b)
 {
     GL_ASSERT(b && b->ops == &gl_backend_vk);
     return (struct vk_backend *)(void *)b;
+}
+
+uint64_t gl_backend_vk_bytes(const struct gl_backend *b, int host)
+{
+    GL_ASSERT(b && b->ops == &gl_backend_vk);
+    const struct vk_backend *c = (const struct vk_backend *)(const void *)b;
+    return gl_vk_device_held(c->dev, host ? GL_VK_MEM_HOST : GL_VK_MEM_DEVICE);
+}
+
+// ---- the memory plan (model.h) ----
+
+// Adds the upload of rows [r0, r0 + n) of GGUF tensor `name` (one device buffer).
+static gl_status plan_matrix(const struct gl_gguf *g, const char *name, int64_t r0, int64_t n,
+                             struct gl_model_dev_mem *o, struct gl_err *err)
+{
+    const struct gl_gguf_tensor *t = gl_gguf_find_tensor(g, name);
+    if (!t || t->n_dims != 2 || t->type >= GL_TYPE_COUNT)
+        return gl_err_set(err, GL_E_FORMAT, "plan: tensor %s missing or not a matrix", name);
+    if (!gl_vk_matmul_supported((enum gl_type)t->type)) {
+        const struct gl_type_traits *tt = gl_type_traits_of(t->type);
+        return gl_err_set(err, GL_E_UNSUPPORTED,
+                          "vulkan: no matmul shader for %s's type %s: use --device cpu", name,
+                          tt && tt->name ? tt->name : "?");
+    }
+    GL_ASSERT(r0 >= 0 && r0 + (n < 0 ? 0 : n) <= t->ne[1]);
+    const uint64_t b =
+        buf_bytes(gl_type_row_size(t->type, t->ne[0]) * (uint64_t)(n < 0 ? t->ne[1] : n));
+    o->weights_by_type[t->type] += b;
+    o->weights += b;
+    return GL_OK;
+}
+
+gl_status gl_model_dev_mem_plan(const struct gl_gguf *g, const struct gl_model_config *cf,
+                                int n_batch, const struct gl_model_dev *d, uint64_t kv_pool_bytes,
+                                struct gl_model_dev_mem *out, struct gl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const int L = cf->n_layer;
+    const int ngl = d->n_gpu_layers < 0 ? L + 1 : d->n_gpu_layers;
+    if (ngl > L + 1)
+        return gl_err_set(err, GL_E_INVAL,
+                          "--n-gpu-layers %d: not in 0..%d (the model's %d layers, + 1 for the "
+                          "output head; -1: all)",
+                          ngl, L + 1, L);
+    out->n_gpu_layers = ngl;
+    out->head_on_device = ngl > L;
+    if (ngl == 0)
+        return GL_OK; // all on the CPU: no device buffer
+    const int64_t HD = (int64_t)cf->n_head * cf->head_dim,
+                  KD = (int64_t)cf->n_head_kv * cf->head_dim;
+    gl_status st = GL_OK;
+    char nm[96];
+    static const char *const roles[] = {"attn_gate", "attn_output", "ffn_gate", "ffn_up",
+                                        "ffn_down"};
+    for (int l = L - (ngl < L ? ngl : L); st == GL_OK && l < L; l++) {
+        snprintf(nm, sizeof nm, "blk.%d.attn_q.weight", l);
+        if (!gl_gguf_find_tensor(g, nm)) { // llama.cpp's fused attn_qkv: three buffers of it
+            snprintf(nm, sizeof nm, "blk.%d.attn_qkv.weight", l);
+            st = plan_matrix(g, nm, 0, HD, out, err);
+            if (st == GL_OK)
+                st = plan_matrix(g, nm, HD, KD, out, err);
+            if (st == GL_OK)
+                st = plan_matrix(g, nm, HD + KD, KD, out, err);
+        } else {
+            st = plan_matrix(g, nm, 0, -1, out, err);
+            snprintf(nm, sizeof nm, "blk.%d.attn_k.weight", l);
+            if (st == GL_OK)
+                st = plan_matrix(g, nm, 0, -1, out, err);
+            snprintf(nm, sizeof nm, "blk.%d.attn_v.weight", l);
+            if (st == GL_OK)
+                st = plan_matrix(g, nm, 0, -1, out, err);
+        }
+        for (size_t r = 0; st == GL_OK && r < sizeof roles / sizeof roles[0]; r++) {
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, roles[r]);
+            st = plan_matrix(g, nm, 0, -1, out, err);
+        }
+    }
+    if (st == GL_OK && out->head_on_device)
+        st = plan_matrix(g, "output.weight", 0, -1, out, err);
+    if (st != GL_OK)
+        return st;
+    const struct vk_sizes z =
+        vk_sizes_of(cf, n_batch, d->max_seqs, d->max_len, d->block_size, d->head_rows);
+    out->norms = buf_bytes(z.norm_bytes);
+    out->activations = z.act_bytes; // multiples of 4 already
+    out->step_inputs = d->max_seqs > 0 ? z.in_words * 4 : 0;
+    // n_vocab is token_embd's row count, known once a model is loaded (not from the metadata).
+    const struct gl_gguf_tensor *te = gl_gguf_find_tensor(g, "token_embd.weight");
+    const uint64_t V = cf->n_vocab > 0         ? (uint64_t)cf->n_vocab
+                       : te && te->n_dims == 2 ? (uint64_t)te->ne[1]
+                                               : 0;
+    out->logits = out->head_on_device ? z.head_rows * V * 4 : 0;
+    out->kv = buf_bytes(kv_pool_bytes);
+    out->kv_binding = out->kv;
+    out->device_total =
+        out->weights + out->norms + out->activations + out->step_inputs + out->logits + out->kv;
+    out->host_visible = out->step_inputs + out->logits + GL_VK_STAGING_BYTES +
+                        (out->head_on_device ? 0 : (uint64_t)n_batch * (uint64_t)cf->n_embd * 4);
+    return GL_OK;
+}
+
+gl_status gl_model_dev_mem_check(const struct gl_model_dev_mem *p, int index, uint64_t *heap_bytes,
+                                 char *name, size_t name_len, struct gl_err *err)
+{
+    *heap_bytes = 0;
+    if (name_len)
+        name[0] = 0;
+    struct gl_vk_device_info *inf = NULL;
+    int n = 0;
+    gl_status st = gl_vk_list_devices(&inf, &n, err);
+    if (st != GL_OK)
+        return st;
+    if (index < 0 || index >= n) {
+        gl_free(inf);
+        return gl_err_set(err, GL_E_INVAL,
+                          "vulkan: device %d does not exist (%d found: `glint devices` lists them)",
+                          index, n);
+    }
+    const struct gl_vk_device_info *di = &inf[index];
+    snprintf(name, name_len, "%s", di->name);
+    // The heap device-local buffers go to: the largest device-local one (any, where none is).
+    int h = -1;
+    for (int i = 0; i < di->n_heaps; i++)
+        if (h < 0 || (di->heaps[i].device_local && !di->heaps[h].device_local) ||
+            (di->heaps[i].device_local == di->heaps[h].device_local &&
+             di->heaps[i].bytes > di->heaps[h].bytes))
+            h = i;
+    const uint64_t heap = h >= 0 ? di->heaps[h].bytes : 0;
+    // One heap (lavapipe, integrated GPUs): host-visible buffers come out of it too.
+    const uint64_t need = p->device_total + (di->n_heaps == 1 ? p->host_visible : 0);
+    *heap_bytes = heap;
+    const uint64_t range = di->max_storage_range;
+    char dname[256];
+    snprintf(dname, sizeof dname, "%s", di->name);
+    gl_free(inf);
+    if (need > heap)
+        return gl_err_set(
+            err, GL_E_NOMEM,
+            "vulkan: %s: the device needs %.1f MiB (weights %.1f, KV %.1f, scratch %.1f, "
+            "host-visible %.1f) but its memory heap has %.1f MiB: lower --n-gpu-layers, "
+            "--kv-cache-memory or --max-num-batched-tokens, or use --device cpu",
+            dname, MIB_OF(need), MIB_OF(p->weights + p->norms), MIB_OF(p->kv),
+            MIB_OF(p->activations + p->step_inputs + p->logits), MIB_OF(need - p->device_total),
+            MIB_OF(heap));
+    if (p->kv_binding > range)
+        return gl_err_set(err, GL_E_LIMIT,
+                          "vulkan: %s: the KV pool's device copy (%.1f MiB) is larger than one "
+                          "storage binding (%.1f MiB): use --kv-cache-memory %.0fMiB or less",
+                          dname, MIB_OF(p->kv_binding), MIB_OF(range), floor(MIB_OF(range)));
+    return GL_OK;
 }

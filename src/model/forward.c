@@ -19,7 +19,12 @@ struct gl_model_ctx {
     const struct gl_model *m;
     const struct gl_kernels *k;
     struct gl_pool *pool;
-    struct gl_backend *bk;
+    // The backends of a step: cpu runs layers 0..dev_first-1 (and the head unless dev_head),
+    // dev the layers dev_first.. (and the head when dev_head); either may be NULL (all on the
+    // other). hand: n_batch x E, the residual stream handed between them.
+    struct gl_backend *cpu, *dev;
+    int dev_first, dev_head;
+    float *hand;
     int n_batch;
     int64_t n_ctx;
     int32_t *row_seq;             // B: sequence of each row of the step
@@ -47,8 +52,11 @@ void gl_model_ctx_delete(struct gl_model_ctx *c)
 {
     if (!c)
         return;
-    if (c->bk)
-        c->bk->ops->destroy(c->bk);
+    if (c->cpu)
+        c->cpu->ops->destroy(c->cpu);
+    if (c->dev)
+        c->dev->ops->destroy(c->dev);
+    gl_free_aligned(c->hand);
     gl_free(c->row_seq);
     gl_free(c->row_pos);
     gl_free(c->head_src);
@@ -69,7 +77,30 @@ gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct gl_model *m, 
 gl_status gl_model_ctx_new_dev(struct gl_model_ctx **out, const struct gl_model *m, int n_batch,
                                int n_threads, int64_t n_ctx, int device, struct gl_err *err)
 {
+    const struct gl_model_dev d = {.device = device, .n_gpu_layers = -1};
+    return gl_model_ctx_new_ex(out, m, n_batch, n_threads, n_ctx, &d, err);
+}
+
+uint64_t gl_model_ctx_device_bytes(const struct gl_model_ctx *c, int host)
+{
+    return c->dev ? gl_backend_vk_bytes(c->dev, host) : 0;
+}
+
+gl_status gl_model_ctx_new_ex(struct gl_model_ctx **out, const struct gl_model *m, int n_batch,
+                              int n_threads, int64_t n_ctx, const struct gl_model_dev *d,
+                              struct gl_err *err)
+{
     *out = NULL;
+    const struct gl_model_dev cpu_only = {.device = -1, .n_gpu_layers = 0};
+    if (!d)
+        d = &cpu_only;
+    const int L = m->cfg.n_layer;
+    if (d->device >= 0 && (d->n_gpu_layers < -1 || d->n_gpu_layers > L + 1))
+        return gl_err_set(err, GL_E_INVAL,
+                          "--n-gpu-layers %d: not in 0..%d (the model's %d layers, + 1 for the "
+                          "output head; -1 or leaving it out: all)",
+                          d->n_gpu_layers, L + 1, L);
+    const int ngl = d->device < 0 ? 0 : d->n_gpu_layers < 0 ? L + 1 : d->n_gpu_layers;
     if (n_batch <= 0 || n_batch > 65536)
         return gl_err_set(err, GL_E_INVAL, "model: batch size %d not in 1..65536", n_batch);
     if (n_threads <= 0 || n_threads > 256)
@@ -105,8 +136,31 @@ gl_status gl_model_ctx_new_dev(struct gl_model_ctx **out, const struct gl_model 
         return gl_err_set(err, GL_E_NOMEM, "model: no memory for step scratch (batch %d, ctx %lld)",
                           n_batch, (long long)n_ctx);
     }
-    struct gl_backend_params bp = {m, n_batch, c->pool, c->k, device};
-    gl_status st = (device < 0 ? &gl_backend_cpu : &gl_backend_vk)->create(&c->bk, &bp, err);
+    c->dev_first = L - (ngl < L ? ngl : L);
+    c->dev_head = ngl > L;
+    struct gl_backend_params bp = {.m = m,
+                                   .n_batch = n_batch,
+                                   .pool = c->pool,
+                                   .k = c->k,
+                                   .device = d->device,
+                                   .first_layer = c->dev_first,
+                                   .head = c->dev_head,
+                                   .max_seqs = d->max_seqs,
+                                   .head_rows = d->head_rows,
+                                   .max_len = d->max_len,
+                                   .block_size = d->block_size,
+                                   .kv_base = d->kv_base,
+                                   .kv_bytes = d->kv_bytes};
+    gl_status st = GL_OK;
+    // The CPU backend where some layer or the head stays on the host; the device's where some
+    // runs there.
+    if (c->dev_first > 0 || !c->dev_head)
+        st = gl_backend_cpu.create(&c->cpu, &bp, err);
+    if (st == GL_OK && ngl > 0)
+        st = gl_backend_vk.create(&c->dev, &bp, err);
+    if (st == GL_OK && c->cpu && c->dev &&
+        !(c->hand = gl_malloc_aligned(B * (size_t)cf->n_embd * sizeof(float))))
+        st = gl_err_set(err, GL_E_NOMEM, "model: no memory for the hand-over rows");
     if (st != GL_OK) {
         gl_model_ctx_delete(c);
         return st;
@@ -146,12 +200,13 @@ static int64_t head_select(struct gl_model_ctx *c, const struct gl_batch_seq *se
     return n_sel * 4 <= n_groups * 3 ? n_sel : -1;
 }
 
-// The layers listed in cap (NULL: none) whose rows are layer l's output: each gets a capture.
-static void capture_layer(struct gl_model_ctx *c, const struct gl_model_capture *cap, int l)
+// The layers listed in cap (NULL: none) whose rows are layer l's output: each gets a capture
+// on backend b.
+static void capture_layer(struct gl_backend *b, const struct gl_model_capture *cap, int l)
 {
     for (int i = 0; cap && i < cap->n_layers; i++)
         if (cap->layers[i] == l)
-            c->bk->ops->capture(c->bk, GL_BK_H, cap->out[i]);
+            b->ops->capture(b, GL_BK_H, cap->out[i]);
 }
 
 // The rows with logits (last max(1, n_logits) of each sequence with logits_row >= 0) into
@@ -172,27 +227,21 @@ static int64_t head_rows_of(struct gl_model_ctx *c, const struct gl_batch_seq *s
     return n_out;
 }
 
-// The whole step, as backend ops; inputs validated by the callers.
-static gl_status forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs, int n_seqs,
-                              float *logits, const struct gl_model_capture *cap, struct gl_err *err)
+// Layers l0..l1-1 of a step on backend b (its step begun): from the embedding when l0 is 0,
+// else from the residual stream in c->hand.
+static void run_layers(struct gl_model_ctx *c, struct gl_backend *b, int l0, int l1,
+                       const struct gl_model_capture *cap)
 {
     const struct gl_model_config *cf = &c->m->cfg;
-    const struct gl_backend_ops *o = c->bk->ops;
-    struct gl_backend *b = c->bk;
-    int64_t n = 0;
-    for (int i = 0; i < n_seqs; i++)
-        for (int32_t t = 0; t < seqs[i].n; t++, n++) {
-            c->row_seq[n] = i;
-            c->row_pos[n] = seqs[i].pos0 + t;
-        }
-    GL_ASSERT(n > 0 && n <= c->n_batch);
-    const struct gl_bk_step st = {seqs, n_seqs, n, c->row_seq, c->row_pos};
-    o->step_begin(b, &st);
-
-    o->embed(b, GL_BK_Y);
-    o->rms_norm(b, GL_BK_H, GL_BK_Y, 0, GL_BK_NONE, cf->rms_eps); // the scale-less input norm
-    capture_layer(c, cap, -1);
-    for (int l = 0; l < cf->n_layer; l++) {
+    const struct gl_backend_ops *o = b->ops;
+    if (l0 == 0) {
+        o->embed(b, GL_BK_Y);
+        o->rms_norm(b, GL_BK_H, GL_BK_Y, 0, GL_BK_NONE, cf->rms_eps); // the scale-less input norm
+        capture_layer(b, cap, -1);
+    } else {
+        o->load(b, GL_BK_H, c->hand);
+    }
+    for (int l = l0; l < l1; l++) {
         const int swa = cf->swa[l];
         o->rms_norm(b, GL_BK_X, GL_BK_H, l, GL_BK_ATTN_NORM, cf->rms_eps);
         o->matmul(b, GL_BK_Q, GL_BK_X, l, GL_BK_WQ);
@@ -214,19 +263,60 @@ static gl_status forward_step(struct gl_model_ctx *c, const struct gl_batch_seq 
         o->swiglu(b, GL_BK_FA, GL_BK_FB);
         o->matmul(b, GL_BK_Y, GL_BK_FA, l, GL_BK_FFN_DOWN);
         o->norm_residual(b, GL_BK_H, GL_BK_Y, l, GL_BK_POST_FFW_NORM, cf->post_eps);
-        capture_layer(c, cap, l);
+        capture_layer(b, cap, l);
     }
+}
 
+// The whole step, as backend ops; inputs validated by the callers. Partial offload: the CPU's
+// layers (one step of the CPU backend), then the device's (one submission), then the head where
+// it runs; the residual stream is handed over through c->hand (exact f32 rows).
+static gl_status forward_step(struct gl_model_ctx *c, const struct gl_batch_seq *seqs, int n_seqs,
+                              float *logits, const struct gl_model_capture *cap, struct gl_err *err)
+{
+    const int L = c->m->cfg.n_layer;
+    int64_t n = 0;
+    for (int i = 0; i < n_seqs; i++)
+        for (int32_t t = 0; t < seqs[i].n; t++, n++) {
+            c->row_seq[n] = i;
+            c->row_pos[n] = seqs[i].pos0 + t;
+        }
+    GL_ASSERT(n > 0 && n <= c->n_batch);
+    const struct gl_bk_step st = {seqs, n_seqs, n, c->row_seq, c->row_pos};
     // Output head on the requested rows only (decode/prefill need just the last one per
     // sequence).
     const int64_t n_out = logits ? head_rows_of(c, seqs, n_seqs) : 0;
-    if (n_out > 0) {
-        const int64_t n_sel = head_select(c, seqs, n_seqs);
-        const struct gl_bk_head hd = {
-            n_out, c->head_src, c->head_dst, logits, n_sel >= 0 ? c->head_groups : NULL, n_sel};
-        o->head(b, GL_BK_H, &hd);
+    const int64_t n_sel = n_out > 0 ? head_select(c, seqs, n_seqs) : -1;
+    const struct gl_bk_head hd = {
+        n_out, c->head_src, c->head_dst, logits, n_sel >= 0 ? c->head_groups : NULL, n_sel};
+    gl_status s = GL_OK;
+    if (c->dev_first > 0) { // the CPU's layers
+        struct gl_backend *b = c->cpu;
+        b->ops->step_begin(b, &st);
+        run_layers(c, b, 0, c->dev_first, cap);
+        if (c->dev) // hand over to the device
+            b->ops->capture(b, GL_BK_H, c->hand);
+        else if (n_out > 0)
+            b->ops->head(b, GL_BK_H, &hd);
+        s = b->ops->step_end(b, err);
     }
-    return o->step_end(b, err);
+    if (s == GL_OK && c->dev) { // the device's layers
+        struct gl_backend *b = c->dev;
+        b->ops->step_begin(b, &st);
+        run_layers(c, b, c->dev_first, L, cap);
+        if (c->dev_head && n_out > 0)
+            b->ops->head(b, GL_BK_H, &hd);
+        else if (!c->dev_head && n_out > 0)
+            b->ops->capture(b, GL_BK_H, c->hand);
+        s = b->ops->step_end(b, err);
+        if (s == GL_OK && !c->dev_head && n_out > 0) { // the head on the CPU
+            b = c->cpu;
+            b->ops->step_begin(b, &st);
+            b->ops->load(b, GL_BK_H, c->hand);
+            b->ops->head(b, GL_BK_H, &hd);
+            s = b->ops->step_end(b, err);
+        }
+    }
+    return s;
 }
 
 gl_status gl_model_forward_batch(struct gl_model_ctx *c, const struct gl_batch_seq *seqs,

@@ -272,6 +272,59 @@ GL_MUST_USE gl_status gl_model_ctx_new(struct gl_model_ctx **out, const struct g
 GL_MUST_USE gl_status gl_model_ctx_new_dev(struct gl_model_ctx **out, const struct gl_model *m,
                                            int n_batch, int n_threads, int64_t n_ctx, int device,
                                            struct gl_err *err);
+// Where a context runs and the bounds of its steps (gl_model_ctx_new_ex).
+struct gl_model_dev {
+    int device; // -1: the CPU; N >= 0: Vulkan device N
+    // The last n_gpu_layers layers run on the device, the rest on the CPU (llama.cpp's -ngl);
+    // n_layer + 1 puts the output head there too (llama.cpp offloads it past n_layer). -1: all
+    // (n_layer + 1). Ignored on the CPU.
+    int n_gpu_layers;
+    // Step bounds a device backend allocates for at create, so that its memory is what
+    // gl_model_dev_mem_plan says (0: grown at first need): sequences in one step, positions per
+    // sequence and KV positions per page (the page tables of the step inputs), logits rows.
+    int max_seqs;
+    int64_t max_len;
+    int32_t block_size;
+    int head_rows;
+    // The KV pool the steps will use (its memory, gl_kv_pool_base, and bytes): a device backend
+    // makes its copy at create (NULL: at the first step).
+    const void *kv_base;
+    uint64_t kv_bytes;
+};
+// gl_model_ctx_new_dev with placement and bounds (d NULL: the CPU). GL_E_INVAL names
+// --n-gpu-layers when n_gpu_layers is not in -1..n_layer + 1.
+GL_MUST_USE gl_status gl_model_ctx_new_ex(struct gl_model_ctx **out, const struct gl_model *m,
+                                          int n_batch, int n_threads, int64_t n_ctx,
+                                          const struct gl_model_dev *d, struct gl_err *err);
+// Bytes the device buffers of c hold now, device-local (host 0) or host-visible (host 1), as
+// asked for (gl_vk_device_held); 0 on the CPU.
+uint64_t gl_model_ctx_device_bytes(const struct gl_model_ctx *c, int host);
+
+// What a device context allocates (gl_model_ctx_new_ex on a device, then a step that touches
+// a KV pool of kv_pool_bytes): the matrices of its layers (and of the head) in their GGUF types,
+// the norm vectors (f32), the activations of n_batch rows, the step inputs and logits at the
+// bounds of d, and the KV pool's device copy. From the metadata alone (a header-only GGUF does).
+struct gl_model_dev_mem {
+    int n_gpu_layers, head_on_device; // resolved (-1: n_layer + 1)
+    uint64_t weights_by_type[GL_TYPE_COUNT];
+    uint64_t weights, norms, activations, step_inputs, logits, kv; // device-local
+    uint64_t device_total;
+    uint64_t host_visible; // step inputs and logits read-back, the staging buffer
+    uint64_t kv_binding;   // the largest KV binding (the pool's device copy, bound whole)
+};
+GL_MUST_USE gl_status gl_model_dev_mem_plan(const struct gl_gguf *g,
+                                            const struct gl_model_config *cf, int n_batch,
+                                            const struct gl_model_dev *d, uint64_t kv_pool_bytes,
+                                            struct gl_model_dev_mem *out, struct gl_err *err);
+// Checks a plan against Vulkan device `index`: GL_E_NOMEM with the numbers (needed, heap size,
+// each part) when device_total (plus host_visible where the device has one heap) is more than
+// the heap device-local buffers go to, GL_E_LIMIT when the KV binding is over the device's
+// binding range (with the --kv-cache-memory that fits); heap_bytes / name: the heap compared
+// with and the device's name (when the device was found).
+GL_MUST_USE gl_status gl_model_dev_mem_check(const struct gl_model_dev_mem *p, int index,
+                                             uint64_t *heap_bytes, char *name, size_t name_len,
+                                             struct gl_err *err);
+
 void gl_model_ctx_delete(struct gl_model_ctx *c); // NULL-safe
 const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c);
 struct gl_pool *gl_model_ctx_pool(struct gl_model_ctx *c); // its threads (for pinning)

@@ -1689,6 +1689,11 @@ static gl_status load(struct server *S, struct gl_err *err)
     }
     if ((st = gl_engine_new(&S->engine, S->model, S->tok, &ep, err)) != GL_OK)
         return st;
+    if (ep.device >= 0) // what `glint plan --device` predicts (device_local_total, host_visible)
+        fprintf(stderr,
+                "glint serve: device buffers: %llu bytes device-local, %llu bytes host-visible\n",
+                (unsigned long long)gl_engine_device_bytes(S->engine, 0),
+                (unsigned long long)gl_engine_device_bytes(S->engine, 1));
     S->metrics.block_size = ep.kv.block_size;
     S->metrics.prefix_caching = ep.kv.prefix_cache;
     S->metrics.spec_k = ep.spec.method != GL_SPEC_NONE ? ep.spec.k : 0;

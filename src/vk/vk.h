@@ -110,6 +110,11 @@ struct gl_vk_buffer;
 gl_status gl_vk_buffer_create(struct gl_vk_device *dev, uint64_t bytes, enum gl_vk_mem mem,
                               const char *what, struct gl_vk_buffer **out, struct gl_err *err);
 void gl_vk_buffer_free(struct gl_vk_buffer *buf); // NULL is a no-op
+// Bytes of the live buffers of one kind on dev, as asked for (rounded up to 4; the driver's
+// allocations may be larger by its alignment): what `glint plan --device vulkan` predicts.
+uint64_t gl_vk_device_held(const struct gl_vk_device *dev, enum gl_vk_mem kind);
+// The host-visible staging buffer gl_vk_upload / gl_vk_download make on first use and keep.
+#define GL_VK_STAGING_BYTES ((uint64_t)16 << 20)
 uint64_t gl_vk_buffer_size(const struct gl_vk_buffer *buf);
 // The mapping of a GL_VK_MEM_HOST buffer (valid until it is freed); NULL for device memory.
 // Host writes are seen by work submitted after them; device writes are seen by the host after

@@ -9,7 +9,7 @@
 #define MIB(x) ((double)(x) / (1024.0 * 1024.0))
 // The staging buffer of gl_vk_upload / gl_vk_download: big enough that a copy costs more than
 // its submit, small next to any device.
-#define STAGING_BYTES ((uint64_t)16 << 20)
+#define STAGING_BYTES GL_VK_STAGING_BYTES
 
 static gl_status create_device(struct gl_vk_device *d, int index, struct gl_err *err)
 {
@@ -205,6 +205,8 @@ static gl_status alloc_memory(struct gl_vk_buffer *b, enum gl_vk_mem kind, const
         return gl_vk_fail(d, r, "vkAllocateMemory", err);
     b->alloc_bytes = req.size; // may be more than the buffer's size
     d->heap_held[b->heap] += req.size;
+    b->kind = (int)kind;
+    d->kind_bytes[kind] += b->bytes;
     r = d->vi.fn.vkBindBufferMemory(d->dev, b->buf, b->mem, 0);
     if (r == VK_SUCCESS && kind == GL_VK_MEM_HOST)
         r = d->vi.fn.vkMapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map);
@@ -226,6 +228,7 @@ gl_status gl_vk_buffer_create(struct gl_vk_device *d, uint64_t bytes, enum gl_vk
     if (!b)
         return gl_err_set(err, GL_E_NOMEM, "vulkan: out of memory");
     b->d = d;
+    b->kind = -1;
     // Shaders read storage as 32-bit words: a GGUF row may end 2 bytes into its last word.
     b->bytes = (bytes + 3) & ~(uint64_t)3;
     d->n_buffers++;
@@ -257,9 +260,15 @@ void gl_vk_buffer_free(struct gl_vk_buffer *b)
     if (b->mem) { // freeing the memory unmaps it
         d->vi.fn.vkFreeMemory(d->dev, b->mem, NULL);
         d->heap_held[b->heap] -= b->alloc_bytes;
+        d->kind_bytes[b->kind] -= b->bytes;
     }
     d->n_buffers--;
     gl_free(b);
+}
+
+uint64_t gl_vk_device_held(const struct gl_vk_device *d, enum gl_vk_mem kind)
+{
+    return d->kind_bytes[kind];
 }
 
 uint64_t gl_vk_buffer_size(const struct gl_vk_buffer *b)

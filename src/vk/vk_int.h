@@ -128,7 +128,8 @@ struct gl_vk_device {
     struct gl_vk_device_info info;
     VkPhysicalDeviceMemoryProperties mem;
     uint64_t heap_held[VK_MAX_MEMORY_HEAPS]; // bytes glint allocated per heap
-    uint64_t storage_range;                  // info.max_storage_range or the tests' cap
+    uint64_t kind_bytes[2]; // buffer bytes asked for per enum gl_vk_mem (gl_vk_device_held)
+    uint64_t storage_range; // info.max_storage_range or the tests' cap
     int lost;
     long submits;       // queue submissions so far
     long fault_lost_at; // GLINT_VK_FAULT_LOST_AT: this submission reports a lost device (0: never)
@@ -147,6 +148,7 @@ struct gl_vk_buffer {
     uint64_t bytes;       // asked for
     uint64_t alloc_bytes; // allocated (counted in the heap's total)
     uint32_t heap;
+    int kind;  // enum gl_vk_mem, once allocated (-1 before)
     void *map; // GL_VK_MEM_HOST only
 };
 

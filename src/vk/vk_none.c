@@ -80,6 +80,13 @@ void gl_vk_buffer_free(struct gl_vk_buffer *buf)
     GL_ASSERT(buf == NULL);
 }
 
+uint64_t gl_vk_device_held(const struct gl_vk_device *dev, enum gl_vk_mem kind)
+{
+    (void)dev;
+    (void)kind;
+    GL_VK_NO_OBJECT();
+}
+
 uint64_t gl_vk_buffer_size(const struct gl_vk_buffer *buf)
 {
     (void)buf;

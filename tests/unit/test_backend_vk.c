@@ -188,13 +188,17 @@ struct side {
     struct gl_kv_view views[2][T_L];
 };
 
+// --n-gpu-layers of the device side of every run (-1: all; partial offload tests set it).
+static int g_ngl = -1;
+
 static int side_open(struct side *s, const struct gl_model *m, int device, enum gl_kv_dtype kvt)
 {
     memset(s, 0, sizeof *s);
     struct gl_err err = {0};
     struct gl_kv_params kp = {
         .budget_bytes = 1 << 20, .block_size = 4, .dtype = kvt, .prefix_cache = 0};
-    gl_status st = gl_model_ctx_new_dev(&s->ctx, m, 8, 2, 256, device, &err);
+    const struct gl_model_dev d = {.device = device, .n_gpu_layers = g_ngl};
+    gl_status st = gl_model_ctx_new_ex(&s->ctx, m, 8, 2, 256, &d, &err);
     if (st == GL_OK)
         st = gl_kv_pool_new(&s->pool, &m->cfg, &kp, &err);
     for (int i = 0; st == GL_OK && i < 2; i++)
@@ -354,10 +358,10 @@ static void check_model(int quant, enum gl_kv_dtype kvt, double tol)
     const double ctl = rel_diff(lc, lv + T_V);
     CHECKF(ctl > 10 * tol, "control %.3e", ctl);
     static const char *const kv_name[4] = {"f32", "f16", "bf16", "fp8"};
-    printf(
-        "  %s, %s KV: %d steps with logits, worst rel %.2e (tol %.0e), greedy tokens %s, control "
-        "%.2e\n",
-        model_name[quant], kv_name[kvt], n_steps, worst, tol, tok_same ? "equal" : "DIFFER", ctl);
+    printf("  %s, %s KV, --n-gpu-layers %d: %d steps with logits, worst rel %.2e (tol %.0e), "
+           "greedy tokens %s, control %.2e\n",
+           model_name[quant], kv_name[kvt], g_ngl, n_steps, worst, tol,
+           tok_same ? "equal" : "DIFFER", ctl);
     side_close(&vk);
     side_close(&cpu);
     gl_model_delete(m);
@@ -399,6 +403,22 @@ TEST(test_kv16_steps)
     check_model(0, GL_KV_F16, 1e-2);
     check_model(0, GL_KV_BF16, 1e-2);
     check_model(0, GL_KV_FP8_E4M3, 1e-2);
+}
+
+// Partial offload (--n-gpu-layers N): the last N layers on the device, the rest (and the head
+// unless N = n_layer + 1) on the CPU, each layer's K/V where it runs: the same steps (chunked
+// prefill, decode, partial head, captures of layers -1 and 2) within the same tolerances, for
+// N = 0, 1 (= n_layer / 2), n_layer, n_layer + 1 on the F32 and Q4_K_M models. N = 0 is the CPU
+// alone (no device backend): bit-equal.
+TEST(test_partial_offload_steps)
+{
+    static const int ngl[4] = {0, 1, T_L, T_L + 1};
+    for (int i = 0; i < 4; i++) {
+        g_ngl = ngl[i];
+        check_model(0, GL_KV_F32, 1e-4);
+        check_model(1, GL_KV_F32, 1e-3);
+    }
+    g_ngl = -1;
 }
 
 // ---- the engine on the device ----
@@ -446,6 +466,7 @@ static struct gl_engine *e_new(const struct gl_model *m, int device, const struc
 {
     struct gl_engine_params ep = gl_engine_default_params(m);
     ep.device = device;
+    ep.n_gpu_layers = g_ngl;
     ep.max_num_seqs = sh->max_seqs;
     ep.max_num_batched_tokens = sh->step_tokens;
     ep.max_model_len = sh->max_len;
@@ -577,6 +598,100 @@ TEST(test_engine_tokens)
     gl_model_delete(m);
 }
 
+// The engine with 2 of the 3 layers on the device (--n-gpu-layers 2, the head on the CPU):
+// token-identical to the CPU with the prefix cache and preemption at work, as above.
+TEST(test_engine_partial_offload)
+{
+    const char *path = write_model(0);
+    struct gl_model *m = NULL;
+    struct gl_err err = {0};
+    struct gl_model_params mp = gl_model_default_params();
+    REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+    static struct e_out oc, ov;
+    struct gl_engine_stats sc, sv;
+    const struct e_shape sh = {6, 4, 12, 24, 1, E_GEN, 24, NULL};
+    const int okc = engine_run(m, -1, &sh, 0, &oc, &sc);
+    g_ngl = 2;
+    const int okv = okc && engine_run(m, 0, &sh, 0, &ov, &sv);
+    g_ngl = -1;
+    CHECK(okc && okv);
+    const int same = okc && okv && same_tokens(&oc, &ov, sh.n_req, sh.n_gen);
+    CHECK(same);
+    if (okc && okv) {
+        CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
+        printf("  engine, --n-gpu-layers 2: %d requests x %d tokens %s; %lld steps, %d "
+               "preemptions, %lld prefix-hit tokens\n",
+               sh.n_req, sh.n_gen, same ? "token-identical" : "DIFFER", (long long)sv.steps,
+               sv.n_preempted_total, (long long)sv.prefix_hit_tokens);
+    }
+    gl_model_delete(m);
+}
+
+// `glint plan --device vulkan`'s figures (gl_model_dev_mem_plan, at the engine's bounds from
+// gl_engine_model_dev) equal the bytes the engine's device buffers hold after it ran requests
+// (every buffer allocated at create; a step that had to grow one would show here), for the F32
+// and Q4_K_M models, with every layer, 2 layers and the 3 layers without the head on the device.
+TEST(test_plan_matches_alloc)
+{
+    static const int ngl[3] = {-1, 2, T_L};
+    for (int q = 0; q < 2; q++)
+        for (int i = 0; i < 3; i++) {
+            const char *path = write_model(q);
+            struct gl_model *m = NULL;
+            struct gl_err err = {0};
+            struct gl_model_params mp = gl_model_default_params();
+            REQUIRE(gl_model_open(&m, path, &mp, &err) == GL_OK);
+            struct gl_gguf *g = NULL;
+            struct gl_gguf_open_params op = gl_gguf_default_open_params();
+            REQUIRE(gl_gguf_open(&g, path, &op, &err) == GL_OK);
+            const struct e_shape sh = {6, 4, 12, 24, 1, E_GEN, 24, NULL};
+            g_ngl = ngl[i];
+            struct gl_engine *e = e_new(m, 0, &sh);
+            REQUIRE(e);
+            static struct e_out o;
+            static struct e_slot slots[E_MAX];
+            memset(&o, 0, sizeof o);
+            for (int r = 0; r < sh.n_req; r++) {
+                slots[r] = (struct e_slot){&o, r};
+                REQUIRE(e_submit(e, &sh, &slots[r], r, NULL));
+            }
+            REQUIRE(e_drain(e));
+            // The engine's parameters as e_new set them (the plan sees what serve would pass).
+            struct gl_engine_params ep = gl_engine_default_params(m);
+            ep.device = 0;
+            ep.n_gpu_layers = g_ngl;
+            ep.max_num_seqs = sh.max_seqs;
+            ep.max_model_len = sh.max_len;
+            ep.kv.block_size = 4;
+            struct gl_model_dev md;
+            gl_engine_model_dev(&ep, &md);
+            struct gl_model_dev_mem pl;
+            REQUIRE(gl_model_dev_mem_plan(g, &m->cfg, sh.step_tokens, &md,
+                                          gl_kv_pool_bytes(gl_engine_kv_pool(e)), &pl,
+                                          &err) == GL_OK);
+            const uint64_t dev = gl_engine_device_bytes(e, 0), host = gl_engine_device_bytes(e, 1);
+            CHECKF(dev == pl.device_total && host == pl.host_visible,
+                   "%s, -ngl %d: device-local %llu vs plan %llu, host-visible %llu vs plan %llu",
+                   model_name[q], g_ngl, (unsigned long long)dev,
+                   (unsigned long long)pl.device_total, (unsigned long long)host,
+                   (unsigned long long)pl.host_visible);
+            printf(
+                "  plan %s, -ngl %d: device-local %llu bytes (weights %llu, norms %llu, KV %llu, "
+                "activations %llu, step inputs %llu, logits %llu), host-visible %llu: %s\n",
+                model_name[q], g_ngl, (unsigned long long)pl.device_total,
+                (unsigned long long)pl.weights, (unsigned long long)pl.norms,
+                (unsigned long long)pl.kv, (unsigned long long)pl.activations,
+                (unsigned long long)pl.step_inputs, (unsigned long long)pl.logits,
+                (unsigned long long)pl.host_visible,
+                dev == pl.device_total && host == pl.host_visible ? "equal to the allocator"
+                                                                  : "DIFFERS");
+            gl_engine_free(e);
+            gl_gguf_close(g);
+            gl_model_delete(m);
+            g_ngl = -1;
+        }
+}
+
 // 32 concurrent sequences on the device, each token-identical to itself running alone on the
 // device (issue 20): prompts of 9-32 tokens sharing 8, 32 sequences at once, 40 tokens per step
 // (chunked prefill beside decodes), a pool of 128 positions a layer for up to 32 x 38
@@ -690,13 +805,21 @@ int main(void)
     if (!mkdtemp(tmp_dir))
         return 1;
     const int64_t t0 = gl_time_us();
-    t_test_fn fns[] = {test_f32_steps,           test_q4km_steps,    test_mixed_types_steps,
-                       test_kv16_steps,          test_engine_tokens, test_engine_battery32,
+    t_test_fn fns[] = {test_f32_steps,
+                       test_q4km_steps,
+                       test_mixed_types_steps,
+                       test_kv16_steps,
+                       test_partial_offload_steps,
+                       test_engine_tokens,
+                       test_engine_partial_offload,
+                       test_plan_matches_alloc,
+                       test_engine_battery32,
                        test_engine_cancel_phases};
     const int rc = t_run("test_f32_steps, test_q4km_steps, test_mixed_types_steps, "
-                         "test_kv16_steps, test_engine_tokens, test_engine_battery32, "
-                         "test_engine_cancel_phases",
-                         fns, 7);
+                         "test_kv16_steps, test_partial_offload_steps, test_engine_tokens, "
+                         "test_engine_partial_offload, test_plan_matches_alloc, "
+                         "test_engine_battery32, test_engine_cancel_phases",
+                         fns, 10);
     for (int q = 0; q < 3; q++) {
         char p[600];
         snprintf(p, sizeof p, "%s/%s.gguf", tmp_dir, model_name[q]);
