@@ -121,6 +121,10 @@ n_max, V = int(head[head.index("n_max") + 1]), int(head[head.index("n_vocab") + 
 lens = [len(l.split()) - 1 for l in open(f"{d}/contexts.txt").read().split("\n") if l.strip()]
 print(f"note: llama.cpp: {info[0]}")
 
+def top(row, k=10):  # the k largest ids, largest first
+    i = np.argpartition(-row, k)[:k]
+    return i[np.argsort(-row[i], kind="stable")]
+
 def compare(arm, n_ctx, ldir="llama", n_max=n_max):
     per_pos = np.zeros(n_max, int)
     splits, hard, worst, top10 = [], 0, 0.0, 0
@@ -130,8 +134,7 @@ def compare(arm, n_ctx, ldir="llama", n_max=n_max):
         worst = max(worst, float(np.abs(g - l).max() / np.abs(l).max()))
         lt, gt = l.argmax(1), g.argmax(1)
         # the sampler's top-k 10 candidate list, in order
-        top10 += int(sum(np.array_equal(np.argsort(-l[i], kind="stable")[:10],
-                                        np.argsort(-g[i], kind="stable")[:10]) for i in range(n_max)))
+        top10 += int(sum(np.array_equal(top(l[i]), top(g[i])) for i in range(n_max)))
         for i in range(n_max):
             if lt[i] == gt[i]:
                 per_pos[i] += 1
