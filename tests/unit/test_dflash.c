@@ -216,14 +216,20 @@ static int write_f32(const char *dir, const char *name, const float *x, size_t n
 static int oracle_main(int argc, char **argv)
 {
     if (argc < 6) {
-        fprintf(stderr, "usage: test_dflash --oracle TARGET DRAFT OUTDIR [--causal] ID...\n");
+        fprintf(stderr,
+                "usage: test_dflash --oracle TARGET DRAFT OUTDIR [--causal] [--block N] ID...\n");
         return 2;
     }
     const char *tpath = argv[2], *dpath = argv[3], *out = argv[4];
     int ai = 5, causal = 0;
+    int64_t n_block = 0; // 0: the drafter's block_size (the engine drafts k tokens with k + 1)
     if (!strcmp(argv[ai], "--causal")) {
         causal = 1;
         ai++;
+    }
+    if (ai + 1 < argc && !strcmp(argv[ai], "--block")) {
+        n_block = atoi(argv[ai + 1]);
+        ai += 2;
     }
     const int64_t n = argc - ai;
     if (n < 2) {
@@ -257,7 +263,7 @@ static int oracle_main(int argc, char **argv)
         return 1;
     }
     const struct gl_dflash_config *cf = &d->cfg;
-    const int64_t TE = (int64_t)cf->n_target * cf->n_embd, B = cf->block_size;
+    const int64_t TE = (int64_t)cf->n_target * cf->n_embd, B = n_block ? n_block : cf->block_size;
     // The context is ids[0..n-2] (their target hidden states); ids[n-1] is the anchor, as when
     // llama.cpp drafts after sampling id_last from the target's last logits.
     struct cap cp = {cf, calloc((size_t)(n * TE), sizeof(float)), n - 1};
