@@ -24,6 +24,70 @@ static int64_t touched(int64_t span, int64_t bs)
     return span <= 0 ? 0 : (span - 1 + bs - 1) / bs + 1;
 }
 
+// --device: what serve's engine would allocate there (gl_engine_model_dev's bounds), and whether
+// it fits the device's heap (st GL_E_NOMEM / GL_E_LIMIT: printed with "fits": false, exit 1).
+struct plan_dev {
+    int device;
+    struct gl_model_dev_mem dm;
+    uint64_t heap;
+    char name[256];
+    gl_status st;
+    struct gl_err err;
+};
+
+static int plan_device(const struct gl_gguf *g, const struct gl_model_config *cfg,
+                       const struct gl_kv_params *kv, int ngl, int mbt, int32_t max_seqs,
+                       int32_t max_len, uint64_t kv_bytes, struct plan_dev *pd)
+{
+    struct gl_engine_params ep = {.device = pd->device,
+                                  .n_gpu_layers = ngl,
+                                  .max_num_seqs = max_seqs,
+                                  .max_model_len = max_len,
+                                  .kv = *kv};
+    struct gl_model_dev md;
+    struct gl_err err = {0};
+    gl_engine_model_dev(&ep, &md);
+    if (gl_model_dev_mem_plan(g, cfg, mbt, &md, kv_bytes, &pd->dm, &err) != GL_OK) {
+        fprintf(stderr, "glint plan: %s\n", err.msg);
+        return 1;
+    }
+    pd->st =
+        gl_model_dev_mem_check(&pd->dm, pd->device, &pd->heap, pd->name, sizeof pd->name, &pd->err);
+    if (pd->st != GL_OK && pd->st != GL_E_NOMEM && pd->st != GL_E_LIMIT) { // no device
+        fprintf(stderr, "glint plan: %s\n", pd->err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int print_device(const struct plan_dev *pd)
+{
+    const struct gl_model_dev_mem *dm = &pd->dm;
+    printf(" \"device\": {\"index\": %d, \"name\": \"%s\", \"n_gpu_layers\": %d, "
+           "\"output_head_on_device\": %s, \"heap_bytes\": %llu,\n",
+           pd->device, pd->name, dm->n_gpu_layers, dm->head_on_device ? "true" : "false",
+           (unsigned long long)pd->heap);
+    printf("  \"weights\": {\"total\": %llu", (unsigned long long)dm->weights);
+    for (int ty = 0; ty < GL_TYPE_COUNT; ty++)
+        if (dm->weights_by_type[ty]) {
+            const struct gl_type_traits *tt = gl_type_traits_of((uint32_t)ty);
+            printf(", \"%s\": %llu", tt && tt->name ? tt->name : "?",
+                   (unsigned long long)dm->weights_by_type[ty]);
+        }
+    printf("}, \"norms\": %llu, \"kv\": %llu,\n", (unsigned long long)dm->norms,
+           (unsigned long long)dm->kv);
+    printf("  \"scratch\": {\"activations\": %llu, \"step_inputs\": %llu, \"logits\": %llu}, "
+           "\"device_local_total\": %llu, \"host_visible\": %llu, \"fits\": %s}}\n",
+           (unsigned long long)dm->activations, (unsigned long long)dm->step_inputs,
+           (unsigned long long)dm->logits, (unsigned long long)dm->device_total,
+           (unsigned long long)dm->host_visible, pd->st == GL_OK ? "true" : "false");
+    if (pd->st != GL_OK) {
+        fprintf(stderr, "glint plan: %s\n", pd->err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 int gl_cmd_plan(int argc, char **argv)
 {
     const char *model = NULL, *dtype_s = "f16";
@@ -114,33 +178,11 @@ int gl_cmd_plan(int argc, char **argv)
         gl_gguf_close(g);
         return 1;
     }
-    // The device: what serve's engine would allocate there (gl_engine_model_dev's bounds).
-    struct gl_model_dev_mem dm;
-    uint64_t heap = 0;
-    char dev_name[256] = "";
-    gl_status dst = GL_OK;
-    struct gl_err derr = {0};
-    if (device >= 0) {
-        struct gl_engine_params ep = {.device = device,
-                                      .n_gpu_layers = ngl,
-                                      .max_num_seqs = (int32_t)max_seqs,
-                                      .max_model_len = (int32_t)max_len,
-                                      .kv = p};
-        struct gl_model_dev md;
-        gl_engine_model_dev(&ep, &md);
-        if (gl_model_dev_mem_plan(g, &cfg, (int)mbt, &md,
-                                  (uint64_t)pl.n_pages * (uint64_t)pl.page_bytes, &dm,
-                                  &err) != GL_OK) {
-            fprintf(stderr, "glint plan: %s\n", err.msg);
-            gl_gguf_close(g);
-            return 1;
-        }
-        dst = gl_model_dev_mem_check(&dm, device, &heap, dev_name, sizeof dev_name, &derr);
-        if (dst != GL_OK && dst != GL_E_NOMEM && dst != GL_E_LIMIT) { // no device: nothing to say
-            fprintf(stderr, "glint plan: %s\n", derr.msg);
-            gl_gguf_close(g);
-            return 1;
-        }
+    struct plan_dev pd = {.device = device};
+    if (device >= 0 && plan_device(g, &cfg, &p, ngl, (int)mbt, (int32_t)max_seqs, (int32_t)max_len,
+                                   (uint64_t)pl.n_pages * (uint64_t)pl.page_bytes, &pd) != 0) {
+        gl_gguf_close(g);
+        return 1;
     }
     gl_gguf_close(g);
     int n_sliding = 0;
@@ -205,29 +247,5 @@ int gl_cmd_plan(int argc, char **argv)
            v_conc);
     printf(" \"global_layers_only_bound\": {\"max_concurrency\": %.4f}%s\n", glob_bound,
            device >= 0 ? "," : "}");
-    if (device < 0)
-        return 0;
-    printf(" \"device\": {\"index\": %d, \"name\": \"%s\", \"n_gpu_layers\": %d, "
-           "\"output_head_on_device\": %s, \"heap_bytes\": %llu,\n",
-           device, dev_name, dm.n_gpu_layers, dm.head_on_device ? "true" : "false",
-           (unsigned long long)heap);
-    printf("  \"weights\": {\"total\": %llu", (unsigned long long)dm.weights);
-    for (int ty = 0; ty < GL_TYPE_COUNT; ty++)
-        if (dm.weights_by_type[ty]) {
-            const struct gl_type_traits *tt = gl_type_traits_of((uint32_t)ty);
-            printf(", \"%s\": %llu", tt && tt->name ? tt->name : "?",
-                   (unsigned long long)dm.weights_by_type[ty]);
-        }
-    printf("}, \"norms\": %llu, \"kv\": %llu,\n", (unsigned long long)dm.norms,
-           (unsigned long long)dm.kv);
-    printf("  \"scratch\": {\"activations\": %llu, \"step_inputs\": %llu, \"logits\": %llu}, "
-           "\"device_local_total\": %llu, \"host_visible\": %llu, \"fits\": %s}}\n",
-           (unsigned long long)dm.activations, (unsigned long long)dm.step_inputs,
-           (unsigned long long)dm.logits, (unsigned long long)dm.device_total,
-           (unsigned long long)dm.host_visible, dst == GL_OK ? "true" : "false");
-    if (dst != GL_OK) {
-        fprintf(stderr, "glint plan: %s\n", derr.msg);
-        return 1;
-    }
-    return 0;
+    return device < 0 ? 0 : print_device(&pd);
 }
