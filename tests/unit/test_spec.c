@@ -12,6 +12,12 @@
 //   off (two-sample chi-square) accepted, the wrong rules (engine test_wrong_rule: resampling
 //   with the draft kept; min_p before temperature, at temperature 2) rejected;
 // - the cost model's rule on made-up step times, and in the engine at replay alpha 0 and 0.9.
+// - every structured-output kind through the server's processors (src/api/proc.c): regex, choice,
+//   GBNF, json_object, JSON schema, finish_within_max_tokens, the whole ATEM turn with a small
+//   reasoning budget, tools required / named / auto: greedy with ngram and with the micro DFlash
+//   drafter identical to speculation off on 16 prompts each.
+#include "api/api.h"
+#include "api/api_int.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "grammar/grammar.h"
@@ -20,6 +26,7 @@
 #include "test.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -1035,6 +1042,300 @@ TEST(test_dflash_greedy)
     free(jobs);
 }
 
+// ---- every structured-output kind of the server: the real processors of src/api/proc.c ----
+// A completions body per kind and prompt goes through gl_api_parse (grammar compiled as the
+// server does) and gl_api_make_procs; the processor is wrapped to count what draft_ok cuts and
+// used without jump-forward / partial head (forced runs may hold ids past the micro model's
+// 512). Token 3 ("$") is the request's stop id, so the grammars can end inside the vocabulary.
+// g_kind_control (negative controls by hand): 1: draft_ok keeps the whole draft.
+
+static struct gl_api_config g_api;
+static pthread_mutex_t g_glock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_walk_in, g_walk_out; // draft tokens given to draft_ok, kept by it
+static int g_kind_control;
+
+// The whole-turn (ATEM) kinds need ids past 512 (specials, header pieces): for them the micro
+// model's ids stand for real ones through g_map (identity below MAP_FROM; slots MAP_FROM.. take
+// the ids a discovery pass found the grammar needing where no mapped id was allowed), and the
+// processor masks a full-vocabulary row that is read back through the map.
+enum { MAP_FROM = 400, MAP_TO = 500 };
+static int32_t g_map[T_V];
+static int32_t g_map_n = MAP_FROM; // next free slot
+static int g_discover;             // 1: a mask with no mapped id allowed adds one
+static int64_t g_eom_alone;        // masks allowing <|eom|> alone (proc.c closing the reasoning)
+
+struct wproc {
+    struct gl_logits_processor in;
+    int mapped;
+    float *full; // mapped: the full-vocabulary row
+};
+
+static void w_mask(void *user, float *logits, int32_t n_vocab)
+{
+    struct wproc *w = user;
+    if (!w->mapped) {
+        w->in.mask(w->in.user, logits, n_vocab);
+        return;
+    }
+    const int32_t V = gl_tokenizer_n_vocab(g_tok);
+    memset(w->full, 0, (size_t)V * sizeof *w->full);
+    w->in.mask(w->in.user, w->full, V);
+    int any = 0;
+    int32_t n_fin = 0;
+    for (int32_t v = 0; v < V && n_fin < 2; v++)
+        n_fin += w->full[v] != -INFINITY;
+    g_eom_alone += n_fin == 1 && w->full[200007] != -INFINITY; // <|eom|>: budget or room closed
+    for (int32_t i = 0; i < n_vocab; i++) {
+        if (w->full[g_map[i]] == -INFINITY)
+            logits[i] = -INFINITY;
+        any |= w->full[g_map[i]] != -INFINITY;
+    }
+    for (int32_t v = 0; !any && g_discover && g_map_n < MAP_TO && v < V; v++)
+        if (w->full[v] != -INFINITY) {
+            g_map[g_map_n++] = v;
+            break;
+        }
+}
+
+static int w_accept(void *user, int32_t t)
+{
+    struct wproc *w = user;
+    return w->in.accept(w->in.user, w->mapped ? g_map[t] : t);
+}
+
+static int32_t w_draft_ok(void *user, const int32_t *d, int32_t n)
+{
+    struct wproc *w = user;
+    int32_t real[GL_SPEC_MAX_K];
+    GL_ASSERT(n <= GL_SPEC_MAX_K);
+    for (int32_t i = 0; i < n; i++)
+        real[i] = w->mapped ? g_map[d[i]] : d[i];
+    int32_t k = w->in.draft_ok(w->in.user, real, n);
+    g_walk_in += n;
+    g_walk_out += k;
+    return g_kind_control == 1 ? n : k;
+}
+
+static void w_free(void *user)
+{
+    struct wproc *w = user;
+    w->in.free(w->in.user);
+    free(w->full);
+    free(w);
+}
+
+struct kind {
+    const char *name;
+    const char *so; // the body's constraint fields
+    int32_t max0;   // max_tokens of prompt i: max0 + (5 i) % 23
+    int chat;       // 1: a chat body (the whole-turn grammar; thinking_token_budget 2 + i % 5)
+};
+
+#define TOOLS                                                                                      \
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","                    \
+    "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},"         \
+    "\"required\":[\"city\"]}}},{\"type\":\"function\",\"function\":{\"name\":\"ping\","           \
+    "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]"
+
+static const struct kind g_kinds[] = {
+    {"regex",
+     "\"structured_outputs\":{\"regex\":\"(the |a )?((cat|dog|bird)s? (ran|sat|flew)(, | and "
+     "))*(cat|dog)\\\\.\"}",
+     20, 0},
+    {"choice",
+     "\"structured_outputs\":{\"choice\":[\"red apple\",\"red apples and pears\",\"green "
+     "pear\",\"blue berry pie\",\"red apple red apple red apple\"]}",
+     20, 0},
+    {"gbnf",
+     "\"structured_outputs\":{\"grammar\":\"root ::= item (\\\", \\\" item)* \\\".\\\"\\nitem "
+     "::= [a-z]+ | [0-9]+\"}",
+     20, 0},
+    {"json_object", "\"response_format\":{\"type\":\"json_object\"}", 24, 0},
+    {"json schema",
+     "\"structured_outputs\":{\"json\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+     "\"string\",\"maxLength\":4},\"b\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+     "\"required\":[\"a\",\"b\"]}}",
+     24, 0},
+    {"json schema, finish_within",
+     "\"structured_outputs\":{\"json\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+     "\"string\"},\"b\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+     "\"required\":[\"a\",\"b\"]},\"finish_within_max_tokens\":true}",
+     16, 0},
+    {"gbnf, finish_within",
+     "\"structured_outputs\":{\"grammar\":\"root ::= item (\\\", \\\" item)* \\\".\\\"\\nitem "
+     "::= [a-z]+ | [0-9]+\",\"finish_within_max_tokens\":true}",
+     8, 0},
+    {"turn, reasoning", "\"reasoning_effort\":\"low\"", 20, 1},
+    {"turn, reasoning, json_object", "\"response_format\":{\"type\":\"json_object\"}", 24, 1},
+    {"turn, reasoning, tools required", TOOLS ",\"tool_choice\":\"required\"", 24, 1},
+    {"turn, reasoning, tool named",
+     TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}", 24,
+     1},
+    {"turn, reasoning, tools auto, finish_within",
+     TOOLS ",\"tool_choice\":\"auto\",\"structured_outputs\":{\"finish_within_max_tokens\":true}",
+     16, 1},
+};
+enum { N_KINDS = sizeof g_kinds / sizeof g_kinds[0] };
+
+// Jobs of kind k: the battery's prompts (repeated spans, half with their own greedy
+// continuation) under the kind's processor; reqs[i] keeps the parsed request (its sp arrays).
+static void fill_kind_jobs(struct job *jobs, struct gl_api_req **reqs, int n, const struct kind *k)
+{
+    fill_greedy_jobs(jobs, n, 0);
+    for (int i = 0; i < n; i++) {
+        char body[2048];
+        if (k->chat)
+            snprintf(body, sizeof body,
+                     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                     "\"temperature\":0,\"max_tokens\":%d,\"thinking_token_budget\":%d,%s}",
+                     (int)(k->max0 + (5 * i) % 23), 2 + i % 5, k->so);
+        else
+            snprintf(body, sizeof body,
+                     "{\"model\":\"m\",\"prompt\":\"x\",\"temperature\":0,\"max_tokens\":%d,"
+                     "\"stop_token_ids\":[3],%s}",
+                     (int)(k->max0 + (5 * i) % 23), k->so);
+        struct gl_api_error ae = {0};
+        GL_ASSERT_MSG(gl_api_parse(&g_api, k->chat ? GL_API_CHAT : GL_API_COMPLETIONS, body,
+                                   strlen(body), &reqs[i], &ae) == GL_OK,
+                      "%s: %s", k->name, ae.msg);
+        GL_ASSERT(!k->chat || reqs[i]->turn);
+        static struct gl_api_mask_stats ms;
+        struct gl_logits_processor *procs = NULL;
+        struct gl_err err = {0};
+        GL_ASSERT_MSG(gl_api_make_procs(&g_api, reqs[i], &ms, &procs, &err) == GL_OK && procs, "%s",
+                      err.msg);
+        struct wproc *w = calloc(1, sizeof *w);
+        GL_ASSERT(w);
+        w->in = procs[0];
+        gl_free(procs);
+        jobs[i].sp = reqs[i]->sp;
+        if (k->chat) { // the stop set, as micro ids
+            static int32_t stops[8];
+            int32_t n_stops = 0;
+            w->mapped = 1;
+            w->full = malloc((size_t)gl_tokenizer_n_vocab(g_tok) * sizeof *w->full);
+            GL_ASSERT(w->full);
+            for (int32_t m = MAP_FROM; m < g_map_n && n_stops < 8; m++)
+                if (g_map[m] == gl_tokenizer_eos(g_tok) || g_map[m] == gl_tokenizer_eot(g_tok) ||
+                    g_map[m] == g_api.eos_ids[0] || g_map[m] == g_api.eos_ids[1])
+                    stops[n_stops++] = m;
+            jobs[i].sp.stop_token_ids = stops;
+            jobs[i].sp.n_stop_ids = n_stops;
+        }
+        jobs[i].proc = (struct gl_logits_processor){
+            .user = w, .mask = w_mask, .accept = w_accept, .draft_ok = w_draft_ok, .free = w_free};
+        jobs[i].has_proc = 1;
+    }
+}
+
+// Greedy under each kind, 16 prompts each, speculation off against ngram and against the micro
+// DFlash drafter (k 4, fixed): token-, text- and finish-identical; per kind and drafter the
+// drafts, their acceptance and the draft tokens draft_ok cut are reported, and the battery is
+// not vacuous: drafts were verified and the grammar cut some of them.
+TEST(test_greedy_grammar_kinds)
+{
+    enum { N = 16 };
+    struct gl_err err = {0};
+    struct gl_gvocab *gv = NULL;
+    struct gl_grammar_cache *gc = NULL;
+    REQUIRE(gl_gvocab_new(&gv, g_tok, &err) == GL_OK);
+    REQUIRE(gl_grammar_cache_new(&gc, 64, &err) == GL_OK);
+    memset(&g_api, 0, sizeof g_api);
+    g_api.tok = g_tok;
+    g_api.gvocab = gv;
+    g_api.gcache = gc;
+    g_api.grammar_lock = &g_glock;
+    g_api.model_name = "m";
+    g_api.max_model_len = T_CTX;
+    g_api.max_logprobs = 20;
+    g_api.defaults = gl_sample_default_params();
+    g_api.framing = 1;
+    g_api.eos_ids[0] = 200002; // <|return|>, <|call|> (as the release model's stop set)
+    g_api.eos_ids[1] = 200012;
+    g_api.n_eos = 2;
+    for (int32_t i = 0; i < T_V; i++)
+        g_map[i] = i;
+    snprintf(g_dflash_path, sizeof g_dflash_path, "%s/glint_spec_kinds_%d.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    struct dknobs kn = good_knobs();
+    write_drafter(g_dflash_path, &kn);
+    REQUIRE(gl_dflash_open(&g_dflash, g_dflash_path, &err) == GL_OK);
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_api_req *reqs[N];
+    struct result(*off)[GL_SAMPLE_MAX_N] = calloc(N, sizeof *off);
+    int64_t tot_cut[2] = {0, 0}, tot_drafts[2] = {0, 0}, tot_eom = 0;
+    int n_same = 0, n_runs = 0, n_stop = 0, n_err = 0;
+    for (int ki = 0; ki < N_KINDS; ki++) {
+        const struct kind *k = &g_kinds[ki];
+        for (int d = 0; k->chat && d < 40; d++) { // discovery: until a pass adds no id
+            int32_t before = g_map_n;
+            g_discover = 1;
+            fill_kind_jobs(jobs, reqs, N, k);
+            struct gl_engine_params p = eparams(8 << 20, 16, 64, 0);
+            (void)run_jobs(jobs, N, &p, 0);
+            for (int i = 0; i < N; i++)
+                gl_api_req_free(&g_api, reqs[i]);
+            g_discover = 0;
+            if (g_map_n == before)
+                break;
+        }
+        for (int pass = 0; pass < 3; pass++) { // off, ngram, dflash
+            g_method = pass == 2 ? GL_SPEC_DFLASH : GL_SPEC_NGRAM;
+            fill_kind_jobs(jobs, reqs, N, k);
+            g_walk_in = g_walk_out = g_eom_alone = 0;
+            struct gl_engine_params p = eparams(8 << 20, 16, 64, pass ? 4 : 0);
+            struct gl_engine_stats st = run_jobs(jobs, N, &p, 0);
+            for (int i = 0; i < N; i++) {
+                if (pass == 0) {
+                    memcpy(off[i], jobs[i].res, sizeof off[i]);
+                    n_stop += jobs[i].res[0].finish == GL_FINISH_STOP;
+                    n_err += jobs[i].res[0].finish == GL_FINISH_ERROR;
+                } else {
+                    int ok = same_result(&off[i][0], &jobs[i].res[0]);
+                    CHECKF(ok, "%s, %s: prompt %d differs (%d vs %d tokens)", k->name,
+                           pass == 1 ? "ngram" : "dflash", i, off[i][0].n_tok,
+                           jobs[i].res[0].n_tok);
+                    n_same += ok;
+                    n_runs++;
+                }
+                gl_api_req_free(&g_api, reqs[i]);
+            }
+            if (pass == 0) {
+                printf("  %s: e.g. %.50s\n", k->name, off[0][0].text);
+                fflush(stdout);
+                continue;
+            }
+            printf("    %-6s %3lld drafts, %3lld tokens, %3lld accepted; draft_ok kept %lld of "
+                   "%lld\n",
+                   pass == 1 ? "ngram" : "dflash", (long long)st.spec_drafts,
+                   (long long)st.spec_draft_tokens, (long long)st.spec_accepted_tokens,
+                   (long long)g_walk_out, (long long)g_walk_in);
+            if (k->chat)
+                printf("    %-6s %lld masks with <|eom|> alone\n", pass == 1 ? "ngram" : "dflash",
+                       (long long)g_eom_alone);
+            tot_eom += g_eom_alone;
+            fflush(stdout);
+            CHECKF(pass == 2 || st.spec_drafts > 0, "%s: no ngram draft verified", k->name);
+            tot_cut[pass - 1] += g_walk_in - g_walk_out;
+            tot_drafts[pass - 1] += st.spec_drafts;
+        }
+    }
+    printf("  %d of %d kind x drafter x prompt runs identical; %d of %d off runs ended by a "
+           "stop, %d by an error; %d ids mapped past %d\n",
+           n_same, n_runs, n_stop, N * N_KINDS, n_err, (int)(g_map_n - MAP_FROM), MAP_FROM);
+    CHECK(n_same == n_runs && n_runs == 2 * N * N_KINDS);
+    CHECK(tot_cut[0] > 0 && tot_cut[1] > 0 && tot_drafts[1] > 0 && n_stop > 0 && n_err == 0);
+    CHECK(tot_eom > 0); // the reasoning closed by proc.c under speculation (tools: not entered)
+    g_method = GL_SPEC_NGRAM;
+    gl_dflash_delete(g_dflash);
+    g_dflash = NULL;
+    unlink(g_dflash_path);
+    free(off);
+    free(jobs);
+    gl_grammar_cache_free(gc);
+    gl_gvocab_free(gv);
+}
+
 int main(void)
 {
     micro_model_setup("test_spec");
@@ -1042,5 +1343,6 @@ int main(void)
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
               test_replay_drafter, test_cost_model_rule, test_cost_model_engine,
               test_drafts_leave_decodes_their_token, test_not_speculating,
-              test_verify_fits_distribution, test_sampling_chi2_on_off, test_dflash_greedy);
+              test_verify_fits_distribution, test_sampling_chi2_on_off, test_dflash_greedy,
+              test_greedy_grammar_kinds);
 }
