@@ -1232,9 +1232,17 @@ static void fill_kind_jobs(struct job *jobs, struct gl_api_req **reqs, int n, co
 // DFlash drafter (k 4, fixed): token-, text- and finish-identical; per kind and drafter the
 // drafts, their acceptance and the draft tokens draft_ok cut are reported, and the battery is
 // not vacuous: drafts were verified and the grammar cut some of them.
+// 16 prompts per kind; 4 under AddressSanitizer, where each 200k-wide mask costs several times
+// more (the full battery there took 8 of the ASan lane's minutes; the sanitiser looks for memory
+// errors, which the first 4 prompts of every kind already walk).
+#if defined(__SANITIZE_ADDRESS__)
+#define KINDS_N 4
+#else
+#define KINDS_N 16
+#endif
 TEST(test_greedy_grammar_kinds)
 {
-    enum { N = 16 };
+    enum { N = KINDS_N };
     struct gl_err err = {0};
     struct gl_gvocab *gv = NULL;
     struct gl_grammar_cache *gc = NULL;
@@ -1315,7 +1323,9 @@ TEST(test_greedy_grammar_kinds)
                        (long long)g_eom_alone);
             tot_eom += g_eom_alone;
             fflush(stdout);
-            CHECKF(pass == 2 || st.spec_drafts > 0, "%s: no ngram draft verified", k->name);
+            // Per kind with the full 16 prompts; ASan's 4 may not repeat a span in every kind.
+            CHECKF(pass == 2 || st.spec_drafts > 0 || N < 16, "%s: no ngram draft verified",
+                   k->name);
             tot_cut[pass - 1] += g_walk_in - g_walk_out;
             tot_drafts[pass - 1] += st.spec_drafts;
         }
