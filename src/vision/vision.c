@@ -237,11 +237,11 @@ static void run_rows(struct vis_run *r, gl_pool_fn fn, struct vis_rows j)
 // tower's matmul does. The token-lane and row paths multiply the same rounded (bf16) or quantized
 // (Q8_0: the same integer block sums and scales) activations; they differ in the order of the
 // f32 sums only.
-static int vis_pack(struct vis_run *r, enum gl_type type, const float *x, int64_t n_in,
-                    int64_t n_tok, int same_x)
+static void vis_pack(struct vis_run *r, enum gl_type type, const float *x, int64_t n_in,
+                     int64_t n_tok, int same_x)
 {
     if (same_x && r->act_x == x && r->act_type == type && r->act_n_in == n_in)
-        return 1;
+        return;
     if (type == GL_TYPE_BF16)
         gl_pack_bf16(r->pool, x, n_tok, n_in, n_in, r->act);
     else
@@ -249,7 +249,6 @@ static int vis_pack(struct vis_run *r, enum gl_type type, const float *x, int64_
     r->act_x = x;
     r->act_type = type;
     r->act_n_in = n_in;
-    return 0;
 }
 
 static void vis_matmul_x(struct vis_run *r, struct gl_vision_mat m, int64_t n_out, int64_t n_in,
