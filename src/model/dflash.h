@@ -61,6 +61,11 @@ struct gl_dflash {
     struct gl_dflash_layer *layers;             // [n_layer], owned
     float *owned[4 * GL_DFLASH_MAX_LAYERS + 2]; // f32 copies of norm vectors
     int n_owned;
+    // Q4_K / Q6_K matrices moved into the r16 layout at load (gl_weight_repack_r16, as the
+    // target's are, unless GLINT_REPACK=0): their copies and sizes, owned.
+    void *r16[1 + 7 * GL_DFLASH_MAX_LAYERS];
+    size_t r16_bytes[1 + 7 * GL_DFLASH_MAX_LAYERS];
+    int n_r16;
 };
 
 // Parses and validates the config of g (no tensors). GL_E_UNSUPPORTED if the architecture is

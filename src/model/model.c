@@ -301,17 +301,44 @@ static void repack_worker(void *ctx, int ith, int nth)
                   j->dst + (size_t)g0 * j->group_bytes);
 }
 
-// Moves w into the r16 layout when the type, the row count and the CPU allow it. The file's
-// pages of the tensor are released afterwards (MADV_DONTNEED on a private read-only file mapping
-// only drops them from this process; a later read would fault them in again unchanged), so the
-// resident size stays about one copy of the weights.
+gl_status gl_weight_repack_r16(struct gl_weight *w, const struct gl_kernels *k,
+                               struct gl_pool *pool, int mmapped, void **copy, struct gl_err *err)
+{
+    *copy = NULL;
+    if (w->r16 || !gl_r16_supported(w->type) || !k->gemm_r16[w->type] ||
+        w->n_out % GL_R16_ROWS != 0)
+        return GL_OK;
+    const size_t bytes = w->row_bytes * (size_t)w->n_out;
+    void *dst = gl_alloc_huge(bytes);
+    if (!dst)
+        return gl_err_set(err, GL_E_NOMEM, "no memory to repack a %lld x %lld matrix (%zu B)",
+                          (long long)w->n_out, (long long)w->n_in, bytes);
+    struct repack_job j = {
+        w->type, w->data, dst, w->n_out / GL_R16_ROWS, w->n_in, w->row_bytes * GL_R16_ROWS};
+    if (pool != NULL && j.n_groups > 1)
+        gl_pool_run(pool, repack_worker, &j);
+    else
+        repack_worker(&j, 0, 1);
+    if (mmapped) { // the file's copy: drop this process's pages (see model.h)
+        const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        uintptr_t a = ((uintptr_t)w->data + pg - 1) & ~(uintptr_t)(pg - 1);
+        uintptr_t e = ((uintptr_t)w->data + bytes) & ~(uintptr_t)(pg - 1);
+        if (e > a)
+            (void)madvise((void *)a, e - a, MADV_DONTNEED);
+    }
+    w->data = dst;
+    w->r16 = 1;
+    *copy = dst;
+    return GL_OK;
+}
+
+// Moves w into the r16 layout (gl_weight_repack_r16) when the model repacks at all, keeping
+// the copy in m->huge.
 static gl_status maybe_repack(struct gl_model *m, const struct gl_kernels *k, struct gl_pool *pool,
                               const char *name, struct gl_weight *w, struct gl_err *err)
 {
-    if (!m->repack || !m->keep_quant || !gl_r16_supported(w->type) || !k->gemm_r16[w->type] ||
-        w->n_out % GL_R16_ROWS != 0)
+    if (!m->repack || !m->keep_quant)
         return GL_OK;
-    size_t bytes = w->row_bytes * (size_t)w->n_out;
     if (m->n_huge == m->cap_huge) {
         int cap = m->cap_huge ? 2 * m->cap_huge : 64;
         struct gl_model_huge *h = gl_realloc(m->huge, (size_t)cap * sizeof *h);
@@ -320,27 +347,17 @@ static gl_status maybe_repack(struct gl_model *m, const struct gl_kernels *k, st
         m->huge = h;
         m->cap_huge = cap;
     }
-    void *dst = gl_alloc_huge(bytes);
-    if (!dst)
-        return gl_err_set(err, GL_E_NOMEM, "model: no memory to repack %s (%zu B resident)", name,
-                          bytes);
-    m->huge[m->n_huge++] = (struct gl_model_huge){dst, bytes, w->data};
-    struct repack_job j = {
-        w->type, w->data, dst, w->n_out / GL_R16_ROWS, w->n_in, w->row_bytes * GL_R16_ROWS};
-    if (pool != NULL && j.n_groups > 1)
-        gl_pool_run(pool, repack_worker, &j);
-    else
-        repack_worker(&j, 0, 1);
-    if (m->gguf && gl_gguf_is_mmapped(m->gguf)) {
-        const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-        uintptr_t a = ((uintptr_t)w->data + pg - 1) & ~(uintptr_t)(pg - 1);
-        uintptr_t e = ((uintptr_t)w->data + bytes) & ~(uintptr_t)(pg - 1);
-        if (e > a)
-            (void)madvise((void *)a, e - a, MADV_DONTNEED);
+    const void *src = w->data;
+    void *copy;
+    struct gl_err e2 = {0};
+    if (gl_weight_repack_r16(w, k, pool, m->gguf && gl_gguf_is_mmapped(m->gguf), &copy, &e2) !=
+        GL_OK)
+        return gl_err_set(err, GL_E_NOMEM, "model: %s: %s", name, e2.msg);
+    if (copy) {
+        const size_t bytes = w->row_bytes * (size_t)w->n_out;
+        m->huge[m->n_huge++] = (struct gl_model_huge){copy, bytes, src};
+        m->r16_bytes += bytes;
     }
-    m->r16_bytes += bytes;
-    w->data = dst;
-    w->r16 = 1;
     return GL_OK;
 }
 

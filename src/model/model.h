@@ -211,6 +211,16 @@ const char *gl_model_vision_video(const struct gl_model *m);
 // 1 when the file tensor whose bytes start at data was repacked (its weight now lives in
 // resident memory, in the r16 layout), for diagnostics.
 int gl_model_is_repacked(const struct gl_model *m, const void *data);
+// Moves w into the 16-row interleaved layout (quant.h) when its type, its row count (a multiple
+// of 16) and the CPU's kernels allow it: a gl_alloc_huge copy of w->row_bytes * w->n_out bytes,
+// repacked on pool (NULL: this thread), becomes w->data (w->r16 = 1) and is returned in *copy,
+// owned by the caller (gl_free_huge with that size). mmapped: w->data points into a private file
+// mapping whose pages of the tensor are released afterwards (MADV_DONTNEED drops them from this
+// process only; a later read faults them in unchanged). Otherwise *copy = NULL and w is left
+// alone. GL_E_NOMEM when the copy cannot be allocated (w unchanged).
+GL_MUST_USE gl_status gl_weight_repack_r16(struct gl_weight *w, const struct gl_kernels *k,
+                                           struct gl_pool *pool, int mmapped, void **copy,
+                                           struct gl_err *err);
 
 // ---- KV views ----
 // Element type of stored K/V rows. Attention converts rows to f32 on the fly.
