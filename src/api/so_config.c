@@ -120,10 +120,11 @@ gl_status gl_api_spec_config(const char *json, struct gl_spec_params *out, struc
         else if (dfl && !strcmp(key, "model")) {
             const char *path = json_is_string(v) ? json_string_value(v) : NULL;
             if (!path || !*path || strlen(path) >= sizeof sp.dflash_path)
-                st = gl_err_set(err, GL_E_INVAL,
-                                "--speculative-config: model: expected the drafter's GGUF path "
-                                "(a non-empty string under %zu bytes)",
-                                sizeof sp.dflash_path);
+                st = gl_err_set(
+                    err, GL_E_INVAL,
+                    "--speculative-config: model: expected the drafter's GGUF or HF folder "
+                    "(a non-empty string under %zu bytes)",
+                    sizeof sp.dflash_path);
             else
                 snprintf(sp.dflash_path, sizeof sp.dflash_path, "%s", path);
         } else if (dfl)
@@ -152,7 +153,7 @@ gl_status gl_api_spec_config(const char *json, struct gl_spec_params *out, struc
         if (!sp.dflash_path[0])
             return gl_err_set(err, GL_E_INVAL,
                               "--speculative-config: method dflash needs \"model\": the "
-                              "drafter's GGUF (llama.cpp's dflash layout)");
+                              "drafter's GGUF (llama.cpp's dflash layout) or HF assistant folder");
         sp.method = GL_SPEC_DFLASH;
         sp.k = k;
         *out = sp;

@@ -28,6 +28,9 @@ int gl_cmd_convert(int argc, char **argv)
                  "F32|F16|BF16|Q8_0|Q4_K|Q5_K|Q6_K for the vision matrices (default BF16; "
                  "k-quants need widths that are multiples of 256)"),
         GL_OPT_S("--name", NULL, p.name, "S", "general.name (default: the folder's name)"),
+        GL_OPT_S("--target-model-dir", NULL, p.target_dir, "DIR",
+                 "a DFlash assistant folder only: the target's HF folder, whose tokenizer.model "
+                 "gives the drafter GGUF its vocabulary (default: the assistant folder's own)"),
         GL_OPT_I("--threads", NULL, p.n_threads, 1, 256, "N",
                  "quantization threads (default: online CPUs, at most 8)"),
     };
@@ -36,7 +39,9 @@ int gl_cmd_convert(int argc, char **argv)
                             .synopsis = "HF_DIR --out F.gguf [options]",
                             .about = "HF_DIR: config.json, tokenizer.model, model.safetensors or "
                                      "shards + model.safetensors.index.json (BF16/F16/F32), "
-                                     "optional chat_template.jinja / generation_config.json.",
+                                     "optional chat_template.jinja / generation_config.json. A "
+                                     "DFlash assistant folder (model_type "
+                                     "muse_glimmer_assistant) becomes llama.cpp's dflash GGUF.",
                             .opts = t,
                             .n_opts = GL_NOPTS(t),
                             .min_pos = 1,

@@ -82,13 +82,15 @@ int gl_cmd_make_model(int argc, char **argv)
     struct gl_opt t[] = {
         GL_OPT_S("--preset", NULL, preset, "P",
                  "tiny|30b-shape (targets) or dflash-tiny|dflash-30b-shape (DFlash drafters for "
-                 "them, llama.cpp's dflash GGUF)"),
+                 "them: llama.cpp's dflash GGUF, or with --format safetensors the HF assistant "
+                 "folder)"),
         GL_OPT_S("--out", NULL, out, "FILE|DIR", "the GGUF file, or the HF folder"),
         GL_OPT_F("--format", NULL, opt_format, &p, "F", "gguf or safetensors",
                  "gguf (default: one file) or safetensors (an HF folder: config.json, "
                  "generation_config.json, tokenizer.model, model.safetensors or shards + index, "
                  "plus random vision tower tensors; types F32|F16|BF16, default tiny F32, "
-                 "30b-shape BF16)"),
+                 "30b-shape BF16; a drafter: config.json, model.safetensors, tokenizer.model, "
+                 "chat_template.jinja)"),
         GL_OPT_F("--shard-mb", NULL, opt_shard_mb, &p.shard_bytes, "N", "an integer >= 1",
                  "safetensors: MiB of tensor data per shard (default 4096)"),
         GL_OPT_F("--seed", NULL, opt_seed, &p.seed, "N", "an unsigned integer",

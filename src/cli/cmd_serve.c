@@ -145,7 +145,8 @@ static size_t engine_flags(struct gl_opt *out, struct gl_server_params *ps)
         GL_OPT_F("--speculative-config", NULL, opt_spec, &e->spec, "J", NULL,
                  "vLLM's JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
                  "\"prompt_lookup_min\": 2, \"prompt_lookup_max\": 4}', or '{\"method\": "
-                 "\"dflash\", \"model\": \"D.gguf\", \"num_speculative_tokens\": 8}' (default "
+                 "\"dflash\", \"model\": \"D.gguf\" (or the HF assistant folder), "
+                 "\"num_speculative_tokens\": 8}' (default "
                  "off; docs/SERVER.md)"),
         GL_OPT_F("--tensor-parallel-size", "-tp", opt_parallel, NULL, "1", NULL,
                  "accepted for vLLM command lines (1 only)"),

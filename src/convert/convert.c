@@ -7,6 +7,7 @@
 
 #include "gguf/gguf.h"
 #include "kernels/kernels.h"
+#include "model/dflash.h"
 #include "model/make_model.h"
 #include "model/model.h"
 #include "quant/quant.h"
@@ -690,6 +691,133 @@ static gl_status add_vision_keys(struct gl_gguf_writer *w, const struct gl_visio
                                        gl_status_name(kv.st));
 }
 
+// ---- the DFlash assistant folder ----
+
+// The drafter's tensors in llama.cpp's / make-model's order, each copied from its HF tensor
+// (llama.cpp's MuseGlimmerAssistantModel.modify_tensors changes nothing: NeoX RoPE on both sides,
+// plain w * RMS norms), 2-D ones typed by the recipe as make-model types its drafters. The folder
+// must hold exactly these tensors: an unknown one (an own head, a variant's extra) is refused.
+static gl_status plan_dflash(struct cv_plan *pl, const struct gl_dflash_config *cfg,
+                             const char *recipe, struct gl_err *err)
+{
+    const int64_t n = gl_dflash_n_tensors(cfg);
+    for (int64_t i = 0; i < n; i++) {
+        char gg[64], hn[160];
+        int64_t n_in, n_out;
+        GL_ASSERT(gl_dflash_tensor_at(cfg, i, gg, sizeof gg, &n_in, &n_out));
+        GL_ASSERT(gl_dflash_hf_tensor_name(gg, hn, sizeof hn));
+        int type = gl_make_model_recipe_type(recipe, gg, cfg->n_layer, NULL);
+        GL_ASSERT(type >= 0); // the recipe was validated by the caller
+        gl_status st = add_hf(pl, gg, hn, n_out, n_in, (enum gl_type)type, CV_PLAIN, err);
+        if (st != GL_OK)
+            return st;
+    }
+    for (int64_t i = 0;
+         gl_safetensors_n_tensors(pl->st) != n && i < gl_safetensors_n_tensors(pl->st); i++) {
+        const struct gl_safetensors_tensor *t = gl_safetensors_tensor_at(pl->st, i);
+        char gg[128];
+        int l = -1;
+        if (!gl_dflash_hf_gguf_name(t->name, gg, sizeof gg) ||
+            (sscanf(gg, "blk.%d.", &l) == 1 && l >= cfg->n_layer))
+            return gl_err_set(err, GL_E_UNSUPPORTED,
+                              "convert: tensor %s in %s is not part of a Muse Glimmer DFlash "
+                              "drafter (config.json: %d layers)",
+                              t->name, gl_safetensors_shard_path(pl->st, t->shard), cfg->n_layer);
+    }
+    return GL_OK;
+}
+
+// The target's vocabulary (llama.cpp's converter reads it from --target-model-dir) and
+// tokenizer.ggml.mask_token_id, as make-model writes them into a drafter: the vocabulary keys,
+// the chat template when the folder has one, then the mask id.
+static gl_status add_dflash_vocab(struct gl_gguf_writer *w, const char *vdir,
+                                  const struct gl_dflash_config *cfg, struct gl_err *err)
+{
+    struct gl_tokenizer *tok = NULL;
+    gl_status st = gl_tokenizer_load_hf_dir(&tok, vdir, err);
+    if (st != GL_OK)
+        return st;
+    if (cfg->mask_token_id >= gl_tokenizer_n_vocab(tok))
+        st = gl_err_set(err, GL_E_FORMAT,
+                        "convert: mask_token_id %d is outside the vocabulary of %s/tokenizer.model "
+                        "(%d tokens)",
+                        cfg->mask_token_id, vdir, gl_tokenizer_n_vocab(tok));
+    if (st == GL_OK)
+        st = gl_make_model_add_vocab(w, tok, err);
+    gl_tokenizer_free(tok);
+    if (st != GL_OK)
+        return st;
+    struct gl_gguf_keys kv = {w, GL_OK};
+    char *tmpl = read_chat_template(vdir, err, &st);
+    if (st != GL_OK)
+        return st;
+    if (tmpl) {
+        gl_gguf_keys_str(&kv, "tokenizer.chat_template", tmpl);
+        gl_free(tmpl);
+    }
+    gl_gguf_keys_u32(&kv, "tokenizer.ggml.mask_token_id", (uint32_t)cfg->mask_token_id);
+    return kv.st == GL_OK ? GL_OK
+                          : gl_err_set(err, kv.st,
+                                       "convert: adding the drafter's tokenizer keys "
+                                       "failed");
+}
+
+static gl_status convert_dflash(const char *hf_dir, const char *out, const char *recipe,
+                                uint32_t file_type, const struct gl_convert_params *p,
+                                int n_threads, struct gl_err *err)
+{
+    const int64_t t0 = gl_time_us();
+    struct gl_dflash_config cfg;
+    struct gl_safetensors *st_file = NULL;
+    struct cv_plan pl = {0};
+    struct gl_gguf_writer *w = NULL;
+    char name[256], vpath[4096];
+    gl_status st = GL_OK;
+    // The vocabulary: the target folder, else the assistant folder's own tokenizer.model.
+    const char *vdir = p->target_dir;
+    snprintf(vpath, sizeof vpath, "%s/tokenizer.model", hf_dir);
+    if (!vdir && access(vpath, R_OK) == 0)
+        vdir = hf_dir;
+    if (p->vision_out)
+        return gl_err_set(err, GL_E_INVAL,
+                          "convert: %s is a DFlash drafter (%s): it has no vision tower for "
+                          "--vision-out",
+                          hf_dir, GL_DFLASH_HF_MODEL_TYPE);
+    if (!vdir)
+        return gl_err_set(err, GL_E_INVAL,
+                          "convert: %s is a DFlash drafter (%s) without a tokenizer.model: pass "
+                          "--target-model-dir (the target's HF folder; the drafter's GGUF "
+                          "carries the target's vocabulary, as llama.cpp's converter requires)",
+                          hf_dir, GL_DFLASH_HF_MODEL_TYPE);
+    if ((st = gl_dflash_hf_config_parse(&cfg, hf_dir, err)) ||
+        (st = gl_safetensors_open_dir(&st_file, hf_dir, err)))
+        goto done;
+    pl.st = st_file;
+    pl.dir = hf_dir;
+    if ((st = plan_dflash(&pl, &cfg, recipe, err)))
+        goto done;
+    if (p->name)
+        snprintf(name, sizeof name, "%s", p->name);
+    else
+        base_name(hf_dir, name, sizeof name);
+    if (!(w = gl_gguf_writer_new())) {
+        st = gl_err_set(err, GL_E_NOMEM, "convert: out of memory for the gguf writer");
+        goto done;
+    }
+    if ((st = gl_dflash_add_keys(w, &cfg, name, file_type, err)) ||
+        (st = add_dflash_vocab(w, vdir, &cfg, err)) ||
+        (st = write_plan(w, &pl, out, n_threads, err)))
+        goto done;
+    GL_LOGI("convert: wrote %s (DFlash drafter, arch " GL_DFLASH_ARCH ", %s, %lld tensors, "
+            "vocabulary from %s) in %.1f s",
+            out, recipe, (long long)pl.n, vdir, (double)(gl_time_us() - t0) * 1e-6);
+done:
+    gl_gguf_writer_delete(w);
+    plan_free(&pl);
+    gl_safetensors_close(st_file);
+    return st;
+}
+
 // ---- driver ----
 
 static int default_threads(void)
@@ -744,6 +872,10 @@ gl_status gl_convert(const char *hf_dir, const char *out, const struct gl_conver
     }
     if (p->vision_type && (st = vision_type_of(p->vision_type, &vtype, err)))
         goto done;
+    if (gl_dflash_hf_is_assistant(hf_dir)) {
+        st = convert_dflash(hf_dir, out, recipe, tx->file_type, p, n_threads, err);
+        goto done;
+    }
     if ((st = gl_model_hf_config_parse(&tx->m, hf_dir, err)) ||
         (st = gl_safetensors_open_dir(&st_file, hf_dir, err)))
         goto done;

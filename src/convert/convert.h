@@ -20,6 +20,14 @@
 // tokenizer.chat_template (chat_template.jinja, else tokenizer_config.json's chat_template).
 // Tensors are read row by row from the mapped safetensors and written in chunks, so memory stays
 // at the writer's chunk buffer plus one row per thread, whatever the model size.
+//
+// A DFlash assistant folder (config.json model_type "muse_glimmer_assistant"; model/dflash.h)
+// becomes llama.cpp's `dflash` GGUF instead (docs/dflash.md): gl_dflash_add_keys' keys (target
+// layers stored as ids + 1), the target's vocabulary plus tokenizer.ggml.mask_token_id, and the
+// drafter's 3 + 11 per block tensors copied unchanged from their HF names, 2-D ones typed by the
+// recipe as make-model types its drafters (so make-model's folder converts to the bytes of its
+// own GGUF). Its errors: gl_dflash_hf_config_parse's, the reader's, a missing / mis-shaped tensor
+// or an unknown one named with its file, no vocabulary (GL_E_INVAL), --vision-out (GL_E_INVAL).
 #pragma once
 
 #include "base/base.h"
@@ -34,6 +42,10 @@ struct gl_convert_params {
     const char *vision_type;
     // general.name; NULL: the folder's base name. Borrowed.
     const char *name;
+    // A DFlash assistant folder only: the folder whose tokenizer.model (and chat_template.jinja)
+    // give the drafter GGUF its vocabulary (llama.cpp's --target-model-dir); NULL: the assistant
+    // folder's own tokenizer.model, else GL_E_INVAL. Borrowed.
+    const char *target_dir;
     // Quantization threads; 0: online CPUs (at most 8).
     int n_threads;
 };

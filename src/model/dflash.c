@@ -7,11 +7,13 @@
 
 #include "kernels/kernels.h"
 #include "quant/quant.h"
+#include "safetensors/safetensors.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define K_PREFIX GL_DFLASH_ARCH "."
 // Rows kept behind the window so that a rollback of up to this many positions stays exact.
@@ -208,16 +210,54 @@ gl_status gl_dflash_config_parse(struct gl_dflash_config *cfg, const struct gl_g
 
 // ---- tensors ----
 
-static gl_status find(const struct gl_gguf *g, const char *name, uint32_t n_dims, int64_t ne0,
-                      int64_t ne1, const struct gl_gguf_tensor **out, struct gl_err *err)
+// A tensor as the binder sees it, from either container: ggml ne order ([in, out]).
+struct tview {
+    const void *data;
+    uint32_t type; // enum gl_type
+    int hf;        // from a folder: data carries no alignment promise
+};
+
+static gl_status find(const struct gl_dflash *d, const char *name, uint32_t n_dims, int64_t ne0,
+                      int64_t ne1, struct tview *out, struct gl_err *err)
 {
-    const struct gl_gguf_tensor *t = gl_gguf_find_tensor(g, name);
+    memset(out, 0, sizeof *out);
+    int64_t want1 = n_dims == 1 ? 1 : ne1;
+    if (d->st) {
+        char hn[160];
+        const struct gl_safetensors_tensor *t = NULL;
+        if (!gl_dflash_hf_tensor_name(name, hn, sizeof hn) || !(t = gl_safetensors_find(d->st, hn)))
+            return gl_err_set(err, GL_E_FORMAT, "dflash: tensor %s (%s) is missing in %s",
+                              gl_dflash_hf_tensor_name(name, hn, sizeof hn) ? hn : "?", name,
+                              d->dir);
+        // HF shapes are row-major [out, in]; a vector is [n].
+        const int ok =
+            t->ndim == (int)n_dims &&
+            (n_dims == 1 ? t->shape[0] == ne0 : t->shape[0] == ne1 && t->shape[1] == ne0);
+        if (!ok) {
+            char have[96] = "";
+            for (int i = 0, o = 0; i < t->ndim && o < (int)sizeof have; i++)
+                o += snprintf(have + o, sizeof have - (size_t)o, "%s%lld", i ? ", " : "",
+                              (long long)t->shape[i]);
+            return gl_err_set(err, GL_E_FORMAT,
+                              "dflash: tensor %s in %s has shape [%s], expected [%lld%s%lld] "
+                              "(from config.json; %s)",
+                              hn, gl_safetensors_shard_path(d->st, t->shard), have,
+                              (long long)(n_dims == 2 ? ne1 : ne0), n_dims == 2 ? ", " : "",
+                              n_dims == 2 ? (long long)ne0 : 0LL, name);
+        }
+        out->data = t->data;
+        out->type = t->dtype == GL_SAFETENSORS_DTYPE_F32   ? GL_TYPE_F32
+                    : t->dtype == GL_SAFETENSORS_DTYPE_F16 ? GL_TYPE_F16
+                                                           : GL_TYPE_BF16;
+        out->hf = 1;
+        return GL_OK;
+    }
+    const struct gl_gguf_tensor *t = gl_gguf_find_tensor(d->gguf, name);
     if (!t)
         return gl_err_set(err, GL_E_FORMAT, "dflash: tensor %s is missing", name);
     if (!t->data)
         return gl_err_set(err, GL_E_FORMAT, "dflash: tensor %s has no data (header-only file)",
                           name);
-    int64_t want1 = n_dims == 1 ? 1 : ne1;
     if (t->n_dims != n_dims || t->ne[0] != ne0 || t->ne[1] != want1 || t->ne[2] != 1 ||
         t->ne[3] != 1)
         return gl_err_set(err, GL_E_FORMAT,
@@ -226,7 +266,8 @@ static gl_status find(const struct gl_gguf *g, const char *name, uint32_t n_dims
                           name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                           (long long)t->ne[3], t->n_dims, (long long)ne0, n_dims == 2 ? ", " : "",
                           n_dims == 2 ? (long long)ne1 : 0LL);
-    *out = t;
+    out->data = t->data;
+    out->type = t->type;
     return GL_OK;
 }
 
@@ -236,54 +277,70 @@ static const char *tname(uint32_t type)
     return tr && tr->name ? tr->name : "unknown";
 }
 
-static gl_status bind_matrix(const struct gl_gguf *g, const struct gl_kernels *k, const char *name,
+static void *own(struct gl_dflash *d, size_t bytes)
+{
+    GL_ASSERT(d->n_owned < (int)(sizeof d->owned / sizeof *d->owned)); // one per tensor at most
+    void *p = gl_malloc(bytes ? bytes : 1);
+    if (p)
+        d->owned[d->n_owned++] = p;
+    return p;
+}
+
+static gl_status bind_matrix(struct gl_dflash *d, const struct gl_kernels *k, const char *name,
                              int64_t n_in, int64_t n_out, struct gl_weight *w, struct gl_err *err)
 {
-    const struct gl_gguf_tensor *t;
-    gl_status st = find(g, name, 2, n_in, n_out, &t, err);
+    struct tview t;
+    gl_status st = find(d, name, 2, n_in, n_out, &t, err);
     if (st != GL_OK)
         return st;
-    const struct gl_type_traits *tr = gl_type_traits_of(t->type);
-    enum gl_type vdt = tr && tr->supported && t->type < GL_TYPE_COUNT
-                           ? gl_type_vec_dot_type((enum gl_type)t->type)
+    const struct gl_type_traits *tr = gl_type_traits_of(t.type);
+    enum gl_type vdt = tr && tr->supported && t.type < GL_TYPE_COUNT
+                           ? gl_type_vec_dot_type((enum gl_type)t.type)
                            : GL_TYPE_COUNT;
-    if (vdt >= GL_TYPE_COUNT || !k->vec_dot[t->type] || !k->from_float[vdt])
+    if (vdt >= GL_TYPE_COUNT || !k->vec_dot[t.type] || !k->from_float[vdt])
         return gl_err_set(err, GL_E_UNSUPPORTED,
                           "dflash: tensor %s has type %s (%u), which we cannot compute with", name,
-                          tname(t->type), t->type);
-    size_t rb = gl_type_row_size(t->type, n_in);
+                          tname(t.type), t.type);
+    size_t rb = gl_type_row_size(t.type, n_in);
     if (rb == 0)
         return gl_err_set(err, GL_E_FORMAT,
                           "dflash: tensor %s: rows of %lld are not whole %s blocks", name,
-                          (long long)n_in, tname(t->type));
-    *w = (struct gl_weight){t->data, (enum gl_type)t->type, n_in, n_out, rb, 0};
+                          (long long)n_in, tname(t.type));
+    const void *data = t.data;
+    const size_t esz = gl_type_row_size(t.type, 1);
+    if (t.hf && esz && (uintptr_t)data % esz != 0) { // the kernels load whole elements
+        void *c = own(d, rb * (size_t)n_out);
+        if (!c)
+            return gl_err_set(err, GL_E_NOMEM, "dflash: no memory for a copy of %s", name);
+        memcpy(c, data, rb * (size_t)n_out);
+        data = c;
+    }
+    *w = (struct gl_weight){data, (enum gl_type)t.type, n_in, n_out, rb, 0};
     return GL_OK;
 }
 
 static gl_status bind_vector(struct gl_dflash *d, const struct gl_kernels *k, const char *name,
                              int64_t n, const float **out, struct gl_err *err)
 {
-    const struct gl_gguf_tensor *t;
-    gl_status st = find(d->gguf, name, 1, n, 1, &t, err);
+    struct tview t;
+    gl_status st = find(d, name, 1, n, 1, &t, err);
     if (st != GL_OK)
         return st;
-    if (t->type == GL_TYPE_F32 && (uintptr_t)t->data % sizeof(float) == 0) {
-        *out = t->data;
+    if (t.type == GL_TYPE_F32 && (uintptr_t)t.data % sizeof(float) == 0) {
+        *out = t.data;
         return GL_OK;
     }
-    if (t->type != GL_TYPE_F32 && t->type != GL_TYPE_F16 && t->type != GL_TYPE_BF16)
+    if (t.type != GL_TYPE_F32 && t.type != GL_TYPE_F16 && t.type != GL_TYPE_BF16)
         return gl_err_set(err, GL_E_UNSUPPORTED,
                           "dflash: norm tensor %s has type %s (%u), expected F32/F16/BF16", name,
-                          tname(t->type), t->type);
-    GL_ASSERT(d->n_owned < (int)(sizeof d->owned / sizeof *d->owned));
-    float *f = gl_malloc((size_t)n * sizeof(float));
+                          tname(t.type), t.type);
+    float *f = own(d, (size_t)n * sizeof(float));
     if (!f)
         return gl_err_set(err, GL_E_NOMEM, "dflash: no memory for %s", name);
-    d->owned[d->n_owned++] = f;
-    if (t->type == GL_TYPE_F32)
-        memcpy(f, t->data, (size_t)n * sizeof(float));
+    if (t.type == GL_TYPE_F32)
+        memcpy(f, t.data, (size_t)n * sizeof(float));
     else
-        k->to_float[t->type](t->data, f, n);
+        k->to_float[t.type](t.data, f, n);
     *out = f;
     return GL_OK;
 }
@@ -298,7 +355,7 @@ static gl_status repack(struct gl_dflash *d, struct gl_err *err)
     if (!mp.repack || !mp.keep_quant)
         return GL_OK;
     const struct gl_kernels *k = gl_kernels_get();
-    const int mm = gl_gguf_is_mmapped(d->gguf);
+    const int mm = d->gguf && gl_gguf_is_mmapped(d->gguf);
     for (int i = -1; i < d->cfg.n_layer; i++) {
         struct gl_dflash_layer *L = i >= 0 ? &d->layers[i] : NULL;
         struct gl_weight *ws[7] = {&d->fc};
@@ -322,25 +379,58 @@ static gl_status repack(struct gl_dflash *d, struct gl_err *err)
     return GL_OK;
 }
 
-gl_status gl_dflash_load(struct gl_dflash **out, const struct gl_gguf *g, struct gl_err *err)
+// Exactly the expected set: anything else (token_embd/output of an own head, d2t, DSpark's
+// markov heads, post norms, sinks, rope_freqs, fc.scale) belongs to a variant we do not run.
+// Called when the count is off (every expected tensor was found): names the first unknown one.
+static gl_status unknown_tensor(const struct gl_dflash *d, struct gl_err *err)
 {
-    *out = NULL;
-    struct gl_dflash *d = gl_calloc(1, sizeof *d);
-    if (!d)
-        return gl_err_set(err, GL_E_NOMEM, "dflash: out of memory");
-    d->gguf = g;
-    gl_status st = gl_dflash_config_parse(&d->cfg, g, err);
     const struct gl_dflash_config *cf = &d->cfg;
-    if (st == GL_OK && !(d->layers = gl_calloc((size_t)cf->n_layer, sizeof *d->layers)))
-        st = gl_err_set(err, GL_E_NOMEM, "dflash: out of memory");
-    if (st != GL_OK) {
-        gl_dflash_delete(d);
-        return st;
+    const int64_t n = d->st ? gl_safetensors_n_tensors(d->st) : gl_gguf_n_tensors(d->gguf);
+    for (int64_t i = 0; i < n; i++) {
+        char nm[128], gg[128];
+        if (d->st) {
+            snprintf(nm, sizeof nm, "%.120s", gl_safetensors_tensor_at(d->st, i)->name);
+            if (!gl_dflash_hf_gguf_name(nm, gg, sizeof gg))
+                gg[0] = '\0';
+        } else {
+            const struct gl_gguf_tensor *t = gl_gguf_tensor_at(d->gguf, i);
+            snprintf(nm, sizeof nm, "%.*s", (int)(t->name.len > 120 ? 120 : t->name.len),
+                     t->name.ptr);
+            snprintf(gg, sizeof gg, "%s", nm);
+        }
+        int known = 0, bl = -1, end = 0;
+        char role[32];
+        if (!strcmp(gg, "fc.weight") || !strcmp(gg, "enc.output_norm.weight") ||
+            !strcmp(gg, "output_norm.weight"))
+            known = 1;
+        else if (sscanf(gg, "blk.%d.%31[a-z_].weight%n", &bl, role, &end) == 2 && !gg[end] &&
+                 bl >= 0 && bl < cf->n_layer) {
+            char hn[160];
+            known = gl_dflash_hf_tensor_name(gg, hn, sizeof hn);
+        }
+        if (!known)
+            return gl_err_set(
+                err, GL_E_UNSUPPORTED,
+                "dflash: tensor %s%s%s is not part of a DFlash drafter glint runs", nm,
+                d->st ? " in " : "",
+                d->st ? gl_safetensors_shard_path(d->st, gl_safetensors_tensor_at(d->st, i)->shard)
+                      : "");
     }
+    // duplicates are refused by both readers, so this cannot happen
+    return gl_err_set(err, GL_E_FORMAT, "dflash: %lld tensors, expected %lld", (long long)n,
+                      (long long)gl_dflash_n_tensors(cf));
+}
+
+// Binds every tensor of d (config parsed) from its container.
+static gl_status bind_all(struct gl_dflash *d, struct gl_err *err)
+{
+    const struct gl_dflash_config *cf = &d->cfg;
+    if (!(d->layers = gl_calloc((size_t)cf->n_layer, sizeof *d->layers)))
+        return gl_err_set(err, GL_E_NOMEM, "dflash: out of memory");
     const struct gl_kernels *k = gl_kernels_get();
     const int64_t E = cf->n_embd, F = cf->n_ff, D = cf->head_dim;
     const int64_t QD = (int64_t)cf->n_head * D, KD = (int64_t)cf->n_head_kv * D;
-    st = bind_matrix(g, k, "fc.weight", (int64_t)cf->n_target * E, E, &d->fc, err);
+    gl_status st = bind_matrix(d, k, "fc.weight", (int64_t)cf->n_target * E, E, &d->fc, err);
     if (st == GL_OK)
         st = bind_vector(d, k, "enc.output_norm.weight", E, &d->enc_norm, err);
     if (st == GL_OK)
@@ -351,13 +441,13 @@ gl_status gl_dflash_load(struct gl_dflash **out, const struct gl_gguf *g, struct
 #define NM(role) (snprintf(n, sizeof n, "blk.%d." role ".weight", l), n)
         st = bind_vector(d, k, NM("attn_norm"), E, &L->attn_norm, err);
         if (st == GL_OK)
-            st = bind_matrix(g, k, NM("attn_q"), E, QD, &L->q, err);
+            st = bind_matrix(d, k, NM("attn_q"), E, QD, &L->q, err);
         if (st == GL_OK)
-            st = bind_matrix(g, k, NM("attn_k"), E, KD, &L->k, err);
+            st = bind_matrix(d, k, NM("attn_k"), E, KD, &L->k, err);
         if (st == GL_OK)
-            st = bind_matrix(g, k, NM("attn_v"), E, KD, &L->v, err);
+            st = bind_matrix(d, k, NM("attn_v"), E, KD, &L->v, err);
         if (st == GL_OK)
-            st = bind_matrix(g, k, NM("attn_output"), QD, E, &L->o, err);
+            st = bind_matrix(d, k, NM("attn_output"), QD, E, &L->o, err);
         if (st == GL_OK)
             st = bind_vector(d, k, NM("attn_q_norm"), D, &L->q_norm, err);
         if (st == GL_OK)
@@ -365,46 +455,53 @@ gl_status gl_dflash_load(struct gl_dflash **out, const struct gl_gguf *g, struct
         if (st == GL_OK)
             st = bind_vector(d, k, NM("ffn_norm"), E, &L->ffn_norm, err);
         if (st == GL_OK)
-            st = bind_matrix(g, k, NM("ffn_gate"), E, F, &L->ffn_gate, err);
+            st = bind_matrix(d, k, NM("ffn_gate"), E, F, &L->ffn_gate, err);
         if (st == GL_OK)
-            st = bind_matrix(g, k, NM("ffn_up"), E, F, &L->ffn_up, err);
+            st = bind_matrix(d, k, NM("ffn_up"), E, F, &L->ffn_up, err);
         if (st == GL_OK)
-            st = bind_matrix(g, k, NM("ffn_down"), F, E, &L->ffn_down, err);
+            st = bind_matrix(d, k, NM("ffn_down"), F, E, &L->ffn_down, err);
 #undef NM
     }
-    // Exactly the expected set: anything else (token_embd/output of an own head, d2t, DSpark's
-    // markov heads, post norms, sinks, rope_freqs, fc.scale) belongs to a variant we do not run.
-    const int64_t want = 3 + 11 * (int64_t)cf->n_layer;
-    if (st == GL_OK && gl_gguf_n_tensors(g) != want) {
-        for (int64_t i = 0; i < gl_gguf_n_tensors(g); i++) {
-            const struct gl_gguf_tensor *t = gl_gguf_tensor_at(g, i);
-            char nm[128];
-            snprintf(nm, sizeof nm, "%.*s", (int)(t->name.len > 120 ? 120 : t->name.len),
-                     t->name.ptr);
-            int known = !strcmp(nm, "fc.weight") || !strcmp(nm, "enc.output_norm.weight") ||
-                        !strcmp(nm, "output_norm.weight");
-            int bl, end = 0;
-            char role[32];
-            if (!known && sscanf(nm, "blk.%d.%31[a-z_].weight%n", &bl, role, &end) == 2 &&
-                !nm[end] && bl >= 0 && bl < cf->n_layer) {
-                static const char *const roles[] = {
-                    "attn_norm",   "attn_q",   "attn_k",   "attn_v", "attn_output", "attn_q_norm",
-                    "attn_k_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
-                for (size_t r = 0; r < sizeof roles / sizeof *roles; r++)
-                    known |= !strcmp(role, roles[r]);
-            }
-            if (!known) {
-                st = gl_err_set(err, GL_E_UNSUPPORTED,
-                                "dflash: tensor %s is not part of a DFlash drafter glint runs", nm);
-                break;
-            }
-        }
-        if (st == GL_OK) // duplicates are refused by the reader, so this cannot happen
-            st = gl_err_set(err, GL_E_FORMAT, "dflash: %lld tensors, expected %lld",
-                            (long long)gl_gguf_n_tensors(g), (long long)want);
-    }
+    const int64_t have = d->st ? gl_safetensors_n_tensors(d->st) : gl_gguf_n_tensors(d->gguf);
+    if (st == GL_OK && have != gl_dflash_n_tensors(cf))
+        st = unknown_tensor(d, err);
+    return st == GL_OK ? repack(d, err) : st;
+}
+
+gl_status gl_dflash_load(struct gl_dflash **out, const struct gl_gguf *g, struct gl_err *err)
+{
+    *out = NULL;
+    struct gl_dflash *d = gl_calloc(1, sizeof *d);
+    if (!d)
+        return gl_err_set(err, GL_E_NOMEM, "dflash: out of memory");
+    d->gguf = g;
+    gl_status st = gl_dflash_config_parse(&d->cfg, g, err);
     if (st == GL_OK)
-        st = repack(d, err);
+        st = bind_all(d, err);
+    if (st != GL_OK) {
+        gl_dflash_delete(d);
+        return st;
+    }
+    *out = d;
+    return GL_OK;
+}
+
+// An HF assistant folder: config first (cheap, and its errors are the likelier ones), then the
+// safetensors (the fuzzed reader validates every header), then the same binding as a GGUF.
+static gl_status open_hf(struct gl_dflash **out, const char *dir, struct gl_err *err)
+{
+    struct gl_dflash *d = gl_calloc(1, sizeof *d);
+    if (!d)
+        return gl_err_set(err, GL_E_NOMEM, "dflash: out of memory");
+    gl_status st = GL_OK;
+    if (!(d->dir = gl_strdup(dir)))
+        st = gl_err_set(err, GL_E_NOMEM, "dflash: out of memory");
+    if (st == GL_OK)
+        st = gl_dflash_hf_config_parse(&d->cfg, dir, err);
+    if (st == GL_OK)
+        st = gl_safetensors_open_dir(&d->st, dir, err);
+    if (st == GL_OK)
+        st = bind_all(d, err);
     if (st != GL_OK) {
         gl_dflash_delete(d);
         return st;
@@ -416,6 +513,9 @@ gl_status gl_dflash_load(struct gl_dflash **out, const struct gl_gguf *g, struct
 gl_status gl_dflash_open(struct gl_dflash **out, const char *path, struct gl_err *err)
 {
     *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return open_hf(out, path, err);
     struct gl_gguf *g = NULL;
     struct gl_gguf_open_params op = gl_gguf_default_open_params();
     gl_status st = gl_gguf_open(&g, path, &op, err);
@@ -441,6 +541,8 @@ void gl_dflash_delete(struct gl_dflash *d)
     gl_free(d->layers);
     if (d->owns_gguf)
         gl_gguf_close((struct gl_gguf *)d->gguf);
+    gl_safetensors_close(d->st);
+    gl_free(d->dir);
     gl_free(d);
 }
 

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: MIT
 // dflash: the DFlash drafter of Muse Glimmer (arch doc §7, `muse_glimmer_assistant`) loaded from
-// llama.cpp's `dflash` GGUF (docs/dflash.md: keys, tensor names, target layers stored as ids + 1),
-// and its forward pass: target hidden states of the context -> fc -> RMSNorm (the projected
-// context, whose per-layer K/V a sequence keeps and only appends to), then a block of
-// [anchor, mask x (B-1)] through pre-norm blocks (q/k RMSNorm with weights, NeoX RoPE, keys and
-// values over [context ; block], block queries bidirectional within the block and to the context
-// under the sliding window), the final norm and the TARGET's lm_head (raw logits: no logit scale,
-// no soft-cap, as llama.cpp's DFlash; neither changes the argmax).
+// llama.cpp's `dflash` GGUF (docs/dflash.md: keys, tensor names, target layers stored as ids + 1)
+// or from the HF assistant folder (config.json + safetensors; dflash_hf.c), and its forward pass:
+// target hidden states of the context -> fc -> RMSNorm (the projected context, whose per-layer K/V
+// a sequence keeps and only appends to), then a block of [anchor, mask x (B-1)] through pre-norm
+// blocks (q/k RMSNorm with weights, NeoX RoPE, keys and values over [context ; block], block
+// queries bidirectional within the block and to the context under the sliding window), the final
+// norm and the TARGET's lm_head (raw logits: no logit scale, no soft-cap, as llama.cpp's DFlash;
+// neither changes the argmax).
 //
-// Ownership: a gl_dflash borrows its gguf (gl_dflash_load) or owns it (gl_dflash_open); weights
-// are borrowed from the mapping (norm vectors not stored as aligned F32 get owned f32 copies). A
+// Ownership: a gl_dflash borrows its gguf (gl_dflash_load) or owns it or the folder's safetensors
+// (gl_dflash_open); weights are borrowed from the mapping (norm vectors not stored as aligned F32,
+// and folder matrices not aligned to their element size, get owned copies). A
 // gl_dflash_ctx borrows the drafter and the target model (both outlive it) and owns its scratch
 // and thread pool. A gl_dflash_seq owns one sequence's projected context K/V.
 // Errors: the file is hostile input. Every key is type- and range-checked, every tensor's
-// presence, shape and type; GL_E_FORMAT / GL_E_UNSUPPORTED name the key or tensor. Calls with
+// presence, shape and type; GL_E_FORMAT / GL_E_UNSUPPORTED name the key or tensor (and for a
+// folder the file holding it: config.json, the safetensors shard). Calls with
 // arguments out of contract (a token id outside the vocabulary, a block longer than the context
 // allows) return GL_E_INVAL; invariant violations abort (GL_ASSERT).
 #pragma once
@@ -52,14 +55,18 @@ struct gl_dflash_layer {
     struct gl_weight ffn_gate, ffn_up, ffn_down;         // E->F (x2), F->E
 };
 
+struct gl_safetensors;
+
 struct gl_dflash {
     struct gl_dflash_config cfg;
-    const struct gl_gguf *gguf;
+    const struct gl_gguf *gguf; // the GGUF, or NULL for a folder
     int owns_gguf;
+    struct gl_safetensors *st;                  // a folder's tensors (owned), or NULL
+    char *dir;                                  // the folder (owned), or NULL
     struct gl_weight fc;                        // n_target*E -> E
     const float *enc_norm, *output_norm;        // enc.output_norm, output_norm: [E]
     struct gl_dflash_layer *layers;             // [n_layer], owned
-    float *owned[4 * GL_DFLASH_MAX_LAYERS + 2]; // f32 copies of norm vectors
+    void *owned[11 * GL_DFLASH_MAX_LAYERS + 3]; // copies (norm vectors, unaligned matrices)
     int n_owned;
     // Q4_K / Q6_K matrices moved into the r16 layout at load (gl_weight_repack_r16, as the
     // target's are, unless GLINT_REPACK=0): their copies and sizes, owned.
@@ -76,9 +83,50 @@ GL_MUST_USE gl_status gl_dflash_config_parse(struct gl_dflash_config *cfg, const
 // Config + every tensor (exactly the expected set: an unknown tensor is refused by name).
 GL_MUST_USE gl_status gl_dflash_load(struct gl_dflash **out, const struct gl_gguf *g,
                                      struct gl_err *err);
-// Opens path (GL_E_IO / the reader's GL_E_FORMAT) and loads; the drafter owns the file.
+// Opens path and loads; the drafter owns the file. path: a GGUF (GL_E_IO / the reader's
+// GL_E_FORMAT), or an HF assistant folder: config.json (gl_dflash_hf_config_parse) and
+// model.safetensors or shards + index (the safetensors reader's errors), holding exactly the
+// drafter's tensors under their HF names in F32/F16/BF16 (a missing, mis-shaped or unknown tensor
+// is named with its file). Folder weights are used as stored: the same logits as the GGUF that
+// `glint convert --type` of the same dtype writes.
 GL_MUST_USE gl_status gl_dflash_open(struct gl_dflash **out, const char *path, struct gl_err *err);
 void gl_dflash_delete(struct gl_dflash *d); // NULL-safe
+
+// ---- the two containers (dflash_hf.c; docs/dflash.md) ----
+
+#define GL_DFLASH_HF_MODEL_TYPE "muse_glimmer_assistant"
+#define GL_DFLASH_HF_ARCH       "MuseGlimmerAssistantModel"
+
+// 1 if dir/config.json reads as the assistant's (model_type "muse_glimmer_assistant", or without
+// model_type an architectures entry "MuseGlimmerAssistantModel"); 0 otherwise or unreadable.
+int gl_dflash_hf_is_assistant(const char *dir);
+// dir/config.json (transformers' MuseGlimmerAssistantConfig) -> cfg: hidden_size,
+// intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
+// rms_norm_eps, rope_parameters.rope_theta (or rope_theta; rope_type "default" only),
+// max_position_embeddings, sliding_window (null: none), layer_types, hidden_act ("silu" only),
+// block_size, mask_token_id, target_layer_ids (0-based layer outputs, as cfg->target_layers).
+// An absent key takes HF's default (the release drafter's value); a present one is type- and
+// range-checked. GL_E_IO / GL_E_FORMAT / GL_E_UNSUPPORTED name the file and the key.
+GL_MUST_USE gl_status gl_dflash_hf_config_parse(struct gl_dflash_config *cfg, const char *dir,
+                                                struct gl_err *err);
+// The drafter's tensors in file order (fc, enc.output_norm, output_norm, then per block
+// attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate,
+// ffn_up, ffn_down): GGUF name and ggml shape [n_in, n_out] (n_out 0: a vector of n_in).
+int64_t gl_dflash_n_tensors(const struct gl_dflash_config *cfg);
+int gl_dflash_tensor_at(const struct gl_dflash_config *cfg, int64_t i, char *name, size_t cap,
+                        int64_t *n_in, int64_t *n_out); // 0 when i is out of range
+// GGUF name <-> HF name (encoder.fc, encoder.output_norm_enc, norm, layers.N.{input_layernorm,
+// self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm, post_attention_layernorm,
+// mlp.{gate,up,down}_proj}.weight). 0 when the name is not a drafter tensor's.
+int gl_dflash_hf_tensor_name(const char *gguf, char *out, size_t cap);
+int gl_dflash_hf_gguf_name(const char *hf, char *out, size_t cap);
+// llama.cpp's converter keys for cfg (general.*, dflash.* with target_layers as INT32 ids + 1,
+// the window and its bool pattern when cfg->window > 0), in make-model's order. The tokenizer
+// keys and tokenizer.ggml.mask_token_id are the caller's.
+struct gl_gguf_writer;
+GL_MUST_USE gl_status gl_dflash_add_keys(struct gl_gguf_writer *w,
+                                         const struct gl_dflash_config *cfg, const char *name,
+                                         uint32_t file_type, struct gl_err *err);
 
 // Whether d drafts for target: same hidden size, every target layer < the target's n_layer,
 // mask token and vocabulary inside the target's. GL_E_INVAL naming the mismatch.

@@ -9,6 +9,7 @@
 #include "model/make_model.h"
 
 #include "gguf/gguf.h"
+#include "model/dflash.h"
 #include "model/model.h"
 #include "quant/quant.h"
 #include "safetensors/safetensors.h"
@@ -165,7 +166,7 @@ static gl_status resolve(const struct gl_make_model_params *p, struct gl_make_mo
         hp->n_target = 5;
         for (int i = 0; i < 5; i++)
             hp->target_layer_ids[i] = 1 + 12 * i; // arch doc §7: 1, 13, 25, 37, 49
-        type = type ? type : "Q4_K_M";
+        type = type ? type : p->format == GL_MAKE_MODEL_SAFETENSORS ? "BF16" : "Q4_K_M";
     } else {
         return gl_err_set(err, GL_E_INVAL, "make-model: unknown preset %d", (int)p->preset);
     }
@@ -173,9 +174,6 @@ static gl_status resolve(const struct gl_make_model_params *p, struct gl_make_mo
         hp->dflash = 1;
         hp->block_size = GL_MAKE_MODEL_DFLASH_BLOCK;
         hp->mask_token_id = GL_MAKE_MODEL_DFLASH_MASK;
-        if (p->format == GL_MAKE_MODEL_SAFETENSORS)
-            return gl_err_set(err, GL_E_UNSUPPORTED,
-                              "make-model: the dflash presets write GGUF only (no --format hf)");
     }
     if (p->n_layers < 0 || p->n_layers > MM_MAX_LAYERS)
         return gl_err_set(err, GL_E_INVAL, "make-model: --layers %d outside 1..%d", p->n_layers,
@@ -318,9 +316,15 @@ static struct mm_vision vision_dims(const struct gl_make_model_params *p)
 
 #define MM_PATCH_DIM (2 * 3 * 14 * 14) // temporal x channel x 14 x 14 values per patch (§6.2)
 
+static int is_drafter(const struct gl_make_model_params *p)
+{
+    return p->preset == GL_MAKE_MODEL_DFLASH_TINY || p->preset == GL_MAKE_MODEL_DFLASH_30B_SHAPE;
+}
+
 static int64_t vision_n_tensors(const struct gl_make_model_params *p)
 {
-    return p->format == GL_MAKE_MODEL_SAFETENSORS ? 9 + 16 * vision_dims(p).layers : 0;
+    return p->format == GL_MAKE_MODEL_SAFETENSORS && !is_drafter(p) ? 9 + 16 * vision_dims(p).layers
+                                                                    : 0;
 }
 
 // The vision tower under its HF names (§6.6), for the safetensors form only: ne = [in, out] as
@@ -487,7 +491,7 @@ static gl_status plan_init(struct mm_plan *pl, const struct gl_make_model_params
         plan_add(pl, l, "ffn_down", F, E, MM_WEIGHT, FAN(F));
     }
 #undef FAN
-    if (p->format == GL_MAKE_MODEL_SAFETENSORS)
+    if (p->format == GL_MAKE_MODEL_SAFETENSORS && !hp->dflash)
         plan_add_vision(pl, tiny);
     for (int64_t i = 0; i < pl->n_t; i++) {
         const struct mm_tensor *t = &pl->t[i];
@@ -789,9 +793,8 @@ static gl_status fill_rows(void *ctx, int64_t ti, int64_t row0, int64_t n_rows, 
 
 // ---- metadata ----
 
-// The architecture prefix of the keys being written: "muse-glimmer", or "dflash" for a drafter.
-// Set once by add_model_keys before any key (make-model runs one write at a time per thread).
-static _Thread_local const char *g_arch = ARCH;
+// The architecture prefix of the keys add_model_keys writes (a drafter's are gl_dflash_add_keys').
+static const char *const g_arch = ARCH;
 
 static const char *arch_key(char *buf, size_t cap, const char *suffix)
 {
@@ -810,57 +813,41 @@ static void kv_arch_f32(struct gl_gguf_keys *kv, const char *suffix, float v)
     gl_gguf_keys_f32(kv, arch_key(key, sizeof key, suffix), v);
 }
 
+// The drafter's hyper-parameters as the loader sees them (every layer sliding_attention, as the
+// release's layer_types).
+static void drafter_config(const struct mm_plan *pl, struct gl_dflash_config *c)
+{
+    const struct gl_make_model_hparams *hp = &pl->hp;
+    memset(c, 0, sizeof *c);
+    c->n_embd = (int32_t)hp->n_embd, c->n_ff = (int32_t)hp->n_ff;
+    c->n_layer = (int32_t)hp->n_layers, c->n_head = (int32_t)hp->n_head;
+    c->n_head_kv = (int32_t)hp->n_head_kv, c->head_dim = (int32_t)hp->head_dim;
+    c->n_ctx_train = (int32_t)hp->n_ctx, c->window = (int32_t)hp->window;
+    c->rms_eps = MM_RMS_EPS, c->rope_base = MM_ROPE_BASE;
+    c->kq_scale = (float)(1.0 / sqrt((double)hp->head_dim));
+    memset(c->swa, 1, sizeof c->swa);
+    c->block_size = hp->block_size, c->mask_token_id = hp->mask_token_id;
+    c->n_target = hp->n_target;
+    for (int i = 0; i < hp->n_target; i++)
+        c->target_layers[i] = hp->target_layer_ids[i];
+}
+
 // llama.cpp's converter for MuseGlimmerAssistantModel (conversion/muse_glimmer.py, base
-// TextModel.set_gguf_parameters; docs/dflash.md): the base text keys, block_size, target_layers
+// TextModel.set_gguf_parameters; docs/dflash.md), written by gl_dflash_add_keys (the same writer
+// `glint convert` uses for an assistant folder): the base text keys, block_size, target_layers
 // as INT32 ids + 1 (llama.cpp extracts the *input* of layer id + 1), and the sliding window with
 // an all-true bool pattern (every drafter layer is sliding_attention). No logit_scale / softcap.
 static gl_status add_dflash_keys(struct gl_gguf_writer *w, const struct mm_plan *pl,
                                  struct gl_err *err)
 {
-    const struct gl_make_model_hparams *hp = &pl->hp;
-    struct gl_gguf_keys kv = {w, GL_OK};
-    char name[160], key[96];
-    g_arch = "dflash";
+    char name[160];
     snprintf(name, sizeof name,
              "Muse-Glimmer assistant %s (random DFlash drafter, glint make-model seed %llu)",
              pl->p.preset == GL_MAKE_MODEL_DFLASH_TINY ? "tiny" : "30b-shape",
              (unsigned long long)pl->p.seed);
-    gl_gguf_keys_str(&kv, "general.architecture", "dflash");
-    gl_gguf_keys_str(&kv, "general.name", name);
-    gl_gguf_keys_u32(&kv, "general.file_type", hp->file_type);
-    gl_gguf_keys_u32(&kv, "general.quantization_version", 2);
-    gl_gguf_keys_u32(&kv, "general.alignment", 32);
-    kv_arch_u32(&kv, "block_count", (uint32_t)hp->n_layers);
-    kv_arch_u32(&kv, "context_length", (uint32_t)hp->n_ctx);
-    kv_arch_u32(&kv, "embedding_length", (uint32_t)hp->n_embd);
-    kv_arch_u32(&kv, "feed_forward_length", (uint32_t)hp->n_ff);
-    kv_arch_u32(&kv, "attention.head_count", (uint32_t)hp->n_head);
-    kv_arch_u32(&kv, "attention.head_count_kv", (uint32_t)hp->n_head_kv);
-    kv_arch_f32(&kv, "rope.freq_base", MM_ROPE_BASE);
-    kv_arch_f32(&kv, "attention.layer_norm_rms_epsilon", MM_RMS_EPS);
-    kv_arch_u32(&kv, "attention.key_length", (uint32_t)hp->head_dim);
-    kv_arch_u32(&kv, "attention.value_length", (uint32_t)hp->head_dim);
-    kv_arch_u32(&kv, "block_size", (uint32_t)hp->block_size);
-    if (kv.st == GL_OK) {
-        int32_t ids[GL_MAKE_MODEL_MAX_TARGETS];
-        for (int i = 0; i < hp->n_target; i++)
-            ids[i] = hp->target_layer_ids[i] + 1;
-        kv.st = gl_gguf_writer_add_arr(w, arch_key(key, sizeof key, "target_layers"), GL_GGUF_I32,
-                                       ids, (uint64_t)hp->n_target);
-    }
-    kv_arch_u32(&kv, "attention.sliding_window", (uint32_t)hp->window);
-    if (kv.st == GL_OK) {
-        uint8_t pat[MM_MAX_LAYERS];
-        memset(pat, 1, sizeof pat);
-        kv.st =
-            gl_gguf_writer_add_arr(w, arch_key(key, sizeof key, "attention.sliding_window_pattern"),
-                                   GL_GGUF_BOOL, pat, (uint64_t)hp->n_layers);
-    }
-    g_arch = ARCH;
-    if (kv.st != GL_OK)
-        return gl_err_set(err, kv.st, "make-model: adding drafter metadata failed (%s)",
-                          gl_status_name(kv.st));
-    return GL_OK;
+    struct gl_dflash_config c;
+    drafter_config(pl, &c);
+    return gl_dflash_add_keys(w, &c, name, pl->hp.file_type, err);
 }
 
 static gl_status add_model_keys(struct gl_gguf_writer *w, const struct mm_plan *pl,
@@ -1332,6 +1319,56 @@ static gl_status write_hf_config(const struct mm_plan *pl, const char *dir, stru
     return bad ? gl_err_set(err, GL_E_IO, "make-model: cannot write %s", path) : GL_OK;
 }
 
+// The drafter's config.json as transformers' save_pretrained writes MuseGlimmerAssistantConfig
+// (HF-ASST; keys sorted): the preset's dims, every layer sliding_attention, target_layer_ids as
+// 0-based layer outputs (the GGUF stores them + 1).
+static gl_status write_hf_dflash_config(const struct mm_plan *pl, const char *dir,
+                                        struct gl_err *err)
+{
+    const struct gl_make_model_hparams *hp = &pl->hp;
+    json_t *root = json_object(), *lt = json_array(), *ids = json_array(), *rp = json_object();
+    if (!root || !lt || !ids || !rp) {
+        json_decref(root), json_decref(lt), json_decref(ids), json_decref(rp);
+        return gl_err_set(err, GL_E_NOMEM, "make-model: out of memory for config.json");
+    }
+    for (int64_t i = 0; i < hp->n_layers; i++)
+        json_array_append_new(lt, json_string("sliding_attention"));
+    for (int i = 0; i < hp->n_target; i++)
+        json_array_append_new(ids, json_integer(hp->target_layer_ids[i]));
+    json_object_set_new(rp, "rope_type", json_string("default"));
+    json_object_set_new(rp, "rope_theta", json_real((double)MM_ROPE_BASE));
+    json_object_set_new(root, "architectures", json_pack("[s]", GL_DFLASH_HF_ARCH));
+    json_object_set_new(root, "model_type", json_string(GL_DFLASH_HF_MODEL_TYPE));
+    json_object_set_new(root, "attention_dropout", json_integer(0));
+    json_object_set_new(root, "block_size", json_integer(hp->block_size));
+    json_object_set_new(root, "bos_token_id", json_integer(GL_TOK_BOS));
+    json_object_set_new(root, "eos_token_id", json_integer(GL_TOK_EOS));
+    json_object_set_new(root, "pad_token_id", json_integer(GL_TOK_PAD));
+    json_object_set_new(root, "dtype",
+                        json_string(pl->spec->type == GL_TYPE_F32   ? "float32"
+                                    : pl->spec->type == GL_TYPE_F16 ? "float16"
+                                                                    : "bfloat16"));
+    json_object_set_new(root, "head_dim", json_integer(hp->head_dim));
+    json_object_set_new(root, "hidden_act", json_string("silu"));
+    json_object_set_new(root, "hidden_size", json_integer(hp->n_embd));
+    json_object_set_new(root, "intermediate_size", json_integer(hp->n_ff));
+    json_object_set_new(root, "layer_types", lt);
+    json_object_set_new(root, "mask_token_id", json_integer(hp->mask_token_id));
+    json_object_set_new(root, "max_position_embeddings", json_integer(hp->n_ctx));
+    json_object_set_new(root, "num_attention_heads", json_integer(hp->n_head));
+    json_object_set_new(root, "num_hidden_layers", json_integer(hp->n_layers));
+    json_object_set_new(root, "num_key_value_heads", json_integer(hp->n_head_kv));
+    json_object_set_new(root, "rms_norm_eps", json_real(1e-5)); // MM_RMS_EPS
+    json_object_set_new(root, "rope_parameters", rp);
+    json_object_set_new(root, "sliding_window", json_integer(hp->window));
+    json_object_set_new(root, "target_layer_ids", ids);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    int bad = json_dump_file(root, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0;
+    json_decref(root);
+    return bad ? gl_err_set(err, GL_E_IO, "make-model: cannot write %s", path) : GL_OK;
+}
+
 static gl_status write_hf_tensors(struct mm_plan *pl, const char *dir, struct gl_err *err)
 {
     const uint64_t shard_cap = pl->p.shard_bytes ? pl->p.shard_bytes : (uint64_t)4 << 30;
@@ -1349,17 +1386,24 @@ static gl_status write_hf_tensors(struct mm_plan *pl, const char *dir, struct gl
     uint64_t in_shard = 0, total = 0;
     for (int64_t i = 0; i < pl->n_t; i++) {
         const struct mm_tensor *t = &pl->t[i];
-        if (!strncmp(t->name, "model.", 6)) // a vision tensor: already its HF name
+        if (pl->hp.dflash) { // the assistant's names (dflash_hf.c); no transforms (below)
+            if (!gl_dflash_hf_tensor_name(t->name, names[n], sizeof names[n]))
+                GL_ASSERT_MSG(0, "no HF name for drafter tensor %s", t->name);
+        } else if (!strncmp(t->name, "model.", 6)) { // a vision tensor: already its HF name
             snprintf(names[n], sizeof names[n], "%s", t->name);
-        else if (!gl_model_hf_tensor_name(t->name, 0, names[n], sizeof names[n]))
+        } else if (!gl_model_hf_tensor_name(t->name, 0, names[n], sizeof names[n])) {
             continue; // the QK-norm weights: HF has qk_scale_factor instead
+        }
         const char *role = strchr(t->name + 4, '.');
         role = !strncmp(t->name, "blk.", 4) && role ? role + 1 : t->name;
         ht[n].t = t;
         const int text_norm = t->kind == MM_NORM && !strncmp(t->name, "blk.", 4);
-        ht[n].xf = !strcmp(role, "attn_q.weight") || !strcmp(role, "attn_k.weight") ? HF_ROPE
-                   : text_norm                                                      ? HF_CENTERED
-                                                                                    : HF_PLAIN;
+        // The drafter is NeoX RoPE in both containers and its norms are plain w (HF-ASST's
+        // MuseGlimmerAssistantRMSNorm): llama.cpp's converter copies every tensor unchanged.
+        ht[n].xf = pl->hp.dflash                                                      ? HF_PLAIN
+                   : !strcmp(role, "attn_q.weight") || !strcmp(role, "attn_k.weight") ? HF_ROPE
+                   : text_norm                                                        ? HF_CENTERED
+                                                                                      : HF_PLAIN;
         uint64_t nb = gl_type_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1];
         if (in_shard > 0 && in_shard + nb > shard_cap) {
             n_shards++;
@@ -1457,7 +1501,7 @@ static gl_status write_hf(const struct gl_make_model_params *p, const char *dir,
         gl_free(tmpl);
     }
     if (st == GL_OK)
-        st = write_hf_config(&pl, dir, err);
+        st = pl.hp.dflash ? write_hf_dflash_config(&pl, dir, err) : write_hf_config(&pl, dir, err);
     if (st == GL_OK)
         st = plan_build_banks(&pl, 1, err);
     if (st == GL_OK)

@@ -23,7 +23,11 @@ enum gl_make_model_format {
 enum gl_make_model_preset {
     GL_MAKE_MODEL_TINY,      // E=256, H=32, Hkv=2, D=16, F=512, 4 layers, window 8, ctx 4096
     GL_MAKE_MODEL_30B_SHAPE, // the release dims: E=6656, H=32, Hkv=2, D=128, F=19968, 52 layers
-    // DFlash drafters (arch doc §7) in llama.cpp's `dflash` GGUF layout (docs/dflash.md): no
+    // DFlash drafters (arch doc §7) in llama.cpp's `dflash` GGUF layout (docs/dflash.md), or with
+    // GL_MAKE_MODEL_SAFETENSORS the HF assistant folder (config.json as transformers'
+    // MuseGlimmerAssistantConfig, the same tensors under their HF names, unchanged: `glint
+    // convert` of it gives this GGUF byte for byte, with tokenizer.model and chat_template.jinja
+    // beside them for the vocabulary). Both: no
     // token_embd / output (the target's are used), fc [T*E, E], enc.output_norm, output_norm and
     // per block attn_norm, attn_q/k/v/output, attn_q_norm/attn_k_norm [D], ffn_norm, ffn_gate/up/
     // down. E matches the target preset of the same size.

@@ -18,6 +18,9 @@
 #  (e) the same file without the full kernel (as llama.cpp's converter writes it): image rows
 #      equal the two-slab file's within F32 rounding (<= 1e-5 of the largest value), a video is
 #      refused with the reason, and the two-slab file encodes the video;
+#  (f) the DFlash assistant folder (make-model dflash-tiny --format safetensors): converted, it is
+#      make-model's own dflash GGUF byte for byte (F32, Q4_K_M); loaded, it drafts the GGUF's
+#      block logits bit for bit; without tokenizer.model it needs --target-model-dir;
 #  plus CLI refusals (missing folder, unknown type) with exit codes 1 / 2.
 # Env: GLINT_BIN (default build/glint), GLINT_TEST_DIR (default build/testdata),
 #      GLINT_CONVERT_PARITY=0 skips (c)'s parity run (the llama.cpp load check still runs).
@@ -263,6 +266,48 @@ rc=$?
 "$GLINT_BIN" video preprocess "$vclip" --model "$DIR/conv-F32-F32.gguf" --mmproj "$vis" --rows "$DIR/rows-v" >/dev/null 2>&1 &&
     ok "(e) video with the two-slab mmproj encodes" || fail "(e) video with the two-slab mmproj"
 rm -f "$DIR"/rows-* "$vimg"
+
+# ---- (f) the DFlash assistant folder (docs/dflash.md) ----
+# make-model writes the dflash-tiny drafter (seed 1) as GGUF and as the HF assistant folder
+# (config.json + model.safetensors); convert of the folder is make-model's own GGUF byte for byte
+# (F32 -> F32 and Q4_K_M, general.name given as make-model writes it), the drafter loaded from
+# the folder gives the GGUF's block logits bit for bit (test_dflash --oracle on the tiny target),
+# and a folder without tokenizer.model needs --target-model-dir (exit 2), which gives the same bytes.
+DNAME="Muse-Glimmer assistant tiny (random DFlash drafter, glint make-model seed 1)"
+rm -rf "$DIR/dflash-hf" "$DIR/dflash-tgt" "$DIR"/dflash-o?
+"$GLINT_BIN" make-model --preset dflash-tiny --type F32 --seed 1 --format safetensors \
+    --out "$DIR/dflash-hf" >/dev/null 2>&1 || fail "(f) make-model dflash-tiny --format safetensors"
+for t in F32 Q4_K_M; do
+    "$GLINT_BIN" make-model --preset dflash-tiny --type $t --seed 1 --out "$DIR/dflash-$t.gguf" \
+        >/dev/null 2>&1 &&
+        "$GLINT_BIN" convert "$DIR/dflash-hf" --out "$DIR/dflash-conv-$t.gguf" --type $t \
+            --name "$DNAME" >/dev/null 2>"$DIR/dflash-conv.log" ||
+        { fail "(f) $t: $(tail -1 "$DIR/dflash-conv.log")"; continue; }
+    cmp -s "$DIR/dflash-conv-$t.gguf" "$DIR/dflash-$t.gguf" &&
+        ok "(f) dflash-tiny folder -> $t: byte-identical to make-model's GGUF ($(stat -c %s "$DIR/dflash-$t.gguf") B)" ||
+        fail "(f) dflash-tiny folder -> $t differs from make-model's GGUF"
+done
+DIDS="200000 791 7290 315 2324 374 220 17 10 220 18 284 220 19 13 578 4062"
+mkdir -p "$DIR/dflash-oa" "$DIR/dflash-ob"
+if build/test_dflash --oracle "$(gl_tiny_model F32)" "$DIR/dflash-F32.gguf" "$DIR/dflash-oa" $DIDS >/dev/null 2>&1 &&
+    build/test_dflash --oracle "$(gl_tiny_model F32)" "$DIR/dflash-hf" "$DIR/dflash-ob" $DIDS >/dev/null 2>&1; then
+    cmp -s "$DIR/dflash-oa/logits.f32" "$DIR/dflash-ob/logits.f32" &&
+        ok "(f) drafter from the folder: block logits identical to the GGUF's (16 rows x 202048)" ||
+        fail "(f) drafter from the folder: block logits differ from the GGUF's"
+else
+    fail "(f) test_dflash --oracle on the folder or the GGUF failed"
+fi
+mkdir -p "$DIR/dflash-tgt"
+mv "$DIR/dflash-hf/tokenizer.model" "$DIR/dflash-hf/chat_template.jinja" "$DIR/dflash-tgt/"
+"$GLINT_BIN" convert "$DIR/dflash-hf" --out "$DIR/x.gguf" --type F32 >/dev/null 2>"$DIR/x.log"
+[ $? -eq 2 ] && [ ! -e "$DIR/x.gguf" ] && grep -q -- "--target-model-dir" "$DIR/x.log" &&
+    ok "(f) a drafter folder without a vocabulary: exit 2 naming --target-model-dir" ||
+    fail "(f) a drafter folder without a vocabulary: $(tail -1 "$DIR/x.log")"
+"$GLINT_BIN" convert "$DIR/dflash-hf" --out "$DIR/dflash-conv-tgt.gguf" --type F32 --name "$DNAME" \
+    --target-model-dir "$DIR/dflash-tgt" >/dev/null 2>&1 &&
+    cmp -s "$DIR/dflash-conv-tgt.gguf" "$DIR/dflash-F32.gguf" &&
+    ok "(f) --target-model-dir: the same bytes" || fail "(f) --target-model-dir"
+rm -rf "$DIR/dflash-hf" "$DIR/dflash-tgt" "$DIR"/dflash-o? "$DIR"/dflash-*.gguf "$DIR/x.log"
 
 # ---- CLI refusals ----
 "$GLINT_BIN" convert "$DIR/no-such-folder" --out "$DIR/x.gguf" --type F32 >/dev/null 2>&1

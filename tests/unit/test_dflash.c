@@ -8,7 +8,12 @@
 //   its vocabulary;
 // - incremental context: appending the context in chunks gives bit-identical block logits to one
 //   append, a rollback (truncate) equals never having appended, and the block depends on the
-//   context and on the bidirectional rule (causal within the block changes the logits).
+//   context and on the bidirectional rule (causal within the block changes the logits);
+// - the HF assistant folder (config.json + model.safetensors, the same weights under their HF
+//   names): the config equals the GGUF's and the block logits are bit-identical; its refusals,
+//   each naming the file and what is wrong: no / invalid / foreign config.json, a mistyped key,
+//   layer_types of the wrong length, a negative target layer id, a missing, a mis-shaped and an
+//   unknown tensor, a truncated model.safetensors.
 // Oracle mode (tests/oracle/check_dflash_torch.sh): test_dflash --oracle TARGET DRAFT OUTDIR
 // [--causal] ID... runs the target over the ids capturing the drafter's target layers, appends
 // them as the context, drafts one block with the last id as anchor and writes OUTDIR/ctx.f32
@@ -17,15 +22,18 @@
 #include "micro_dflash.h"
 #include "micro_model.h"
 #include "model/dflash.h"
+#include "safetensors/safetensors.h"
 #include "test.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char g_dpath[256];
+static char g_hdir[256]; // the HF folder of test_hf_folder
 
 static gl_status try_load(const struct dknobs *kn, struct gl_dflash **out, struct gl_err *err)
 {
@@ -180,6 +188,200 @@ TEST(test_incremental)
     gl_dflash_delete(d);
 }
 
+// ---- HF assistant folder ----
+
+// config.json of the micro drafter, as transformers' save_pretrained writes it; `edit` is a
+// replacement for the whole text (NULL: the good one).
+static const char k_good_config[] =
+    "{\"architectures\": [\"MuseGlimmerAssistantModel\"], \"model_type\": "
+    "\"muse_glimmer_assistant\", \"hidden_size\": 64, \"intermediate_size\": 96, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+    "\"head_dim\": 16, \"rms_norm_eps\": 1e-05, \"rope_parameters\": {\"rope_type\": "
+    "\"default\", \"rope_theta\": 10000.0}, \"max_position_embeddings\": 512, "
+    "\"sliding_window\": 8, \"layer_types\": [\"sliding_attention\", \"sliding_attention\"], "
+    "\"hidden_act\": \"silu\", \"block_size\": 16, \"mask_token_id\": 500, "
+    "\"target_layer_ids\": [0, 1, 2], \"dtype\": \"float32\"}";
+
+// GGUF -> HF names, written out here from HF-ASST's modeling_muse_glimmer_assistant.py
+// (MuseGlimmerAssistantModel: encoder.{fc, output_norm_enc}, layers.N.{input_layernorm,
+// self_attn.*, post_attention_layernorm, mlp.*}, norm) rather than taken from dflash_hf.c, so a
+// wrong map there fails this test. An unmapped name is kept.
+static void hf_name(const char *gg, char *out, size_t cap)
+{
+    static const char *const map[][2] = {
+        {"fc", "encoder.fc"},
+        {"enc.output_norm", "encoder.output_norm_enc"},
+        {"output_norm", "norm"},
+        {"attn_norm", "input_layernorm"},
+        {"attn_q", "self_attn.q_proj"},
+        {"attn_k", "self_attn.k_proj"},
+        {"attn_v", "self_attn.v_proj"},
+        {"attn_output", "self_attn.o_proj"},
+        {"attn_q_norm", "self_attn.q_norm"},
+        {"attn_k_norm", "self_attn.k_norm"},
+        {"ffn_norm", "post_attention_layernorm"},
+        {"ffn_gate", "mlp.gate_proj"},
+        {"ffn_up", "mlp.up_proj"},
+        {"ffn_down", "mlp.down_proj"},
+    };
+    int l = -1, n = 0;
+    char role[32] = "";
+    if (sscanf(gg, "blk.%d.%31[a-z_].weight%n", &l, role, &n) != 2 || gg[n]) {
+        l = -1;
+        snprintf(role, sizeof role, "%.*s", (int)(strlen(gg) > 7 ? strlen(gg) - 7 : 0), gg);
+    }
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+        if (strcmp(role, map[i][0]) != 0)
+            continue;
+        if (l >= 0)
+            snprintf(out, cap, "layers.%d.%s.weight", l, map[i][1]);
+        else
+            snprintf(out, cap, "%s.weight", map[i][1]);
+        return;
+    }
+    snprintf(out, cap, "%.63s", gg);
+}
+
+// The micro drafter of kn (write_drafter's tensors, values and knobs) as an HF folder in g_hdir:
+// every tensor under its HF name (an unmapped extra keeps its own name), HF shapes [out, in].
+static void write_folder(const struct dknobs *kn, const char *config)
+{
+    write_drafter(g_dpath, kn); // fills g_t (the GGUF is a by-product)
+    char p[512];
+    snprintf(p, sizeof p, "%s/config.json", g_hdir);
+    FILE *f = fopen(p, "wb");
+    GL_ASSERT(f);
+    fputs(config ? config : k_good_config, f);
+    fclose(f);
+    struct gl_safetensors_writer *w = gl_safetensors_writer_new();
+    struct gl_err err = {0};
+    GL_ASSERT(w);
+    for (int i = 0; i < g_nt; i++) {
+        char hn[160];
+        hf_name(g_t[i].name, hn, sizeof hn);
+        const int64_t shape[2] = {g_t[i].ne[1] ? g_t[i].ne[1] : g_t[i].ne[0], g_t[i].ne[0]};
+        GL_ASSERT(gl_safetensors_writer_add_tensor(w, hn, GL_SAFETENSORS_DTYPE_F32,
+                                                   g_t[i].ne[1] ? 2 : 1, shape, &err) == i);
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors", g_hdir);
+    GL_ASSERT_MSG(gl_safetensors_writer_write(w, p, fill, NULL, &err) == GL_OK, "%s", err.msg);
+    gl_safetensors_writer_delete(w);
+}
+
+static void expect_hf_refusal(const struct dknobs *kn, const char *config, gl_status want,
+                              const char *needle)
+{
+    write_folder(kn, config);
+    struct gl_dflash *d = NULL;
+    struct gl_err err = {0};
+    gl_status st = gl_dflash_open(&d, g_hdir, &err);
+    CHECKF(st == want && strstr(err.msg, needle), "want %s '%s', got %s: %s", gl_status_name(want),
+           needle, gl_status_name(st), err.msg);
+    CHECK(d == NULL);
+    gl_dflash_delete(d);
+}
+
+// Block logits of d after 27 context rows (anchor 42).
+static void folder_logits(const struct gl_dflash *d, float *lg)
+{
+    struct gl_err err = {0};
+    struct gl_dflash_ctx *c = NULL;
+    struct gl_dflash_seq *s = NULL;
+    static float h[27 * 3 * T_E];
+    ctx_rows(h, 27, 3);
+    REQUIRE(gl_dflash_ctx_new(&c, d, g_model, 32, 1, &err) == GL_OK);
+    REQUIRE(gl_dflash_seq_new(&s, d, 256, &err) == GL_OK);
+    REQUIRE(gl_dflash_append(c, s, h, 27, &err) == GL_OK);
+    REQUIRE(gl_dflash_block(c, s, 42, D_BLOCK, NULL, lg, &err) == GL_OK);
+    gl_dflash_seq_delete(s);
+    gl_dflash_ctx_delete(c);
+}
+
+TEST(test_hf_folder)
+{
+    struct dknobs kn = good_knobs();
+    struct gl_err err = {0};
+    struct gl_dflash *dg = NULL, *dh = NULL;
+    write_folder(&kn, NULL);
+    REQUIRE(gl_dflash_open(&dg, g_dpath, &err) == GL_OK);
+    gl_status st = gl_dflash_open(&dh, g_hdir, &err);
+    CHECKF(st == GL_OK, "%s", err.msg);
+    REQUIRE(st == GL_OK);
+    CHECK(memcmp(&dg->cfg, &dh->cfg, sizeof dg->cfg) == 0);
+    static float lg[D_BLOCK * T_V], lh[D_BLOCK * T_V];
+    folder_logits(dg, lg);
+    folder_logits(dh, lh);
+    CHECK(memcmp(lg, lh, sizeof lg) == 0);
+    gl_dflash_delete(dg);
+    gl_dflash_delete(dh);
+
+    // config.json
+    char p[512];
+    snprintf(p, sizeof p, "%s/config.json", g_hdir);
+    write_folder(&kn, NULL);
+    unlink(p);
+    dh = NULL;
+    CHECK(gl_dflash_open(&dh, g_hdir, &err) == GL_E_IO && strstr(err.msg, "config.json: cannot"));
+    expect_hf_refusal(&kn, "{\"model_type\": \"muse_glimmer_assistant\",", GL_E_FORMAT,
+                      "config.json: invalid JSON");
+    expect_hf_refusal(&kn, "{\"model_type\": \"muse_glimmer\"}", GL_E_UNSUPPORTED,
+                      "not a DFlash assistant config");
+    char cfg[2048];
+    static const struct {
+        const char *from, *to, *needle;
+        gl_status want;
+    } edits[] = {
+        {"\"num_key_value_heads\": 2", "\"num_key_value_heads\": \"2\"",
+         "num_key_value_heads is not an integer", GL_E_FORMAT},
+        {"[\"sliding_attention\", \"sliding_attention\"]", "[\"sliding_attention\"]",
+         "layer_types must be a list of num_hidden_layers = 2", GL_E_FORMAT},
+        {"[0, 1, 2]", "[0, -1, 2]", "target_layer_ids[1] is not a layer id", GL_E_FORMAT},
+        {"\"silu\"", "\"gelu\"", "hidden_act must be \"silu\"", GL_E_UNSUPPORTED},
+        {"\"default\"", "\"yarn\"", "rope_parameters must be", GL_E_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        const char *at = strstr(k_good_config, edits[i].from);
+        REQUIRE(at);
+        snprintf(cfg, sizeof cfg, "%.*s%s%s", (int)(at - k_good_config), k_good_config, edits[i].to,
+                 at + strlen(edits[i].from));
+        expect_hf_refusal(&kn, cfg, edits[i].want, edits[i].needle);
+    }
+
+    // Tensors: named by their HF name and file.
+    kn = good_knobs();
+    kn.omit = "blk.0.ffn_down.weight";
+    expect_hf_refusal(&kn, NULL, GL_E_FORMAT,
+                      "layers.0.mlp.down_proj.weight (blk.0.ffn_down.weight) is missing in");
+    kn = good_knobs();
+    kn.bad_shape = "blk.1.attn_k.weight";
+    expect_hf_refusal(&kn, NULL, GL_E_FORMAT, "layers.1.self_attn.k_proj.weight in ");
+    expect_hf_refusal(&kn, NULL, GL_E_FORMAT,
+                      "model.safetensors has shape [32, 65], expected [32, 64]");
+    kn = good_knobs();
+    kn.extra = "lm_head.weight";
+    expect_hf_refusal(&kn, NULL, GL_E_UNSUPPORTED, "tensor lm_head.weight in ");
+
+    // A truncated model.safetensors: every cut refused with a message, never a crash.
+    kn = good_knobs();
+    write_folder(&kn, NULL);
+    snprintf(p, sizeof p, "%s/model.safetensors", g_hdir);
+    size_t n = 0;
+    uint8_t *bytes = t_read_file(p, &n);
+    REQUIRE(bytes && n > 64);
+    const size_t cuts[] = {0, 7, 8, 100, n / 2, n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+        FILE *f = fopen(p, "wb");
+        REQUIRE(f);
+        CHECK(fwrite(bytes, 1, cuts[i], f) == cuts[i]);
+        fclose(f);
+        dh = NULL;
+        st = gl_dflash_open(&dh, g_hdir, &err);
+        CHECKF(st != GL_OK && dh == NULL && strstr(err.msg, "model.safetensors"), "cut at %zu: %s",
+               cuts[i], err.msg);
+    }
+    free(bytes);
+}
+
 // ---- oracle mode ----
 
 struct cap {
@@ -303,6 +505,12 @@ static int oracle_main(int argc, char **argv)
 static void cleanup(void)
 {
     unlink(g_dpath);
+    char p[512];
+    snprintf(p, sizeof p, "%s/config.json", g_hdir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/model.safetensors", g_hdir);
+    unlink(p);
+    rmdir(g_hdir);
 }
 
 int main(int argc, char **argv)
@@ -312,6 +520,9 @@ int main(int argc, char **argv)
     micro_model_setup("dflash_t");
     snprintf(g_dpath, sizeof g_dpath, "%s/glint_dflash_d_%d.gguf",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    snprintf(g_hdir, sizeof g_hdir, "%s/glint_dflash_hf_%d",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    GL_ASSERT(mkdir(g_hdir, 0755) == 0);
     atexit(cleanup);
-    RUN_TESTS(test_load_ok, test_refusals, test_incremental);
+    RUN_TESTS(test_load_ok, test_refusals, test_incremental, test_hf_folder);
 }
