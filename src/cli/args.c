@@ -422,6 +422,14 @@ int gl_cli_opt_device(void *user, const char *v, const char *name, const char *c
     return gl_cli_device(cmd, v, 1, user);
 }
 
+void gl_cli_ngl_check(const char *who, int device, int64_t ngl)
+{
+    if (device < 0 && ngl != -1)
+        GL_LOGW("%s: --n-gpu-layers %lld ignored: no --device, the CPU runs every layer (give "
+                "--device vulkan to offload layers; `glint devices` lists them)",
+                who, (long long)ngl);
+}
+
 int gl_cli_opt_kv_dtype(void *user, const char *v, const char *name, const char *cmd)
 {
     (void)name;

@@ -36,6 +36,14 @@ int gl_cli_parse_bytes(const char *s, int64_t *out);
 int gl_cli_device(const char *who, const char *v, int vk_ok, int *device);
 // --device as a GL_OPT_F callback (Vulkan allowed): user is an int *.
 int gl_cli_opt_device(void *user, const char *v, const char *name, const char *cmd);
+// --n-gpu-layers N with no --device (device -1, the CPU): accepted and ignored with a warning in
+// the log, as llama.cpp's CPU builds do (the CPU runs every layer). N -1 (the default) says
+// nothing.
+void gl_cli_ngl_check(const char *who, int device, int64_t ngl);
+#define GL_CLI_NGL_HELP                                                                            \
+    "with --device vulkan: the last N layers on the device, the rest on the CPU; n_layer + 1 "     \
+    "puts the output head there too (default -1: all); on the CPU (no --device) it is ignored "    \
+    "with a warning"
 // --kv-cache-dtype as a GL_OPT_F callback: user is an enum gl_kv_dtype * (kv/kv.h's names).
 int gl_cli_opt_kv_dtype(void *user, const char *v, const char *name, const char *cmd);
 // vLLM's --gpu-memory-utilization as a GL_OPT_F callback: a fraction in (0, 1] into a double.

@@ -196,9 +196,7 @@ int gl_cmd_bench(int argc, char **argv)
         GL_OPT_I("-t", "--threads", t, 1, 256, "T", "threads (default 2)"),
         GL_OPT_F("--device", NULL, gl_cli_opt_device, &device, "D", NULL,
                  "cpu (default) or vulkan[:INDEX] (pp/tg and --batch)"),
-        GL_OPT_I("--n-gpu-layers", "-ngl", ngl, -1, 1 << 20, "N",
-                 "with --device vulkan: the last N layers on the device, the rest on the CPU; "
-                 "n_layer + 1 puts the output head there too (default -1: all)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", ngl, -1, 1 << 20, "N", GL_CLI_NGL_HELP),
         GL_OPT_I("-r", "--repetitions", reps, 1, 1000, "R", "repetitions (default 3)"),
         GL_OPT_B("--json", NULL, json, 1, "print JSON instead of a table"),
         GL_OPT_S("--batch", NULL, batch, "1,4,8,16",
@@ -224,6 +222,7 @@ int gl_cmd_bench(int argc, char **argv)
                             .opts = tab,
                             .n_opts = GL_NOPTS(tab)};
     GL_CLI_PARSE(&s, argc, argv);
+    gl_cli_ngl_check("glint bench", device, ngl);
     const int n_set = n >= 0;
     if (!n_set)
         n = 128;

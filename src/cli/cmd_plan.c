@@ -119,9 +119,7 @@ int gl_cmd_plan(int argc, char **argv)
                  "cpu (default) or vulkan[:INDEX]: also print the device memory `glint serve "
                  "--device` allocates (weights as uploaded, KV, scratch) and refuse when it does "
                  "not fit the device's memory heap"),
-        GL_OPT_I("--n-gpu-layers", "-ngl", ngl, -1, 1 << 20, "N",
-                 "with --device vulkan: the last N layers on the device, n_layer + 1 the output "
-                 "head too (default -1: all)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", ngl, -1, 1 << 20, "N", GL_CLI_NGL_HELP),
         GL_OPT_I("--vllm-batched-tokens", NULL, vllm_mbt, 1, 1 << 24, "N",
                  "max_num_batched_tokens assumed for the vLLM comparison (default 16384)"),
     };
@@ -135,6 +133,7 @@ int gl_cmd_plan(int argc, char **argv)
                             .opts = t,
                             .n_opts = GL_NOPTS(t)};
     GL_CLI_PARSE(&s, argc, argv);
+    gl_cli_ngl_check("glint plan", device, ngl);
     struct gl_err err = {0};
     struct gl_kv_params p = {budget, (int32_t)bs, GL_KV_F16, 1};
     if (gl_kv_dtype_parse(dtype_s, &p.dtype, &err) != GL_OK) {

@@ -101,9 +101,7 @@ int gl_cmd_run(int argc, char **argv)
         GL_OPT_I("--threads", "-t", o.threads, 1, 256, "N", "worker threads (default 2)"),
         GL_OPT_F("--device", NULL, gl_cli_opt_device, &o.device, "D", NULL,
                  "cpu (default) or vulkan[:INDEX] (`glint devices`)"),
-        GL_OPT_I("--n-gpu-layers", "-ngl", o.n_gpu_layers, -1, 1 << 20, "N",
-                 "with --device vulkan: the last N layers on the device, the rest on the CPU; "
-                 "n_layer + 1 puts the output head there too (default -1: all)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", o.n_gpu_layers, -1, 1 << 20, "N", GL_CLI_NGL_HELP),
         GL_OPT_B("--show-tensors", NULL, o.show_tensors, 1,
                  "print where every tensor lives (mmap / heap) to stderr"),
         GL_OPT_F("--image", NULL, opt_media, &o, "FILE", MEDIA_WANT,
@@ -137,6 +135,7 @@ int gl_cmd_run(int argc, char **argv)
                             .n_opts = GL_NOPTS(t),
                             .epilog = run_batch_help};
     GL_CLI_PARSE(&s, argc, argv);
+    gl_cli_ngl_check("glint run", o.device, o.n_gpu_layers);
     if (o.batch && o.n_media > 0) {
         fprintf(stderr,
                 "glint run: --image / --video work with --prompt / --prompt-ids, not --batch\n");
@@ -171,9 +170,7 @@ int gl_cmd_eval(int argc, char **argv)
                  "process the prompt in chunks of N tokens (default: all at once)"),
         GL_OPT_F("--device", NULL, gl_cli_opt_device, &o.device, "D", NULL,
                  "cpu (default) or vulkan[:INDEX] (`glint devices`)"),
-        GL_OPT_I("--n-gpu-layers", "-ngl", o.n_gpu_layers, -1, 1 << 20, "N",
-                 "with --device vulkan: the last N layers on the device, the rest on the CPU; "
-                 "n_layer + 1 puts the output head there too (default -1: all)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", o.n_gpu_layers, -1, 1 << 20, "N", GL_CLI_NGL_HELP),
         GL_OPT_F("--image", NULL, opt_media, &o, "F", MEDIA_WANT,
                  "media for the prompt's <|patch|> id (as glint run); positions count the "
                  "expanded prompt"),
@@ -191,6 +188,7 @@ int gl_cmd_eval(int argc, char **argv)
                             .opts = t,
                             .n_opts = GL_NOPTS(t)};
     GL_CLI_PARSE(&s, argc, argv);
+    gl_cli_ngl_check("glint eval", o.device, o.n_gpu_layers);
     struct gl_cli_progress pr = {.who = "glint", .t0_us = gl_time_us()};
     o.progress = gl_cli_load_progress;
     o.progress_user = &pr;

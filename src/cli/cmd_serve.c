@@ -137,9 +137,7 @@ static size_t engine_flags(struct gl_opt *out, struct gl_server_params *ps)
                  "core)"),
         GL_OPT_F("--device", NULL, gl_cli_opt_device, &e->device, "D", NULL,
                  "cpu (default) or vulkan[:INDEX] (`glint devices`)"),
-        GL_OPT_I("--n-gpu-layers", "-ngl", e->n_gpu_layers, -1, 1 << 20, "N",
-                 "with --device vulkan: the last N layers on the device, the rest on the CPU; "
-                 "n_layer + 1 puts the output head there too (default -1: all)"),
+        GL_OPT_I("--n-gpu-layers", "-ngl", e->n_gpu_layers, -1, 1 << 20, "N", GL_CLI_NGL_HELP),
         GL_OPT_I("--max-waiting", NULL, e->max_waiting, 1, 1 << 20, "N",
                  "queued sequences before 503 (default 256)"),
         GL_OPT_F("--speculative-config", NULL, opt_spec, &e->spec, "J", NULL,
@@ -275,6 +273,7 @@ int gl_cmd_serve(int argc, char **argv)
                             .opts = t,
                             .n_opts = n};
     GL_CLI_PARSE(&s, argc, argv);
+    gl_cli_ngl_check("glint serve", p.engine.device, p.engine.n_gpu_layers);
     struct gl_err err = {0};
     struct gl_cli_progress pr = {.who = "glint serve", .t0_us = gl_time_us()};
     p.load_progress = gl_cli_load_progress;

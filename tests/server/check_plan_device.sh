@@ -6,8 +6,8 @@
 # and host_visible, on the tiny Q4_K_M model, with every layer and with --n-gpu-layers 2 (the
 # head on the CPU); then plan refuses, with the numbers, a KV pool wider than the device's
 # binding and a model larger than its heap (the 30b-shape header), and serve names
-# --n-gpu-layers out of range. SKIP (exit 0) where there is no Vulkan device
-# (GLINT_VK_REQUIRE=1: fail). Env: GLINT_BIN (default build/glint), GLINT_TEST_DIR.
+# --n-gpu-layers out of range; first (no device needed) --n-gpu-layers on the CPU warns. SKIP
+# (exit 0) where there is no Vulkan device (GLINT_VK_REQUIRE=1: fail). Env: GLINT_BIN (default build/glint), GLINT_TEST_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GLINT_TEST_DIR="${GLINT_TEST_DIR:-$PWD/build/testdata}"
@@ -15,13 +15,28 @@ GLINT_BIN="${GLINT_BIN:-build/glint}"
 [[ "$GLINT_BIN" = /* ]] || GLINT_BIN="$PWD/$GLINT_BIN"
 export GLINT_BIN
 [ -x "$GLINT_BIN" ] || { echo "check_plan_device: $GLINT_BIN not built"; exit 1; }
+# shellcheck source=/dev/null
+source tests/oracle/lib.sh
+# --n-gpu-layers without --device (the CPU) is accepted and ignored with a warning (llama.cpp's
+# CPU builds do the same); the default (-1) says nothing. No device needed.
+hdr="$(mktemp)"
+"$GLINT_BIN" make-model --preset tiny --header-only --out "$hdr" >/dev/null 2>&1
+for c in "plan -ngl 2:1" "plan --device cpu --n-gpu-layers 0:1" "plan:0" "plan -ngl -1:0"; do
+    read -r -a a <<<"${c%:*}"
+    n="$("$GLINT_BIN" "${a[@]}" --model "$hdr" 2>&1 >/dev/null | grep -c "n-gpu-layers .* ignored: no --device" || true)"
+    if [ "$n" != "${c##*:}" ]; then
+        echo "FAIL check_plan_device: 'glint ${a[*]}' gave $n warnings about --n-gpu-layers, want ${c##*:}"
+        rm -f "$hdr"
+        exit 1
+    fi
+done
+rm -f "$hdr"
+echo "  --n-gpu-layers on the CPU: one warning, none by default"
 if ! "$GLINT_BIN" devices >/dev/null 2>&1; then
     echo "SKIP check_plan_device: no Vulkan device"
     [ "${GLINT_VK_REQUIRE:-0}" = 1 ] && exit 1
     exit 0
 fi
-# shellcheck source=/dev/null
-source tests/oracle/lib.sh
 model="$(gl_tiny_model Q4_K_M)" || { echo "check_plan_device: cannot make the tiny model"; exit 1; }
 tmp="$(mktemp -d)"
 srv=""

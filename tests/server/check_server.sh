@@ -12,6 +12,8 @@
 # Optional, slower: GL_SERVER_GUIDED=1 adds tests/server/guided200.mjs (200 MaskBench schemas
 # through response_format); GL_SERVER_LOAD=1 adds tests/server/load.mjs (64 streaming clients for
 # GL_SERVER_LOAD_S seconds, default 60, then 32 disconnects; RSS growth and page leaks).
+# GL_SERVE_DEVICE=vulkan[:N]: every server runs on that device (`--device`); GL_TEST_TIMEOUT_SCALE=K
+# multiplies every wait and deadline (lavapipe: K = 10; the run is in docs/STATUS.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
@@ -23,18 +25,20 @@ if ! "$GLINT_BIN" serve --help >/dev/null 2>&1; then
 fi
 gl_need_npm
 MODEL="$(gl_tiny_model Q8_0)"
+k="${GL_TEST_TIMEOUT_SCALE:-1}"
+t() { awk -v k="$k" -v s="$1" 'BEGIN { printf "%d", s * k }'; }
 
 rc=0
-timeout -k 10 300 node tests/server/suite.mjs "$MODEL" || rc=1
+timeout -k 10 "$(t 300)" node tests/server/suite.mjs "$MODEL" || rc=1
 # Server operations (issue 19): access log, vLLM's request histograms, CORS, IPv6, memory fitting,
 # vLLM flag spellings, --generation-config (about 20 s).
-timeout -k 10 200 node tests/server/ops.mjs "$MODEL" || rc=1
-timeout -k 10 120 node tests/server/responses.mjs "$MODEL" || rc=1
+timeout -k 10 "$(t 200)" node tests/server/ops.mjs "$MODEL" || rc=1
+timeout -k 10 "$(t 120)" node tests/server/responses.mjs "$MODEL" || rc=1
 # Drop-in (issue 19): the openai SDK's zod helpers, pydantic models, request fields, tracing and
 # usage details (about 25 s).
-timeout -k 10 300 node tests/server/dropin.mjs "$MODEL" || rc=1
+timeout -k 10 "$(t 300)" node tests/server/dropin.mjs "$MODEL" || rc=1
 if [ "${GL_SERVER_GUIDED:-0}" = 1 ]; then
-    timeout -k 10 900 node tests/server/guided200.mjs --model "$MODEL" || rc=1
+    timeout -k 10 "$(t 900)" node tests/server/guided200.mjs --model "$MODEL" || rc=1
 fi
 if [ "${GL_SERVER_LOAD:-0}" = 1 ]; then
     timeout -k 10 $((${GL_SERVER_LOAD_S:-60} + 300)) \

@@ -19,7 +19,7 @@ import fs from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import os from "node:os";
 import path from "node:path";
-import { OpenAI, ROOT, startServer, runGlint, http, streamPost, assembleChat, getMetrics, metricValue, schemaValidator, withTimeout, short, tail } from "./lib.mjs";
+import { OpenAI, ROOT, startServer, runGlint, http, streamPost, assembleChat, getMetrics, metricValue, schemaValidator, withTimeout, short, tail, T } from "./lib.mjs";
 
 const requireOracle = createRequire(path.join(ROOT, "tests/oracle/package.json"));
 const { z } = requireOracle("zod");
@@ -41,10 +41,10 @@ function finish() {
     process.exit(failed ? 1 : 0);
 }
 setTimeout(() => {
-    console.log("FAIL dropin.deadline: over 240 s");
+    console.log(`FAIL dropin.deadline: over ${T(240000) / 1000} s`);
     failed++;
     finish();
-}, 240000).unref();
+}, T(240000)).unref();
 async function check(name, fn, timeoutMs = 60000) {
     if (ONLY && !ONLY.test(name)) return;
     try {
@@ -186,7 +186,7 @@ async function main() {
         startServer({ model: MODEL, args }),
         startServer({ model: MODEL, args: [...args.slice(0, 2), "--threads", "1", "--deep-health-interval", "0", "--strict-request-fields", "--no-enable-prefix-caching"] }),
     ]);
-    client = new OpenAI({ baseURL: srv.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: 120000 });
+    client = new OpenAI({ baseURL: srv.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: T(120000) });
 
     // ---- the SDK's structured-output helpers with zod ----
     // All extractions and the pydantic script start at once (the batch runs them together); the

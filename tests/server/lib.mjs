@@ -21,6 +21,13 @@ const formatsModule = requireOracle("ajv-formats");
 const addFormats = formatsModule.default ?? formatsModule;
 
 export const GLINT_BIN = path.resolve(ROOT, process.env.GLINT_BIN || "build/glint");
+// GL_SERVE_DEVICE=vulkan[:N]: every server started here (startServer, serveArgs) runs on that
+// device. GL_TEST_TIMEOUT_SCALE=K multiplies every wait below and the suites' deadlines (a slow
+// device such as lavapipe: a step of the tiny preset takes ~1 s there, ~20 ms on the CPU); what
+// is checked does not change.
+export const SERVE_DEVICE_ARGS = process.env.GL_SERVE_DEVICE ? ["--device", process.env.GL_SERVE_DEVICE] : [];
+export const TIMEOUT_SCALE = Number(process.env.GL_TEST_TIMEOUT_SCALE || 1) || 1;
+export const T = (ms) => Math.round(ms * TIMEOUT_SCALE);
 
 // ---------------------------------------------------------------------------------------------
 // Child processes: every server started here is SIGKILLed when this process exits, whatever the
@@ -60,7 +67,7 @@ export function withTimeout(promise, ms, what) {
     return Promise.race([
         promise,
         new Promise((_, rej) => {
-            t = setTimeout(() => rej(new Error(`${what}: timed out after ${ms} ms`)), ms);
+            t = setTimeout(() => rej(new Error(`${what}: timed out after ${T(ms)} ms`)), T(ms));
         }),
     ]).finally(() => clearTimeout(t));
 }
@@ -73,7 +80,7 @@ export function runGlint(argv, { timeoutMs = 30000, env = {} } = {}) {
         let stdout = "", stderr = "";
         p.stdout.on("data", (d) => (stdout += d));
         p.stderr.on("data", (d) => (stderr += d));
-        const t = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
+        const t = setTimeout(() => p.kill("SIGKILL"), T(timeoutMs));
         p.on("error", (e) => {
             clearTimeout(t);
             resolve({ code: null, signal: null, stdout, stderr: stderr + String(e) });
@@ -95,7 +102,8 @@ export function runGlint(argv, { timeoutMs = 30000, env = {} } = {}) {
 export async function startServer({ model, args = [], env = {}, timeoutMs = 90000, waitHealthy = true, pollWhileLoading = false } = {}) {
     const host = "127.0.0.1";
     const port = await freePort();
-    const argv = ["serve", "--model", model, "--host", host, "--port", String(port), ...args];
+    const argv = ["serve", "--model", model, "--host", host, "--port", String(port), ...args, ...SERVE_DEVICE_ARGS];
+    timeoutMs = T(timeoutMs);
     const proc = spawn(GLINT_BIN, argv, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     children.add(proc);
     let log = "";
@@ -211,7 +219,7 @@ export async function http(base, method, p, { body, key, headers = {}, rawBody, 
         payload = JSON.stringify(body);
         h["content-type"] ??= "application/json";
     }
-    const r = await fetch(base + p, { method, headers: h, body: payload, signal: AbortSignal.timeout(timeoutMs) });
+    const r = await fetch(base + p, { method, headers: h, body: payload, signal: AbortSignal.timeout(T(timeoutMs)) });
     const text = await r.text();
     let json = null;
     try {
@@ -295,7 +303,7 @@ export function parseSSE(text) {
 // may return true to abort the request (a client disconnect) after that chunk.
 export async function streamPost(base, p, body, { key, onChunk, timeoutMs = 60000 } = {}) {
     const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new Error("stream timed out")), timeoutMs);
+    const timer = setTimeout(() => ac.abort(new Error("stream timed out")), T(timeoutMs));
     const headers = { "content-type": "application/json" };
     if (key) headers.authorization = `Bearer ${key}`;
     try {
@@ -430,6 +438,7 @@ export async function getMetrics(base) {
 // Polls /metrics until num_requests_running and kv_pages_held_by_requests are both 0 for model
 // MODEL (bounded); resolves {ok, running, held, waited_ms}.
 export async function waitIdle(base, model, timeoutMs = 15000) {
+    timeoutMs = T(timeoutMs);
     const t0 = Date.now();
     let running, held, waiting;
     for (;;) {

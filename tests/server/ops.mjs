@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import {
     GLINT_BIN, startServer, runGlint, http, expectError, getMetrics, metricValue, freePort, sleep,
-    short, tail, checkRunner, assert,
+    short, tail, checkRunner, assert, SERVE_DEVICE_ARGS, T,
 } from "./lib.mjs";
 
 const MODEL = process.argv[2] || process.env.GLINT_MODEL;
@@ -21,9 +21,9 @@ if (!MODEL) {
 }
 const { check, counts } = checkRunner(40000);
 setTimeout(() => {
-    console.log("FAIL ops.deadline: over 150 s");
+    console.log(`FAIL ops.deadline: over ${T(150000) / 1000} s`);
     process.exit(1);
-}, 150000).unref();
+}, T(150000)).unref();
 // Access lines are written when libmicrohttpd reports the request complete, which may be just
 // after the client has read the answer: poll the log (bounded).
 async function waitLog(getLog, re, ms = 3000) {
@@ -186,7 +186,7 @@ await check("metrics.admission_rejections", async () => {
 
 await check("ipv6.loopback", async () => {
     const port = await freePort();
-    const proc = spawn(GLINT_BIN, ["serve", "--model", MODEL, "--host", "::1", "--port", String(port), "--max-model-len", "256", "--deep-health-interval", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(GLINT_BIN, ["serve", "--model", MODEL, "--host", "::1", "--port", String(port), "--max-model-len", "256", "--deep-health-interval", "0", ...SERVE_DEVICE_ARGS], { stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
     proc.stdout.on("data", (d) => (log += d));
     proc.stderr.on("data", (d) => (log += d));

@@ -12,7 +12,7 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
-import { OpenAI, ROOT, startServer, http, expectError, schemaValidator, short } from "./lib.mjs";
+import { OpenAI, ROOT, startServer, http, expectError, schemaValidator, short, T } from "./lib.mjs";
 
 const requireOracle = createRequire(path.join(ROOT, "tests/oracle/package.json"));
 const { z } = requireOracle("zod");
@@ -93,7 +93,7 @@ const srv = await startServer({ model: MODEL_FILE, args: ["--max-model-len", "20
 // A second server whose engine step 60 fails (server.c's GLINT_FAULT_STEP; its step counter runs
 // while idle too, at most 5 steps/s, so its request goes first).
 const faulty = await startServer({ model: MODEL_FILE, args: ["--max-model-len", "4096", "--deep-health-interval", "0"], env: { GLINT_FAULT_STEP: "60" } });
-const client = new OpenAI({ baseURL: srv.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: 60000 });
+const client = new OpenAI({ baseURL: srv.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: T(60000) });
 const MODEL = (await client.models.list()).data[0].id;
 const THINK = { thinking_token_budget: 8 }; // keeps the tiny model's reasoning short (vLLM extra)
 
@@ -112,7 +112,7 @@ const TOOL = {
 
 try {
     await check("engine_failure_error_event", async () => {
-        const fc = new OpenAI({ baseURL: faulty.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: 60000 });
+        const fc = new OpenAI({ baseURL: faulty.base + "/v1", apiKey: "unused", maxRetries: 0, timeout: T(60000) });
         const req = { model: (await fc.models.list()).data[0].id, input: "A very long story", max_output_tokens: 3000, temperature: 1, seed: 9 };
         // Two streams in flight when the engine fails: one through the SDK, which ends at the
         // error event (finalResponse() rejects), one read raw, whose last event must be

@@ -33,7 +33,10 @@ import http.client
 
 GLINT, MODEL = sys.argv[1], sys.argv[2]
 N_TOK = 24
-HTTP_TIMEOUT = 120
+# GL_TEST_TIMEOUT_SCALE=K multiplies every wait (a slow device such as lavapipe: a step of the
+# tiny preset there takes ~1 s, against ~20 ms on the CPU); the checks stay the same.
+SCALE = float(os.environ.get("GL_TEST_TIMEOUT_SCALE") or 1)
+HTTP_TIMEOUT = 120 * SCALE
 
 # ---- the 8 tested requests and the 8 unrelated ones ----
 
@@ -78,7 +81,8 @@ def run_ref(q):
             "-n", str(N_TOK), "--temp", repr(q["temperature"]), "--seed", str(q["seed"]),
             "--top-k", str(q["top_k"]), "--top-p", repr(q["top_p"]), "--min-p",
             repr(q["min_p"]), "--ids"]
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120 * SCALE)
     if r.returncode != 0:
         raise SystemExit(f"glint run failed ({r.returncode}): {r.stderr.decode(errors='replace')}")
     out = r.stdout
@@ -108,7 +112,7 @@ class Server:
             [GLINT, "serve", "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
              "--kv-cache-dtype", "f32", "--deep-health-interval", "0", "--shutdown-timeout", "2"]
             + SERVE_DEVICE + extra, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 90
+        deadline = time.time() + 90 * SCALE
         self.port = None
         while time.time() < deadline and self.p.poll() is None:
             self.log.seek(0)
@@ -129,7 +133,7 @@ class Server:
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)
             try:
-                self.p.wait(15)
+                self.p.wait(15 * SCALE)
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait(5)

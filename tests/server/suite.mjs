@@ -17,7 +17,7 @@ import path from "node:path";
 import {
     OpenAI, GLINT_BIN, startServer, runGlint, http, expectError, streamPost, parseSSE, assembleChat,
     assembleCompletion, getMetrics, metricValue, waitIdle, framingProblem, schemaValidator, sleep,
-    withTimeout, short, tail,
+    withTimeout, short, tail, T,
 } from "./lib.mjs";
 
 const MODEL = process.argv[2] || process.env.GLINT_MODEL;
@@ -25,7 +25,7 @@ if (!MODEL) {
     console.error("usage: node tests/server/suite.mjs MODEL.gguf   (or GLINT_MODEL=...)");
     process.exit(2);
 }
-const SUITE_DEADLINE_MS = Number(process.env.GL_SUITE_DEADLINE_MS || 170000);
+const SUITE_DEADLINE_MS = T(Number(process.env.GL_SUITE_DEADLINE_MS || 170000));
 const NAME = "glimmer-test"; // --served-model-name
 const KEY = "sk-glint-suite-" + Math.random().toString(36).slice(2, 10);
 const MAX_LEN = 2048;
@@ -365,7 +365,7 @@ async function main_() {
     if (m.e) mainErr = m.e;
     else {
         main = m.s;
-        client = new OpenAI({ baseURL: `${main.base}/v1`, apiKey: KEY, timeout: 60000, maxRetries: 0 });
+        client = new OpenAI({ baseURL: `${main.base}/v1`, apiKey: KEY, timeout: T(60000), maxRetries: 0 });
     }
     await check("startup.ready", async () => {
         needMain();
@@ -407,7 +407,7 @@ async function main_() {
         }
     });
     await check("auth.bad_key_401_sdk", async () => {
-        const bad = new OpenAI({ baseURL: `${main.base}/v1`, apiKey: "sk-wrong", maxRetries: 0, timeout: 20000 });
+        const bad = new OpenAI({ baseURL: `${main.base}/v1`, apiKey: "sk-wrong", maxRetries: 0, timeout: T(20000) });
         try {
             await bad.chat.completions.create({ model: NAME, messages: MSGS, max_tokens: 4 });
         } catch (e) {
