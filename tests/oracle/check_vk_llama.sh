@@ -13,7 +13,9 @@
 # Skips (exit 0) when that build or a Vulkan device is absent.
 # Env: LLAMA_VK_BIN (folder with the Vulkan build's libllama.so and build-info.txt; default the
 #      newest <cache>/llama.cpp-*/build-glint-vk/bin), LLAMA_BIN (the CPU build, for context),
-#      GLINT_BIN, GLINT_TEST_DIR, GLINT_VK_LLAMA_TYPES (default "F32 Q8_0 Q4_K_M").
+#      GLINT_BIN, GLINT_TEST_DIR, GLINT_VK_LLAMA_TYPES (default "F32 Q8_0 Q4_K_M"),
+#      GLINT_VK_LLAMA_PROMPTS (indices into parity_prompts.PROMPTS; default check_parity's
+#      LOGIT_PROMPTS: 0 1, and 15 for F32; lavapipe takes ~10 s a token on a busy 2-core box).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/lib.sh"

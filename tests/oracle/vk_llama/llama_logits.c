@@ -35,34 +35,42 @@ static struct node_count g_counts[MAX_BUFS];
 static int g_n_counts;
 
 // Ask phase only: count the node under its buffer's name; never ask for the data.
-static bool count_node(struct ggml_tensor *t, bool ask, void *user) {
+static bool count_node(struct ggml_tensor *t, bool ask, void *user)
+{
     (void)user;
-    if (!ask) return true;
+    if (!ask)
+        return true;
     const char *name = t->buffer ? ggml_backend_buffer_name(t->buffer) : "(none)";
     int i = 0;
-    while (i < g_n_counts && strcmp(g_counts[i].name, name) != 0) i++;
+    while (i < g_n_counts && strcmp(g_counts[i].name, name) != 0)
+        i++;
     if (i == g_n_counts && g_n_counts < MAX_BUFS) {
         snprintf(g_counts[i].name, sizeof g_counts[i].name, "%s", name);
         g_counts[i].n = 0;
         g_n_counts++;
     }
-    if (i < g_n_counts) g_counts[i].n++;
+    if (i < g_n_counts)
+        g_counts[i].n++;
     return false;
 }
 
-static int parse_ids(const char *s, llama_token **out) {
+static int parse_ids(const char *s, llama_token **out)
+{
     int n = 0, cap = 64;
     llama_token *ids = malloc(sizeof *ids * (size_t)cap);
     char *end;
     for (;;) {
-        while (*s == ' ' || *s == ',' || *s == '\n' || *s == '\t') s++;
-        if (!*s) break;
+        while (*s == ' ' || *s == ',' || *s == '\n' || *s == '\t')
+            s++;
+        if (!*s)
+            break;
         long v = strtol(s, &end, 10);
         if (end == s) {
             free(ids);
             return -1;
         }
-        if (n == cap) ids = realloc(ids, sizeof *ids * (size_t)(cap *= 2));
+        if (n == cap)
+            ids = realloc(ids, sizeof *ids * (size_t)(cap *= 2));
         ids[n++] = (llama_token)v;
         s = end;
     }
@@ -70,7 +78,8 @@ static int parse_ids(const char *s, llama_token **out) {
     return n;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     const char *model_path = NULL, *ids_s[MAX_JOBS], *outs[MAX_JOBS];
     int ngl = 0, threads = 1, n_jobs = 0, n_outs = 0;
     for (int i = 1; i < argc; i++) {
@@ -79,11 +88,16 @@ int main(int argc, char **argv) {
             fprintf(stderr, "llama_logits: %s needs a value\n", a);
             return 1;
         }
-        if (!strcmp(a, "--model")) model_path = v;
-        else if (!strcmp(a, "--ngl")) ngl = atoi(v);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--ids") && n_jobs < MAX_JOBS) ids_s[n_jobs++] = v;
-        else if (!strcmp(a, "--out") && n_outs < MAX_JOBS) outs[n_outs++] = v;
+        if (!strcmp(a, "--model"))
+            model_path = v;
+        else if (!strcmp(a, "--ngl"))
+            ngl = atoi(v);
+        else if (!strcmp(a, "--threads"))
+            threads = atoi(v);
+        else if (!strcmp(a, "--ids") && n_jobs < MAX_JOBS)
+            ids_s[n_jobs++] = v;
+        else if (!strcmp(a, "--out") && n_outs < MAX_JOBS)
+            outs[n_outs++] = v;
         else {
             fprintf(stderr, "llama_logits: unknown or extra argument %s\n", a);
             return 1;
@@ -103,7 +117,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "llama_logits: cannot parse ids '%.60s'\n", ids_s[j]);
             return 1;
         }
-        if (n_tok[j] > n_max) n_max = n_tok[j];
+        if (n_tok[j] > n_max)
+            n_max = n_tok[j];
     }
 
     llama_backend_init();

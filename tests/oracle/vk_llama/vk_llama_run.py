@@ -90,12 +90,16 @@ def main():
     tmp = a.tmp
     first = models[0][1]
     toks = {}
-    for i in sorted(set(sum(LOGIT_PROMPTS.values(), []))):
+    want = sum(LOGIT_PROMPTS.values(), [])
+    want += [int(x) for x in os.environ.get("GLINT_VK_LLAMA_PROMPTS", "").split()]
+    for i in sorted(set(want)):
         out, _, _ = run([a.glint, "tokenize", "--model", first, PROMPTS[i]], "glint tokenize")
         toks[i] = [int(x) for x in out.split()]
     for qtype, model in models:
         tol = TOL.get(qtype, 5e-2)
         lp = LOGIT_PROMPTS.get(qtype, LOGIT_PROMPTS["default"])
+        if os.environ.get("GLINT_VK_LLAMA_PROMPTS"):  # a subset, for a quick run by hand
+            lp = [int(x) for x in os.environ["GLINT_VK_LLAMA_PROMPTS"].split()]
         jobs = [(i, toks[i]) for i in lp]
         log(f"== {qtype}: {model} (tol {tol:.0e}; prompts {lp}, "
             f"{[len(toks[i]) for i in lp]} tokens)")
