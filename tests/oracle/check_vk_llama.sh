@@ -7,7 +7,7 @@
 # F32 KV, no flash attention; gated with check_parity's per-type tolerances (parity_run.TOL).
 # llama.cpp-Vulkan vs llama.cpp-CPU is printed for context. Offload is verified from llama.cpp's
 # log and the eval callback's per-buffer node count. Negative control (must fail): glint on a copy
-# with blk.2.ffn_down.weight x 1.5. Body: tests/oracle/vk_llama/vk_llama_run.py.
+# with blk.2.ffn_down.weight's first half of rows x 1.5 (the post-FFN norm cancels a uniform scale). Body: tests/oracle/vk_llama/vk_llama_run.py.
 # Not part of `make test`: the Vulkan llama.cpp build takes over an hour on 2 cores
 # (LLAMA_VULKAN=1 bash bench/llama_build.sh), and each lavapipe eval takes tens of seconds.
 # Skips (exit 0) when that build or a Vulkan device is absent.

@@ -7,8 +7,8 @@
 # llama.cpp-CPU (bench/llama_build.sh's native build) and glint-Vulkan vs llama.cpp-CPU.
 # Offload is checked, not assumed: llama.cpp's log must say every layer was offloaded and the
 # eval callback's node count must put all but a handful of graph nodes in Vulkan0 buffers.
-# Negative control (gated to FAIL): glint on a copy of the model with blk.2.ffn_down.weight
-# scaled by 1.5 (F32 scaled, quantized types: their f16 block scales) against llama.cpp on the
+# Negative control (gated to FAIL): glint on a copy of the model with blk.2.ffn_down.weight's
+# first 128 of 256 output rows scaled by 1.5 (F32 scaled, quantized types: their f16 block scales) against llama.cpp on the
 # stock file, on the last prompt of each type.
 import argparse
 import os
@@ -51,11 +51,15 @@ def scaled_copy(src, dst, gguf_py):
     r = gguf.GGUFReader(dst, "r+")
     t = [x for x in r.tensors if x.name == "blk.2.ffn_down.weight"][0]
     ty = t.tensor_type.name
+    # the first half of the output rows only: a uniform scale of ffn_down is cancelled exactly
+    # by the post-FFN (sandwich) RMS norm (a first version of this control scaled every row and
+    # moved no logit: rel 1.88e-2 = the unperturbed value, and the check failed on it)
+    half = t.data[: t.data.shape[0] // 2]
     if ty == "F32":
-        t.data[...] *= 1.5
+        half[...] *= 1.5
     else:
         bs, offs = F16_SCALES[ty]
-        raw = t.data.reshape(-1, bs)
+        raw = half.reshape(-1, bs)
         for o in offs:
             d = raw[:, o:o + 2].copy().view(np.float16)
             raw[:, o:o + 2] = (d.astype(np.float32) * 1.5).astype(np.float16).view(np.uint8)
@@ -154,7 +158,7 @@ def main():
         c = logit_stats(p, vk[-1], len(ids), nv)
         caught = c["rel"] > tol or not c["tie_ok"]
         ok &= caught
-        log(f"   {'ok  ' if caught else 'FAIL'} negative control (blk.2.ffn_down {ty} x1.5 on "
+        log(f"   {'ok  ' if caught else 'FAIL'} negative control (blk.2.ffn_down {ty} rows 0-127 x1.5 on "
             f"glint's side): rel {c['rel']:.2e} {'>' if caught else '<='} tol {tol:.0e}, argmax "
             f"{c['agree']}/{c['n']}")
         summary.append(f"{qtype:7s} glint-vk vs llama-vk rel {worst['glint-vk/llama-vk']:.2e} "
