@@ -132,21 +132,31 @@ def main():
                              " ".join(map(str, ids)), "--logits", p, "--device", "vulkan"],
                             "glint eval --device vulkan")
             s = logit_stats(p, ref, len(ids), nv)
-            good = s["rel"] <= tol and s["tie_ok"]
-            ok &= good
-            worst["glint-vk/llama-vk"] = max(worst["glint-vk/llama-vk"], s["rel"])
-            log(f"   {'ok  ' if good else 'FAIL'} glint-vk vs llama-vk prompt {i:2d} "
-                f"({len(ids):2d} tok): max|diff| {s['maxd']:.2e} max|logit| {s['mag']:.2f} rel "
-                f"{s['rel']:.2e} argmax {s['agree']}/{s['n']} [glint {gdt:.1f}s]")
+            # The gate. llama.cpp's Vulkan build rounds unlike its CPU build (f16 intermediates
+            # and another activation quantization: llama-vk vs llama-cpu reaches 4e-3 on F32 and
+            # 8e-2 on Q8_0, past check_parity's tolerances), so against it glint's Vulkan logits
+            # must be no further than 1.25x llama-vk's own distance from llama-cpu on the same
+            # prompt (and within check_parity's tolerance, if that is looser); against llama-cpu
+            # they take check_parity's tolerance and tie rule unchanged.
+            vtol = tol
             if cpu:
                 c = cpu[jobs.index((i, ids))]
                 s2 = logit_stats(ref, c, len(ids), nv)
                 s3 = logit_stats(p, c, len(ids), nv)
+                vtol = max(tol, 1.25 * s2["rel"])
+                good3 = s3["rel"] <= tol and s3["tie_ok"]
+                ok &= good3
                 worst["llama-vk/llama-cpu"] = max(worst["llama-vk/llama-cpu"], s2["rel"])
                 worst["glint-vk/llama-cpu"] = max(worst["glint-vk/llama-cpu"], s3["rel"])
-                log(f"        context: llama-vk vs llama-cpu rel {s2['rel']:.2e} argmax "
-                    f"{s2['agree']}/{s2['n']}; glint-vk vs llama-cpu rel {s3['rel']:.2e} "
-                    f"argmax {s3['agree']}/{s3['n']}")
+                log(f"   {'ok  ' if good3 else 'FAIL'} glint-vk vs llama-cpu prompt {i:2d}: rel "
+                    f"{s3['rel']:.2e} (tol {tol:.0e}) argmax {s3['agree']}/{s3['n']}; llama-vk vs "
+                    f"llama-cpu rel {s2['rel']:.2e} argmax {s2['agree']}/{s2['n']}")
+            good = s["rel"] <= vtol and (vtol > tol or s["tie_ok"])
+            ok &= good
+            worst["glint-vk/llama-vk"] = max(worst["glint-vk/llama-vk"], s["rel"])
+            log(f"   {'ok  ' if good else 'FAIL'} glint-vk vs llama-vk prompt {i:2d} "
+                f"({len(ids):2d} tok): max|diff| {s['maxd']:.2e} max|logit| {s['mag']:.2f} rel "
+                f"{s['rel']:.2e} (tol {vtol:.2e}) argmax {s['agree']}/{s['n']} [glint {gdt:.1f}s]")
         # negative control: one layer's FFN output scaled on glint's side only
         i, ids = jobs[-1]
         ctl = os.path.join(tmp, f"ctl-{qtype}.gguf")
@@ -156,13 +166,13 @@ def main():
              "--logits", p, "--device", "vulkan"], "glint eval (control)")
         os.unlink(ctl)
         c = logit_stats(p, vk[-1], len(ids), nv)
-        caught = c["rel"] > tol or not c["tie_ok"]
+        caught = c["rel"] > vtol or (vtol == tol and not c["tie_ok"])
         ok &= caught
         log(f"   {'ok  ' if caught else 'FAIL'} negative control (blk.2.ffn_down {ty} rows 0-127 x1.5 on "
-            f"glint's side): rel {c['rel']:.2e} {'>' if caught else '<='} tol {tol:.0e}, argmax "
+            f"glint's side): rel {c['rel']:.2e} {'>' if caught else '<='} tol {vtol:.2e}, argmax "
             f"{c['agree']}/{c['n']}")
         summary.append(f"{qtype:7s} glint-vk vs llama-vk rel {worst['glint-vk/llama-vk']:.2e} "
-                       f"(tol {tol:.0e}); llama-vk vs llama-cpu {worst['llama-vk/llama-cpu']:.2e};"
+                       f"(gate 1.25x llama-vk vs llama-cpu per prompt); llama-vk vs llama-cpu {worst['llama-vk/llama-cpu']:.2e};"
                        f" glint-vk vs llama-cpu {worst['glint-vk/llama-cpu']:.2e}; control "
                        f"{c['rel']:.2e}")
     log("\nvk_llama summary:")
