@@ -99,13 +99,6 @@ struct gl_gvocab {
     int32_t n_qp, n_qs, qs_empty; // qs_empty: index of the empty S, or -1
     int32_t n_qd;
     int32_t *qd_tok, *qd_p, *qd_s; // token id, P index, S index
-    // The same pairs grouped by P (quote_okey, quote_part: only the accepted P's pairs are read;
-    // a key's frame takes a few of the 156 P, and the ~1,000 pairs were scanned at every mask):
-    // P a's pairs are qa_tok / qa_s [qa_start[a] .. qa_start[a + 1]).
-    int32_t *qa_start, *qa_tok, *qa_s;
-    // Bytes P a shares with P a - 1 (0 for a = 0): the P are stepped on a frame with the frame
-    // after each shared prefix kept (step_prefixes), 182 steps instead of 346.
-    uint32_t *qp_lcp;
     uint8_t *qs_many; // per S: it holds two quotes or more (may close a further key: quote_okey)
     struct gl_trie qmany; // the P '"' S tokens whose S does (walked whole by quote_okey)
     // Every quote token's bytes before its first quote fit the budgets a free body's cache key
@@ -635,30 +628,6 @@ static gl_status quote_split_build(struct gl_gvocab *v, const struct gl_tokref *
             many[n_many++] = q[i]; // keeps the sorted order
         }
     }
-    // The pairs by P (counting sort, each P's pairs in token order) and the shared prefixes.
-    v->qa_start = gl_calloc((size_t)v->n_qp + 2, sizeof *v->qa_start);
-    v->qa_tok = gl_malloc(((size_t)v->n_qd + 1) * sizeof *v->qa_tok);
-    v->qa_s = gl_malloc(((size_t)v->n_qd + 1) * sizeof *v->qa_s);
-    v->qp_lcp = gl_calloc((size_t)v->n_qp + 1, sizeof *v->qp_lcp);
-    if (!v->qa_start || !v->qa_tok || !v->qa_s || !v->qp_lcp) {
-        st = gl_err_set(err, GL_E_NOMEM, "grammar: no memory for the vocabulary index");
-        goto done;
-    }
-    for (int32_t k = 0; k < v->n_qd; k++)
-        v->qa_start[v->qd_p[k] + 2]++;
-    for (int32_t a = 0; a < v->n_qp; a++)
-        v->qa_start[a + 2] += v->qa_start[a + 1];
-    for (int32_t k = 0; k < v->n_qd; k++) {
-        int32_t at = v->qa_start[v->qd_p[k] + 1]++;
-        v->qa_tok[at] = v->qd_tok[k];
-        v->qa_s[at] = v->qd_s[k];
-    }
-    for (int32_t a = 1; a < v->n_qp; a++) {
-        uint32_t l = 0, m = v->qp_len[a] < v->qp_len[a - 1] ? v->qp_len[a] : v->qp_len[a - 1];
-        while (l < m && v->qp[a][l] == v->qp[a - 1][l])
-            l++;
-        v->qp_lcp[a] = l;
-    }
     st = trie_build(&v->qesc, esc, n_esc, err);
     if (st != GL_OK)
         goto done;
@@ -874,10 +843,6 @@ void gl_gvocab_free(struct gl_gvocab *v)
     gl_free(v->qd_tok);
     gl_free(v->qd_p);
     gl_free(v->qd_s);
-    gl_free(v->qa_start);
-    gl_free(v->qa_tok);
-    gl_free(v->qa_s);
-    gl_free(v->qp_lcp);
     gl_free(v->qs_many);
     for (int i = 0; i < v->n_cshared; i++)
         ctrie_free(v->cshared[i]);
@@ -2146,42 +2111,18 @@ static int64_t quote_suffixes(struct gl_mcache *c, const struct gl_gvocab *v,
 
 // The prefixes P the frame (c->frames[0], fs bytes) takes and may end after, into accp (bits
 // over v->n_qp); returns the first such P, or -1.
-//
-// step_prefixes: P a on the frame c->frames[0] (fs bytes), the P in order: *okd is how many bytes
-// of P a - 1 the frame took (frames[d], d <= *okd: the frame after its first d bytes). P a shares
-// qp_lcp[a] bytes with it: when the frame refused one of those, it refuses P a there too (no
-// step); else the steps start from the frame after the shared bytes. Returns the bytes of P a
-// taken (all: qp_len[a]) and sets *out to the frame after them. The same outcome as copying
-// frames[0] and stepping every byte of P a, with 182 steps for the 156 P instead of 346.
-static uint32_t step_prefixes(struct gl_mcache *c, const struct gl_gvocab *v,
-                              const struct gl_mstate *s, size_t fs, int32_t a, uint32_t *okd,
-                              uint64_t **out)
-{
-    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
-    uint32_t l = a ? v->qp_lcp[a] : 0, len = v->qp_len[a];
-    if (l > *okd)
-        return *okd; // P a - 1 died at byte *okd, which P a shares
-    uint32_t k = l;
-    for (; k < len; k++) {
-        uint64_t *f = c->frames + (size_t)(k + 1) * stride;
-        memcpy(f, c->frames + (size_t)k * stride, fs);
-        if (!gl_mstate_sframe_step(s, f, v->qp[a][k]))
-            break;
-    }
-    *okd = k;
-    *out = c->frames + (size_t)k * stride;
-    return k;
-}
-
 static int32_t quote_prefixes(struct gl_mcache *c, const struct gl_gvocab *v,
                               const struct gl_mstate *s, size_t fs, uint32_t *accp)
 {
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint64_t *f1 = c->frames + stride;
     memset(accp, 0, ((size_t)v->n_qp + 31) / 32 * sizeof *accp);
     int32_t first = -1;
-    uint32_t okd = 0;
     for (int32_t a = 0; a < v->n_qp; a++) {
-        uint64_t *f1 = NULL;
-        uint32_t k = step_prefixes(c, v, s, fs, a, &okd, &f1);
+        memcpy(f1, c->frames, fs);
+        uint32_t k = 0;
+        while (k < v->qp_len[a] && gl_mstate_sframe_step(s, f1, v->qp[a][k]))
+            k++;
         if (k == v->qp_len[a] && gl_mstate_sframe_closes(s, f1) == 1) {
             accp[a >> 5] |= 1u << (a & 31);
             if (first < 0)
@@ -2224,15 +2165,11 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
         }
         if (e && serial)
             out = c->qbits; // all zero: the ids are gathered from it below
-        for (size_t w = 0; w < ((size_t)v->n_qp + 31) / 32; w++)
-            for (uint32_t x = accp[w]; x; x &= x - 1) {
-                int32_t a = (int32_t)(w * 32 + (size_t)__builtin_ctz(x));
-                for (int32_t k = v->qa_start[a]; k < v->qa_start[a + 1]; k++) {
-                    int32_t b = v->qa_s[k];
-                    if (accs[b >> 5] >> (b & 31) & 1)
-                        out[v->qa_tok[k] >> 5] |= 1u << (v->qa_tok[k] & 31);
-                }
-            }
+        for (int32_t k = 0; k < v->n_qd; k++) {
+            int32_t a = v->qd_p[k], b = v->qd_s[k];
+            if ((accp[a >> 5] >> (a & 31) & 1) && (accs[b >> 5] >> (b & 31) & 1))
+                out[v->qd_tok[k] >> 5] |= 1u << (v->qd_tok[k] & 31);
+        }
     }
     visited += trie_walk(&v->qesc, c, s, out);
     if (out != mask) {
@@ -2363,16 +2300,11 @@ static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const s
         visited += quote_suffixes(c, v, q, accs + n_acc * sw);
         slot[a] = ++n_acc;
     }
-    for (int32_t a = 0; n_acc && a < v->n_qp; a++) {
-        uint32_t k = slot[a];
-        if (!k)
-            continue;
-        const uint32_t *ak = accs + (k - 1) * sw;
-        for (int32_t j = v->qa_start[a]; j < v->qa_start[a + 1]; j++) {
-            int32_t b = v->qa_s[j];
-            if (ak[(uint32_t)b >> 5] >> (b & 31) & 1)
-                mask[v->qa_tok[j] >> 5] |= 1u << (v->qa_tok[j] & 31);
-        }
+    for (int32_t j = 0; n_acc && j < v->n_qd; j++) {
+        uint32_t k = slot[v->qd_p[j]];
+        int32_t b = v->qd_s[j];
+        if (k && (accs[(k - 1) * sw + ((uint32_t)b >> 5)] >> (b & 31) & 1))
+            mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
     }
     return visited + trie_walk(&v->qesc, c, s, mask);
 }
@@ -2393,6 +2325,8 @@ static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const s
 static int64_t quote_okey(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
                           size_t fs, uint32_t *mask)
 {
+    const size_t stride = GL_SFRAME_MAX / sizeof(uint64_t);
+    uint64_t *f1 = c->frames + stride;
     size_t pw = ((size_t)v->n_qp + 31) / 32, sw = ((size_t)v->n_qs + 31) / 32;
     uint32_t *slot = c->qsub;           // per P: its outcome's index + 1, or 0
     uint32_t *accs = c->qacc + pw + sw; // GL_QSETS_MAX S bitsets
@@ -2403,11 +2337,12 @@ static int64_t quote_okey(struct gl_mcache *c, const struct gl_gvocab *v, const 
     int32_t mb = -1;
     if (gl_mstate_sframe_key_close(s, c->frames, &mb) < 0)
         return -1; // not a key, or inside an escape (a '"' next is part of the key)
-    uint32_t okd = 0;
     for (int32_t a = 0; a < v->n_qp; a++) {
         slot[a] = 0;
-        uint64_t *f1 = NULL;
-        uint32_t k = step_prefixes(c, v, s, fs, a, &okd, &f1);
+        memcpy(f1, c->frames, fs);
+        uint32_t k = 0;
+        while (k < v->qp_len[a] && gl_mstate_sframe_step(s, f1, v->qp[a][k]))
+            k++;
         visited += k;
         int r = k == v->qp_len[a] ? gl_mstate_sframe_key_close(s, f1, &mb) : 0;
         if (r < 0)
@@ -2444,16 +2379,11 @@ static int64_t quote_okey(struct gl_mcache *c, const struct gl_gvocab *v, const 
         }
         visited += quote_suffixes(c, v, q, accs + (size_t)o * sw);
     }
-    for (int32_t a = 0; n_out && a < v->n_qp; a++) {
-        uint32_t o = slot[a];
-        if (!o)
-            continue;
-        const uint32_t *ao = accs + (o - 1) * sw;
-        for (int32_t j = v->qa_start[a]; j < v->qa_start[a + 1]; j++) {
-            int32_t b = v->qa_s[j];
-            if (!v->qs_many[b] && (ao[(uint32_t)b >> 5] >> (b & 31) & 1))
-                mask[v->qa_tok[j] >> 5] |= 1u << (v->qa_tok[j] & 31);
-        }
+    for (int32_t j = 0; n_out && j < v->n_qd; j++) {
+        uint32_t o = slot[v->qd_p[j]];
+        int32_t b = v->qd_s[j];
+        if (o && !v->qs_many[b] && (accs[(o - 1) * sw + ((uint32_t)b >> 5)] >> (b & 31) & 1))
+            mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
     }
     visited += trie_walk(&v->qmany, c, s, mask);
     return visited + trie_walk(&v->qesc, c, s, mask);

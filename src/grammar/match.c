@@ -1307,16 +1307,12 @@ static int key_probe(struct gl_mstate *m, struct thr *t, struct frm *f, const ui
     if (extra && o->additional >= 0)
         return 1; // infinitely many non-declared keys extend any prefix
     int allow = o_allow_optional(o, p);
-    // The names that continue the key with u[0..n): narrowed by binary search (the names are
-    // sorted and share the key so far), then checked one by one. A key with many declared names
-    // is probed at every byte of a multi-byte character (range_viable); scanning each name with
-    // a memcmp there was ~5% of MaskBench's mask time.
-    int32_t lo = p->lo, hi = p->hi;
-    for (int i = 0; i < n && lo < hi; i++)
-        names_narrow(o->props, sizeof *o->props, p->keylen + (uint32_t)i, u[i], &lo, &hi);
-    for (int32_t i = lo; i < hi; i++)
-        if (o_prop_ok(m, f, i, allow))
+    for (int32_t i = p->lo; i < p->hi; i++) {
+        const struct gl_gbytes *nm = &o->props[i].name;
+        if (nm->len >= p->keylen + (uint32_t)n && !memcmp(nm->p + p->keylen, u, (size_t)n) &&
+            o_prop_ok(m, f, i, allow))
             return 1;
+    }
     if (extra) {
         uint32_t *ps = o_pats(m, f);
         for (int32_t k = 0; k < o->n_patterns; k++) {
