@@ -6,6 +6,7 @@
 // shapes, and the GGUF keys llama.cpp's converter writes. Called by dflash.c (loading a folder),
 // make_model.c and convert/ (writing either container); calls neither.
 #include "model/dflash.h"
+#include "model/model_int.h"
 
 #include "gguf/gguf.h"
 
@@ -14,8 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CFG_MAX_BYTES (4u << 20)
-#define K_PREFIX      GL_DFLASH_ARCH "."
+#define K_PREFIX GL_DFLASH_ARCH "."
 
 // HF-ASST's MuseGlimmerAssistantConfig defaults (the release drafter, arch doc §7).
 #define DEF_N_EMBD    6656
@@ -125,33 +125,6 @@ struct cx {
     struct gl_err *err;
 };
 
-static json_t *load_json(const char *path, struct gl_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        gl_err_set(err, GL_E_IO, "dflash: %s: cannot open", path);
-        return NULL;
-    }
-    char *b = gl_malloc(CFG_MAX_BYTES + 1);
-    size_t n = b ? fread(b, 1, CFG_MAX_BYTES + 1, f) : 0;
-    int bad = ferror(f);
-    fclose(f);
-    json_t *j = NULL;
-    json_error_t je;
-    if (!b || bad || n > CFG_MAX_BYTES)
-        gl_err_set(err, GL_E_IO, "dflash: %s: unreadable or over %u bytes", path, CFG_MAX_BYTES);
-    else if (!(j = json_loadb(b, n, JSON_REJECT_DUPLICATES, &je)))
-        gl_err_set(err, GL_E_FORMAT, "dflash: %s: invalid JSON at line %d: %s", path, je.line,
-                   je.text);
-    else if (!json_is_object(j)) {
-        gl_err_set(err, GL_E_FORMAT, "dflash: %s: not a JSON object", path);
-        json_decref(j);
-        j = NULL;
-    }
-    gl_free(b);
-    return j;
-}
-
 // An assistant config: model_type "muse_glimmer_assistant", or (without model_type) the
 // architectures list naming MuseGlimmerAssistantModel.
 static int names_assistant(const json_t *root)
@@ -173,7 +146,7 @@ int gl_dflash_hf_is_assistant(const char *dir)
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     struct gl_err e = {0};
-    json_t *root = load_json(path, &e);
+    json_t *root = gl_model__load_json("dflash", path, NULL, &e);
     int yes = root && names_assistant(root);
     json_decref(root);
     return yes;
@@ -282,7 +255,7 @@ gl_status gl_dflash_hf_config_parse(struct gl_dflash_config *cfg, const char *di
     memset(cfg, 0, sizeof *cfg);
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *root = load_json(path, err);
+    json_t *root = gl_model__load_json("dflash", path, NULL, err);
     if (!root)
         return err ? err->code : GL_E_IO;
     struct cx c = {path, err};

@@ -57,15 +57,15 @@ int gl_model_hf_tensor_name(const char *gg, int legacy, char *out, size_t cap)
 
 // ---- config.json / generation_config.json ----
 
-static json_t *load_json(const char *path, int *missing, struct gl_err *err)
+json_t *gl_model__load_json(const char *who, const char *path, int *missing, struct gl_err *err)
 {
     FILE *f = fopen(path, "rb");
+    if (missing)
+        *missing = f == NULL;
     if (!f) {
-        *missing = 1;
-        gl_err_set(err, GL_E_IO, "model: %s: cannot open", path);
+        gl_err_set(err, GL_E_IO, "%s: %s: cannot open", who, path);
         return NULL;
     }
-    *missing = 0;
     char *b = gl_malloc(CFG_MAX_BYTES + 1);
     size_t n = b ? fread(b, 1, CFG_MAX_BYTES + 1, f) : 0;
     int bad = ferror(f);
@@ -73,12 +73,12 @@ static json_t *load_json(const char *path, int *missing, struct gl_err *err)
     json_t *j = NULL;
     json_error_t je;
     if (!b || bad || n > CFG_MAX_BYTES)
-        gl_err_set(err, GL_E_IO, "model: %s: unreadable or over %u bytes", path, CFG_MAX_BYTES);
+        gl_err_set(err, GL_E_IO, "%s: %s: unreadable or over %u bytes", who, path, CFG_MAX_BYTES);
     else if (!(j = json_loadb(b, n, JSON_REJECT_DUPLICATES, &je)))
-        gl_err_set(err, GL_E_FORMAT, "model: %s: invalid JSON at line %d: %s", path, je.line,
+        gl_err_set(err, GL_E_FORMAT, "%s: %s: invalid JSON at line %d: %s", who, path, je.line,
                    je.text);
     else if (!json_is_object(j)) {
-        gl_err_set(err, GL_E_FORMAT, "model: %s: not a JSON object", path);
+        gl_err_set(err, GL_E_FORMAT, "%s: %s: not a JSON object", who, path);
         json_decref(j);
         j = NULL;
     }
@@ -325,7 +325,7 @@ gl_status gl_model_hf_vision_config(const char *dir, struct gl_vision_config *cf
         char path[4096];
         snprintf(path, sizeof path, "%s/config.json", dir);
         int missing = 0;
-        json_t *root = load_json(path, &missing, err);
+        json_t *root = gl_model__load_json("model", path, &missing, err);
         *present = root && json_is_object(json_object_get(root, "vision_config"));
         json_decref(root);
     }
@@ -492,7 +492,7 @@ static gl_status parse_stop_ids(struct gl_model *m, const char *dir, const struc
     snprintf(gpath, sizeof gpath, "%s/generation_config.json", dir);
     int missing = 0;
     struct gl_err gerr = {0}; // a missing file is not an error: keep err clean of it
-    json_t *gen = load_json(gpath, &missing, &gerr);
+    json_t *gen = gl_model__load_json("model", gpath, &missing, &gerr);
     if (!gen)
         return missing ? GL_OK : gl_err_set(c->err, gerr.code, "%s", gerr.msg);
     stop_ids_from(m, json_object_get(gen, "eos_token_id"), gpath, c->err, &st);
@@ -505,7 +505,7 @@ gl_status gl_model_hf_config_parse(struct gl_model *m, const char *dir, struct g
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     int missing = 0;
-    json_t *root = load_json(path, &missing, err);
+    json_t *root = gl_model__load_json("model", path, &missing, err);
     if (!root)
         return err ? err->code : GL_E_IO;
     memset(&m->cfg, 0, sizeof m->cfg);

@@ -5,6 +5,8 @@
 
 #include "model/model.h"
 
+#include <jansson.h>
+
 void gl_kv_cache__set_len(struct gl_kv_cache *kv, int64_t len);
 
 // Validates the structure dims v = {embedding_length, feed_forward_length, block_count,
@@ -20,3 +22,9 @@ void *gl_model__own(struct gl_model *m, size_t n);
 // embedding, checking every tensor's shape against m->vision_cfg; leaves has_vision 0 otherwise.
 // GL_E_FORMAT names a missing or misshapen tensor, GL_E_UNSUPPORTED a dtype without kernels.
 GL_MUST_USE gl_status gl_model__bind_vision(struct gl_model *m, struct gl_err *err);
+
+// HF folders' JSON files (config.json and the like; model_hf.c, dflash_hf.c): the object in path,
+// read whole (at most 4 MiB), duplicate keys refused. NULL with err set, its message prefixed
+// "who: path: ": GL_E_IO when the file cannot be opened (then *missing = 1, when missing is not
+// NULL) or read, GL_E_FORMAT when it is not one JSON object. The caller owns the result.
+json_t *gl_model__load_json(const char *who, const char *path, int *missing, struct gl_err *err);
