@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh
 gl_need_glint "hostile"
-if ! "$GLINT_BIN" serve --help 2>/dev/null | grep -q -- --timeout-headers; then
+if ! "$GLINT_BIN" serve --help 2>/dev/null | grep -- --timeout-headers >/dev/null; then
     echo "FAIL hostile: '$GLINT_BIN serve --help' has no --timeout-headers"
     exit 1
 fi
