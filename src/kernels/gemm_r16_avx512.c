@@ -19,6 +19,7 @@
 #include "base/base.h"
 
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 // Unrolled per-token loops keep the T accumulators in registers.
@@ -29,14 +30,15 @@
 // machine reads 51-55 GB/s (bench/microbench_r16, the same weights with and without, interleaved:
 // 29.5 -> 16.1 ms per 0.97 GB pass; 6,656 x 19,968 in microbench_matmul 2.17 -> 1.21 ms) and let
 // the 5-token verify step cost 1.5x a 1-token one instead of 1.3x. Three Q4_K blocks (6.9 KB) was
-// the best of 1-6 blocks. Addresses past the matrix are fine: a prefetch never faults.
+// the best of 1-6 blocks. Addresses past the matrix are fine (a prefetch never faults); they are
+// formed as integers, not as pointers past the object.
 #define R16_PF_BYTES (3 * (int)sizeof(struct gl_block_q4_K_r16))
 
 GL_X86_INLINE void prefetch_ahead(const void *block, int bytes)
 {
-    const char *p = (const char *)block + R16_PF_BYTES;
+    uintptr_t p = (uintptr_t)block + R16_PF_BYTES;
     for (int i = 0; i < bytes; i += 64)
-        _mm_prefetch(p + i, _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + (uintptr_t)i), _MM_HINT_T0);
 }
 
 GL_X86_INLINE __m512i bcast32(const void *p)
