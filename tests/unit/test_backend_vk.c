@@ -195,8 +195,13 @@ static int side_open(struct side *s, const struct gl_model *m, int device, enum 
 {
     memset(s, 0, sizeof *s);
     struct gl_err err = {0};
-    struct gl_kv_params kp = {
-        .budget_bytes = 1 << 20, .block_size = 4, .dtype = kvt, .prefix_cache = 0};
+    // Partial offload: the engine's split pool (gl_engine_kv_params), so the device layers'
+    // views cover only the device side and the device copy is that side alone.
+    struct gl_kv_params kp = {.budget_bytes = 1 << 20,
+                              .block_size = 4,
+                              .dtype = kvt,
+                              .prefix_cache = 0,
+                              .n_dev_layers = device >= 0 && g_ngl >= 0 ? g_ngl : 0};
     const struct gl_model_dev d = {.device = device, .n_gpu_layers = g_ngl};
     gl_status st = gl_model_ctx_new_ex(&s->ctx, m, 8, 2, 256, &d, &err);
     if (st == GL_OK)
@@ -412,8 +417,8 @@ TEST(test_kv16_steps)
 // alone (no device backend): bit-equal.
 TEST(test_partial_offload_steps)
 {
-    static const int ngl[4] = {0, 1, T_L, T_L + 1};
-    for (int i = 0; i < 4; i++) {
+    static const int ngl[5] = {0, 1, 2, T_L, T_L + 1};
+    for (int i = 0; i < 5; i++) {
         g_ngl = ngl[i];
         check_model(0, GL_KV_F32, 1e-4);
         check_model(1, GL_KV_F32, 1e-3);
@@ -666,9 +671,19 @@ TEST(test_plan_matches_alloc)
             struct gl_model_dev md;
             gl_engine_model_dev(&ep, &md);
             struct gl_model_dev_mem pl;
-            REQUIRE(gl_model_dev_mem_plan(g, &m->cfg, sh.step_tokens, &md,
-                                          gl_kv_pool_bytes(gl_engine_kv_pool(e)), &pl,
-                                          &err) == GL_OK);
+            const struct gl_kv_pool *kp = gl_engine_kv_pool(e);
+            REQUIRE(gl_model_dev_mem_plan(g, &m->cfg, sh.step_tokens, &md, gl_kv_pool_dev_bytes(kp),
+                                          &pl, &err) == GL_OK);
+            // The device KV copy holds only the device layers' pages: with -ngl N < n_layer,
+            // floor(n_pages x N / n_layer) pages (groups of one layer here), else the whole pool.
+            const int64_t np = gl_kv_pool_total_pages(kp);
+            const uint64_t page = gl_kv_pool_bytes(kp) / (uint64_t)np;
+            const int64_t n_dev = g_ngl >= 0 && g_ngl < T_L ? np * g_ngl / T_L : np;
+            CHECKF(gl_kv_pool_dev_bytes(kp) == (uint64_t)n_dev * page && pl.kv >= n_dev * page &&
+                       pl.kv < n_dev * page + 256,
+                   "-ngl %d: device KV %llu bytes, plan %llu, want %lld pages of %llu", g_ngl,
+                   (unsigned long long)gl_kv_pool_dev_bytes(kp), (unsigned long long)pl.kv,
+                   (long long)n_dev, (unsigned long long)page);
             const uint64_t dev = gl_engine_device_bytes(e, 0), host = gl_engine_device_bytes(e, 1);
             CHECKF(dev == pl.device_total && host == pl.host_visible,
                    "%s, -ngl %d: device-local %llu vs plan %llu, host-visible %llu vs plan %llu",
