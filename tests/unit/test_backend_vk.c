@@ -413,8 +413,8 @@ TEST(test_kv16_steps)
 // Partial offload (--n-gpu-layers N): the last N layers on the device, the rest (and the head
 // unless N = n_layer + 1) on the CPU, each layer's K/V where it runs: the same steps (chunked
 // prefill, decode, partial head, captures of layers -1 and 2) within the same tolerances, for
-// N = 0, 1 (= n_layer / 2), n_layer, n_layer + 1 on the F32 and Q4_K_M models. N = 0 is the CPU
-// alone (no device backend): bit-equal.
+// N = 0..n_layer + 1 on the F32 and Q4_K_M models (N = 1, 2: the pool split, the device layers'
+// pages alone on the device). N = 0 is the CPU alone (no device backend): bit-equal.
 TEST(test_partial_offload_steps)
 {
     static const int ngl[5] = {0, 1, 2, T_L, T_L + 1};
@@ -603,8 +603,9 @@ TEST(test_engine_tokens)
     gl_model_delete(m);
 }
 
-// The engine with 2 of the 3 layers on the device (--n-gpu-layers 2, the head on the CPU):
-// token-identical to the CPU with the prefix cache and preemption at work, as above.
+// The engine with 1 and 2 of the 3 layers on the device (--n-gpu-layers 1, 2, the head on the
+// CPU; the pool split, its device side alone on the device): token-identical to the CPU with the
+// prefix cache and preemption at work, as above.
 TEST(test_engine_partial_offload)
 {
     const char *path = write_model(0);
@@ -616,26 +617,28 @@ TEST(test_engine_partial_offload)
     struct gl_engine_stats sc, sv;
     const struct e_shape sh = {6, 4, 12, 24, 1, E_GEN, 24, NULL};
     const int okc = engine_run(m, -1, &sh, 0, &oc, &sc);
-    g_ngl = 2;
-    const int okv = okc && engine_run(m, 0, &sh, 0, &ov, &sv);
-    g_ngl = -1;
-    CHECK(okc && okv);
-    const int same = okc && okv && same_tokens(&oc, &ov, sh.n_req, sh.n_gen);
-    CHECK(same);
-    if (okc && okv) {
-        CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
-        printf("  engine, --n-gpu-layers 2: %d requests x %d tokens %s; %lld steps, %d "
-               "preemptions, %lld prefix-hit tokens\n",
-               sh.n_req, sh.n_gen, same ? "token-identical" : "DIFFER", (long long)sv.steps,
-               sv.n_preempted_total, (long long)sv.prefix_hit_tokens);
+    for (g_ngl = 1; g_ngl <= 2; g_ngl++) { // both split the pool (the device side 6 / 12 pages)
+        const int okv = okc && engine_run(m, 0, &sh, 0, &ov, &sv);
+        CHECK(okc && okv);
+        const int same = okc && okv && same_tokens(&oc, &ov, sh.n_req, sh.n_gen);
+        CHECK(same);
+        if (okc && okv) {
+            CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
+            printf("  engine, --n-gpu-layers %d: %d requests x %d tokens %s; %lld steps, %d "
+                   "preemptions, %lld prefix-hit tokens\n",
+                   g_ngl, sh.n_req, sh.n_gen, same ? "token-identical" : "DIFFER",
+                   (long long)sv.steps, sv.n_preempted_total, (long long)sv.prefix_hit_tokens);
+        }
     }
+    g_ngl = -1;
     gl_model_delete(m);
 }
 
 // `glint plan --device vulkan`'s figures (gl_model_dev_mem_plan, at the engine's bounds from
 // gl_engine_model_dev) equal the bytes the engine's device buffers hold after it ran requests
 // (every buffer allocated at create; a step that had to grow one would show here), for the F32
-// and Q4_K_M models, with every layer, 2 layers and the 3 layers without the head on the device.
+// and Q4_K_M models, with every layer, 2 layers and the 3 layers without the head on the device;
+// the device KV copy at -ngl N < n_layer is floor(n_pages x N / n_layer) pages of the pool.
 TEST(test_plan_matches_alloc)
 {
     static const int ngl[3] = {-1, 2, T_L};
