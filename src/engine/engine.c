@@ -899,6 +899,17 @@ static gl_status check_request(struct gl_engine *e, const struct gl_request *r, 
     st = gl_kv_plan_compute(&e->m->cfg, &e->p.kv, (int64_t)r->n_prompt + max_tokens, &plan, err);
     if (st != GL_OK)
         return st;
+    // A split pool (partial offload): each side must hold its groups' pages.
+    const int64_t dev_have = plan.n_dev_pages, host_have = e->pool_pages - plan.n_dev_pages;
+    if (dev_have > 0 && (plan.dev_pages_per_seq > dev_have ||
+                         plan.pages_per_seq - plan.dev_pages_per_seq > host_have))
+        return gl_err_set(err, GL_E_LIMIT,
+                          "engine: a prompt of %d tokens plus max_tokens %d needs %lld KV pages "
+                          "on the device and %lld on the host; the pool has %lld and %lld: lower "
+                          "max_tokens or give the KV cache more memory",
+                          r->n_prompt, max_tokens, (long long)plan.dev_pages_per_seq,
+                          (long long)(plan.pages_per_seq - plan.dev_pages_per_seq),
+                          (long long)dev_have, (long long)host_have);
     if (plan.pages_per_seq > e->pool_pages)
         return gl_err_set(err, GL_E_LIMIT,
                           "engine: a prompt of %d tokens plus max_tokens %d%s needs %lld KV pages; "

@@ -118,6 +118,7 @@ static int layer_sliding(const struct gl_model_config *cfg, int l)
 
 struct layout {
     int n_dev_layers; // the last n_dev_layers layers are the device's; 0: no split
+    int dev_sliding;  // sliding layers among them
     int n_sliding, n_global, group_size, n_groups, n_sliding_groups, n_global_groups;
     size_t row_bytes, scale_bytes, page_bytes, scale_off;
 };
@@ -143,6 +144,7 @@ static gl_status layout_compute(const struct gl_model_config *cfg, const struct 
         lo->n_sliding += layer_sliding(cfg, l);
         dev_sliding += l >= cfg->n_layer - lo->n_dev_layers && layer_sliding(cfg, l);
     }
+    lo->dev_sliding = dev_sliding;
     lo->n_global = cfg->n_layer - lo->n_sliding;
     // gcd(x, 0) = x. With a split, g also divides each side's sliding and global counts, so
     // groups (filled in layer order, host layers first) never mix host and device layers.
@@ -208,6 +210,8 @@ gl_status gl_kv_plan_compute(const struct gl_model_config *cfg, const struct gl_
     int64_t slide = blocks_touched(cfg->window, bs);
     slide = slide < seq_blocks ? slide : seq_blocks;
     out->pages_per_seq = lo.n_global_groups * seq_blocks + lo.n_sliding_groups * slide;
+    out->dev_pages_per_seq = (lo.n_dev_layers - lo.dev_sliding) / lo.group_size * seq_blocks +
+                             lo.dev_sliding / lo.group_size * slide;
     out->max_concurrency = (double)out->n_pages / (double)out->pages_per_seq;
     if (lo.n_global_groups > 0) {
         int64_t left = out->n_pages - lo.n_sliding_groups * blocks_touched(cfg->window, bs);

@@ -3,7 +3,8 @@
 // attention (vLLM's hybrid allocator idea). Layers are split into GROUPS of equal size g, each
 // group all-sliding or all-global (g = gcd(n_sliding, n_global); the release: 39 sliding + 13
 // global -> 4 groups of 13). A PAGE holds block_size positions of K and V for the g layers of
-// one group, so every page has the same byte size and one free list serves all groups:
+// one group, so every page has the same byte size and one free list serves all groups (one per
+// side of a split pool, partial offload: gl_kv_pool_dev_bytes):
 //   page = [layer in group g][K|V][position in block][Hkv][D] elements of `dtype`
 //          (+ fp8: then [layer in group][K|V][position in block] one bf16 scale per row -- see
 //           kv.c for why; the page is padded to 64 bytes).
@@ -62,6 +63,7 @@ struct gl_kv_plan {
                                 // long sequence could reach, sliding pages accounted)
     double max_concurrency;     // sequences of max_model_len that fit at once
     int64_t pages_per_seq;      // at max_model_len
+    int64_t dev_pages_per_seq;  // of pages_per_seq, the device side's (0: no split)
     size_t bytes_per_token_global, bytes_per_token_all; // per position, global / all layers
 };
 GL_MUST_USE gl_status gl_kv_plan_compute(const struct gl_model_config *cfg,

@@ -221,6 +221,15 @@ TEST(test_plan_release_shape)
     CHECKF(pl.max_concurrency >= 6.4 && pl.max_concurrency < 6.464, "%g", pl.max_concurrency);
     CHECK(pl.kv_capacity_tokens == (pl.n_pages - 3 * 129) * 16);
     CHECK(pl.bytes_per_token_global == 13 * 2 * 258 && pl.bytes_per_token_all == 52 * 2 * 258);
+    // Split at -ngl 13: layers 39..51 (9 sliding, 4 global) on the device; the group size
+    // falls to gcd(39, 13, 9, 4) = 1 so no group mixes sides; the device side is 13/52 of the
+    // pages and a sequence of 131,072 needs 4 x 8192 + 9 x 129 of them there.
+    p.n_dev_layers = 13;
+    REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
+    CHECK(pl.group_size == 1 && pl.page_bytes == 8192 + 64);
+    CHECK(pl.n_dev_pages == pl.n_pages * 13 / 52);
+    CHECKF(pl.dev_pages_per_seq == 4 * 8192 + 9 * 129, "%lld", (long long)pl.dev_pages_per_seq);
+    p.n_dev_layers = 0;
     p.dtype = GL_KV_BF16;
     REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
     CHECK(pl.page_bytes == 13 * 2 * 16 * 512);
