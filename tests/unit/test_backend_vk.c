@@ -630,6 +630,23 @@ TEST(test_engine_partial_offload)
                    (long long)sv.steps, sv.n_preempted_total, (long long)sv.prefix_hit_tokens);
         }
     }
+    // A request that fits the 18 pages but not one side: at -ngl 1 the host side (layers 0, 1:
+    // sliding, global) has 12 pages and 48 positions need 12 + 2 there (2 on the device side,
+    // 16 in all): refused at submit, not left to wait for pages that never come.
+    g_ngl = 1;
+    const struct e_shape big = {1, 4, 12, 24, 1, 39, 48, NULL};
+    struct gl_engine *e = e_new(m, 0, &big);
+    REQUIRE(e);
+    struct e_slot slot = {&ov, 0};
+    int32_t prompt[40];
+    struct gl_request rq = {.prompt = prompt, .n_prompt = e_prompt(&big, 0, prompt)};
+    rq.sp = gl_sample_default_params();
+    rq.sp.max_tokens = big.n_gen;
+    rq.on_event = on_slot_event;
+    rq.user = &slot;
+    const gl_status st = gl_engine_submit(e, &rq, NULL, &err);
+    CHECKF(st == GL_E_LIMIT && strstr(err.msg, "on the host"), "status %d: %s", (int)st, err.msg);
+    gl_engine_free(e);
     g_ngl = -1;
     gl_model_delete(m);
 }
