@@ -135,7 +135,7 @@ int gl_cmd_plan(int argc, char **argv)
     GL_CLI_PARSE(&s, argc, argv);
     gl_cli_ngl_check("glint plan", device, ngl);
     struct gl_err err = {0};
-    struct gl_kv_params p = {budget, (int32_t)bs, GL_KV_F16, 1};
+    struct gl_kv_params p = {budget, (int32_t)bs, GL_KV_F16, 1, 0};
     if (gl_kv_dtype_parse(dtype_s, &p.dtype, &err) != GL_OK) {
         fprintf(stderr, "glint plan: %s\n", err.msg);
         return 2;
@@ -178,8 +178,21 @@ int gl_cmd_plan(int argc, char **argv)
         return 1;
     }
     struct plan_dev pd = {.device = device};
+    // Under partial offload the device copy is the pool's device side only (as the engine's:
+    // gl_engine_kv_params, gl_kv_pool_dev_bytes).
+    struct gl_kv_plan dpl = pl;
+    if (device >= 0) {
+        struct gl_engine_params ep = {.device = device, .n_gpu_layers = ngl, .kv = p};
+        const struct gl_kv_params dp = gl_engine_kv_params(&ep);
+        if (gl_kv_plan_compute(&cfg, &dp, max_len, &dpl, &err) != GL_OK) {
+            fprintf(stderr, "glint plan: %s\n", err.msg);
+            gl_gguf_close(g);
+            return 1;
+        }
+    }
+    const int64_t dev_pages = dpl.n_dev_pages > 0 ? dpl.n_dev_pages : dpl.n_pages;
     if (device >= 0 && plan_device(g, &cfg, &p, ngl, (int)mbt, (int32_t)max_seqs, (int32_t)max_len,
-                                   (uint64_t)pl.n_pages * (uint64_t)pl.page_bytes, &pd) != 0) {
+                                   (uint64_t)dev_pages * (uint64_t)dpl.page_bytes, &pd) != 0) {
         gl_gguf_close(g);
         return 1;
     }

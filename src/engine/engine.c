@@ -193,6 +193,13 @@ void gl_engine_model_dev(const struct gl_engine_params *p, struct gl_model_dev *
                                  .head_rows = p->max_num_seqs * rows_per_seq + GL_ENGINE_PLP_ROWS};
 }
 
+struct gl_kv_params gl_engine_kv_params(const struct gl_engine_params *p)
+{
+    struct gl_kv_params kv = p->kv;
+    kv.n_dev_layers = p->device >= 0 && p->n_gpu_layers >= 0 ? p->n_gpu_layers : 0;
+    return kv;
+}
+
 struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
 {
     struct gl_engine_params p;
@@ -629,12 +636,14 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     pthread_cond_init(&e->cv, &ca);
     pthread_condattr_destroy(&ca);
     const int32_t S = p->max_num_seqs;
-    gl_status st = gl_kv_pool_new(&e->pool, &m->cfg, &p->kv, err);
+    // Partial offload: the pool's device side holds only the device layers' K/V.
+    e->p.kv = gl_engine_kv_params(p);
+    gl_status st = gl_kv_pool_new(&e->pool, &m->cfg, &e->p.kv, err);
     struct gl_model_dev md;
     gl_engine_model_dev(p, &md);
     if (st == GL_OK) {
         md.kv_base = gl_kv_pool_base(e->pool);
-        md.kv_bytes = gl_kv_pool_bytes(e->pool);
+        md.kv_bytes = gl_kv_pool_dev_bytes(e->pool);
     }
     if (st == GL_OK)
         st = gl_model_ctx_new_ex(&e->ctx, m, p->max_num_batched_tokens, p->n_threads,
@@ -687,9 +696,9 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     e->pool_pages = gl_kv_pool_total_pages(e->pool);
     struct gl_kv_plan plan;
     e->n_kv_groups = 1;
-    if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK)
+    if (gl_kv_plan_compute(&m->cfg, &e->p.kv, p->max_model_len, &plan, NULL) == GL_OK)
         e->n_kv_groups = plan.n_groups;
-    if (gl_kv_plan_compute(&m->cfg, &p->kv, p->max_model_len, &plan, NULL) == GL_OK &&
+    if (gl_kv_plan_compute(&m->cfg, &e->p.kv, p->max_model_len, &plan, NULL) == GL_OK &&
         plan.pages_per_seq > e->pool_pages)
         GL_LOGW("engine: the KV pool (%lld pages) holds less than one %d-token sequence (%lld "
                 "pages); requests whose prompt + max_tokens cannot fit it are refused",
@@ -890,6 +899,17 @@ static gl_status check_request(struct gl_engine *e, const struct gl_request *r, 
     st = gl_kv_plan_compute(&e->m->cfg, &e->p.kv, (int64_t)r->n_prompt + max_tokens, &plan, err);
     if (st != GL_OK)
         return st;
+    // A split pool (partial offload): each side must hold its groups' pages.
+    const int64_t dev_have = plan.n_dev_pages, host_have = e->pool_pages - plan.n_dev_pages;
+    if (dev_have > 0 && (plan.dev_pages_per_seq > dev_have ||
+                         plan.pages_per_seq - plan.dev_pages_per_seq > host_have))
+        return gl_err_set(err, GL_E_LIMIT,
+                          "engine: a prompt of %d tokens plus max_tokens %d needs %lld KV pages "
+                          "on the device and %lld on the host; the pool has %lld and %lld: lower "
+                          "max_tokens or give the KV cache more memory",
+                          r->n_prompt, max_tokens, (long long)plan.dev_pages_per_seq,
+                          (long long)(plan.pages_per_seq - plan.dev_pages_per_seq),
+                          (long long)dev_have, (long long)host_have);
     if (plan.pages_per_seq > e->pool_pages)
         return gl_err_set(err, GL_E_LIMIT,
                           "engine: a prompt of %d tokens plus max_tokens %d%s needs %lld KV pages; "
@@ -1721,10 +1741,8 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
     if (n > 0 && proc)
         n = proc->draft_ok(proc->user, draft, n);
     // The draft's pages must leave every later decode its worst case (a new block in each
-    // group), so speculation never causes a preemption.
-    if (n <= 0 ||
-        gl_kv_pool_free_pages(e->pool) - gl_kv_seq_pages_needed(s->kv, 1 + (int64_t)n) <
-            (int64_t)later_decodes * e->n_kv_groups ||
+    // group), so speculation never causes a preemption (on each side of a split pool).
+    if (n <= 0 || !gl_kv_seq_can_reserve(s->kv, 1 + (int64_t)n, later_decodes) ||
         gl_kv_seq_reserve(s->kv, 1 + (int64_t)n, NULL) != GL_OK)
         return 0;
     s->n_draft = n;

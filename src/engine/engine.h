@@ -212,6 +212,9 @@ struct gl_engine_params gl_engine_default_params(const struct gl_model *m);
 // n_gpu_layers, and the most sequences, positions and logits rows of a step): what `glint plan
 // --device` sizes the device memory with (gl_model_dev_mem_plan).
 void gl_engine_model_dev(const struct gl_engine_params *p, struct gl_model_dev *out);
+// The pool the engine makes: p->kv with n_dev_layers = n_gpu_layers under partial offload (the
+// device copy then holds only the device layers' K/V: kv.h gl_kv_pool_dev_bytes), else 0.
+struct gl_kv_params gl_engine_kv_params(const struct gl_engine_params *p);
 
 // Per-sequence logits processor (the grammar plugs in here): mask is called before sampling
 // with the sequence's logits (n_vocab floats, modifiable: set -INFINITY to ban), before bias,

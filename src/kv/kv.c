@@ -32,14 +32,18 @@ struct gl_kv_pool {
     int prefix_cache;
     int32_t *layer_group, *layer_idx; // [n_layer]
     uint8_t *group_sliding;           // [n_groups]
+    uint8_t *group_dev;               // [n_groups] 1: the group's layers run on the device
     size_t row_bytes, page_bytes, scale_off, scale_bytes;
     int64_t n_pages;
+    int64_t n_dev_pages; // pages 0..n_dev_pages-1 serve device groups only, the rest host ones
     uint8_t *mem;
     struct kv_page *pages;
-    int32_t *clean; // stack of clean free pages
-    int64_t n_clean;
-    int32_t lru_head, lru_tail;
-    int64_t n_lru;
+    // Per side (0 host, 1 device; a page's side is pg < n_dev_pages): a stack of clean free
+    // pages and an LRU of keyed ref-0 pages. Without a split every page is on side 0.
+    int32_t *clean[2];
+    int64_t n_clean[2];
+    int32_t lru_head[2], lru_tail[2];
+    int64_t n_lru[2];
     int32_t *ht; // key table: page ids, -1 empty
     uint64_t ht_mask;
     struct gl_kv_seq *seqs; // live sequences (for the audit)
@@ -113,6 +117,8 @@ static int layer_sliding(const struct gl_model_config *cfg, int l)
 }
 
 struct layout {
+    int n_dev_layers; // the last n_dev_layers layers are the device's; 0: no split
+    int dev_sliding;  // sliding layers among them
     int n_sliding, n_global, group_size, n_groups, n_sliding_groups, n_global_groups;
     size_t row_bytes, scale_bytes, page_bytes, scale_off;
 };
@@ -129,10 +135,23 @@ static gl_status layout_compute(const struct gl_model_config *cfg, const struct 
         cfg->head_dim < 1)
         return gl_err_set(err, GL_E_INVAL, "kv: config has %d layers, %d kv heads of %d",
                           cfg->n_layer, cfg->n_head_kv, cfg->head_dim);
-    for (int l = 0; l < cfg->n_layer; l++)
+    if (p->n_dev_layers < 0)
+        return gl_err_set(err, GL_E_INVAL, "kv: %d device layers", p->n_dev_layers);
+    // A split only when some layers run on each side; all on one side is the plain pool.
+    lo->n_dev_layers = p->n_dev_layers < cfg->n_layer ? p->n_dev_layers : 0;
+    int dev_sliding = 0;
+    for (int l = 0; l < cfg->n_layer; l++) {
         lo->n_sliding += layer_sliding(cfg, l);
+        dev_sliding += l >= cfg->n_layer - lo->n_dev_layers && layer_sliding(cfg, l);
+    }
+    lo->dev_sliding = dev_sliding;
     lo->n_global = cfg->n_layer - lo->n_sliding;
-    lo->group_size = (int)gcd64(lo->n_sliding, lo->n_global); // gcd(x, 0) = x
+    // gcd(x, 0) = x. With a split, g also divides each side's sliding and global counts, so
+    // groups (filled in layer order, host layers first) never mix host and device layers.
+    lo->group_size = (int)gcd64(lo->n_sliding, lo->n_global);
+    if (lo->n_dev_layers > 0)
+        lo->group_size =
+            (int)gcd64(gcd64(lo->group_size, dev_sliding), lo->n_dev_layers - dev_sliding);
     lo->n_sliding_groups = lo->n_sliding / lo->group_size;
     lo->n_global_groups = lo->n_global / lo->group_size;
     lo->n_groups = lo->n_sliding_groups + lo->n_global_groups;
@@ -142,6 +161,22 @@ static gl_status layout_compute(const struct gl_model_config *cfg, const struct 
     lo->scale_off = g * 2 * bs * lo->row_bytes;
     lo->page_bytes = (lo->scale_off + g * 2 * bs * lo->scale_bytes + 63) / 64 * 64;
     return GL_OK;
+}
+
+// Device-side pages of a pool of n_pages: the device groups' share of the pages (each group of
+// a sequence takes about as many pages as any other group of its kind, and both sides hold the
+// same mix of kinds when the layers' pattern repeats), at least one per group on each side.
+static int64_t dev_pages_of(const struct layout *lo, int64_t n_pages)
+{
+    if (lo->n_dev_layers <= 0)
+        return 0;
+    const int64_t dg = lo->n_dev_layers / lo->group_size, hg = lo->n_groups - dg;
+    int64_t d = n_pages * dg / lo->n_groups;
+    if (d > n_pages - hg)
+        d = n_pages - hg;
+    if (d < dg)
+        d = dg;
+    return d;
 }
 
 // Most blocks `span` consecutive positions can touch.
@@ -168,12 +203,15 @@ gl_status gl_kv_plan_compute(const struct gl_model_config *cfg, const struct gl_
     out->n_global_groups = lo.n_global_groups;
     out->page_bytes = lo.page_bytes;
     out->n_pages = p->budget_bytes / (int64_t)lo.page_bytes;
+    out->n_dev_pages = dev_pages_of(&lo, out->n_pages);
     // A sliding group holds the blocks of the last `window` positions (the next query's keys
     // p-window+1..p) -- at most blocks_touched(window) -- or the whole sequence if shorter.
     const int64_t seq_blocks = (max_model_len + bs - 1) / bs;
     int64_t slide = blocks_touched(cfg->window, bs);
     slide = slide < seq_blocks ? slide : seq_blocks;
     out->pages_per_seq = lo.n_global_groups * seq_blocks + lo.n_sliding_groups * slide;
+    out->dev_pages_per_seq = (lo.n_dev_layers - lo.dev_sliding) / lo.group_size * seq_blocks +
+                             lo.dev_sliding / lo.group_size * slide;
     out->max_concurrency = (double)out->n_pages / (double)out->pages_per_seq;
     if (lo.n_global_groups > 0) {
         int64_t left = out->n_pages - lo.n_sliding_groups * blocks_touched(cfg->window, bs);
@@ -331,46 +369,53 @@ static void ht_remove(struct gl_kv_pool *pool, int32_t pg)
 
 // ---- page lists ----
 
+static int page_side(const struct gl_kv_pool *pool, int32_t pg)
+{
+    return pg < pool->n_dev_pages;
+}
+
 static void lru_unlink(struct gl_kv_pool *pool, int32_t pg)
 {
     struct kv_page *p = &pool->pages[pg];
+    const int sd = page_side(pool, pg);
     GL_ASSERT(p->in_lru);
     if (p->prev >= 0)
         pool->pages[p->prev].next = p->next;
     else
-        pool->lru_head = p->next;
+        pool->lru_head[sd] = p->next;
     if (p->next >= 0)
         pool->pages[p->next].prev = p->prev;
     else
-        pool->lru_tail = p->prev;
+        pool->lru_tail[sd] = p->prev;
     p->prev = p->next = -1;
     p->in_lru = 0;
-    pool->n_lru--;
+    pool->n_lru[sd]--;
 }
 
 static void lru_append(struct gl_kv_pool *pool, int32_t pg)
 {
     struct kv_page *p = &pool->pages[pg];
-    p->prev = pool->lru_tail;
+    const int sd = page_side(pool, pg);
+    p->prev = pool->lru_tail[sd];
     p->next = -1;
-    if (pool->lru_tail >= 0)
-        pool->pages[pool->lru_tail].next = pg;
+    if (pool->lru_tail[sd] >= 0)
+        pool->pages[pool->lru_tail[sd]].next = pg;
     else
-        pool->lru_head = pg;
-    pool->lru_tail = pg;
+        pool->lru_head[sd] = pg;
+    pool->lru_tail[sd] = pg;
     p->in_lru = 1;
-    pool->n_lru++;
+    pool->n_lru[sd]++;
 }
 
 // A page with ref 1: a clean one if any, else the least recently freed keyed one (its key is
 // dropped). The caller has checked that one exists.
-static int32_t page_alloc(struct gl_kv_pool *pool)
+static int32_t page_alloc(struct gl_kv_pool *pool, int side)
 {
     int32_t pg;
-    if (pool->n_clean > 0) {
-        pg = pool->clean[--pool->n_clean];
+    if (pool->n_clean[side] > 0) {
+        pg = pool->clean[side][--pool->n_clean[side]];
     } else {
-        pg = pool->lru_head;
+        pg = pool->lru_head[side];
         GL_ASSERT(pg >= 0);
         lru_unlink(pool, pg);
         ht_remove(pool, pg);
@@ -397,8 +442,10 @@ static void page_release(struct gl_kv_pool *pool, int32_t pg)
         return;
     if (p->group >= 0)
         lru_append(pool, pg);
-    else
-        pool->clean[pool->n_clean++] = pg;
+    else {
+        const int sd = page_side(pool, pg);
+        pool->clean[sd][pool->n_clean[sd]++] = pg;
+    }
 }
 
 // ---- pool ----
@@ -435,7 +482,15 @@ gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *
     pool->scale_off = lo.scale_off;
     pool->scale_bytes = lo.scale_bytes;
     pool->n_pages = n_pages;
-    pool->lru_head = pool->lru_tail = -1;
+    pool->n_dev_pages = dev_pages_of(&lo, n_pages);
+    if (lo.n_dev_layers > 0 && n_pages < lo.n_groups) {
+        gl_kv_pool_free(pool);
+        return gl_err_set(err, GL_E_LIMIT,
+                          "kv: %lld pages cannot hold one page of each of %d layer groups on "
+                          "the host and the device",
+                          (long long)n_pages, lo.n_groups);
+    }
+    pool->lru_head[0] = pool->lru_tail[0] = pool->lru_head[1] = pool->lru_tail[1] = -1;
     uint64_t ht_cap = 16;
     while (ht_cap < 2 * (uint64_t)n_pages)
         ht_cap *= 2;
@@ -443,12 +498,14 @@ gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *
     pool->layer_group = gl_malloc((size_t)cfg->n_layer * sizeof(int32_t));
     pool->layer_idx = gl_malloc((size_t)cfg->n_layer * sizeof(int32_t));
     pool->group_sliding = gl_calloc((size_t)lo.n_groups, 1);
+    pool->group_dev = gl_calloc((size_t)lo.n_groups, 1);
     pool->pages = gl_calloc((size_t)n_pages, sizeof *pool->pages);
-    pool->clean = gl_malloc((size_t)n_pages * sizeof(int32_t));
+    pool->clean[0] = gl_malloc((size_t)n_pages * sizeof(int32_t));
+    pool->clean[1] = gl_malloc((size_t)(pool->n_dev_pages + 1) * sizeof(int32_t));
     pool->ht = gl_malloc(ht_cap * sizeof(int32_t));
     pool->mem = gl_malloc_aligned((size_t)n_pages * lo.page_bytes);
-    if (!pool->layer_group || !pool->layer_idx || !pool->group_sliding || !pool->pages ||
-        !pool->clean || !pool->ht || !pool->mem) {
+    if (!pool->layer_group || !pool->layer_idx || !pool->group_sliding || !pool->group_dev ||
+        !pool->pages || !pool->clean[0] || !pool->clean[1] || !pool->ht || !pool->mem) {
         gl_kv_pool_free(pool);
         return gl_err_set(err, GL_E_NOMEM, "kv: no memory for %lld pages of %zu bytes",
                           (long long)n_pages, lo.page_bytes);
@@ -460,15 +517,22 @@ gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *
         pool->layer_group[l] = k / lo.group_size;
         pool->layer_idx[l] = k % lo.group_size;
     }
+    for (int l = cfg->n_layer - lo.n_dev_layers; l < cfg->n_layer; l++)
+        pool->group_dev[pool->layer_group[l]] = 1;
+    for (int l = 0; l < cfg->n_layer - lo.n_dev_layers; l++) // layout_compute's g: no mixing
+        GL_ASSERT(!pool->group_dev[pool->layer_group[l]]);
     for (int gi = 0; gi < lo.n_sliding_groups; gi++)
         pool->group_sliding[gi] = 1;
     memset(pool->ht, 0xFF, ht_cap * sizeof(int32_t));
     for (int64_t i = 0; i < n_pages; i++) {
         pool->pages[i].group = -1;
         pool->pages[i].prev = pool->pages[i].next = -1;
-        pool->clean[i] = (int32_t)(n_pages - 1 - i); // page 0 is handed out first
     }
-    pool->n_clean = n_pages;
+    // Each side's lowest page is handed out first.
+    for (int64_t i = n_pages - 1; i >= 0; i--) {
+        const int sd = page_side(pool, (int32_t)i);
+        pool->clean[sd][pool->n_clean[sd]++] = (int32_t)i;
+    }
     *out = pool;
     return GL_OK;
 }
@@ -482,7 +546,9 @@ void gl_kv_pool_free(struct gl_kv_pool *pool)
     gl_free(pool->layer_idx);
     gl_free(pool->group_sliding);
     gl_free(pool->pages);
-    gl_free(pool->clean);
+    gl_free(pool->clean[0]);
+    gl_free(pool->clean[1]);
+    gl_free(pool->group_dev);
     gl_free(pool->ht);
     gl_free_aligned(pool->mem);
     gl_free(pool);
@@ -490,7 +556,7 @@ void gl_kv_pool_free(struct gl_kv_pool *pool)
 
 int64_t gl_kv_pool_free_pages(const struct gl_kv_pool *pool)
 {
-    return pool->n_clean + pool->n_lru;
+    return pool->n_clean[0] + pool->n_lru[0] + pool->n_clean[1] + pool->n_lru[1];
 }
 
 const void *gl_kv_pool_base(const struct gl_kv_pool *pool)
@@ -501,6 +567,11 @@ const void *gl_kv_pool_base(const struct gl_kv_pool *pool)
 uint64_t gl_kv_pool_bytes(const struct gl_kv_pool *pool)
 {
     return (uint64_t)pool->n_pages * pool->page_bytes;
+}
+
+uint64_t gl_kv_pool_dev_bytes(const struct gl_kv_pool *pool)
+{
+    return (uint64_t)(pool->n_dev_pages > 0 ? pool->n_dev_pages : pool->n_pages) * pool->page_bytes;
 }
 
 int64_t gl_kv_pool_total_pages(const struct gl_kv_pool *pool)
@@ -520,6 +591,9 @@ int64_t gl_kv_pool_audit(const struct gl_kv_pool *pool)
         for (int64_t i = 0; i < (int64_t)pool->n_groups * s->cap; i++) {
             int32_t pg = s->tab[i];
             GL_ASSERT(pg >= -1 && pg < N);
+            GL_ASSERT_MSG(pg < 0 || page_side(pool, pg) == pool->group_dev[i / s->cap],
+                          "kv: page %d on the wrong side for group %lld", pg,
+                          (long long)(i / s->cap));
             if (pg >= 0)
                 cnt[pg]++;
         }
@@ -538,24 +612,31 @@ int64_t gl_kv_pool_audit(const struct gl_kv_pool *pool)
                           "kv: keyed page %lld is not found under its key", (long long)i);
         }
     }
-    for (int64_t i = 0; i < pool->n_clean; i++) {
-        int32_t pg = pool->clean[i];
-        GL_ASSERT(pg >= 0 && pg < N && !seen[pg]);
-        seen[pg] = 1;
-        GL_ASSERT(pool->pages[pg].ref == 0 && pool->pages[pg].group < 0);
+    int64_t n_lru = 0, n_clean = 0;
+    for (int sd = 0; sd < 2; sd++) {
+        for (int64_t i = 0; i < pool->n_clean[sd]; i++) {
+            int32_t pg = pool->clean[sd][i];
+            GL_ASSERT(pg >= 0 && pg < N && !seen[pg] && page_side(pool, pg) == sd);
+            seen[pg] = 1;
+            GL_ASSERT(pool->pages[pg].ref == 0 && pool->pages[pg].group < 0);
+        }
+        n_clean += pool->n_clean[sd];
+        int64_t n_lru_sd = 0;
+        for (int32_t pg = pool->lru_head[sd], prev = -1; pg >= 0;
+             prev = pg, pg = pool->pages[pg].next) {
+            GL_ASSERT(!seen[pg] && pool->pages[pg].prev == prev && pool->pages[pg].in_lru);
+            GL_ASSERT(page_side(pool, pg) == sd);
+            seen[pg] = 1;
+            n_lru_sd++;
+            if (pool->pages[pg].next < 0)
+                GL_ASSERT(pool->lru_tail[sd] == pg);
+        }
+        GL_ASSERT(n_lru_sd == pool->n_lru[sd]);
+        n_lru += n_lru_sd;
     }
-    int64_t n_lru = 0;
-    for (int32_t pg = pool->lru_head, prev = -1; pg >= 0; prev = pg, pg = pool->pages[pg].next) {
-        GL_ASSERT(!seen[pg] && pool->pages[pg].prev == prev && pool->pages[pg].in_lru);
-        seen[pg] = 1;
-        n_lru++;
-        if (pool->pages[pg].next < 0)
-            GL_ASSERT(pool->lru_tail == pg);
-    }
-    GL_ASSERT(n_lru == pool->n_lru);
-    GL_ASSERT_MSG(used + pool->n_clean + n_lru == N,
+    GL_ASSERT_MSG(used + n_clean + n_lru == N,
                   "kv: %lld used + %lld clean + %lld cached != %lld pages", (long long)used,
-                  (long long)pool->n_clean, (long long)n_lru, (long long)N);
+                  (long long)n_clean, (long long)n_lru, (long long)N);
     int64_t in_ht = 0;
     for (uint64_t i = 0; i <= pool->ht_mask; i++)
         in_ht += pool->ht[i] >= 0;
@@ -664,7 +745,8 @@ static void seq_release_window(struct gl_kv_seq *s)
         s->rel_from = upto;
 }
 
-int64_t gl_kv_seq_pages_needed(const struct gl_kv_seq *s, int64_t n)
+// Pages reserve(s, n) would newly take on side sd (0 host, 1 device; -1 both).
+static int64_t pages_needed_side(const struct gl_kv_seq *s, int64_t n, int sd)
 {
     if (n <= 0)
         return 0;
@@ -672,9 +754,29 @@ int64_t gl_kv_seq_pages_needed(const struct gl_kv_seq *s, int64_t n)
     const int64_t b0 = s->len / pool->block_size, b1 = (s->len + n - 1) / pool->block_size;
     int64_t need = 0;
     for (int gi = 0; gi < pool->n_groups; gi++)
-        for (int64_t b = b0; b <= b1; b++)
-            need += b >= s->cap || *seq_slot(s, gi, b) < 0;
+        if (sd < 0 || pool->group_dev[gi] == sd)
+            for (int64_t b = b0; b <= b1; b++)
+                need += b >= s->cap || *seq_slot(s, gi, b) < 0;
     return need;
+}
+
+int64_t gl_kv_seq_pages_needed(const struct gl_kv_seq *s, int64_t n)
+{
+    return pages_needed_side(s, n, -1);
+}
+
+int gl_kv_seq_can_reserve(const struct gl_kv_seq *s, int64_t n, int64_t spare_per_group)
+{
+    const struct gl_kv_pool *pool = s->pool;
+    for (int sd = 0; sd < 2; sd++) {
+        int64_t groups = 0;
+        for (int gi = 0; gi < pool->n_groups; gi++)
+            groups += pool->group_dev[gi] == sd;
+        if (pool->n_clean[sd] + pool->n_lru[sd] - pages_needed_side(s, n, sd) <
+            spare_per_group * groups)
+            return 0;
+    }
+    return 1;
 }
 
 gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err)
@@ -684,12 +786,17 @@ gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err)
         return gl_err_set(err, GL_E_INVAL, "kv: cannot reserve %lld positions", (long long)n);
     if (n == 0)
         return GL_OK;
-    const int64_t need = gl_kv_seq_pages_needed(s, n);
-    if (need > gl_kv_pool_free_pages(pool))
-        return gl_err_set(err, GL_E_LIMIT,
-                          "kv: positions %lld..%lld need %lld pages, %lld are free",
-                          (long long)s->len, (long long)(s->len + n - 1), (long long)need,
-                          (long long)gl_kv_pool_free_pages(pool));
+    for (int sd = 0; sd < 2; sd++) {
+        const int64_t need = pages_needed_side(s, n, sd),
+                      free = pool->n_clean[sd] + pool->n_lru[sd];
+        if (need > free)
+            return gl_err_set(
+                err, GL_E_LIMIT, "kv: positions %lld..%lld need %lld pages, %lld are free%s",
+                (long long)s->len, (long long)(s->len + n - 1), (long long)need, (long long)free,
+                pool->n_dev_pages == 0 ? ""
+                : sd                   ? " on the device side"
+                                       : " on the host side");
+    }
     const int64_t b0 = s->len / pool->block_size, b1 = (s->len + n - 1) / pool->block_size;
     if (!seq_grow(s, b1 + 1))
         return gl_err_set(err, GL_E_NOMEM, "kv: no memory for a block table of %lld blocks",
@@ -698,7 +805,7 @@ gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err)
         for (int64_t b = b0; b <= b1; b++) {
             int32_t *slot = seq_slot(s, gi, b);
             if (*slot < 0)
-                *slot = page_alloc(pool);
+                *slot = page_alloc(pool, pool->group_dev[gi]);
         }
     if (s->len + n > s->reserved_end)
         s->reserved_end = s->len + n;
@@ -833,7 +940,9 @@ struct gl_kv_view gl_kv_seq_view(const struct gl_kv_seq *s, int layer)
         .pages = s->tab ? s->tab + (size_t)gi * (size_t)s->cap : NULL,
         .base = pool->mem,
         .page_bytes = pool->page_bytes,
-        .n_pages = pool->n_pages,
+        // A device layer's view covers the device side only: the device copy holds pages
+        // 0..n_dev_pages-1 at their byte offsets from base (gl_kv_pool_dev_bytes).
+        .n_pages = pool->group_dev[gi] ? pool->n_dev_pages : pool->n_pages,
         .row_bytes = pool->row_bytes,
         .k_off = k_off,
         .v_off = k_off + bs * pool->row_bytes,

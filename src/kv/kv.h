@@ -3,7 +3,8 @@
 // attention (vLLM's hybrid allocator idea). Layers are split into GROUPS of equal size g, each
 // group all-sliding or all-global (g = gcd(n_sliding, n_global); the release: 39 sliding + 13
 // global -> 4 groups of 13). A PAGE holds block_size positions of K and V for the g layers of
-// one group, so every page has the same byte size and one free list serves all groups:
+// one group, so every page has the same byte size and one free list serves all groups (one per
+// side of a split pool, partial offload: gl_kv_pool_dev_bytes):
 //   page = [layer in group g][K|V][position in block][Hkv][D] elements of `dtype`
 //          (+ fp8: then [layer in group][K|V][position in block] one bf16 scale per row -- see
 //           kv.c for why; the page is padded to 64 bytes).
@@ -45,6 +46,10 @@ struct gl_kv_params {
     int32_t block_size;   // positions per page; default 16
     enum gl_kv_dtype dtype;
     int32_t prefix_cache; // 1: key full prompt blocks and reuse them
+    // Partial offload (--n-gpu-layers): the last n_dev_layers layers run on the device. With
+    // 0 < n_dev_layers < n_layer the pool is split in two sides (see gl_kv_pool_dev_bytes);
+    // 0 or >= n_layer: one side, as without a device.
+    int32_t n_dev_layers;
 };
 
 // Sizing from the config alone (works on a header-only GGUF): page size, pages in the budget,
@@ -53,10 +58,12 @@ struct gl_kv_plan {
     int32_t n_groups, group_size, n_sliding_groups, n_global_groups;
     size_t page_bytes;
     int64_t n_pages;
+    int64_t n_dev_pages;        // of n_pages, the device side's (0: no split)
     int64_t kv_capacity_tokens; // tokens of global-layer KV the pool holds (positions a single
                                 // long sequence could reach, sliding pages accounted)
     double max_concurrency;     // sequences of max_model_len that fit at once
     int64_t pages_per_seq;      // at max_model_len
+    int64_t dev_pages_per_seq;  // of pages_per_seq, the device side's (0: no split)
     size_t bytes_per_token_global, bytes_per_token_all; // per position, global / all layers
 };
 GL_MUST_USE gl_status gl_kv_plan_compute(const struct gl_model_config *cfg,
@@ -102,6 +109,14 @@ int64_t gl_kv_pool_total_pages(const struct gl_kv_pool *pool);
 // mirrors it (gl_model_dev.kv_base).
 const void *gl_kv_pool_base(const struct gl_kv_pool *pool);
 uint64_t gl_kv_pool_bytes(const struct gl_kv_pool *pool);
+// Split pool (gl_kv_params.n_dev_layers): groups never mix host and device layers (the group
+// size also divides each side's sliding and global layer counts), pages 0..n_dev_pages-1 serve
+// the device groups only and the rest the host groups, each side with its own free stack and
+// LRU, so the device copy is pages 0..n_dev_pages-1 at the same offsets: n_dev_pages x
+// page_bytes from base (the whole pool without a split). Device layers' views say n_pages =
+// n_dev_pages. n_dev_pages = floor(n_pages x device groups / groups), at least one page per
+// group on each side.
+uint64_t gl_kv_pool_dev_bytes(const struct gl_kv_pool *pool);
 // Audit: recounts every page's owner/refcount from the sequences' tables and the cache; aborts
 // (GL_ASSERT) on any inconsistency. Returns pages in use by live sequences.
 int64_t gl_kv_pool_audit(const struct gl_kv_pool *pool);
@@ -118,8 +133,11 @@ int64_t gl_kv_seq_reuse_prefix(struct gl_kv_seq *s, const int32_t *tokens, int64
 // Makes room for positions [len, len+n): allocates pages (and releases out-of-window sliding
 // pages first). GL_E_LIMIT if the pool cannot supply them (state unchanged).
 GL_MUST_USE gl_status gl_kv_seq_reserve(struct gl_kv_seq *s, int64_t n, struct gl_err *err);
-// Pages gl_kv_seq_reserve(s, n) would newly take (for admission decisions).
+// Pages gl_kv_seq_reserve(s, n) would newly take (for admission decisions), both sides.
 int64_t gl_kv_seq_pages_needed(const struct gl_kv_seq *s, int64_t n);
+// 1 when reserve(s, n) would succeed and still leave spare_per_group free pages per layer group
+// on each side (speculative drafts: never preempt a later decode).
+int gl_kv_seq_can_reserve(const struct gl_kv_seq *s, int64_t n, int64_t spare_per_group);
 // After the forward pass wrote positions [len, len+n): advances len, keys newly full blocks of
 // the prompt (tokens = the tokens at those positions) into the prefix cache.
 void gl_kv_seq_commit(struct gl_kv_seq *s, const int32_t *tokens, int64_t n);

@@ -382,8 +382,10 @@ static void vk_step_begin(struct gl_backend *b, const struct gl_bk_step *st)
     c->n_caps = 0;
     c->kv = NULL;
     c->step_no++;
-    // KV: one pool per step; its views must agree on the page geometry the shaders use.
-    const struct gl_kv_view *v0 = &st->seqs[0].views[0];
+    // KV: one pool per step; its views must agree on the page geometry the shaders use. The
+    // copy is sized by this backend's first layer's view: a split pool's device layers see only
+    // its device pages (kv.h gl_kv_pool_dev_bytes), the host layers' views the whole pool.
+    const struct gl_kv_view *v0 = &st->seqs[0].views[c->first_layer < L ? c->first_layer : 0];
     uint64_t n_pages_words = 0;
     for (int s = 0; s < st->n_seqs; s++)
         for (int l = 0; l < L; l++) {

@@ -195,8 +195,13 @@ static int side_open(struct side *s, const struct gl_model *m, int device, enum 
 {
     memset(s, 0, sizeof *s);
     struct gl_err err = {0};
-    struct gl_kv_params kp = {
-        .budget_bytes = 1 << 20, .block_size = 4, .dtype = kvt, .prefix_cache = 0};
+    // Partial offload: the engine's split pool (gl_engine_kv_params), so the device layers'
+    // views cover only the device side and the device copy is that side alone.
+    struct gl_kv_params kp = {.budget_bytes = 1 << 20,
+                              .block_size = 4,
+                              .dtype = kvt,
+                              .prefix_cache = 0,
+                              .n_dev_layers = device >= 0 && g_ngl >= 0 ? g_ngl : 0};
     const struct gl_model_dev d = {.device = device, .n_gpu_layers = g_ngl};
     gl_status st = gl_model_ctx_new_ex(&s->ctx, m, 8, 2, 256, &d, &err);
     if (st == GL_OK)
@@ -408,12 +413,12 @@ TEST(test_kv16_steps)
 // Partial offload (--n-gpu-layers N): the last N layers on the device, the rest (and the head
 // unless N = n_layer + 1) on the CPU, each layer's K/V where it runs: the same steps (chunked
 // prefill, decode, partial head, captures of layers -1 and 2) within the same tolerances, for
-// N = 0, 1 (= n_layer / 2), n_layer, n_layer + 1 on the F32 and Q4_K_M models. N = 0 is the CPU
-// alone (no device backend): bit-equal.
+// N = 0..n_layer + 1 on the F32 and Q4_K_M models (N = 1, 2: the pool split, the device layers'
+// pages alone on the device). N = 0 is the CPU alone (no device backend): bit-equal.
 TEST(test_partial_offload_steps)
 {
-    static const int ngl[4] = {0, 1, T_L, T_L + 1};
-    for (int i = 0; i < 4; i++) {
+    static const int ngl[5] = {0, 1, 2, T_L, T_L + 1};
+    for (int i = 0; i < 5; i++) {
         g_ngl = ngl[i];
         check_model(0, GL_KV_F32, 1e-4);
         check_model(1, GL_KV_F32, 1e-3);
@@ -598,8 +603,9 @@ TEST(test_engine_tokens)
     gl_model_delete(m);
 }
 
-// The engine with 2 of the 3 layers on the device (--n-gpu-layers 2, the head on the CPU):
-// token-identical to the CPU with the prefix cache and preemption at work, as above.
+// The engine with 1 and 2 of the 3 layers on the device (--n-gpu-layers 1, 2, the head on the
+// CPU; the pool split, its device side alone on the device): token-identical to the CPU with the
+// prefix cache and preemption at work, as above.
 TEST(test_engine_partial_offload)
 {
     const char *path = write_model(0);
@@ -611,26 +617,45 @@ TEST(test_engine_partial_offload)
     struct gl_engine_stats sc, sv;
     const struct e_shape sh = {6, 4, 12, 24, 1, E_GEN, 24, NULL};
     const int okc = engine_run(m, -1, &sh, 0, &oc, &sc);
-    g_ngl = 2;
-    const int okv = okc && engine_run(m, 0, &sh, 0, &ov, &sv);
-    g_ngl = -1;
-    CHECK(okc && okv);
-    const int same = okc && okv && same_tokens(&oc, &ov, sh.n_req, sh.n_gen);
-    CHECK(same);
-    if (okc && okv) {
-        CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
-        printf("  engine, --n-gpu-layers 2: %d requests x %d tokens %s; %lld steps, %d "
-               "preemptions, %lld prefix-hit tokens\n",
-               sh.n_req, sh.n_gen, same ? "token-identical" : "DIFFER", (long long)sv.steps,
-               sv.n_preempted_total, (long long)sv.prefix_hit_tokens);
+    for (g_ngl = 1; g_ngl <= 2; g_ngl++) { // both split the pool (the device side 6 / 12 pages)
+        const int okv = okc && engine_run(m, 0, &sh, 0, &ov, &sv);
+        CHECK(okc && okv);
+        const int same = okc && okv && same_tokens(&oc, &ov, sh.n_req, sh.n_gen);
+        CHECK(same);
+        if (okc && okv) {
+            CHECK(sv.n_preempted_total > 0 && sv.prefix_hit_tokens > 0);
+            printf("  engine, --n-gpu-layers %d: %d requests x %d tokens %s; %lld steps, %d "
+                   "preemptions, %lld prefix-hit tokens\n",
+                   g_ngl, sh.n_req, sh.n_gen, same ? "token-identical" : "DIFFER",
+                   (long long)sv.steps, sv.n_preempted_total, (long long)sv.prefix_hit_tokens);
+        }
     }
+    // A request that fits the 18 pages but not one side: at -ngl 1 the host side (layers 0, 1:
+    // sliding, global) has 12 pages and 48 positions need 12 + 2 there (2 on the device side,
+    // 16 in all): refused at submit, not left to wait for pages that never come.
+    g_ngl = 1;
+    const struct e_shape big = {1, 4, 12, 24, 1, 39, 48, NULL};
+    struct gl_engine *e = e_new(m, 0, &big);
+    REQUIRE(e);
+    struct e_slot slot = {&ov, 0};
+    int32_t prompt[40];
+    struct gl_request rq = {.prompt = prompt, .n_prompt = e_prompt(&big, 0, prompt)};
+    rq.sp = gl_sample_default_params();
+    rq.sp.max_tokens = big.n_gen;
+    rq.on_event = on_slot_event;
+    rq.user = &slot;
+    const gl_status st = gl_engine_submit(e, &rq, NULL, &err);
+    CHECKF(st == GL_E_LIMIT && strstr(err.msg, "on the host"), "status %d: %s", (int)st, err.msg);
+    gl_engine_free(e);
+    g_ngl = -1;
     gl_model_delete(m);
 }
 
 // `glint plan --device vulkan`'s figures (gl_model_dev_mem_plan, at the engine's bounds from
 // gl_engine_model_dev) equal the bytes the engine's device buffers hold after it ran requests
 // (every buffer allocated at create; a step that had to grow one would show here), for the F32
-// and Q4_K_M models, with every layer, 2 layers and the 3 layers without the head on the device.
+// and Q4_K_M models, with every layer, 2 layers and the 3 layers without the head on the device;
+// the device KV copy at -ngl N < n_layer is floor(n_pages x N / n_layer) pages of the pool.
 TEST(test_plan_matches_alloc)
 {
     static const int ngl[3] = {-1, 2, T_L};
@@ -666,9 +691,19 @@ TEST(test_plan_matches_alloc)
             struct gl_model_dev md;
             gl_engine_model_dev(&ep, &md);
             struct gl_model_dev_mem pl;
-            REQUIRE(gl_model_dev_mem_plan(g, &m->cfg, sh.step_tokens, &md,
-                                          gl_kv_pool_bytes(gl_engine_kv_pool(e)), &pl,
-                                          &err) == GL_OK);
+            const struct gl_kv_pool *kp = gl_engine_kv_pool(e);
+            REQUIRE(gl_model_dev_mem_plan(g, &m->cfg, sh.step_tokens, &md, gl_kv_pool_dev_bytes(kp),
+                                          &pl, &err) == GL_OK);
+            // The device KV copy holds only the device layers' pages: with -ngl N < n_layer,
+            // floor(n_pages x N / n_layer) pages (groups of one layer here), else the whole pool.
+            const int64_t np = gl_kv_pool_total_pages(kp);
+            const uint64_t page = gl_kv_pool_bytes(kp) / (uint64_t)np;
+            const int64_t n_dev = g_ngl >= 0 && g_ngl < T_L ? np * g_ngl / T_L : np;
+            CHECKF(gl_kv_pool_dev_bytes(kp) == (uint64_t)n_dev * page && pl.kv >= n_dev * page &&
+                       pl.kv < n_dev * page + 256,
+                   "-ngl %d: device KV %llu bytes, plan %llu, want %lld pages of %llu", g_ngl,
+                   (unsigned long long)gl_kv_pool_dev_bytes(kp), (unsigned long long)pl.kv,
+                   (long long)n_dev, (unsigned long long)page);
             const uint64_t dev = gl_engine_device_bytes(e, 0), host = gl_engine_device_bytes(e, 1);
             CHECKF(dev == pl.device_total && host == pl.host_visible,
                    "%s, -ngl %d: device-local %llu vs plan %llu, host-visible %llu vs plan %llu",

@@ -207,7 +207,7 @@ static struct gl_model_config release_config(void)
 TEST(test_plan_release_shape)
 {
     struct gl_model_config cfg = release_config();
-    struct gl_kv_params p = {5905580032, 16, GL_KV_FP8_E4M3, 1};
+    struct gl_kv_params p = {5905580032, 16, GL_KV_FP8_E4M3, 1, 0};
     struct gl_kv_plan pl;
     struct gl_err err;
     REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
@@ -221,6 +221,15 @@ TEST(test_plan_release_shape)
     CHECKF(pl.max_concurrency >= 6.4 && pl.max_concurrency < 6.464, "%g", pl.max_concurrency);
     CHECK(pl.kv_capacity_tokens == (pl.n_pages - 3 * 129) * 16);
     CHECK(pl.bytes_per_token_global == 13 * 2 * 258 && pl.bytes_per_token_all == 52 * 2 * 258);
+    // Split at -ngl 13: layers 39..51 (9 sliding, 4 global) on the device; the group size
+    // falls to gcd(39, 13, 9, 4) = 1 so no group mixes sides; the device side is 13/52 of the
+    // pages and a sequence of 131,072 needs 4 x 8192 + 9 x 129 of them there.
+    p.n_dev_layers = 13;
+    REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
+    CHECK(pl.group_size == 1 && pl.page_bytes == 8192 + 64);
+    CHECK(pl.n_dev_pages == pl.n_pages * 13 / 52);
+    CHECKF(pl.dev_pages_per_seq == 4 * 8192 + 9 * 129, "%lld", (long long)pl.dev_pages_per_seq);
+    p.n_dev_layers = 0;
     p.dtype = GL_KV_BF16;
     REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
     CHECK(pl.page_bytes == 13 * 2 * 16 * 512);
@@ -353,7 +362,7 @@ static void tokens_for(int32_t *out, int n, uint64_t seed)
 
 static struct gl_kv_pool *pool_make(int64_t n_pages, int32_t bs, enum gl_kv_dtype dt, int prefix)
 {
-    struct gl_kv_params p = {1, bs, dt, prefix};
+    struct gl_kv_params p = {1, bs, dt, prefix, 0};
     struct gl_kv_plan pl;
     struct gl_err err;
     GL_ASSERT(gl_kv_plan_compute(&model->cfg, &p, 64, &pl, &err) == GL_OK);
@@ -414,6 +423,86 @@ TEST(test_pool_accounting_random)
         gl_kv_seq_free(seq[i]);
     CHECK(gl_kv_pool_audit(pool) == 0 && gl_kv_pool_free_pages(pool) == 60);
     gl_kv_pool_free(pool);
+}
+
+// Partial offload's split pool (gl_kv_params.n_dev_layers = N, the last N layers on the device):
+// for every N in 0..n_layer+1, the random mix of test_pool_accounting_random with the audit
+// after every operation (which checks each table entry is on its group's side), every device
+// layer's view naming only pages below n_dev_pages (what the device copy holds) and every host
+// layer's only pages at or above it; the device copy is n_dev_pages = floor(60 x N / 8) pages
+// (groups of one layer here; the whole pool for N = 0 or N >= 8).
+TEST(test_split_pool_sides)
+{
+    struct gl_err err;
+    enum { S = 6, P = 48, NP = 60 };
+    const int L = model->cfg.n_layer;
+    int32_t prompts[3][P];
+    for (int i = 0; i < 3; i++)
+        tokens_for(prompts[i], P, 200 + (uint64_t)i);
+    memcpy(prompts[1], prompts[0], 20 * sizeof(int32_t));
+    for (int N = 0; N <= L + 1; N++) {
+        struct gl_kv_params p = {1, 4, GL_KV_F32, 1, N};
+        struct gl_kv_plan pl;
+        REQUIRE(gl_kv_plan_compute(&model->cfg, &p, 64, &pl, &err) == GL_OK);
+        p.budget_bytes = NP * (int64_t)pl.page_bytes;
+        REQUIRE(gl_kv_plan_compute(&model->cfg, &p, 64, &pl, &err) == GL_OK);
+        struct gl_kv_pool *pool = NULL;
+        REQUIRE(gl_kv_pool_new(&pool, &model->cfg, &p, &err) == GL_OK);
+        const int split = N > 0 && N < L;
+        const int64_t n_dev = split ? (int64_t)NP * N / L : 0;
+        CHECKF(pl.n_dev_pages == n_dev && gl_kv_pool_total_pages(pool) == NP, "N %d: %lld", N,
+               (long long)pl.n_dev_pages);
+        CHECKF(gl_kv_pool_dev_bytes(pool) == (uint64_t)(split ? n_dev : NP) * pl.page_bytes,
+               "N %d: %llu", N, (unsigned long long)gl_kv_pool_dev_bytes(pool));
+        struct gl_kv_seq *seq[S] = {0};
+        int which[S] = {0};
+        uint64_t r = 11;
+        int n_limit = 0, n_reuse = 0;
+        for (int op = 0; op < 300; op++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            int i = (int)((r >> 33) % S), kind = (int)((r >> 40) % 8);
+            if (!seq[i]) {
+                REQUIRE(gl_kv_seq_new(pool, &seq[i], &err) == GL_OK);
+                which[i] = (int)((r >> 50) % 3);
+                n_reuse += gl_kv_seq_reuse_prefix(seq[i], prompts[which[i]], P) > 0;
+            } else if (kind == 0 || gl_kv_seq_len(seq[i]) >= P) {
+                gl_kv_seq_free(seq[i]);
+                seq[i] = NULL;
+            } else {
+                int64_t len = gl_kv_seq_len(seq[i]), n = 1 + (int64_t)((r >> 20) % 9);
+                n = len + n > P ? P - len : n;
+                int64_t fr = gl_kv_pool_free_pages(pool), need = gl_kv_seq_pages_needed(seq[i], n);
+                const int can = gl_kv_seq_can_reserve(seq[i], n, 0);
+                gl_status st = gl_kv_seq_reserve(seq[i], n, &err);
+                CHECK(can == (st == GL_OK));
+                if (st == GL_E_LIMIT) {
+                    n_limit++;
+                    CHECK(gl_kv_pool_free_pages(pool) == fr);
+                } else {
+                    REQUIRE(st == GL_OK);
+                    CHECK(gl_kv_pool_free_pages(pool) == fr - need);
+                    gl_kv_seq_commit(seq[i], prompts[which[i]] + len, n);
+                }
+            }
+            CHECK(gl_kv_pool_audit(pool) + gl_kv_pool_free_pages(pool) == NP);
+            for (int j = 0; j < S; j++)
+                for (int l = 0; seq[j] && l < L; l++) {
+                    const struct gl_kv_view v = gl_kv_seq_view(seq[j], l);
+                    const int dev = split && l >= L - N;
+                    CHECK(v.n_pages == (dev ? n_dev : NP));
+                    for (int32_t b = 0; b < v.n_blocks; b++)
+                        if (v.pages[b] >= 0)
+                            CHECKF(v.pages[b] < v.n_pages &&
+                                       (!split || (v.pages[b] < n_dev) == dev),
+                                   "N %d layer %d page %d", N, l, v.pages[b]);
+                }
+        }
+        CHECKF(n_limit > 0 && n_reuse > 0, "N %d: limit %d reuse %d", N, n_limit, n_reuse);
+        for (int i = 0; i < S; i++)
+            gl_kv_seq_free(seq[i]);
+        CHECK(gl_kv_pool_audit(pool) == 0 && gl_kv_pool_free_pages(pool) == NP);
+        gl_kv_pool_free(pool);
+    }
 }
 
 TEST(test_reserve_failure_changes_nothing)
@@ -992,7 +1081,7 @@ TEST(test_forward_capture)
 TEST(test_fit_release_shape)
 {
     struct gl_model_config cfg = release_config();
-    struct gl_kv_params p = {0, 16, GL_KV_F16, 1};
+    struct gl_kv_params p = {0, 16, GL_KV_F16, 1, 0};
     struct gl_kv_fit_in in = {.mem_free = (int64_t)1 << 30,
                               .utilization = 1.0,
                               .max_model_len = 131072,
@@ -1040,11 +1129,12 @@ TEST(test_fit_release_shape)
 static int run_all(void)
 {
     RUN_TESTS(test_fp8_codes, test_fp8_row_scale, test_plan_release_shape,
-              test_pool_accounting_random, test_reserve_failure_changes_nothing,
-              test_sliding_pages_follow_window, test_trim_after_rejected_drafts,
-              test_prefix_cache_hit_logits, test_prefix_sliding_rule, test_fp8_rows_in_pool,
-              test_forward_batch_equals_alone, test_forward_batch_refusals,
-              test_forward_batch_logit_rows, test_forward_capture, test_fit_release_shape);
+              test_pool_accounting_random, test_split_pool_sides,
+              test_reserve_failure_changes_nothing, test_sliding_pages_follow_window,
+              test_trim_after_rejected_drafts, test_prefix_cache_hit_logits,
+              test_prefix_sliding_rule, test_fp8_rows_in_pool, test_forward_batch_equals_alone,
+              test_forward_batch_refusals, test_forward_batch_logit_rows, test_forward_capture,
+              test_fit_release_shape);
 }
 
 int main(void)
