@@ -1364,11 +1364,15 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
         process_row(e, s, row);
         if (e->p.spec.test_wrong_rule == 2)
             wrong_min_p(sp, row, V);
+        // A draft is one token d (q one-hot), so rejection sampling (keep d with probability
+        // p(d), else draw from p without d, renormalised) and its maximal coupling "draw t from p
+        // as plain decoding does; d is accepted iff t == d" give every token the same
+        // probability. The coupling is used: it spends the sequence's RNG exactly as decoding
+        // without speculation (one draw per token), so a seeded request's tokens do not depend
+        // on how many drafts each step verified (alone or batched, streamed or not).
         int32_t t;
-        if (i == k)
+        if (i == k || e->p.spec.test_wrong_rule != 1)
             t = gl_sample_pick(sp, row, &e->work, &s->rng);
-        else if (e->p.spec.test_wrong_rule != 1)
-            t = gl_sample_verify(sp, row, &e->work, &s->rng, draft[i]);
         else { // the wrong rule (tests only): on rejection, draw from p with the draft kept
             gl_sample_filter(sp, row, &e->work);
             double pd = 0.0;

@@ -446,36 +446,6 @@ int32_t gl_sample_pick(const struct gl_sample_params *p, const float *logits,
     return w->cand[w->n_cand - 1].id; // rounding left u just above the summed mass
 }
 
-int32_t gl_sample_verify(const struct gl_sample_params *p, const float *logits,
-                         struct gl_sample_work *w, struct gl_rng *rng, int32_t draft)
-{
-    gl_sample_filter(p, logits, w);
-    if (w->n_cand == 1)
-        return w->cand[0].id;
-    double pd = 0.0, rest = 0.0;
-    for (int32_t i = 0; i < w->n_cand; i++) {
-        if (w->cand[i].id == draft)
-            pd = (double)w->cand[i].p;
-        else
-            rest += (double)w->cand[i].p;
-    }
-    if (pd > 0.0 && gl_rng_uniform(rng) < pd)
-        return draft;
-    if (!(rest > 0.0)) // p(draft) is all the mass: nothing else can be drawn
-        return draft;
-    double u = gl_rng_uniform(rng) * rest, acc = 0.0;
-    int32_t last = draft;
-    for (int32_t i = 0; i < w->n_cand; i++) {
-        if (w->cand[i].id == draft)
-            continue;
-        acc += (double)w->cand[i].p;
-        last = w->cand[i].id;
-        if (u < acc)
-            return last;
-    }
-    return last; // rounding left u just above the summed mass
-}
-
 // ---- logprobs ----
 
 void gl_sample_logprobs(const float *logits, int32_t n_vocab, int32_t chosen, int32_t top_n,

@@ -113,12 +113,6 @@ void gl_sample_filter(const struct gl_sample_params *p, const float *logits,
 // Filter, then draw one survivor with rng (no draw is consumed for greedy or one survivor).
 int32_t gl_sample_pick(const struct gl_sample_params *p, const float *logits,
                        struct gl_sample_work *w, struct gl_rng *rng);
-// Speculative verification of one position whose draft token is `draft`: filter, then accept the
-// draft with probability p(draft), else draw from p with the draft removed and renormalised (the
-// residual max(p - q, 0) of a one-hot draft q), so the result is distributed exactly as
-// gl_sample_pick's. Greedy (or one survivor): the argmax, no draw. Uses 1 or 2 draws otherwise.
-int32_t gl_sample_verify(const struct gl_sample_params *p, const float *logits,
-                         struct gl_sample_work *w, struct gl_rng *rng, int32_t draft);
 // Argmax with ties to the lowest id.
 int32_t gl_sample_argmax(const float *logits, int32_t n_vocab);
 

@@ -1695,7 +1695,9 @@ static gl_status load(struct server *S, struct gl_err *err)
                 (unsigned long long)gl_engine_device_bytes(S->engine, 0),
                 (unsigned long long)gl_engine_device_bytes(S->engine, 1));
     S->metrics.block_size = ep.kv.block_size;
-    S->metrics.prefix_caching = ep.kv.prefix_cache;
+    // DFlash takes no prefix-cache hit (engine.c admit_one: the drafter's context needs the
+    // target's captured states at every prompt position), so the gauge says off.
+    S->metrics.prefix_caching = ep.kv.prefix_cache && ep.spec.method != GL_SPEC_DFLASH;
     S->metrics.spec_k = ep.spec.method != GL_SPEC_NONE ? ep.spec.k : 0;
     if (ep.spec.method == GL_SPEC_NGRAM)
         fprintf(stderr,
@@ -1705,7 +1707,8 @@ static gl_status load(struct server *S, struct gl_err *err)
     if (ep.spec.method == GL_SPEC_DFLASH)
         fprintf(stderr,
                 "glint serve: speculative decoding: dflash %s (%d blocks, target layers %d.., "
-                "block %d), %d tokens per draft (not for requests with logprobs)\n",
+                "block %d), %d tokens per draft (not for requests with logprobs; no prefix-cache "
+                "reuse: the drafter needs the target's states at every prompt position)\n",
                 ep.spec.dflash_path, (int)S->dflash->cfg.n_layer,
                 (int)S->dflash->cfg.target_layers[0], (int)S->dflash->cfg.block_size,
                 (int)ep.spec.k);

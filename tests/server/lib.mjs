@@ -25,7 +25,12 @@ export const GLINT_BIN = path.resolve(ROOT, process.env.GLINT_BIN || "build/glin
 // device. GL_TEST_TIMEOUT_SCALE=K multiplies every wait below and the suites' deadlines (a slow
 // device such as lavapipe: a step of the tiny preset takes ~1 s there, ~20 ms on the CPU); what
 // is checked does not change.
-export const SERVE_DEVICE_ARGS = process.env.GL_SERVE_DEVICE ? ["--device", process.env.GL_SERVE_DEVICE] : [];
+// GL_SERVE_EXTRA_ARGS='["--flag", "value", ...]' (a JSON array) is appended to them, e.g. a
+// --speculative-config (issue 22: the suites pass with speculation on).
+export const SERVE_DEVICE_ARGS = [
+    ...(process.env.GL_SERVE_DEVICE ? ["--device", process.env.GL_SERVE_DEVICE] : []),
+    ...JSON.parse(process.env.GL_SERVE_EXTRA_ARGS || "[]"),
+];
 export const TIMEOUT_SCALE = Number(process.env.GL_TEST_TIMEOUT_SCALE || 1) || 1;
 export const T = (ms) => Math.round(ms * TIMEOUT_SCALE);
 

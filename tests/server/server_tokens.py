@@ -103,6 +103,9 @@ def server_lossy(b):
 # GL_SERVE_DEVICE=vulkan[:N]: the server runs its forward pass there while `glint run` (the
 # reference) stays on the CPU (issue 20: the server on the device gives the CPU's tokens).
 SERVE_DEVICE = ["--device", os.environ["GL_SERVE_DEVICE"]] if os.environ.get("GL_SERVE_DEVICE") else []
+# GL_SERVE_EXTRA_ARGS='["--flag", "value", ...]' (a JSON array): appended to every server's
+# arguments, e.g. a --speculative-config (issue 22: the server gives run's tokens with it on).
+SERVE_EXTRA = json.loads(os.environ.get("GL_SERVE_EXTRA_ARGS") or "[]")
 
 
 class Server:
@@ -111,7 +114,7 @@ class Server:
         self.p = subprocess.Popen(
             [GLINT, "serve", "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
              "--kv-cache-dtype", "f32", "--deep-health-interval", "0", "--shutdown-timeout", "2"]
-            + SERVE_DEVICE + extra, stdout=self.log, stderr=subprocess.STDOUT)
+            + SERVE_DEVICE + SERVE_EXTRA + extra, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 90 * SCALE
         self.port = None
         while time.time() < deadline and self.p.poll() is None:
@@ -278,6 +281,11 @@ def main():
         preempt = m1.get("vllm:num_preemptions_total", 0) - m0.get("vllm:num_preemptions_total", 0)
         sched = (f"batched phase: peak {peak_run:g} sequences running, {peak_wait:g} waiting; "
                  f"{hits:g} prompt tokens from the prefix cache; {preempt:g} preemptions")
+        if "vllm:spec_decode_num_drafts_total" in m1:  # only with --speculative-config
+            sched += (f"; speculation over the server's life: "
+                      f"{m1['vllm:spec_decode_num_drafts_total']:g} drafts, "
+                      f"{m1.get('vllm:spec_decode_num_draft_tokens_total', 0):g} draft tokens, "
+                      f"{m1.get('vllm:spec_decode_num_accepted_tokens_total', 0):g} accepted")
     finally:
         srv.stop()
     if errors:

@@ -6,8 +6,10 @@
 //   spans: alone, 16 batched with chunked prefill, under preemption (small pool), under a
 //   JSON-schema grammar (a gl_matcher processor with draft_ok), with stop strings, stop ids and
 //   max_tokens cuts; the KV pool audit clean after each, acceptance reported;
-// - rejection sampling: gl_sample_verify's draws fit the processed distribution (chi-square), a
-//   wrong rule (resampling from p with the draft kept) is rejected; in the engine, seeded
+// - rejection sampling: a one-hot draft d verified by its maximal coupling (draw from p as plain
+//   decoding does, accept iff the draw is d): the draws fit the processed distribution
+//   (chi-square), a wrong rule (resampling from p with the draft kept) is rejected; seeded
+//   requests give the same tokens with speculation on and off; in the engine, seeded
 //   sampling at temperature 1 with top-k / top-p / min_p per position, speculation on against
 //   off (two-sample chi-square) accepted, the wrong rules (engine test_wrong_rule: resampling
 //   with the draft kept; min_p before temperature, at temperature 2) rejected;
@@ -849,9 +851,10 @@ static struct gl_sample_params mixed_params(void)
     return sp;
 }
 
-// gl_sample_verify against the processed distribution itself: 200k draws with a likely draft, an
-// unlikely one and one outside the survivors all fit p; the wrong rule (on rejection, draw from p
-// with the draft kept) does not.
+// The engine's verification rule (spec_verify: the draw of gl_sample_pick, the draft accepted iff
+// equal) against the processed distribution itself: 200k draws with a likely draft, an unlikely
+// one and one outside the survivors all fit p, and the draft is accepted at its probability; the
+// wrong rule (on rejection, draw from p with the draft kept) does not fit.
 TEST(test_verify_fits_distribution)
 {
     enum { V = 64, DRAWS = 200000 };
@@ -874,13 +877,14 @@ TEST(test_verify_fits_distribution)
            prob[drafts[1]]);
     for (int d = 0; d < 3; d++)
         for (int wrong = 0; wrong < 2; wrong++) {
-            long cnt[V] = {0};
+            long cnt[V] = {0}, acc = 0;
             struct gl_rng rng;
             gl_rng_seed(&rng, 7 + (uint64_t)d);
             for (int it = 0; it < DRAWS; it++) {
                 int32_t t;
                 if (!wrong) {
-                    t = gl_sample_verify(&sp, logits, &w, &rng, drafts[d]);
+                    t = gl_sample_pick(&sp, logits, &w, &rng);
+                    acc += t == drafts[d];
                 } else {
                     t = gl_rng_uniform(&rng) < prob[drafts[d]]
                             ? drafts[d]
@@ -901,9 +905,13 @@ TEST(test_verify_fits_distribution)
             }
             double pv = outside ? 0.0 : chi2_pvalue(chi2, df);
             printf("  draft %d, %s rule: p = %.3g\n", d, wrong ? "wrong" : "right", pv);
-            if (!wrong)
+            if (!wrong) {
                 CHECKF(pv > 1e-3, "draft %d: the right rule rejected (p %.3g)", d, pv);
-            else if (d == 0)
+                // Accepted at p(d): a binomial count within 5 standard deviations.
+                double m = prob[drafts[d]] * DRAWS, sd = sqrt(m * (1.0 - prob[drafts[d]]) + 1e-9);
+                CHECKF(fabs((double)acc - m) <= 5.0 * sd + 1e-9,
+                       "draft %d accepted %ld times, expected %.0f", d, acc, m);
+            } else if (d == 0)
                 CHECKF(pv < 1e-6, "the wrong rule accepted (p %.3g)", pv);
         }
     gl_sample_work_free(&w);
@@ -998,6 +1006,31 @@ TEST(test_sampling_chi2_on_off)
                g + 1, worst_wrong);
         CHECK(st[o + 1].spec_accepted_tokens > 0 && st[o + 2].spec_accepted_tokens > 0);
     }
+    free(jobs);
+}
+
+// Seeded sampling (temperature 1, top-k / top-p / min_p): the same tokens with speculation on
+// as off, alone and 16 batched under the cost model (whose draft lengths depend on timing), since
+// verification draws from the sequence's RNG exactly as plain decoding does (spec_verify).
+TEST(test_seeded_identical)
+{
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    for (int pass = 0; pass < 2; pass++) {
+        fill_greedy_jobs(jobs, N, 0);
+        for (int i = 0; i < N; i++) {
+            jobs[i].sp = mixed_params();
+            jobs[i].sp.max_tokens = 24;
+            jobs[i].sp.seed = 77 + (uint64_t)i;
+            jobs[i].sp.has_seed = 1;
+        }
+        g_cost_model = pass;
+        CHECK(off_on(jobs, N, 8 << 20, pass ? 16 : 4, pass ? 24 : 64, !pass,
+                     pass ? "seeded, 16 batched, cost model" : "seeded, alone", &on, &off) == N);
+        CHECK(on.spec_drafts > 0 && on.spec_accepted_tokens > 0);
+    }
+    g_cost_model = 0;
     free(jobs);
 }
 
@@ -1353,6 +1386,6 @@ int main(void)
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
               test_replay_drafter, test_cost_model_rule, test_cost_model_engine,
               test_drafts_leave_decodes_their_token, test_not_speculating,
-              test_verify_fits_distribution, test_sampling_chi2_on_off, test_dflash_greedy,
-              test_greedy_grammar_kinds);
+              test_verify_fits_distribution, test_sampling_chi2_on_off, test_seeded_identical,
+              test_dflash_greedy, test_greedy_grammar_kinds);
 }
