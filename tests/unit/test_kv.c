@@ -375,11 +375,50 @@ static struct gl_kv_pool *pool_make(int64_t n_pages, int32_t bs, enum gl_kv_dtyp
 
 // ---- pool accounting (no forward pass: pages are metadata until written) ----
 
+enum { RND_S = 6, RND_P = 48 };
+
+// One step of the random mix over sequences seq[0..RND_S) sharing prompts (prompt 1 shares 5
+// blocks with prompt 0): a new sequence takes a prefix hit where it can, an old one is freed or
+// grows by 1-9 positions. A refused reserve changes nothing and agrees with can_reserve; whole:
+// the pool is not split, so a refusal means the free pages were short.
+static void random_op(struct gl_kv_pool *pool, struct gl_kv_seq **seq, int *which,
+                      int32_t (*prompts)[RND_P], uint64_t *r, int whole, int *n_limit, int *n_reuse)
+{
+    struct gl_err err;
+    *r = *r * 6364136223846793005ull + 1442695040888963407ull;
+    const int i = (int)((*r >> 33) % RND_S), kind = (int)((*r >> 40) % 8);
+    if (!seq[i]) {
+        REQUIRE(gl_kv_seq_new(pool, &seq[i], &err) == GL_OK);
+        which[i] = (int)((*r >> 50) % 3);
+        *n_reuse += gl_kv_seq_reuse_prefix(seq[i], prompts[which[i]], RND_P) > 0;
+        return;
+    }
+    const int64_t len = gl_kv_seq_len(seq[i]);
+    if (kind == 0 || len >= RND_P) {
+        gl_kv_seq_free(seq[i]);
+        seq[i] = NULL;
+        return;
+    }
+    int64_t n = 1 + (int64_t)((*r >> 20) % 9);
+    n = len + n > RND_P ? RND_P - len : n;
+    const int64_t fr = gl_kv_pool_free_pages(pool), need = gl_kv_seq_pages_needed(seq[i], n);
+    const int can = gl_kv_seq_can_reserve(seq[i], n, 0);
+    const gl_status st = gl_kv_seq_reserve(seq[i], n, &err);
+    CHECK(can == (st == GL_OK));
+    if (st == GL_E_LIMIT) {
+        (*n_limit)++;
+        CHECK((!whole || need > fr) && gl_kv_pool_free_pages(pool) == fr);
+    } else {
+        REQUIRE(st == GL_OK);
+        CHECK(gl_kv_pool_free_pages(pool) == fr - need);
+        gl_kv_seq_commit(seq[i], prompts[which[i]] + len, n);
+    }
+}
+
 TEST(test_pool_accounting_random)
 {
     struct gl_kv_pool *pool = pool_make(60, 4, GL_KV_F32, 1);
-    struct gl_err err;
-    enum { S = 6, P = 48 };
+    enum { S = RND_S, P = RND_P };
     struct gl_kv_seq *seq[S] = {0};
     int32_t prompts[3][P];
     for (int i = 0; i < 3; i++)
@@ -387,35 +426,11 @@ TEST(test_pool_accounting_random)
     memcpy(prompts[1], prompts[0], 20 * sizeof(int32_t)); // 1 shares 5 blocks with 0
     int which[S] = {0};
     uint64_t r = 7;
-    int n_limit = 0, n_reuse = 0, n_ops = 0;
+    int n_limit = 0, n_reuse = 0;
     for (int op = 0; op < 400; op++) {
-        r = r * 6364136223846793005ull + 1442695040888963407ull;
-        int i = (int)((r >> 33) % S), kind = (int)((r >> 40) % 8);
-        if (!seq[i]) {
-            REQUIRE(gl_kv_seq_new(pool, &seq[i], &err) == GL_OK);
-            which[i] = (int)((r >> 50) % 3);
-            n_reuse += gl_kv_seq_reuse_prefix(seq[i], prompts[which[i]], P) > 0;
-        } else if (kind == 0 || gl_kv_seq_len(seq[i]) >= P) {
-            gl_kv_seq_free(seq[i]);
-            seq[i] = NULL;
-        } else {
-            int64_t len = gl_kv_seq_len(seq[i]);
-            int64_t n = 1 + (int64_t)((r >> 20) % 9);
-            n = len + n > P ? P - len : n;
-            int64_t fr = gl_kv_pool_free_pages(pool), need = gl_kv_seq_pages_needed(seq[i], n);
-            gl_status st = gl_kv_seq_reserve(seq[i], n, &err);
-            if (st == GL_E_LIMIT) {
-                n_limit++;
-                CHECK(need > fr && gl_kv_pool_free_pages(pool) == fr);
-            } else {
-                REQUIRE(st == GL_OK);
-                CHECK(gl_kv_pool_free_pages(pool) == fr - need);
-                gl_kv_seq_commit(seq[i], prompts[which[i]] + len, n);
-            }
-        }
+        random_op(pool, seq, which, prompts, &r, 1, &n_limit, &n_reuse);
         int64_t used = gl_kv_pool_audit(pool);
         CHECK(used + gl_kv_pool_free_pages(pool) == 60);
-        n_ops++;
     }
     // The mix must have exercised exhaustion and hits, or the test proves little.
     CHECKF(n_limit > 0 && n_reuse > 0, "limit %d reuse %d", n_limit, n_reuse);
@@ -434,7 +449,7 @@ TEST(test_pool_accounting_random)
 TEST(test_split_pool_sides)
 {
     struct gl_err err;
-    enum { S = 6, P = 48, NP = 60 };
+    enum { S = RND_S, P = RND_P, NP = 60 };
     const int L = model->cfg.n_layer;
     int32_t prompts[3][P];
     for (int i = 0; i < 3; i++)
@@ -459,31 +474,7 @@ TEST(test_split_pool_sides)
         uint64_t r = 11;
         int n_limit = 0, n_reuse = 0;
         for (int op = 0; op < 300; op++) {
-            r = r * 6364136223846793005ull + 1442695040888963407ull;
-            int i = (int)((r >> 33) % S), kind = (int)((r >> 40) % 8);
-            if (!seq[i]) {
-                REQUIRE(gl_kv_seq_new(pool, &seq[i], &err) == GL_OK);
-                which[i] = (int)((r >> 50) % 3);
-                n_reuse += gl_kv_seq_reuse_prefix(seq[i], prompts[which[i]], P) > 0;
-            } else if (kind == 0 || gl_kv_seq_len(seq[i]) >= P) {
-                gl_kv_seq_free(seq[i]);
-                seq[i] = NULL;
-            } else {
-                int64_t len = gl_kv_seq_len(seq[i]), n = 1 + (int64_t)((r >> 20) % 9);
-                n = len + n > P ? P - len : n;
-                int64_t fr = gl_kv_pool_free_pages(pool), need = gl_kv_seq_pages_needed(seq[i], n);
-                const int can = gl_kv_seq_can_reserve(seq[i], n, 0);
-                gl_status st = gl_kv_seq_reserve(seq[i], n, &err);
-                CHECK(can == (st == GL_OK));
-                if (st == GL_E_LIMIT) {
-                    n_limit++;
-                    CHECK(gl_kv_pool_free_pages(pool) == fr);
-                } else {
-                    REQUIRE(st == GL_OK);
-                    CHECK(gl_kv_pool_free_pages(pool) == fr - need);
-                    gl_kv_seq_commit(seq[i], prompts[which[i]] + len, n);
-                }
-            }
+            random_op(pool, seq, which, prompts, &r, !split, &n_limit, &n_reuse);
             CHECK(gl_kv_pool_audit(pool) + gl_kv_pool_free_pages(pool) == NP);
             for (int j = 0; j < S; j++)
                 for (int l = 0; seq[j] && l < L; l++) {
