@@ -103,8 +103,7 @@ struct gl_engine {
     struct gl_kv_pool *pool;
     struct gl_model_ctx *ctx;
     int64_t pool_pages;
-    int32_t n_kv_groups; // layer groups of the pool: a decode takes at most one page per group
-    int pin_caller;      // 1: the next gl_engine_step pins its thread to p.cpus[0]
+    int pin_caller; // 1: the next gl_engine_step pins its thread to p.cpus[0]
     // step thread
     struct seq **waiting; // FIFO, [0] first; capacity cap_seqs
     int32_t n_waiting;
@@ -695,9 +694,6 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
     }
     e->pool_pages = gl_kv_pool_total_pages(e->pool);
     struct gl_kv_plan plan;
-    e->n_kv_groups = 1;
-    if (gl_kv_plan_compute(&m->cfg, &e->p.kv, p->max_model_len, &plan, NULL) == GL_OK)
-        e->n_kv_groups = plan.n_groups;
     if (gl_kv_plan_compute(&m->cfg, &e->p.kv, p->max_model_len, &plan, NULL) == GL_OK &&
         plan.pages_per_seq > e->pool_pages)
         GL_LOGW("engine: the KV pool (%lld pages) holds less than one %d-token sequence (%lld "
