@@ -14,6 +14,8 @@
 # GL_SERVER_LOAD_S seconds, default 60, then 32 disconnects; RSS growth and page leaks).
 # GL_SERVE_DEVICE=vulkan[:N]: every server runs on that device (`--device`); GL_TEST_TIMEOUT_SCALE=K
 # multiplies every wait and deadline (lavapipe: K = 10; the run is in docs/STATUS.md).
+# GL_SERVE_EXTRA_ARGS='["--flag", "value"]' (a JSON array) is appended to every server's arguments,
+# e.g. a --speculative-config (docs/STATUS.md: the suite with ngram and DFlash speculation on).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/oracle/lib.sh

@@ -10,6 +10,7 @@
 # and its text (tests/server/server_tokens.py says how); a corrupted id must be caught.
 # Loopback only, every wait bounded (HTTP timeouts, subprocess timeouts, a start deadline).
 # Env: GLINT_BIN (default build/glint), GLINT_TEST_DIR (default build/testdata).
+# GL_SERVE_EXTRA_ARGS='["--flag", "value"]' (a JSON array): appended to the server's arguments.
 # GL_SERVE_DEVICE=vulkan[:N]: the server runs on that device, `glint run` (the reference) on the
 # CPU, and the model is the tiny F32 file (GL_SERVE_TOKENS_TYPE overrides): device and CPU logits
 # agree to ~2e-6 there, while on Q8_0 one Q8 activation rounding flip moves them by 2e-2 and
