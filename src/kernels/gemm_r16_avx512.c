@@ -28,9 +28,10 @@
 // Software prefetch R16_PF_BYTES ahead of the block being read, one line per 64 bytes of it. The
 // hardware prefetchers alone left the Q4_K stream at 29-35 GB/s from DRAM at one token, where the
 // machine reads 51-55 GB/s (bench/microbench_r16, the same weights with and without, interleaved:
-// 29.5 -> 16.1 ms per 0.97 GB pass; 6,656 x 19,968 in microbench_matmul 2.17 -> 1.21 ms) and let
-// the 5-token verify step cost 1.5x a 1-token one instead of 1.3x. Three Q4_K blocks (6.9 KB) was
-// the best of 1-6 blocks. Addresses past the matrix are fine (a prefetch never faults); they are
+// 29.4 -> 16.1 ms per 0.97 GB pass at 1 token, 46.6 -> 21.2 at 5; 6,656 x 19,968 in
+// microbench_matmul 2.17 -> 1.21 ms). Q6_K read at full speed at 1 token either way (1.99 vs 2.07
+// ms for 109 MB) but 8 tokens went 5.73 -> 3.45 ms. Three Q4_K blocks (6.9 KB) was the best of
+// 1-6 blocks. Addresses past the matrix are fine (a prefetch never faults); they are
 // formed as integers, not as pointers past the object.
 #define R16_PF_BYTES (3 * (int)sizeof(struct gl_block_q4_K_r16))
 
