@@ -547,6 +547,12 @@ gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *
     pool->clean[0] = gl_malloc((size_t)n_pages * sizeof(int32_t));
     pool->clean[1] = gl_malloc((size_t)(pool->n_dev_pages + 1) * sizeof(int32_t));
     pool->ht = gl_malloc(ht_cap * sizeof(int32_t));
+    // With a device (all layers, or pages 0..n_dev_pages-1 of a split) the host bytes of the
+    // device's pages are an address range only: the Vulkan backend keys its mirror by this base
+    // and reads and writes K/V only on the device (backend_vk.c), the CPU backend touches only
+    // host layers' views (pages >= n_dev_pages), and nothing here writes page bytes, so those
+    // pages are not touched (glibc maps a block this size: not faulted in; RSS not measured).
+    // Not allocating them would put the views' base outside the allocation; kept.
     pool->mem = gl_malloc_aligned((size_t)n_pages * lo.page_bytes);
     if (!pool->layer_group || !pool->layer_idx || !pool->group_sliding || !pool->group_dev ||
         !pool->pages || !pool->clean[0] || !pool->clean[1] || !pool->ht || !pool->mem) {
