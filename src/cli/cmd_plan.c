@@ -30,6 +30,8 @@ struct plan_dev {
     int device;
     struct gl_model_dev_mem dm;
     uint64_t heap;
+    int64_t kv_room;               // bytes the device side was sized from (-1: --kv-cache-memory)
+    int64_t dev_pages, host_pages; // the pool's pages per side (host 0 without a split)
     char name[256];
     gl_status st;
     struct gl_err err;
@@ -74,8 +76,10 @@ static int print_device(const struct plan_dev *pd)
             printf(", \"%s\": %llu", tt && tt->name ? tt->name : "?",
                    (unsigned long long)dm->weights_by_type[ty]);
         }
-    printf("}, \"norms\": %llu, \"kv\": %llu,\n", (unsigned long long)dm->norms,
-           (unsigned long long)dm->kv);
+    printf("}, \"norms\": %llu, \"kv\": %llu, \"kv_room\": %lld, \"kv_pages\": {\"device\": %lld, "
+           "\"host\": %lld},\n",
+           (unsigned long long)dm->norms, (unsigned long long)dm->kv, (long long)pd->kv_room,
+           (long long)pd->dev_pages, (long long)pd->host_pages);
     printf("  \"scratch\": {\"activations\": %llu, \"step_inputs\": %llu, \"logits\": %llu}, "
            "\"device_local_total\": %llu, \"host_visible\": %llu, \"fits\": %s}}\n",
            (unsigned long long)dm->activations, (unsigned long long)dm->step_inputs,
@@ -135,7 +139,7 @@ int gl_cmd_plan(int argc, char **argv)
     GL_CLI_PARSE(&s, argc, argv);
     gl_cli_ngl_check("glint plan", device, ngl);
     struct gl_err err = {0};
-    struct gl_kv_params p = {budget, (int32_t)bs, GL_KV_F16, 1, 0};
+    struct gl_kv_params p = {budget, (int32_t)bs, GL_KV_F16, 1, 0, 0};
     if (gl_kv_dtype_parse(dtype_s, &p.dtype, &err) != GL_OK) {
         fprintf(stderr, "glint plan: %s\n", err.msg);
         return 2;
@@ -161,8 +165,35 @@ int gl_cmd_plan(int argc, char **argv)
     in.mem_free = avail - gl_host_model_bytes(model);
     if (budget <= 0 && avail < 0)
         in.budget_fixed = (int64_t)1 << 30; // as serve: memory unknown, 1 GiB
+    // --device: the pool's device side from the device heap as serve does (server.c size_kv):
+    // heap x utilization minus the weights and scratch there; with a split the host side from
+    // host memory.
+    struct gl_kv_params fp = p;
+    int64_t room = -1;
+    if (device >= 0) {
+        struct gl_engine_params ep = {.device = device,
+                                      .n_gpu_layers = ngl,
+                                      .max_num_seqs = (int32_t)max_seqs,
+                                      .max_model_len = (int32_t)in.max_model_len,
+                                      .kv = p};
+        fp = gl_engine_kv_params(&ep);
+        if (in.budget_fixed <= 0) {
+            struct gl_model_dev md;
+            struct gl_model_dev_mem dm0;
+            uint64_t heap0, range0;
+            gl_engine_model_dev(&ep, &md);
+            if (gl_model_dev_mem_plan(g, &cfg, (int)mbt, &md, 0, &dm0, &err) != GL_OK ||
+                gl_model_dev_kv_room(&dm0, device, util, &room, &heap0, &range0, &err) != GL_OK) {
+                fprintf(stderr, "glint plan: %s\n", err.msg);
+                gl_gguf_close(g);
+                return 1;
+            }
+            in.dev_sized = 1;
+            in.dev_mem_free = room;
+        }
+    }
     struct gl_kv_fit fit;
-    if (gl_kv_fit_compute(&cfg, &p, &in, &fit, &err) != GL_OK) {
+    if (gl_kv_fit_compute(&cfg, &fp, &in, &fit, &err) != GL_OK) {
         fprintf(stderr, "glint plan: %s\n", err.msg);
         gl_gguf_close(g);
         return 1;
@@ -170,6 +201,7 @@ int gl_cmd_plan(int argc, char **argv)
     if (budget <= 0) // a given budget is printed as given (the pages are the same)
         budget = fit.budget_bytes;
     p.budget_bytes = budget;
+    p.dev_pages = fit.n_dev_pages; // 0 unless the device side was sized from the heap
     max_len = fit.max_model_len;
     struct gl_kv_plan pl;
     if (gl_kv_plan_compute(&cfg, &p, max_len, &pl, &err) != GL_OK) {
@@ -177,7 +209,7 @@ int gl_cmd_plan(int argc, char **argv)
         gl_gguf_close(g);
         return 1;
     }
-    struct plan_dev pd = {.device = device};
+    struct plan_dev pd = {.device = device, .kv_room = room};
     // Under partial offload the device copy is the pool's device side only (as the engine's:
     // gl_engine_kv_params, gl_kv_pool_dev_bytes).
     struct gl_kv_plan dpl = pl;
@@ -191,6 +223,8 @@ int gl_cmd_plan(int argc, char **argv)
         }
     }
     const int64_t dev_pages = dpl.n_dev_pages > 0 ? dpl.n_dev_pages : dpl.n_pages;
+    pd.dev_pages = dev_pages;
+    pd.host_pages = dpl.n_pages - dev_pages;
     if (device >= 0 && plan_device(g, &cfg, &p, ngl, (int)mbt, (int32_t)max_seqs, (int32_t)max_len,
                                    (uint64_t)dev_pages * (uint64_t)dpl.page_bytes, &pd) != 0) {
         gl_gguf_close(g);

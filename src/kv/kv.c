@@ -166,12 +166,13 @@ static gl_status layout_compute(const struct gl_model_config *cfg, const struct 
 // Device-side pages of a pool of n_pages: the device groups' share of the pages (each group of
 // a sequence takes about as many pages as any other group of its kind, and both sides hold the
 // same mix of kinds when the layers' pattern repeats), at least one per group on each side.
-static int64_t dev_pages_of(const struct layout *lo, int64_t n_pages)
+// A requested count (gl_kv_params.dev_pages > 0) replaces the share, under the same bounds.
+static int64_t dev_pages_of(const struct layout *lo, int64_t n_pages, int64_t req)
 {
     if (lo->n_dev_layers <= 0)
         return 0;
     const int64_t dg = lo->n_dev_layers / lo->group_size, hg = lo->n_groups - dg;
-    int64_t d = n_pages * dg / lo->n_groups;
+    int64_t d = req > 0 ? req : n_pages * dg / lo->n_groups;
     if (d > n_pages - hg)
         d = n_pages - hg;
     if (d < dg)
@@ -203,7 +204,8 @@ gl_status gl_kv_plan_compute(const struct gl_model_config *cfg, const struct gl_
     out->n_global_groups = lo.n_global_groups;
     out->page_bytes = lo.page_bytes;
     out->n_pages = p->budget_bytes / (int64_t)lo.page_bytes;
-    out->n_dev_pages = dev_pages_of(&lo, out->n_pages);
+    out->n_dev_pages = dev_pages_of(&lo, out->n_pages, p->dev_pages);
+    out->n_dev_groups = lo.n_dev_layers / lo.group_size;
     // A sliding group holds the blocks of the last `window` positions (the next query's keys
     // p-window+1..p) -- at most blocks_touched(window) -- or the whole sequence if shorter.
     const int64_t seq_blocks = (max_model_len + bs - 1) / bs;
@@ -236,6 +238,17 @@ static int64_t seq_pages(const struct gl_model_config *cfg, const struct gl_kv_p
     return pl.pages_per_seq;
 }
 
+// Whether one sequence of len positions fits a split pool of pd device and ph host pages.
+static int seq_fits_sides(const struct gl_model_config *cfg, const struct gl_kv_params *p,
+                          int64_t len, int64_t pd, int64_t ph)
+{
+    struct gl_kv_params q = *p;
+    q.budget_bytes = 1;
+    struct gl_kv_plan pl;
+    GL_ASSERT(gl_kv_plan_compute(cfg, &q, len, &pl, NULL) == GL_OK); // checked by the caller
+    return pl.dev_pages_per_seq <= pd && pl.pages_per_seq - pl.dev_pages_per_seq <= ph;
+}
+
 gl_status gl_kv_fit_compute(const struct gl_model_config *cfg, const struct gl_kv_params *p,
                             const struct gl_kv_fit_in *in, struct gl_kv_fit *out,
                             struct gl_err *err)
@@ -254,11 +267,38 @@ gl_status gl_kv_fit_compute(const struct gl_model_config *cfg, const struct gl_k
     if (st != GL_OK)
         return st;
     const int64_t page = (int64_t)pl.page_bytes;
-    int64_t pages;
+    const int sized = in->budget_fixed <= 0 && in->dev_sized;
+    const int split = pl.n_dev_groups > 0;
+    int64_t pages, pd = 0, ph = 0;
     if (in->budget_fixed > 0) {
         pages = in->budget_fixed / page;
+    } else if (sized && split) {
+        // Each side from its own memory, capped at max_num_seqs sequences of that side's pages.
+        const int64_t dpps = pl.dev_pages_per_seq, hpps = pl.pages_per_seq - dpps;
+        pd = (in->dev_mem_free > 0 ? in->dev_mem_free : 0) / page;
+        ph = (int64_t)((double)(in->mem_free > 0 ? in->mem_free : 0) * in->utilization /
+                       (double)page);
+        if (pd > dpps * in->max_num_seqs)
+            pd = dpps * in->max_num_seqs;
+        if (ph > hpps * in->max_num_seqs)
+            ph = hpps * in->max_num_seqs;
+        out->capped = pd == dpps * in->max_num_seqs && ph == hpps * in->max_num_seqs;
+        const int64_t dg = pl.n_dev_groups, hg = pl.n_groups - dg;
+        if (pd < dg || ph < hg)
+            return gl_err_set(
+                err, GL_E_LIMIT,
+                "kv: the %s side holds %lld KV pages of %lld bytes (%lld bytes "
+                "free there for the pool); even one block of each of its %lld "
+                "layer groups needs %lld bytes",
+                pd < dg ? "device" : "host", (long long)(pd < dg ? pd : ph), (long long)page,
+                (long long)(pd < dg ? in->dev_mem_free : in->mem_free),
+                (long long)(pd < dg ? dg : hg), (long long)((pd < dg ? dg : hg) * page));
+        pages = pd + ph;
+        out->n_dev_pages = pd;
     } else {
-        const double usable = (double)(in->mem_free > 0 ? in->mem_free : 0) * in->utilization;
+        const double usable = sized
+                                  ? (double)(in->dev_mem_free > 0 ? in->dev_mem_free : 0)
+                                  : (double)(in->mem_free > 0 ? in->mem_free : 0) * in->utilization;
         pages = (int64_t)(usable / (double)page);
         const int64_t want = pl.pages_per_seq * in->max_num_seqs;
         if (pages > want) {
@@ -272,19 +312,23 @@ gl_status gl_kv_fit_compute(const struct gl_model_config *cfg, const struct gl_k
                           "kv: %s %lld bytes hold %lld KV pages of %lld bytes; even one block of "
                           "every layer group needs %d pages (%lld bytes)",
                           in->budget_fixed > 0 ? "--kv-cache-memory"
-                                               : "the memory free after "
-                                                 "the weights allows",
-                          (long long)(in->budget_fixed > 0 ? in->budget_fixed : in->mem_free),
+                          : sized              ? "the device memory free after the weights allows"
+                                               : "the memory free after the weights allows",
+                          (long long)(in->budget_fixed > 0 ? in->budget_fixed
+                                      : sized              ? in->dev_mem_free
+                                                           : in->mem_free),
                           (long long)pages, (long long)page, (int)pl.n_groups,
                           (long long)pl.n_groups * page);
     out->budget_bytes = pages * page;
     out->max_model_len = in->max_model_len;
-    if (pl.pages_per_seq > pages && !in->max_len_fixed) {
-        // Longest length whose sequence fits: pages_per_seq is monotonic in the length.
-        int64_t lo = 1, hi = in->max_model_len; // seq_pages(lo) <= pages < seq_pages(hi)
+    if (!in->max_len_fixed && (sized && split ? !seq_fits_sides(cfg, p, in->max_model_len, pd, ph)
+                                              : pl.pages_per_seq > pages)) {
+        // Longest length whose sequence fits: its pages (per side) grow with the length.
+        int64_t lo = 1, hi = in->max_model_len; // fits(lo), !fits(hi)
         while (hi - lo > 1) {
             int64_t mid = lo + (hi - lo) / 2;
-            if (seq_pages(cfg, p, mid) <= pages)
+            if (sized && split ? seq_fits_sides(cfg, p, mid, pd, ph)
+                               : seq_pages(cfg, p, mid) <= pages)
                 lo = mid;
             else
                 hi = mid;
@@ -482,7 +526,7 @@ gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *
     pool->scale_off = lo.scale_off;
     pool->scale_bytes = lo.scale_bytes;
     pool->n_pages = n_pages;
-    pool->n_dev_pages = dev_pages_of(&lo, n_pages);
+    pool->n_dev_pages = dev_pages_of(&lo, n_pages, p->dev_pages);
     if (lo.n_dev_layers > 0 && n_pages < lo.n_groups) {
         gl_kv_pool_free(pool);
         return gl_err_set(err, GL_E_LIMIT,
@@ -503,6 +547,12 @@ gl_status gl_kv_pool_new(struct gl_kv_pool **out, const struct gl_model_config *
     pool->clean[0] = gl_malloc((size_t)n_pages * sizeof(int32_t));
     pool->clean[1] = gl_malloc((size_t)(pool->n_dev_pages + 1) * sizeof(int32_t));
     pool->ht = gl_malloc(ht_cap * sizeof(int32_t));
+    // With a device (all layers, or pages 0..n_dev_pages-1 of a split) the host bytes of the
+    // device's pages are an address range only: the Vulkan backend keys its mirror by this base
+    // and reads and writes K/V only on the device (backend_vk.c), the CPU backend touches only
+    // host layers' views (pages >= n_dev_pages), and nothing here writes page bytes, so those
+    // pages are not touched (glibc maps a block this size: not faulted in; RSS not measured).
+    // Not allocating them would put the views' base outside the allocation; kept.
     pool->mem = gl_malloc_aligned((size_t)n_pages * lo.page_bytes);
     if (!pool->layer_group || !pool->layer_idx || !pool->group_sliding || !pool->group_dev ||
         !pool->pages || !pool->clean[0] || !pool->clean[1] || !pool->ht || !pool->mem) {

@@ -50,6 +50,10 @@ struct gl_kv_params {
     // 0 < n_dev_layers < n_layer the pool is split in two sides (see gl_kv_pool_dev_bytes);
     // 0 or >= n_layer: one side, as without a device.
     int32_t n_dev_layers;
+    // Split pool only: the device side's pages when > 0 (sized from the device heap, the rest of
+    // budget_bytes the host side's: gl_kv_fit.n_dev_pages), kept to at least one page per group
+    // on each side; 0: the device groups' proportional share of the pages.
+    int64_t dev_pages;
 };
 
 // Sizing from the config alone (works on a header-only GGUF): page size, pages in the budget,
@@ -59,6 +63,7 @@ struct gl_kv_plan {
     size_t page_bytes;
     int64_t n_pages;
     int64_t n_dev_pages;        // of n_pages, the device side's (0: no split)
+    int32_t n_dev_groups;       // of n_groups, the device side's (0: no split)
     int64_t kv_capacity_tokens; // tokens of global-layer KV the pool holds (positions a single
                                 // long sequence could reach, sliding pages accounted)
     double max_concurrency;     // sequences of max_model_len that fit at once
@@ -83,12 +88,21 @@ struct gl_kv_fit_in {
     int64_t max_model_len; // wanted positions per sequence
     int max_len_fixed;     // 1: max_model_len is the user's: never lowered
     int32_t max_num_seqs;  // sequences of max_model_len worth holding at once
+    // Device sizing (--device vulkan, no budget_fixed): dev_sized 1 and dev_mem_free the bytes
+    // the device side may take (heap x --gpu-memory-utilization minus the weights and scratch
+    // there, at most the storage binding: not scaled again). Without a split (p->n_dev_layers 0
+    // or all layers) the whole pool comes from it; with a split the device side's pages come
+    // from it and the host side's from mem_free x utilization, each capped at max_num_seqs
+    // sequences' pages of its side.
+    int dev_sized;
+    int64_t dev_mem_free;
 };
 struct gl_kv_fit {
     int64_t budget_bytes;  // whole pages
     int64_t max_model_len; // <= the wanted one
     int lowered;           // 1: max_model_len was lowered to fit the pool
     int capped;            // 1: the budget is max_num_seqs full sequences, not the free memory
+    int64_t n_dev_pages;   // dev_sized split: the device side's pages (gl_kv_params.dev_pages)
 };
 // GL_E_LIMIT (saying how much memory is free and what one block needs) when not even one block
 // of every layer group fits; GL_E_INVAL for bad parameters. p: block_size and dtype (its

@@ -958,6 +958,48 @@ gl_status gl_model_dev_mem_plan(const struct gl_gguf *g, const struct gl_model_c
     return GL_OK;
 }
 
+// The heap device-local buffers go to: the largest device-local one (any, where none is).
+static int dev_heap_of(const struct gl_vk_device_info *di)
+{
+    int h = -1;
+    for (int i = 0; i < di->n_heaps; i++)
+        if (h < 0 || (di->heaps[i].device_local && !di->heaps[h].device_local) ||
+            (di->heaps[i].device_local == di->heaps[h].device_local &&
+             di->heaps[i].bytes > di->heaps[h].bytes))
+            h = i;
+    return h;
+}
+
+gl_status gl_model_dev_kv_room(const struct gl_model_dev_mem *p, int index, double utilization,
+                               int64_t *room, uint64_t *heap_bytes, uint64_t *range_bytes,
+                               struct gl_err *err)
+{
+    *room = -1;
+    *heap_bytes = *range_bytes = 0;
+    struct gl_vk_device_info *inf = NULL;
+    int n = 0;
+    gl_status st = gl_vk_list_devices(&inf, &n, err);
+    if (st != GL_OK)
+        return st;
+    if (index < 0 || index >= n) {
+        gl_free(inf);
+        return gl_err_set(err, GL_E_INVAL,
+                          "vulkan: device %d does not exist (%d found: `glint devices` lists them)",
+                          index, n);
+    }
+    const struct gl_vk_device_info *di = &inf[index];
+    const int h = dev_heap_of(di);
+    *heap_bytes = h >= 0 ? di->heaps[h].bytes : 0;
+    *range_bytes = di->max_storage_range;
+    const uint64_t rest = p->device_total - p->kv + (di->n_heaps == 1 ? p->host_visible : 0);
+    gl_free(inf);
+    double r = (double)*heap_bytes * utilization - (double)rest;
+    if (r > (double)*range_bytes)
+        r = (double)*range_bytes;
+    *room = (int64_t)r;
+    return GL_OK;
+}
+
 gl_status gl_model_dev_mem_check(const struct gl_model_dev_mem *p, int index, uint64_t *heap_bytes,
                                  char *name, size_t name_len, struct gl_err *err)
 {
@@ -977,13 +1019,7 @@ gl_status gl_model_dev_mem_check(const struct gl_model_dev_mem *p, int index, ui
     }
     const struct gl_vk_device_info *di = &inf[index];
     snprintf(name, name_len, "%s", di->name);
-    // The heap device-local buffers go to: the largest device-local one (any, where none is).
-    int h = -1;
-    for (int i = 0; i < di->n_heaps; i++)
-        if (h < 0 || (di->heaps[i].device_local && !di->heaps[h].device_local) ||
-            (di->heaps[i].device_local == di->heaps[h].device_local &&
-             di->heaps[i].bytes > di->heaps[h].bytes))
-            h = i;
+    const int h = dev_heap_of(di);
     const uint64_t heap = h >= 0 ? di->heaps[h].bytes : 0;
     // One heap (lavapipe, integrated GPUs): host-visible buffers come out of it too.
     const uint64_t need = p->device_total + (di->n_heaps == 1 ? p->host_visible : 0);

@@ -335,6 +335,15 @@ GL_MUST_USE gl_status gl_model_dev_mem_check(const struct gl_model_dev_mem *p, i
                                              uint64_t *heap_bytes, char *name, size_t name_len,
                                              struct gl_err *err);
 
+// The room for the KV pool's device copy on Vulkan device `index`, as vLLM sizes its pool
+// (--gpu-memory-utilization): heap x utilization minus what p needs besides the KV (device_total
+// - kv, plus host_visible where the device has one heap), at most the storage binding range (the
+// copy is bound whole); negative when the rest alone is over. heap_bytes / range_bytes: the
+// figures used. GL_E_INVAL / the loader's errors when the device is not there.
+GL_MUST_USE gl_status gl_model_dev_kv_room(const struct gl_model_dev_mem *p, int index,
+                                           double utilization, int64_t *room, uint64_t *heap_bytes,
+                                           uint64_t *range_bytes, struct gl_err *err);
+
 void gl_model_ctx_delete(struct gl_model_ctx *c); // NULL-safe
 const struct gl_kernels *gl_model_ctx_kernels(const struct gl_model_ctx *c);
 struct gl_pool *gl_model_ctx_pool(struct gl_model_ctx *c); // its threads (for pinning)

@@ -1603,12 +1603,54 @@ static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t 
             in.budget_fixed = (int64_t)1 << 30;
         }
     }
+    // --device vulkan: the pool's device side from the device heap, as vLLM (heap x
+    // --gpu-memory-utilization minus the weights and scratch there, gl_model_dev_kv_room); with
+    // a split (--n-gpu-layers) the host side still from host memory. Step bounds at the wanted
+    // length (an upper bound on the page tables should the length be lowered).
+    struct gl_model_dev_mem dm = {0};
+    uint64_t heap = 0, range = 0;
+    const struct gl_kv_params kp = gl_engine_kv_params(ep);
+    if (in.budget_fixed <= 0 && ep->device >= 0 && S->model->gguf) {
+        struct gl_engine_params dp = *ep;
+        dp.max_model_len = (int32_t)in.max_model_len;
+        struct gl_model_dev md;
+        gl_engine_model_dev(&dp, &md);
+        gl_status ds = gl_model_dev_mem_plan(S->model->gguf, &S->model->cfg,
+                                             ep->max_num_batched_tokens, &md, 0, &dm, err);
+        if (ds == GL_OK)
+            ds = gl_model_dev_kv_room(&dm, ep->device, in.utilization, &in.dev_mem_free, &heap,
+                                      &range, err);
+        if (ds != GL_OK)
+            return ds;
+        in.dev_sized = 1;
+    }
     struct gl_kv_fit f;
-    gl_status st = gl_kv_fit_compute(&S->model->cfg, &ep->kv, &in, &f, err);
+    gl_status st = gl_kv_fit_compute(&S->model->cfg, &kp, &in, &f, err);
     if (st != GL_OK)
         return st;
     ep->kv.budget_bytes = f.budget_bytes;
+    ep->kv.dev_pages = f.n_dev_pages;
     ep->max_model_len = (int32_t)f.max_model_len;
+    if (in.dev_sized) {
+        struct gl_kv_params q = kp;
+        q.budget_bytes = f.budget_bytes;
+        q.dev_pages = f.n_dev_pages;
+        struct gl_kv_plan pl;
+        if ((st = gl_kv_plan_compute(&S->model->cfg, &q, f.max_model_len, &pl, err)) != GL_OK)
+            return st;
+        const int64_t nd = pl.n_dev_groups > 0 ? pl.n_dev_pages : pl.n_pages;
+        fprintf(stderr,
+                "glint serve: KV pool on the device: %lld device-side pages (%lld bytes), %lld "
+                "host-side pages (%lld bytes); device room %lld bytes = heap %llu x "
+                "--gpu-memory-utilization %g - %llu of weights and scratch there, at most the "
+                "storage binding %llu%s\n",
+                (long long)nd, (long long)(nd * (int64_t)pl.page_bytes),
+                (long long)(pl.n_pages - nd),
+                (long long)((pl.n_pages - nd) * (int64_t)pl.page_bytes), (long long)in.dev_mem_free,
+                (unsigned long long)heap, in.utilization,
+                (unsigned long long)(dm.device_total - dm.kv), (unsigned long long)range,
+                pl.n_dev_groups > 0 ? "; the host side from host memory" : "");
+    }
     char what[160];
     snprintf(what, sizeof what, "KV pool %lld bytes (%.2f GiB, %s)", (long long)f.budget_bytes,
              GIB(f.budget_bytes), gl_kv_dtype_name(ep->kv.dtype));

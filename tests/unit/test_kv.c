@@ -207,7 +207,7 @@ static struct gl_model_config release_config(void)
 TEST(test_plan_release_shape)
 {
     struct gl_model_config cfg = release_config();
-    struct gl_kv_params p = {5905580032, 16, GL_KV_FP8_E4M3, 1, 0};
+    struct gl_kv_params p = {5905580032, 16, GL_KV_FP8_E4M3, 1, 0, 0};
     struct gl_kv_plan pl;
     struct gl_err err;
     REQUIRE(gl_kv_plan_compute(&cfg, &p, 131072, &pl, &err) == GL_OK);
@@ -362,7 +362,7 @@ static void tokens_for(int32_t *out, int n, uint64_t seed)
 
 static struct gl_kv_pool *pool_make(int64_t n_pages, int32_t bs, enum gl_kv_dtype dt, int prefix)
 {
-    struct gl_kv_params p = {1, bs, dt, prefix, 0};
+    struct gl_kv_params p = {1, bs, dt, prefix, 0, 0};
     struct gl_kv_plan pl;
     struct gl_err err;
     GL_ASSERT(gl_kv_plan_compute(&model->cfg, &p, 64, &pl, &err) == GL_OK);
@@ -456,7 +456,7 @@ TEST(test_split_pool_sides)
         tokens_for(prompts[i], P, 200 + (uint64_t)i);
     memcpy(prompts[1], prompts[0], 20 * sizeof(int32_t));
     for (int N = 0; N <= L + 1; N++) {
-        struct gl_kv_params p = {1, 4, GL_KV_F32, 1, N};
+        struct gl_kv_params p = {1, 4, GL_KV_F32, 1, N, 0};
         struct gl_kv_plan pl;
         REQUIRE(gl_kv_plan_compute(&model->cfg, &p, 64, &pl, &err) == GL_OK);
         p.budget_bytes = NP * (int64_t)pl.page_bytes;
@@ -1072,7 +1072,7 @@ TEST(test_forward_capture)
 TEST(test_fit_release_shape)
 {
     struct gl_model_config cfg = release_config();
-    struct gl_kv_params p = {0, 16, GL_KV_F16, 1, 0};
+    struct gl_kv_params p = {0, 16, GL_KV_F16, 1, 0, 0};
     struct gl_kv_fit_in in = {.mem_free = (int64_t)1 << 30,
                               .utilization = 1.0,
                               .max_model_len = 131072,
@@ -1117,10 +1117,63 @@ TEST(test_fit_release_shape)
     CHECK(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_E_INVAL);
 }
 
+// Device sizing (--device vulkan: gl_kv_fit_in.dev_sized): the pool's device side from
+// dev_mem_free alone (heap x utilization minus the rest, not scaled again), the host side of a
+// split from mem_free, neither from the other's memory; --kv-cache-memory still overrides.
+TEST(test_fit_device_sides)
+{
+    struct gl_model_config cfg = release_config();
+    struct gl_kv_params p = {0, 16, GL_KV_F16, 1, 0, 0};
+    struct gl_kv_fit_in in = {.mem_free = (int64_t)1 << 40,
+                              .utilization = 0.9,
+                              .max_model_len = 131072,
+                              .max_num_seqs = 16,
+                              .dev_sized = 1,
+                              .dev_mem_free = (int64_t)1 << 30};
+    struct gl_kv_fit f;
+    struct gl_err err;
+    // All layers on the device: 1 GiB of room is 5,041 pages (test_fit_release_shape), whatever
+    // the 1 TiB of host memory would allow (16 x 8,579 pages).
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECKF(f.budget_bytes == (int64_t)5041 * 212992 && f.n_dev_pages == 0 && f.lowered &&
+               f.max_model_len == 4654 * 16,
+           "%lld %lld", (long long)f.budget_bytes, (long long)f.max_model_len);
+    // -ngl 13 (4 global + 9 sliding layers on the device, groups of one layer, 16,384-byte
+    // pages): 1,000.5 pages of device room give 1,000 device pages; the host side is one
+    // sequence of its pages at 131,072 (capped: max_num_seqs 1), whatever the host memory.
+    p.n_dev_layers = 13;
+    in.max_num_seqs = 1;
+    struct gl_kv_plan pl;
+    struct gl_kv_params q = p;
+    q.budget_bytes = 1;
+    REQUIRE(gl_kv_plan_compute(&cfg, &q, 131072, &pl, &err) == GL_OK);
+    const int64_t page = (int64_t)pl.page_bytes, hpps = pl.pages_per_seq - pl.dev_pages_per_seq;
+    CHECK(page == 16384 && pl.n_dev_groups == 13);
+    in.dev_mem_free = 1000 * page + page / 2;
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECKF(f.n_dev_pages == 1000 && f.budget_bytes == (1000 + hpps) * page, "%lld %lld",
+           (long long)f.n_dev_pages, (long long)f.budget_bytes);
+    // The length lowered to what the device side holds: 13 layers x 76 blocks = 988 pages at
+    // 1,216 positions (77 blocks, 1,001 pages, at 1,217).
+    CHECKF(f.lowered && f.max_model_len == 1216, "%lld", (long long)f.max_model_len);
+    q.budget_bytes = f.budget_bytes;
+    q.dev_pages = f.n_dev_pages; // the pool takes the device side as fitted
+    REQUIRE(gl_kv_plan_compute(&cfg, &q, f.max_model_len, &pl, &err) == GL_OK);
+    CHECK(pl.n_dev_pages == 1000 && pl.n_pages == 1000 + hpps && pl.dev_pages_per_seq == 988);
+    // Too little device room for one page of each of its 13 groups: refused, naming the side.
+    in.dev_mem_free = 12 * page;
+    CHECK(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_E_LIMIT);
+    CHECKF(strstr(err.msg, "device side") != NULL, "%s", err.msg);
+    // --kv-cache-memory: the total as given, split by the groups' shares.
+    in.budget_fixed = (int64_t)1 << 30;
+    REQUIRE(gl_kv_fit_compute(&cfg, &p, &in, &f, &err) == GL_OK);
+    CHECK(f.n_dev_pages == 0 && f.budget_bytes == ((int64_t)1 << 30) / page * page);
+}
+
 static int run_all(void)
 {
     RUN_TESTS(test_fp8_codes, test_fp8_row_scale, test_plan_release_shape,
-              test_pool_accounting_random, test_split_pool_sides,
+              test_pool_accounting_random, test_split_pool_sides, test_fit_device_sides,
               test_reserve_failure_changes_nothing, test_sliding_pages_follow_window,
               test_trim_after_rejected_drafts, test_prefix_cache_hit_logits,
               test_prefix_sliding_rule, test_fp8_rows_in_pool, test_forward_batch_equals_alone,
