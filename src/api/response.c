@@ -591,8 +591,14 @@ static void add_logprobs(struct choice *ch, const struct gl_event *ev, int32_t i
         json_decref(tk);
     }
     // vLLM: a chunk's first offset is the text streamed before it (0 without streaming), each
-    // later one the previous offset plus the previous token string's length.
-    size_t off = i == 0 && ch->s->r->stream ? ch->text_chars : ch->lp_off;
+    // later one the previous offset plus the previous token string's length. An event of several
+    // tokens (speculation) gives each token the offset its own one-token event would have had:
+    // the text before the event plus what the tokens before it added (gl_event text_ends).
+    size_t off = ch->lp_off;
+    if (ch->s->r->stream && i == 0)
+        off = ch->text_chars;
+    else if (ch->s->r->stream && ev->text_ends)
+        off = ch->text_chars + u8_chars(ev->text, ev->text_ends[i - 1]);
     json_t *tk = tok_json(t, ev->tokens[i], NULL);
     ch->lp_off = off + u8_chars(json_string_value(tk), json_string_length(tk));
     json_array_append_new(json_object_get(ch->lp, "tokens"), tk);
@@ -657,6 +663,7 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
         return 1;
     }
     int was_hit = ch->stop_hit;
+    int32_t n_used = ev->n_tokens; // tokens this choice takes from the event
     for (int32_t i = 0; i < ev->n_tokens; i++) {
         add_logprobs(ch, ev, i);
         if (ch->ids)
@@ -669,13 +676,19 @@ int gl_api_resp_event(struct gl_api_resp *s, int32_t prompt, const struct gl_eve
             // reasoning_tokens: the body's tokens, not the header or the token that closes it
             // (vLLM counts the tokens between the reasoning markers)
             ch->n_reasoning += in_body && gl_atem_parser_state(ch->parser) == GL_ATEM_ST_REASONING;
+            // A chat stop string ends the choice at this token: the event's later tokens
+            // (speculation, jump-forward) are dropped, as the events after it would be.
+            if (ch->stop_hit) {
+                n_used = i + 1;
+                break;
+            }
         }
     }
     if (r->ep == GL_API_COMPLETIONS) {
         gl_buf_put(&ch->text, ev->text ? ev->text : "", ev->text_len);
         ch->text_chars += u8_chars(ev->text ? ev->text : "", ev->text_len);
     }
-    ch->n_generated = ev->n_generated;
+    ch->n_generated = ev->n_generated - (ev->n_tokens - n_used);
     ch->n_cached =
         (int32_t)(ev->n_prompt_cached < ev->n_prompt ? ev->n_prompt_cached : ev->n_prompt);
     int hit_now = ch->stop_hit && !was_hit;

@@ -116,7 +116,14 @@ struct gl_engine {
     struct gl_kv_view *views; // [max_num_seqs * n_layer]
     float *logits;            // [(max_num_seqs * (1 + spec k) + GL_ENGINE_PLP_ROWS) * n_vocab]
     int32_t plp_left;         // this step's logits rows left for prompt logprobs
-    float *raw;               // [n_vocab] unmodified row for raw logprobs
+    float *raw;               // [n_vocab] unmodified row for raw logprobs (process_row keeps it)
+    // The logprobs of the event being built, one entry per token in order (a plain sample: 1; a
+    // verified draft: up to k + 1; gl_event.logprobs etc. point here): the chosen token's, the
+    // top sp.logprobs ids and logprobs ([i * top_n ..]), and the event text's length after it.
+    float ev_lp[GL_SPEC_MAX_K + 1];
+    int32_t ev_top_id[(GL_SPEC_MAX_K + 1) * GL_SAMPLE_MAX_LOGPROBS];
+    float ev_top_lp[(GL_SPEC_MAX_K + 1) * GL_SAMPLE_MAX_LOGPROBS];
+    size_t ev_text_end[GL_SPEC_MAX_K + 1];
     // GL_SPEC_DFLASH: the drafter's scratch, the step's captured target layers
     // ([n_target][max_num_batched_tokens * n_embd]), their rows concatenated per token
     // ([max_num_batched_tokens * n_target * n_embd]) and one block's logits.
@@ -1265,15 +1272,16 @@ static int emit_plp(struct gl_engine *e, struct seq *s)
     return -1;
 }
 
-// Samples the next token of s from its logits row, then (jump-forward) the processor's forced
-// tokens, and emits one event for all of them.
 // What every row of s gets before the draw, in vLLM's order: the processor's mask, the min_tokens
 // stop mask, then allowed / banned ids, bias and penalties over the tokens generated so far.
+// With logprobs asked, the unmodified row is kept in e->raw first (token_logprobs reads it).
 static void process_row(struct gl_engine *e, struct seq *s, float *row)
 {
     struct req *r = s->req;
     const struct gl_sample_params *sp = &r->sp;
     struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
+    if (sp->logprobs >= 0)
+        memcpy(e->raw, row, (size_t)e->n_vocab * sizeof *row);
     if (proc && proc->mask)
         proc->mask(proc->user, row, e->n_vocab);
     if (s->n_gen < sp->min_tokens) // vLLM: no EOS / stop id before min_tokens outputs
@@ -1283,8 +1291,23 @@ static void process_row(struct gl_engine *e, struct seq *s, float *row)
     gl_sample_process(sp, row, &e->work, s->tok, r->n_prompt, out, s->n_gen);
 }
 
+// Logprobs (sp.logprobs >= 0) of token t, the i-th of the event being built, chosen from the
+// row process_row last kept in e->raw (raw logprobs, sampling.h), into e->ev_*[i]. Called after
+// the token's end_token, so the event text's length then is where its text ends.
+static void token_logprobs(struct gl_engine *e, const struct seq *s, int32_t i, int32_t t,
+                           const struct gl_event *ev)
+{
+    const int32_t k = s->req->sp.logprobs, top_n = k < e->n_vocab ? k : e->n_vocab;
+    GL_ASSERT(k >= 0 && i >= 0 && i <= GL_SPEC_MAX_K);
+    gl_sample_logprobs(e->raw, e->n_vocab, t, top_n, &e->ev_lp[i],
+                       e->ev_top_id + (size_t)i * (size_t)top_n,
+                       e->ev_top_lp + (size_t)i * (size_t)top_n);
+    e->ev_text_end[i] = ev->text_len;
+}
+
 // The end of a sampling event: n_new tokens (the last ones of s), jump-forward first when the
 // sequence goes on, then the event; a finished sequence leaves the running set and retires.
+// With logprobs, token_logprobs has filled entries 0 .. n_new - 1.
 static void sample_event(struct gl_engine *e, struct seq *s, struct gl_event *ev, int32_t n_new)
 {
     const struct req *r = s->req;
@@ -1292,6 +1315,13 @@ static void sample_event(struct gl_engine *e, struct seq *s, struct gl_event *ev
     // Jump-forward: never with logprobs (a forced token has no logits to report).
     if (ev->finish == GL_FINISH_NONE && proc && proc->forced && r->sp.logprobs < 0)
         n_new += jump_forward(e, s, proc, ev);
+    if (r->sp.logprobs >= 0) {
+        ev->logprobs = e->ev_lp;
+        ev->top_n = r->sp.logprobs < e->n_vocab ? r->sp.logprobs : e->n_vocab;
+        ev->top_ids = e->ev_top_id;
+        ev->top_logprobs = e->ev_top_lp;
+        ev->text_ends = e->ev_text_end;
+    }
     // Only now: the pushes above may have moved s->tok.
     ev->tokens = &s->tok[s->n_tok - n_new];
     ev->n_tokens = n_new;
@@ -1339,7 +1369,8 @@ static void wrong_min_p(const struct gl_sample_params *sp, float *row, int32_t V
 
 // Verification of a speculative step (engine.h): rows logits_row .. logits_row + n_draft hold
 // the logits after the pending token and after each draft token. Row i decides generated token
-// i through the plain per-token path (process_row, pick, accept, end_token); it stops at the
+// i through the plain per-token path (process_row, pick, accept, end_token, token_logprobs: its
+// logprobs are row i's raw ones, as a plain step computing that position reports); it stops at the
 // first token that differs from its draft (the correction) or ends the sequence, or after the
 // bonus token of row n_draft. The KV then commits exactly the positions whose input was a real
 // token (the pending one and the accepted drafts) and gives back the rest.
@@ -1366,7 +1397,7 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
         // probability. The coupling is used: it spends the sequence's RNG exactly as decoding
         // without speculation (one draw per token), so a seeded request's tokens do not depend
         // on how many drafts each step verified (alone or batched, streamed or not).
-        int32_t t;
+        int32_t t, pushed = 0;
         if (i == k || e->p.spec.test_wrong_rule != 1)
             t = gl_sample_pick(sp, row, &e->work, &s->rng);
         else { // the wrong rule (tests only): on rejection, draw from p with the draft kept
@@ -1382,6 +1413,7 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
             ev.error = "engine: out of memory";
         } else {
             n_new++;
+            pushed = 1;
         }
         if (ev.finish == GL_FINISH_NONE && proc && proc->accept &&
             proc->accept(proc->user, t) != 0) {
@@ -1391,6 +1423,8 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
             ev.error = "engine: the logits processor (grammar) refused the sampled token";
         }
         end_token(e, s, t, &ev);
+        if (sp->logprobs >= 0 && pushed) // this row's, exactly as a plain step reports them
+            token_logprobs(e, s, n_new - 1, t, &ev);
         const int accepted = i < k && t == draft[i] && ev.error == NULL;
         if (accepted) {
             n_acc++;
@@ -1414,27 +1448,17 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
     sample_event(e, s, &ev, n_new);
 }
 
+// Samples the next token of s from its logits row, then (jump-forward) the processor's forced
+// tokens, and emits one event for all of them.
 static void sample_one(struct gl_engine *e, struct seq *s, float *row)
 {
     struct req *r = s->req;
     const struct gl_sample_params *sp = &r->sp;
-    const int32_t V = e->n_vocab;
     struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
-    if (sp->logprobs >= 0)
-        memcpy(e->raw, row, (size_t)V * sizeof *row);
     process_row(e, s, row);
     int32_t t = gl_sample_pick(sp, row, &e->work, &s->rng);
 
     struct gl_event ev = {0};
-    float lp = 0.0f, top_lp[GL_SAMPLE_MAX_LOGPROBS];
-    int32_t top_id[GL_SAMPLE_MAX_LOGPROBS];
-    if (sp->logprobs >= 0) {
-        gl_sample_logprobs(e->raw, V, t, sp->logprobs, &lp, top_id, top_lp);
-        ev.logprobs = &lp;
-        ev.top_n = sp->logprobs < V ? sp->logprobs : V;
-        ev.top_ids = top_id;
-        ev.top_logprobs = top_lp;
-    }
     ev.stop_token = -1;
     int32_t n_new = 0;
     if (push_generated(e, s, t)) {
@@ -1450,6 +1474,8 @@ static void sample_one(struct gl_engine *e, struct seq *s, float *row)
         ev.error = "engine: the logits processor (grammar) refused the sampled token";
     }
     end_token(e, s, t, &ev);
+    if (sp->logprobs >= 0)
+        token_logprobs(e, s, 0, t, &ev);
     sample_event(e, s, &ev, n_new);
 }
 
@@ -1671,13 +1697,15 @@ static int32_t dflash_propose(struct gl_engine *e, struct seq *s, int32_t k, int
     return k;
 }
 
-// Whether decoding sequence s may speculate. Logprobs: one per token is reported, kept to the
-// plain path for now. A processor without draft_ok cannot say where a draft leaves its grammar.
+// Whether decoding sequence s may speculate. Not while prompt logprobs are still to be sent
+// (their rows are the prefill's; a decoding sequence has sent them all). A processor without
+// draft_ok cannot say where a draft leaves its grammar. Logprobs need nothing: every verified
+// row reports its token's (spec_verify).
 static int spec_eligible(const struct seq *s)
 {
     const struct req *r = s->req;
     const struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
-    return r->sp.logprobs < 0 && !wants_plp(s) && !(proc && !proc->draft_ok);
+    return !wants_plp(s) && !(proc && !proc->draft_ok);
 }
 
 // This step's draft length (engine.h, the cost model): k with fixed_k, else the model's choice

@@ -72,11 +72,13 @@
 // accepted positions are committed to the KV (gl_kv_seq_commit), so sliding pages are released
 // only for real positions, and the pages reserved for rejected ones go back (gl_kv_seq_trim).
 // Stop ids, stop strings, max_tokens, min_tokens and max_model_len are checked per token and the
-// first that ends the sequence ends it. Not speculating (the plain step): requests with logprobs
-// or prompt_logprobs (a logprob per token is reported; kept simple), sequences whose logits
-// processor has no draft_ok (it could not cut a draft), and a step whose pool cannot reserve the
-// k + 1 positions while leaving each later decode a page per layer group (speculation never
-// causes a preemption); a draft also leaves each later decode its token of the step budget.
+// first that ends the sequence ends it. Logprobs: each emitted token reports those of the row
+// that decided it, the raw logits of the same position a plain step computes (gl_event: one
+// entry per token, n_tokens up to k + 1). Not speculating (the plain step): a sequence whose
+// prompt logprobs are not all sent yet (its prefill; once decoding it speculates), sequences
+// whose logits processor has no draft_ok (it could not cut a draft), and a step whose pool cannot
+// reserve the k + 1 positions while leaving each later decode a page per layer group (speculation
+// never causes a preemption); a draft also leaves each later decode its token of the step budget.
 // GL_SPEC_REPLAY (benchmarks and tests only, not reachable from the server): every sequence's
 // draft is the given continuation replay[n_gen .. n_gen + k) (its known greedy output), each
 // token replaced by another with probability 1 - alpha (a fixed hash of the position and seed),
@@ -283,16 +285,23 @@ const char *gl_finish_name(enum gl_finish f); // "stop" "length" "abort" "error"
 // Valid only during the callback (tokens and text point into engine buffers).
 struct gl_event {
     uint64_t request_id;
-    int32_t index;         // choice index for n > 1
-    const int32_t *tokens; // new tokens this step: 1, or 1 + forced ones (jump-forward)
+    int32_t index; // choice index for n > 1
+    // New tokens this step: 1, or 1 + forced ones (jump-forward), or the verified tokens of a
+    // speculative step (accepted drafts + 1, up to GL_SPEC_MAX_K + 1).
+    const int32_t *tokens;
     int32_t n_tokens;
     const char *text; // new text (stop strings held back and cut); may be ""
     size_t text_len;
-    const float *logprobs;  // [n_tokens] logprob of each chosen token, or NULL (with logprobs
-                            // requested n_tokens is always 1: no jump-forward)
-    const int32_t *top_ids; // [n_tokens * top_n] when logprobs requested, else NULL
+    // With logprobs requested (sp.logprobs >= 0; never jump-forward then), per token i in order,
+    // exactly what a step emitting that token alone would report: logprobs[i] of the chosen
+    // token, top_ids / top_logprobs [i * top_n .. (i + 1) * top_n), and text_ends[i], the length
+    // of text[0 ..) once token i was added (text a one-token event would have carried ends
+    // there; the last is text_len). All NULL without logprobs.
+    const float *logprobs;
+    const int32_t *top_ids;
     const float *top_logprobs;
     int32_t top_n;
+    const size_t *text_ends;
     enum gl_finish finish;         // != NONE on the last event of this choice
     const char *stop_matched;      // the stop string, or NULL
     int32_t stop_token;            // the stop token id that ended it, or -1

@@ -1743,14 +1743,13 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->metrics.spec_k = ep.spec.method != GL_SPEC_NONE ? ep.spec.k : 0;
     if (ep.spec.method == GL_SPEC_NGRAM)
         fprintf(stderr,
-                "glint serve: speculative decoding: ngram, %d tokens per draft, lookup %d..%d "
-                "(not for requests with logprobs)\n",
+                "glint serve: speculative decoding: ngram, %d tokens per draft, lookup %d..%d\n",
                 (int)ep.spec.k, (int)ep.spec.lookup_min, (int)ep.spec.lookup_max);
     if (ep.spec.method == GL_SPEC_DFLASH)
         fprintf(stderr,
                 "glint serve: speculative decoding: dflash %s (%d blocks, target layers %d.., "
-                "block %d), %d tokens per draft (not for requests with logprobs; no prefix-cache "
-                "reuse: the drafter needs the target's states at every prompt position)\n",
+                "block %d), %d tokens per draft (no prefix-cache reuse: the drafter needs the "
+                "target's states at every prompt position)\n",
                 ep.spec.dflash_path, (int)S->dflash->cfg.n_layer,
                 (int)S->dflash->cfg.target_layers[0], (int)S->dflash->cfg.block_size,
                 (int)ep.spec.k);

@@ -14,6 +14,9 @@
 //   off (two-sample chi-square) accepted, the wrong rules (engine test_wrong_rule: resampling
 //   with the draft kept; min_p before temperature, at temperature 2) rejected;
 // - the cost model's rule on made-up step times, and in the engine at replay alpha 0 and 0.9.
+// - logprobs requests speculate: tokens, logprobs, top-3 ids and logprobs, per-token text ends
+//   and prompt logprobs bit-identical to speculation off (greedy and seeded, ngram alone and
+//   batched, replay), with multi-token events.
 // - every structured-output kind through the server's processors (src/api/proc.c): regex, choice,
 //   GBNF, json_object, JSON schema, finish_within_max_tokens, the whole ATEM turn with a small
 //   reasoning budget, tools required / named / auto: greedy with ngram and with the micro DFlash
@@ -741,18 +744,6 @@ static void nd_free(void *user)
     (void)user;
 }
 
-struct lp_res {
-    float lp[MAX_OUT];
-    int32_t n;
-};
-
-static void on_lp(void *user, const struct gl_event *ev)
-{
-    struct lp_res *r = user;
-    for (int32_t i = 0; ev->logprobs && i < ev->n_tokens && r->n < MAX_OUT; i++)
-        r->lp[r->n++] = ev->logprobs[i];
-}
-
 TEST(test_not_speculating)
 {
     enum { N = 8 };
@@ -766,32 +757,7 @@ TEST(test_not_speculating)
     }
     CHECK(off_on(jobs, N, 8 << 20, 8, 64, 0, "processor without draft_ok", &on, &off) == N);
     CHECK(on.spec_drafts == 0 && on.steps == off.steps);
-    // logprobs: the same job with speculation on and off, the values compared too.
-    struct lp_res lr[2];
-    memset(lr, 0, sizeof lr);
-    struct gl_engine_stats st[2];
-    for (int pass = 0; pass < 2; pass++) {
-        struct gl_engine_params p = eparams(8 << 20, 4, 64, pass ? 4 : 0);
-        struct gl_err err = {0};
-        struct gl_engine *e = NULL;
-        REQUIRE(gl_engine_new(&e, g_model, g_tok, &p, &err) == GL_OK);
-        struct gl_sample_params sp = greedy(30);
-        sp.logprobs = 2;
-        struct gl_request rq = {.prompt = jobs[1].prompt,
-                                .n_prompt = jobs[1].n_prompt,
-                                .sp = sp,
-                                .on_event = on_lp,
-                                .user = &lr[pass]};
-        REQUIRE(gl_engine_submit(e, &rq, NULL, &err) == GL_OK);
-        REQUIRE(gl_engine_run(e, &err) == GL_OK);
-        gl_engine_stats(e, &st[pass]);
-        gl_engine_free(e);
-    }
-    CHECK(lr[0].n == 30 && lr[1].n == 30 && memcmp(lr[0].lp, lr[1].lp, 30 * sizeof(float)) == 0);
-    CHECK(st[1].spec_drafts == 0 && st[1].steps == st[0].steps);
-    printf("  processor without draft_ok: %lld drafts; logprobs request: %lld drafts, %d logprobs "
-           "equal\n",
-           (long long)on.spec_drafts, (long long)st[1].spec_drafts, lr[1].n);
+    printf("  processor without draft_ok: %lld drafts\n", (long long)on.spec_drafts);
     free(jobs);
 }
 
@@ -1032,6 +998,165 @@ TEST(test_seeded_identical)
     }
     g_cost_model = 0;
     free(jobs);
+}
+
+// ---- logprobs under speculation ----
+
+enum { LP_TOP = 3, LP_PLP = 2 };
+
+// Everything a logprobs request reports, per token in order: the id, its logprob, the top
+// LP_TOP ids and logprobs, where its text ends in the choice's text (the events' text_ends);
+// the prompt logprobs of choice 0; and how many events carried more than one token.
+struct lp_res {
+    int32_t tok[MAX_OUT], n;
+    float lp[MAX_OUT], top_lp[MAX_OUT * LP_TOP];
+    int32_t top_id[MAX_OUT * LP_TOP];
+    size_t text_end[MAX_OUT], n_text;
+    float plp[256], plp_top[256 * LP_PLP];
+    int32_t plp_rank[256], plp_id[256 * LP_PLP], n_plp;
+    int32_t n_multi, n_final, bad;
+    enum gl_finish finish;
+};
+
+static void on_lp(void *user, const struct gl_event *ev)
+{
+    struct lp_res *r = (struct lp_res *)user + ev->index;
+    for (int32_t i = 0; i < ev->n_plp && r->n_plp < 256; i++, r->n_plp++) {
+        r->bad |= ev->plp_pos + i != r->n_plp + 1 || ev->plp_k != LP_PLP;
+        r->plp[r->n_plp] = ev->plp_logprobs[i];
+        r->plp_rank[r->n_plp] = ev->plp_ranks[i];
+        memcpy(r->plp_id + r->n_plp * LP_PLP, ev->plp_top_ids + i * LP_PLP, LP_PLP * 4);
+        memcpy(r->plp_top + r->n_plp * LP_PLP, ev->plp_top_logprobs + i * LP_PLP, LP_PLP * 4);
+    }
+    r->n_multi += ev->n_tokens > 1;
+    r->bad |= ev->n_tokens > 0 && (!ev->logprobs || !ev->text_ends || ev->top_n != LP_TOP ||
+                                   ev->text_ends[ev->n_tokens - 1] != ev->text_len);
+    for (int32_t i = 0; !r->bad && i < ev->n_tokens && r->n < MAX_OUT; i++, r->n++) {
+        r->tok[r->n] = ev->tokens[i];
+        r->lp[r->n] = ev->logprobs[i];
+        memcpy(r->top_id + r->n * LP_TOP, ev->top_ids + i * LP_TOP, LP_TOP * 4);
+        memcpy(r->top_lp + r->n * LP_TOP, ev->top_logprobs + i * LP_TOP, LP_TOP * 4);
+        r->bad |= i > 0 && ev->text_ends[i] < ev->text_ends[i - 1];
+        r->text_end[r->n] = r->n_text + ev->text_ends[i];
+    }
+    r->n_text += ev->text_len;
+    if (ev->finish != GL_FINISH_NONE) {
+        r->n_final++;
+        r->finish = ev->finish;
+    }
+}
+
+// Bitwise: a verified row is the same position's logits a plain step computes (the forward pass
+// gives a row the same bits whatever else the step holds: greedy and seeded identity rest on it
+// too), and logprobs are computed from it by the same code (token_logprobs).
+static int same_lp(const struct lp_res *a, const struct lp_res *b)
+{
+    return a->n == b->n && a->n_plp == b->n_plp && !a->bad && !b->bad && a->n_final == 1 &&
+           b->n_final == 1 && a->finish == b->finish && a->n_text == b->n_text &&
+           memcmp(a->tok, b->tok, (size_t)a->n * 4) == 0 &&
+           memcmp(a->lp, b->lp, (size_t)a->n * 4) == 0 &&
+           memcmp(a->top_id, b->top_id, (size_t)a->n * LP_TOP * 4) == 0 &&
+           memcmp(a->top_lp, b->top_lp, (size_t)a->n * LP_TOP * 4) == 0 &&
+           memcmp(a->text_end, b->text_end, (size_t)a->n * sizeof a->text_end[0]) == 0 &&
+           memcmp(a->plp, b->plp, (size_t)a->n_plp * 4) == 0 &&
+           memcmp(a->plp_rank, b->plp_rank, (size_t)a->n_plp * 4) == 0 &&
+           memcmp(a->plp_id, b->plp_id, (size_t)a->n_plp * LP_PLP * 4) == 0 &&
+           memcmp(a->plp_top, b->plp_top, (size_t)a->n_plp * LP_PLP * 4) == 0;
+}
+
+// Runs the n jobs (logprobs LP_TOP; job 0 also prompt_logprobs LP_PLP) in one engine with p.
+static struct gl_engine_stats run_lp(const struct job *jobs, int n,
+                                     const struct gl_engine_params *p, int alone,
+                                     struct lp_res (*res)[2])
+{
+    struct gl_err err = {0};
+    struct gl_engine *e = NULL;
+    GL_ASSERT_MSG(gl_engine_new(&e, g_model, g_tok, p, &err) == GL_OK, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        memset(res[i], 0, sizeof res[i]);
+        struct gl_request rq = {.prompt = jobs[i].prompt,
+                                .n_prompt = jobs[i].n_prompt,
+                                .sp = jobs[i].sp,
+                                .on_event = on_lp,
+                                .user = res[i]};
+        GL_ASSERT_MSG(gl_engine_submit(e, &rq, NULL, &err) == GL_OK, "%s", err.msg);
+        if (alone || i == n - 1)
+            GL_ASSERT_MSG(gl_engine_run(e, &err) == GL_OK, "%s", err.msg);
+    }
+    struct gl_engine_stats st;
+    gl_engine_stats(e, &st);
+    GL_ASSERT(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    gl_engine_free(e);
+    return st;
+}
+
+// Logprobs requests speculate, and every token of a multi-token event reports exactly what the
+// plain path reports for it: tokens, logprob, top LP_TOP ids and logprobs, where its text ends,
+// and the prompt logprobs (job 0) bit-identical to speculation off; greedy and seeded
+// temperature 1 (top-k / top-p / min_p; job 1 with n = 2), ngram alone and 16 batched under
+// 24-token steps, and the replay drafter (alpha 0.7) on one prompt.
+TEST(test_logprobs_identical)
+{
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct lp_res(*off)[2] = calloc(N, sizeof *off), (*on)[2] = calloc(N, sizeof *on);
+    REQUIRE(jobs && off && on);
+    for (int mode = 0; mode < 6; mode++) {
+        const int seeded = mode & 1, batched = mode >= 2 && mode < 4, replay = mode >= 4;
+        const int n = replay ? 1 : N;
+        fill_greedy_jobs(jobs, n, 24);
+        for (int i = 0; i < n; i++) {
+            if (seeded) {
+                jobs[i].sp = mixed_params();
+                jobs[i].sp.max_tokens = 24;
+                jobs[i].sp.seed = 500 + (uint64_t)i;
+                jobs[i].sp.has_seed = 1;
+                jobs[i].sp.n = i == 1 ? 2 : 1;
+            }
+            jobs[i].sp.logprobs = LP_TOP;
+            jobs[i].sp.prompt_logprobs = i == 0 ? LP_PLP : -1;
+        }
+        struct gl_engine_params p = eparams(8 << 20, batched ? 16 : 4, batched ? 24 : 64, 0);
+        struct gl_engine_stats st_off = run_lp(jobs, n, &p, !batched, off);
+        p = eparams(8 << 20, batched ? 16 : 4, batched ? 24 : 64, 4);
+        int32_t ref[MAX_OUT];
+        if (replay) { // the greedy continuation of job 0, kept with probability 0.7
+            memcpy(ref, off[0][0].tok, sizeof ref);
+            p.spec.method = GL_SPEC_REPLAY;
+            p.spec.replay = ref;
+            p.spec.n_replay = off[0][0].n;
+            p.spec.alpha = 0.7f;
+            p.spec.seed = 3;
+        }
+        struct gl_engine_stats st_on = run_lp(jobs, n, &p, !batched, on);
+        int same = 0, multi = 0, toks = 0;
+        for (int i = 0; i < n; i++) {
+            int ok = 1;
+            for (int c = 0; c < jobs[i].sp.n; c++) {
+                ok &= same_lp(&off[i][c], &on[i][c]);
+                multi += on[i][c].n_multi;
+                toks += on[i][c].n;
+                CHECK(off[i][c].n_multi == 0);
+            }
+            CHECKF(ok, "mode %d: job %d's logprobs differ with speculation", mode, i);
+            same += ok;
+        }
+        CHECK(same == n && off[0][0].n_plp == jobs[0].n_prompt - 1);
+        CHECKF(st_on.spec_accepted_tokens > 0 && multi > 0,
+               "mode %d: %lld accepted, %d multi-token events", mode,
+               (long long)st_on.spec_accepted_tokens, multi);
+        printf("  %s%s: %d/%d jobs identical (%d tokens, %d multi-token events); %lld of %lld "
+               "draft tokens accepted, steps %lld on vs %lld off\n",
+               seeded ? "seeded t1" : "greedy",
+               replay    ? ", replay 0.7"
+               : batched ? ", 16 batched"
+                         : ", alone",
+               same, n, toks, multi, (long long)st_on.spec_accepted_tokens,
+               (long long)st_on.spec_draft_tokens, (long long)st_on.steps, (long long)st_off.steps);
+    }
+    free(jobs);
+    free(off);
+    free(on);
 }
 
 // GL_SPEC_DFLASH: the micro drafter (random weights: acceptance is whatever it is, reported)
@@ -1387,5 +1512,5 @@ int main(void)
               test_replay_drafter, test_cost_model_rule, test_cost_model_engine,
               test_drafts_leave_decodes_their_token, test_not_speculating,
               test_verify_fits_distribution, test_sampling_chi2_on_off, test_seeded_identical,
-              test_dflash_greedy, test_greedy_grammar_kinds);
+              test_logprobs_identical, test_dflash_greedy, test_greedy_grammar_kinds);
 }
