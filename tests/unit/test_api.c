@@ -380,6 +380,183 @@ TEST(test_engine_error)
     }
 }
 
+// Speculation's events (engine.h gl_event): an event of several tokens reports, per token, what
+// that token's own event would. One turn fed one token per event and in events of 1..4 tokens
+// (per-token logprobs, distinct per token, and text_ends; the texts hold back every third
+// token's bytes until the next token, as a stop-string prefix does): chat and completions,
+// streamed and not, give the same logprobs entries in order (streamed: concatenated over the
+// chunks, completions' text_offset included), text, token ids, finish and usage. Chat with a
+// stop string matched inside an event drops the event's later tokens, as one-token events
+// after the match are dropped.
+enum { MT_MAX = 64, MT_TOP = 2 };
+
+static void feed_grouped(struct gl_api_resp *s, const struct gl_api_req *r, const int32_t *ids,
+                         int32_t n, int grouped)
+{
+    char piece[MT_MAX][64]; // token i's text as a one-token event carries it
+    for (int32_t i = 0; i < n; i++) {
+        size_t bl = 0;
+        const char *b = gl_tokenizer_token_bytes(tok, ids[i], &bl);
+        if (gl_tokenizer_is_special(tok, ids[i]))
+            bl = 0;
+        GL_ASSERT(bl < 30);
+        snprintf(piece[i], sizeof piece[i], "%.*s", (int)bl, b);
+        if (i % 3 == 1 && i + 1 < n) // held back, released with the next token
+            piece[i][0] = 0;
+        if (i % 3 == 2) {
+            size_t pl = 0;
+            const char *pb = gl_tokenizer_token_bytes(tok, ids[i - 1], &pl);
+            if (gl_tokenizer_is_special(tok, ids[i - 1]))
+                pl = 0;
+            snprintf(piece[i], sizeof piece[i], "%.*s%.*s", (int)pl, pb, (int)bl, b);
+        }
+    }
+    float lp[MT_MAX], top_lp[MT_MAX * MT_TOP];
+    int32_t top_id[MT_MAX * MT_TOP];
+    for (int32_t i = 0; i < n; i++) {
+        lp[i] = -0.125f * (float)(i + 1);
+        for (int k = 0; k < MT_TOP; k++) {
+            top_id[i * MT_TOP + k] = 100 * (k + 1) + i;
+            top_lp[i * MT_TOP + k] = -0.0625f * (float)i - (float)k;
+        }
+    }
+    for (int32_t i = 0, g = 0; i < n; g++) {
+        int32_t m = grouped ? 1 + (g * 5) % 4 : 1;
+        m = m < n - i ? m : n - i;
+        char text[256] = "";
+        size_t ends[4];
+        for (int32_t j = 0; j < m; j++) {
+            strcat(text, piece[i + j]);
+            ends[j] = strlen(text);
+        }
+        struct gl_event ev = {.tokens = ids + i,
+                              .n_tokens = m,
+                              .text = text,
+                              .text_len = strlen(text),
+                              .logprobs = lp + i,
+                              .top_ids = top_id + i * MT_TOP,
+                              .top_logprobs = top_lp + i * MT_TOP,
+                              .top_n = MT_TOP,
+                              .text_ends = ends,
+                              .stop_token = -1,
+                              .n_prompt = r->prompts[0].n,
+                              .n_generated = i + m};
+        gl_api_resp_event(s, 0, &ev);
+        i += m;
+    }
+    struct gl_event end = {.text = "",
+                           .finish = GL_FINISH_LENGTH,
+                           .stop_token = -1,
+                           .n_prompt = r->prompts[0].n,
+                           .n_generated = n};
+    gl_api_resp_event(s, 0, &end);
+}
+
+// What a client sees of the reply: {text, logprobs, ids, finish, usage}; streamed, the chunks'
+// pieces concatenated.
+static json_t *mt_summary(struct gl_api_resp *s, const struct gl_api_req *r)
+{
+    const int chat = r->ep == GL_API_CHAT;
+    json_t *o = json_pack("{s:s,s:[],s:[],s:[],s:[],s:[],s:n,s:n}", "text", "", "content", "tokens",
+                          "token_logprobs", "top_logprobs", "text_offset", "finish", "usage");
+    json_t *ids = json_array();
+    json_t *chunks = NULL, *v;
+    size_t i;
+    if (!r->stream) {
+        json_t *j = gl_api_resp_json(s);
+        chunks = json_pack("[{s:O}]", "choices", json_object_get(j, "choices"));
+        json_object_set(o, "usage", json_object_get(j, "usage"));
+        json_decref(j);
+    } else {
+        chunks = take_chunks(s);
+    }
+    json_array_foreach(chunks, i, v)
+    {
+        json_t *c = json_array_get(json_object_get(v, "choices"), 0);
+        if (json_object_get(v, "usage") && !json_is_null(json_object_get(v, "usage")))
+            json_object_set(o, "usage", json_object_get(v, "usage"));
+        if (!c)
+            continue;
+        json_t *src = chat ? json_object_get(c, r->stream ? "delta" : "message") : c;
+        const char *t = json_string_value(json_object_get(src, chat ? "content" : "text"));
+        if (t) {
+            const char *had = json_string_value(json_object_get(o, "text"));
+            char *cat = malloc(strlen(had) + strlen(t) + 1);
+            GL_ASSERT(cat);
+            strcpy(cat, had);
+            strcat(cat, t);
+            json_object_set_new(o, "text", json_string(cat));
+            free(cat);
+        }
+        json_t *lp = json_object_get(c, "logprobs");
+        static const char *keys[5] = {"content", "tokens", "token_logprobs", "top_logprobs",
+                                      "text_offset"};
+        for (int k = chat ? 0 : 1; k < (chat ? 1 : 5); k++)
+            json_array_extend(json_object_get(o, keys[k]), json_object_get(lp, keys[k]));
+        json_array_extend(ids, json_object_get(c, "token_ids"));
+        if (json_is_string(json_object_get(c, "finish_reason")))
+            json_object_set(o, "finish", json_object_get(c, "finish_reason"));
+    }
+    json_object_set_new(o, "ids", ids);
+    json_decref(chunks);
+    return o;
+}
+
+TEST(test_multi_token_events)
+{
+    int32_t n = 0;
+    int32_t *ids = encode(" to=self<|message|>think it over<|eom|><|start|>assistant "
+                          "to=user<|message|>Hello, wonderful world! And then some more words "
+                          "to follow, with commas, here.<|eot|>",
+                          &n);
+    REQUIRE(ids && n > 24 && n <= MT_MAX);
+    for (int chat = 0; chat < 2; chat++)
+        for (int stream = 0; stream < 2; stream++)
+            for (int stop = 0; stop < 1 + chat; stop++) {
+                char body[512];
+                snprintf(body, sizeof body,
+                         chat ? "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                                "\"logprobs\": true, \"top_logprobs\": 2, "
+                                "\"return_token_ids\": true, \"stream\": %s%s%s}"
+                              : "{\"prompt\": [1000, 2000], \"logprobs\": 2, \"max_tokens\": 64, "
+                                "\"return_token_ids\": true, \"stream\": %s%s%s}",
+                         stream ? "true" : "false",
+                         stream ? ", \"stream_options\": {\"include_usage\": true}" : "",
+                         stop ? ", \"stop\": [\"world\"]" : "");
+                json_t *sum[2];
+                for (int grouped = 0; grouped < 2; grouped++) {
+                    struct gl_api_req *r;
+                    struct gl_api_error e;
+                    struct gl_api_resp *s = NULL;
+                    struct gl_err err = {0};
+                    REQUIRE(parse(&cfg, chat ? GL_API_CHAT : GL_API_COMPLETIONS, body, &r, &e) ==
+                            GL_OK);
+                    REQUIRE(gl_api_resp_new(&s, &cfg, r, &err) == GL_OK);
+                    feed_grouped(s, r, chat ? ids : ids + 8, chat ? n : n - 8, grouped);
+                    CHECK(gl_api_resp_done(s) && gl_api_resp_error(s) == NULL);
+                    sum[grouped] = mt_summary(s, r);
+                    gl_api_resp_free(s);
+                    gl_api_req_free(&cfg, r);
+                }
+                size_t n_lp = json_array_size(json_object_get(sum[0], chat ? "content" : "tokens"));
+                char *a = json_dumps(sum[0], JSON_COMPACT), *b = json_dumps(sum[1], JSON_COMPACT);
+                CHECKF(json_equal(sum[0], sum[1]), "%s%s%s: one per event %s\n  grouped %s",
+                       chat ? "chat" : "completions", stream ? ", stream" : "",
+                       stop ? ", stop" : "", a, b);
+                CHECKF(stop ? n_lp > 8 && n_lp < (size_t)n - 8 : n_lp == (size_t)(chat ? n : n - 8),
+                       "%zu logprobs entries", n_lp);
+                CHECK(json_array_size(json_object_get(sum[0], "ids")) == n_lp);
+                printf("  %s%s%s: %zu entries, text '%s'\n", chat ? "chat" : "completions",
+                       stream ? ", stream" : "", stop ? ", stop" : "", n_lp,
+                       json_string_value(json_object_get(sum[1], "text")));
+                free(a);
+                free(b);
+                json_decref(sum[0]);
+                json_decref(sum[1]);
+            }
+    gl_free(ids);
+}
+
 // Client request ids: 1-36 bytes of [A-Za-z0-9._:-]; the id keeps the endpoint's prefix.
 TEST(test_request_ids)
 {
@@ -454,5 +631,5 @@ int main(void)
         return 1;
     RUN_TESTS(test_parse_errors, test_unknown_fields, test_chat_reply,
               test_completions_echo_stream_waits, test_engine_error, test_request_ids,
-              test_speculative_config);
+              test_speculative_config, test_multi_token_events);
 }
