@@ -970,6 +970,23 @@ static int dev_heap_of(const struct gl_vk_device_info *di)
     return h;
 }
 
+// The device list (caller frees *inf) if device index exists, else an error naming the count.
+static gl_status device_info_at(int index, struct gl_vk_device_info **inf, struct gl_err *err)
+{
+    int n = 0;
+    gl_status st = gl_vk_list_devices(inf, &n, err);
+    if (st != GL_OK)
+        return st;
+    if (index < 0 || index >= n) {
+        gl_free(*inf);
+        *inf = NULL;
+        return gl_err_set(err, GL_E_INVAL,
+                          "vulkan: device %d does not exist (%d found: `glint devices` lists them)",
+                          index, n);
+    }
+    return GL_OK;
+}
+
 gl_status gl_model_dev_kv_room(const struct gl_model_dev_mem *p, int index, double utilization,
                                int64_t *room, uint64_t *heap_bytes, uint64_t *range_bytes,
                                struct gl_err *err)
@@ -977,16 +994,9 @@ gl_status gl_model_dev_kv_room(const struct gl_model_dev_mem *p, int index, doub
     *room = -1;
     *heap_bytes = *range_bytes = 0;
     struct gl_vk_device_info *inf = NULL;
-    int n = 0;
-    gl_status st = gl_vk_list_devices(&inf, &n, err);
+    gl_status st = device_info_at(index, &inf, err);
     if (st != GL_OK)
         return st;
-    if (index < 0 || index >= n) {
-        gl_free(inf);
-        return gl_err_set(err, GL_E_INVAL,
-                          "vulkan: device %d does not exist (%d found: `glint devices` lists them)",
-                          index, n);
-    }
     const struct gl_vk_device_info *di = &inf[index];
     const int h = dev_heap_of(di);
     *heap_bytes = h >= 0 ? di->heaps[h].bytes : 0;
@@ -1007,16 +1017,9 @@ gl_status gl_model_dev_mem_check(const struct gl_model_dev_mem *p, int index, ui
     if (name_len)
         name[0] = 0;
     struct gl_vk_device_info *inf = NULL;
-    int n = 0;
-    gl_status st = gl_vk_list_devices(&inf, &n, err);
+    gl_status st = device_info_at(index, &inf, err);
     if (st != GL_OK)
         return st;
-    if (index < 0 || index >= n) {
-        gl_free(inf);
-        return gl_err_set(err, GL_E_INVAL,
-                          "vulkan: device %d does not exist (%d found: `glint devices` lists them)",
-                          index, n);
-    }
     const struct gl_vk_device_info *di = &inf[index];
     snprintf(name, name_len, "%s", di->name);
     const int h = dev_heap_of(di);
