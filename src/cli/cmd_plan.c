@@ -175,15 +175,14 @@ int gl_cmd_plan(int argc, char **argv)
                                       .n_gpu_layers = ngl,
                                       .max_num_seqs = (int32_t)max_seqs,
                                       .max_model_len = (int32_t)in.max_model_len,
+                                      .max_num_batched_tokens = (int32_t)mbt,
                                       .kv = p};
         fp = gl_engine_kv_params(&ep);
         if (in.budget_fixed <= 0) {
-            struct gl_model_dev md;
             struct gl_model_dev_mem dm0;
             uint64_t heap0, range0;
-            gl_engine_model_dev(&ep, &md);
-            if (gl_model_dev_mem_plan(g, &cfg, (int)mbt, &md, 0, &dm0, &err) != GL_OK ||
-                gl_model_dev_kv_room(&dm0, device, util, &room, &heap0, &range0, &err) != GL_OK) {
+            if (gl_engine_dev_kv_room(g, &cfg, &ep, util, &room, &heap0, &range0, &dm0, &err) !=
+                GL_OK) {
                 fprintf(stderr, "glint plan: %s\n", err.msg);
                 gl_gguf_close(g);
                 return 1;

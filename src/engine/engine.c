@@ -206,6 +206,19 @@ struct gl_kv_params gl_engine_kv_params(const struct gl_engine_params *p)
     return kv;
 }
 
+gl_status gl_engine_dev_kv_room(const struct gl_gguf *g, const struct gl_model_config *cfg,
+                                const struct gl_engine_params *p, double util, int64_t *room,
+                                uint64_t *heap_bytes, uint64_t *range_bytes,
+                                struct gl_model_dev_mem *dm, struct gl_err *err)
+{
+    struct gl_model_dev md;
+    gl_engine_model_dev(p, &md);
+    gl_status st = gl_model_dev_mem_plan(g, cfg, p->max_num_batched_tokens, &md, 0, dm, err);
+    if (st != GL_OK)
+        return st;
+    return gl_model_dev_kv_room(dm, p->device, util, room, heap_bytes, range_bytes, err);
+}
+
 struct gl_engine_params gl_engine_default_params(const struct gl_model *m)
 {
     struct gl_engine_params p;

@@ -217,6 +217,17 @@ void gl_engine_model_dev(const struct gl_engine_params *p, struct gl_model_dev *
 // The pool the engine makes: p->kv with n_dev_layers = n_gpu_layers under partial offload (the
 // device copy then holds only the device layers' K/V: kv.h gl_kv_pool_dev_bytes), else 0.
 struct gl_kv_params gl_engine_kv_params(const struct gl_engine_params *p);
+// The room for that pool's device side on p->device (gl_model_dev_kv_room, under
+// --gpu-memory-utilization util): the device memory plan of model file g at p's step bounds
+// (gl_engine_model_dev, p->max_num_batched_tokens) without the KV, into *dm, then the device's
+// heap. What serve sizes the pool from and `glint plan --device` prints. Errors: the plan's and
+// the device lookup's.
+GL_MUST_USE gl_status gl_engine_dev_kv_room(const struct gl_gguf *g,
+                                            const struct gl_model_config *cfg,
+                                            const struct gl_engine_params *p, double util,
+                                            int64_t *room, uint64_t *heap_bytes,
+                                            uint64_t *range_bytes, struct gl_model_dev_mem *dm,
+                                            struct gl_err *err);
 
 // Per-sequence logits processor (the grammar plugs in here): mask is called before sampling
 // with the sequence's logits (n_vocab floats, modifiable: set -INFINITY to ban), before bias,

@@ -1613,13 +1613,8 @@ static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t 
     if (in.budget_fixed <= 0 && ep->device >= 0 && S->model->gguf) {
         struct gl_engine_params dp = *ep;
         dp.max_model_len = (int32_t)in.max_model_len;
-        struct gl_model_dev md;
-        gl_engine_model_dev(&dp, &md);
-        gl_status ds = gl_model_dev_mem_plan(S->model->gguf, &S->model->cfg,
-                                             ep->max_num_batched_tokens, &md, 0, &dm, err);
-        if (ds == GL_OK)
-            ds = gl_model_dev_kv_room(&dm, ep->device, in.utilization, &in.dev_mem_free, &heap,
-                                      &range, err);
+        gl_status ds = gl_engine_dev_kv_room(S->model->gguf, &S->model->cfg, &dp, in.utilization,
+                                             &in.dev_mem_free, &heap, &range, &dm, err);
         if (ds != GL_OK)
             return ds;
         in.dev_sized = 1;
