@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // microbench_r16: timing program (not a test). The small-M decode/verify cost of the r16 Q4_K
-// GEMM from DRAM: time for one pass over ~1 GB of repacked 19968 x 6656 matrices (distinct copies,
+// (or Q6_K: the Q4_K_M files' ffn_down / attn_v in about half the layers and the output head) GEMM
+// from DRAM: time for one pass over ~1 GB of repacked 19968 x 6656 matrices (distinct copies,
 // so nothing is served from cache) at n_tok = 1..8, rounds interleaved (1, 2, ..., 8, 1, 2, ...)
 // so the bandwidth drift hits every n_tok alike; prints the median per n_tok and its ratio to
 // n_tok = 1 (the c(k) of speculative verification, PERFORMANCE.md).
-// Usage: microbench_r16 [threads=2] [rounds=5] [copies=13]
+// Usage: microbench_r16 [threads=2] [rounds=5] [copies=13] [q4_k|q6_k]
 #include "kernels/kernels.h"
 
 #include "base/base.h"
@@ -37,17 +38,22 @@ int main(int argc, char **argv)
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
     int copies = argc > 3 ? atoi(argv[3]) : 13;
-    if (threads < 1 || rounds < 1 || rounds > 64 || copies < 1) {
-        fprintf(stderr, "usage: microbench_r16 [threads>=1] [rounds 1..64] [copies>=1]\n");
+    const char *tname = argc > 4 ? argv[4] : "q4_k";
+    const enum gl_type wt = !strcmp(tname, "q4_k")   ? GL_TYPE_Q4_K
+                            : !strcmp(tname, "q6_k") ? GL_TYPE_Q6_K
+                                                     : GL_TYPE_COUNT;
+    if (threads < 1 || rounds < 1 || rounds > 64 || copies < 1 || wt == GL_TYPE_COUNT) {
+        fprintf(stderr,
+                "usage: microbench_r16 [threads>=1] [rounds 1..64] [copies>=1] [q4_k|q6_k]\n");
         return 2;
     }
     const struct gl_kernels *k = gl_kernels_get();
-    if (!k->gemm_r16[GL_TYPE_Q4_K]) {
-        fprintf(stderr, "microbench_r16: no r16 Q4_K kernel on this CPU (%s)\n", k->isa);
+    if (!k->gemm_r16[wt]) {
+        fprintf(stderr, "microbench_r16: no r16 %s kernel on this CPU (%s)\n", tname, k->isa);
         return 1;
     }
     struct gl_pool *pool = gl_pool_new(threads);
-    size_t wrow = gl_type_row_size(GL_TYPE_Q4_K, N_IN), mbytes = wrow * N_ROWS;
+    size_t wrow = gl_type_row_size(wt, N_IN), mbytes = wrow * N_ROWS;
     uint8_t *src = gl_malloc_aligned(mbytes), *W = gl_malloc_aligned(mbytes * (size_t)copies);
     float *x = gl_malloc(sizeof(float) * N_IN);
     size_t arow = gl_type_row_size(GL_TYPE_Q8_K, N_IN);
@@ -57,9 +63,9 @@ int main(int argc, char **argv)
     for (int64_t r = 0; r < N_ROWS; r++) {
         for (int i = 0; i < N_IN; i++)
             x[i] = (float)((double)(rng_next() >> 11) / 9007199254740992.0 - 0.5) * 0.04f;
-        gl_quantize_row_ref(GL_TYPE_Q4_K, x, src + (size_t)r * wrow, N_IN);
+        gl_quantize_row_ref(wt, x, src + (size_t)r * wrow, N_IN);
     }
-    gl_repack_r16(GL_TYPE_Q4_K, src, N_ROWS, N_IN, W);
+    gl_repack_r16(wt, src, N_ROWS, N_IN, W);
     for (int c = 1; c < copies; c++)
         memcpy(W + (size_t)c * mbytes, W, mbytes);
     for (int t = 0; t < GL_R16_MAX_TOK; t++) {
@@ -72,7 +78,7 @@ int main(int argc, char **argv)
         for (int nt = 1; nt <= GL_R16_MAX_TOK; nt++) {
             int64_t t0 = gl_time_us();
             for (int c = 0; c < copies; c++)
-                gl_matmul_r16(pool, k, GL_TYPE_Q4_K, W + (size_t)c * mbytes, N_ROWS, N_IN, A, arow,
+                gl_matmul_r16(pool, k, wt, W + (size_t)c * mbytes, N_ROWS, N_IN, A, arow,
                               nt, out, N_ROWS);
             if (r >= 0)
                 us[nt - 1][r] = gl_time_us() - t0;
