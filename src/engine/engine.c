@@ -1460,6 +1460,7 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
     dflash_feed(e, s, pending - 1 + n_new);
     gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, pending - 1 + n_new);
     s->n_computed += pending - 1 + n_new;
+    GL_ASSERT(s->n_computed == s->n_tok - 1);
     gl_kv_seq_trim(s->kv);
     sample_event(e, s, &ev, n_new);
 }
