@@ -185,6 +185,7 @@ static void report(const char *what, const struct gl_engine_stats *on,
 static int g_cost_model; // off_on: 1 lets the cost model choose the draft lengths (fixed_k 0)
 static int g_jump;       // off_on: 1 gives every job a fresh grammar processor with jump-forward
 static void jump_procs(struct job *jobs, int n);
+static void force_procs(struct job *jobs, int n);
 static struct gl_sample_params mixed_params(void);
 
 static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens, int alone,
@@ -194,14 +195,14 @@ static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens,
     GL_ASSERT(off);
     struct gl_engine_params p = eparams(budget, seqs, tokens, 0);
     if (g_jump) // the engine frees the processors after each run
-        jump_procs(jobs, n);
+        (g_jump == 1 ? jump_procs : force_procs)(jobs, n);
     *st_off = run_jobs(jobs, n, &p, alone);
     for (int i = 0; i < n; i++)
         memcpy(off[i], jobs[i].res, sizeof off[i]);
     p = eparams(budget, seqs, tokens, 4);
     p.spec.fixed_k = !g_cost_model;
     if (g_jump)
-        jump_procs(jobs, n);
+        (g_jump == 1 ? jump_procs : force_procs)(jobs, n);
     *st_on = run_jobs(jobs, n, &p, alone);
     int same = 0;
     for (int i = 0; i < n; i++) {
@@ -610,6 +611,77 @@ static void fill_jump_jobs(struct job *jobs, int n, int32_t max_tokens)
     }
 }
 
+// A processor that forces often: every sampled (not forced) token t with t % 4 == 0 forces the
+// three tokens F(t) = (7 t + 1, 7 t + 2, 7 t + 3) mod T_V after it (jump-forward, or one allowed
+// token per verified row when speculation reaches them inside a draft).
+struct fproc {
+    int32_t want[3], n_want; // forced tokens still owed, in order
+};
+
+static void f_owe(struct fproc *p, int32_t t)
+{
+    p->n_want = 0;
+    for (int32_t i = 0; t % 4 == 0 && i < 3; i++)
+        p->want[p->n_want++] = (7 * t + 1 + i) % T_V;
+}
+
+// Advances p over t; 0 if t is allowed.
+static int f_step(struct fproc *p, int32_t t)
+{
+    if (p->n_want == 0) {
+        f_owe(p, t);
+        return 0;
+    }
+    if (t != p->want[0])
+        return 1;
+    memmove(p->want, p->want + 1, (size_t)--p->n_want * sizeof *p->want);
+    return 0;
+}
+
+static void f_mask(void *user, float *logits, int32_t n_vocab)
+{
+    const struct fproc *p = user;
+    for (int32_t i = 0; p->n_want > 0 && i < n_vocab; i++)
+        logits[i] = i == p->want[0] ? logits[i] : -INFINITY;
+}
+
+static int f_accept(void *user, int32_t t)
+{
+    return f_step(user, t);
+}
+
+static int32_t f_forced(void *user, int32_t *out, int32_t cap)
+{
+    struct fproc *p = user;
+    int32_t n = p->n_want < cap ? p->n_want : cap;
+    memcpy(out, p->want, (size_t)n * sizeof *out);
+    for (int32_t i = 0; i < n; i++)
+        (void)f_step(p, out[i]);
+    return n;
+}
+
+static int32_t f_draft_ok(void *user, const int32_t *d, int32_t n)
+{
+    struct fproc q = *(const struct fproc *)user;
+    int32_t w = 0;
+    while (w < n && f_step(&q, d[w]) == 0)
+        w++;
+    return w;
+}
+
+static void force_procs(struct job *jobs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        jobs[i].proc = (struct gl_logits_processor){.user = calloc(1, sizeof(struct fproc)),
+                                                    .mask = f_mask,
+                                                    .accept = f_accept,
+                                                    .free = free,
+                                                    .forced = f_forced,
+                                                    .draft_ok = f_draft_ok};
+        jobs[i].has_proc = 1;
+    }
+}
+
 TEST(test_jump_forward_drafts)
 {
     gram_open();
@@ -652,6 +724,30 @@ TEST(test_jump_forward_drafts)
     CHECKF(on.n_preempted_total > 0 && on.spec_jf_drafts > 0, "%d preemptions, %lld jf drafts",
            on.n_preempted_total, (long long)on.spec_jf_drafts);
     g_jump = 0;
+    // A processor that forces often (fproc), 16 batched under 20-token steps, the replay drafter
+    // with job 0's output as every sequence's draft: many drafts after forced runs (cut by
+    // draft_ok or rejected for the other jobs), and forced runs + drafts that do not fit the step.
+    static struct result ref16[N];
+    fill_greedy_jobs(jobs, N, 40);
+    force_procs(jobs, N);
+    p = eparams(8 << 20, 16, 20, 0);
+    off = run_jobs(jobs, N, &p, 0);
+    for (int i = 0; i < N; i++)
+        ref16[i] = jobs[i].res[0];
+    force_procs(jobs, N);
+    p = eparams(8 << 20, 16, 20, 4);
+    p.spec.method = GL_SPEC_REPLAY;
+    p.spec.replay = ref16[0].tok;
+    p.spec.n_replay = ref16[0].n_tok;
+    p.spec.alpha = 1.0f;
+    on = run_jobs(jobs, N, &p, 0);
+    int same = 0;
+    for (int i = 0; i < N; i++)
+        same += same_result(&ref16[i], &jobs[i].res[0]);
+    CHECKF(same == N && on.spec_jf_drafts > 0, "forcing: %d of %d identical, %lld jf drafts", same,
+           N, (long long)on.spec_jf_drafts);
+    report("forcing processor, replay, 16 batched, 20-token steps", &on, &off);
+    printf("    %lld of the drafts right after forced tokens\n", (long long)on.spec_jf_drafts);
     // Replay at alpha 1 (each prompt's known output as the draft, one engine per prompt): every
     // draft accepted, those after forced tokens too.
     int64_t jf = 0, drafts = 0, acc = 0, tested = 0, steps_on = 0, steps_off = 0;
