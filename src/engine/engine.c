@@ -1741,7 +1741,7 @@ static void spec_choose(struct gl_engine *e, int32_t n_dec, int32_t budget)
         const struct seq *s = e->running[i];
         const int64_t pending = s->n_tok - s->n_computed;
         // A forced run must fit un-split; DFlash never drafts after one (dflash_propose).
-        n_spec += pending < budget && spec_eligible(s) &&
+        n_spec += (pending == 1 || pending < budget) && spec_eligible(s) &&
                   (pending == 1 || e->p.spec.method != GL_SPEC_DFLASH);
         rows0 += pending > 1 ? pending : 0;
     }
