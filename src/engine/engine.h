@@ -137,7 +137,8 @@ int32_t gl_spec_ngram_propose(const int32_t *tok, int64_t n_tok, int32_t lookup_
 // a step stays bandwidth-bound: verifying j more rows per sequence costs little while reading the
 // weights dominates and about j rows' compute once the step is compute-bound (a large batch, long
 // drafts). Before scheduling each step the engine picks ONE draft length j in 0..k for the
-// n_spec decoding sequences that may speculate, maximising generated tokens per microsecond:
+// n_spec sequences that may speculate (decodes, forced runs that fit the step), maximising
+// generated tokens per microsecond:
 //     G(j) / T(j),   G(j) = n_spec * (1 - a^(j+1)) / (1 - a)   tokens (n_spec * (j + 1) at a = 1)
 //                    T(j) = t(R0 + n_spec * j)                  microseconds
 // and drafts only when some j > 0 beats j = 0 strictly (ties: no draft).

@@ -6,6 +6,9 @@
 //   spans: alone, 16 batched with chunked prefill, under preemption (small pool), under a
 //   JSON-schema grammar (a gl_matcher processor with draft_ok), with stop strings, stop ids and
 //   max_tokens cuts; the KV pool audit clean after each, acceptance reported;
+// - jump-forward steps speculate: drafts after forced tokens (a JSON-schema matcher, a processor
+//   that forces often), greedy and seeded, alone, batched under small step budgets and under
+//   preemption, identical to speculation off, with drafts counted in spec_jf_drafts;
 // - rejection sampling: a one-hot draft d verified by its maximal coupling (draw from p as plain
 //   decoding does, accept iff the draw is d): the draws fit the processed distribution
 //   (chi-square), a wrong rule (resampling from p with the draft kept) is rejected; seeded
