@@ -1381,17 +1381,19 @@ static void wrong_min_p(const struct gl_sample_params *sp, float *row, int32_t V
 }
 
 // Verification of a speculative step (engine.h): rows logits_row .. logits_row + n_draft hold
-// the logits after the pending token and after each draft token. Row i decides generated token
+// the logits after the last pending token (the only one of a decode; the last forced one of a
+// jump-forward chunk) and after each draft token. Row i decides generated token
 // i through the plain per-token path (process_row, pick, accept, end_token, token_logprobs: its
 // logprobs are row i's raw ones, as a plain step computing that position reports); it stops at the
 // first token that differs from its draft (the correction) or ends the sequence, or after the
 // bonus token of row n_draft. The KV then commits exactly the positions whose input was a real
-// token (the pending one and the accepted drafts) and gives back the rest.
+// token (the pending ones and the accepted drafts) and gives back the rest.
 static void spec_verify(struct gl_engine *e, struct seq *s)
 {
     struct req *r = s->req;
     const struct gl_sample_params *sp = &r->sp;
     const int32_t V = e->n_vocab, k = s->n_draft;
+    const int64_t pending = s->n_tok - s->n_computed; // 1, or 1 + forced tokens (jump-forward)
     struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
     int32_t draft[GL_SPEC_MAX_K];
     memcpy(draft, s->tok + s->n_tok, (size_t)k * sizeof *draft); // the pushes overwrite them
@@ -1448,15 +1450,17 @@ static void spec_verify(struct gl_engine *e, struct seq *s)
             break;
     }
     e->st.spec_drafts++;
+    e->st.spec_jf_drafts += pending > 1;
     e->st.spec_draft_tokens += k;
     e->st.spec_accepted_tokens += n_acc;
     gl_spec_cost_verified(&e->cost, n_acc, n_acc + n_rejected);
-    // Inputs 0 .. n_new - 1 of the chunk were the pending token and n_new - 1 accepted drafts
-    // (every pushed token but the last is an accepted draft): as after any decode, the newest
-    // token is pending (n_computed == n_tok - 1).
-    dflash_feed(e, s, n_new);
-    gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, n_new);
-    s->n_computed += n_new;
+    // Inputs 0 .. pending + n_new - 2 of the chunk were the pending tokens and n_new - 1
+    // accepted drafts (every pushed token but the last is an accepted draft): as after any
+    // decode, the newest token is pending (n_computed == n_tok - 1).
+    dflash_feed(e, s, pending - 1 + n_new);
+    gl_kv_seq_commit(s->kv, seq_keys(s) + s->n_computed, pending - 1 + n_new);
+    s->n_computed += pending - 1 + n_new;
+    GL_ASSERT(s->n_computed == s->n_tok - 1);
     gl_kv_seq_trim(s->kv);
     sample_event(e, s, &ev, n_new);
 }
@@ -1710,15 +1714,19 @@ static int32_t dflash_propose(struct gl_engine *e, struct seq *s, int32_t k, int
     return k;
 }
 
-// Whether decoding sequence s may speculate. Not while prompt logprobs are still to be sent
-// (their rows are the prefill's; a decoding sequence has sent them all). A processor without
-// draft_ok cannot say where a draft leaves its grammar. Logprobs need nothing: every verified
-// row reports its token's (spec_verify).
+// Whether running sequence s may speculate. Its pending tokens must all be generated ones: one
+// (a decode) or several (a sampled token and the ones jump-forward forced after it, or the
+// generated tail of a recompute), never prompt positions (a prefill samples its first token
+// plainly). Not while prompt logprobs are still to be sent (their rows are the prefill's). A
+// processor without draft_ok cannot say where a draft leaves its grammar. Logprobs need nothing:
+// every verified row reports its token's (spec_verify).
 static int spec_eligible(const struct seq *s)
 {
     const struct req *r = s->req;
     const struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
-    return !wants_plp(s) && !(proc && !proc->draft_ok);
+    const int64_t pending = s->n_tok - s->n_computed;
+    return (pending == 1 || (pending > 1 && s->n_computed >= r->n_prompt)) && !wants_plp(s) &&
+           !(proc && !proc->draft_ok);
 }
 
 // This step's draft length (engine.h, the cost model): k with fixed_k, else the model's choice
@@ -1732,7 +1740,9 @@ static void spec_choose(struct gl_engine *e, int32_t n_dec, int32_t budget)
     for (int32_t i = 0; i < e->n_running; i++) {
         const struct seq *s = e->running[i];
         const int64_t pending = s->n_tok - s->n_computed;
-        n_spec += pending == 1 && spec_eligible(s);
+        // A forced run must fit un-split; DFlash never drafts after one (dflash_propose).
+        n_spec += (pending == 1 || pending < budget) && spec_eligible(s) &&
+                  (pending == 1 || e->p.spec.method != GL_SPEC_DFLASH);
         rows0 += pending > 1 ? pending : 0;
     }
     for (int32_t w = 0; e->n_running < e->p.max_num_seqs && w < e->n_waiting && rows0 < budget; w++)
@@ -1753,12 +1763,13 @@ static void spec_choose(struct gl_engine *e, int32_t n_dec, int32_t budget)
     e->spec_probe = 1;
 }
 
-// Speculation for decoding sequence s (engine.h): a draft of up to k tokens written after its
+// Speculation for running sequence s (engine.h): a draft of up to k tokens written after its
 // tokens, cut where its processor would refuse, bounded by the step budget and by what max_tokens
 // and max_model_len leave (the chunk's last position is n_tok - 1 + n_draft); scheduled as one
-// chunk of 1 + n_draft when the pool has the pages without preempting. later_decodes: decodes not
-// scheduled yet this step, whose one token each the draft leaves room for (a draft never pushes a
-// plain decode out of the step). Returns 1 if scheduled.
+// chunk of pending + n_draft (pending: 1 for a decode, 1 + m after m forced tokens) when the
+// budget takes it un-split and the pool has the pages without preempting. later_decodes: decodes
+// not scheduled yet this step, whose one token each the draft leaves room for (a draft never
+// pushes a plain decode out of the step). Returns 1 if scheduled.
 static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, int32_t later_decodes)
 {
     const struct req *r = s->req;
@@ -1766,9 +1777,10 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
     const struct gl_logits_processor *proc = r->procs ? &r->procs[s->index] : NULL;
     // The cost model's length for this step, or a single-token probe while it chose 0.
     int64_t k = e->spec_len > 0 ? e->spec_len : e->spec_probe;
+    const int64_t pending = s->n_tok - s->n_computed;
     if (k <= 0 || !spec_eligible(s))
         return 0;
-    k = k < *budget - 1 - later_decodes ? k : *budget - 1 - later_decodes;
+    k = k < *budget - pending - later_decodes ? k : *budget - pending - later_decodes;
     k = k < r->max_tokens - s->n_gen - 1 ? k : r->max_tokens - s->n_gen - 1;
     k = k < e->p.max_model_len - s->n_tok ? k : e->p.max_model_len - s->n_tok;
     if (k <= 0 || seq_room(s, k))
@@ -1783,11 +1795,11 @@ static int spec_schedule(struct gl_engine *e, struct seq *s, int32_t *budget, in
         n = proc->draft_ok(proc->user, draft, n);
     // The draft's pages must leave every later decode its worst case (a new block in each
     // group), so speculation never causes a preemption (on each side of a split pool).
-    if (n <= 0 || !gl_kv_seq_can_reserve(s->kv, 1 + (int64_t)n, later_decodes) ||
-        gl_kv_seq_reserve(s->kv, 1 + (int64_t)n, NULL) != GL_OK)
+    if (n <= 0 || !gl_kv_seq_can_reserve(s->kv, pending + n, later_decodes) ||
+        gl_kv_seq_reserve(s->kv, pending + n, NULL) != GL_OK)
         return 0;
     s->n_draft = n;
-    add_sched(e, s, 1 + (int64_t)n, budget);
+    add_sched(e, s, pending + n, budget);
     if (e->spec_len == 0) { // the probe
         e->spec_probe = 0;
         e->st.spec_probes++;
@@ -1886,8 +1898,10 @@ static void schedule(struct gl_engine *e)
             int64_t pending = s->n_tok - s->n_computed;
             if (s->chunk > 0 || (pass == 0) != (pending == 1))
                 continue;
-            if (pass == 0 && e->p.spec.method != GL_SPEC_NONE &&
-                spec_schedule(e, s, &budget, --n_dec))
+            // Pass 1 speculates only after forced tokens (spec_eligible); every decode has had its
+            // chance at the budget by then.
+            const int32_t later = pass == 0 ? --n_dec : 0;
+            if (e->p.spec.method != GL_SPEC_NONE && spec_schedule(e, s, &budget, later))
                 continue;
             if (s->req->enc && (pending = enc_limit(s, s->n_computed) - s->n_computed) == 0)
                 continue; // its next position is an image still being encoded
@@ -2053,13 +2067,13 @@ gl_status gl_engine_step(struct gl_engine *e, int *n_active, struct gl_err *err)
                 embd = NULL;
             for (int32_t l = 0; l < L; l++)
                 e->views[(size_t)i * (size_t)L + (size_t)l] = gl_kv_seq_view(s->kv, l);
-            // Rows: one for a chunk that ends the pending tokens (sampled), or every position
-            // of a prompt-logprobs chunk (add_sched bounded their sum) or of a speculative
-            // chunk (the pending token and the draft: n_draft + 1 rows, the logits buffer has
-            // k + 1 per sequence).
+            // Rows: one for a chunk that ends the pending tokens (sampled), every position of a
+            // prompt-logprobs chunk (add_sched bounded their sum), or the trailing n_draft + 1
+            // of a speculative chunk (the last pending token and the draft; the logits buffer
+            // has k + 1 per sequence; forced tokens before them need none).
             const int spec = s->n_draft > 0;
             const int ends = spec || s->n_computed + s->chunk == s->n_tok, plp = wants_plp(s);
-            const int32_t n_out = plp || spec ? (int32_t)s->chunk : ends;
+            const int32_t n_out = spec ? s->n_draft + 1 : plp ? (int32_t)s->chunk : ends;
             s->logits_row = n_out > 0 ? row : -1;
             s->sample_row = ends ? row + n_out - 1 : -1;
             s->pos0 = s->n_computed;

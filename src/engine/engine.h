@@ -68,17 +68,27 @@
 // bias, penalties, temperature, min_p, top-k, top-p): greedy keeps the argmax chain; sampling
 // accepts draft d with probability p(d) and otherwise draws from p without d, renormalised (the
 // residual of a one-hot draft), from the sequence's own RNG, so the output distribution is that
-// of plain sampling; when all k are accepted one more token is drawn from the last row. Only
+// of plain sampling; when all k are accepted one more token is drawn from the last row.
+// Jump-forward (below): a sequence whose pending tokens are a sampled token and the m tokens
+// forced after it speculates too: the draft continues after the last forced token (ngram and
+// replay read the tokens including the forced ones; draft_ok cuts it from the processor's state,
+// which is already past them), the chunk of 1 + m + k positions is scheduled un-split only when
+// the step budget and the pool (without preemption) take it whole, else it runs as a plain
+// jump-forward chunk; logits rows are computed for the last forced position and the k draft
+// positions only, and verified as a decode's (that row decides the first new token). DFlash
+// does not draft there: its context covers only computed positions (the anchor would be the
+// last forced token with the others not yet in it); it drafts again at the next decode. Only
 // accepted positions are committed to the KV (gl_kv_seq_commit), so sliding pages are released
 // only for real positions, and the pages reserved for rejected ones go back (gl_kv_seq_trim).
 // Stop ids, stop strings, max_tokens, min_tokens and max_model_len are checked per token and the
 // first that ends the sequence ends it. Logprobs: each emitted token reports those of the row
 // that decided it, the raw logits of the same position a plain step computes (gl_event: one
-// entry per token, n_tokens up to k + 1). Not speculating (the plain step): a sequence whose
-// prompt logprobs are not all sent yet (its prefill; once decoding it speculates), sequences
-// whose logits processor has no draft_ok (it could not cut a draft), and a step whose pool cannot
-// reserve the k + 1 positions while leaving each later decode a page per layer group (speculation
-// never causes a preemption); a draft also leaves each later decode its token of the step budget.
+// entry per token, n_tokens up to k + 1). Not speculating (the plain step): a prefill (prompt
+// positions pending), a sequence whose prompt logprobs are not all sent yet (its prefill; once
+// decoding it speculates), sequences whose logits processor has no draft_ok (it could not cut a
+// draft), and a step whose pool cannot reserve the chunk (k + 1, or 1 + m + k positions) while
+// leaving each later decode a page per layer group (speculation never causes a preemption); a
+// draft also leaves each later decode its token of the step budget.
 // GL_SPEC_REPLAY (benchmarks and tests only, not reachable from the server): every sequence's
 // draft is the given continuation replay[n_gen .. n_gen + k) (its known greedy output), each
 // token replaced by another with probability 1 - alpha (a fixed hash of the position and seed),
@@ -127,7 +137,8 @@ int32_t gl_spec_ngram_propose(const int32_t *tok, int64_t n_tok, int32_t lookup_
 // a step stays bandwidth-bound: verifying j more rows per sequence costs little while reading the
 // weights dominates and about j rows' compute once the step is compute-bound (a large batch, long
 // drafts). Before scheduling each step the engine picks ONE draft length j in 0..k for the
-// n_spec decoding sequences that may speculate, maximising generated tokens per microsecond:
+// n_spec sequences that may speculate (decodes, forced runs that fit the step), maximising
+// generated tokens per microsecond:
 //     G(j) / T(j),   G(j) = n_spec * (1 - a^(j+1)) / (1 - a)   tokens (n_spec * (j + 1) at a = 1)
 //                    T(j) = t(R0 + n_spec * j)                  microseconds
 // and drafts only when some j > 0 beats j = 0 strictly (ties: no draft).
@@ -245,7 +256,8 @@ GL_MUST_USE gl_status gl_engine_dev_kv_room(const struct gl_gguf *g,
 // max_tokens and max_model_len are checked after each one and the first that ends the sequence
 // ends it (the rest are dropped) -- and emits them in the same event as the sampled token
 // (n_tokens > 1). The next step computes the sampled token and the forced ones as one chunk (like
-// a prefill chunk, split under max_num_batched_tokens) and samples from the last position.
+// a prefill chunk, split under max_num_batched_tokens) and samples from the last position, or,
+// with speculation, verifies a draft after it (GL_SPEC_* above; counted in spec_jf_drafts).
 // The output distribution is unchanged: a position with one allowed token draws no random
 // number (sampling.h), so a seeded run gives the same tokens with or without forced; the only
 // differences are that a forced token bypasses the request's allowed_ids / bad_ids and the
@@ -412,6 +424,7 @@ struct gl_engine_stats {
     // draft tokens accepted, and accepted per draft position (0 = first draft token).
     int64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     int64_t spec_accepted_per_pos[GL_SPEC_MAX_K];
+    int64_t spec_jf_drafts; // of spec_drafts: verified after forced tokens (jump-forward)
     // The cost model: steps by the draft length chosen for them (0: speculation turned off by
     // the model; fixed_k: always k), steps with at least one sequence able to speculate only;
     // single-token probes drafted while off; the running acceptance a, the last length chosen.

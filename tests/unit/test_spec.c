@@ -6,6 +6,9 @@
 //   spans: alone, 16 batched with chunked prefill, under preemption (small pool), under a
 //   JSON-schema grammar (a gl_matcher processor with draft_ok), with stop strings, stop ids and
 //   max_tokens cuts; the KV pool audit clean after each, acceptance reported;
+// - jump-forward steps speculate: drafts after forced tokens (a JSON-schema matcher, a processor
+//   that forces often), greedy and seeded, alone, batched under small step budgets and under
+//   preemption, identical to speculation off, with drafts counted in spec_jf_drafts;
 // - rejection sampling: a one-hot draft d verified by its maximal coupling (draw from p as plain
 //   decoding does, accept iff the draw is d): the draws fit the processed distribution
 //   (chi-square), a wrong rule (resampling from p with the draft kept) is rejected; seeded
@@ -183,6 +186,10 @@ static void report(const char *what, const struct gl_engine_stats *on,
 
 // Runs the battery with speculation off and on (k = 4) and compares every choice.
 static int g_cost_model; // off_on: 1 lets the cost model choose the draft lengths (fixed_k 0)
+static int g_jump;       // off_on: 1 gives every job a fresh grammar processor with jump-forward
+static void jump_procs(struct job *jobs, int n);
+static void force_procs(struct job *jobs, int n);
+static struct gl_sample_params mixed_params(void);
 
 static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens, int alone,
                   const char *what, struct gl_engine_stats *st_on, struct gl_engine_stats *st_off)
@@ -190,11 +197,15 @@ static int off_on(struct job *jobs, int n, int64_t budget, int seqs, int tokens,
     struct result(*off)[GL_SAMPLE_MAX_N] = calloc((size_t)n, sizeof *off);
     GL_ASSERT(off);
     struct gl_engine_params p = eparams(budget, seqs, tokens, 0);
+    if (g_jump) // the engine frees the processors after each run
+        (g_jump == 1 ? jump_procs : force_procs)(jobs, n);
     *st_off = run_jobs(jobs, n, &p, alone);
     for (int i = 0; i < n; i++)
         memcpy(off[i], jobs[i].res, sizeof off[i]);
     p = eparams(budget, seqs, tokens, 4);
     p.spec.fixed_k = !g_cost_model;
+    if (g_jump)
+        (g_jump == 1 ? jump_procs : force_procs)(jobs, n);
     *st_on = run_jobs(jobs, n, &p, alone);
     int same = 0;
     for (int i = 0; i < n; i++) {
@@ -500,7 +511,16 @@ static struct gl_logits_processor make_gproc(int jump)
                                         .draft_ok = g_draft_ok};
 }
 
-TEST(test_greedy_grammar)
+static void jump_procs(struct job *jobs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        jobs[i].proc = make_gproc(1);
+        jobs[i].has_proc = 1;
+    }
+}
+
+// The schema of the grammar tests into g_gram (and g_gv).
+static void gram_open(void)
 {
     // Strings and integers only (their bytes are single tokens below 512 of the real
     // vocabulary; the micro model has 512).
@@ -513,9 +533,20 @@ TEST(test_greedy_grammar)
     o.ws_max = 0;         // compact: keys and punctuation are forced runs (jump-forward)
     o.ordered_keys = 1;   // "a" then "b"
     o.closed_objects = 1; // no other keys
-    REQUIRE(gl_gvocab_new(&g_gv, g_tok, &err) == GL_OK);
-    REQUIRE(gl_grammar_compile(&g_gram, GL_GRAMMAR_JSON_SCHEMA, schema, strlen(schema), &o, &err) ==
-            GL_OK);
+    GL_ASSERT(gl_gvocab_new(&g_gv, g_tok, &err) == GL_OK);
+    GL_ASSERT(gl_grammar_compile(&g_gram, GL_GRAMMAR_JSON_SCHEMA, schema, strlen(schema), &o,
+                                 &err) == GL_OK);
+}
+
+static void gram_close(void)
+{
+    gl_grammar_unref(g_gram);
+    gl_gvocab_free(g_gv);
+}
+
+TEST(test_greedy_grammar)
+{
+    gram_open();
     enum { N = 16 };
     struct job *jobs = calloc(N, sizeof *jobs);
     struct result(*off)[GL_SAMPLE_MAX_N] = calloc(N, sizeof *off);
@@ -546,8 +577,212 @@ TEST(test_greedy_grammar)
     CHECK(jobs[0].res[0].text[0] == '{');
     free(off);
     free(jobs);
-    gl_grammar_unref(g_gram);
-    gl_gvocab_free(g_gv);
+    gram_close();
+}
+
+// Jump-forward's forced tokens followed by a draft (engine.h): the step that computes a sampled
+// token and the tokens forced after it also verifies a draft continuing after the last forced
+// one. The battery's prompts with their own jump-forward greedy output appended (so the ngram
+// lookup after a forced key finds what followed it before); greedy alone, 16 batched under
+// 24-token steps (forced runs + drafts that do not fit run plain), seeded temperature 1 alone
+// and batched, and under preemption: token-identical to speculation off, with drafts verified
+// right after forced tokens (spec_jf_drafts). Then the replay drafter at alpha 1 on one prompt:
+// every draft accepted, also those after forced tokens.
+static void fill_jump_jobs(struct job *jobs, int n, int32_t max_tokens)
+{
+    static struct job base[16];
+    static int have;
+    GL_ASSERT(n <= 16);
+    if (!have) {
+        fill_greedy_jobs(base, 16, 40);
+        jump_procs(base, 16);
+        struct gl_engine_params p = eparams(8 << 20, 16, 64, 0);
+        (void)run_jobs(base, 16, &p, 0);
+        for (int i = 0; i < 16; i++) {
+            struct job *b = &base[i];
+            GL_ASSERT(b->n_prompt + b->res[0].n_tok <= 256);
+            memcpy(b->prompt + b->n_prompt, b->res[0].tok, (size_t)b->res[0].n_tok * 4);
+            b->n_prompt += b->res[0].n_tok;
+        }
+        have = 1;
+    }
+    for (int i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].n_prompt = base[i].n_prompt;
+        memcpy(jobs[i].prompt, base[i].prompt, (size_t)base[i].n_prompt * 4);
+        jobs[i].sp = greedy(max_tokens);
+    }
+}
+
+// A processor that forces often: every sampled (not forced) token t with t % 4 == 0 forces the
+// three tokens F(t) = (7 t + 1, 7 t + 2, 7 t + 3) mod T_V after it (jump-forward, or one allowed
+// token per verified row when speculation reaches them inside a draft).
+struct fproc {
+    int32_t want[3], n_want; // forced tokens still owed, in order
+};
+
+static void f_owe(struct fproc *p, int32_t t)
+{
+    p->n_want = 0;
+    for (int32_t i = 0; t % 4 == 0 && i < 3; i++)
+        p->want[p->n_want++] = (7 * t + 1 + i) % T_V;
+}
+
+// Advances p over t; 0 if t is allowed.
+static int f_step(struct fproc *p, int32_t t)
+{
+    if (p->n_want == 0) {
+        f_owe(p, t);
+        return 0;
+    }
+    if (t != p->want[0])
+        return 1;
+    memmove(p->want, p->want + 1, (size_t)--p->n_want * sizeof *p->want);
+    return 0;
+}
+
+static void f_mask(void *user, float *logits, int32_t n_vocab)
+{
+    const struct fproc *p = user;
+    for (int32_t i = 0; p->n_want > 0 && i < n_vocab; i++)
+        logits[i] = i == p->want[0] ? logits[i] : -INFINITY;
+}
+
+static int f_accept(void *user, int32_t t)
+{
+    return f_step(user, t);
+}
+
+static int32_t f_forced(void *user, int32_t *out, int32_t cap)
+{
+    struct fproc *p = user;
+    int32_t n = p->n_want < cap ? p->n_want : cap;
+    memcpy(out, p->want, (size_t)n * sizeof *out);
+    for (int32_t i = 0; i < n; i++)
+        (void)f_step(p, out[i]);
+    return n;
+}
+
+static int32_t f_draft_ok(void *user, const int32_t *d, int32_t n)
+{
+    struct fproc q = *(const struct fproc *)user;
+    int32_t w = 0;
+    while (w < n && f_step(&q, d[w]) == 0)
+        w++;
+    return w;
+}
+
+static void force_procs(struct job *jobs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        jobs[i].proc = (struct gl_logits_processor){.user = calloc(1, sizeof(struct fproc)),
+                                                    .mask = f_mask,
+                                                    .accept = f_accept,
+                                                    .free = free,
+                                                    .forced = f_forced,
+                                                    .draft_ok = f_draft_ok};
+        jobs[i].has_proc = 1;
+    }
+}
+
+TEST(test_jump_forward_drafts)
+{
+    gram_open();
+    enum { N = 16 };
+    struct job *jobs = calloc(N, sizeof *jobs);
+    struct gl_engine_stats on, off;
+    g_jump = 1;
+    fill_jump_jobs(jobs, N, 40);
+    CHECK(off_on(jobs, N, 8 << 20, 4, 64, 1, "jump-forward, alone", &on, &off) == N);
+    CHECKF(on.spec_jf_drafts > 0 && off.spec_jf_drafts == 0, "%lld drafts after forced tokens",
+           (long long)on.spec_jf_drafts);
+    printf("    %lld of the drafts right after forced tokens\n", (long long)on.spec_jf_drafts);
+    fill_jump_jobs(jobs, N, 40);
+    CHECK(off_on(jobs, N, 8 << 20, 16, 24, 0, "jump-forward, 16 batched, 24-token steps", &on,
+                 &off) == N);
+    CHECK(on.spec_jf_drafts > 0);
+    printf("    %lld of the drafts right after forced tokens\n", (long long)on.spec_jf_drafts);
+    for (int pass = 0; pass < 2; pass++) {
+        fill_jump_jobs(jobs, N, 32);
+        for (int i = 0; i < N; i++) {
+            jobs[i].sp = mixed_params();
+            jobs[i].sp.max_tokens = 32;
+            jobs[i].sp.seed = 91 + (uint64_t)i;
+            jobs[i].sp.has_seed = 1;
+        }
+        CHECK(off_on(jobs, N, 8 << 20, pass ? 16 : 4, pass ? 24 : 64, !pass,
+                     pass ? "jump-forward, seeded, 16 batched" : "jump-forward, seeded, alone", &on,
+                     &off) == N);
+        CHECK(on.spec_jf_drafts > 0);
+        printf("    %lld of the drafts right after forced tokens\n", (long long)on.spec_jf_drafts);
+    }
+    // Preemption: the pool of test_greedy_preemption (3 sequences' worth).
+    struct gl_engine_params p = eparams(1 << 20, 16, 64, 0);
+    struct gl_kv_plan plan;
+    struct gl_err err;
+    REQUIRE(gl_kv_plan_compute(&g_model->cfg, &p.kv, 140, &plan, &err) == GL_OK);
+    fill_jump_jobs(jobs, N, 40);
+    CHECK(off_on(jobs, N, (int64_t)plan.page_bytes * plan.pages_per_seq * 3, 16, 64, 0,
+                 "jump-forward, small pool", &on, &off) == N);
+    CHECKF(on.n_preempted_total > 0 && on.spec_jf_drafts > 0, "%d preemptions, %lld jf drafts",
+           on.n_preempted_total, (long long)on.spec_jf_drafts);
+    g_jump = 0;
+    // A processor that forces often (fproc), 16 batched under 20-token steps, the replay drafter
+    // with job 0's output as every sequence's draft: many drafts after forced runs (cut by
+    // draft_ok or rejected for the other jobs), and forced runs + drafts that do not fit the step.
+    static struct result ref16[N];
+    fill_greedy_jobs(jobs, N, 40);
+    force_procs(jobs, N);
+    p = eparams(8 << 20, 16, 20, 0);
+    off = run_jobs(jobs, N, &p, 0);
+    for (int i = 0; i < N; i++)
+        ref16[i] = jobs[i].res[0];
+    force_procs(jobs, N);
+    p = eparams(8 << 20, 16, 20, 4);
+    p.spec.method = GL_SPEC_REPLAY;
+    p.spec.replay = ref16[0].tok;
+    p.spec.n_replay = ref16[0].n_tok;
+    p.spec.alpha = 1.0f;
+    on = run_jobs(jobs, N, &p, 0);
+    int same = 0;
+    for (int i = 0; i < N; i++)
+        same += same_result(&ref16[i], &jobs[i].res[0]);
+    CHECKF(same == N && on.spec_jf_drafts > 0, "forcing: %d of %d identical, %lld jf drafts", same,
+           N, (long long)on.spec_jf_drafts);
+    report("forcing processor, replay, 16 batched, 20-token steps", &on, &off);
+    printf("    %lld of the drafts right after forced tokens\n", (long long)on.spec_jf_drafts);
+    // Replay at alpha 1 (each prompt's known output as the draft, one engine per prompt): every
+    // draft accepted, those after forced tokens too.
+    int64_t jf = 0, drafts = 0, acc = 0, tested = 0, steps_on = 0, steps_off = 0;
+    for (int i = 0; i < 8; i++) {
+        fill_jump_jobs(jobs, i + 1, 40);
+        jump_procs(jobs + i, 1);
+        p = eparams(8 << 20, 4, 64, 0);
+        off = run_jobs(jobs + i, 1, &p, 1);
+        struct result ref = jobs[i].res[0];
+        REQUIRE(ref.n_tok == 40);
+        jump_procs(jobs + i, 1);
+        p = eparams(8 << 20, 4, 64, 4);
+        p.spec.method = GL_SPEC_REPLAY;
+        p.spec.replay = ref.tok;
+        p.spec.n_replay = ref.n_tok;
+        p.spec.alpha = 1.0f;
+        on = run_jobs(jobs + i, 1, &p, 1);
+        CHECKF(same_result(&ref, &jobs[i].res[0]), "replay: job %d differs", i);
+        jf += on.spec_jf_drafts;
+        drafts += on.spec_drafts;
+        acc += on.spec_accepted_tokens;
+        tested += on.spec_draft_tokens;
+        steps_on += on.steps;
+        steps_off += off.steps;
+    }
+    CHECKF(jf > 0 && acc == tested, "replay: %lld jf drafts, %lld of %lld accepted", (long long)jf,
+           (long long)acc, (long long)tested);
+    printf("  jump-forward, replay alpha 1, 8 prompts: %lld drafts (%lld after forced tokens), "
+           "%lld steps (off: %lld)\n",
+           (long long)drafts, (long long)jf, (long long)steps_on, (long long)steps_off);
+    free(jobs);
+    gram_close();
 }
 
 // The replay drafter (benchmarks): the known greedy output as drafts, kept with probability
@@ -1509,8 +1744,8 @@ int main(void)
     micro_model_setup("test_spec");
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
-              test_replay_drafter, test_cost_model_rule, test_cost_model_engine,
-              test_drafts_leave_decodes_their_token, test_not_speculating,
+              test_jump_forward_drafts, test_replay_drafter, test_cost_model_rule,
+              test_cost_model_engine, test_drafts_leave_decodes_their_token, test_not_speculating,
               test_verify_fits_distribution, test_sampling_chi2_on_off, test_seeded_identical,
               test_logprobs_identical, test_dflash_greedy, test_greedy_grammar_kinds);
 }
