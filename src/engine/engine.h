@@ -88,7 +88,8 @@
 // the verified prefix of a draft) are appended to its projected context, and a decoding sequence
 // whose context covers all its computed positions drafts k tokens (k <= block_size - 1) as the
 // argmax of block rows 1..k with its pending token as the anchor. The prefix cache is not used
-// for reuse under DFLASH (a reused prefix has no captured hidden states).
+// for reuse under DFLASH (a reused prefix has no captured hidden states). The projected contexts
+// live in the engine's drafter pool (spec.dflash_kv_bytes below; model/dflash.h).
 enum gl_spec_method { GL_SPEC_NONE, GL_SPEC_NGRAM, GL_SPEC_REPLAY, GL_SPEC_DFLASH };
 #define GL_SPEC_MAX_K 16
 struct gl_spec_params {
