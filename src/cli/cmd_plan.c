@@ -11,12 +11,14 @@
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kv/kv.h"
+#include "model/dflash.h"
 #include "model/model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 // Most blocks `span` consecutive positions can touch.
 static int64_t touched(int64_t span, int64_t bs)
@@ -99,6 +101,7 @@ int gl_cmd_plan(int argc, char **argv)
     long long max_len = 0, bs = 16, mbt = 512, vllm_mbt = 16384, max_seqs = 16;
     double util = 0.9;
     int device = -1, ngl = -1;
+    const char *dflash = NULL;
     struct gl_opt t[] = {
         GL_OPT_S("--model", NULL, model, "F", "a GGUF (a --header-only one will do)"),
         GL_OPT_Z("--kv-cache-memory", "--kv-cache-memory-bytes", budget, "BYTES",
@@ -124,6 +127,11 @@ int gl_cmd_plan(int argc, char **argv)
                  "--device` allocates (weights as uploaded, KV, scratch) and refuse when it does "
                  "not fit the device's memory heap"),
         GL_OPT_I("--n-gpu-layers", "-ngl", ngl, -1, 1 << 20, "N", GL_CLI_NGL_HELP),
+        GL_OPT_S("--dflash", NULL, dflash, "F",
+                 "a DFlash drafter (llama.cpp `dflash` GGUF, a --header-only one will do, or the "
+                 "HF assistant folder): its context pool (f32 pages, --max-num-seqs sequences of "
+                 "max_model_len; engine.h gl_engine_dflash_kv_bytes) comes off the free memory "
+                 "before the KV pool, as in glint serve with --speculative-config method dflash"),
         GL_OPT_I("--vllm-batched-tokens", NULL, vllm_mbt, 1, 1 << 24, "N",
                  "max_num_batched_tokens assumed for the vLLM comparison (default 16384)"),
     };
@@ -154,8 +162,30 @@ int gl_cmd_plan(int argc, char **argv)
         gl_gguf_close(g);
         return 1;
     }
-    // The serve defaults (server.c size_kv): the pool from the memory free after the weights,
-    // the length fitted to it.
+    // --dflash: only the drafter's config is read (gl_engine_dflash_kv_bytes reads d->cfg).
+    struct gl_dflash dd;
+    memset(&dd, 0, sizeof dd);
+    if (dflash) {
+        struct stat sb;
+        struct gl_gguf *dg = NULL;
+        gl_status ds = stat(dflash, &sb) == 0 && S_ISDIR(sb.st_mode)
+                           ? gl_dflash_hf_config_parse(&dd.cfg, dflash, &err)
+                       : gl_gguf_open(&dg, dflash, &op, &err) == GL_OK
+                           ? gl_dflash_config_parse(&dd.cfg, dg, &err)
+                           : GL_E_IO;
+        gl_gguf_close(dg);
+        if (ds != GL_OK) {
+            fprintf(stderr, "glint plan: %s: %s\n", dflash, err.msg);
+            gl_gguf_close(g);
+            return 1;
+        }
+    }
+    struct gl_engine_params dep = {
+        .max_num_seqs = (int32_t)max_seqs, .max_num_batched_tokens = (int32_t)mbt, .kv = p};
+    dep.spec.method = dflash ? GL_SPEC_DFLASH : GL_SPEC_NONE;
+    dep.spec.dflash = dflash ? &dd : NULL;
+    // The serve defaults (server.c size_kv): the pool from the memory free after the weights
+    // (and the drafter's context pool at the wanted length), the length fitted to it.
     struct gl_kv_fit_in in = {.utilization = util,
                               .budget_fixed = budget > 0 ? budget : 0,
                               .max_model_len = max_len > 0 ? max_len : cfg.n_ctx_train,
@@ -163,6 +193,8 @@ int gl_cmd_plan(int argc, char **argv)
                               .max_num_seqs = (int32_t)max_seqs};
     int64_t avail = budget > 0 ? -1 : gl_host_mem_available();
     in.mem_free = avail - gl_host_model_bytes(model);
+    dep.max_model_len = (int32_t)in.max_model_len;
+    in.mem_free -= gl_engine_dflash_kv_bytes(&dep);
     if (budget <= 0 && avail < 0)
         in.budget_fixed = (int64_t)1 << 30; // as serve: memory unknown, 1 GiB
     // --device: the pool's device side from the device heap as serve does (server.c size_kv):
@@ -291,6 +323,23 @@ int gl_cmd_plan(int argc, char **argv)
            vllm_mbt, (long long)v_page, (long long)v_pages, (long long)(v_conc * (double)max_len),
            v_conc);
     printf(" \"global_layers_only_bound\": {\"max_concurrency\": %.4f}%s\n", glob_bound,
-           device >= 0 ? "," : "}");
+           device >= 0 || dflash ? "," : "}");
+    if (dflash) { // what the engine allocates at the fitted length
+        dep.max_model_len = (int32_t)max_len;
+        const struct gl_kv_params dkp = gl_engine_dflash_kv_params(&dep);
+        struct gl_model_config dcfg;
+        gl_dflash_kv_config(&dd, &dcfg);
+        struct gl_kv_plan dpl2;
+        if (gl_kv_plan_compute(&dcfg, &dkp, max_len, &dpl2, &err) != GL_OK) {
+            fprintf(stderr, "glint plan: %s: %s\n", dflash, err.msg);
+            return 1;
+        }
+        printf(" \"dflash_context_pool\": {\"bytes\": %lld, \"dtype\": \"f32\", \"page_bytes\": "
+               "%zu, \"n_pages\": %lld, \"pages_per_seq\": %lld, \"n_layer\": %d, \"window\": "
+               "%d}%s\n",
+               (long long)dkp.budget_bytes, dpl2.page_bytes, (long long)dpl2.n_pages,
+               (long long)dpl2.pages_per_seq, dd.cfg.n_layer, dd.cfg.window,
+               device >= 0 ? "," : "}");
+    }
     return device < 0 ? 0 : print_device(&pd);
 }

@@ -72,14 +72,14 @@ struct req {
 
 struct seq {
     struct req *req;
-    int32_t index;             // choice
-    int32_t *tok;              // [n_tok]: prompt then generated
-    int32_t *key;              // [cap] prefix-cache key ids of tok (NULL: tok itself; media only)
-    int64_t n_tok, cap;        // tokens, allocated
-    int64_t n_computed;        // positions in kv
-    struct gl_kv_seq *kv;      // NULL while waiting
-    struct gl_dflash_seq *dfl; // GL_SPEC_DFLASH: the drafter's projected context, or NULL
-    int64_t cap_row0;          // GL_SPEC_DFLASH: first row of this step's captures
+    int32_t index;         // choice
+    int32_t *tok;          // [n_tok]: prompt then generated
+    int32_t *key;          // [cap] prefix-cache key ids of tok (NULL: tok itself; media only)
+    int64_t n_tok, cap;    // tokens, allocated
+    int64_t n_computed;    // positions in kv
+    struct gl_kv_seq *kv;  // NULL while waiting
+    struct gl_kv_seq *dfl; // GL_SPEC_DFLASH: the drafter's projected context in e->dfl_pool
+    int64_t cap_row0;      // GL_SPEC_DFLASH: first row of this step's captures
     struct gl_rng rng;
     struct gl_detok dt;
     char *held; // text decoded but not emitted (may start a stop string)
@@ -128,6 +128,9 @@ struct gl_engine {
     // ([n_target][max_num_batched_tokens * n_embd]), their rows concatenated per token
     // ([max_num_batched_tokens * n_target * n_embd]) and one block's logits.
     struct gl_dflash_ctx *dfl_ctx;
+    struct gl_kv_pool *dfl_pool;       // the projected context K/V of every sequence (f32 pages)
+    struct gl_kv_view *dfl_views;      // [drafter n_layer]: one sequence's, for the call at hand
+    struct gl_model_config dfl_kv_cfg; // gl_dflash_kv_config: the pool's shape
     float *dfl_cap[GL_DFLASH_MAX_TARGETS];
     float *dfl_in, *dfl_logits;
     int64_t dfl_audits, dfl_tick; // test_dflash_audit: drafts checked, drafts made
@@ -204,6 +207,35 @@ struct gl_kv_params gl_engine_kv_params(const struct gl_engine_params *p)
     struct gl_kv_params kv = p->kv;
     kv.n_dev_layers = p->device >= 0 && p->n_gpu_layers >= 0 ? p->n_gpu_layers : 0;
     return kv;
+}
+
+struct gl_kv_params gl_engine_dflash_kv_params(const struct gl_engine_params *p)
+{
+    struct gl_kv_params kv = {.block_size = p->kv.block_size, .dtype = GL_KV_F32};
+    kv.budget_bytes = gl_engine_dflash_kv_bytes(p);
+    return kv;
+}
+
+int64_t gl_engine_dflash_kv_bytes(const struct gl_engine_params *p)
+{
+    if (p->spec.method != GL_SPEC_DFLASH || !p->spec.dflash)
+        return 0;
+    if (p->spec.dflash_kv_bytes > 0)
+        return p->spec.dflash_kv_bytes;
+    struct gl_model_config cfg;
+    gl_dflash_kv_config(p->spec.dflash, &cfg);
+    struct gl_kv_params kv = {
+        .budget_bytes = 1, .block_size = p->kv.block_size, .dtype = GL_KV_F32};
+    struct gl_kv_plan pl;
+    if (gl_kv_plan_compute(&cfg, &kv, p->max_model_len > 0 ? p->max_model_len : 1, &pl, NULL) !=
+        GL_OK)
+        return 0; // the pool then refuses the block size with its own message
+    // Every sequence at max_model_len, plus what a step's chunks hold until they are committed
+    // (a sliding group keeps window - 1 + n positions then): the step's rows and one partial
+    // block per sequence, in every group.
+    const int64_t bs = p->kv.block_size, T = p->max_num_batched_tokens;
+    const int64_t extra = (int64_t)pl.n_groups * ((T + bs - 1) / bs + p->max_num_seqs);
+    return ((int64_t)p->max_num_seqs * pl.pages_per_seq + extra) * (int64_t)pl.page_bytes;
 }
 
 gl_status gl_engine_dev_kv_room(const struct gl_gguf *g, const struct gl_model_config *cfg,
@@ -493,7 +525,7 @@ static void seq_free(struct seq *s)
     if (!s)
         return;
     gl_kv_seq_free(s->kv);
-    gl_dflash_seq_delete(s->dfl);
+    gl_kv_seq_free(s->dfl);
     gl_free(s->tok);
     gl_free(s->key);
     gl_free(s->held);
@@ -697,12 +729,17 @@ gl_status gl_engine_new(struct gl_engine **out, const struct gl_model *m,
         const size_t T = (size_t)p->max_num_batched_tokens, E = (size_t)m->cfg.n_embd;
         gl_status dst =
             gl_dflash_ctx_new(&e->dfl_ctx, d, m, p->max_num_batched_tokens, p->n_threads, err);
+        const struct gl_kv_params dkp = gl_engine_dflash_kv_params(p);
+        gl_dflash_kv_config(d, &e->dfl_kv_cfg);
+        if (dst == GL_OK)
+            dst = gl_kv_pool_new(&e->dfl_pool, &e->dfl_kv_cfg, &dkp, err);
         if (dst != GL_OK) {
             gl_engine_free(e);
             return dst;
         }
         for (int t = 0; t < d->cfg.n_target; t++)
             dfl_ok &= (e->dfl_cap[t] = gl_malloc(T * E * sizeof(float))) != NULL;
+        dfl_ok &= (e->dfl_views = gl_malloc((size_t)d->cfg.n_layer * sizeof *e->dfl_views)) != NULL;
         dfl_ok &= (e->dfl_in = gl_malloc(T * E * (size_t)d->cfg.n_target * sizeof(float))) != NULL;
         dfl_ok &= (e->dfl_logits = gl_malloc((size_t)d->cfg.block_size * (size_t)e->n_vocab *
                                              sizeof(float))) != NULL;
@@ -733,6 +770,11 @@ uint64_t gl_engine_device_bytes(const struct gl_engine *e, int host)
 struct gl_kv_pool *gl_engine_kv_pool(struct gl_engine *e)
 {
     return e->pool;
+}
+
+struct gl_kv_pool *gl_engine_dflash_kv_pool(struct gl_engine *e)
+{
+    return e->dfl_pool;
 }
 
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out)
@@ -1351,10 +1393,27 @@ static void sample_event(struct gl_engine *e, struct seq *s, struct gl_event *ev
 // GL_SPEC_DFLASH: appends the first n captured rows of s's chunk (the positions it commits
 // now, from n_computed) to its drafter context. A context that is not exactly n_computed long
 // (no drafter sequence, or rows it never saw) is left alone: that sequence does not draft.
+// The drafter's pages for the rows come from e->dfl_pool: when it has none free the sequence
+// gives all its drafter pages back and stops drafting until readmitted (its earlier rows' hidden
+// states are gone, so the context cannot be completed later); the target step goes on.
+static void dflash_views(struct gl_engine *e, const struct seq *s, struct gl_dflash_kv *kv)
+{
+    for (int l = 0; l < e->dfl_kv_cfg.n_layer; l++)
+        e->dfl_views[l] = gl_kv_seq_view(s->dfl, l);
+    kv->views = e->dfl_views;
+    kv->len = gl_kv_seq_len(s->dfl);
+}
+
 static void dflash_feed(struct gl_engine *e, struct seq *s, int64_t n)
 {
-    if (!e->dfl_ctx || !s->dfl || n <= 0 || gl_dflash_seq_len(s->dfl) != s->n_computed)
+    if (!e->dfl_ctx || !s->dfl || n <= 0 || gl_kv_seq_len(s->dfl) != s->n_computed)
         return;
+    if (gl_kv_seq_reserve(s->dfl, n, NULL) != GL_OK) {
+        gl_kv_seq_free(s->dfl);
+        s->dfl = NULL;
+        e->st.dfl_no_pages++;
+        return;
+    }
     const struct gl_dflash_config *cf = &e->p.spec.dflash->cfg;
     const size_t E = (size_t)e->m->cfg.n_embd, TE = (size_t)cf->n_target * E;
     for (int64_t r = 0; r < n; r++)
@@ -1362,8 +1421,15 @@ static void dflash_feed(struct gl_engine *e, struct seq *s, int64_t n)
             memcpy(e->dfl_in + (size_t)r * TE + (size_t)t * E,
                    e->dfl_cap[t] + (size_t)(s->cap_row0 + r) * E, E * sizeof(float));
     struct gl_err err = {0};
-    if (gl_dflash_append(e->dfl_ctx, s->dfl, e->dfl_in, n, &err) != GL_OK)
+    struct gl_dflash_kv kv;
+    dflash_views(e, s, &kv);
+    if (gl_dflash_append_kv(e->dfl_ctx, &kv, e->dfl_in, n, &err) != GL_OK) {
         GL_LOGW("engine: dflash context not extended: %s", err.msg);
+        gl_kv_seq_free(s->dfl);
+        s->dfl = NULL;
+        return;
+    }
+    gl_kv_seq_commit(s->dfl, NULL, n); // releases sliding pages the window has passed
 }
 
 // test_wrong_rule 2 (engine.h, tests only): min_p on the untempered logits, i.e. before
@@ -1542,6 +1608,8 @@ static void preempt(struct gl_engine *e, struct seq *v, int32_t *budget)
     remove_from(e->running, &e->n_running, v);
     gl_kv_seq_free(v->kv);
     v->kv = NULL;
+    gl_kv_seq_free(v->dfl); // its drafter pages go back too (rebuilt from 0 on readmission)
+    v->dfl = NULL;
     v->n_computed = 0;
     e->st.n_preempted_total++;
     e->preempted_now = 1;
@@ -1662,7 +1730,7 @@ static void dflash_audit(struct gl_engine *e, struct seq *s, int32_t k)
     GL_ASSERT(a.rows && lg);
     GL_ASSERT(gl_model_ctx_new(&mc, e->m, (int)n, 1, n, &err) == GL_OK);
     GL_ASSERT(gl_kv_cache_new(&kv, &e->m->cfg, n, &err) == GL_OK);
-    GL_ASSERT(gl_dflash_seq_new(&ds, d, e->p.max_model_len, &err) == GL_OK);
+    GL_ASSERT(gl_dflash_seq_new(&ds, d, n, &err) == GL_OK);
     struct gl_model_dump dump = {audit_dump, &a};
     GL_ASSERT(gl_model_forward(mc, kv, s->tok, n, 0, NULL, 0, &dump, &err) == GL_OK);
     for (int64_t r = 0; r < n; r += e->p.max_num_batched_tokens) {
@@ -1693,11 +1761,13 @@ static void dflash_audit(struct gl_engine *e, struct seq *s, int32_t k)
 // positions (the pending token is the anchor at position n_computed).
 static int32_t dflash_propose(struct gl_engine *e, struct seq *s, int32_t k, int32_t *out)
 {
-    if (!s->dfl || gl_dflash_seq_len(s->dfl) != s->n_computed || s->n_computed != s->n_tok - 1)
+    if (!s->dfl || gl_kv_seq_len(s->dfl) != s->n_computed || s->n_computed != s->n_tok - 1)
         return 0;
     struct gl_err err = {0};
-    if (gl_dflash_block(e->dfl_ctx, s->dfl, s->tok[s->n_tok - 1], k + 1, NULL, e->dfl_logits,
-                        &err) != GL_OK) {
+    struct gl_dflash_kv kv;
+    dflash_views(e, s, &kv);
+    if (gl_dflash_block_kv(e->dfl_ctx, &kv, s->tok[s->n_tok - 1], k + 1, NULL, e->dfl_logits,
+                           &err) != GL_OK) {
         GL_LOGW("engine: dflash draft failed: %s", err.msg);
         return 0;
     }
@@ -1847,12 +1917,10 @@ static int admit_one(struct gl_engine *e, int32_t w, int32_t *budget)
     e->n_waiting--;
     s->n_computed = reused;
     if (dfl) { // (re)admitted: the drafter context restarts with the KV (reused is 0 here)
-        struct gl_err derr = {0};
-        if (!s->dfl &&
-            gl_dflash_seq_new(&s->dfl, e->p.spec.dflash, e->p.max_model_len, &derr) != GL_OK)
-            GL_LOGW("engine: no dflash context for a sequence: %s", derr.msg);
-        if (s->dfl)
-            GL_ASSERT(gl_dflash_seq_truncate(s->dfl, 0, &derr) == GL_OK);
+        gl_kv_seq_free(s->dfl);
+        s->dfl = NULL;
+        if (gl_kv_seq_new(e->dfl_pool, &s->dfl, NULL) != GL_OK) // no pages yet: a handle only
+            GL_LOGW("engine: no memory for a dflash context handle; the sequence will not draft");
     }
     if (!s->t_scheduled_us) { // a preempted sequence keeps its first admission
         s->t_scheduled_us = gl_time_us();
@@ -2009,6 +2077,10 @@ static void publish(struct gl_engine *e)
     e->st.n_running = e->n_running;
     e->st.kv_pages_total = e->pool_pages;
     e->st.kv_pages_used = e->pool_pages - gl_kv_pool_free_pages(e->pool);
+    if (e->dfl_pool) {
+        e->st.dfl_pages_total = gl_kv_pool_total_pages(e->dfl_pool);
+        e->st.dfl_pages_used = e->st.dfl_pages_total - gl_kv_pool_free_pages(e->dfl_pool);
+    }
     {
         pthread_mutex_lock(&e->enc_mu);
         e->st.enc_queries = e->enc_queries;
@@ -2225,6 +2297,7 @@ void gl_engine_free(struct gl_engine *e)
         GL_LOGI("engine: dflash audit: %lld drafts matched a rebuilt context",
                 (long long)e->dfl_audits);
     gl_dflash_ctx_delete(e->dfl_ctx);
+    gl_free(e->dfl_views);
     for (int t = 0; t < GL_DFLASH_MAX_TARGETS; t++)
         gl_free(e->dfl_cap[t]);
     gl_free(e->dfl_in);
@@ -2234,6 +2307,7 @@ void gl_engine_free(struct gl_engine *e)
     gl_sample_work_free(&e->work);
     gl_model_ctx_delete(e->ctx);
     gl_kv_pool_free(e->pool);
+    gl_kv_pool_free(e->dfl_pool);
     while (e->enc_head) // kept rows (every request has let go of its entries by now)
         enc_drop(e, e->enc_head);
     pthread_cond_destroy(&e->enc_cv);

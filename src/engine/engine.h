@@ -98,7 +98,8 @@
 // the verified prefix of a draft) are appended to its projected context, and a decoding sequence
 // whose context covers all its computed positions drafts k tokens (k <= block_size - 1) as the
 // argmax of block rows 1..k with its pending token as the anchor. The prefix cache is not used
-// for reuse under DFLASH (a reused prefix has no captured hidden states).
+// for reuse under DFLASH (a reused prefix has no captured hidden states). The projected contexts
+// live in the engine's drafter pool (spec.dflash_kv_bytes below; model/dflash.h).
 enum gl_spec_method { GL_SPEC_NONE, GL_SPEC_NGRAM, GL_SPEC_REPLAY, GL_SPEC_DFLASH };
 #define GL_SPEC_MAX_K 16
 struct gl_spec_params {
@@ -125,6 +126,11 @@ struct gl_spec_params {
     // context from scratch (one target forward over its computed tokens, captured, appended anew)
     // and aborts when that block's logits differ from the incremental one's by > 1e-4 relative.
     int32_t test_dflash_audit;
+    // GL_SPEC_DFLASH: bytes of the drafter's context pool (the projected K/V of every sequence,
+    // paged: model/dflash.h); 0: gl_engine_dflash_kv_bytes (max_num_seqs sequences of
+    // max_model_len). A sequence whose next rows find no free page stops drafting (its context
+    // pages go back) until it is readmitted; it is never preempted or failed for the drafter.
+    int64_t dflash_kv_bytes;
 };
 // vLLM's ngram proposer (prompt lookup): for n = lookup_max down to lookup_min, the most recent
 // earlier occurrence of the last n tokens of tok[0..n_tok) (starting before n_tok - n); the first
@@ -228,6 +234,12 @@ void gl_engine_model_dev(const struct gl_engine_params *p, struct gl_model_dev *
 // The pool the engine makes: p->kv with n_dev_layers = n_gpu_layers under partial offload (the
 // device copy then holds only the device layers' K/V: kv.h gl_kv_pool_dev_bytes), else 0.
 struct gl_kv_params gl_engine_kv_params(const struct gl_engine_params *p);
+// GL_SPEC_DFLASH: the drafter context pool's parameters (p->kv's block size, f32, no prefix
+// cache, one side) and its bytes: p->spec.dflash_kv_bytes, or when 0 enough for max_num_seqs
+// sequences of max_model_len (a sliding drafter's pages per sequence stop at its window). 0
+// without a drafter. What the engine allocates and serve counts before sizing the target's pool.
+struct gl_kv_params gl_engine_dflash_kv_params(const struct gl_engine_params *p);
+int64_t gl_engine_dflash_kv_bytes(const struct gl_engine_params *p);
 // The room for that pool's device side on p->device (gl_model_dev_kv_room, under
 // --gpu-memory-utilization util): the device memory plan of model file g at p's step bounds
 // (gl_engine_model_dev, p->max_num_batched_tokens) without the KV, into *dm, then the device's
@@ -432,6 +444,9 @@ struct gl_engine_stats {
     int64_t spec_probes;
     double spec_acceptance;
     int32_t spec_len;
+    // GL_SPEC_DFLASH: the drafter context pool's pages in use / in all, and the times a
+    // sequence stopped drafting because that pool had no page for its next rows.
+    int64_t dfl_pages_used, dfl_pages_total, dfl_no_pages;
     // Encoder: deferred parts submitted, of which found in the encoder cache (in flight or
     // kept), encodes run (finished), parts queued or encoding (as of the last step); entries and
     // bytes of rows held. All but enc_pending are read live.
@@ -441,6 +456,8 @@ struct gl_engine_stats {
 void gl_engine_stats(struct gl_engine *e, struct gl_engine_stats *out);
 // The pool, for audits in tests.
 struct gl_kv_pool *gl_engine_kv_pool(struct gl_engine *e);
+// GL_SPEC_DFLASH: the drafter context pool (NULL without a drafter), for the same audits.
+struct gl_kv_pool *gl_engine_dflash_kv_pool(struct gl_engine *e);
 // Bytes of the engine's device buffers, device-local (host 0) or host-visible (host 1), as
 // asked for (0 on the CPU): what `glint plan --device` predicts.
 uint64_t gl_engine_device_bytes(const struct gl_engine *e, int host);

@@ -16,8 +16,6 @@
 #include <sys/stat.h>
 
 #define K_PREFIX GL_DFLASH_ARCH "."
-// Rows kept behind the window so that a rollback of up to this many positions stays exact.
-#define SEQ_SLACK 64
 
 // ---- config ----
 
@@ -570,12 +568,26 @@ gl_status gl_dflash_check_target(const struct gl_dflash *d, const struct gl_mode
 
 // ---- per-sequence projected context ----
 
+void gl_dflash_kv_config(const struct gl_dflash *d, struct gl_model_config *out)
+{
+    const struct gl_dflash_config *cf = &d->cfg;
+    memset(out, 0, sizeof *out);
+    out->n_layer = cf->n_layer;
+    out->n_head = cf->n_head;
+    out->n_head_kv = cf->n_head_kv;
+    out->head_dim = cf->head_dim;
+    out->n_embd = cf->n_embd;
+    out->window = cf->window;
+    for (int l = 0; l < cf->n_layer; l++)
+        out->swa[l] = cf->window > 0 && cf->swa[l];
+}
+
+// A private, fully mapped f32 store (model.h gl_kv_cache: every position of every layer), so
+// that tests and the engine's audit run the very code the paged pool's views feed.
 struct gl_dflash_seq {
-    int64_t len, capacity, ring; // ring: rows held per layer (position p at row p % ring)
-    int64_t lo;                  // smallest position still held (exactly) in the ring
-    int64_t KD;
-    int n_layer;
-    float *k, *v; // [n_layer][ring][KD]
+    int64_t len, capacity;
+    struct gl_kv_cache *kv;
+    struct gl_kv_view views[GL_DFLASH_MAX_LAYERS];
 };
 
 gl_status gl_dflash_seq_new(struct gl_dflash_seq **out, const struct gl_dflash *d, int64_t capacity,
@@ -585,27 +597,19 @@ gl_status gl_dflash_seq_new(struct gl_dflash_seq **out, const struct gl_dflash *
     if (capacity < 1)
         return gl_err_set(err, GL_E_INVAL, "dflash: sequence capacity %lld < 1",
                           (long long)capacity);
-    const struct gl_dflash_config *cf = &d->cfg;
-    int any_full = 0;
-    for (int l = 0; l < cf->n_layer; l++)
-        any_full |= !cf->swa[l];
-    int64_t ring = capacity;
-    if (cf->window > 0 && !any_full && (int64_t)cf->window + SEQ_SLACK < capacity)
-        ring = (int64_t)cf->window + SEQ_SLACK;
+    struct gl_model_config mc;
+    gl_dflash_kv_config(d, &mc);
     struct gl_dflash_seq *s = gl_calloc(1, sizeof *s);
     if (!s)
         return gl_err_set(err, GL_E_NOMEM, "dflash: out of memory");
     s->capacity = capacity;
-    s->ring = ring;
-    s->KD = (int64_t)cf->n_head_kv * cf->head_dim;
-    s->n_layer = cf->n_layer;
-    uint64_t n;
-    if (!gl_mul_ok((uint64_t)ring * (uint64_t)s->KD * sizeof(float), (uint64_t)cf->n_layer, &n) ||
-        n > SIZE_MAX || !(s->k = gl_malloc((size_t)n)) || !(s->v = gl_malloc((size_t)n))) {
-        gl_dflash_seq_delete(s);
-        return gl_err_set(err, GL_E_NOMEM, "dflash: no memory for %lld context rows",
-                          (long long)ring);
+    gl_status st = gl_kv_cache_new(&s->kv, &mc, capacity, err);
+    if (st != GL_OK) {
+        gl_free(s);
+        return st;
     }
+    for (int l = 0; l < d->cfg.n_layer; l++)
+        s->views[l] = gl_kv_cache_view(s->kv, l);
     *out = s;
     return GL_OK;
 }
@@ -614,8 +618,7 @@ void gl_dflash_seq_delete(struct gl_dflash_seq *s)
 {
     if (!s)
         return;
-    gl_free(s->k);
-    gl_free(s->v);
+    gl_kv_cache_delete(s->kv);
     gl_free(s);
 }
 
@@ -629,22 +632,21 @@ gl_status gl_dflash_seq_truncate(struct gl_dflash_seq *s, int64_t len, struct gl
     if (len < 0 || len > s->len)
         return gl_err_set(err, GL_E_INVAL, "dflash: truncate to %lld of a %lld-row context",
                           (long long)len, (long long)s->len);
-    if (len == 0) { // a restart: nothing before it is needed
-        s->len = s->lo = 0;
-        return GL_OK;
-    }
-    // Rows in [len - window + 1, len) must survive; the ring overwrote positions < s->lo.
-    if (len < s->len && s->ring < s->capacity && len - (s->ring - SEQ_SLACK) < s->lo)
-        return gl_err_set(err, GL_E_INVAL,
-                          "dflash: rollback of %lld rows exceeds the ring's slack of %d",
-                          (long long)(s->len - len), SEQ_SLACK);
     s->len = len;
     return GL_OK;
 }
 
-static float *seq_row(const struct gl_dflash_seq *s, float *base, int l, int64_t p)
+// Position p's K (is_v 0) or V row of one layer: Hkv * D f32 values in the view's page.
+static float *ctx_row(const struct gl_kv_view *v, int64_t p, int is_v)
 {
-    return base + ((size_t)l * (size_t)s->ring + (size_t)(p % s->ring)) * (size_t)s->KD;
+    GL_ASSERT(p >= 0 && p / v->block_size < v->n_blocks);
+    const int32_t pg = v->pages[p / v->block_size];
+    GL_ASSERT_MSG(pg >= 0,
+                  "dflash: context position %lld read or written through an unmapped "
+                  "block",
+                  (long long)p);
+    return (float *)(v->base + (size_t)pg * v->page_bytes + (is_v ? v->v_off : v->k_off) +
+                     (size_t)(p % v->block_size) * v->row_bytes);
 }
 
 // ---- forward ----
@@ -789,21 +791,44 @@ static void silu_mul(float *a, const float *b, int64_t n)
         a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
 }
 
+// The views' rows are f32 of Hkv * D values (the drafter's context is never quantized: its
+// blocks must equal the reference's bit for bit).
+static int kv_ok(const struct gl_dflash_config *cf, const struct gl_dflash_kv *kv)
+{
+    const size_t rb = (size_t)cf->n_head_kv * (size_t)cf->head_dim * sizeof(float);
+    for (int l = 0; l < cf->n_layer; l++)
+        if (kv->views[l].dtype != GL_KV_F32 || kv->views[l].row_bytes != rb)
+            return 0;
+    return kv->len >= 0;
+}
+
 gl_status gl_dflash_append(struct gl_dflash_ctx *c, struct gl_dflash_seq *s, const float *hidden,
                            int64_t n, struct gl_err *err)
+{
+    if (n >= 0 && s->len + n > s->capacity)
+        return gl_err_set(err, GL_E_INVAL, "dflash: context of %lld rows is full",
+                          (long long)s->capacity);
+    const struct gl_dflash_kv kv = {s->views, s->len};
+    gl_status st = gl_dflash_append_kv(c, &kv, hidden, n, err);
+    if (st == GL_OK)
+        s->len += n;
+    return st;
+}
+
+gl_status gl_dflash_append_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv *kv,
+                              const float *hidden, int64_t n, struct gl_err *err)
 {
     const struct gl_dflash *d = c->d;
     const struct gl_dflash_config *cf = &d->cfg;
     if (n < 0 || n > c->n_rows)
         return gl_err_set(err, GL_E_INVAL, "dflash: append of %lld rows (at most %d per call)",
                           (long long)n, c->n_rows);
-    if (s->len + n > s->capacity)
-        return gl_err_set(err, GL_E_INVAL, "dflash: context of %lld rows is full",
-                          (long long)s->capacity);
+    if (!kv_ok(cf, kv))
+        return gl_err_set(err, GL_E_INVAL, "dflash: context views are not f32 rows of %d x %d",
+                          cf->n_head_kv, cf->head_dim);
     if (n == 0)
         return GL_OK;
-    GL_ASSERT(s->KD == (int64_t)cf->n_head_kv * cf->head_dim && s->n_layer == cf->n_layer);
-    const int64_t E = cf->n_embd, KD = s->KD;
+    const int64_t E = cf->n_embd, KD = (int64_t)cf->n_head_kv * cf->head_dim;
     // g = RMS(fc . hidden) * enc_norm: the projected context, shared by every layer's K/V.
     matmul(c, &d->fc, hidden, n, c->h);
     for (int64_t r = 0; r < n; r++)
@@ -815,26 +840,23 @@ gl_status gl_dflash_append(struct gl_dflash_ctx *c, struct gl_dflash_seq *s, con
         matmul(c, &L->k, c->h, n, c->kk);
         matmul(c, &L->v, c->h, n, c->vv);
         for (int64_t r = 0; r < n; r++) {
-            const int64_t p = s->len + r;
+            const int64_t p = kv->len + r;
             norm_rope_heads(c->kk + r * KD, cf->n_head_kv, cf->head_dim, L->k_norm, cf->rms_eps,
                             cf->rope_base, p);
-            memcpy(seq_row(s, s->k, l, p), c->kk + r * KD, (size_t)KD * sizeof(float));
-            memcpy(seq_row(s, s->v, l, p), c->vv + r * KD, (size_t)KD * sizeof(float));
+            memcpy(ctx_row(&kv->views[l], p, 0), c->kk + r * KD, (size_t)KD * sizeof(float));
+            memcpy(ctx_row(&kv->views[l], p, 1), c->vv + r * KD, (size_t)KD * sizeof(float));
         }
     }
-    s->len += n;
-    if (s->len - s->ring > s->lo)
-        s->lo = s->len - s->ring;
     return GL_OK;
 }
 
-// Attention of the block's queries (n rows at positions p0..p0+n-1) over the context rows of s
+// Attention of the block's queries (n rows at positions p0..p0+n-1) over the context rows of kv
 // visible to each and the block's own keys: key position pk is visible to query pq iff
 // pq - pk < window (no window: always), block keys in both directions (bidirectional) unless
 // the negative control asks for causal.
 struct attn_job {
     struct gl_dflash_ctx *c;
-    const struct gl_dflash_seq *s;
+    const struct gl_dflash_kv *kv;
     int layer;
     int64_t n, p0;
 };
@@ -851,17 +873,17 @@ static void attn_run(void *ctx, int ith, int nth)
     const int H = cf->n_head, D = cf->head_dim, G = cf->n_head / cf->n_head_kv;
     const int64_t QD = (int64_t)H * D, KD = (int64_t)cf->n_head_kv * D;
     const int64_t window = cf->swa[j->layer] ? cf->window : 0;
-    const int64_t n_ctx = j->s->len, n = j->n, nq = n * G;
+    const int64_t n_ctx = j->kv->len, n = j->n, nq = n * G;
+    const struct gl_kv_view *view = &j->kv->views[j->layer];
     // Context keys any query may see start at c_lo (query 0's window); query i's at c0(i).
     const int64_t c_lo = window > 0 && j->p0 - window + 1 > 0 ? j->p0 - window + 1 : 0;
     const int64_t n_c = n_ctx > c_lo ? n_ctx - c_lo : 0, m = n_c + n;
-    GL_ASSERT(n_c == 0 || c_lo >= j->s->lo);
     float *sc = gl_malloc((size_t)(nq * m) * sizeof(float)); // [query (i, g)][key]
     double *sum = gl_malloc((size_t)nq * sizeof(double));
     GL_ASSERT(sc && sum);
     for (int hk = ith; hk < cf->n_head_kv; hk += nth) {
         for (int64_t p = c_lo; p < n_ctx; p++) {
-            const float *k = seq_row(j->s, j->s->k, j->layer, p) + (int64_t)hk * D;
+            const float *k = ctx_row(view, p, 0) + (int64_t)hk * D;
             for (int64_t qi = 0; qi < nq; qi++) {
                 const int64_t i = qi / G, pq = j->p0 + i;
                 float dot = -INFINITY;
@@ -907,7 +929,7 @@ static void attn_run(void *ctx, int ith, int nth)
                 o[e] = 0.0f;
         }
         for (int64_t t = 0; t < m; t++) {
-            const float *v = t < n_c ? seq_row(j->s, j->s->v, j->layer, c_lo + t) + (int64_t)hk * D
+            const float *v = t < n_c ? ctx_row(view, c_lo + t, 1) + (int64_t)hk * D
                                      : c->vv + (t - n_c) * KD + (int64_t)hk * D;
             for (int64_t qi = 0; qi < nq; qi++) {
                 const float w = sc[qi * m + t];
@@ -927,6 +949,13 @@ static void attn_run(void *ctx, int ith, int nth)
 gl_status gl_dflash_block(struct gl_dflash_ctx *c, const struct gl_dflash_seq *s, int32_t anchor,
                           int32_t n_block, float *hidden_out, float *logits, struct gl_err *err)
 {
+    const struct gl_dflash_kv kv = {s->views, s->len};
+    return gl_dflash_block_kv(c, &kv, anchor, n_block, hidden_out, logits, err);
+}
+
+gl_status gl_dflash_block_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv *kv, int32_t anchor,
+                             int32_t n_block, float *hidden_out, float *logits, struct gl_err *err)
+{
     const struct gl_dflash *d = c->d;
     const struct gl_dflash_config *cf = &d->cfg;
     const struct gl_model *tm = c->target;
@@ -936,7 +965,10 @@ gl_status gl_dflash_block(struct gl_dflash_ctx *c, const struct gl_dflash_seq *s
     if (anchor < 0 || anchor >= tm->cfg.n_vocab)
         return gl_err_set(err, GL_E_INVAL, "dflash: anchor token %d outside 0..%d", anchor,
                           tm->cfg.n_vocab - 1);
-    const int64_t n = n_block, E = cf->n_embd, F = cf->n_ff, p0 = s->len;
+    if (!kv_ok(cf, kv))
+        return gl_err_set(err, GL_E_INVAL, "dflash: context views are not f32 rows of %d x %d",
+                          cf->n_head_kv, cf->head_dim);
+    const int64_t n = n_block, E = cf->n_embd, F = cf->n_ff, p0 = kv->len;
     const int64_t QD = (int64_t)cf->n_head * cf->head_dim,
                   KD = (int64_t)cf->n_head_kv * cf->head_dim;
     // The target's RAW embedding rows (no embedding RMSNorm: arch doc §7 "noise_embeds").
@@ -962,7 +994,7 @@ gl_status gl_dflash_block(struct gl_dflash_ctx *c, const struct gl_dflash_seq *s
             norm_rope_heads(c->kk + i * KD, cf->n_head_kv, cf->head_dim, L->k_norm, cf->rms_eps,
                             cf->rope_base, p0 + i);
         }
-        struct attn_job aj = {c, s, l, n, p0};
+        struct attn_job aj = {c, kv, l, n, p0};
         gl_pool_run(c->pool, attn_run, &aj);
         matmul(c, &L->o, c->att, n, c->h);
         for (int64_t i = 0; i < n * E; i++)

@@ -13,7 +13,8 @@
 // (gl_dflash_open); weights are borrowed from the mapping (norm vectors not stored as aligned F32,
 // and folder matrices not aligned to their element size, get owned copies). A
 // gl_dflash_ctx borrows the drafter and the target model (both outlive it) and owns its scratch
-// and thread pool. A gl_dflash_seq owns one sequence's projected context K/V.
+// and thread pool. A gl_dflash_seq owns one sequence's projected context K/V (a private store);
+// a gl_dflash_kv borrows views of K/V the caller owns (the engine's paged drafter pool).
 // Errors: the file is hostile input. Every key is type- and range-checked, every tensor's
 // presence, shape and type; GL_E_FORMAT / GL_E_UNSUPPORTED name the key or tensor (and for a
 // folder the file holding it: config.json, the safetensors shard). Calls with
@@ -133,16 +134,39 @@ GL_MUST_USE gl_status gl_dflash_add_keys(struct gl_gguf_writer *w,
 GL_MUST_USE gl_status gl_dflash_check_target(const struct gl_dflash *d,
                                              const struct gl_model *target, struct gl_err *err);
 
-// One sequence's projected context: per layer, the K (k_norm + RoPE applied) and V rows of
-// context positions, in a ring of window + slack rows (all rows when window is 0).
+// One sequence's projected context: per layer, the K (k_norm + RoPE applied) and V rows of its
+// context positions, f32 (never quantized: blocks equal the reference's bit for bit), read and
+// written through model.h's gl_kv_view like the target's KV. Two owners of that memory:
+//  - the engine (issue 22, "the drafter's projected context K/V lives per sequence in the paged
+//    pool"): a second gl_kv_pool (kv.h) shaped by gl_dflash_kv_config -- the drafter's layers,
+//    Hkv, D, window and sliding pattern, the engine's block size, dtype f32, no prefix cache --
+//    one gl_kv_seq per sequence, pages reserved as rows are appended, out-of-window pages of
+//    sliding layers released at commit, all released on preemption and finish; the pool's bytes
+//    are fixed when the engine starts, so drafter memory is bounded and accounted (engine.h
+//    gl_engine_dflash_kv_bytes). The drafter calls take that sequence's views (gl_dflash_kv):
+//    model/ sits below kv/ and cannot name a pool.
+//  - gl_dflash_seq below: a private fully mapped store (model.h gl_kv_cache) for tests, tools
+//    and the engine's audit, through the same code.
+// The old malloc'd ring per sequence (window + 64 rows, outside any accounting) is gone.
+void gl_dflash_kv_config(const struct gl_dflash *d, struct gl_model_config *out);
+
+// A context the caller stores: views[l] (n_layer entries, f32 rows of Hkv * D) and len, the
+// positions already in it. Positions a block reads must be mapped: from len - window + 1 in a
+// sliding layer (window > 0 and swa[l]), from 0 in the others; an append's len..len+n-1 too.
+// An unmapped page read is an invariant violation (GL_ASSERT).
+struct gl_dflash_kv {
+    const struct gl_kv_view *views;
+    int64_t len;
+};
+
 struct gl_dflash_seq;
-// capacity: the most context positions the sequence will hold (its context length).
+// capacity: the most context positions the sequence will hold (its context length); all of them
+// are allocated at once.
 GL_MUST_USE gl_status gl_dflash_seq_new(struct gl_dflash_seq **out, const struct gl_dflash *d,
                                         int64_t capacity, struct gl_err *err);
 void gl_dflash_seq_delete(struct gl_dflash_seq *s);       // NULL-safe
 int64_t gl_dflash_seq_len(const struct gl_dflash_seq *s); // context positions appended
-// Forgets positions >= len (a rollback): GL_E_INVAL if len > the length, or if rows before len
-// that a later block still needs were already overwritten in the ring (len < the length - slack).
+// Forgets positions >= len (a rollback, exact for any len): GL_E_INVAL if len > the length.
 GL_MUST_USE gl_status gl_dflash_seq_truncate(struct gl_dflash_seq *s, int64_t len,
                                              struct gl_err *err);
 
@@ -159,6 +183,10 @@ void gl_dflash_ctx_delete(struct gl_dflash_ctx *c); // NULL-safe
 // never recomputed). GL_E_INVAL when n exceeds the ctx's n_rows or the capacity.
 GL_MUST_USE gl_status gl_dflash_append(struct gl_dflash_ctx *c, struct gl_dflash_seq *s,
                                        const float *hidden, int64_t n, struct gl_err *err);
+// The same into caller-stored K/V: writes rows kv->len..kv->len+n-1 (the caller reserved and
+// then commits them; kv->len is not changed). GL_E_INVAL also for views not f32 of Hkv * D.
+GL_MUST_USE gl_status gl_dflash_append_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv *kv,
+                                          const float *hidden, int64_t n, struct gl_err *err);
 
 // Drafts one block at positions len..len+n_block-1: row 0 is the anchor token (the last accepted
 // token, not yet in the context), rows 1.. the mask token. hidden_out (n_block x E, after the
@@ -169,6 +197,10 @@ GL_MUST_USE gl_status gl_dflash_append(struct gl_dflash_ctx *c, struct gl_dflash
 GL_MUST_USE gl_status gl_dflash_block(struct gl_dflash_ctx *c, const struct gl_dflash_seq *s,
                                       int32_t anchor, int32_t n_block, float *hidden_out,
                                       float *logits, struct gl_err *err);
+// The same over caller-stored K/V (gl_dflash_kv); positions from kv->len.
+GL_MUST_USE gl_status gl_dflash_block_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv *kv,
+                                         int32_t anchor, int32_t n_block, float *hidden_out,
+                                         float *logits, struct gl_err *err);
 
 // The block attention rule, exposed for tests and the oracle's negative control: 0 = the spec
 // (bidirectional within the block), 1 = causal within the block (wrong on purpose).

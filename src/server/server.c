@@ -1597,6 +1597,12 @@ static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t 
         mapped = gl_host_model_bytes(S->p.model_path) - (int64_t)S->model->r16_bytes;
         mapped = mapped > 0 ? mapped : 0;
         in.mem_free = avail - mapped;
+        // The drafter's context pool (GL_SPEC_DFLASH: f32 pages, engine.h
+        // gl_engine_dflash_kv_bytes) is allocated beside the target's: its size at the wanted
+        // length comes off first (an upper bound should the length be lowered).
+        struct gl_engine_params q = *ep;
+        q.max_model_len = (int32_t)in.max_model_len;
+        in.mem_free -= gl_engine_dflash_kv_bytes(&q);
         if (avail < 0) {
             GL_LOGW("serve: free memory unknown (no MemAvailable, no cgroup limit): a 1 GiB KV "
                     "pool");
@@ -1659,6 +1665,13 @@ static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t 
                 GIB(in.mem_free), GIB(avail), GIB(mapped));
     else
         fprintf(stderr, "glint serve: %s, given\n", what);
+    if (ep->spec.method == GL_SPEC_DFLASH)
+        fprintf(stderr,
+                "glint serve: dflash context pool %lld bytes (%.2f GiB, f32; %s), besides the KV "
+                "pool\n",
+                (long long)gl_engine_dflash_kv_bytes(ep), GIB(gl_engine_dflash_kv_bytes(ep)),
+                ep->spec.dflash_kv_bytes > 0 ? "given"
+                                             : "--max-num-seqs sequences of max_model_len");
     if (f.lowered)
         fprintf(stderr,
                 "glint serve: max_model_len lowered from %d to %lld, the longest sequence this "
@@ -1709,6 +1722,12 @@ static gl_status load(struct server *S, struct gl_err *err)
     ep.n_eos = def.n_eos;
     ep.kv.prefix_cache = S->p.prefix_caching;
     ep.encoder_cache_bytes = (int64_t)S->p.mm_cache_bytes; // rows kept after their requests
+    // The drafter before the pools: its context pool is sized beside the KV pool (size_kv).
+    if (ep.spec.method == GL_SPEC_DFLASH && !ep.spec.dflash) {
+        if ((st = gl_dflash_open(&S->dflash, ep.spec.dflash_path, err)) != GL_OK)
+            return st;
+        ep.spec.dflash = S->dflash;
+    }
     if ((st = size_kv(S, &ep, def.max_model_len, err)) != GL_OK)
         return st;
     gl_metrics_set_max_model_len(&S->metrics, ep.max_model_len);
@@ -1719,11 +1738,6 @@ static gl_status load(struct server *S, struct gl_err *err)
     S->api.defaults = gl_sample_default_params();
     if ((st = load_generation_config(S, &ep, err)) != GL_OK)
         return st;
-    if (ep.spec.method == GL_SPEC_DFLASH && !ep.spec.dflash) {
-        if ((st = gl_dflash_open(&S->dflash, ep.spec.dflash_path, err)) != GL_OK)
-            return st;
-        ep.spec.dflash = S->dflash;
-    }
     if ((st = gl_engine_new(&S->engine, S->model, S->tok, &ep, err)) != GL_OK)
         return st;
     if (ep.device >= 0) // what `glint plan --device` predicts (device_local_total, host_visible)

@@ -19,6 +19,7 @@
 // them as the context, drafts one block with the last id as anchor and writes OUTDIR/ctx.f32
 // (n-1 x n_target*E: the context is every id but the anchor), hidden.f32 (B x E), logits.f32
 // (B x n_vocab).
+#include "kv/kv.h"
 #include "micro_dflash.h"
 #include "micro_model.h"
 #include "model/dflash.h"
@@ -297,6 +298,81 @@ static void folder_logits(const struct gl_dflash *d, float *lg)
     gl_dflash_ctx_delete(c);
 }
 
+// The engine's storage of the context (model/dflash.h): a paged gl_kv_pool shaped by
+// gl_dflash_kv_config with 4-position pages, rows appended in uneven chunks through
+// gl_dflash_append_kv + commit (out-of-window pages released), against the private full store:
+// every block bit-identical, the sliding group holding at most the window's pages, and a pool
+// without a free page refusing the reservation (the engine then stops that sequence drafting).
+TEST(test_paged)
+{
+    struct dknobs kn = good_knobs();
+    struct gl_dflash *d = NULL;
+    struct gl_err err = {0};
+    REQUIRE(try_load(&kn, &d, &err) == GL_OK);
+    struct gl_dflash_ctx *c = NULL;
+    REQUIRE(gl_dflash_ctx_new(&c, d, g_model, 32, 2, &err) == GL_OK);
+    struct gl_model_config mc;
+    gl_dflash_kv_config(d, &mc);
+    struct gl_kv_params kp = {.block_size = 4, .dtype = GL_KV_F32};
+    struct gl_kv_plan pl;
+    kp.budget_bytes = 1;
+    REQUIRE(gl_kv_plan_compute(&mc, &kp, 256, &pl, &err) == GL_OK);
+    CHECK(pl.n_groups == 1 && pl.n_sliding_groups == 1); // both micro layers slide (window 8)
+    // Room for the window's blocks (blocks_touched(8, 4) = 3) plus a 23-row chunk (7 blocks).
+    kp.budget_bytes = (int64_t)pl.page_bytes * 10;
+    struct gl_kv_pool *pool = NULL;
+    struct gl_kv_seq *ks = NULL;
+    REQUIRE(gl_kv_pool_new(&pool, &mc, &kp, &err) == GL_OK);
+    REQUIRE(gl_kv_seq_new(pool, &ks, &err) == GL_OK);
+    struct gl_dflash_seq *ref = NULL;
+    REQUIRE(gl_dflash_seq_new(&ref, d, 256, &err) == GL_OK);
+    static float h[32 * 3 * T_E], la[D_BLOCK * T_V], lb[D_BLOCK * T_V];
+    struct gl_kv_view views[D_L];
+    int64_t len = 0, held_max = 0;
+    int same = 1, steps = 0;
+    while (len < 200) {
+        const int64_t n = 1 + (steps * 7) % 23;
+        for (int64_t i = 0; i < n * 3 * T_E; i++)
+            h[i] = hval(100, len + i / (3 * T_E), i % (3 * T_E)) * 2.0f;
+        REQUIRE(gl_kv_seq_reserve(ks, n, &err) == GL_OK);
+        for (int l = 0; l < D_L; l++)
+            views[l] = gl_kv_seq_view(ks, l);
+        struct gl_dflash_kv kv = {views, gl_kv_seq_len(ks)};
+        REQUIRE(gl_dflash_append_kv(c, &kv, h, n, &err) == GL_OK);
+        gl_kv_seq_commit(ks, NULL, n);
+        REQUIRE(gl_dflash_append(c, ref, h, n, &err) == GL_OK);
+        len += n;
+        steps++;
+        const int64_t held = gl_kv_seq_pages_held(ks, 1);
+        held_max = held > held_max ? held : held_max;
+        for (int l = 0; l < D_L; l++)
+            views[l] = gl_kv_seq_view(ks, l);
+        kv.len = gl_kv_seq_len(ks);
+        REQUIRE(gl_dflash_block_kv(c, &kv, (int32_t)(len % 400), D_BLOCK, NULL, la, &err) == GL_OK);
+        REQUIRE(gl_dflash_block(c, ref, (int32_t)(len % 400), D_BLOCK, NULL, lb, &err) == GL_OK);
+        same &= memcmp(la, lb, sizeof la) == 0;
+    }
+    CHECKF(same, "paged blocks differ from the full store's over %d appends", steps);
+    CHECKF(held_max <= 3, "the sliding group held %lld pages after a commit (window 8: 3)",
+           (long long)held_max);
+    // A pool with no page left refuses (GL_E_LIMIT) and changes nothing.
+    struct gl_kv_seq *other = NULL;
+    REQUIRE(gl_kv_seq_new(pool, &other, &err) == GL_OK);
+    CHECK(gl_kv_seq_reserve(other, 4 * (10 - held_max) + 1, &err) == GL_E_LIMIT);
+    CHECK(gl_kv_seq_len(other) == 0 && gl_kv_seq_pages_held(other, 1) == 0);
+    // Views that are not f32 rows are refused.
+    views[0].dtype = GL_KV_F16;
+    struct gl_dflash_kv bad = {views, gl_kv_seq_len(ks)};
+    CHECK(gl_dflash_block_kv(c, &bad, 1, D_BLOCK, NULL, la, &err) == GL_E_INVAL);
+    gl_kv_seq_free(other);
+    gl_kv_seq_free(ks);
+    CHECK(gl_kv_pool_audit(pool) == 0);
+    gl_kv_pool_free(pool);
+    gl_dflash_seq_delete(ref);
+    gl_dflash_ctx_delete(c);
+    gl_dflash_delete(d);
+}
+
 TEST(test_hf_folder)
 {
     struct dknobs kn = good_knobs();
@@ -524,5 +600,5 @@ int main(int argc, char **argv)
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     GL_ASSERT(mkdir(g_hdir, 0755) == 0);
     atexit(cleanup);
-    RUN_TESTS(test_load_ok, test_refusals, test_incremental, test_hf_folder);
+    RUN_TESTS(test_load_ok, test_refusals, test_incremental, test_paged, test_hf_folder);
 }

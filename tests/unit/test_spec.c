@@ -84,6 +84,7 @@ static int same_result(const struct result *a, const struct result *b)
 static enum gl_spec_method g_method = GL_SPEC_NGRAM;
 static struct gl_dflash *g_dflash;
 static char g_dflash_path[256];
+static int64_t g_dfl_kv_bytes; // spec.dflash_kv_bytes of the "on" runs (0: the default size)
 
 static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int spec_k)
 {
@@ -100,6 +101,7 @@ static struct gl_engine_params eparams(int64_t budget, int seqs, int tokens, int
         p.spec.method = g_method;
         p.spec.dflash = g_dflash;
         p.spec.test_dflash_audit = g_method == GL_SPEC_DFLASH ? 20 : 0; // every 20th draft
+        p.spec.dflash_kv_bytes = g_dfl_kv_bytes;
         p.spec.k = spec_k;
         p.spec.lookup_min = 2;
         p.spec.lookup_max = 4;
@@ -164,6 +166,8 @@ static struct gl_engine_stats run_jobs(struct job *jobs, int n, const struct gl_
     struct gl_engine_stats st;
     gl_engine_stats(e, &st);
     GL_ASSERT(gl_kv_pool_audit(gl_engine_kv_pool(e)) == 0);
+    // Every drafter page is back once every request ended (finish, preemption, stopped drafting).
+    GL_ASSERT(!gl_engine_dflash_kv_pool(e) || gl_kv_pool_audit(gl_engine_dflash_kv_pool(e)) == 0);
     GL_ASSERT(st.n_running == 0 && st.n_waiting == 0);
     gl_engine_free(e);
     return st;
@@ -1424,6 +1428,28 @@ TEST(test_dflash_greedy)
                  "dflash small pool", &on, &off) == N);
     CHECKF(on.n_preempted_total > 0 && on.spec_drafts > 0, "preemptions %d, drafts %lld",
            on.n_preempted_total, (long long)on.spec_drafts);
+    // The drafter's context lives in its own bounded pool: a sixth of the default size (16
+    // sequences of T_CTX) leaves some sequences without pages for their next rows; they stop
+    // drafting (never preempted, never failed), output stays identical, and every drafter page
+    // is back at the end (run_jobs' audit of the drafter pool).
+    p = eparams(8 << 20, 16, 64, 4);
+    const int64_t dfl_full = gl_engine_dflash_kv_bytes(&p);
+    REQUIRE(dfl_full > 0);
+    g_dfl_kv_bytes = dfl_full / 6;
+    fill_greedy_jobs(jobs, N, 0);
+    CHECK(off_on(jobs, N, 8 << 20, 16, 64, 0, "dflash small drafter pool", &on, &off) == N);
+    CHECKF(on.dfl_no_pages > 0 && on.spec_drafts > 0 && on.n_preempted_total == 0,
+           "stopped drafting %lld, drafts %lld, preemptions %d", (long long)on.dfl_no_pages,
+           (long long)on.spec_drafts, on.n_preempted_total);
+    p.spec.dflash_kv_bytes = g_dfl_kv_bytes;
+    struct gl_kv_params dkp = gl_engine_dflash_kv_params(&p);
+    struct gl_model_config dcfg;
+    gl_dflash_kv_config(g_dflash, &dcfg);
+    REQUIRE(gl_kv_plan_compute(&dcfg, &dkp, T_CTX, &plan, &err) == GL_OK);
+    CHECKF(on.dfl_pages_total == plan.n_pages && plan.n_pages < 16 * plan.pages_per_seq,
+           "drafter pool %lld pages, planned %lld (%lld per sequence)",
+           (long long)on.dfl_pages_total, (long long)plan.n_pages, (long long)plan.pages_per_seq);
+    g_dfl_kv_bytes = 0;
     // k past block_size - 1 is refused.
     p = eparams(8 << 20, 4, 64, 16);
     struct gl_engine *e = NULL;
