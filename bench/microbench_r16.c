@@ -78,8 +78,8 @@ int main(int argc, char **argv)
         for (int nt = 1; nt <= GL_R16_MAX_TOK; nt++) {
             int64_t t0 = gl_time_us();
             for (int c = 0; c < copies; c++)
-                gl_matmul_r16(pool, k, wt, W + (size_t)c * mbytes, N_ROWS, N_IN, A, arow,
-                              nt, out, N_ROWS);
+                gl_matmul_r16(pool, k, wt, W + (size_t)c * mbytes, N_ROWS, N_IN, A, arow, nt, out,
+                              N_ROWS);
             if (r >= 0)
                 us[nt - 1][r] = gl_time_us() - t0;
         }
