@@ -131,7 +131,8 @@ static void hist(struct gl_buf *o, const char *name, const char *help, const cha
 // vLLM's spec_decode counters, only with speculation configured (as vLLM); per position: draft
 // tokens accepted at position 0 .. k - 1 of their drafts. Beside them the cost model's
 // (engine.h): steps by the draft length it chose (len 0: speculation turned off), the probes, its
-// running acceptance and the last length.
+// running acceptance and the last length; drafts after jump-forward runs; with DFlash, its
+// context pool's pages and the sequences it turned away.
 static void render_spec(struct gl_buf *o, const struct gl_metrics *m, const char *model,
                         const struct gl_engine_stats *st)
 {
@@ -170,6 +171,18 @@ static void render_spec(struct gl_buf *o, const struct gl_metrics *m, const char
            st->spec_acceptance);
     series(o, "glint:spec_decode_draft_len", "gauge", "The draft length chosen for the last step.",
            model, (double)st->spec_len);
+    series(o, "glint:spec_decode_jump_forward_drafts_total", "counter",
+           "Drafts verified in the step that computed a jump-forward run.", model,
+           (double)st->spec_jf_drafts);
+    if (st->dfl_pages_total <= 0) // the DFlash drafter's context pool (engine.h)
+        return;
+    series(o, "glint:spec_decode_dflash_pages_used", "gauge",
+           "Pages of the DFlash drafter's context pool in use.", model, (double)st->dfl_pages_used);
+    series(o, "glint:spec_decode_dflash_pages_total", "gauge",
+           "Pages of the DFlash drafter's context pool.", model, (double)st->dfl_pages_total);
+    series(o, "glint:spec_decode_dflash_no_pages_total", "counter",
+           "Sequences that stopped drafting because the drafter's context pool was full.", model,
+           (double)st->dfl_no_pages);
 }
 
 // The engine's gauges and counters (vLLM's names) and the speculative-decoding ones.

@@ -247,6 +247,18 @@ TEST(test_metrics_page)
     CHECK(sample(page, "glint:spec_decode_acceptance{model_name=\"glimmer\"}") == 0.25);
     CHECK(sample(page, "glint:spec_decode_draft_len{model_name=\"glimmer\"}") == 3);
     CHECK(sample(page, "vllm:spec_decode_num_drafts_total{model_name=\"glimmer\"}") == 0);
+    CHECK(!strstr(page, "glint:spec_decode_dflash_pages_total")); // no DFlash pool
+    gl_free(page);
+    st.spec_jf_drafts = 5;
+    st.dfl_pages_total = 64;
+    st.dfl_pages_used = 9;
+    st.dfl_no_pages = 2;
+    page = gl_metrics_render(&m, "glimmer", &st, &ms, &len);
+    REQUIRE(page);
+    CHECK(sample(page, "glint:spec_decode_jump_forward_drafts_total{model_name=\"glimmer\"}") == 5);
+    CHECK(sample(page, "glint:spec_decode_dflash_pages_total{model_name=\"glimmer\"}") == 64);
+    CHECK(sample(page, "glint:spec_decode_dflash_pages_used{model_name=\"glimmer\"}") == 9);
+    CHECK(sample(page, "glint:spec_decode_dflash_no_pages_total{model_name=\"glimmer\"}") == 2);
     gl_free(page);
     gl_metrics_destroy(&m);
 }
