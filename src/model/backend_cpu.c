@@ -7,6 +7,7 @@
 // ffn_gate/ffn_up) and dropped by any other op. K/V rows are converted back to f32 one head row at
 // a time while attending (fp8: one bf16 scale per row, see src/kv/kv.c).
 #include "model/backend.h"
+#include "model/model_int.h"
 #include "quant/fp8.h"
 
 #include <math.h>
@@ -198,20 +199,11 @@ static void cpu_matmul(struct gl_backend *b, enum gl_bk_buf dst, enum gl_bk_buf 
 
 // ---- KV rows ----
 
-static uint8_t *kv_page(const struct gl_kv_view *v, int64_t p)
-{
-    GL_ASSERT(p >= 0 && p / v->block_size < v->n_blocks);
-    int32_t pg = v->pages[p / v->block_size];
-    GL_ASSERT_MSG(pg >= 0, "kv: position %lld read or written through an unmapped block",
-                  (long long)p);
-    return v->base + (size_t)pg * v->page_bytes;
-}
-
 // Stores one position's K or V row (KD f32 values) in the view's dtype. fp8 rows get their own
 // scale bf16(amax / 448) (src/quant/fp8.h), so the largest element lands on e4m3's largest, 448.
 static void kv_store(const struct gl_kv_view *v, int64_t p, int is_v, const float *src, int64_t KD)
 {
-    uint8_t *pg = kv_page(v, p);
+    uint8_t *pg = gl_kv_view__page(v, p);
     const int64_t r = p % v->block_size;
     uint8_t *dst = pg + (is_v ? v->v_off : v->k_off) + (size_t)r * v->row_bytes;
     switch (v->dtype) {
@@ -244,7 +236,7 @@ static void kv_store(const struct gl_kv_view *v, int64_t p, int is_v, const floa
 static const float *kv_head(const struct gl_kernels *k, const struct gl_kv_view *v, int64_t p,
                             int is_v, int kh, int D, float *buf)
 {
-    const uint8_t *pg = kv_page(v, p);
+    const uint8_t *pg = gl_kv_view__page(v, p);
     const int64_t r = p % v->block_size;
     const uint8_t *row = pg + (is_v ? v->v_off : v->k_off) + (size_t)r * v->row_bytes;
     const size_t esz = gl_kv_dtype_size(v->dtype);

@@ -4,6 +4,7 @@
 // pieces (norms, RoPE, attention over at most window + block keys) are cheap next to the
 // matmuls, and each is the reference form (double-accumulated norms, fp32 attention).
 #include "model/dflash.h"
+#include "model/model_int.h"
 
 #include "kernels/kernels.h"
 #include "quant/quant.h"
@@ -639,13 +640,7 @@ gl_status gl_dflash_seq_truncate(struct gl_dflash_seq *s, int64_t len, struct gl
 // Position p's K (is_v 0) or V row of one layer: Hkv * D f32 values in the view's page.
 static float *ctx_row(const struct gl_kv_view *v, int64_t p, int is_v)
 {
-    GL_ASSERT(p >= 0 && p / v->block_size < v->n_blocks);
-    const int32_t pg = v->pages[p / v->block_size];
-    GL_ASSERT_MSG(pg >= 0,
-                  "dflash: context position %lld read or written through an unmapped "
-                  "block",
-                  (long long)p);
-    return (float *)(v->base + (size_t)pg * v->page_bytes + (is_v ? v->v_off : v->k_off) +
+    return (float *)(gl_kv_view__page(v, p) + (is_v ? v->v_off : v->k_off) +
                      (size_t)(p % v->block_size) * v->row_bytes);
 }
 

@@ -9,6 +9,17 @@
 
 void gl_kv_cache__set_len(struct gl_kv_cache *kv, int64_t len);
 
+// The page holding position p of a KV view (the target's cache, the engine's paged pools, the
+// drafter's context): an unmapped block is an invariant violation, never a silent read.
+static inline uint8_t *gl_kv_view__page(const struct gl_kv_view *v, int64_t p)
+{
+    GL_ASSERT(p >= 0 && p / v->block_size < v->n_blocks);
+    const int32_t pg = v->pages[p / v->block_size];
+    GL_ASSERT_MSG(pg >= 0, "kv: position %lld read or written through an unmapped block",
+                  (long long)p);
+    return v->base + (size_t)pg * v->page_bytes;
+}
+
 // Validates the structure dims v = {embedding_length, feed_forward_length, block_count,
 // head_count, head_count_kv, key_length, value_length, context_length} (shared by the GGUF and HF
 // config parsers) and stores them in cfg. GL_E_FORMAT / GL_E_LIMIT / GL_E_UNSUPPORTED naming them.
