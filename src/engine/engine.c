@@ -1917,8 +1917,7 @@ static int admit_one(struct gl_engine *e, int32_t w, int32_t *budget)
     e->n_waiting--;
     s->n_computed = reused;
     if (dfl) { // (re)admitted: the drafter context restarts with the KV (reused is 0 here)
-        gl_kv_seq_free(s->dfl);
-        s->dfl = NULL;
+        GL_ASSERT(s->dfl == NULL); // a waiting sequence holds no pages, the drafter's included
         if (gl_kv_seq_new(e->dfl_pool, &s->dfl, NULL) != GL_OK) // no pages yet: a handle only
             GL_LOGW("engine: no memory for a dflash context handle; the sequence will not draft");
     }
