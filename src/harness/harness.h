@@ -122,8 +122,10 @@ GL_MUST_USE gl_status gl_bench_batch_decode(const struct gl_model *m, int B, int
 // max_num_seqs B; spec NULL (or method GL_SPEC_NONE) decodes without speculation. The clock
 // starts after the step in which every sequence has its first token; out->us_per_tok = decode
 // microseconds / decode tokens (all B sequences). greedy (NULL: not wanted) receives sequence
-// 0's n_gen tokens: the replay a GL_SPEC_REPLAY run then drafts from. Speculation counters are
-// the engine's (gl_engine_stats) over the whole run.
+// 0's n_gen tokens: the replay a GL_SPEC_REPLAY run then drafts from. warm: the same B sequences
+// run once first through the same engine, untimed, so the timed ones find its cost model's
+// acceptance and step times learned, as a server's later requests do. Speculation counters are
+// the engine's (gl_engine_stats) over the timed sequences.
 struct gl_spec_params; // engine/engine.h
 struct gl_bench_spec_run {
     double us_per_tok;
@@ -133,7 +135,7 @@ struct gl_bench_spec_run {
 };
 GL_MUST_USE gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen,
                                            int n_threads, const struct gl_spec_params *spec,
-                                           int32_t *greedy, struct gl_bench_spec_run *out,
+                                           int warm, int32_t *greedy, struct gl_bench_spec_run *out,
                                            struct gl_err *err);
 
 // The cost curve (issue 22; `glint bench --spec-curve`): per batch size B, the greedy
@@ -141,7 +143,9 @@ GL_MUST_USE gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int6
 // rounds of   off, on(alpha_1, k_1), off, on(alpha_1, k_2), ..., off   so every speculative run
 // sits between two runs without speculation (memory bandwidth drifts on a shared machine). Per
 // (alpha, k): decode microseconds per generated token, the ratio on / mean(the two offs around
-// it), median over rounds (< 1 is a speed-up); a markdown row and a JSON line each to out,
+// it), median over rounds (< 1 is a speed-up), and the ratio of the summed times over all rounds
+// (the expected speed-up: a round's realised acceptance varies with its replay seed); with
+// cost_model every run is warm (gl_bench_spec_decode); a markdown row and a JSON line each to out,
 // progress to stderr. The lists are borrowed; batch and k hold whole numbers (B >= 1,
 // 1 <= k <= GL_SPEC_MAX_K), alpha in [0, 1]; rounds >= 1. GL_E_NOMEM, or a run's error.
 struct gl_bench_curve {

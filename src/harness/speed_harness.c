@@ -189,6 +189,8 @@ static gl_status decode_timed(struct gl_engine *e, int B, struct gl_engine_stats
 {
     int n_active = 1;
     int64_t t0 = 0, g0 = 0, s0 = 0;
+    gl_engine_stats(e, es);
+    const int64_t before = es->generated_tokens; // a warm-up's tokens (gl_bench_spec_decode)
     while (n_active > 0) {
         gl_status st = gl_engine_step(e, &n_active, err);
         if (st != GL_OK) {
@@ -196,7 +198,7 @@ static gl_status decode_timed(struct gl_engine *e, int B, struct gl_engine_stats
             return st;
         }
         gl_engine_stats(e, es);
-        if (t0 == 0 && es->generated_tokens >= B) {
+        if (t0 == 0 && es->generated_tokens >= before + B) {
             t0 = gl_time_us();
             g0 = es->generated_tokens;
             s0 = es->steps;
@@ -276,8 +278,27 @@ static void on_greedy(void *user, const struct gl_event *ev)
         g->tok[g->n++] = ev->tokens[i];
 }
 
+// Submits B greedy sequences of n_gen tokens on prompt (sequence 0's tokens go to sink).
+static gl_status spec_submit(struct gl_engine *e, int B, int64_t n_gen, const int32_t *prompt,
+                             struct greedy_sink *sink, struct gl_err *err)
+{
+    for (int b = 0; b < B; b++) {
+        struct gl_request rq = {.prompt = prompt, .n_prompt = GL_BENCH_BATCH_PROMPT};
+        rq.sp = gl_sample_default_params();
+        rq.sp.temperature = 0.0f;
+        rq.sp.ignore_eos = 1;
+        rq.sp.max_tokens = (int32_t)n_gen;
+        rq.on_event = b == 0 && sink ? on_greedy : NULL;
+        rq.user = b == 0 ? sink : NULL;
+        gl_status st = gl_engine_submit(e, &rq, NULL, err);
+        if (st != GL_OK)
+            return st;
+    }
+    return GL_OK;
+}
+
 gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen, int n_threads,
-                               const struct gl_spec_params *spec, int32_t *greedy,
+                               const struct gl_spec_params *spec, int warm, int32_t *greedy,
                                struct gl_bench_spec_run *out, struct gl_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -301,28 +322,33 @@ gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int64_t n_gen, i
     int32_t prompt[GL_BENCH_BATCH_PROMPT];
     bench_prompt(&rng, m, prompt);
     struct greedy_sink sink = {.tok = greedy, .cap = greedy ? n_gen : 0};
-    for (int b = 0; b < B; b++) {
-        struct gl_request rq = {.prompt = prompt, .n_prompt = GL_BENCH_BATCH_PROMPT};
-        rq.sp = gl_sample_default_params();
-        rq.sp.temperature = 0.0f;
-        rq.sp.ignore_eos = 1;
-        rq.sp.max_tokens = (int32_t)n_gen;
-        rq.on_event = b == 0 ? on_greedy : NULL;
-        rq.user = b == 0 ? &sink : NULL;
-        if ((st = gl_engine_submit(e, &rq, NULL, err)) != GL_OK) {
+    // Warm-up: the same B sequences once, untimed, so the timed ones meet the engine as a
+    // server's later requests do (the cost model's acceptance and step times learned).
+    struct gl_engine_stats es0 = {0};
+    if (warm) {
+        int n_active = 1;
+        st = spec_submit(e, B, n_gen, prompt, NULL, err);
+        while (st == GL_OK && n_active > 0)
+            st = gl_engine_step(e, &n_active, err);
+        if (st != GL_OK) {
             gl_engine_free(e);
             return st;
         }
+        gl_engine_stats(e, &es0);
+    }
+    if ((st = spec_submit(e, B, n_gen, prompt, &sink, err)) != GL_OK) {
+        gl_engine_free(e);
+        return st;
     }
     struct gl_engine_stats es;
     int64_t us;
     if ((st = decode_timed(e, B, &es, &us, &out->n_tok, &out->n_steps, err)) != GL_OK)
         return st;
     out->us_per_tok = out->n_tok > 0 ? (double)us / (double)out->n_tok : 0.0;
-    out->drafts = es.spec_drafts;
-    out->draft_tokens = es.spec_draft_tokens;
-    out->accepted = es.spec_accepted_tokens;
-    out->off_steps = es.spec_len_steps[0];
+    out->drafts = es.spec_drafts - es0.spec_drafts;
+    out->draft_tokens = es.spec_draft_tokens - es0.spec_draft_tokens;
+    out->accepted = es.spec_accepted_tokens - es0.spec_accepted_tokens;
+    out->off_steps = es.spec_len_steps[0] - es0.spec_len_steps[0];
     if (greedy && sink.n < n_gen)
         return gl_err_set(err, GL_E_INTERNAL, "bench: sequence 0 gave %lld of %lld tokens",
                           (long long)sink.n, (long long)n_gen);
@@ -344,28 +370,30 @@ static double median_sorted(double *v, int n)
 gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_curve *c, FILE *out,
                               struct gl_err *err)
 {
-    const int nk = c->n_k, nc = c->n_alpha * nk, R = c->rounds;
+    const int nk = c->n_k, nc = c->n_alpha * nk, R = c->rounds, warm = c->cost_model;
     const int64_t n_gen = c->n_gen;
     int32_t *replay = gl_malloc((size_t)n_gen * sizeof *replay);
     double *ratio = gl_malloc((size_t)nc * (size_t)R * sizeof *ratio);
     double *off_us = gl_malloc((size_t)nc * (size_t)R * sizeof *off_us);
     struct gl_bench_spec_run *last = gl_calloc((size_t)nc, sizeof *last);
+    double *tot = gl_malloc(2 * (size_t)nc * sizeof *tot); // per (alpha, k): sum on, sum off
     gl_status st = GL_E_NOMEM;
-    if (!replay || !ratio || !off_us || !last) {
+    if (!replay || !ratio || !off_us || !last || !tot) {
         gl_err_set(err, st, "bench: out of memory for the spec curve");
         goto done;
     }
     fprintf(out,
             "| batch | k | alpha | accepted / drafted | steps on / off | off us/token | on "
-            "us/token | on / off (median of %d) | speed-up |\n",
+            "us/token | on / off (median of %d) | speed-up | speed-up (totals) |\n",
             R);
-    fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int ib = 0; ib < c->n_batch; ib++) {
         const int B = (int)c->batch[ib];
         struct gl_bench_spec_run off, on;
-        if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, replay, &off, err)))
+        if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, warm, replay, &off, err)))
             goto done;
         struct gl_bench_spec_run prev = off;
+        memset(tot, 0, 2 * (size_t)nc * sizeof *tot);
         for (int r = 0; r < R; r++)
             for (int ic = 0; ic < nc; ic++) {
                 struct gl_spec_params sp = {.method = GL_SPEC_REPLAY,
@@ -375,12 +403,16 @@ gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_cu
                                             .alpha = (float)c->alpha[ic / nk],
                                             .seed = 77 + (uint64_t)r,
                                             .fixed_k = !c->cost_model};
-                if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, &sp, NULL, &on, err)) ||
-                    (st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, NULL, &off, err)))
+                if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, &sp, warm, NULL, &on,
+                                               err)) ||
+                    (st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, warm, NULL, &off,
+                                               err)))
                     goto done;
                 const double base = 0.5 * (prev.us_per_tok + off.us_per_tok);
                 ratio[(size_t)ic * (size_t)R + (size_t)r] = on.us_per_tok / base;
                 off_us[(size_t)ic * (size_t)R + (size_t)r] = base;
+                tot[2 * ic] += on.us_per_tok;
+                tot[2 * ic + 1] += base;
                 last[ic] = on;
                 prev = off;
                 fprintf(stderr, "glint bench: B %d round %d k %d alpha %.2f: %.0f / %.0f us\n", B,
@@ -394,17 +426,19 @@ gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_cu
             const int k = (int)c->k[ic % nk];
             const double alpha = c->alpha[ic / nk];
             fprintf(out,
-                    "| %d | %d | %.2f | %lld / %lld | %lld / %lld | %.0f | %.0f | %.3f | %.2fx |\n",
+                    "| %d | %d | %.2f | %lld / %lld | %lld / %lld | %.0f | %.0f | %.3f | %.2fx | "
+                    "%.2fx |\n",
                     B, k, alpha, (long long)o->accepted, (long long)o->draft_tokens,
-                    (long long)o->n_steps, (long long)off.n_steps, omed, omed * med, med,
-                    1.0 / med);
+                    (long long)o->n_steps, (long long)off.n_steps, omed, omed * med, med, 1.0 / med,
+                    tot[2 * ic + 1] / tot[2 * ic]);
             fprintf(out,
                     "{\"test\": \"spec_curve\", \"batch\": %d, \"k\": %d, \"alpha\": %.2f, "
                     "\"adaptive\": %d, \"n_gen\": %lld, \"rounds\": %d, \"accepted\": %lld, "
                     "\"draft_tokens\": %lld, \"off_steps_model\": %lld, \"ratio_on_off\": %.4f, "
-                    "\"ratio_min\": %.4f, \"ratio_max\": %.4f}\n",
+                    "\"ratio_min\": %.4f, \"ratio_max\": %.4f, \"ratio_total\": %.4f}\n",
                     B, k, alpha, c->cost_model, (long long)n_gen, R, (long long)o->accepted,
-                    (long long)o->draft_tokens, (long long)o->off_steps, med, rt[0], rt[R - 1]);
+                    (long long)o->draft_tokens, (long long)o->off_steps, med, rt[0], rt[R - 1],
+                    tot[2 * ic] / tot[2 * ic + 1]);
             fflush(out);
         }
     }
@@ -414,5 +448,6 @@ done:
     gl_free(ratio);
     gl_free(off_us);
     gl_free(last);
+    gl_free(tot);
     return st;
 }
