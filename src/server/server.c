@@ -1596,6 +1596,12 @@ static gl_status size_kv(struct server *S, struct gl_engine_params *ep, int32_t 
         // MemAvailable, yet must stay resident.
         mapped = gl_host_model_bytes(S->p.model_path) - (int64_t)S->model->r16_bytes;
         mapped = mapped > 0 ? mapped : 0;
+        if (ep->spec.dflash) { // so do the drafter's, but for its repacked (anonymous) copies
+            int64_t d = gl_host_model_bytes(ep->spec.dflash_path);
+            for (int i = 0; i < ep->spec.dflash->n_r16; i++)
+                d -= (int64_t)ep->spec.dflash->r16_bytes[i];
+            mapped += d > 0 ? d : 0;
+        }
         in.mem_free = avail - mapped;
         // The drafter's context pool (GL_SPEC_DFLASH: f32 pages, engine.h
         // gl_engine_dflash_kv_bytes) is allocated beside the target's: its size at the wanted
