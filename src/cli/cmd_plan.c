@@ -185,14 +185,14 @@ int gl_cmd_plan(int argc, char **argv)
     dep.spec.method = dflash ? GL_SPEC_DFLASH : GL_SPEC_NONE;
     dep.spec.dflash = dflash ? &dd : NULL;
     // The serve defaults (server.c size_kv): the pool from the memory free after the weights
-    // (and the drafter's context pool at the wanted length), the length fitted to it.
+    // (the drafter's too, and its context pool at the wanted length), the length fitted to it.
     struct gl_kv_fit_in in = {.utilization = util,
                               .budget_fixed = budget > 0 ? budget : 0,
                               .max_model_len = max_len > 0 ? max_len : cfg.n_ctx_train,
                               .max_len_fixed = max_len > 0,
                               .max_num_seqs = (int32_t)max_seqs};
     int64_t avail = budget > 0 ? -1 : gl_host_mem_available();
-    in.mem_free = avail - gl_host_model_bytes(model);
+    in.mem_free = avail - gl_host_model_bytes(model) - (dflash ? gl_host_model_bytes(dflash) : 0);
     dep.max_model_len = (int32_t)in.max_model_len;
     in.mem_free -= gl_engine_dflash_kv_bytes(&dep);
     if (budget <= 0 && avail < 0)
