@@ -212,7 +212,8 @@ int gl_cmd_bench(int argc, char **argv)
         GL_OPT_S("--spec-k", NULL, ks, "K,..", "--spec-curve: draft lengths (default 2,4,8,16)"),
         GL_OPT_B("--spec-cost-model", NULL, adaptive, 1,
                  "--spec-curve: let the engine's cost model choose each step's draft length "
-                 "(0..k) instead of always drafting k"),
+                 "(0..k) instead of always drafting k; every run (both sides) first decodes "
+                 "the same sequences once untimed, so the model is warm"),
     };
     tab[0].required = 1;
     struct gl_cli_spec s = {.cmd = "glint bench",
