@@ -88,9 +88,11 @@ def reply(port, path, body):
             raise RuntimeError(f"error: {o}")
         usage = o.get("usage") or usage
         for ch in o.get("choices", []):
-            d = out.setdefault(ch["index"], {"text": "", "ids": [], "tools": "", "finish": None})
+            d = out.setdefault(ch["index"], {"text": "", "ids": [], "tools": "", "reasoning": "",
+                                               "finish": None})
             src = (ch.get("message") or ch.get("delta") or {}) if chat else ch
             d["text"] += src.get("content" if chat else "text") or ""
+            d["reasoning"] += (src.get("reasoning") or "") if chat else ""
             d["ids"] += ch.get("token_ids") or []
             for tc in src.get("tool_calls") or []:
                 f = tc.get("function") or {}
@@ -146,6 +148,8 @@ TOOLS = [{"type": "function", "function": {
 CHAT_KINDS = [
     ("chat json_schema", {"response_format": {"type": "json_schema", "json_schema": {
         "name": "invoice", "schema": SCHEMA}}}),
+    ("chat json_object reasoning", {"response_format": {"type": "json_object"},
+                                    "thinking_token_budget": 6}),
     ("chat tools required", {"tools": TOOLS, "tool_choice": "required"}),
     ("chat named tool", {"tools": TOOLS, "tool_choice": {
         "type": "function", "function": {"name": "record_invoice"}}}),
