@@ -19,60 +19,15 @@
 # token id in a reply must be caught (control). Loopback only, every wait bounded. Run by
 # tests/server/spec_structured.sh (by hand).
 import copy
-import http.client
 import json
 import random
 import re
-import signal
-import subprocess
 import sys
-import tempfile
-import time
+
+from spec_lib import Server, request
 
 GLINT, MODEL = sys.argv[1], sys.argv[2]
 SPEC = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":1,"prompt_lookup_max":3}'
-
-
-class Server:
-    def __init__(self, extra):
-        self.log = tempfile.TemporaryFile("w+")
-        self.p = subprocess.Popen(
-            [GLINT, "serve", "--model", MODEL, "--host", "127.0.0.1", "--port", "0",
-             "--kv-cache-dtype", "f32", "--deep-health-interval", "0", "--shutdown-timeout", "2"]
-            + extra, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline, self.port = time.time() + 90, None
-        while time.time() < deadline and self.p.poll() is None and not self.port:
-            self.log.seek(0)
-            m = re.search(r"serving .* at http://127\.0\.0\.1:(\d+)", self.log.read())
-            self.port = int(m.group(1)) if m else None
-            time.sleep(0.1)
-        if not self.port:
-            self.stop()
-            raise SystemExit("server did not start")
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(15)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(5)
-
-
-def request(port, path, body):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    try:
-        c.request("POST" if body is not None else "GET", path,
-                  json.dumps(body) if body is not None else None,
-                  {"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read().decode()
-        if r.status != 200:
-            raise RuntimeError(f"{path}: HTTP {r.status}: {data[:300]}")
-        return data
-    finally:
-        c.close()
 
 
 def reply(port, path, body):
@@ -159,7 +114,7 @@ SAMPLED = {"temperature": 1, "top_k": 40, "top_p": 0.9, "min_p": 0.05, "seed": 7
 
 def main():
     rng = random.Random(22)
-    off, on = Server([]), Server(["--speculative-config", SPEC])
+    off, on = Server(GLINT, MODEL, []), Server(GLINT, MODEL, ["--speculative-config", SPEC])
     try:
         cases = []  # (name, path, body)
         for name, g in KINDS:
