@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # spec_lib.py: what the by-hand speculation checks (spec_logprobs.py, spec_structured.py) share:
 # a `glint serve` on a model with extra flags, started on a free loopback port (bounded wait), and
-# one HTTP request to it (non-200 raises with the body's start).
+# one HTTP request to it (non-200 raises with the body's start), and a reply's JSON objects.
 import http.client
 import json
 import re
@@ -52,3 +52,15 @@ def request(port, path, body):
         return data
     finally:
         c.close()
+
+
+def reply_objects(port, path, body):
+    """POSTs body; the reply's JSON objects: the one body, or a stream's data events in order (an
+    error object in either raises)."""
+    data = request(port, path, body)
+    objs = [json.loads(data)] if not body.get("stream") else [
+        json.loads(l[6:]) for l in data.split("\n") if l.startswith("data: ") and l != "data: [DONE]"]
+    for o in objs:
+        if "error" in o:
+            raise RuntimeError(f"error: {o}")
+    return objs

@@ -24,7 +24,7 @@ import random
 import re
 import sys
 
-from spec_lib import Server, request
+from spec_lib import Server, reply_objects, request
 
 GLINT, MODEL = sys.argv[1], sys.argv[2]
 SPEC = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":1,"prompt_lookup_max":3}'
@@ -33,14 +33,9 @@ SPEC = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":1,"prom
 def reply(port, path, body):
     """What a client sees: per choice text, ids, tool calls, finish; and usage. Streamed replies
     are concatenated over their chunks."""
-    data = request(port, path, body)
     chat = path.endswith("chat/completions")
-    chunks = [json.loads(data)] if not body.get("stream") else [
-        json.loads(l[6:]) for l in data.split("\n") if l.startswith("data: ") and l != "data: [DONE]"]
     out, usage = {}, None
-    for o in chunks:
-        if "error" in o:
-            raise RuntimeError(f"error: {o}")
+    for o in reply_objects(port, path, body):
         usage = o.get("usage") or usage
         for ch in o.get("choices", []):
             d = out.setdefault(ch["index"], {"text": "", "ids": [], "tools": "", "reasoning": "",
