@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static int t_failures_in_test;
@@ -76,8 +77,15 @@ static int t_run(const char *names, t_test_fn *fns, int n)
         while (*e && *e != ',')
             e++;
         t_failures_in_test = 0;
+        // Each test's wall time goes on its line: the suite's budget (tests/run_all.sh) is spent
+        // per test, and a sanitised build multiplies some far more than others.
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         fns[i]();
-        printf("%s %d - %.*s\n", t_failures_in_test ? "not ok" : "ok", i + 1, (int)(e - p), p);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("%s %d - %.*s (%.2f s)\n", t_failures_in_test ? "not ok" : "ok", i + 1, (int)(e - p),
+               p, sec);
         fflush(stdout);
         if (t_failures_in_test)
             failed++;
