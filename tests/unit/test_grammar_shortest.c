@@ -336,7 +336,7 @@ TEST(test_regex_choice_gbnf_exact)
 TEST(test_turn_exact)
 {
     char *spec = turn_spec();
-    check_grammar("atem turn", GL_GRAMMAR_ATEM_TURN, spec, 0, 1, 2);
+    check_grammar("atem turn", GL_GRAMMAR_ATEM_TURN, spec, 0, 1, T_BY_BUILD(2, 1));
     free(spec);
 }
 

@@ -16,12 +16,8 @@
 #include <jansson.h>
 #include <string.h>
 
-// Walks per test; fewer under AddressSanitizer, where each mask costs several times more.
-#if defined(__SANITIZE_ADDRESS__)
-#define N_WALKS 8
-#else
-#define N_WALKS 24
-#endif
+// Walks per test (fewer under AddressSanitizer: test.h).
+#define N_WALKS T_BY_BUILD(24, 8)
 
 static struct gl_tokenizer *tok;
 static struct gl_gvocab *vocab;

@@ -17,12 +17,8 @@
 #include <time.h>
 
 // Walks per arm configuration (tool_choice, reasoning, parallel), spread over the bodies where
-// there is an answer arm; fewer under AddressSanitizer, where each mask costs several times more.
-#if defined(__SANITIZE_ADDRESS__)
-#define N_WALKS 8
-#else
-#define N_WALKS 32
-#endif
+// there is an answer arm (fewer under AddressSanitizer: test.h).
+#define N_WALKS  T_BY_BUILD(32, 4)
 #define WALK_CAP 1200 // tokens
 
 #define TOK_MSG   GL_ATEM_TOK_MESSAGE
