@@ -64,3 +64,11 @@ def reply_objects(port, path, body):
         if "error" in o:
             raise RuntimeError(f"error: {o}")
     return objs
+
+
+def print_difference(what, off, on):
+    """Prints where replies off and on (JSON-able) first differ, 150 characters either side."""
+    ja, js = json.dumps(off), json.dumps(on)
+    at = next((i for i in range(min(len(ja), len(js))) if ja[i] != js[i]), min(len(ja), len(js)))
+    lo = max(0, at - 150)
+    print(f"  DIFFER {what} at char {at}:\n    off ...{ja[lo:at + 150]}\n    on  ...{js[lo:at + 150]}")

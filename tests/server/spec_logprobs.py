@@ -13,14 +13,14 @@
 # bytes), text, ids, finish and usage equal, streamed replies compared concatenated over their
 # chunks (speculation groups tokens differently). The server with speculation must have accepted
 # draft tokens (/metrics), and a logprob changed by 1e-6 in its reply must be caught (control).
-# Loopback only, every wait bounded. Run by tests/server/spec_logprobs.sh (by hand).
+# Loopback only, every wait bounded. Run by tests/server/spec_equal.sh logprobs (by hand).
 import copy
 import json
 import random
 import re
 import sys
 
-from spec_lib import Server, reply_objects, request
+from spec_lib import Server, print_difference, reply_objects, request
 
 GLINT, MODEL = sys.argv[1], sys.argv[2]
 SPEC = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":1,"prompt_lookup_max":3}'
@@ -95,11 +95,8 @@ def main():
                 n = sum(len(d["ids"]) for d in a["choices"].values())
                 if a != s:
                     bad += 1
-                    ja, js = json.dumps(a), json.dumps(s)
-                    at = next((i for i in range(min(len(ja), len(js))) if ja[i] != js[i]), 0)
-                    print(f"  DIFFER round {rnd} {path} stream={b['stream']} "
-                          f"T={b['temperature']} at char {at}:\n    off ...{ja[at - 150:at + 150]}\n"
-                          f"    on  ...{js[at - 150:at + 150]}")
+                    print_difference(f"round {rnd} {path} stream={b['stream']} T={b['temperature']}",
+                                     a, s)
                 elif rnd == 0:
                     print(f"  {path} stream={b['stream']} T={b['temperature']}: {n} tokens, "
                           f"logprobs equal")

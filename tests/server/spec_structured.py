@@ -17,14 +17,14 @@
 # differently). Non-vacuous: accepted draft tokens > 0 and drafts verified in steps that computed
 # jump-forward runs (glint:spec_decode_jump_forward_drafts_total) > 0 on /metrics, and a changed
 # token id in a reply must be caught (control). Loopback only, every wait bounded. Run by
-# tests/server/spec_structured.sh (by hand).
+# tests/server/spec_equal.sh structured (by hand).
 import copy
 import json
 import random
 import re
 import sys
 
-from spec_lib import Server, reply_objects, request
+from spec_lib import Server, print_difference, reply_objects, request
 
 GLINT, MODEL = sys.argv[1], sys.argv[2]
 SPEC = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":1,"prompt_lookup_max":3}'
@@ -162,11 +162,7 @@ def main():
                     d[i] += m1.get(key, 0) - m0.get(key, 0)
                 if a != s:
                     bad += 1
-                    ja, js = json.dumps(a), json.dumps(s)
-                    at = next((i for i in range(min(len(ja), len(js))) if ja[i] != js[i]), 0)
-                    print(f"  DIFFER round {rnd} {name} at char {at}:\n"
-                          f"    off ...{ja[max(0, at - 150):at + 150]}\n"
-                          f"    on  ...{js[max(0, at - 150):at + 150]}")
+                    print_difference(f"round {rnd} {name}", a, s)
                 elif rnd == 0:
                     n = sum(len(c["ids"]) for c in a["choices"].values())
                     fin = [c["finish"] for c in a["choices"].values()]
