@@ -47,16 +47,23 @@ PROMPTS=(
     "200000 200022 882 200023 3923 374 220 1114 353 220 1419 30 200008 200022 78191 200023 271"
 )
 
-logits() { # MODEL PROMPT_INDEX OUT
-    "$GLINT_BIN" eval --model "$1" --prompt-ids "${PROMPTS[$2]}" --logits "$3" >/dev/null 2>"$3.log" ||
-        { fail "eval $1: $(tail -1 "$3.log")"; return 1; }
+# Each model's logits are computed once per prompt and kept (the converted F32 and BF16 GGUFs
+# are compared in both (a) and (b)); LOGITS[model:i] is the file.
+declare -A LOGITS=()
+logits() { # MODEL PROMPT_INDEX -> sets LOGIT_FILE
+    LOGIT_FILE="${LOGITS[$1:$2]:-}"
+    [ -n "$LOGIT_FILE" ] && return 0
+    LOGIT_FILE="$DIR/logits.${#LOGITS[@]}"
+    "$GLINT_BIN" eval --model "$1" --prompt-ids "${PROMPTS[$2]}" --logits "$LOGIT_FILE" \
+        >/dev/null 2>"$LOGIT_FILE.log" || { fail "eval $1: $(tail -1 "$LOGIT_FILE.log")"; return 1; }
+    LOGITS[$1:$2]="$LOGIT_FILE"
 }
 
 same_logits() { # WHAT MODEL_A MODEL_B
-    local what="$1" a="$2" b="$3" i n=0
+    local what="$1" a="$2" b="$3" i n=0 fa
     for i in 0 1 2; do
-        logits "$a" $i "$DIR/la.$i" && logits "$b" $i "$DIR/lb.$i" || return 1
-        cmp -s "$DIR/la.$i" "$DIR/lb.$i" && n=$((n + 1)) || fail "$what: prompt $i logits differ"
+        logits "$a" $i && fa="$LOGIT_FILE" && logits "$b" $i || return 1
+        cmp -s "$fa" "$LOGIT_FILE" && n=$((n + 1)) || fail "$what: prompt $i logits differ"
     done
     [ $n -eq 3 ] && ok "$what: logits identical on 3 prompts"
 }
@@ -134,6 +141,7 @@ for pair in F32:F32 F32:Q8_0 F32:Q4_K_M BF16:BF16; do
     same_logits "(b) $t: make-model GGUF vs converted ($s folder)" "$d" "$DIR/conv-$s-$t.gguf"
     same_tensors "(b) $t: make-model GGUF vs converted ($s folder)" "$d" "$DIR/conv-$s-$t.gguf"
 done
+rm -f "$DIR"/logits.*
 
 # Metadata: the release's 32 keys (arch doc §3.1), chat template included, in every converted
 # text GGUF ((c) runs parity on the F32 one only, relying on this).
