@@ -99,22 +99,37 @@ function tokenize(m, text) {
     return Array.from(m.model.tokenize(text, false));
 }
 
-// JOBFILE: {"logits":[{"ids":[..],"out":"file.f32"}], "greedy":[{"ids":[..],"n":32}],
-//           "tokenize":["text", ...], "gaps":[{"prefix":[..],"a":1,"b":2}]}
-// Output: {"n_vocab", "greedy":[[ids]], "tokenize":[[ids]], "gaps":[{...}], "ms":{...}}
+// JOBFILE: {"logits":[{"ids":[..],"out":"file.f32"}], "greedy":[{"ids":[..],"n":32,"ours":[..]}],
+//           "tokenize":["text", ...], "gaps":[{"prefix":[..],"a":1,"b":2}]}  ("ours" optional)
+// Output: {"n_vocab", "greedy":[[ids]], "splits":[null | {step, argmax, a, b, gap, gap_a}],
+//          "tokenize":[[ids]], "gaps":[{...}], "ms":{...}}
 async function runBatch(modelPath, job) {
     const lens = [0, ...(job.logits ?? []).map((j) => j.ids.length),
         ...(job.greedy ?? []).map((j) => j.ids.length + j.n),
         ...(job.gaps ?? []).map((j) => j.prefix.length)];
     const m = await openModel(modelPath, Math.max(...lens));
     const nVocab = nVocabOf(m);
-    const out = { n_vocab: nVocab, greedy: [], tokenize: [], gaps: [], ms: {} };
+    const out = { n_vocab: nVocab, greedy: [], splits: [], tokenize: [], gaps: [], ms: {} };
     let t0 = performance.now();
     for (const j of job.logits ?? []) fs.writeFileSync(j.out, await promptLogits(m, j.ids, nVocab));
     out.ms.logits = Math.round(performance.now() - t0);
     t0 = performance.now();
     for (const j of job.greedy ?? []) out.greedy.push(await greedy(m, j.ids, j.n));
     out.ms.greedy = Math.round(performance.now() - t0);
+    // A greedy job with "ours" (glint's continuation): where the two paths first split, at step
+    // k, the teacher-forced gap (see gap) on ids + ours[0..k) between llama.cpp's argmax and
+    // b = ours[k], with a = llama.cpp's own token; in this model load, where a separate `gaps`
+    // run loads the model again (~5 s a type).
+    t0 = performance.now();
+    for (const [i, j] of (job.greedy ?? []).entries()) {
+        if (!j.ours) continue;
+        const theirs = out.greedy[i], n = Math.min(theirs.length, j.ours.length);
+        let k = 0;
+        while (k < n && theirs[k] === j.ours[k]) k++;
+        out.splits[i] = k === n ? null : { step: k, ...await gap(m,
+            { prefix: [...j.ids, ...j.ours.slice(0, k)], a: theirs[k], b: j.ours[k] }, nVocab) };
+    }
+    out.ms.splits = Math.round(performance.now() - t0);
     for (const s of job.tokenize ?? []) out.tokenize.push(tokenize(m, s));
     t0 = performance.now();
     for (const j of job.gaps ?? []) out.gaps.push(await gap(m, j, nVocab));

@@ -85,6 +85,24 @@ class Glint:
         lines = [l for l in out.splitlines() if l.strip()]
         return parse_ids(lines[-1], "glint tokenize") if lines else []
 
+    def tokenize_all(self, model, texts):
+        """One process for the battery: --hex-lines tokenizes each line as `glint tokenize TEXT`
+        would (same BOS rule); checked against per-text calls on the first and last texts."""
+        hexed = "".join(t.encode().hex() + "\n" for t in texts)
+        with tempfile.NamedTemporaryFile("w", suffix=".hex") as f:
+            f.write(hexed)
+            f.flush()
+            out, _ = run([self.bin, "tokenize", "--model", model, "--hex-lines", f.name],
+                         "glint tokenize --hex-lines")
+        lines = [l for l in out.splitlines() if l.strip()]
+        if len(lines) != len(texts):
+            raise RuntimeError(f"glint tokenize --hex-lines: {len(lines)} lines for {len(texts)}")
+        toks = [parse_ids(l, "glint tokenize --hex-lines") for l in lines]
+        for i in (0, len(texts) - 1):
+            if toks[i] != self.tokenize(model, texts[i]):
+                raise RuntimeError(f"glint tokenize --hex-lines differs from TEXT on prompt {i}")
+        return toks
+
     def eval(self, model, ids, out_path):
         _, dt = run([self.bin, "eval", "--model", model, "--prompt-ids", " ".join(map(str, ids)),
                      "--logits", out_path], "glint eval")
@@ -133,19 +151,30 @@ def logit_stats(ours_path, ref_path, n_tok, n_vocab):
                 worst=int(d.max(1).argmax()))
 
 
-def check_type(glint, qtype, model, tmp, toks, control_model, logits_only=False):
-    """Returns (ok, summary line)."""
+def check_type(glint, qtype, model, tmp, toks, control_model, logits_only=False, extra=None):
+    """Returns (ok, summary line, the oracle's answer). extra: more jobs for the same model load
+    (the tokenizer battery rides on the first model's)."""
     ok = True
     tol = TOL.get(qtype, 5e-2)
     log(f"== {qtype}: {model}")
     lp = LOGIT_PROMPTS.get(qtype, LOGIT_PROMPTS["default"])
     battery = qtype not in LOGITS_ONLY and not logits_only
+    # glint's greedy paths first, so that llama.cpp finds each split and its teacher-forced gap
+    # in the same model load as its own greedy paths (one node start and load a type, not two)
+    ours, gdt_sum = [], 0.0
+    if battery:
+        for t in toks:
+            o, gdt = glint.greedy(model, t, N_GEN)
+            ours.append(o)
+            gdt_sum += gdt
+        log(f"   glint run: {len(toks)} prompts in {gdt_sum:.1f}s")
     job = {"logits": [{"ids": toks[i], "out": os.path.join(tmp, f"ref{i}.f32")} for i in lp],
-           "greedy": [{"ids": t, "n": N_GEN} for t in toks] if battery else []}
+           "greedy": [{"ids": t, "n": N_GEN, "ours": o} for t, o in zip(toks, ours)],
+           **(extra or {})}
     ref, dt = oracle(model, job, tmp)
     nv = ref["n_vocab"]
     log(f"   llama.cpp: {dt:.1f}s (logits {ref['ms']['logits']} ms, "
-        f"greedy {ref['ms']['greedy']} ms)")
+        f"greedy {ref['ms']['greedy']} ms, splits {ref['ms']['splits']} ms)")
 
     # (a) prompt logits
     worst_rel = 0.0
@@ -176,39 +205,38 @@ def check_type(glint, qtype, model, tmp, toks, control_model, logits_only=False)
         summary = (f"{qtype:7s} logits rel {worst_rel:.2e} (tol {tol:.0e}); greedy battery "
                    f"skipped -> {'PASS' if ok else 'FAIL'}")
         log("   " + summary)
-        return ok, summary
+        return ok, summary, ref
 
-    # (b) greedy battery
-    exact, splits, gdt_sum = 0, [], 0.0
+    # (b) greedy battery; the split step is found here and must be the one llama.cpp's gap is at
+    exact, splits = 0, []
     for k, t in enumerate(toks):
-        ours, gdt = glint.greedy(model, t, N_GEN)
-        gdt_sum += gdt
         theirs = ref["greedy"][k]
-        n = min(len(ours), len(theirs))
-        j = next((i for i in range(n) if ours[i] != theirs[i]), None)
+        n = min(len(ours[k]), len(theirs))
+        j = next((i for i in range(n) if ours[k][i] != theirs[i]), None)
+        r = ref["splits"][k]
+        if (j is None) != (r is None) or (r and (r["step"], r["a"], r["b"]) !=
+                                          (j, theirs[j], ours[k][j])):
+            raise RuntimeError(f"prompt {k}: llama_oracle.mjs split {r} at another step than {j}")
         if j is None:
-            if len(ours) < N_GEN:
-                log(f"   note: prompt {k}: glint stopped after {len(ours)} tokens (eog?)")
+            if len(ours[k]) < N_GEN:
+                log(f"   note: prompt {k}: glint stopped after {len(ours[k])} tokens (eog?)")
             exact += 1
         else:
-            splits.append(dict(k=k, j=j, prefix=t + ours[:j], a=theirs[j], b=ours[j]))
-    log(f"   glint run: {len(toks)} prompts in {gdt_sum:.1f}s")
+            splits.append(dict(k=k, j=j, a=theirs[j], b=ours[k][j], r=r))
     max_gap = 0.0
-    if splits:
-        g, _ = oracle(model, {"gaps": [dict(prefix=s["prefix"], a=s["a"], b=s["b"])
-                                       for s in splits]}, tmp)
-        for s, r in zip(splits, g["gaps"]):
-            max_gap = max(max_gap, r["gap"])
-            near = r["gap"] <= GAP_TOL
-            ok &= near
-            log(f"   {'ok  ' if near else 'FAIL'} prompt {s['k']:2d} splits at step {s['j']:2d}: "
-                f"llama.cpp {s['a']} (teacher-forced argmax {r['argmax']}) vs glint {s['b']}, "
-                f"gap {r['gap'] * 1000:.1f} mnats (limit {GAP_TOL * 1000:.0f})")
+    for s in splits:
+        r = s["r"]
+        max_gap = max(max_gap, r["gap"])
+        near = r["gap"] <= GAP_TOL
+        ok &= near
+        log(f"   {'ok  ' if near else 'FAIL'} prompt {s['k']:2d} splits at step {s['j']:2d}: "
+            f"llama.cpp {s['a']} (teacher-forced argmax {r['argmax']}) vs glint {s['b']}, "
+            f"gap {r['gap'] * 1000:.1f} mnats (limit {GAP_TOL * 1000:.0f})")
     summary = (f"{qtype:7s} logits rel {worst_rel:.2e} (tol {tol:.0e}); greedy exact "
                f"{exact}/{len(toks)}, splits {len(splits)}, largest gap {max_gap * 1000:.1f} "
                f"mnats -> {'PASS' if ok else 'FAIL'}")
     log("   " + summary)
-    return ok, summary
+    return ok, summary, ref
 
 
 def main():
@@ -226,35 +254,45 @@ def main():
     ok = True
     summaries = []
     with tempfile.TemporaryDirectory(prefix="glint-parity-") as tmp:
-        # tokenizer: glint vs llama.cpp on the battery (vocab is shared by all model types)
+        # tokenizer: glint vs llama.cpp on the battery (vocab is shared by all model types);
+        # llama.cpp's side rides on the first model's oracle run (one model load fewer)
         first = models[0][1]
-        toks = [glint.tokenize(first, p) for p in PROMPTS]
-        ref, _ = oracle(first, {"tokenize": PROMPTS}, tmp)
-        # glint tokenize may prepend BOS (HF's post-processor does; the GGUF says add_bos false,
-        # so llama.cpp does not): compare the text's ids, feed glint's full ids to both sides
-        bos = [t[0] for t in toks if t and len(t) == len(ref["tokenize"][0]) + 1] and \
-            all(t[:1] == toks[0][:1] for t in toks) and toks[0][1:] == ref["tokenize"][0]
-        if bos:
-            log(f"note: glint tokenize prepends BOS {toks[0][0]}; compared after it")
-        bad = [i for i, (x, y) in enumerate(zip(toks, ref["tokenize"]))
-               if (x[1:] if bos else x) != y]
-        for i in bad:
-            log(f"FAIL tokenize prompt {i}: glint {toks[i][:12]}... llama.cpp "
-                f"{ref['tokenize'][i][:12]}...")
-        tok_ok = not bad
-        ok &= tok_ok
-        summaries.append(f"tokenize: {len(PROMPTS) - len(bad)}/{len(PROMPTS)} prompts equal "
-                         f"to llama.cpp ({sum(map(len, toks))} tokens)")
-        log(summaries[-1])
+        toks = glint.tokenize_all(first, PROMPTS)
+        type_summaries = []
+        ref0 = None
         for i, (qtype, path) in enumerate(models):
             try:
-                r, s = check_type(glint, qtype, path, tmp, toks, a.control if i == 0 else None,
-                                  a.logits_only)
+                r, s, ref = check_type(glint, qtype, path, tmp, toks,
+                                       a.control if i == 0 else None, a.logits_only,
+                                       {"tokenize": PROMPTS} if i == 0 else None)
+                ref0 = ref if i == 0 else ref0
             except RuntimeError as e:
                 r, s = False, f"{qtype:7s} ERROR {e}"
                 log(s)
             ok &= r
-            summaries.append(s)
+            type_summaries.append(s)
+        if ref0 is None or len(ref0.get("tokenize", [])) != len(PROMPTS):
+            ok = False
+            summaries.append("tokenize: FAIL (no llama.cpp tokenization: the first model's "
+                             "oracle run failed)")
+        else:
+            # glint tokenize may prepend BOS (HF's post-processor does; the GGUF says add_bos
+            # false, so llama.cpp does not): compare the text's ids, glint's full ids were fed
+            # to both sides
+            rt = ref0["tokenize"]
+            bos = [t[0] for t in toks if t and len(t) == len(rt[0]) + 1] and \
+                all(t[:1] == toks[0][:1] for t in toks) and toks[0][1:] == rt[0]
+            if bos:
+                log(f"note: glint tokenize prepends BOS {toks[0][0]}; compared after it")
+            bad = [i for i, (x, y) in enumerate(zip(toks, rt)) if (x[1:] if bos else x) != y]
+            for i in bad:
+                log(f"FAIL tokenize prompt {i}: glint {toks[i][:12]}... llama.cpp "
+                    f"{rt[i][:12]}...")
+            ok &= not bad
+            summaries.append(f"tokenize: {len(PROMPTS) - len(bad)}/{len(PROMPTS)} prompts equal "
+                             f"to llama.cpp ({sum(map(len, toks))} tokens)")
+            log(summaries[-1])
+        summaries += type_summaries
     log("\nparity summary:")
     for s in summaries:
         log("  " + s)

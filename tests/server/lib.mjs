@@ -191,7 +191,9 @@ export async function startServer({ model, args = [], env = {}, timeoutMs = 9000
                 await srv.stop();
                 throw new Error(`GET /health never answered 200 within ${timeoutMs} ms (last: ${last})`);
             }
-            await sleep(200);
+            // 25 ms, as pollWhileLoading: the server listens before it loads the model, so the
+            // first probes answer 503 and a coarser step adds its wait to every server start
+            await sleep(25);
         }
     }
     return srv;
