@@ -18,7 +18,7 @@
 
 // Walks per arm configuration (tool_choice, reasoning, parallel), spread over the bodies where
 // there is an answer arm (fewer under AddressSanitizer: test.h).
-#define N_WALKS  T_BY_BUILD(32, 4)
+#define N_WALKS  T_BY_BUILD(32, 8)
 #define WALK_CAP 1200 // tokens
 
 #define TOK_MSG   GL_ATEM_TOK_MESSAGE
