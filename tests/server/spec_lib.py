@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # spec_lib.py: what the by-hand speculation checks (spec_logprobs.py, spec_structured.py) share:
 # a `glint serve` on a model with extra flags, started on a free loopback port (bounded wait), and
-# one HTTP request to it (non-200 raises with the body's start), and a reply's JSON objects.
+# one HTTP request to it (non-200 raises with the body's start), a reply's JSON objects, and where
+# two replies first differ.
 import http.client
 import json
 import re
