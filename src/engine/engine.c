@@ -1800,7 +1800,8 @@ static int spec_eligible(const struct seq *s)
 }
 
 // This step's draft length (engine.h, the cost model): k with fixed_k, else the model's choice
-// for the n_spec sequences that may speculate over the step's other rows; after
+// for the n_spec sequences that may speculate over the step's other rows (now and then a stale
+// neighbouring length instead: gl_spec_cost_explore); after
 // GL_SPEC_PROBE_EVERY steps in a row at 0, a single-token probe.
 static void spec_choose(struct gl_engine *e, int32_t n_dec, int32_t budget)
 {
@@ -1820,8 +1821,11 @@ static void spec_choose(struct gl_engine *e, int32_t n_dec, int32_t budget)
     rows0 = rows0 < budget ? rows0 : budget;
     if (n_spec == 0)
         return;
-    const int32_t j =
-        e->p.spec.fixed_k ? e->p.spec.k : gl_spec_cost_choose(&e->cost, rows0, n_spec, e->p.spec.k);
+    int32_t j = e->p.spec.k;
+    if (!e->p.spec.fixed_k) {
+        j = gl_spec_cost_choose(&e->cost, rows0, n_spec, e->p.spec.k);
+        j = gl_spec_cost_explore(&e->cost, rows0, n_spec, e->p.spec.k, j);
+    }
     e->spec_len = j;
     e->st.spec_len = j;
     e->st.spec_len_steps[j]++;

@@ -159,6 +159,16 @@ int32_t gl_spec_ngram_propose(const int32_t *tok, int64_t n_tok, int32_t lookup_
 //   around it, or the nearest one below when none is above (optimistic: still bandwidth-bound,
 //   so an untried length gets tried once and measured); t is non-decreasing in R (running max
 //   from below): more rows never look cheaper, so with a = 0 the choice is always 0.
+// - Stale buckets: one not measured in the last GL_SPEC_STALE steps was measured under another
+//   load or bandwidth (this machine's drifts 25-59 GB/s within minutes). A single slow step there
+//   would otherwise bar its length for good: that length is never chosen again, so never
+//   measured again, and through the running max it also raises every longer one (seen on the
+//   4-layer file: one 5-row step of 116 ms against ~88 ms held the choice below 4 for good; on
+//   the 52-layer file the model gave 1.65x where fixed k 3 gave 2.04x, and 1.92x against 1.84x
+//   with this rule). So a stale bucket's next measurement replaces it, the running max skips a
+//   stale bucket below a fresh one, and every GL_SPEC_PROBE_EVERY steps that draft, the length
+//   one below or above the chosen one (alternately) is tried when its bucket is stale
+//   (gl_spec_cost_explore): at most one step in 16 at a neighbouring length.
 // - R0: the step's rows without drafts: its decodes plus the prefill tokens it is expected to
 //   schedule (pending prompts of running sequences, and waiting ones while a slot is free),
 //   within max_num_batched_tokens.
@@ -166,10 +176,15 @@ int32_t gl_spec_ngram_propose(const int32_t *tok, int64_t n_tok, int32_t lookup_
 //   0, one sequence drafts a single token (one extra row in 16 steps) to keep a current.
 #define GL_SPEC_COST_BUCKETS 256
 #define GL_SPEC_PROBE_EVERY  16
+#define GL_SPEC_STALE        64 // steps
 struct gl_spec_cost {
-    double t_us[GL_SPEC_COST_BUCKETS]; // moving average step time per rows bucket; 0: unmeasured
-    double acc, tested;                // decayed accepted / tested draft tokens
-    int32_t since_probe;               // steps in a row the model chose 0
+    double t_us[GL_SPEC_COST_BUCKETS];  // moving average step time per rows bucket; 0: unmeasured
+    int64_t t_at[GL_SPEC_COST_BUCKETS]; // steps measured when the bucket was last measured
+    int64_t steps;                      // steps measured (gl_spec_cost_step)
+    double acc, tested;                 // decayed accepted / tested draft tokens
+    int32_t since_probe;                // steps in a row the model chose 0
+    int32_t since_explore;              // steps that drafted since the last neighbour check
+    int32_t explore_up;                 // the next neighbour tried: 1 above, 0 below
 };
 void gl_spec_cost_init(struct gl_spec_cost *c);
 void gl_spec_cost_step(struct gl_spec_cost *c, int64_t rows, double us); // a step's time
@@ -178,6 +193,11 @@ double gl_spec_cost_acceptance(const struct gl_spec_cost *c);         // a in [0
 double gl_spec_cost_time(const struct gl_spec_cost *c, int64_t rows); // t(R) us; 0: no data
 // The j in 0..k above (0 when n_spec or k is 0 or t(rows0) is unmeasured).
 int32_t gl_spec_cost_choose(const struct gl_spec_cost *c, int64_t rows0, int32_t n_spec, int32_t k);
+// The length to run this step given the choice j > 0: j, or every GL_SPEC_PROBE_EVERY calls a
+// neighbour (j - 1 or j + 1 within 0..k, alternately) whose bucket is stale. j = 0 is returned
+// as it is (the engine's single-token probes keep a current there).
+int32_t gl_spec_cost_explore(struct gl_spec_cost *c, int64_t rows0, int32_t n_spec, int32_t k,
+                             int32_t j);
 
 struct gl_engine_params {
     struct gl_kv_params kv;

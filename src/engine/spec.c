@@ -61,12 +61,20 @@ void gl_spec_cost_init(struct gl_spec_cost *c)
     c->since_probe = GL_SPEC_PROBE_EVERY;
 }
 
+// Measured within the last GL_SPEC_STALE steps.
+static int fresh(const struct gl_spec_cost *c, int b)
+{
+    return c->t_us[b] > 0.0 && c->steps - c->t_at[b] <= GL_SPEC_STALE;
+}
+
 void gl_spec_cost_step(struct gl_spec_cost *c, int64_t rows, double us)
 {
     if (rows <= 0 || !(us > 0.0))
         return;
-    double *t = &c->t_us[bucket_of(rows)];
-    *t = *t > 0.0 ? *t + 0.125 * (us - *t) : us;
+    const int b = bucket_of(rows);
+    double *t = &c->t_us[b];
+    *t = fresh(c, b) ? *t + 0.125 * (us - *t) : us; // a stale value is replaced (engine.h)
+    c->t_at[b] = ++c->steps;
 }
 
 void gl_spec_cost_verified(struct gl_spec_cost *c, int32_t n_accepted, int32_t n_tested)
@@ -83,12 +91,13 @@ double gl_spec_cost_acceptance(const struct gl_spec_cost *c)
 double gl_spec_cost_time(const struct gl_spec_cost *c, int64_t rows)
 {
     const int bt = bucket_of(rows);
-    double env = 0.0; // running max of the measured buckets up to bt
-    int lo = -1;
-    for (int b = 1; b <= bt; b++)
-        if (c->t_us[b] > 0.0) {
+    double env = 0.0; // running max of the measured buckets up to bt, but a stale one below a
+    int lo = -1;      // fresh one (engine.h)
+    for (int b = bt, fresh_above = 0; b >= 1; b--)
+        if (c->t_us[b] > 0.0 && (fresh(c, b) || !fresh_above)) {
             env = env > c->t_us[b] ? env : c->t_us[b];
-            lo = b;
+            lo = lo < 0 ? b : lo;
+            fresh_above |= fresh(c, b);
         }
     if (lo == bt)
         return env;
@@ -122,4 +131,17 @@ int32_t gl_spec_cost_choose(const struct gl_spec_cost *c, int64_t rows0, int32_t
         }
     }
     return best;
+}
+
+int32_t gl_spec_cost_explore(struct gl_spec_cost *c, int64_t rows0, int32_t n_spec, int32_t k,
+                             int32_t j)
+{
+    if (j <= 0 || ++c->since_explore < GL_SPEC_PROBE_EVERY)
+        return j;
+    c->since_explore = 0;
+    c->explore_up ^= 1;
+    const int32_t n = c->explore_up ? j + 1 : j - 1;
+    if (n < 0 || n > k || n > GL_SPEC_MAX_K || fresh(c, bucket_of(rows0 + (int64_t)n_spec * n)))
+        return j;
+    return n;
 }

@@ -871,6 +871,39 @@ TEST(test_cost_model_rule)
     CHECK(gl_spec_cost_time(&c, 400) == 2000.0); // flat beyond the largest measured
 }
 
+// Stale buckets (engine.h): the engine's loop (choose, explore, measure) at batch 1, k max 4,
+// a = 0.7, on made-up step times t(R) = 1000 + slope (R - 1) us, after one slow step at R = bad
+// measured at the start. Slope 40: best j 4 (G/T 2.773 / 1160 against 2.533 / 1120 at j 3); a
+// slow 5-row step (2,000 us) would bar it for good. Slope 200: best j 3 (2.533 / 1600 against
+// 2.19 / 1400 at j 2 and 2.773 / 1800 at j 4); a slow 3-row step (3,000 us) would, through the
+// running max, bar j 2, 3 and 4 and hold the choice at 1. Both must settle on the best j.
+static int32_t settle(double slope, int64_t bad, double bad_us, int32_t best)
+{
+    struct gl_spec_cost c;
+    gl_spec_cost_init(&c);
+    for (int i = 0; i < 200; i++)
+        gl_spec_cost_verified(&c, 7, 10);
+    for (int64_t r = 1; r <= 5; r++)
+        gl_spec_cost_step(&c, r, r == bad ? bad_us : 1000.0 + slope * (double)(r - 1));
+    int32_t n_best = 0;
+    for (int step = 0; step < 400; step++) {
+        int32_t j = gl_spec_cost_choose(&c, 1, 1, 4);
+        j = gl_spec_cost_explore(&c, 1, 1, 4, j);
+        n_best += step >= 300 && j == best;
+        gl_spec_cost_step(&c, 1 + j, 1000.0 + slope * (double)j);
+    }
+    return n_best;
+}
+
+TEST(test_cost_model_stale)
+{
+    int32_t up = settle(40.0, 5, 2000.0, 4), down = settle(200.0, 3, 3000.0, 3);
+    printf("  best length in the last 100 steps: %d (slow 5-row step), %d (slow 3-row step)\n", up,
+           down);
+    CHECK(up >= 90);
+    CHECK(down >= 90);
+}
+
 // The cost model in the engine (fixed_k 0), batch 1, replay drafts of k 4: at alpha 0 it turns
 // speculation off (no step with a draft length > 0; only single-token probes), at alpha 0.9 it
 // drafts (steps with a length > 0, fewer steps than without speculation); greedy output identical
@@ -1767,7 +1800,8 @@ int main(void)
     RUN_TESTS(test_ngram_proposer, test_greedy_alone_and_batched, test_greedy_penalties,
               test_greedy_preemption, test_greedy_stops_and_cuts, test_greedy_grammar,
               test_jump_forward_drafts, test_replay_drafter, test_cost_model_rule,
-              test_cost_model_engine, test_drafts_leave_decodes_their_token, test_not_speculating,
-              test_verify_fits_distribution, test_sampling_chi2_on_off, test_seeded_identical,
-              test_logprobs_identical, test_dflash_greedy, test_greedy_grammar_kinds);
+              test_cost_model_stale, test_cost_model_engine, test_drafts_leave_decodes_their_token,
+              test_not_speculating, test_verify_fits_distribution, test_sampling_chi2_on_off,
+              test_seeded_identical, test_logprobs_identical, test_dflash_greedy,
+              test_greedy_grammar_kinds);
 }
