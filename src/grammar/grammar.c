@@ -1128,7 +1128,7 @@ static void matcher_filter_within(struct gl_matcher *m, uint32_t *mask, int64_t 
         return;
     memcpy(keep, mask, words * sizeof *keep);
     // after the token and before the stop token: remaining - 2 units
-    gl_short_filter(sh, m->v, m->cur, m->tmp, mask, remaining - 2, m->stop, m->n_stop);
+    gl_short_filter(m->g, sh, m->v, m->cur, m->tmp, mask, remaining - 2, m->stop, m->n_stop);
     uint32_t any = 0;
     for (size_t w = 0; w < words; w++)
         any |= mask[w];

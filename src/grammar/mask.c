@@ -1122,6 +1122,23 @@ static void ws_level(struct gl_mcache *c, const struct gl_mstate *s, int32_t d)
         gl_mstate_next_bytes(w, c->wsnext[d]);
 }
 
+// The walk's step into a node at depth d by byte b: walk[d] becomes its parent (s at depth 1)
+// unless it still is one (fresh: a sibling's failed step leaves the state as it was), then takes
+// b. 1 when accepted.
+static inline int walk_step(struct gl_mcache *c, const struct gl_mstate *s, uint32_t d, uint8_t b)
+{
+    struct gl_mstate *cur = c->walk[d];
+    if (!c->fresh[d]) {
+        gl_mstate_copy(cur, d == 1 ? s : c->walk[d - 1]);
+        c->fresh[d] = 1;
+    }
+    if (!gl_mstate_advance_byte(cur, b))
+        return 0;
+    c->fresh[d] = 0;
+    c->fresh[d + 1] = 0;
+    return 1;
+}
+
 static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const struct gl_mstate *s,
                          uint32_t *mask)
 {
@@ -1174,16 +1191,10 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
                 continue;
             }
         }
-        if (!fresh[d]) {
-            gl_mstate_copy(cur, d == 1 ? s : walk[d - 1]);
-            fresh[d] = 1;
-        }
-        if (!gl_mstate_advance_byte(cur, x->byte)) {
+        if (!walk_step(c, s, d, x->byte)) {
             i = x->next;
             continue;
         }
-        fresh[d] = 0;
-        fresh[d + 1] = 0;
         uint32_t end = nd[i + 1].tok; // tokens ending here
         uint32_t sub = x->plain;
         int32_t mn, mx;
@@ -1202,6 +1213,40 @@ static int64_t trie_walk(const struct gl_trie *t, struct gl_mcache *c, const str
         }
     }
     return visited;
+}
+
+void gl_mask_each_token(struct gl_grammar *g, const struct gl_gvocab *v, const struct gl_mstate *s,
+                        const uint32_t *in, gl_mask_token_fn fn, void *user)
+{
+    struct gl_mcache *c = g->mcache;
+    GL_ASSERT(c && c->n_walk >= v->full.max_depth + 2); // gl_mask_prepare ran for v
+    const struct gl_trie *t = &v->full;
+    const struct gl_tnode *nd = t->nodes;
+    struct gl_mstate **walk = c->walk;
+    uint64_t(*next)[4] = c->next;
+    memset(c->fresh, 0, (size_t)t->max_depth + 2);
+    gl_mstate_next_bytes(s, next[0]);
+    uint32_t i = 1, n = t->n_nodes;
+    while (i < n) {
+        const struct gl_tnode *x = &nd[i];
+        uint32_t d = x->depth;
+        if (!(next[d - 1][x->byte >> 6] >> (x->byte & 63) & 1)) {
+            i = x->next;
+            continue;
+        }
+        if (!walk_step(c, s, d, x->byte)) {
+            i = x->next;
+            continue;
+        }
+        if (x->next > i + 1)
+            gl_mstate_next_bytes(walk[d], next[d]);
+        for (uint32_t k = x->tok; k < nd[i + 1].tok; k++) {
+            int32_t id = t->ids[k];
+            if (in[id >> 5] >> (id & 31) & 1)
+                fn(user, id, walk[d]);
+        }
+        i++;
+    }
 }
 
 // ---- the class walk of string bodies ----

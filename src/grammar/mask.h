@@ -82,6 +82,15 @@ void gl_mask_fill(struct gl_grammar *g, const struct gl_gvocab *v, const struct 
 void gl_mask_fill_ref(const struct gl_gvocab *v, const struct gl_mstate *s,
                       struct gl_mstate *scratch, uint32_t *mask);
 
+// Calls fn(user, id, after) for every token id set in `in` that is matched by bytes (not
+// excluded) and whose bytes s accepts, with `after` the state after its last byte (valid only
+// during the call). One walk of v's trie with g's per-depth scratch states: a prefix shared by
+// many tokens is stepped once (shortest.c's finish-within filter, which otherwise stepped every
+// allowed token from s). gl_mask_prepare must have run for (g, v).
+typedef void (*gl_mask_token_fn)(void *user, int32_t id, const struct gl_mstate *after);
+void gl_mask_each_token(struct gl_grammar *g, const struct gl_gvocab *v, const struct gl_mstate *s,
+                        const uint32_t *in, gl_mask_token_fn fn, void *user);
+
 // 1 for tokens that are never matched by bytes: specials (incl. every id >= 200000) and tokens
 // with no bytes.
 int gl_gvocab_is_excluded(const struct gl_gvocab *v, int32_t id);

@@ -1342,9 +1342,83 @@ static int fast_path(struct gl_short *sh, const struct gl_gvocab *v, const struc
     return any;
 }
 
-void gl_short_filter(struct gl_short *sh, const struct gl_gvocab *v, const struct gl_mstate *s,
-                     struct gl_mstate *tmp, uint32_t *mask, int64_t budget, const int32_t *stop,
-                     int n_stop)
+static int g_filter_ref; // gl_short_filter_reference
+
+void gl_short_filter_reference(int on)
+{
+    g_filter_ref = on;
+}
+
+// The full pass's walk (P_EACH): the tokens s accepts by bytes are judged in one trie walk
+// (gl_mask_each_token) instead of one by one from s; the few ids that token_cost treats
+// otherwise (a token literal s expects, a stop id) are left to judged().
+#define EACH_LIT_MAX  64
+#define EACH_STOP_MAX 16
+struct each {
+    struct gl_short *sh;
+    uint32_t *out;
+    int64_t budget, best;
+    int kept;
+    const int32_t *skip; // stop ids, then the literal ids s expects
+    int n_skip;
+};
+
+static void each_token(void *user, int32_t id, const struct gl_mstate *after)
+{
+    struct each *e = user;
+    for (int i = 0; i < e->n_skip; i++)
+        if (e->skip[i] == id)
+            return;
+    int64_t c = gl_short_state(e->sh, after);
+    e->best = min64(e->best, c);
+    if (c <= e->budget) {
+        e->out[id / 32] |= 1u << (id % 32);
+        e->kept = 1;
+    }
+}
+
+// The full pass by the walk; 0 when it does not apply (too many expected literals: the caller
+// judges every token). Ids of the mask that the walk does not reach and that are not judged
+// here have cost GL_SHORT_INF, as token_cost gives them.
+static int walk_pass(struct gl_grammar *g, struct gl_short *sh, const struct gl_gvocab *v,
+                     const struct gl_mstate *s, struct gl_mstate *tmp, const struct filt *f,
+                     const uint32_t *mask, uint32_t *out, size_t words, int64_t budget,
+                     const int32_t *stop, int n_stop, int64_t *best, int *kept)
+{
+    int32_t skip[EACH_STOP_MAX + EACH_LIT_MAX];
+    if (!g || n_stop > EACH_STOP_MAX)
+        return 0;
+    memcpy(skip, stop, (size_t)n_stop * sizeof *skip);
+    int n_lit = gl_mstate_expected_tokens(s, skip + n_stop, EACH_LIT_MAX);
+    if (n_lit > EACH_LIT_MAX)
+        return 0;
+    struct each e = {sh, out, budget, GL_SHORT_INF, 0, skip, n_stop + n_lit};
+    gl_mask_each_token(g, v, s, mask, each_token, &e);
+    // The ids the walk leaves: excluded ones (specials, by literal or as stop tokens) and the
+    // skipped ones.
+    for (size_t w = 0; w < words; w++)
+        for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
+            int32_t id = (int32_t)(w * 32 + (size_t)__builtin_ctz(bits));
+            int skipped = gl_gvocab_is_excluded(v, id);
+            for (int i = 0; i < e.n_skip && !skipped; i++)
+                skipped = skip[i] == id;
+            if (!skipped)
+                continue;
+            int64_t c = judged(sh, v, s, tmp, f, id, stop, n_stop);
+            e.best = min64(e.best, c);
+            if (c <= budget) {
+                out[w] |= 1u << (id & 31);
+                e.kept = 1;
+            }
+        }
+    *best = e.best;
+    *kept = e.kept;
+    return 1;
+}
+
+void gl_short_filter(struct gl_grammar *g, struct gl_short *sh, const struct gl_gvocab *v,
+                     const struct gl_mstate *s, struct gl_mstate *tmp, uint32_t *mask,
+                     int64_t budget, const int32_t *stop, int n_stop)
 {
     size_t words = gl_gvocab_mask_words(v);
     uint32_t *out = gl_calloc(words, sizeof *out);
@@ -1373,16 +1447,18 @@ void gl_short_filter(struct gl_short *sh, const struct gl_gvocab *v, const struc
     }
     int64_t best = GL_SHORT_INF;
     int kept = 0;
-    for (size_t w = 0; w < words; w++)
-        for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
-            int32_t id = (int32_t)(w * 32 + (size_t)__builtin_ctz(bits));
-            int64_t c = judged(sh, v, s, tmp, &f, id, stop, n_stop);
-            best = min64(best, c);
-            if (c <= budget) {
-                out[w] |= 1u << (id & 31);
-                kept = 1;
+    if (f.mode != P_EACH || g_filter_ref ||
+        !walk_pass(g, sh, v, s, tmp, &f, mask, out, words, budget, stop, n_stop, &best, &kept))
+        for (size_t w = 0; w < words; w++)
+            for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
+                int32_t id = (int32_t)(w * 32 + (size_t)__builtin_ctz(bits));
+                int64_t c = judged(sh, v, s, tmp, &f, id, stop, n_stop);
+                best = min64(best, c);
+                if (c <= budget) {
+                    out[w] |= 1u << (id & 31);
+                    kept = 1;
+                }
             }
-        }
     if (!kept && best < GL_SHORT_INF) {
         // Nothing fits (the budget was short from the start): the tokens that come closest.
         for (size_t w = 0; w < words; w++)

@@ -52,6 +52,13 @@ struct gl_gvocab;
 // bytes a split character still owes and the characters a minLength still needs); where every
 // plain token fits, only the non-plain tokens (excluded, or with '"', '\\' or a control byte;
 // listed once per vocabulary) and the stop tokens are judged.
-void gl_short_filter(struct gl_short *sh, const struct gl_gvocab *v, const struct gl_mstate *s,
-                     struct gl_mstate *tmp, uint32_t *mask, int64_t budget, const int32_t *stop,
-                     int n_stop);
+// Where every token must be stepped (keys, numbers, grammars other than JSON), the tokens s
+// accepts by bytes are stepped in one walk of the vocabulary's trie with g's scratch states
+// (mask.h gl_mask_each_token; g NULL: one by one from s).
+struct gl_grammar;
+void gl_short_filter(struct gl_grammar *g, struct gl_short *sh, const struct gl_gvocab *v,
+                     const struct gl_mstate *s, struct gl_mstate *tmp, uint32_t *mask,
+                     int64_t budget, const int32_t *stop, int n_stop);
+// Tests: 1 makes gl_short_filter judge every token one by one from s (the reference the walk
+// must equal), 0 restores the walk. Process-wide; set it between masks.
+void gl_short_filter_reference(int on);

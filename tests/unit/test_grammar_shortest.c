@@ -418,6 +418,16 @@ TEST(test_turn_counts)
     gl_grammar_unref(g);
 }
 
+// Accepts a token drawn uniformly from mask (cand: scratch for every id); 0 when none.
+static int accept_random(struct gl_matcher *m, const uint32_t *mask, int32_t *cand)
+{
+    int n = 0;
+    for (size_t w = 0; w < gl_gvocab_mask_words(vocab); w++)
+        for (uint32_t b = mask[w]; b; b &= b - 1)
+            cand[n++] = (int32_t)(w * 32 + (size_t)__builtin_ctz(b));
+    return n > 0 && gl_matcher_accept(m, cand[rnd() % (uint32_t)n]);
+}
+
 // Random token walks from the start with `remaining` tokens: 1 when the walk accepted a stop
 // token within them.
 static int token_walk(struct gl_matcher *m, uint32_t *mask, int64_t remaining, int within)
@@ -431,11 +441,7 @@ static int token_walk(struct gl_matcher *m, uint32_t *mask, int64_t remaining, i
             gl_matcher_fill_mask_within(m, mask, remaining - used);
         else
             gl_matcher_fill_mask(m, mask);
-        int n = 0;
-        for (size_t w = 0; w < words; w++)
-            for (uint32_t b = mask[w]; b; b &= b - 1)
-                cand[n++] = (int32_t)(w * 32 + (size_t)__builtin_ctz(b));
-        if (n == 0 || !gl_matcher_accept(m, cand[rnd() % (uint32_t)n]))
+        if (!accept_random(m, mask, cand))
             break;
         used++;
     }
@@ -479,6 +485,82 @@ TEST(test_finish_within_walks)
 
 // The unit argument of the upper bound (grammar.h): each of the 256 bytes is a token of its own
 // that byte-level masks may allow. Were one missing, gl_matcher_shortest would report -1.
+// The finish-within filter's trie walk (shortest.h gl_short_filter) against its reference
+// (every token judged one by one from the state): along random token walks through grammars
+// whose states need every token stepped (open and closed object keys, numbers, a GBNF, a regex,
+// the ATEM turn), the filtered mask at budgets around the state's shortest completion must be
+// the same bit for bit. Counts how many compared masks the filter narrowed (not vacuous).
+static void filter_equal(const char *name, enum gl_grammar_kind kind, const char *src, int walks,
+                         int *compared, int *narrowed)
+{
+    struct gl_grammar *g = compile(kind, src, 0);
+    REQUIRE(g);
+    struct gl_matcher *m = NULL;
+    struct gl_err err = {0};
+    REQUIRE(gl_matcher_new(&m, g, vocab, STOPS, 2, &err) == GL_OK);
+    size_t words = gl_gvocab_mask_words(vocab);
+    uint32_t *plain = calloc(words, 4), *fast = calloc(words, 4), *ref = calloc(words, 4);
+    int32_t *cand = malloc(words * 32 * sizeof *cand);
+    int diff = 0;
+    int64_t us[2] = {0, 0}; // the walk, the reference (fill included in both)
+    for (int w = 0; w < walks; w++) {
+        gl_matcher_reset(m);
+        for (int step = 0; step < 16 && !gl_matcher_is_finished(m); step++) {
+            int64_t up;
+            gl_matcher_shortest(m, NULL, &up);
+            gl_matcher_fill_mask(m, plain);
+            for (int64_t left = up - 1; left <= up + 1; left++) {
+                if (left < 1)
+                    continue;
+                gl_short_filter_reference(0);
+                int64_t t0 = gl_time_us();
+                gl_matcher_fill_mask_within(m, fast, left);
+                gl_short_filter_reference(1);
+                int64_t t1 = gl_time_us();
+                gl_matcher_fill_mask_within(m, ref, left);
+                gl_short_filter_reference(0);
+                us[0] += t1 - t0;
+                us[1] += gl_time_us() - t1;
+                (*compared)++;
+                *narrowed += memcmp(ref, plain, words * 4) != 0;
+                if (memcmp(fast, ref, words * 4) != 0 && diff++ < 3)
+                    printf("  %s: walk %d step %d left %lld: the walk's mask differs\n", name, w,
+                           step, (long long)left);
+            }
+            if (!accept_random(m, plain, cand))
+                break;
+        }
+    }
+    CHECKF(diff == 0, "%s: %d masks differ", name, diff);
+    printf("  %s: mask + filter %.1f ms by the walk, %.1f ms one token at a time\n", name,
+           (double)us[0] / 1e3, (double)us[1] / 1e3);
+    free(plain);
+    free(fast);
+    free(ref);
+    free(cand);
+    gl_matcher_free(m);
+    gl_grammar_unref(g);
+}
+
+TEST(test_filter_walk_equals_reference)
+{
+    static const char open_obj[] = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+                                   "\"number\"}}}";
+    int compared = 0, narrowed = 0;
+    filter_equal("open object", GL_GRAMMAR_JSON_SCHEMA, open_obj, T_BY_BUILD(1, 0), &compared,
+                 &narrowed);
+    filter_equal("schema", GL_GRAMMAR_JSON_SCHEMA, SCHEMA, T_BY_BUILD(2, 1), &compared, &narrowed);
+    filter_equal("gbnf", GL_GRAMMAR_GBNF, GBNF, T_BY_BUILD(2, 1), &compared, &narrowed);
+    filter_equal("regex", GL_GRAMMAR_REGEX, "[a-z]{2,4}-[0-9]+(\\.[0-9]{2})?|#", T_BY_BUILD(2, 1),
+                 &compared, &narrowed);
+    char *spec = turn_spec();
+    filter_equal("atem turn", GL_GRAMMAR_ATEM_TURN, spec, T_BY_BUILD(2, 1), &compared, &narrowed);
+    free(spec);
+    printf("# filter walk vs reference: %d masks compared, %d narrowed by the filter\n", compared,
+           narrowed);
+    CHECK(compared > 100 && narrowed > 20);
+}
+
 TEST(test_every_byte_is_a_token)
 {
     uint64_t seen[4] = {0};
@@ -512,5 +594,6 @@ int main(void)
     atexit(free_all);
     RUN_TESTS(test_schema_exact, test_strings_numbers_exact, test_regex_choice_gbnf_exact,
               test_turn_exact, test_upper_bound_states, test_every_byte_is_a_token,
-              test_negative_controls, test_turn_counts, test_finish_within_walks);
+              test_negative_controls, test_turn_counts, test_finish_within_walks,
+              test_filter_walk_equals_reference);
 }
