@@ -163,12 +163,13 @@ int32_t gl_spec_ngram_propose(const int32_t *tok, int64_t n_tok, int32_t lookup_
 //   load or bandwidth (this machine's drifts 25-59 GB/s within minutes). A single slow step there
 //   would otherwise bar its length for good: that length is never chosen again, so never
 //   measured again, and through the running max it also raises every longer one (seen on the
-//   4-layer file: one 5-row step of 116 ms against ~88 ms held the choice below 4 for good; on
-//   the 52-layer file the model gave 1.65x where fixed k 3 gave 2.04x, and 1.92x against 1.84x
-//   with this rule). So a stale bucket's next measurement replaces it, the running max skips a
-//   stale bucket below a fresh one, and every GL_SPEC_PROBE_EVERY steps that draft, the length
-//   one below or above the chosen one (alternately) is tried when its bucket is stale
-//   (gl_spec_cost_explore): at most one step in 16 at a neighbouring length.
+//   4-layer file: one 5-row step of 116 ms, with 4-row steps at 78-85 ms, kept k 4 out for good;
+//   on the 52-layer file the model gave 1.65x by median where fixed k 3 gave 2.04x a quarter
+//   hour before, and 1.92x against 1.84x with this rule). So a stale bucket's next measurement
+//   replaces it, the running max skips a stale bucket below a fresh one, and every
+//   GL_SPEC_PROBE_EVERY steps that draft, the length one below or above the chosen one
+//   (alternately) is tried when its bucket is stale (gl_spec_cost_explore): at most one step in
+//   16 at a neighbouring length.
 // - R0: the step's rows without drafts: its decodes plus the prefill tokens it is expected to
 //   schedule (pending prompts of running sequences, and waiting ones while a slot is free),
 //   within max_num_batched_tokens.
