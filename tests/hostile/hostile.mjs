@@ -6,9 +6,13 @@
 // in count and time.
 // Each attack must be answered as expected (a 4xx naming the problem, or a closed connection
 // where HTTP allows nothing better), the server must not crash, every good request must succeed,
-// and the good client's p99 latency during the attacks must stay within 2x its baseline p99 measured
+// and the good client's p99 latency during the attacks must stay within 3x its baseline p99 measured
 // in the same run (before the attacks and again after them, the larger), with a floor:
-// p99 <= 2 * max(baseline p99s, 125 ms). Why a floor: with ~20
+// p99 <= 3 * max(baseline p99s, 125 ms). Why 3x: with 2x, a fresh-clone `.ci/run` on a slow day
+// (d18b71c, 2026-12-05, the ASan lane running beside) failed with one good request of 24 at 314 ms
+// against baselines of 104 / 143 ms (2.2x); starvation, which this guards against, costs a good
+// request a whole attack (a grammar compile behind a server-wide lock would hold it up to the
+// compile's 1 s budget, 7-10x the baseline), still far over 3x. Why a floor: with ~20
 // good requests under attack the p99 is their maximum, one sample. On the 2-core test machine the
 // ~50-90 ms good request swings by tens of ms run to run, and the CPU-bound attacks (parsing a
 // 1-10 MB body, 1,000 connects, a grammar compile) take ~100 ms of one of the two cores by nature.
@@ -431,7 +435,7 @@ async function main() {
     await sleep(BASELINE_S * 1000 + 300);
     const after = await good.stop();
     const afterP99 = p99(after.map((r) => r.ms));
-    const limit = 2 * Math.max(baseP99, afterP99, FLOOR_MS);
+    const limit = 3 * Math.max(baseP99, afterP99, FLOOR_MS);
 
     const pad = (s, n) => String(s).padEnd(n);
     const f = (x) => (Number.isFinite(x) ? x.toFixed(0) : "-");
@@ -439,7 +443,7 @@ async function main() {
     console.log(`|${"-".repeat(48)}|${"-".repeat(44)}|${"-".repeat(36)}|-------|----------------------|----|`);
     for (const r of rows) console.log(`| ${pad(r.name, 46)} | ${pad(r.expected, 42)} | ${pad(r.got, 34)} | ${pad(f(r.ms), 5)} | ${pad(`${f(r.before)} / ${f(r.after)}`, 20)} | ${r.ok ? "ok" : "NO"} |`);
     const goodFail = [...base, ...att, ...after].filter((r) => !r.ok);
-    console.log(`# good client: baseline ${base.length} requests p99 ${f(baseP99)} ms, after the attacks ${after.length} p99 ${f(afterP99)} ms; under attack ${att.length} requests p99 ${f(attP99)} ms (max ${f(Math.max(...attMs))}); limit 2 x max(${f(baseP99)}, ${f(afterP99)}, ${FLOOR_MS}) = ${f(limit)} ms; failures ${goodFail.length}`);
+    console.log(`# good client: baseline ${base.length} requests p99 ${f(baseP99)} ms, after the attacks ${after.length} p99 ${f(afterP99)} ms; under attack ${att.length} requests p99 ${f(attP99)} ms (max ${f(Math.max(...attMs))}); limit 3 x max(${f(baseP99)}, ${f(afterP99)}, ${FLOOR_MS}) = ${f(limit)} ms; failures ${goodFail.length}`);
     // Where the growth is: compiled grammars the attacks left in the cache (charged at their real
     // size, bounded by --grammar-cache-bytes), each attack's share, and the kinds of memory.
     await sleep(TRIM_WAIT_MS);
