@@ -1354,6 +1354,17 @@ void gl_short_filter_reference(int on)
 // otherwise (a token literal s expects, a stop id) are left to judged().
 #define EACH_LIT_MAX  64
 #define EACH_STOP_MAX 16
+
+// One judged token of the full pass: cost c of id, kept in out when it fits the budget.
+static void take(uint32_t *out, int32_t id, int64_t c, int64_t budget, int64_t *best, int *kept)
+{
+    *best = min64(*best, c);
+    if (c <= budget) {
+        out[id / 32] |= 1u << (id % 32);
+        *kept = 1;
+    }
+}
+
 struct each {
     struct gl_short *sh;
     uint32_t *out;
@@ -1369,12 +1380,7 @@ static void each_token(void *user, int32_t id, const struct gl_mstate *after)
     for (int i = 0; i < e->n_skip; i++)
         if (e->skip[i] == id)
             return;
-    int64_t c = gl_short_state(e->sh, after);
-    e->best = min64(e->best, c);
-    if (c <= e->budget) {
-        e->out[id / 32] |= 1u << (id % 32);
-        e->kept = 1;
-    }
+    take(e->out, id, gl_short_state(e->sh, after), e->budget, &e->best, &e->kept);
 }
 
 // The full pass by the walk; 0 when it does not apply (too many expected literals: the caller
@@ -1404,12 +1410,7 @@ static int walk_pass(struct gl_grammar *g, struct gl_short *sh, const struct gl_
                 skipped = skip[i] == id;
             if (!skipped)
                 continue;
-            int64_t c = judged(sh, v, s, tmp, f, id, stop, n_stop);
-            e.best = min64(e.best, c);
-            if (c <= budget) {
-                out[w] |= 1u << (id & 31);
-                e.kept = 1;
-            }
+            take(out, id, judged(sh, v, s, tmp, f, id, stop, n_stop), budget, &e.best, &e.kept);
         }
     *best = e.best;
     *kept = e.kept;
@@ -1452,12 +1453,7 @@ void gl_short_filter(struct gl_grammar *g, struct gl_short *sh, const struct gl_
         for (size_t w = 0; w < words; w++)
             for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
                 int32_t id = (int32_t)(w * 32 + (size_t)__builtin_ctz(bits));
-                int64_t c = judged(sh, v, s, tmp, &f, id, stop, n_stop);
-                best = min64(best, c);
-                if (c <= budget) {
-                    out[w] |= 1u << (id & 31);
-                    kept = 1;
-                }
+                take(out, id, judged(sh, v, s, tmp, &f, id, stop, n_stop), budget, &best, &kept);
             }
     if (!kept && best < GL_SHORT_INF) {
         // Nothing fits (the budget was short from the start): the tokens that come closest.
