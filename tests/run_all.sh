@@ -49,7 +49,7 @@ run_suite machine-paths bash tests/structure/check_paths.sh
 # checks work in their own folders under $GLINT_TEST_DIR, the tiny models they share are written
 # under flock (tests/oracle/lib.sh), and none of them starts a server. The lane prints its lines
 # at the end, in order.
-LANE2="check_grammar_sample check_media_torch check_writer check_image_pillow check_video check_dflash_llama"
+LANE2="check_parity check_convert check_grammar_sample check_media_torch check_writer check_image_pillow check_video check_dflash_llama"
 lane2() {
     passed=0; failed=0; failed_names=""
     if [ "${GLINT_SKIP_ASAN:-0}" = 1 ]; then

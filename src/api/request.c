@@ -149,7 +149,7 @@ static const struct field k_fields[] = {
 static void warn_ignored(const char *name)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static char seen[WARN_NAMES][48];
+    static char seen[WARN_NAMES][65]; // note_ignored cuts names to 64 bytes
     static int n_seen;
     static int64_t last_us;
     pthread_mutex_lock(&mu);

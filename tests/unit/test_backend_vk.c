@@ -669,7 +669,10 @@ TEST(test_plan_matches_alloc)
             struct gl_gguf *g = NULL;
             struct gl_gguf_open_params op = gl_gguf_default_open_params();
             REQUIRE(gl_gguf_open(&g, path, &op, &err) == GL_OK);
-            const struct e_shape sh = {6, 4, 12, 24, 1, E_GEN, 24, NULL};
+            // One request of one token: the buffers are sized by the engine's limits (4 seqs, 12
+            // step tokens, 24 positions), not by the requests run, and are all made by the end of
+            // the first step.
+            const struct e_shape sh = {1, 4, 12, 24, 1, 1, 24, NULL};
             g_ngl = ngl[i];
             struct gl_engine *e = e_new(m, 0, &sh);
             REQUIRE(e);

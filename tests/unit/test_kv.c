@@ -606,6 +606,7 @@ static void pool_step(struct gl_model_ctx *c, struct runseq *rs, const int32_t *
                       const int32_t *n, int k, float *logits)
 {
     struct gl_batch_seq bs[8];
+    memset(bs, 0, sizeof bs); // gcc -O1 cannot see k >= 1 and warns bs may be unset
     struct gl_err err;
     GL_ASSERT(k <= 8);
     for (int i = 0; i < k; i++) {
