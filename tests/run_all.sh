@@ -39,17 +39,19 @@ run_suite file-calls python3 tests/structure/check_calls.py --self-test
 run_suite machine-paths bash tests/structure/check_paths.sh
 # A second lane runs beside the rest: the same unit tests and corpus replays under
 # AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included; any report fails the
-# suite), then the oracle checks named in LANE2 (about 300 s together: python, torch and the
-# llama.cpp DFlash harness, one thread each). The sanitised tests are mostly one thread, and the
-# other lane's oracle and server checks spend much of their time waiting on node, python and
-# server start-up, so on 2 cores the two lanes together took 1,032 s of wall time (fresh clone of
-# bfaa02b, setup included) where one lane took 24.6 min (8128bc9; both on this machine,
-# 2026-12-04). Nothing in the lane shares a path or a port with the other: the unit tests and
-# fuzz replays make their own temporary files (mkdtemp / pid) and bind no socket, the LANE2
-# checks work in their own folders under $GLINT_TEST_DIR, the tiny models they share are written
-# under flock (tests/oracle/lib.sh), and none of them starts a server. The lane prints its lines
-# at the end, in order.
-LANE2="check_parity check_convert check_grammar_sample check_media_torch check_writer check_image_pillow check_video check_dflash_llama"
+# suite; built at -O1, see CMakeLists.txt), then the oracle checks named in LANE2 (python, torch,
+# node-llama-cpp and the llama.cpp DFlash harness, one thread each). The sanitised tests are
+# mostly one thread, and the other lane's oracle and server checks spend much of their time
+# waiting on node, python and server start-up, so on 2 cores the two lanes together took 1,032 s
+# of wall time (fresh clone of bfaa02b, setup included) where one lane took 24.6 min (8128bc9;
+# both on this machine, 2026-12-04). Which oracle checks go here balances the lanes: with the
+# sanitizer build at -O1 the sanitised tests took 344 s where they had taken 834 (fresh clones
+# of 86ae095 and 3ebca65, 2026-12-05), so check_parity moved here. Nothing in the lane shares a
+# path or a port with the other: the unit tests and fuzz replays make their own temporary files
+# (mkdtemp / pid) and bind no socket, the LANE2 checks work in their own folders under
+# $GLINT_TEST_DIR, the tiny models they share are written under flock (tests/oracle/lib.sh), and
+# none of them starts a server. The lane prints its lines at the end, in order.
+LANE2="check_parity check_grammar_sample check_media_torch check_writer check_image_pillow check_video check_dflash_llama"
 lane2() {
     passed=0; failed=0; failed_names=""
     if [ "${GLINT_SKIP_ASAN:-0}" = 1 ]; then
