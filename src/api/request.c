@@ -145,11 +145,12 @@ static const struct field k_fields[] = {
 
 // Ignored fields are logged once per name (at most WARN_NAMES names; past that one line a
 // minute), so a client sending a field on every request does not flood the log.
-#define WARN_NAMES 64
+#define WARN_NAMES       64
+#define IGNORED_NAME_MAX 64 // bytes of an ignored field's name kept (header and log)
 static void warn_ignored(const char *name)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static char seen[WARN_NAMES][65]; // note_ignored cuts names to 64 bytes
+    static char seen[WARN_NAMES][IGNORED_NAME_MAX + 1];
     static int n_seen;
     static int64_t last_us;
     pthread_mutex_lock(&mu);
@@ -177,7 +178,7 @@ static void note_ignored(struct gl_api_req *r, const char *name)
     size_t len = strlen(r->ignored);
     if (len >= 4 && strcmp(r->ignored + len - 3, "...") == 0)
         return;
-    char safe[65];
+    char safe[IGNORED_NAME_MAX + 1];
     size_t n = 0;
     for (; name[n] && n < sizeof safe - 1; n++) {
         unsigned char ch = (unsigned char)name[n];
