@@ -1597,19 +1597,11 @@ static int64_t frame_walk_named(const struct gl_trie *t, struct gl_mcache *c,
     return visited;
 }
 
-// The quote-free part for a key of declared names only, into part (every word written). A
-// token without '"' or '\\' is accepted iff its bytes continue one of the names the key may
-// still become (gl_mstate_sframe_names): the tokens on each name's path through the trie, as
-// far as the name's bytes are raw-typable (not a control byte, '"' or '\\', which need an
-// escape). The tokens with a backslash (escapes may spell name characters) are walked with
-// the frame. Returns the nodes visited.
-static int64_t names_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
-                          size_t fs, uint32_t *part)
+// The quote- and backslash-free tokens on the paths of n names' rests (c->nm_p, c->nm_len)
+// through the trie, as far as each rest's bytes are raw-typable (not a control byte, '"' or
+// '\\', which need an escape), ORed into part. Returns the nodes visited.
+static int64_t name_paths(struct gl_mcache *c, const struct gl_gvocab *v, int n, uint32_t *part)
 {
-    memset(part, 0, v->words * sizeof *part);
-    int n = gl_mstate_sframe_names(s, c->frames, c->nm_p, c->nm_len, GL_NAMES_MAX);
-    if (n < 0)
-        return frame_walk_named(&v->noq, c, s, fs, part);
     const struct gl_tnode *nd = v->noq.nodes;
     int64_t visited = 0;
     for (int i = 0; i < n; i++) {
@@ -1633,6 +1625,22 @@ static int64_t names_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
             allow_node_tokens(&v->noq, x, part);
         }
     }
+    return visited;
+}
+
+// The quote-free part for a key of declared names only, into part (every word written). A
+// token without '"' or '\\' is accepted iff its bytes continue one of the names the key may
+// still become (gl_mstate_sframe_names): those on the names' paths (name_paths). The tokens
+// with a backslash (escapes may spell name characters) are walked with the frame. Returns the
+// nodes visited.
+static int64_t names_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
+                          size_t fs, uint32_t *part)
+{
+    memset(part, 0, v->words * sizeof *part);
+    int n = gl_mstate_sframe_names(s, c->frames, c->nm_p, c->nm_len, GL_NAMES_MAX);
+    if (n < 0)
+        return frame_walk_named(&v->noq, c, s, fs, part);
+    int64_t visited = name_paths(c, v, n, part);
     return visited + frame_walk_named(&v->bsl, c, s, fs, part);
 }
 
@@ -1989,13 +1997,21 @@ static int64_t frame_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
         cw = cview_get(c, v, cls, &pending);
     struct gl_sfast sf;
     struct gl_sfast_st sst;
-    int fast = gl_mstate_sfast(s, th, &sf, &sst);
-    if (cw)
-        return class_mask(cw, c, v, s, fs, fast ? &sf : NULL, &sst, part);
+    int fast = gl_mstate_sfast(s, th, &sf, &sst), names = 0;
+    // A key's pattern stepper: its declared names still possible are added by their paths
+    // (more than the cache holds: the frame walk).
+    if (fast && sf.key &&
+        (names = gl_mstate_sframe_key_names(s, c->frames, c->nm_p, c->nm_len, GL_NAMES_MAX)) < 0)
+        fast = 0;
+    if (cw) {
+        int64_t n = class_mask(cw, c, v, s, fs, fast ? &sf : NULL, &sst, part);
+        return fast ? n + name_paths(c, v, names, part) : n;
+    }
     memset(part, 0, v->words * sizeof *part);
     int64_t n;
-    if (fast) { // the memo writes every word: before the backslash tokens are ORed in
+    if (fast) { // the memo writes every word: before the names and backslash tokens are ORed in
         n = memo_walk(c->xmemo, GL_XMEMO_N, &v->noq, NULL, v->words, c, &sf, &sst, part, v, 1);
+        n += name_paths(c, v, names, part);
         n += frame_walk(&v->bsl, NULL, c, s, fs, part);
     } else {
         n = frame_walk(&v->noq, NULL, c, s, fs, part);

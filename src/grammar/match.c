@@ -2624,13 +2624,21 @@ int gl_mstate_sframe_next_bytes(const struct gl_mstate *s, const uint64_t *frame
 int gl_mstate_sframe_names(const struct gl_mstate *s, const uint64_t *frame, const uint8_t **p,
                            uint32_t *len, int cap)
 {
-    struct gl_mstate *m = (struct gl_mstate *)(uintptr_t)s;
     struct frm *f = (struct frm *)(uintptr_t)frame;
     uint64_t set[4] = {0, 0, 0, 0};
     if (s->ir->nodes[f->node].kind != GN_JOBJECT || !frame_next_bytes(s, f, set))
         return -1;
-    // key_probe with no non-declared key possible: the declared names in the prefix range
-    // that o_prop_ok allows.
+    return gl_mstate_sframe_key_names(s, frame, p, len, cap);
+}
+
+int gl_mstate_sframe_key_names(const struct gl_mstate *s, const uint64_t *frame, const uint8_t **p,
+                               uint32_t *len, int cap)
+{
+    struct gl_mstate *m = (struct gl_mstate *)(uintptr_t)s;
+    struct frm *f = (struct frm *)(uintptr_t)frame;
+    if (s->ir->nodes[f->node].kind != GN_JOBJECT)
+        return -1;
+    // key_probe's declared names: those in the prefix range that o_prop_ok allows.
     const struct gl_gobj *o = &s->ir->nodes[f->node].u.obj;
     const struct opay *op = OP(f);
     int allow = o_allow_optional(o, op), n = 0;
@@ -2725,6 +2733,41 @@ int gl_mstate_sframe_step(const struct gl_mstate *s, uint64_t *frame, uint8_t b)
     }
 }
 
+// gl_mstate_sfast for a key (an object frame in O_KEY) under its object's one pattern property,
+// with no additional properties and the pattern's DFA alive. A plain byte is taken iff a
+// declared name still possible goes on with it or the pattern's DFA stays alive (key_probe,
+// without min_chars; key_apply's range, hash and length decide nothing later in the key), and
+// both only narrow, so a token is taken iff it is on a name's path or the DFA lives through it:
+// the stepper is a string body with that one regex and no length bound, and the names are
+// added apart (f->key). A schema of pattern-property keys walked the 415k-node quote-free trie
+// with a whole key step per node at each key (every key position is a new frame value: the
+// names read differ); as a string the walk is kept by DFA state.
+static int key_sfast(const struct gl_mstate *s, struct frm *fr, struct gl_sfast *f,
+                     struct gl_sfast_st *st)
+{
+    struct gl_mstate *m = (struct gl_mstate *)(uintptr_t)s;
+    const struct gl_gobj *o = &s->ir->nodes[fr->node].u.obj;
+    const struct opay *p = OP(fr);
+    if (p->d.esc || o->additional >= 0 || o->n_patterns != 1 || !o_extra_ok(m, fr))
+        return 0;
+    uint32_t q = o_pats(m, fr)[0];
+    if (q == GL_RE_DEAD)
+        return 0;
+    f->key = 1;
+    f->n_rx = 1;
+    f->max_chars = -1;
+    f->min_chars = 0;
+    f->need_mc = 0;
+    f->rx[0] = s->ir->regexes[o->patterns[0].re];
+    gl_regex_view(f->rx[0], &f->view[0]);
+    memset(st, 0, sizeof *st);
+    st->need = p->d.need;
+    st->lo = p->d.lo;
+    st->hi = p->d.hi;
+    st->re[0] = q;
+    return 1;
+}
+
 int gl_mstate_sfast(const struct gl_mstate *s, uint32_t th, struct gl_sfast *f,
                     struct gl_sfast_st *st)
 {
@@ -2732,11 +2775,14 @@ int gl_mstate_sfast(const struct gl_mstate *s, uint32_t th, struct gl_sfast *f,
     if (!fr)
         return 0;
     const struct gl_gnode *nd = &s->ir->nodes[fr->node];
+    if (nd->kind == GN_JOBJECT)
+        return key_sfast(s, fr, f, st);
     if (nd->kind != GN_JSTRING || nd->u.str.n_regex > GL_SFAST_RX)
         return 0;
     const struct spay *p = payload(fr);
     if (p->d.esc)
         return 0;
+    f->key = 0;
     f->n_rx = nd->u.str.n_regex;
     f->max_chars = nd->u.str.max_chars;
     f->min_chars = nd->u.str.min_chars;

@@ -114,6 +114,11 @@ int gl_mstate_sframe_next_bytes(const struct gl_mstate *s, const uint64_t *frame
 // continues one of them.
 int gl_mstate_sframe_names(const struct gl_mstate *s, const uint64_t *frame, const uint8_t **p,
                            uint32_t *len, int cap);
+// The same names for any key frame, whatever else it may take (patterns, additional keys): a
+// raw byte continuing one of them is accepted. -1 for a frame that is not a key, or more than
+// cap names.
+int gl_mstate_sframe_key_names(const struct gl_mstate *s, const uint64_t *frame, const uint8_t **p,
+                               uint32_t *len, int cap);
 // For a string-value frame (not a key) outside an escape: 1 when a '"' now would end the
 // string, 0 when not. -1 inside an escape (a '"' there is no end), for a key frame and for an
 // item of a uniqueItems array (whose ends depend on the rest of the state: duplicates, the
@@ -140,6 +145,7 @@ int gl_mstate_key_canon(struct gl_mstate *s);
 #define GL_SFAST_RX 8
 struct gl_sfast { // fixed for the frame's node (but for the views, which follow DFA growth)
     int32_t n_rx, max_chars, min_chars;
+    int key; // a key's pattern: the key also takes its declared names (gl_mstate_sframe_key_names)
     int need_mc; // the DFA states' min_chars matter: maxLength, or a lookahead pattern
     struct gl_regex *rx[GL_SFAST_RX];
     struct gl_regex_view view[GL_SFAST_RX];
@@ -150,7 +156,9 @@ struct gl_sfast_st { // the part a byte changes
     uint32_t re[GL_SFAST_RX];
 };
 // 1 when thread th's frame is a (non-raw) JSON string body outside an escape with at most
-// GL_SFAST_RX regexes: fills *f and *st. 0 otherwise (walk the frame itself).
+// GL_SFAST_RX regexes, or a key outside an escape under its object's one pattern property (no
+// additional properties; f->key: the stepper is the pattern's, and a token is also accepted on
+// the path of a declared name still possible): fills *f and *st. 0 otherwise (walk the frame).
 int gl_mstate_sfast(const struct gl_mstate *s, uint32_t th, struct gl_sfast *f,
                     struct gl_sfast_st *st);
 // A byte b >= 0x80 that starts a UTF-8 code point: *need continuation bytes follow, the first

@@ -342,6 +342,12 @@ TEST(test_frame_masks)
     "{\"type\":\"integer\"},\"a\\\"b\":{},\"tab\\tx\":{},\"back\\\\slash\":{},\"nx\":{}},"         \
     "\"additionalProperties\":false,\"required\":[\"nx\"]}"
 
+// An object of pattern properties PATS beside a declared "xname", no other key (EXTRA: more
+// keywords).
+#define PKEY_SCHEMA(PATS, EXTRA)                                                                   \
+    "{\"type\":\"object\",\"properties\":{\"xname\":{}},\"patternProperties\":{" PATS "},"         \
+    "\"additionalProperties\":false" EXTRA "}"
+
 // Fixed prefixes that end where the string-body paths are easy to get wrong: after a backslash
 // (a quote there is no end), inside \uXXXX, inside a multi-byte character, inside a key under a
 // pattern, with two string readings alive; each mask against the reference, with the class walk
@@ -431,6 +437,22 @@ TEST(test_frame_prefixes)
         {"{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",\"b\",\"ba\"]},"
          "\"uniqueItems\":true}",
          "[\"ab\",\"ba\",\"b\",\"a\""},
+        // keys under the object's one pattern property (walked as a string with that regex, the
+        // declared names still possible added by their paths: gl_mstate_sfast): inside a
+        // character, under a search pattern, after a name sharing the pattern's prefix was read,
+        // with a name still possible that the pattern refuses, inside a name, the name complete
+        // with the pattern dead (the frame walk), no room left for a non-declared key
+        // (maxProperties and a required name); two patterns (either may take a byte: the frame
+        // walk)
+        {PKEY_SCHEMA("\"^x.*$\":{}", ""), "{\"x\xc3"},
+        {PKEY_SCHEMA("\"[0-9]\":{}", ""), "{\"ab"},
+        {PKEY_SCHEMA("\"^x[a-z]*$\":{}", ""), "{\"xname\":1,\"x"},
+        {PKEY_SCHEMA("\"^x[0-9]*$\":{}", ""), "{\"x"},
+        {PKEY_SCHEMA("\"^x[a-z]*$\":{}", ""), "{\"xnam"},
+        {PKEY_SCHEMA("\"^y\":{}", ""), "{\"xname"},
+        {PKEY_SCHEMA("\"^x\":{}", ",\"maxProperties\":2,\"required\":[\"xname\"]"),
+         "{\"xa\":1,\"x"},
+        {PKEY_SCHEMA("\"^x[a-z]*$\":{},\"^[a-c]+$\":{}", ""), "{\"xname\":1,\""},
     };
     uint32_t *fast = mask_new(), *ref = mask_new();
     for (int forced = 0; forced < 2; forced++) {
