@@ -90,9 +90,10 @@ struct gl_gvocab {
     struct gl_trie bsl;     // tokens with a '\\' byte and no '"' (walked exactly by the class walk)
     struct gl_trie numq;    // tokens of number bytes only (0-9 + - . e E): the number walk
     struct gl_trie nonum;   // the other byte-matchable tokens
-    // Quote tokens as P '"' S, split at the first quote, for string values (quote_part): the
-    // distinct P (no backslash: the quote really ends the string) and S, and each token's pair.
-    struct gl_trie qesc; // quote tokens with a backslash before the first quote (walked whole)
+    // Quote tokens as P '"' S, split at the quote that ends a string they start in (the first
+    // one no backslash escapes: quote_close_at), for string values (quote_part): the distinct P
+    // (escapes included) and S, and each token's pair.
+    struct gl_trie qesc; // quote tokens whose every quote is escaped: body tokens (frame walks)
     struct gl_trie qsuf; // the distinct non-empty S (ids: S index)
     const uint8_t **qp;  // distinct P: bytes (into blob) and lengths
     uint32_t *qp_len;
@@ -568,8 +569,21 @@ static gl_status trie_build(struct gl_trie *t, const struct gl_tokref *refs, siz
     return trie_build_opt(t, refs, n, 1, err);
 }
 
-// The P '"' S split of the quote tokens q[0..n) (sorted; see struct gl_gvocab). Distinct parts
-// are found by linear search: the real vocabulary has ~170 P and ~480 S.
+// Where a token's text closes a JSON string it starts inside, outside an escape: the index of
+// its first quote that no backslash escapes, or len when every quote is escaped (the token stays
+// in the string body). An escape's first byte is skipped with its backslash; the rest of one
+// (\\u's hex digits) holds neither a quote nor a backslash in any text the frame takes.
+static uint32_t quote_close_at(const uint8_t *p, uint32_t len)
+{
+    uint32_t i = 0;
+    while (i < len && p[i] != '"')
+        i += p[i] == '\\' ? 2 : 1;
+    return i < len ? i : len;
+}
+
+// The P '"' S split of the quote tokens q[0..n) (sorted; see struct gl_gvocab) at the quote that
+// closes the string (quote_close_at); P may hold escapes. Distinct parts are found by linear
+// search: the real vocabulary has ~160 P and ~480 S.
 static gl_status quote_split_build(struct gl_gvocab *v, const struct gl_tokref *q, size_t n,
                                    struct gl_err *err)
 {
@@ -593,8 +607,8 @@ static gl_status quote_split_build(struct gl_gvocab *v, const struct gl_tokref *
     v->qs_empty = -1;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = q[i].p;
-        uint32_t k = (uint32_t)((const uint8_t *)memchr(p, '"', q[i].len) - p);
-        if (memchr(p, '\\', k)) {
+        uint32_t k = quote_close_at(p, q[i].len);
+        if (k == q[i].len) { // every quote escaped: a body token (qesc)
             esc[n_esc++] = q[i];
             continue;
         }
@@ -731,8 +745,9 @@ static gl_status vocab_tries(struct gl_gvocab *v, struct gl_tokref *refs, size_t
             v->free_max = (int32_t)refs2[i].len;
     v->qids_ok = 1;
     for (size_t i = 0; i < n_slow; i++) { // every quote token is slow (not plain)
-        const uint8_t *qp = memchr(refs[i].p, '"', refs[i].len);
-        if (qp && (qp - refs[i].p > GL_QP_MAX_CHARS || qp - refs[i].p > v->free_max))
+        // The bytes the body takes: up to the closing quote, or all of a qesc token.
+        int32_t k = (int32_t)quote_close_at(refs[i].p, refs[i].len);
+        if (memchr(refs[i].p, '"', refs[i].len) && (k > GL_QP_MAX_CHARS || k > v->free_max))
             v->qids_ok = 0;
     }
     if ((st = trie_build(&v->slnq, refs2, n_slnq, err)) != GL_OK)
@@ -2056,7 +2071,14 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
     // One pass: the allowed ids into c->sparse until there are too many for a sparse entry.
     // Blocks of 8 zero words are skipped with one test (a sparse mask is mostly zeros: the
     // word-by-word loop over its 6,314 words was most of a put).
+    // A sample of 256 words first: more than GL_MASK_SPARSE_MAX bits in it is a dense mask for
+    // certain, stored whole without taking its first 2,049 ids one by one (~3 us a put).
     int64_t n_set = 0;
+    size_t stride = v->words / 256 ? v->words / 256 : 1;
+    for (size_t w = 0; w < v->words && n_set <= GL_MASK_SPARSE_MAX; w += stride)
+        n_set += __builtin_popcount(mask[w]);
+    if (n_set <= GL_MASK_SPARSE_MAX)
+        n_set = 0;
     for (size_t w = 0; w < v->words && n_set <= GL_MASK_SPARSE_MAX; w++) {
         if ((w & 7) == 0 && w + 8 <= v->words) {
             uint32_t any = 0;
@@ -2122,7 +2144,7 @@ static void mentry_read(const struct gl_mentry *e, size_t words, uint32_t *mask)
 // The quote tokens of a one-thread state inside a string value, ORed into mask. A token
 // P '"' S is accepted iff the frame takes P and may end there, and the state after the closing
 // quote takes S; that state pops the string, so it is the same for every P and S is walked once
-// instead of under each P. Tokens with a backslash before their first quote are walked whole.
+// instead of under each P. Tokens whose every quote is escaped stay in the body (qesc).
 
 // The suffixes S accepted from q, the state just after a closing quote (bits over v->n_qs, the
 // empty S included), into accs: kept by q (c->qe), walked on a miss. Returns the nodes visited.
@@ -2193,16 +2215,18 @@ static int32_t quote_prefixes(struct gl_mcache *c, const struct gl_gvocab *v,
     return first;
 }
 
-// The rest, given the prefixes (quote_prefixes): the P '"' S tokens and the tokens with a
-// backslash before their first quote (qesc, walked from s), into mask. Both depend on the frame
+// The rest, given the prefixes (quote_prefixes): the P '"' S tokens and the tokens whose every
+// quote is escaped (qesc: body tokens, walked with the frame, c->frames[0], fs bytes), into
+// mask. Both depend on the frame
 // and on the state after the closing quote alone (a string value's end pops its frame), so with
 // the frame's cache entry e the result is kept there as ids, under the serial of the quote
 // cache's entry for that state: the next mask of the same frame value before the same state
 // (most positions of a string value, whose frame is keyed by budgets or DFA states) ORs the
-// ids instead of ~1,000 P/S pairs and a ~50-node walk of whole states (~3-5 us). Returns the
-// nodes visited.
+// ids instead of ~1,000 P/S pairs and a ~50-node frame walk (~3-5 us). Returns the nodes
+// visited.
 static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
-                          const uint32_t *accp, int32_t first, struct gl_sentry *e, uint32_t *mask)
+                          size_t fs, const uint32_t *accp, int32_t first, struct gl_sentry *e,
+                          uint32_t *mask)
 {
     int64_t visited = 0;
     uint64_t serial = 0;
@@ -2232,7 +2256,7 @@ static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const 
                 out[v->qd_tok[k] >> 5] |= 1u << (v->qd_tok[k] & 31);
         }
     }
-    visited += trie_walk(&v->qesc, c, s, out);
+    visited += frame_walk(&v->qesc, NULL, c, s, fs, out);
     if (out != mask) {
         // Gather (and clear) the accepted quote tokens: the P/S pairs, then qesc's.
         int32_t n = 0, cap = v->n_qd + (int32_t)v->qesc.n_ids;
@@ -2329,12 +2353,12 @@ static int64_t quote_multi(struct gl_mcache *c, const struct gl_gvocab *v,
 }
 
 // The quote tokens of a one-thread state inside the key of an object with declared names only
-// (nb: the key frame's next bytes), ORed into mask. A token P '"' S (no backslash in P) is
-// accepted iff the state takes P and then the quote (the key is then a declared name), and the
-// state after that takes S. Only the P that spell the rest of a candidate name get that far;
-// S is walked once per state after the quote (quote_suffixes, kept across masks) instead of
-// under every P by the whole-state walk. -1 when more than GL_QSETS_MAX prefixes close the key
-// (mask then untouched). Returns the nodes visited.
+// (nb: the key frame's next bytes), ORed into mask. A token P '"' S is accepted iff the state takes
+// P and then the quote (the key is then a declared name), and the state after that takes S. Only
+// the P that spell the rest of a candidate name get that far; S is walked once per state after the
+// quote (quote_suffixes, kept across masks) instead of under every P by the whole-state walk. -1
+// when more than GL_QSETS_MAX prefixes close the key (mask then untouched). Returns the nodes
+// visited.
 static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
                          const uint64_t nb[4], uint32_t *mask)
 {
@@ -2371,15 +2395,16 @@ static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const s
 }
 
 // The quote tokens of a one-thread state inside a key that need not be a declared name (an
-// object with additional or pattern properties), ORed into mask. A token P '"' S (no backslash
-// in P) is accepted iff the key frame (c->frames[0], fs bytes) takes P, the quote then closes
-// the key (gl_mstate_sframe_key_close), and the state after it takes S. That state is one per
+// object with additional or pattern properties), ORed into mask. A token P '"' S is accepted
+// iff the key frame (c->frames[0], fs bytes) takes P, the quote then closes the key
+// (gl_mstate_sframe_key_close; read from the frame without stepping P where the object takes
+// any other key: gl_mstate_sframe_key_quote), and the state after it takes S. That state is one per
 // outcome (a declared prop, or the value node of a non-declared key), up to the hash that a
 // non-declared key adds to the object's duplicate list, which only the close of a further key
 // of this object reads: for S with fewer than two quotes it is zeroed (gl_mstate_key_canon), so
 // the state repeats across the key's positions and the S bits come from the quote cache. The
-// tokens whose S has two quotes or more (qmany) and those with a backslash before the first
-// quote (qesc) are walked whole. Before, every mask of such a key walked all quote tokens with
+// tokens whose S has two quotes or more (qmany) are walked whole, the body tokens of qesc with
+// the frame. Before, every mask of such a key walked all quote tokens with
 // whole states (~450 nodes, each a copy and a key step over the candidate names: ~30 us).
 // -1 when more than GL_QSETS_MAX outcomes occur (mask then untouched). Returns the nodes
 // visited.
@@ -2400,12 +2425,16 @@ static int64_t quote_okey(struct gl_mcache *c, const struct gl_gvocab *v, const 
         return -1; // not a key, or inside an escape (a '"' next is part of the key)
     for (int32_t a = 0; a < v->n_qp; a++) {
         slot[a] = 0;
-        memcpy(f1, c->frames, fs);
-        uint32_t k = 0;
-        while (k < v->qp_len[a] && gl_mstate_sframe_step(s, f1, v->qp[a][k]))
-            k++;
-        visited += k;
-        int r = k == v->qp_len[a] ? gl_mstate_sframe_key_close(s, f1, &mb) : 0;
+        int r = gl_mstate_sframe_key_quote(s, c->frames, v->qp[a], v->qp_len[a], &mb);
+        visited += r >= 0 ? v->qp_len[a] : 0; // as a stepped P's bytes (the cache's cost measure)
+        if (r < 0) {                          // not read from the frame: P stepped on a copy
+            memcpy(f1, c->frames, fs);
+            uint32_t k = 0;
+            while (k < v->qp_len[a] && gl_mstate_sframe_step(s, f1, v->qp[a][k]))
+                k++;
+            visited += k;
+            r = k == v->qp_len[a] ? gl_mstate_sframe_key_close(s, f1, &mb) : 0;
+        }
         if (r < 0)
             return -1; // inside an escape or a character after P: not this split's case
         if (r == 0)
@@ -2447,7 +2476,7 @@ static int64_t quote_okey(struct gl_mcache *c, const struct gl_gvocab *v, const 
             mask[v->qd_tok[j] >> 5] |= 1u << (v->qd_tok[j] & 31);
     }
     visited += trie_walk(&v->qmany, c, s, mask);
-    return visited + trie_walk(&v->qesc, c, s, mask);
+    return visited + frame_walk(&v->qesc, NULL, c, s, fs, mask);
 }
 
 // The union over the threads th[0..nt) of each frame's part: the quote-free tokens of a string
@@ -2569,7 +2598,7 @@ static int64_t string_mask(struct gl_mcache *c, const struct gl_gvocab *v,
                 e0->qp_ok = 1;
             }
         }
-        qv = quote_part(c, v, s, accp, first, e0, mask);
+        qv = quote_part(c, v, s, fs, accp, first, e0, mask);
     } else if (nt == 1 && fs > 0 && gl_mstate_sframe_next_bytes(s, c->frames, nb) &&
                (qv = quote_key(c, v, s, nb, mask)) >= 0) {
         // a key of declared names only (quote_key)

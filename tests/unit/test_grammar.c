@@ -342,6 +342,15 @@ TEST(test_frame_masks)
     "{\"type\":\"integer\"},\"a\\\"b\":{},\"tab\\tx\":{},\"back\\\\slash\":{},\"nx\":{}},"         \
     "\"additionalProperties\":false,\"required\":[\"nx\"]}"
 
+// Keys of an object open to any other key (additional properties, no patterns; EXTRA: more
+// keywords): a quote token's outcome is read from the key frame without stepping it
+// (gl_mstate_sframe_key_quote): a declared name, a duplicate of one or of a non-declared key, a
+// non-declared key.
+#define OKEY_SCHEMA(EXTRA)                                                                         \
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"nam\xc3\xa9\":"         \
+    "{\"type\":\"integer\"},\"a_\":{},\"nx\":{}},\"additionalProperties\":{\"type\":"              \
+    "\"integer\"},\"required\":[\"nx\"]" EXTRA "}"
+
 // An object of pattern properties PATS beside a declared "xname", no other key (EXTRA: more
 // keywords).
 #define PKEY_SCHEMA(PATS, EXTRA)                                                                   \
@@ -453,6 +462,24 @@ TEST(test_frame_prefixes)
         {PKEY_SCHEMA("\"^x\":{}", ",\"maxProperties\":2,\"required\":[\"xname\"]"),
          "{\"xa\":1,\"x"},
         {PKEY_SCHEMA("\"^x[a-z]*$\":{},\"^[a-c]+$\":{}", ""), "{\"xname\":1,\""},
+        // keys of declared names only, inside an escape (the names' next code points against
+        // the escape's ranges: key_names_viable): after the backslash, inside \uXXXX before a
+        // name's multi-byte character, where no name goes on with an escape
+        {NAMES_SCHEMA, "{\"a\\"},
+        {NAMES_SCHEMA, "{\"nam\\u00"},
+        {NAMES_SCHEMA, "{\"\\u00"},
+        {NAMES_SCHEMA, "{\"nx\":1,\"n\\"},
+        // keys of an open object (the quote outcomes read from the frame; the real vocabulary's
+        // quote tokens have punctuation before their quote, so the names end in one): at the
+        // start, before the rest of a declared name ("_" completes "a_"), that name read
+        // before (its rest a duplicate), a non-declared key read before (likewise: "z,"),
+        // inside a multi-byte character (stepped), no room left for a non-declared key (stepped)
+        {OKEY_SCHEMA(""), "{\""},
+        {OKEY_SCHEMA(""), "{\"a"},
+        {OKEY_SCHEMA(""), "{\"a_\":1,\"a"},
+        {OKEY_SCHEMA(""), "{\"z,\":1,\"z"},
+        {OKEY_SCHEMA(""), "{\"nam\xc3"},
+        {OKEY_SCHEMA(",\"maxProperties\":2"), "{\"zz\":1,\"n"},
     };
     uint32_t *fast = mask_new(), *ref = mask_new();
     for (int forced = 0; forced < 2; forced++) {

@@ -748,6 +748,20 @@ TEST(test_object_semantics)
     CHECK(prefix_len(s, "{\"a\":1,\"b\":2,\"b") == 14); // "b" seen: only "b" could follow
     gb_free(&g, s);
 
+    // an escape in a key of declared names only: viable while some name still possible goes on
+    // with a code point of the escape's range (\u007 is U+0070..U+007F: "p" = U+0070)
+    gb_init(&g, 16);
+    num = jnum(&g, 0, 0, 0, 0, 0, 0, 0);
+    struct pdef pd5[2] = {{"a", num, 1}, {"p", num, 1}};
+    s = gb_state(&g, jobj(&g, pd5, 2, -1, 0, -1));
+    REQUIRE(s);
+    CHECK(prefix_len(s, "{\"\\u007") == 7);
+    CHECK(prefix_len(s, "{\"\\u008") == 6);          // no name at U+0080..U+008F
+    CHECK(prefix_len(s, "{\"p\":1,\"\\u007") == 12); // "p" read before
+    CHECK(prefix_len(s, "{\"p\":1,\"\\u006") == 13); // "a" (U+0061) still possible
+    CHECK(ok(s, "{\"p\":1,\"\\u0061\":2}"));
+    gb_free(&g, s);
+
     // additional properties with a schema; duplicates of additional keys via hashes
     gb_init(&g, 16);
     num = jnum(&g, 0, 0, 0, 0, 0, 0, 0);
@@ -787,6 +801,70 @@ TEST(test_object_semantics)
     s = gb_state(&g, jobj(&g, pd4, 1, -1, 2, -1));
     REQUIRE(s);
     CHECK(prefix_len(s, "{") == 0);
+    gb_free(&g, s);
+}
+
+// An open object's key quote outcomes read from the frame (gl_mstate_sframe_key_quote, which
+// the mask's quote tokens take: mask.c quote_okey) against stepping the frame copy byte by byte
+// and deciding its quote: the same outcome and member for every prefix and byte string below,
+// including bytes a key takes only in an escape or not at all (the real vocabulary's quote
+// tokens have none of these before their quote).
+TEST(test_key_quote_direct)
+{
+    struct gb g;
+    gb_init(&g, 16);
+    int32_t num = jnum(&g, 0, 0, 0, 0, 0, 0, 0);
+    int32_t str = jstr(&g, 0, -1, NULL);
+    struct pdef pd[3] = {{"a_", num, 0}, {"name", str, 1}, {"nam\xc3\xa9", num, 0}};
+    struct gl_mstate *s = gb_state(&g, jobj(&g, pd, 3, num, 0, -1));
+    REQUIRE(s);
+    static const char *const prefixes[] = {
+        "{\"", "{\"a", "{\"na", "{\"nam", "{\"a_\":1,\"a", "{\"z,\":1,\"z", "{\"nam\xc3", "{\"x\\",
+    };
+    static const char *const ps[] = {
+        "",
+        "_",
+        "me",
+        "m",
+        "\xc3\xa9",
+        "\xc3",
+        "\xa9",
+        "\xff",
+        "\x01",
+        ",",
+        "\x7f",
+        "e_",
+        "e\xe2\x80\x8b",
+        "\xed\xa0\x80",
+        "\xf4\x90\x80\x80",
+    };
+    uint64_t fr[GL_SFRAME_MAX / 8], f2[GL_SFRAME_MAX / 8];
+    int direct = 0, declared = 0, extra = 0;
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
+        CHECKF(prefix_len(s, prefixes[i]) == strlen(prefixes[i]), "prefix %zu refused", i);
+        size_t fs = gl_mstate_sframe(s, 0, fr, sizeof fr);
+        REQUIRE(fs > 0);
+        for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+            uint32_t n = (uint32_t)strlen(ps[k]);
+            int32_t m1 = -1, m2 = -1;
+            int r1 = gl_mstate_sframe_key_quote(s, fr, (const uint8_t *)ps[k], n, &m1);
+            if (r1 < 0)
+                continue; // inside a character or an escape: the caller steps
+            memcpy(f2, fr, fs);
+            uint32_t j = 0;
+            while (j < n && gl_mstate_sframe_step(s, f2, (uint8_t)ps[k][j]))
+                j++;
+            int r2 = j == n ? gl_mstate_sframe_key_close(s, f2, &m2) : 0;
+            CHECKF(r1 == r2 && (r1 == 0 || m1 == m2), "prefix %zu, P %zu: %d/%d vs %d/%d", i, k, r1,
+                   m1, r2, m2);
+            direct++;
+            declared += r1 == 1;
+            extra += r1 == 2;
+        }
+    }
+    // Every kind of answer was compared (the two last prefixes are stepped by the caller).
+    CHECKF(direct == 6 * (int)(sizeof ps / sizeof *ps) && declared > 0 && extra > 0,
+           "%d compared, %d declared, %d extra", direct, declared, extra);
     gb_free(&g, s);
 }
 
@@ -1010,6 +1088,7 @@ int main(void)
     RUN_TESTS(test_perf_smoke, test_ir_builder_and_validate, test_generic_nodes, test_tokens,
               test_whitespace_bounded_and_compact, test_string_escapes_utf8, test_string_regex,
               test_number_grammar, test_integer_ranges_exhaustive, test_decimal_ranges,
-              test_object_semantics, test_object_patterns_and_order, test_array_semantics,
-              test_any_json_and_no_dead_ends, test_copy_hash_equal_and_limits, test_threads);
+              test_object_semantics, test_key_quote_direct, test_object_patterns_and_order,
+              test_array_semantics, test_any_json_and_no_dead_ends, test_copy_hash_equal_and_limits,
+              test_threads);
 }
