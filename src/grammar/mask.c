@@ -2068,9 +2068,6 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
             return;
         c->cap = g->mcache_cap;
     }
-    // One pass: the allowed ids into c->sparse until there are too many for a sparse entry.
-    // Blocks of 8 zero words are skipped with one test (a sparse mask is mostly zeros: the
-    // word-by-word loop over its 6,314 words was most of a put).
     // A sample of 256 words first: more than GL_MASK_SPARSE_MAX bits in it is a dense mask for
     // certain, stored whole without taking its first 2,049 ids one by one (~3 us a put).
     int64_t n_set = 0;
@@ -2079,6 +2076,9 @@ static void mcache_put(struct gl_grammar *g, struct gl_mcache *c, const struct g
         n_set += __builtin_popcount(mask[w]);
     if (n_set <= GL_MASK_SPARSE_MAX)
         n_set = 0;
+    // Else one pass: the allowed ids into c->sparse until there are too many for a sparse
+    // entry. Blocks of 8 zero words are skipped with one test (a sparse mask is mostly zeros:
+    // the word-by-word loop over its 6,314 words was most of a put).
     for (size_t w = 0; w < v->words && n_set <= GL_MASK_SPARSE_MAX; w++) {
         if ((w & 7) == 0 && w + 8 <= v->words) {
             uint32_t any = 0;
@@ -2217,13 +2217,12 @@ static int32_t quote_prefixes(struct gl_mcache *c, const struct gl_gvocab *v,
 
 // The rest, given the prefixes (quote_prefixes): the P '"' S tokens and the tokens whose every
 // quote is escaped (qesc: body tokens, walked with the frame, c->frames[0], fs bytes), into
-// mask. Both depend on the frame
-// and on the state after the closing quote alone (a string value's end pops its frame), so with
-// the frame's cache entry e the result is kept there as ids, under the serial of the quote
-// cache's entry for that state: the next mask of the same frame value before the same state
-// (most positions of a string value, whose frame is keyed by budgets or DFA states) ORs the
-// ids instead of ~1,000 P/S pairs and a ~50-node frame walk (~3-5 us). Returns the nodes
-// visited.
+// mask. Both depend on the frame and on the state after the closing quote alone (a string
+// value's end pops its frame), so with the frame's cache entry e the result is kept there as
+// ids, under the serial of the quote cache's entry for that state: the next mask of the same
+// frame value before the same state (most positions of a string value, whose frame is keyed by
+// budgets or DFA states) ORs the ids instead of ~1,000 P/S pairs and a ~50-node frame walk
+// (~3-5 us). Returns the nodes visited.
 static int64_t quote_part(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,
                           size_t fs, const uint32_t *accp, int32_t first, struct gl_sentry *e,
                           uint32_t *mask)
@@ -2398,14 +2397,14 @@ static int64_t quote_key(struct gl_mcache *c, const struct gl_gvocab *v, const s
 // object with additional or pattern properties), ORed into mask. A token P '"' S is accepted
 // iff the key frame (c->frames[0], fs bytes) takes P, the quote then closes the key
 // (gl_mstate_sframe_key_close; read from the frame without stepping P where the object takes
-// any other key: gl_mstate_sframe_key_quote), and the state after it takes S. That state is one per
-// outcome (a declared prop, or the value node of a non-declared key), up to the hash that a
+// any other key: gl_mstate_sframe_key_quote), and the state after it takes S. That state is one
+// per outcome (a declared prop, or the value node of a non-declared key), up to the hash that a
 // non-declared key adds to the object's duplicate list, which only the close of a further key
 // of this object reads: for S with fewer than two quotes it is zeroed (gl_mstate_key_canon), so
 // the state repeats across the key's positions and the S bits come from the quote cache. The
 // tokens whose S has two quotes or more (qmany) are walked whole, the body tokens of qesc with
-// the frame. Before, every mask of such a key walked all quote tokens with
-// whole states (~450 nodes, each a copy and a key step over the candidate names: ~30 us).
+// the frame. Before, every mask of such a key walked all quote tokens with whole states (~450
+// nodes, each a copy and a key step over the candidate names: ~30 us).
 // -1 when more than GL_QSETS_MAX outcomes occur (mask then untouched). Returns the nodes
 // visited.
 static int64_t quote_okey(struct gl_mcache *c, const struct gl_gvocab *v, const struct gl_mstate *s,

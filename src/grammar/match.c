@@ -1461,9 +1461,9 @@ static int key_close(struct gl_mstate *m, struct thr *t, struct frm *f)
             p->count++; // unbounded: counts past min_props are all alike
         return 1;
     }
+    uint64_t h = name_hash_end(p->keyhash, p->keylen);
     if (r == 0 || !grow_top(t, 8))
         return 0;
-    uint64_t h = name_hash_end(p->keyhash, p->keylen);
     f = top_of(t);
     p = OP(f);
     o_hashes(m, f)[p->n_hash++] = h;
