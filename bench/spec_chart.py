@@ -34,7 +34,7 @@ def load(path):
 
 
 def panel(out, x0, y0, title, rows):
-    ks = sorted({r["k"] for r in rows})
+    ks = sorted({(r["k"], r.get("adaptive", 0)) for r in rows})  # a line per (k, fixed or model)
     alphas = sorted({r["alpha"] for r in rows})
     speed = [1.0 / r["ratio_on_off"] for r in rows]
     lo = [1.0 / r["ratio_max"] for r in rows]
@@ -68,17 +68,17 @@ def panel(out, x0, y0, title, rows):
                'font-size="11">alpha (replay acceptance)</text>')
     out.append(f'<line x1="{x0 + ML}" x2="{x0 + ML + pw}" y1="{py(1):.1f}" y2="{py(1):.1f}" '
                'stroke="#000" stroke-dasharray="4 3"/>')
-    for i, k in enumerate(ks):
+    for i, (k, adaptive) in enumerate(ks):
         c = COLORS[i % len(COLORS)]
         pts = sorted((r["alpha"], s, l, h) for r, s, l, h in zip(rows, speed, lo, hi)
-                     if r["k"] == k)
+                     if (r["k"], r.get("adaptive", 0)) == (k, adaptive))
         path = " ".join(f"{px(a):.1f},{py(s):.1f}" for a, s, _, _ in pts)
         out.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="1.8"/>')
         for a, s, l, h in pts:
             out.append(f'<line x1="{px(a):.1f}" x2="{px(a):.1f}" y1="{py(l):.1f}" '
                        f'y2="{py(h):.1f}" stroke="{c}" stroke-opacity="0.5"/>')
             out.append(f'<circle cx="{px(a):.1f}" cy="{py(s):.1f}" r="2.5" fill="{c}"/>')
-        label = f"cost model, k <= {k}" if rows[0].get("adaptive") else f"k {k}"
+        label = f"cost model, k <= {k}" if adaptive else f"k {k}"
         out.append(f'<text x="{x0 + ML + 8}" y="{y0 + MT + 14 + 13 * i}" font-size="10" '
                    f'fill="{c}">{label}</text>')
 

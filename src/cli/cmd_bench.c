@@ -214,6 +214,9 @@ int gl_cmd_bench(int argc, char **argv)
                  "--spec-curve: let the engine's cost model choose each step's draft length "
                  "(0..k) instead of always drafting k; every run (both sides) first decodes "
                  "the same sequences once untimed, so the model is warm"),
+        GL_OPT_B("--spec-cost-model-vs-fixed", NULL, adaptive, 2,
+                 "--spec-curve: both, in the same rounds: each k fixed, then the cost model "
+                 "choosing 0..k (every run warm, as --spec-cost-model)"),
     };
     tab[0].required = 1;
     struct gl_cli_spec s = {.cmd = "glint bench",

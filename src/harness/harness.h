@@ -144,16 +144,21 @@ GL_MUST_USE gl_status gl_bench_spec_decode(const struct gl_model *m, int B, int6
 // sits between two runs without speculation (memory bandwidth drifts on a shared machine). Per
 // (alpha, k): decode microseconds per generated token, the ratio on / mean(the two offs around
 // it), median over rounds (< 1 is a speed-up), and the ratio of the summed times over all rounds
-// (the expected speed-up: a round's realised acceptance varies with its replay seed); with
-// cost_model every run is warm (gl_bench_spec_decode); a markdown row and a JSON line each to out,
-// progress to stderr. The lists are borrowed; batch and k hold whole numbers (B >= 1,
-// 1 <= k <= GL_SPEC_MAX_K), alpha in [0, 1]; rounds >= 1. GL_E_NOMEM, or a run's error.
+// (the expected speed-up: a round's realised acceptance varies with its replay seed), and its two
+// factors over all rounds: tokens per step (per sequence) over the step cost c (a verify step's
+// mean time over an off step's); with cost_model (1 or 2) every run is warm (gl_bench_spec_decode);
+// a markdown row and a JSON line each to out, progress to stderr. The lists are borrowed; batch and
+// k hold whole numbers (B >= 1, 1 <= k <= GL_SPEC_MAX_K), alpha in [0, 1]; rounds >= 1. GL_E_NOMEM,
+// or a run's error.
 struct gl_bench_curve {
     const double *batch, *alpha, *k;
     int n_batch, n_alpha, n_k;
     int64_t n_gen;
     int n_threads, rounds;
-    int cost_model; // 0: always draft k (spec.fixed_k); 1: the engine's cost model chooses
+    // 0: always draft k (spec.fixed_k); 1: the engine's cost model chooses 0..k; 2: both, as
+    // two cells per (alpha, k) in the same rounds (fixed, then the model), for a comparison
+    // that the machine's drift between runs does not decide.
+    int cost_model;
 };
 GL_MUST_USE gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_curve *c,
                                           FILE *out, struct gl_err *err);

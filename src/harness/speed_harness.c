@@ -367,16 +367,27 @@ static double median_sorted(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Whether cell ic of the curve lets the cost model choose the draft length.
+static int cell_model(const struct gl_bench_curve *c, int ic)
+{
+    return c->cost_model == 2 ? ic % 2 : c->cost_model;
+}
+
 gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_curve *c, FILE *out,
                               struct gl_err *err)
 {
-    const int nk = c->n_k, nc = c->n_alpha * nk, R = c->rounds, warm = c->cost_model;
+    // Cells (alpha, k, variant): one variant per k, or with cost_model 2 two (fixed k, then the
+    // cost model choosing 0..k), interleaved in each round.
+    const int nv = c->cost_model == 2 ? 2 : 1, nk = c->n_k, nc = c->n_alpha * nk * nv;
+    const int R = c->rounds, warm = c->cost_model != 0;
     const int64_t n_gen = c->n_gen;
     int32_t *replay = gl_malloc((size_t)n_gen * sizeof *replay);
     double *ratio = gl_malloc((size_t)nc * (size_t)R * sizeof *ratio);
     double *off_us = gl_malloc((size_t)nc * (size_t)R * sizeof *off_us);
     struct gl_bench_spec_run *last = gl_calloc((size_t)nc, sizeof *last);
-    double *tot = gl_malloc(2 * (size_t)nc * sizeof *tot); // per (alpha, k): sum on, sum off
+    // Per cell, over the rounds: on us/token, off us/token, on microseconds, on steps, on tokens.
+    enum { T_ON, T_OFF, T_ON_US, T_ON_STEPS, T_ON_TOK, T_N };
+    double *tot = gl_malloc(T_N * (size_t)nc * sizeof *tot);
     gl_status st = GL_E_NOMEM;
     if (!replay || !ratio || !off_us || !last || !tot) {
         gl_err_set(err, st, "bench: out of memory for the spec curve");
@@ -384,25 +395,27 @@ gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_cu
     }
     fprintf(out,
             "| batch | k | alpha | accepted / drafted | steps on / off | off us/token | on "
-            "us/token | on / off (median of %d) | speed-up | speed-up (totals) |\n",
+            "us/token | on / off (median of %d) | speed-up | speed-up (totals) | tokens / step "
+            "| step cost c |\n",
             R);
-    fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+                 "---: |\n");
     for (int ib = 0; ib < c->n_batch; ib++) {
         const int B = (int)c->batch[ib];
         struct gl_bench_spec_run off, on;
         if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, warm, replay, &off, err)))
             goto done;
         struct gl_bench_spec_run prev = off;
-        memset(tot, 0, 2 * (size_t)nc * sizeof *tot);
+        memset(tot, 0, T_N * (size_t)nc * sizeof *tot);
         for (int r = 0; r < R; r++)
             for (int ic = 0; ic < nc; ic++) {
                 struct gl_spec_params sp = {.method = GL_SPEC_REPLAY,
-                                            .k = (int32_t)c->k[ic % nk],
+                                            .k = (int32_t)c->k[ic / nv % nk],
                                             .replay = replay,
                                             .n_replay = (int32_t)n_gen,
-                                            .alpha = (float)c->alpha[ic / nk],
+                                            .alpha = (float)c->alpha[ic / nv / nk],
                                             .seed = 77 + (uint64_t)r,
-                                            .fixed_k = !c->cost_model};
+                                            .fixed_k = !cell_model(c, ic)};
                 if ((st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, &sp, warm, NULL, &on,
                                                err)) ||
                     (st = gl_bench_spec_decode(m, B, n_gen, c->n_threads, NULL, warm, NULL, &off,
@@ -411,34 +424,44 @@ gl_status gl_bench_spec_curve(const struct gl_model *m, const struct gl_bench_cu
                 const double base = 0.5 * (prev.us_per_tok + off.us_per_tok);
                 ratio[(size_t)ic * (size_t)R + (size_t)r] = on.us_per_tok / base;
                 off_us[(size_t)ic * (size_t)R + (size_t)r] = base;
-                tot[2 * ic] += on.us_per_tok;
-                tot[2 * ic + 1] += base;
+                double *tc = tot + (size_t)T_N * (size_t)ic;
+                tc[T_ON] += on.us_per_tok;
+                tc[T_OFF] += base;
+                tc[T_ON_US] += on.us_per_tok * (double)on.n_tok;
+                tc[T_ON_STEPS] += (double)on.n_steps;
+                tc[T_ON_TOK] += (double)on.n_tok;
                 last[ic] = on;
                 prev = off;
-                fprintf(stderr, "glint bench: B %d round %d k %d alpha %.2f: %.0f / %.0f us\n", B,
-                        r, sp.k, (double)sp.alpha, on.us_per_tok, base);
+                fprintf(stderr, "glint bench: B %d round %d k %s%d alpha %.2f: %.0f / %.0f us\n", B,
+                        r, sp.fixed_k ? "" : "<= ", sp.k, (double)sp.alpha, on.us_per_tok, base);
             }
         for (int ic = 0; ic < nc; ic++) {
             double *rt = ratio + (size_t)ic * (size_t)R;
             const double med = median_sorted(rt, R);
             const double omed = median_sorted(off_us + (size_t)ic * (size_t)R, R);
             const struct gl_bench_spec_run *o = &last[ic];
-            const int k = (int)c->k[ic % nk];
-            const double alpha = c->alpha[ic / nk];
+            const int k = (int)c->k[ic / nv % nk], model = cell_model(c, ic);
+            const double alpha = c->alpha[ic / nv / nk];
+            // The speed-up is tokens per step (per sequence) over the step cost c: a verify
+            // step's mean time over an off step's (B tokens), both over all rounds.
+            const double *tc = tot + (size_t)T_N * (size_t)ic;
+            const double tps = tc[T_ON_TOK] / tc[T_ON_STEPS] / B;
+            const double cost = tc[T_ON_US] / tc[T_ON_STEPS] / (tc[T_OFF] / R * B);
             fprintf(out,
-                    "| %d | %d | %.2f | %lld / %lld | %lld / %lld | %.0f | %.0f | %.3f | %.2fx | "
-                    "%.2fx |\n",
-                    B, k, alpha, (long long)o->accepted, (long long)o->draft_tokens,
-                    (long long)o->n_steps, (long long)off.n_steps, omed, omed * med, med, 1.0 / med,
-                    tot[2 * ic + 1] / tot[2 * ic]);
+                    "| %d | %s%d | %.2f | %lld / %lld | %lld / %lld | %.0f | %.0f | %.3f | %.2fx | "
+                    "%.2fx | %.3f | %.3f |\n",
+                    B, model ? "<= " : "", k, alpha, (long long)o->accepted,
+                    (long long)o->draft_tokens, (long long)o->n_steps, (long long)off.n_steps, omed,
+                    omed * med, med, 1.0 / med, tc[T_OFF] / tc[T_ON], tps, cost);
             fprintf(out,
                     "{\"test\": \"spec_curve\", \"batch\": %d, \"k\": %d, \"alpha\": %.2f, "
                     "\"adaptive\": %d, \"n_gen\": %lld, \"rounds\": %d, \"accepted\": %lld, "
                     "\"draft_tokens\": %lld, \"off_steps_model\": %lld, \"ratio_on_off\": %.4f, "
-                    "\"ratio_min\": %.4f, \"ratio_max\": %.4f, \"ratio_total\": %.4f}\n",
-                    B, k, alpha, c->cost_model, (long long)n_gen, R, (long long)o->accepted,
+                    "\"ratio_min\": %.4f, \"ratio_max\": %.4f, \"ratio_total\": %.4f, "
+                    "\"tokens_per_step\": %.4f, \"step_cost\": %.4f}\n",
+                    B, k, alpha, model, (long long)n_gen, R, (long long)o->accepted,
                     (long long)o->draft_tokens, (long long)o->off_steps, med, rt[0], rt[R - 1],
-                    tot[2 * ic] / tot[2 * ic + 1]);
+                    tc[T_ON] / tc[T_OFF], tps, cost);
             fflush(out);
         }
     }
