@@ -230,9 +230,16 @@ int gl_cmd_bench(int argc, char **argv)
     const int n_set = n >= 0;
     if (!n_set)
         n = 128;
+    if (curve && n_set && n < 2) { // the clock starts after every sequence's first token
+        fprintf(stderr,
+                "glint bench: --spec-curve needs -n >= 2 (got %lld): the timed decode "
+                "starts after the first token\n",
+                (long long)n);
+        return 2;
+    }
     if (curve)
-        return bench_spec(path, batch ? batch : "1,8", alphas, ks, n_set ? (n > 0 ? n : 1) : 32, t,
-                          reps, adaptive);
+        return bench_spec(path, batch ? batch : "1,8", alphas, ks, n_set ? n : 32, t, reps,
+                          adaptive);
     if (batch)
         return bench_batch(path, batch, n_set ? (n > 0 ? n : 1) : 64, t, device, (int)ngl);
 
