@@ -49,23 +49,6 @@ GL_X86_INLINE __m512i bcast32(const void *p)
     return _mm512_set1_epi32(v);
 }
 
-// Scale and min j (0..7) of 16 rows from the transposed 12-byte fields s[0..11] (one xmm each,
-// byte r = row r), decoded lane-wise as scale_min_k4 does per row. The 16-bit shifts move bits
-// across bytes, but the masks keep only bits that came from the same byte.
-GL_X86_INLINE void q4k_scale_min(const __m128i s[12], int j, __m128i *sc, __m128i *m)
-{
-    const __m128i m6 = _mm_set1_epi8(63), m4 = _mm_set1_epi8(0x0f), m30 = _mm_set1_epi8(0x30);
-    if (j < 4) {
-        *sc = _mm_and_si128(s[j], m6);
-        *m = _mm_and_si128(s[j + 4], m6);
-    } else {
-        *sc = _mm_or_si128(_mm_and_si128(s[j + 4], m4),
-                           _mm_and_si128(_mm_srli_epi16(s[j - 4], 2), m30));
-        *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 4], 4), m4),
-                          _mm_and_si128(_mm_srli_epi16(s[j], 2), m30));
-    }
-}
-
 GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const uint8_t *act,
                            size_t act_stride, const int T, float *out, int64_t out_stride)
 {
@@ -112,8 +95,8 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
                 }
             }
             __m128i sc0, sc1, m;
-            q4k_scale_min(s, j, &sc0, &m);
-            q4k_scale_min(s, j + 1, &sc1, &m);
+            x86_q4k_r16_scale_min(s, j, &sc0, &m);
+            x86_q4k_r16_scale_min(s, j + 1, &sc1, &m);
             __m512i sc32_0 = _mm512_cvtepu8_epi32(sc0), sc32_1 = _mm512_cvtepu8_epi32(sc1);
             R16_UNROLL
             for (int t = 0; t < T; t++)
@@ -134,8 +117,8 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
         }
         for (int p = 0; p < 4; p++) {
             __m128i sc, m0, m1;
-            q4k_scale_min(s, 2 * p, &sc, &m0);
-            q4k_scale_min(s, 2 * p + 1, &sc, &m1);
+            x86_q4k_r16_scale_min(s, 2 * p, &sc, &m0);
+            x86_q4k_r16_scale_min(s, 2 * p + 1, &sc, &m1);
             __m512i mm = _mm512_or_si512(_mm512_cvtepu8_epi32(m0),
                                          _mm512_slli_epi32(_mm512_cvtepu8_epi32(m1), 16));
             R16_UNROLL
@@ -225,46 +208,8 @@ GL_X86_INLINE void q6k_r16(int64_t nb, const struct gl_block_q6_K_r16 *x, const 
         _mm512_storeu_ps(out + t * out_stride, F[t]);
 }
 
-// One specialised body per token count: T is a constant inside, so the per-token arrays live in
-// registers.
-#define R16_ENTRY(name, body, blk)                                                                 \
-    static void name(int64_t n_in, const void *w, const void *act, size_t act_stride, int n_tok,   \
-                     float *out, int64_t out_stride)                                               \
-    {                                                                                              \
-        GL_ASSERT(n_in % GL_QK_K == 0 && n_tok >= 1 && n_tok <= GL_R16_MAX_TOK);                   \
-        const int64_t nb = n_in / GL_QK_K;                                                         \
-        const blk *x = w;                                                                          \
-        const uint8_t *a = act;                                                                    \
-        switch (n_tok) {                                                                           \
-        case 1:                                                                                    \
-            body(nb, x, a, act_stride, 1, out, out_stride);                                        \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            body(nb, x, a, act_stride, 2, out, out_stride);                                        \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            body(nb, x, a, act_stride, 3, out, out_stride);                                        \
-            break;                                                                                 \
-        case 4:                                                                                    \
-            body(nb, x, a, act_stride, 4, out, out_stride);                                        \
-            break;                                                                                 \
-        case 5:                                                                                    \
-            body(nb, x, a, act_stride, 5, out, out_stride);                                        \
-            break;                                                                                 \
-        case 6:                                                                                    \
-            body(nb, x, a, act_stride, 6, out, out_stride);                                        \
-            break;                                                                                 \
-        case 7:                                                                                    \
-            body(nb, x, a, act_stride, 7, out, out_stride);                                        \
-            break;                                                                                 \
-        default:                                                                                   \
-            body(nb, x, a, act_stride, 8, out, out_stride);                                        \
-            break;                                                                                 \
-        }                                                                                          \
-    }
-
-R16_ENTRY(gemm_r16_q4_K, q4k_r16, struct gl_block_q4_K_r16)
-R16_ENTRY(gemm_r16_q6_K, q6k_r16, struct gl_block_q6_K_r16)
+GL_X86_R16_ENTRY(gemm_r16_q4_K, q4k_r16, struct gl_block_q4_K_r16)
+GL_X86_R16_ENTRY(gemm_r16_q6_K, q6k_r16, struct gl_block_q6_K_r16)
 
 void gl_kernels__register_avx512_r16(struct gl_kernels *k)
 {

@@ -793,4 +793,6 @@ void gl_kernels__register_avx2(struct gl_kernels *k)
     k->to_float[GL_TYPE_Q4_K] = to_float_q4_K;
     k->to_float[GL_TYPE_Q5_K] = to_float_q5_K;
     k->to_float[GL_TYPE_Q6_K] = to_float_q6_K;
+
+    gl_kernels__register_avx2_r16(k);
 }

@@ -8,7 +8,9 @@
 
 void gl_kernels__register_avx2(struct gl_kernels *k);
 void gl_kernels__register_avx512(struct gl_kernels *k);
-// The r16 kernels (gemm_r16_avx512.c), called by gl_kernels__register_avx512.
+// The r16 kernels (gemm_r16_avx2.c, gemm_r16_avx512.c), called by gl_kernels__register_avx2 /
+// gl_kernels__register_avx512.
+void gl_kernels__register_avx2_r16(struct gl_kernels *k);
 void gl_kernels__register_avx512_r16(struct gl_kernels *k);
 // The attention tile (attn_avx512.c), called by gl_kernels__register_avx512.
 void gl_kernels__register_avx512_attn(struct gl_kernels *k);

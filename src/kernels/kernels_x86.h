@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// kernels: small x86 helpers shared by the ISA files (kernels_avx2.c, kernels_avx512.c). Needs at
-// least AVX2 + F16C, so only files compiled with those flags may include it; kernels.c must not.
+// kernels: small x86 helpers shared by the ISA files (kernels_avx2.c, kernels_avx512.c and the
+// r16 GEMMs). Needs at least AVX2 + F16C, so only files compiled with those flags may include it;
+// kernels.c must not.
 #pragma once
 
 #include <immintrin.h>
@@ -49,3 +50,60 @@ GL_X86_INLINE __m256i x86_k4_min_sums(__m128i scm, const int16_t *bsums)
     __m256i bs = _mm256_loadu_si256((const __m256i *)bsums);
     return _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(mb));
 }
+
+// ---- shared by the r16 kernels (gemm_r16_avx2.c, gemm_r16_avx512.c) ----
+
+// Scale and min j (0..7) of 16 rows from the transposed 12-byte fields s[0..11] (one xmm each,
+// byte r = row r), decoded lane-wise as scale_min_k4 does per row. The 16-bit shifts move bits
+// across bytes, but the masks keep only bits that came from the same byte.
+GL_X86_INLINE void x86_q4k_r16_scale_min(const __m128i s[12], int j, __m128i *sc, __m128i *m)
+{
+    const __m128i m6 = _mm_set1_epi8(63), m4 = _mm_set1_epi8(0x0f), m30 = _mm_set1_epi8(0x30);
+    if (j < 4) {
+        *sc = _mm_and_si128(s[j], m6);
+        *m = _mm_and_si128(s[j + 4], m6);
+    } else {
+        *sc = _mm_or_si128(_mm_and_si128(s[j + 4], m4),
+                           _mm_and_si128(_mm_srli_epi16(s[j - 4], 2), m30));
+        *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 4], 4), m4),
+                          _mm_and_si128(_mm_srli_epi16(s[j], 2), m30));
+    }
+}
+
+// One specialised body per token count: T is a constant inside, so the per-token arrays live in
+// registers.
+#define GL_X86_R16_ENTRY(name, body, blk)                                                          \
+    static void name(int64_t n_in, const void *w, const void *act, size_t act_stride, int n_tok,   \
+                     float *out, int64_t out_stride)                                               \
+    {                                                                                              \
+        GL_ASSERT(n_in % GL_QK_K == 0 && n_tok >= 1 && n_tok <= GL_R16_MAX_TOK);                   \
+        const int64_t nb = n_in / GL_QK_K;                                                         \
+        const blk *x = w;                                                                          \
+        const uint8_t *a = act;                                                                    \
+        switch (n_tok) {                                                                           \
+        case 1:                                                                                    \
+            body(nb, x, a, act_stride, 1, out, out_stride);                                        \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            body(nb, x, a, act_stride, 2, out, out_stride);                                        \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            body(nb, x, a, act_stride, 3, out, out_stride);                                        \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            body(nb, x, a, act_stride, 4, out, out_stride);                                        \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            body(nb, x, a, act_stride, 5, out, out_stride);                                        \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            body(nb, x, a, act_stride, 6, out, out_stride);                                        \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            body(nb, x, a, act_stride, 7, out, out_stride);                                        \
+            break;                                                                                 \
+        default:                                                                                   \
+            body(nb, x, a, act_stride, 8, out, out_stride);                                        \
+            break;                                                                                 \
+        }                                                                                          \
+    }
