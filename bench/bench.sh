@@ -47,9 +47,16 @@ bl_ensure_model "$MODEL"
 if [ ! -x "$OUT/bw" ] || [ bench/bw.c -nt "$OUT/bw" ]; then
     gcc -O2 -march=native -fopenmp -o "$OUT/bw" bench/bw.c
 fi
-if [ ! -x "$OUT/vnni_peak" ] || [ bench/vnni_peak.c -nt "$OUT/vnni_peak" ]; then
+# The int8 peak probe is vpdpbusd zmm: on a CPU without AVX-512 VNNI (an AVX2 machine) it is not
+# built, its readings stay empty and the report prints "-" for the peak.
+HAVE_VNNI=0
+grep -qw avx512_vnni /proc/cpuinfo && HAVE_VNNI=1
+if [ "$HAVE_VNNI" = 1 ] && { [ ! -x "$OUT/vnni_peak" ] || [ bench/vnni_peak.c -nt "$OUT/vnni_peak" ]; }; then
     gcc -std=c11 -O2 -march=native -fopenmp -o "$OUT/vnni_peak" bench/vnni_peak.c
 fi
+vnni_probe() {
+    if [ "$HAVE_VNNI" = 1 ]; then "$OUT/vnni_peak" 1 2; fi
+}
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 RUN="$OUT/run-$stamp"
@@ -76,8 +83,8 @@ json.dump({"stamp": "$stamp", "date": "$(date -u '+%Y-%m-%d %H:%M UTC')", "model
 EOF
 say "bench $stamp: $MODEL, $PAIRS pairs, groups: $BGROUPS; glint $(bl_glint_commit), llama.cpp $LLAMA_BIN"
 
-say "vnni peak (1 and 2 threads)"
-"$OUT/vnni_peak" 1 2 >"$RUN/vnni.jsonl"
+say "vnni peak (1 and 2 threads)$([ "$HAVE_VNNI" = 1 ] || echo ': no AVX-512 VNNI here, skipped')"
+vnni_probe >"$RUN/vnni.jsonl"
 bl_probe >>"$RUN/probes.jsonl"
 
 # One group, one side, pair k. Every command's stdout is the raw result file.
@@ -164,7 +171,7 @@ if [ "$MASK_EVERY" -gt 0 ]; then
         say "mask times: skipped ($mb not built)"
     fi
 fi
-"$OUT/vnni_peak" 1 2 >>"$RUN/vnni.jsonl" # again at the end: the report keeps the best reading
+vnni_probe >>"$RUN/vnni.jsonl" # again at the end: the report keeps the best reading
 bl_probe >>"$RUN/probes.jsonl"
 echo "$(( $(date +%s) - t_start ))" >"$RUN/wall_s"
 say "measured in $(cat "$RUN/wall_s") s; writing $DOC"

@@ -352,7 +352,7 @@ def perf_section(run, rows, series):
             L.append(f"| {key.split(' (')[0]}: weight bytes read per second | {cells[0]} | {cells[1]} |")
     L.append("")
     if probes:
-        L.append(f"**Memory bandwidth probe** (`bench/bw.c`, 2 threads, 2 GiB read-only AVX-512 sum, "
+        L.append(f"**Memory bandwidth probe** (`bench/bw.c`, 2 threads, 2 GiB read-only vector sum (AVX-512 where the CPU has it), "
                  f"best / mean of 5 passes, GB/s): before {probes[0]['best']:.1f} / "
                  f"{probes[0]['mean']:.1f}; after {probes[-1]['best']:.1f} / {probes[-1]['mean']:.1f}; "
                  f"between pairs (mean): " + ", ".join(f"{p['mean']:.1f}" for p in probes[1:-1]) +
