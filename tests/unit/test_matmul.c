@@ -442,6 +442,8 @@ TEST(test_matmul_r16)
         }
         CHECK(check_r16(&k, GL_TYPE_Q4_K, pools, 3) == 0);
         CHECK(check_r16(&k, GL_TYPE_Q6_K, pools, 3) == 0);
+        if (i == 0) // the ref table's r16 entry is gl_gemm_r16_ref itself: nothing to compare
+            continue;
         CHECK(check_r16_extremes(&k, GL_TYPE_Q4_K) == 0);
         CHECK(check_r16_extremes(&k, GL_TYPE_Q6_K) == 0);
     }
