@@ -37,9 +37,8 @@
 
 GL_X86_INLINE void prefetch_ahead(const void *block, int bytes)
 {
-    uintptr_t p = (uintptr_t)block + R16_PF_BYTES;
     for (int i = 0; i < bytes; i += 64)
-        _mm_prefetch((const char *)(p + (uintptr_t)i), _MM_HINT_T0);
+        x86_prefetch_ahead(block, (uintptr_t)(R16_PF_BYTES + i));
 }
 
 GL_X86_INLINE __m512i bcast32(const void *p)

@@ -53,6 +53,13 @@ GL_X86_INLINE __m256i x86_k4_min_sums(__m128i scm, const int16_t *bsums)
 
 // ---- shared by the r16 kernels (gemm_r16_avx2.c, gemm_r16_avx512.c) ----
 
+// Prefetches the cache line `ahead` bytes past p into L1. The address is formed as an integer, not
+// as a pointer past the object: it may lie past the matrix, where a prefetch never faults.
+GL_X86_INLINE void x86_prefetch_ahead(const void *p, uintptr_t ahead)
+{
+    _mm_prefetch((const char *)((uintptr_t)p + ahead), _MM_HINT_T0);
+}
+
 // Scale and min j (0..7) of 16 rows from the transposed 12-byte fields s[0..11] (one xmm each,
 // byte r = row r), decoded lane-wise as scale_min_k4 does per row. The 16-bit shifts move bits
 // across bytes, but the masks keep only bits that came from the same byte.
