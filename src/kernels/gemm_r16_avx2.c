@@ -109,7 +109,7 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
             _Pragma("GCC unroll 4") for (int cc = 0; cc < 4; cc++)
             {
                 const int c = 4 * j + cc;
-                x86_prefetch_ahead(xb->qs[c], R16_PF_BYTES); // qs[c]: one 64-byte line
+                x86_prefetch_ahead(xb->qs[c], sizeof xb->qs[c], R16_PF_BYTES); // one line
                 __m256i w0 = _mm256_loadu_si256((const __m256i *)xb->qs[c][0]);
                 __m256i w1 = _mm256_loadu_si256((const __m256i *)xb->qs[c][8]);
                 __m256i lo0 = _mm256_and_si256(w0, m4), lo1 = _mm256_and_si256(w1, m4);
@@ -144,9 +144,8 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
             for (int t = 0; t < T; t++)
                 M[t] = _mm256_setzero_si256();
             for (int p = 0; p < 4; p++) {
-                __m256i mm = _mm256_or_si256(
-                    _mm256_cvtepu8_epi32(half8(mn[2 * p], h)),
-                    _mm256_slli_epi32(_mm256_cvtepu8_epi32(half8(mn[2 * p + 1], h)), 16));
+                __m256i mm = _mm256_cvtepu8_epi16(
+                    _mm_unpacklo_epi8(half8(mn[2 * p], h), half8(mn[2 * p + 1], h)));
                 R16_UNROLL
                 for (int t = 0; t < T; t++)
                     M[t] = _mm256_add_epi32(M[t],
@@ -186,8 +185,7 @@ GL_X86_INLINE void q6k_r16(int64_t nb, const struct gl_block_q6_K_r16 *x, const 
             B[t][0] = B[t][1] = _mm256_setzero_si256();
         for (int j = 0; j < 16; j++) {
             __m256i v[2][4], sc16[2];
-            for (int i = 0; i < (int)sizeof xb->sub[j]; i += 64) // 3 lines
-                x86_prefetch_ahead(&xb->sub[j], (uintptr_t)(R16_PF_BYTES + i));
+            x86_prefetch_ahead(&xb->sub[j], sizeof xb->sub[j], R16_PF_BYTES); // 3 lines
             _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
             {
                 __m256i l0 = _mm256_loadu_si256((const __m256i *)xb->sub[j].ql[0][8 * h]);

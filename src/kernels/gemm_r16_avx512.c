@@ -31,15 +31,8 @@
 // 29.4 -> 16.1 ms per 0.97 GB pass at 1 token, 46.6 -> 21.2 at 5; 6,656 x 19,968 in
 // microbench_matmul 2.17 -> 1.21 ms). Q6_K read at full speed at 1 token either way (1.99 vs 2.07
 // ms for 109 MB) but 8 tokens went 5.73 -> 3.45 ms. Three Q4_K blocks (6.9 KB) was the best of
-// 1-6 blocks. Addresses past the matrix are fine (a prefetch never faults); they are
-// formed as integers, not as pointers past the object.
+// 1-6 blocks (x86_prefetch_ahead: addresses past the matrix are fine).
 #define R16_PF_BYTES (3 * (int)sizeof(struct gl_block_q4_K_r16))
-
-GL_X86_INLINE void prefetch_ahead(const void *block, int bytes)
-{
-    for (int i = 0; i < bytes; i += 64)
-        x86_prefetch_ahead(block, (uintptr_t)(R16_PF_BYTES + i));
-}
 
 GL_X86_INLINE __m512i bcast32(const void *p)
 {
@@ -61,7 +54,7 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
     }
     for (int64_t b = 0; b < nb; b++) {
         const struct gl_block_q4_K_r16 *xb = &x[b];
-        prefetch_ahead(xb, sizeof *xb);
+        x86_prefetch_ahead(xb, sizeof *xb, R16_PF_BYTES);
         __m128i s[12];
         for (int i = 0; i < 12; i++)
             s[i] = _mm_loadu_si128((const __m128i *)xb->scales[i]);
@@ -151,7 +144,7 @@ GL_X86_INLINE void q6k_r16(int64_t nb, const struct gl_block_q6_K_r16 *x, const 
     }
     for (int64_t b = 0; b < nb; b++) {
         const struct gl_block_q6_K_r16 *xb = &x[b];
-        prefetch_ahead(xb, sizeof *xb);
+        x86_prefetch_ahead(xb, sizeof *xb, R16_PF_BYTES);
         __m512i B[GL_R16_MAX_TOK], S[GL_R16_MAX_TOK];
         R16_UNROLL
         for (int t = 0; t < T; t++)

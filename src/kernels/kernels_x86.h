@@ -53,11 +53,13 @@ GL_X86_INLINE __m256i x86_k4_min_sums(__m128i scm, const int16_t *bsums)
 
 // ---- shared by the r16 kernels (gemm_r16_avx2.c, gemm_r16_avx512.c) ----
 
-// Prefetches the cache line `ahead` bytes past p into L1. The address is formed as an integer, not
-// as a pointer past the object: it may lie past the matrix, where a prefetch never faults.
-GL_X86_INLINE void x86_prefetch_ahead(const void *p, uintptr_t ahead)
+// Prefetches into L1 the lines of the `bytes` bytes that start `ahead` bytes past p, one per 64
+// bytes. The addresses are formed as integers, not as pointers past the object: they may lie past
+// the matrix, where a prefetch never faults.
+GL_X86_INLINE void x86_prefetch_ahead(const void *p, int bytes, int ahead)
 {
-    _mm_prefetch((const char *)((uintptr_t)p + ahead), _MM_HINT_T0);
+    for (int i = 0; i < bytes; i += 64)
+        _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)(ahead + i)), _MM_HINT_T0);
 }
 
 // Scale and min j (0..7) of 16 rows from the transposed 12-byte fields s[0..11] (one xmm each,
