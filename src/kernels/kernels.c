@@ -222,6 +222,28 @@ static void ref_gemm_q8_0(int64_t n_blocks, const uint8_t *act, size_t group_str
             }
 }
 
+// ---- elementwise activations (kernels.h): libm per element ----
+
+static void ref_swiglu(float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void ref_gate(float *d, const float *s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] *= 1.0f / (1.0f + expf(-s[i]));
+}
+
+static void ref_softcap(float *z, int64_t n, float scale, float cap)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = z[i] * scale;
+        z[i] = cap != 0.0f ? cap * tanhf(v / cap) : v;
+    }
+}
+
 static void fill_ref(struct gl_kernels *k)
 {
     memset(k, 0, sizeof *k);
@@ -240,6 +262,9 @@ static void fill_ref(struct gl_kernels *k)
     k->gemm_bf16 = ref_gemm_bf16;
     k->attn_rows = ref_attn_rows;
     k->gemm_q8_0 = ref_gemm_q8_0;
+    k->swiglu = ref_swiglu;
+    k->gate = ref_gate;
+    k->softcap = ref_softcap;
     REF_SET(k, Q8_K);
 }
 

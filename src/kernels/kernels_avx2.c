@@ -759,6 +759,117 @@ static void attn_tile_avx2(int D, int n_rows, const float *q, const float *KT, c
     }
 }
 
+// ---- elementwise activations (kernels.h; spec ref_swiglu / ref_gate / ref_softcap) ----
+
+// e^x: x = n ln2 + r, |r| <= ln2 / 2 (ln2 in two parts so n ln2 is exact), Cephes' expf
+// polynomial for e^r, times 2^n built in the exponent field: within 2 ulp of expf. x is clamped
+// to [-88, 88.8]: at -88, n = -127 gives 0 (expf: 6e-39, a denormal that sigmoid's 1 + e^x
+// absorbs); above 88.72, n = 128 gives +inf, as expf overflows.
+static inline __m256 exp_ps(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.0f)), _mm256_set1_ps(88.8f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+// tanh x: below |x| = 0.625 Cephes' tanhf odd polynomial (no cancellation near 0), above it
+// 1 - 2 / (e^2|x| + 1) (at least 0.55, so the subtraction loses nothing; +inf gives 1), with the
+// sign of x put back.
+static inline __m256 tanh_ps(__m256 x)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 ax = _mm256_andnot_ps(sign, x), z = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
+    const __m256 e = exp_ps(_mm256_add_ps(ax, ax));
+    __m256 big =
+        _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                      _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+    big = _mm256_or_ps(big, _mm256_and_ps(sign, x));
+    return _mm256_blendv_ps(small, big, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_GE_OQ));
+}
+
+static inline __m256 sigmoid_ps(__m256 x)
+{
+    const __m256 one = _mm256_set1_ps(1.0f);
+    return _mm256_div_ps(one, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+// Lanes 0 .. n-1 of a mask for the last n < 8 elements: the tail takes the same vector code, so
+// an element's bits do not depend on where it falls.
+static inline __m256i tail_mask(int64_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static inline __m256 swiglu8(__m256 g, __m256 u)
+{
+    const __m256 one = _mm256_set1_ps(1.0f);
+    return _mm256_mul_ps(
+        _mm256_div_ps(g, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g)))), u);
+}
+
+static void swiglu_avx2(float *g, const float *u, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(g + i, swiglu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
+    if (i < n) {
+        const __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(g + i, m,
+                            swiglu8(_mm256_maskload_ps(g + i, m), _mm256_maskload_ps(u + i, m)));
+    }
+}
+
+static void gate_avx2(float *d, const float *s, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i,
+                         _mm256_mul_ps(_mm256_loadu_ps(d + i), sigmoid_ps(_mm256_loadu_ps(s + i))));
+    if (i < n) {
+        const __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(
+            d + i, m,
+            _mm256_mul_ps(_mm256_maskload_ps(d + i, m), sigmoid_ps(_mm256_maskload_ps(s + i, m))));
+    }
+}
+
+static inline __m256 softcap8(__m256 z, float scale, float cap)
+{
+    const __m256 v = _mm256_mul_ps(z, _mm256_set1_ps(scale));
+    if (cap == 0.0f)
+        return v;
+    return _mm256_mul_ps(_mm256_set1_ps(cap), tanh_ps(_mm256_div_ps(v, _mm256_set1_ps(cap))));
+}
+
+static void softcap_avx2(float *z, int64_t n, float scale, float cap)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(z + i, softcap8(_mm256_loadu_ps(z + i), scale, cap));
+    if (i < n) {
+        const __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(z + i, m, softcap8(_mm256_maskload_ps(z + i, m), scale, cap));
+    }
+}
+
 void gl_kernels__register_avx2(struct gl_kernels *k)
 {
     k->attn_tile = attn_tile_avx2;
@@ -768,6 +879,9 @@ void gl_kernels__register_avx2(struct gl_kernels *k)
     k->attn_rows = NULL; // the vision encoder keeps attn_tile here (its scalar reference is slower)
     // Nor a token-lane Q8_0 tile (it is built on 512-bit vpdpbusd): Q8_0 keeps vec_dot here.
     k->gemm_q8_0 = NULL;
+    k->swiglu = swiglu_avx2; // the AVX-512 table keeps these three
+    k->gate = gate_avx2;
+    k->softcap = softcap_avx2;
     k->vec_dot[GL_TYPE_F32] = vec_dot_f32;
     k->vec_dot[GL_TYPE_F16] = vec_dot_f16;
     k->vec_dot[GL_TYPE_BF16] = vec_dot_bf16;

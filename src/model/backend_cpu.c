@@ -368,6 +368,7 @@ enum rows_op {
 
 struct rows_job {
     enum rows_op op;
+    const struct gl_kernels *k;
     float *dst, *src;
     const float *w;
     int64_t n_tok, width;
@@ -390,12 +391,10 @@ static void rows_run(void *ctx, int ith, int nth)
                 d[i] += s[i];
             break;
         case ROWS_GATE:
-            for (int64_t i = 0; i < W; i++)
-                d[i] *= 1.0f / (1.0f + expf(-s[i]));
+            j->k->gate(d, s, W);
             break;
         case ROWS_SWIGLU:
-            for (int64_t i = 0; i < W; i++)
-                d[i] = d[i] / (1.0f + expf(-d[i])) * s[i];
+            j->k->swiglu(d, s, W);
             break;
         }
     }
@@ -408,8 +407,8 @@ static void rows(struct gl_backend *b, enum rows_op op, enum gl_bk_buf dst, enum
     struct cpu_backend *c = cpu(b);
     const int64_t width = gl_bk_buf_width(&c->m->cfg, dst);
     GL_ASSERT(width == gl_bk_buf_width(&c->m->cfg, src));
-    struct rows_job j = {op,       c->buf[dst], c->buf[src], gl_bk_vector(c->m, layer, w),
-                         c->st->n, width,       eps};
+    struct rows_job j = {op,       c->k,  c->buf[dst], c->buf[src], gl_bk_vector(c->m, layer, w),
+                         c->st->n, width, eps};
     act_invalidate(c);
     if (j.n_tok > 1)
         gl_pool_run(c->pool, rows_run, &j);
@@ -439,10 +438,11 @@ static void cpu_swiglu(struct gl_backend *b, enum gl_bk_buf gate, enum gl_bk_buf
     rows(b, ROWS_SWIGLU, gate, up, 0, GL_BK_NONE, 0.0f);
 }
 
-// z <- scale * z, then cap * tanh(z / cap) unless cap == 0; contiguous element ranges per thread.
-// Logit scale and soft-cap over n_rows x V logits: every entry, or (groups) the entries of the
-// listed 16-row groups of each row.
+// Logit scale and soft-cap (the table's softcap: z <- cap * tanh(scale * z / cap)) over n_rows x V
+// logits, contiguous element ranges per thread: every entry, or (groups) the entries of the listed
+// 16-row groups of each row.
 struct cap_job {
+    gl_softcap_fn fn;
     float *z;
     int64_t n_rows, V;
     float scale, cap;
@@ -450,27 +450,19 @@ struct cap_job {
     int64_t n_groups;
 };
 
-static void cap_span(const struct cap_job *j, float *z, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float v = z[i] * j->scale;
-        z[i] = j->cap != 0.0f ? j->cap * tanhf(v / j->cap) : v;
-    }
-}
-
 static void cap_run(void *ctx, int ith, int nth)
 {
     const struct cap_job *j = ctx;
     if (!j->groups) {
         int64_t n = j->n_rows * j->V, i0 = n * ith / nth, i1 = n * (ith + 1) / nth;
-        cap_span(j, j->z + i0, i1 - i0);
+        j->fn(j->z + i0, i1 - i0, j->scale, j->cap);
         return;
     }
     int64_t n = j->n_rows * j->n_groups, u0 = n * ith / nth, u1 = n * (ith + 1) / nth;
     for (int64_t u = u0; u < u1; u++) {
         int64_t r0 = (int64_t)j->groups[u % j->n_groups] * GL_R16_ROWS;
         int64_t r1 = r0 + GL_R16_ROWS < j->V ? r0 + GL_R16_ROWS : j->V;
-        cap_span(j, j->z + u / j->n_groups * j->V + r0, r1 - r0);
+        j->fn(j->z + u / j->n_groups * j->V + r0, r1 - r0, j->scale, j->cap);
     }
 }
 
@@ -568,8 +560,9 @@ static void head_rows(struct cpu_backend *c, const float *x, int64_t n, float *o
         for (int64_t i = 0; i < n * (int64_t)cf->n_vocab; i++)
             out[i] = -INFINITY;
     matmul_sel(c, &c->m->output, x, n, out, groups, n_groups);
-    struct cap_job cj = {out, n, cf->n_vocab, cf->logit_scale, cf->softcap, groups, n_groups};
-    gl_pool_run(c->pool, cap_run, &cj); // 200k tanhf per row: worth both threads in decode
+    struct cap_job cj = {c->k->softcap,   out,         n,      cf->n_vocab,
+                         cf->logit_scale, cf->softcap, groups, n_groups};
+    gl_pool_run(c->pool, cap_run, &cj); // 200k tanh per row: worth both threads in decode
 }
 
 // Gathers the final-normed rows into X, then one head matmul per run of consecutive destination

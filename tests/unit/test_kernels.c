@@ -503,8 +503,96 @@ TEST(test_attn_rows)
     }
 }
 
+// swiglu / gate / softcap (kernels.h): every ISA's entry, the libm reference included, against
+// float64 on a dense sweep of [-100, 100] and the edges (0, denormals, the tanh branch point
+// 0.625, exp's clamps near +-88, huge, +-inf), n odd so the SIMD tails run. Bound: 1e-6 relative
+// (a few ulps; a wrong polynomial term or branch is off by 1e-4 or more) above 1e-30 absolute.
+// And an element's bits must not depend on its position or on n (a row alone or in a batch).
+static double rel_err(double got, double want)
+{
+    if (isinf(want) || isnan(want))
+        return got == want || (isnan(got) && isnan(want)) ? 0 : 1;
+    double d = fabs(got - want);
+    return d <= 1e-30 ? 0 : d / fabs(want);
+}
+
+// op 0: swiglu(d, s = up); 1: gate(d, s = the gate's input); 2: softcap(d) (s unused).
+static void run_activation(const struct gl_kernels *k, int op, float *d, const float *s, int64_t n,
+                           float scale, float cap)
+{
+    if (op == 0)
+        k->swiglu(d, s, n);
+    else if (op == 1)
+        k->gate(d, s, n);
+    else
+        k->softcap(d, n, scale, cap);
+}
+
+TEST(test_activations)
+{
+    static const char *const isas[] = {"ref", "avx2", "avx512"};
+    static const float edges[] = {
+        0.0f,    -0.0f,    1e-30f, -1e-30f, 1e-8f, -1e-8f, 0.6249f,  -0.6249f, 0.625f, -0.625f,
+        0.6251f, -0.6251f, 44.0f,  -44.0f,  87.9f, -87.9f, 88.1f,    -88.1f,   88.8f,  -88.8f,
+        89.0f,   -89.0f,   100.0f, -100.0f, 1e30f, -1e30f, INFINITY, -INFINITY};
+    const int64_t n_sweep = 40001, n_edge = sizeof edges / sizeof edges[0], n = n_sweep + n_edge;
+    const size_t bytes = sizeof(float) * (size_t)(n + 3);
+    float *x = gl_malloc(bytes), *u = gl_malloc(bytes), *a = gl_malloc(bytes),
+          *b = gl_malloc(bytes), *s3 = gl_malloc(bytes);
+    GL_ASSERT(x && u && a && b && s3);
+    for (int64_t i = 0; i < n_sweep; i++)
+        x[i] = -100.0f + 200.0f * (float)i / (float)(n_sweep - 1);
+    memcpy(x + n_sweep, edges, sizeof edges);
+    for (int64_t i = 0; i < n; i++)
+        u[i] = 0.5f + (float)(i % 7) * 0.25f;
+    const float scale = 0.196116135f, cap = 20.0f;
+    for (int v = 0; v < 3; v++) {
+        struct gl_kernels k;
+        if (!load_isa(&k, isas[v]))
+            continue;
+        double worst[3] = {0, 0, 0};
+        for (int op = 0; op < 3; op++) {
+            const float *d0 = op == 1 ? u : x, *s = op == 1 ? x : u;
+            memcpy(a, d0, sizeof(float) * (size_t)n);
+            run_activation(&k, op, a, s, n, scale, cap);
+            for (int64_t i = 0; i < n; i++) {
+                double xi = x[i], want;
+                if (op == 0)
+                    want = xi / (1.0 + exp(-xi)) * (double)u[i];
+                else if (op == 1)
+                    want = (double)u[i] / (1.0 + exp(-xi));
+                else
+                    want = (double)cap * tanh((double)(x[i] * scale) / (double)cap);
+                double e = rel_err((double)a[i], want);
+                CHECKF(e <= 1e-6, "%s op %d x %.9g: got %.9g want %.9g", isas[v], op, xi,
+                       (double)a[i], want);
+                worst[op] = fmax(worst[op], e);
+            }
+            // The same inputs 3 elements later and one short: the same bits where both have them.
+            memcpy(b + 3, d0, sizeof(float) * (size_t)n);
+            memcpy(s3 + 3, s, sizeof(float) * (size_t)n);
+            run_activation(&k, op, b + 3, s3 + 3, n - 1, scale, cap);
+            CHECKF(memcmp(a, b + 3, sizeof(float) * (size_t)(n - 1)) == 0,
+                   "%s op %d: bits depend on the position", isas[v], op);
+        }
+        // cap 0: the scale alone, exactly.
+        memcpy(a, x, sizeof(float) * (size_t)n_sweep);
+        k.softcap(a, n_sweep, scale, 0.0f);
+        for (int64_t i = 0; i < n_sweep; i++)
+            CHECK(a[i] == x[i] * scale);
+        printf("# activations %s: worst relative error swiglu %.3g gate %.3g softcap %.3g\n",
+               isas[v], worst[0], worst[1], worst[2]);
+    }
+    gl_free(x);
+    gl_free(u);
+    gl_free(a);
+    gl_free(b);
+    gl_free(s3);
+}
+
 int main(void)
 {
     RUN_TESTS(test_vec_dot_avx2, test_vec_dot_avx512, test_from_float_avx2, test_from_float_avx512,
-              test_to_float_avx2, test_to_float_avx512, test_table_complete, test_attn_rows);
+              test_to_float_avx2, test_to_float_avx512, test_table_complete, test_attn_rows,
+              test_activations);
 }
