@@ -805,69 +805,66 @@ static inline __m256 tanh_ps(__m256 x)
     return _mm256_blendv_ps(small, big, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_GE_OQ));
 }
 
-static inline __m256 sigmoid_ps(__m256 x)
+// 1 + e^-x: sigmoid's denominator. swiglu divides by it as the reference does (g / (1 + e^-g)),
+// so the two round alike.
+static inline __m256 sigmoid_den(__m256 x)
 {
-    const __m256 one = _mm256_set1_ps(1.0f);
-    return _mm256_div_ps(one, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    return _mm256_add_ps(_mm256_set1_ps(1.0f), exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x)));
 }
 
-// Lanes 0 .. n-1 of a mask for the last n < 8 elements: the tail takes the same vector code, so
-// an element's bits do not depend on where it falls.
-static inline __m256i tail_mask(int64_t n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+enum act_op { ACT_SWIGLU, ACT_GATE, ACT_SOFTCAP };
 
-static inline __m256 swiglu8(__m256 g, __m256 u)
+// One op on 8 elements: d the destination's values, s the source's (unused by softcap).
+GL_X86_INLINE __m256 act8(enum act_op op, __m256 d, __m256 s, float scale, float cap)
 {
-    const __m256 one = _mm256_set1_ps(1.0f);
-    return _mm256_mul_ps(
-        _mm256_div_ps(g, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g)))), u);
-}
-
-static void swiglu_avx2(float *g, const float *u, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(g + i, swiglu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
-    if (i < n) {
-        const __m256i m = tail_mask(n - i);
-        _mm256_maskstore_ps(g + i, m,
-                            swiglu8(_mm256_maskload_ps(g + i, m), _mm256_maskload_ps(u + i, m)));
+    switch (op) {
+    case ACT_SWIGLU:
+        return _mm256_mul_ps(_mm256_div_ps(d, sigmoid_den(d)), s);
+    case ACT_GATE:
+        return _mm256_mul_ps(d, _mm256_div_ps(_mm256_set1_ps(1.0f), sigmoid_den(s)));
+    case ACT_SOFTCAP:
+        break;
     }
-}
-
-static void gate_avx2(float *d, const float *s, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(d + i,
-                         _mm256_mul_ps(_mm256_loadu_ps(d + i), sigmoid_ps(_mm256_loadu_ps(s + i))));
-    if (i < n) {
-        const __m256i m = tail_mask(n - i);
-        _mm256_maskstore_ps(
-            d + i, m,
-            _mm256_mul_ps(_mm256_maskload_ps(d + i, m), sigmoid_ps(_mm256_maskload_ps(s + i, m))));
-    }
-}
-
-static inline __m256 softcap8(__m256 z, float scale, float cap)
-{
-    const __m256 v = _mm256_mul_ps(z, _mm256_set1_ps(scale));
+    const __m256 v = _mm256_mul_ps(d, _mm256_set1_ps(scale));
     if (cap == 0.0f)
         return v;
     return _mm256_mul_ps(_mm256_set1_ps(cap), tanh_ps(_mm256_div_ps(v, _mm256_set1_ps(cap))));
 }
 
-static void softcap_avx2(float *z, int64_t n, float scale, float cap)
+// d[0..n) <- op(d, s) by 8s; the last n % 8 through masked loads and stores, with the same vector
+// code, so an element's bits do not depend on where it falls.
+GL_X86_INLINE void act_map(enum act_op op, float *d, const float *s, int64_t n, float scale,
+                           float cap)
 {
+    const int src = op != ACT_SOFTCAP;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(z + i, softcap8(_mm256_loadu_ps(z + i), scale, cap));
+        _mm256_storeu_ps(d + i,
+                         act8(op, _mm256_loadu_ps(d + i),
+                              src ? _mm256_loadu_ps(s + i) : _mm256_setzero_ps(), scale, cap));
     if (i < n) {
-        const __m256i m = tail_mask(n - i);
-        _mm256_maskstore_ps(z + i, m, softcap8(_mm256_maskload_ps(z + i, m), scale, cap));
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        _mm256_maskstore_ps(d + i, m,
+                            act8(op, _mm256_maskload_ps(d + i, m),
+                                 src ? _mm256_maskload_ps(s + i, m) : _mm256_setzero_ps(), scale,
+                                 cap));
     }
+}
+
+static void swiglu_avx2(float *g, const float *u, int64_t n)
+{
+    act_map(ACT_SWIGLU, g, u, n, 0.0f, 0.0f);
+}
+
+static void gate_avx2(float *d, const float *s, int64_t n)
+{
+    act_map(ACT_GATE, d, s, n, 0.0f, 0.0f);
+}
+
+static void softcap_avx2(float *z, int64_t n, float scale, float cap)
+{
+    act_map(ACT_SOFTCAP, z, NULL, n, scale, cap);
 }
 
 void gl_kernels__register_avx2(struct gl_kernels *k)
