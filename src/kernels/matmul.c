@@ -28,7 +28,7 @@
 #define MM_TILE_MAX_TOK 64
 
 // One matmul split into items (a chunk of weight rows x a tile of tokens) that the threads claim
-// from an atomic counter; item() computes one of them (row layout or r16).
+// (run_items); item() computes one of them (row layout or r16).
 struct mm_job {
     void (*item)(const struct mm_job *j, int64_t item);
     gl_vec_dot_fn dot;
