@@ -46,20 +46,25 @@ GL_X86_INLINE __m256i bcast32(const void *p)
     return _mm256_set1_epi32(v);
 }
 
-// Bytes 8h..8h+7 (the rows of half h) of a 16-row byte vector, moved to bytes 0..7.
-GL_X86_INLINE __m128i half8(__m128i v, int h)
+// The scale bytes of half h (rows 8h..8h+7 of a 16-row byte vector, present in both 128-bit
+// lanes) as 16 int16 lanes, row r's byte in lanes 2r and 2r + 1: the layout of a vpmaddubsw
+// result, so vpmaddwd multiplies both of a row's lanes by its scale. One vpshufb (control byte -1
+// zeroes the high bytes); the widen-shift-or it replaced was 3 vector ops per half and sub-block,
+// and at 4 tokens the vector ops, not memory, set the time: 0.97x at 4 tokens and 0.94x at 1-3
+// (L2-resident), 0.94x at 4 from DRAM (Q4_K, Zen 3).
+GL_X86_INLINE __m256i dup_rows_u8(__m256i v16, int h)
 {
-    return h ? _mm_unpackhi_epi64(v, v) : v;
+    int8_t c[32];
+    for (int i = 0; i < 32; i++)
+        c[i] = (int8_t)(i % 2 ? -1 : 8 * h + i / 4);
+    __m256i ctl;
+    memcpy(&ctl, c, sizeof ctl);
+    return _mm256_shuffle_epi8(v16, ctl);
 }
 
-// 8 bytes (one per row of a half) -> 16 int16 lanes, row r's value in lanes 2r and 2r + 1: the
-// layout of a vpmaddubsw result, so vpmaddwd multiplies both of a row's lanes by its scale.
-GL_X86_INLINE __m256i dup_rows_u8(__m128i v8)
-{
-    __m256i w = _mm256_cvtepu8_epi32(v8);
-    return _mm256_or_si256(w, _mm256_slli_epi32(w, 16));
-}
-
+// 8 signed bytes (q6_K's scales, one per row of a half) as int16 pairs, widened. The vpshufb form
+// (bytes to the high halves, then an arithmetic shift for the sign) was not faster in the Q6_K
+// kernel (1.02-1.06x the time at 3-4 tokens, L2-resident).
 GL_X86_INLINE __m256i dup_rows_i8(__m128i v8)
 {
     __m256i w = _mm256_cvtepi8_epi32(v8);
@@ -129,7 +134,8 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
                     __asm__("" : "+x"(S[t][0]), "+x"(S[t][1]));
                 }
             }
-            const __m256i sc0 = dup_rows_u8(sc[j]), sc1 = dup_rows_u8(half8(sc[j], 1));
+            const __m256i scj = _mm256_broadcastsi128_si256(sc[j]);
+            const __m256i sc0 = dup_rows_u8(scj, 0), sc1 = dup_rows_u8(scj, 1);
             R16_UNROLL
             for (int t = 0; t < T; t++) {
                 B[t][0] = _mm256_add_epi32(B[t][0], _mm256_madd_epi16(S[t][0], sc0));
@@ -144,8 +150,8 @@ GL_X86_INLINE void q4k_r16(int64_t nb, const struct gl_block_q4_K_r16 *x, const 
             for (int t = 0; t < T; t++)
                 M[t] = _mm256_setzero_si256();
             for (int p = 0; p < 4; p++) {
-                __m256i mm = _mm256_cvtepu8_epi16(
-                    _mm_unpacklo_epi8(half8(mn[2 * p], h), half8(mn[2 * p + 1], h)));
+                __m256i mm = _mm256_cvtepu8_epi16(h ? _mm_unpackhi_epi8(mn[2 * p], mn[2 * p + 1])
+                                                    : _mm_unpacklo_epi8(mn[2 * p], mn[2 * p + 1]));
                 R16_UNROLL
                 for (int t = 0; t < T; t++)
                     M[t] = _mm256_add_epi32(M[t],
