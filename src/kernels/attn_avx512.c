@@ -77,23 +77,20 @@ static void attn_tile_avx512(int D, int n_rows, const float *q, const float *KT,
 
 // ---- attn_rows (kernels.h; spec ref_attn_rows) ----
 
-// e^x for x <= 0 (softmax arguments): x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two so
-// n ln2 is exact), Cephes' expf polynomial for e^r, then scalef by 2^n: within 2 ulp of expf.
+// e^x for x <= 0 (softmax arguments): Cephes' expf (kernels_x86.h), then scalef by 2^n.
 // x below -87.3 (and -inf) is clamped there: e^-87.3 = 1.2e-38, below every other weight's
 // rounding; masked keys are zeroed by the caller.
 GL_X86_INLINE __m512 exp_ps(__m512 x)
 {
     x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(X86_EXP_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(X86_EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(X86_EXP_LN2_LO), r);
+    static const float c[6] = X86_EXP_POLY;
+    __m512 p = _mm512_set1_ps(c[0]);
+    for (int k = 1; k < 6; k++)
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[k]));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }

@@ -761,23 +761,20 @@ static void attn_tile_avx2(int D, int n_rows, const float *q, const float *KT, c
 
 // ---- elementwise activations (kernels.h; spec ref_swiglu / ref_gate / ref_softcap) ----
 
-// e^x: x = n ln2 + r, |r| <= ln2 / 2 (ln2 in two parts so n ln2 is exact), Cephes' expf
-// polynomial for e^r, times 2^n built in the exponent field: within 2 ulp of expf. x is clamped
+// e^x: Cephes' expf (kernels_x86.h), times 2^n built in the exponent field. x is clamped
 // to [-88, 88.8]: at -88, n = -127 gives 0 (expf: 6e-39, a denormal that sigmoid's 1 + e^x
 // absorbs); above 88.72, n = 128 gives +inf, as expf overflows.
 static inline __m256 exp_ps(__m256 x)
 {
     x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.0f)), _mm256_set1_ps(88.8f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(X86_EXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(X86_EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(X86_EXP_LN2_LO), r);
+    static const float c[6] = X86_EXP_POLY;
+    __m256 p = _mm256_set1_ps(c[0]);
+    for (int k = 1; k < 6; k++)
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c[k]));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     const __m256i e =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);

@@ -51,6 +51,20 @@ GL_X86_INLINE __m256i x86_k4_min_sums(__m128i scm, const int16_t *bsums)
     return _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(mb));
 }
 
+// Cephes' expf, shared by the AVX2 activations and the AVX-512 attention: x = n ln2 + r with n =
+// round(x log2 e) and ln2 in two parts (the high one exact in n ln2), so |r| <= ln2 / 2; then
+// e^r = 1 + r + r^2 p(r), p's coefficients highest first. Within 2 ulp of expf.
+#define X86_EXP_LOG2E  1.44269504088896341f
+#define X86_EXP_LN2_HI 0.693359375f
+#define X86_EXP_LN2_LO -2.12194440e-4f
+// (An initializer, not an array here: files that include this and do not use it stay clean under
+// -Wunused-const-variable=2.)
+#define X86_EXP_POLY                                                                               \
+    {                                                                                              \
+        1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,  \
+            5.0000001201e-1f                                                                       \
+    }
+
 // ---- shared by the r16 kernels (gemm_r16_avx2.c, gemm_r16_avx512.c) ----
 
 // Prefetches into L1 the lines of the `bytes` bytes that start `ahead` bytes past p, one per 64
