@@ -236,6 +236,15 @@ static void ref_gate(float *d, const float *s, int64_t n)
         d[i] *= 1.0f / (1.0f + expf(-s[i]));
 }
 
+static void ref_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps)
+{
+    double s[16] = {0};
+    for (int64_t i = 0; i < n; i++)
+        s[i % 16] += (double)x[i] * (double)x[i];
+    const float r = (float)(1.0 / sqrt(gl_kernels__sumsq16(s) / (double)n + (double)eps));
+    gl_kernels__rms_scale(y, x, w, 0, n, r);
+}
+
 static void ref_softcap(float *z, int64_t n, float scale, float cap)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -264,6 +273,7 @@ static void fill_ref(struct gl_kernels *k)
     k->gemm_q8_0 = ref_gemm_q8_0;
     k->swiglu = ref_swiglu;
     k->gate = ref_gate;
+    k->rms_norm = ref_rms_norm;
     k->softcap = ref_softcap;
     REF_SET(k, Q8_K);
 }

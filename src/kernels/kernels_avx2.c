@@ -864,6 +864,35 @@ static void softcap_avx2(float *z, int64_t n, float scale, float cap)
     act_map(ACT_SOFTCAP, z, NULL, n, scale, cap);
 }
 
+// Spec ref_rms_norm: the 16 lane sums are 4 accumulators of 4 doubles (accumulator q, lane l:
+// elements i = 4q + l mod 16); the tail goes to the same lanes in scalar code. v * v is exact in
+// double, so the fused multiply-add rounds as the reference's add does.
+static void rms_norm_avx2(float *y, const float *x, const float *w, int64_t n, float eps)
+{
+    __m256d a[4];
+    for (int q = 0; q < 4; q++)
+        a[q] = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int q = 0; q < 4; q++) {
+            const __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * q));
+            a[q] = _mm256_fmadd_pd(v, v, a[q]);
+        }
+    double s[16];
+    for (int q = 0; q < 4; q++)
+        _mm256_storeu_pd(s + 4 * q, a[q]);
+    for (; i < n; i++)
+        s[i % 16] += (double)x[i] * (double)x[i];
+    const float r = (float)(1.0 / sqrt(gl_kernels__sumsq16(s) / (double)n + (double)eps));
+    const __m256 rv = _mm256_set1_ps(r);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + j), rv);
+        _mm256_storeu_ps(y + j, w ? _mm256_mul_ps(v, _mm256_loadu_ps(w + j)) : v);
+    }
+    gl_kernels__rms_scale(y, x, w, j, n, r);
+}
+
 void gl_kernels__register_avx2(struct gl_kernels *k)
 {
     k->attn_tile = attn_tile_avx2;
@@ -873,8 +902,9 @@ void gl_kernels__register_avx2(struct gl_kernels *k)
     k->attn_rows = NULL; // the vision encoder keeps attn_tile here (its scalar reference is slower)
     // Nor a token-lane Q8_0 tile (it is built on 512-bit vpdpbusd): Q8_0 keeps vec_dot here.
     k->gemm_q8_0 = NULL;
-    k->swiglu = swiglu_avx2; // the AVX-512 table keeps these three
+    k->swiglu = swiglu_avx2; // the AVX-512 table keeps these four
     k->gate = gate_avx2;
+    k->rms_norm = rms_norm_avx2;
     k->softcap = softcap_avx2;
     k->vec_dot[GL_TYPE_F32] = vec_dot_f32;
     k->vec_dot[GL_TYPE_F16] = vec_dot_f16;

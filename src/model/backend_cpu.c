@@ -132,22 +132,6 @@ static void act_invalidate(struct cpu_backend *c)
 
 // ---- elementwise pieces (plain C: cheap next to the matmuls) ----
 
-// y[i] = x[i] / sqrt(mean(x^2) + eps) * (w ? w[i] : 1), n elements. Accumulates in double so
-// 6656-wide rows lose nothing to summation order.
-static void rms_norm(float *y, const float *x, const float *w, int64_t n, float eps)
-{
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        ss += (double)x[i] * (double)x[i];
-    float s = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-    if (w)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = x[i] * s * w[i];
-    else
-        for (int64_t i = 0; i < n; i++)
-            y[i] = x[i] * s;
-}
-
 // Interleaved-pair RoPE on one head of D dims: pair (2j, 2j+1) rotated by angle pos * inv_freq[j].
 static void rope_head(float *v, const float *cs, const float *sn, int d2)
 {
@@ -383,10 +367,10 @@ static void rows_run(void *ctx, int ith, int nth)
         float *d = j->dst + t * W, *s = j->src + t * W;
         switch (j->op) {
         case ROWS_NORM:
-            rms_norm(d, s, j->w, W, j->eps);
+            j->k->rms_norm(d, s, j->w, W, j->eps);
             break;
         case ROWS_POST_RESID:
-            rms_norm(s, s, j->w, W, j->eps);
+            j->k->rms_norm(s, s, j->w, W, j->eps);
             for (int64_t i = 0; i < W; i++)
                 d[i] += s[i];
             break;
@@ -519,7 +503,7 @@ static void cpu_norm_rope_heads(struct gl_backend *b, enum gl_bk_buf buf, int la
     for (int64_t t = 0; t < c->st->n; t++)
         for (int64_t hh = 0; hh < W / D; hh++) {
             float *v = c->buf[buf] + t * W + hh * D;
-            rms_norm(v, v, wv, D, eps);
+            c->k->rms_norm(v, v, wv, D, eps);
             if (rope)
                 rope_head(v, c->rope_cos + t * D2, c->rope_sin + t * D2, (int)D2);
         }
@@ -576,8 +560,8 @@ static void cpu_head(struct gl_backend *b, enum gl_bk_buf from, const struct gl_
     GL_ASSERT(from != GL_BK_X && gl_bk_buf_width(cf, from) == E);
     act_invalidate(c);
     for (int64_t i = 0; i < hd->n; i++)
-        rms_norm(x + i * E, c->buf[from] + (int64_t)hd->src[i] * E, c->m->output_norm, E,
-                 cf->rms_eps);
+        c->k->rms_norm(x + i * E, c->buf[from] + (int64_t)hd->src[i] * E, c->m->output_norm, E,
+                       cf->rms_eps);
     for (int64_t i0 = 0, i1; i0 < hd->n; i0 = i1) {
         for (i1 = i0 + 1; i1 < hd->n && hd->dst[i1] == hd->dst[i1 - 1] + 1; i1++)
             ;

@@ -749,27 +749,16 @@ static void matmul(struct gl_dflash_ctx *c, const struct gl_weight *w, const flo
                                          stride, n, out, w->n_out);
 }
 
-// y = x / sqrt(mean(x^2) + eps) * w (double-accumulated, as the target's backend).
-static void rms_norm(float *y, const float *x, const float *w, int64_t n, float eps)
-{
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        ss += (double)x[i] * (double)x[i];
-    float s = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-    for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] * s * w[i];
-}
-
 // Per head of D values: RMS * w, then NeoX RoPE at position pos (dim j paired with j + D/2,
 // angle pos * base^(-2j/D)): the HF rotate-half layout, which the dflash GGUF keeps (not
 // permuted, llama.cpp rope type NEOX).
-static void norm_rope_heads(float *v, int n_heads, int D, const float *w, float eps, double base,
-                            int64_t pos)
+static void norm_rope_heads(const struct gl_kernels *k, float *v, int n_heads, int D,
+                            const float *w, float eps, double base, int64_t pos)
 {
     const int half = D / 2;
     for (int h = 0; h < n_heads; h++) {
         float *x = v + (size_t)h * (size_t)D;
-        rms_norm(x, x, w, D, eps);
+        k->rms_norm(x, x, w, D, eps);
         for (int j = 0; j < half; j++) {
             double ang = (double)pos * pow(base, -2.0 * j / D);
             float cs = (float)cos(ang), sn = (float)sin(ang);
@@ -827,7 +816,7 @@ gl_status gl_dflash_append_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv
     // g = RMS(fc . hidden) * enc_norm: the projected context, shared by every layer's K/V.
     matmul(c, &d->fc, hidden, n, c->h);
     for (int64_t r = 0; r < n; r++)
-        rms_norm(c->h + r * E, c->h + r * E, d->enc_norm, E, cf->rms_eps);
+        c->k->rms_norm(c->h + r * E, c->h + r * E, d->enc_norm, E, cf->rms_eps);
     for (int l = 0; l < cf->n_layer; l++) {
         const struct gl_dflash_layer *L = &d->layers[l];
         // No attn_norm here: the context K/V are projected from g directly (llama.cpp's
@@ -836,8 +825,8 @@ gl_status gl_dflash_append_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv
         matmul(c, &L->v, c->h, n, c->vv);
         for (int64_t r = 0; r < n; r++) {
             const int64_t p = kv->len + r;
-            norm_rope_heads(c->kk + r * KD, cf->n_head_kv, cf->head_dim, L->k_norm, cf->rms_eps,
-                            cf->rope_base, p);
+            norm_rope_heads(c->k, c->kk + r * KD, cf->n_head_kv, cf->head_dim, L->k_norm,
+                            cf->rms_eps, cf->rope_base, p);
             memcpy(ctx_row(&kv->views[l], p, 0), c->kk + r * KD, (size_t)KD * sizeof(float));
             memcpy(ctx_row(&kv->views[l], p, 1), c->vv + r * KD, (size_t)KD * sizeof(float));
         }
@@ -979,15 +968,15 @@ gl_status gl_dflash_block_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv 
     for (int l = 0; l < cf->n_layer; l++) {
         const struct gl_dflash_layer *L = &d->layers[l];
         for (int64_t i = 0; i < n; i++)
-            rms_norm(c->h + i * E, c->x + i * E, L->attn_norm, E, cf->rms_eps);
+            c->k->rms_norm(c->h + i * E, c->x + i * E, L->attn_norm, E, cf->rms_eps);
         matmul(c, &L->q, c->h, n, c->q);
         matmul(c, &L->k, c->h, n, c->kk);
         matmul(c, &L->v, c->h, n, c->vv);
         for (int64_t i = 0; i < n; i++) {
-            norm_rope_heads(c->q + i * QD, cf->n_head, cf->head_dim, L->q_norm, cf->rms_eps,
+            norm_rope_heads(c->k, c->q + i * QD, cf->n_head, cf->head_dim, L->q_norm, cf->rms_eps,
                             cf->rope_base, p0 + i);
-            norm_rope_heads(c->kk + i * KD, cf->n_head_kv, cf->head_dim, L->k_norm, cf->rms_eps,
-                            cf->rope_base, p0 + i);
+            norm_rope_heads(c->k, c->kk + i * KD, cf->n_head_kv, cf->head_dim, L->k_norm,
+                            cf->rms_eps, cf->rope_base, p0 + i);
         }
         struct attn_job aj = {c, kv, l, n, p0};
         gl_pool_run(c->pool, attn_run, &aj);
@@ -995,7 +984,7 @@ gl_status gl_dflash_block_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv 
         for (int64_t i = 0; i < n * E; i++)
             c->x[i] += c->h[i];
         for (int64_t i = 0; i < n; i++)
-            rms_norm(c->h + i * E, c->x + i * E, L->ffn_norm, E, cf->rms_eps);
+            c->k->rms_norm(c->h + i * E, c->x + i * E, L->ffn_norm, E, cf->rms_eps);
         matmul(c, &L->ffn_gate, c->h, n, c->fa);
         matmul(c, &L->ffn_up, c->h, n, c->fb);
         silu_mul(c->fa, c->fb, n * F);
@@ -1004,7 +993,7 @@ gl_status gl_dflash_block_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv 
             c->x[i] += c->h[i];
     }
     for (int64_t i = 0; i < n; i++)
-        rms_norm(c->h + i * E, c->x + i * E, d->output_norm, E, cf->rms_eps);
+        c->k->rms_norm(c->h + i * E, c->x + i * E, d->output_norm, E, cf->rms_eps);
     if (hidden_out)
         memcpy(hidden_out, c->h, (size_t)(n * E) * sizeof(float));
     if (logits) // the target's lm_head, raw (llama.cpp's DFlash applies no scale or cap)

@@ -590,9 +590,71 @@ TEST(test_activations)
     gl_free(s3);
 }
 
+// rms_norm (kernels.h): every ISA's entry against float64 and, bit for bit, against the
+// reference's, over widths that leave every tail length of the 16 lanes (and the 6,656 of the
+// model), with and without a weight, in place and not. Each row has an outlier at a moving
+// position (the last element in one case): a lane or tail element dropped or counted twice moves
+// the norm by far more than the bound, 1e-6 relative (the float rounding of r and two products).
+TEST(test_rms_norm)
+{
+    static const char *const isas[] = {"ref", "avx2", "avx512"};
+    static const int64_t widths[] = {1, 2, 7, 15, 16, 17, 31, 33, 128, 129, 6656, 6659};
+    const int64_t n_max = 6659;
+    float *x = gl_malloc(sizeof(float) * (size_t)n_max),
+          *w = gl_malloc(sizeof(float) * (size_t)n_max),
+          *want = gl_malloc(sizeof(float) * (size_t)n_max),
+          *got = gl_malloc(sizeof(float) * (size_t)n_max);
+    GL_ASSERT(x && w && want && got);
+    struct gl_kernels ref;
+    REQUIRE(load_isa(&ref, "ref"));
+    rng_state = SEED ^ 9;
+    for (size_t iw = 0; iw < sizeof widths / sizeof widths[0]; iw++) {
+        const int64_t n = widths[iw];
+        for (int c = 0; c < 4; c++) { // c: outlier at element c * n / 3 (c 3: the last), scale
+            const float scale = c == 1 ? 1e18f : c == 2 ? 1e-18f : 1.0f;
+            fill_floats(x, n, scale);
+            x[c == 3 ? n - 1 : c * n / 3] = 40.0f * scale;
+            fill_floats(w, n, 1.0f);
+            const float eps = 1e-5f;
+            for (int v = 0; v < 3; v++) {
+                struct gl_kernels k;
+                if (!load_isa(&k, isas[v]))
+                    continue;
+                for (int variant = 0; variant < 3; variant++) { // w, no w, in place
+                    const float *wv = variant == 1 ? NULL : w;
+                    ref.rms_norm(want, x, wv, n, eps);
+                    if (variant == 2) {
+                        memcpy(got, x, sizeof(float) * (size_t)n);
+                        k.rms_norm(got, got, wv, n, eps);
+                    } else {
+                        k.rms_norm(got, x, wv, n, eps);
+                    }
+                    CHECKF(memcmp(got, want, sizeof(float) * (size_t)n) == 0,
+                           "%s n %lld case %d variant %d: not the reference's bits", isas[v],
+                           (long long)n, c, variant);
+                    double ss = 0.0;
+                    for (int64_t i = 0; i < n; i++)
+                        ss += (double)x[i] * (double)x[i];
+                    const double r = 1.0 / sqrt(ss / (double)n + (double)eps);
+                    for (int64_t i = 0; i < n; i++) {
+                        const double y = (double)x[i] * r * (wv ? (double)wv[i] : 1.0);
+                        CHECKF(rel_err((double)got[i], y) <= 1e-6,
+                               "%s n %lld case %d variant %d i %lld: got %.9g want %.9g", isas[v],
+                               (long long)n, c, variant, (long long)i, (double)got[i], y);
+                    }
+                }
+            }
+        }
+    }
+    gl_free(x);
+    gl_free(w);
+    gl_free(want);
+    gl_free(got);
+}
+
 int main(void)
 {
     RUN_TESTS(test_vec_dot_avx2, test_vec_dot_avx512, test_from_float_avx2, test_from_float_avx512,
               test_to_float_avx2, test_to_float_avx512, test_table_complete, test_attn_rows,
-              test_activations);
+              test_activations, test_rms_norm);
 }
