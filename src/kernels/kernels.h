@@ -114,15 +114,16 @@ typedef void (*gl_gemm_q8_0_fn)(int64_t n_blocks, const uint8_t *act, size_t gro
 // at 4 rows a 52-layer step spent ~20 ms in them); the SIMD tables use a vector exp and tanh
 // within a few ulp of it (test_kernels bounds the difference).
 typedef void (*gl_swiglu_fn)(float *g, const float *u, int64_t n);
+typedef void (*gl_gate_fn)(float *d, const float *s, int64_t n);
+typedef void (*gl_softcap_fn)(float *z, int64_t n, float scale, float cap);
+
 // RMS norm of one row of n >= 1 floats: y[i] = x[i] * r * w[i] (x[i] * r when w is NULL), r =
 // (float)(1 / sqrt(ss / n + eps)) and ss the sum of x[i]^2 in double; y may be x. A float's square
 // is exact in double, so only the order of the adds rounds: every ISA adds in 16 lanes (lane l:
-// the elements i = l mod 16, in order) and then the fixed tree gl_kernels__sumsq16, so all agree
-// bit for bit. One serial chain (the loop this replaced) cost ~10 us a 6,656-wide row on Zen 3
-// (4-cycle double adds), ~100 such rows a 52-layer decode step.
+// the elements i = l mod 16, in order) and then one fixed pairwise tree (16 -> 8 -> 4 -> 2 -> 1),
+// so all agree bit for bit. One serial chain (the loop this replaced) cost ~10 us a 6,656-wide row
+// on Zen 3 (4-cycle double adds), ~100 such rows a 52-layer decode step.
 typedef void (*gl_rms_norm_fn)(float *y, const float *x, const float *w, int64_t n, float eps);
-typedef void (*gl_gate_fn)(float *d, const float *s, int64_t n);
-typedef void (*gl_softcap_fn)(float *z, int64_t n, float scale, float cap);
 
 struct gl_kernels {
     const char *isa;                            // "ref", "avx2", "avx512"
