@@ -239,10 +239,7 @@ static void ref_gate(float *d, const float *s, int64_t n)
 static void ref_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps)
 {
     double s[16] = {0};
-    for (int64_t i = 0; i < n; i++)
-        s[i % 16] += (double)x[i] * (double)x[i];
-    const float r = (float)(1.0 / sqrt(gl_kernels__sumsq16(s) / (double)n + (double)eps));
-    gl_kernels__rms_scale(y, x, w, 0, n, r);
+    gl_kernels__rms_scale(y, x, w, 0, n, gl_kernels__rms_r(s, x, 0, n, eps));
 }
 
 static void ref_softcap(float *z, int64_t n, float scale, float cap)

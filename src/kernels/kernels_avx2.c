@@ -865,7 +865,7 @@ static void softcap_avx2(float *z, int64_t n, float scale, float cap)
 }
 
 // Spec ref_rms_norm: the 16 lane sums are 4 accumulators of 4 doubles (accumulator q, lane l:
-// elements i = 4q + l mod 16); the tail goes to the same lanes in scalar code. v * v is exact in
+// elements i = 4q + l mod 16); gl_kernels__rms_r adds the tail and reduces. v * v is exact in
 // double, so the fused multiply-add rounds as the reference's add does.
 static void rms_norm_avx2(float *y, const float *x, const float *w, int64_t n, float eps)
 {
@@ -881,9 +881,7 @@ static void rms_norm_avx2(float *y, const float *x, const float *w, int64_t n, f
     double s[16];
     for (int q = 0; q < 4; q++)
         _mm256_storeu_pd(s + 4 * q, a[q]);
-    for (; i < n; i++)
-        s[i % 16] += (double)x[i] * (double)x[i];
-    const float r = (float)(1.0 / sqrt(gl_kernels__sumsq16(s) / (double)n + (double)eps));
+    const float r = gl_kernels__rms_r(s, x, i, n, eps);
     const __m256 rv = _mm256_set1_ps(r);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // kernels_int: private to src/kernels/. Per-ISA registration functions that overwrite entries
-// of a dispatch table already filled with the reference functions. Each is defined in the file
+// of a dispatch table already filled with the reference functions (and, at the end, the pieces
+// of rms_norm that every ISA shares). Each registration function is defined in the file
 // compiled with that ISA's flags and must only be called after the CPU has been checked.
 #pragma once
 
 #include "kernels/kernels.h"
+
+#include <math.h>
 
 void gl_kernels__register_avx2(struct gl_kernels *k);
 void gl_kernels__register_avx512(struct gl_kernels *k);
@@ -19,17 +22,20 @@ void gl_kernels__register_avx512_bf16(struct gl_kernels *k);
 // The Q8_0 token-lane tile (gemm_q8_avx512.c), called by gl_kernels__register_avx512.
 void gl_kernels__register_avx512_q8(struct gl_kernels *k);
 
-// rms_norm's reduction of its 16 lane sums (kernels.h): halves added pairwise, 16 -> 8 -> 4 ->
-// 2 -> 1, the same in every ISA.
-static inline double gl_kernels__sumsq16(const double s[16])
+// rms_norm's r (kernels.h) from its 16 lane sums s, which hold the squares of x[0..i): adds those
+// of x[i..n) to the same lanes, reduces the lanes pairwise (16 -> 8 -> 4 -> 2 -> 1) and rounds
+// 1 / sqrt(ss / n + eps) to float. Every ISA ends here, so the order of the adds is one code.
+static inline float gl_kernels__rms_r(double s[16], const float *x, int64_t i, int64_t n, float eps)
 {
+    for (; i < n; i++)
+        s[i % 16] += (double)x[i] * (double)x[i];
     double t[8];
-    for (int i = 0; i < 8; i++)
-        t[i] = s[i] + s[i + 8];
+    for (int l = 0; l < 8; l++)
+        t[l] = s[l] + s[l + 8];
     for (int w = 4; w >= 1; w /= 2)
-        for (int i = 0; i < w; i++)
-            t[i] += t[i + w];
-    return t[0];
+        for (int l = 0; l < w; l++)
+            t[l] += t[l + w];
+    return (float)(1.0 / sqrt(t[0] / (double)n + (double)eps));
 }
 
 // rms_norm's second pass (kernels.h), the scalar form: the SIMD forms multiply in the same order.
