@@ -769,12 +769,6 @@ static void norm_rope_heads(const struct gl_kernels *k, float *v, int n_heads, i
     }
 }
 
-static void silu_mul(float *a, const float *b, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
-}
-
 // The views' rows are f32 of Hkv * D values (the drafter's context is never quantized: its
 // blocks must equal the reference's bit for bit).
 static int kv_ok(const struct gl_dflash_config *cf, const struct gl_dflash_kv *kv)
@@ -987,7 +981,7 @@ gl_status gl_dflash_block_kv(struct gl_dflash_ctx *c, const struct gl_dflash_kv 
             c->k->rms_norm(c->h + i * E, c->x + i * E, L->ffn_norm, E, cf->rms_eps);
         matmul(c, &L->ffn_gate, c->h, n, c->fa);
         matmul(c, &L->ffn_up, c->h, n, c->fb);
-        silu_mul(c->fa, c->fb, n * F);
+        c->k->swiglu(c->fa, c->fb, n * F);
         matmul(c, &L->ffn_down, c->fa, n, c->h);
         for (int64_t i = 0; i < n * E; i++)
             c->x[i] += c->h[i];
