@@ -751,17 +751,19 @@ static void matmul(struct gl_dflash_ctx *c, const struct gl_weight *w, const flo
 
 // Per head of D values: RMS * w, then NeoX RoPE at position pos (dim j paired with j + D/2,
 // angle pos * base^(-2j/D)): the HF rotate-half layout, which the dflash GGUF keeps (not
-// permuted, llama.cpp rope type NEOX).
+// permuted, llama.cpp rope type NEOX). The angle depends on j only, so each is computed once for
+// all n_heads heads, not once per head.
 static void norm_rope_heads(const struct gl_kernels *k, float *v, int n_heads, int D,
                             const float *w, float eps, double base, int64_t pos)
 {
     const int half = D / 2;
-    for (int h = 0; h < n_heads; h++) {
-        float *x = v + (size_t)h * (size_t)D;
-        k->rms_norm(x, x, w, D, eps);
-        for (int j = 0; j < half; j++) {
-            double ang = (double)pos * pow(base, -2.0 * j / D);
-            float cs = (float)cos(ang), sn = (float)sin(ang);
+    for (int h = 0; h < n_heads; h++)
+        k->rms_norm(v + (size_t)h * (size_t)D, v + (size_t)h * (size_t)D, w, D, eps);
+    for (int j = 0; j < half; j++) {
+        double ang = (double)pos * pow(base, -2.0 * j / D);
+        float cs = (float)cos(ang), sn = (float)sin(ang);
+        for (int h = 0; h < n_heads; h++) {
+            float *x = v + (size_t)h * (size_t)D;
             float x0 = x[j], x1 = x[j + half];
             x[j] = x0 * cs - x1 * sn;
             x[j + half] = x0 * sn + x1 * cs;

@@ -616,6 +616,10 @@ TEST(test_rms_norm)
             x[c == 3 ? n - 1 : c * n / 3] = 40.0f * scale;
             fill_floats(w, n, 1.0f);
             const float eps = 1e-5f;
+            double ss = 0.0; // the float64 norm, from x alone: one per case
+            for (int64_t i = 0; i < n; i++)
+                ss += (double)x[i] * (double)x[i];
+            const double r = 1.0 / sqrt(ss / (double)n + (double)eps);
             for (int v = 0; v < 3; v++) {
                 struct gl_kernels k;
                 if (!load_isa(&k, isas[v]))
@@ -632,10 +636,6 @@ TEST(test_rms_norm)
                     CHECKF(memcmp(got, want, sizeof(float) * (size_t)n) == 0,
                            "%s n %lld case %d variant %d: not the reference's bits", isas[v],
                            (long long)n, c, variant);
-                    double ss = 0.0;
-                    for (int64_t i = 0; i < n; i++)
-                        ss += (double)x[i] * (double)x[i];
-                    const double r = 1.0 / sqrt(ss / (double)n + (double)eps);
                     for (int64_t i = 0; i < n; i++) {
                         const double y = (double)x[i] * r * (wv ? (double)wv[i] : 1.0);
                         CHECKF(rel_err((double)got[i], y) <= 1e-6,
